@@ -1,0 +1,37 @@
+# The two commands a newcomer needs: `make up` and `make test`. See README.md.
+SHELL := /bin/bash
+export TURBO_TELEMETRY_DISABLED := 1
+export DO_NOT_TRACK := 1
+BERTH := node cli/dist/bin.js
+
+.PHONY: up down test install build typecheck clean
+
+## Install, provision Postgres under .berth/, start every service in one process, print URL and key.
+up: build
+	@$(BERTH) up
+
+## Stop the platform and its Postgres (data stays under .berth/).
+down:
+	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
+
+## Provision Postgres, Redis and S3 servers and run every test; the last line is `N passed, N failed`.
+test: build typecheck
+	@scripts/ensure-redis.sh
+	@node scripts/run-tests.mjs
+
+install: node_modules/.berth-installed
+
+# npm ci only when the lockfile changed since the last install.
+node_modules/.berth-installed: package-lock.json
+	npm ci --no-fund --no-audit
+	@touch $@
+
+build: install
+	@npx turbo run build --output-logs=errors-only
+
+## Type-check tests too (the build skips them; jest strips types without checking).
+typecheck: install
+	@npx tsc -p tsconfig.tests.json
+
+clean:
+	rm -rf node_modules .turbo */*/dist */dist */*/*.tsbuildinfo */*.tsbuildinfo

