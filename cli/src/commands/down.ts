@@ -1,0 +1,26 @@
+/**
+ * `berth down`: stop the platform process and the Postgres that `berth up` provisioned. Data stays.
+ */
+import { existsSync } from 'node:fs';
+import { PostgresServer, sleep } from '@berth/local-stack';
+import type { CliEnv } from '../env.js';
+import { StateDir, isAlive } from '../state.js';
+
+export async function down(env: CliEnv, print: (line: string) => void = console.log): Promise<void> {
+  const state = new StateDir(env.stateDir);
+  const platform = await state.readPlatform();
+  if (platform && isAlive(platform.pid)) {
+    process.kill(platform.pid, 'SIGTERM');
+    const deadline = Date.now() + 15_000;
+    while (isAlive(platform.pid) && Date.now() < deadline) await sleep(100);
+    if (isAlive(platform.pid)) process.kill(platform.pid, 'SIGKILL');
+    print(`stopped the platform (pid ${platform.pid})`);
+  } else {
+    print('the platform was not running');
+  }
+  await state.clearPlatform();
+  if (!env.DATABASE_URL && existsSync(state.postgresDir)) {
+    await new PostgresServer({ baseDir: state.postgresDir }).stop();
+    print('stopped postgres (data kept)');
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The CLI's environment: the only place the CLI reads process.env.
+ */
+import { envLogLevel, envOptionalString, envPort, parseEnv } from '@berth/config';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const schema = z.object({
+  /** Folder for the embedded stack's state (Postgres data, credentials, logs). */
+  BERTH_STATE_DIR: envOptionalString,
+  /** Preferred gateway port for `berth up`; a free port is used when it is taken. */
+  BERTH_PORT: envPort.optional(),
+  /** Interface the platform listens on. */
+  BERTH_HOST: z.string().default('127.0.0.1'),
+  /** Use this Postgres instead of provisioning one under the state folder. */
+  DATABASE_URL: envOptionalString,
+  LOG_LEVEL: envLogLevel.default('info'),
+  /** Credentials for commands that call the gateway (override .berth/credentials.json). */
+  BERTH_API_KEY: envOptionalString,
+  BERTH_HOST_URL: envOptionalString,
+  BERTH_TENANT_ID: envOptionalString,
+});
+
+export type CliEnv = z.output<typeof schema> & { stateDir: string };
+
+export function loadCliEnv(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): CliEnv {
+  const parsed = parseEnv(schema, env);
+  return { ...parsed, stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth') };
+}
+
+/** The environment handed to the detached platform process started by `berth up`. */
+export function childEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
+}

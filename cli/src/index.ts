@@ -1,0 +1,105 @@
+/**
+ * The `berth` command line.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { CliError } from './client.js';
+import { loadCliEnv } from './env.js';
+
+export type { PlatformConfig, RunningPlatform } from './platform.js';
+
+/** Berth packages are versioned together; the CLI's version is the platform's. */
+export const BERTH_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+// Commands load their modules when run, so `berth version` or `berth keys list` do not pay for
+// importing every service.
+const load = {
+  up: () => import('./commands/up.js'),
+  down: () => import('./commands/down.js'),
+  serve: () => import('./commands/serve.js'),
+  status: () => import('./commands/status.js'),
+  keys: () => import('./commands/keys.js'),
+  tenants: () => import('./commands/tenants.js'),
+};
+
+const print = (line: string) => console.log(line);
+
+function connectionOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--url <url>', 'gateway URL (default: BERTH_HOST_URL or .berth/credentials.json)'))
+    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY or .berth/credentials.json)'))
+    .addOption(new Option('--json', 'print JSON'));
+}
+
+export function program(): Command {
+  const env = () => loadCliEnv();
+  const cli = new Command('berth').description('Berth: a self-hostable agent deployment platform').version(BERTH_VERSION, '-v, --version');
+
+  cli
+    .command('up')
+    .description('provision Postgres, start the whole platform in one process, print URL and API key')
+    .action(async () => {
+      await (await load.up()).up(env(), print);
+    });
+  cli
+    .command('down')
+    .description('stop the platform and its Postgres (data is kept)')
+    .action(async () => (await load.down()).down(env(), print));
+  cli
+    .command('serve')
+    .description('run the whole platform in the foreground (needs DATABASE_URL)')
+    .action(async () => (await load.serve()).serve(env()));
+  cli
+    .command('status')
+    .description('show whether the platform runs and each readiness check')
+    .action(async () => {
+      if (!(await (await load.status()).status(env(), print))) process.exitCode = 1;
+    });
+  cli
+    .command('version')
+    .description('print the version')
+    .action(() => print(BERTH_VERSION));
+
+  const keys = cli.command('keys').description('manage API keys');
+  connectionOptions(keys.command('create').description('create an API key (shown once)'))
+    .requiredOption('--name <name>', 'a name to recognise the key by')
+    .addOption(new Option('--role <role>', 'admin keys manage keys of their tenant').choices(['admin', 'member']).default('member'))
+    .option('--expires-at <time>', 'ISO 8601 time after which the key stops working')
+    .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
+    .action(async (o) => {
+      await (await load.keys()).keysCreate(env(), o, print);
+    });
+  connectionOptions(keys.command('list').description('list API keys of a tenant'))
+    .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
+    .action(async (o) => {
+      await (await load.keys()).keysList(env(), o, print);
+    });
+  connectionOptions(keys.command('revoke').description('revoke an API key').argument('<key_id>'))
+    .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
+    .action(async (keyId: string, o) => {
+      await (await load.keys()).keysRevoke(env(), { ...o, keyId }, print);
+    });
+
+  const tenants = cli.command('tenants').description('manage tenants (needs the bootstrap admin key)');
+  connectionOptions(tenants.command('create').description('create a tenant and its first admin key').argument('<name>')).action(
+    async (name: string, o) => {
+      await (await load.tenants()).tenantsCreate(env(), { ...o, name }, print);
+    },
+  );
+  connectionOptions(tenants.command('list').description('list tenants')).action(async (o) => {
+    await (await load.tenants()).tenantsList(env(), o, print);
+  });
+  return cli;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await program().parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    console.error(`berth: ${error instanceof CliError || error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The whole platform in one Node process (the embedded default): every internal service on its
+ * own loopback gRPC port, then the gateway wired to them — the same contracts as in Kubernetes,
+ * where each runs as its own Deployment.
+ */
+import { start as startAgentRuntime } from '@berth/agent-runtime';
+import { start as startControlPlane } from '@berth/control-plane';
+import { start as startExportWorker } from '@berth/export-worker';
+import { start as startGateway } from '@berth/gateway';
+import { createLogger, type Logger } from '@berth/log';
+import { start as startSandboxManager } from '@berth/sandbox-manager';
+
+export interface PlatformConfig {
+  databaseUrl: string;
+  host: string;
+  /** Gateway port; 0 picks a free one. */
+  port: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export interface RunningPlatform {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+export async function startPlatform(config: PlatformConfig, logger: Logger = createLogger({ name: 'berth', level: config.logLevel })): Promise<RunningPlatform> {
+  const started: Closable[] = [];
+  const closeAll = async () => {
+    for (const service of started.reverse()) await service.close().catch((error: unknown) => logger.error({ err: error }, 'close failed'));
+  };
+  try {
+    const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel };
+    const services: Record<string, string> = {};
+    const starters = {
+      'control-plane': startControlPlane,
+      'agent-runtime': startAgentRuntime,
+      'sandbox-manager': startSandboxManager,
+      'export-worker': startExportWorker,
+    };
+    for (const [name, startService] of Object.entries(starters)) {
+      const service = await startService(grpc, createLogger({ name, level: config.logLevel }));
+      started.push(service);
+      services[name] = service.address;
+    }
+    const gateway = await startGateway(
+      { databaseUrl: config.databaseUrl, host: config.host, port: config.port, logLevel: config.logLevel, services },
+      createLogger({ name: 'gateway', level: config.logLevel }),
+    );
+    started.push(gateway);
+    return { url: gateway.url, port: gateway.port, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}

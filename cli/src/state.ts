@@ -1,0 +1,78 @@
+/**
+ * Files of the embedded stack under the state folder (default `.berth/`).
+ */
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export interface Credentials {
+  gateway_url: string;
+  tenant_id: string;
+  api_key: string;
+}
+
+export interface PlatformState {
+  pid: number;
+  port: number;
+  url: string;
+  started_at: string;
+}
+
+export class StateDir {
+  constructor(readonly root: string) {}
+
+  get postgresDir(): string {
+    return join(this.root, 'postgres');
+  }
+  get credentialsFile(): string {
+    return join(this.root, 'credentials.json');
+  }
+  get platformFile(): string {
+    return join(this.root, 'platform.json');
+  }
+  get logFile(): string {
+    return join(this.root, 'logs', 'platform.log');
+  }
+
+  async ensure(): Promise<void> {
+    await mkdir(join(this.root, 'logs'), { recursive: true });
+  }
+
+  async readCredentials(): Promise<Credentials | undefined> {
+    return readJson<Credentials>(this.credentialsFile);
+  }
+
+  async writeCredentials(credentials: Credentials): Promise<void> {
+    await writeFile(this.credentialsFile, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
+    await chmod(this.credentialsFile, 0o600);
+  }
+
+  async readPlatform(): Promise<PlatformState | undefined> {
+    return readJson<PlatformState>(this.platformFile);
+  }
+
+  async writePlatform(state: PlatformState): Promise<void> {
+    await writeFile(this.platformFile, JSON.stringify(state, null, 2) + '\n');
+  }
+
+  async clearPlatform(): Promise<void> {
+    await rm(this.platformFile, { force: true });
+  }
+}
+
+async function readJson<T>(file: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when a process with this pid exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

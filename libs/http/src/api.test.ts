@@ -1,0 +1,229 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ConflictError, NotFoundError, UnauthenticatedError } from '@berth/errors';
+import { silentLogger } from '@berth/log';
+import { z } from 'zod';
+import { Api } from './api.js';
+import { createApp, listen, type RunningServer } from './app.js';
+import { docsRouter } from './docs.js';
+import { openApiDocument } from './openapi.js';
+import { SseWriter } from './sse.js';
+
+// Response schemas strip what they do not declare.
+const Item = z.object({ id: z.string(), name: z.string(), tags: z.array(z.string()) });
+const items = new Map<string, z.infer<typeof Item>>();
+
+const api = new Api<{ user: string }>({
+  authenticate: async (req) => {
+    if (req.headers['x-api-key'] !== 'k') throw new UnauthenticatedError('Missing or invalid API key');
+    return { user: 'u1' };
+  },
+});
+api
+  .route({
+    method: 'post',
+    path: '/items',
+    summary: 'Create an item',
+    body: z.strictObject({
+      id: z.string().min(1),
+      name: z.string(),
+      tags: z.array(z.string()).default([]),
+      nested: z.strictObject({ n: z.number().int() }).optional(),
+    }),
+    status: 201,
+    response: Item,
+    errors: [409],
+    handler: ({ body }) => {
+      if (items.has(body.id)) throw new ConflictError(`Item ${body.id} already exists`);
+      const item = { id: body.id, name: body.name, tags: body.tags };
+      items.set(item.id, item);
+      // An undeclared field must not reach the client.
+      return { ...item, secret: 'hidden' } as z.input<typeof Item>;
+    },
+  })
+  .route({
+    method: 'get',
+    path: '/items/{item_id}',
+    summary: 'Get an item',
+    params: z.strictObject({ item_id: z.string() }),
+    query: z.strictObject({ verbose: z.enum(['true', 'false']).optional() }),
+    response: Item,
+    errors: [404],
+    handler: ({ params }) => {
+      const item = items.get(params.item_id);
+      if (!item) throw new NotFoundError(`Item ${params.item_id} not found`);
+      return item;
+    },
+  })
+  .route({
+    method: 'delete',
+    path: '/items/{item_id}',
+    summary: 'Delete an item',
+    params: z.strictObject({ item_id: z.string() }),
+    handler: ({ params }) => {
+      items.delete(params.item_id);
+    },
+  })
+  .route({
+    method: 'get',
+    path: '/whoami',
+    summary: 'Who is calling',
+    response: z.strictObject({ user: z.string() }),
+    handler: ({ auth }) => ({ user: auth.user }),
+  })
+  .route({
+    method: 'get',
+    path: '/healthz',
+    summary: 'Health',
+    public: true,
+    response: z.strictObject({ ok: z.boolean() }),
+    handler: () => ({ ok: true }),
+  })
+  .route({
+    method: 'get',
+    path: '/events',
+    summary: 'Stream events',
+    public: true,
+    handler: ({ res }) => {
+      const sse = new SseWriter(res);
+      sse.send({ event: 'metadata', data: { run_id: 'r1' }, id: '1' });
+      sse.send({ event: 'values', data: { text: 'line\nbreak' } });
+      sse.end();
+    },
+  });
+
+let server: RunningServer;
+const call = (path: string, init: RequestInit & { json?: unknown } = {}) =>
+  fetch(`${server.url}${path}`, {
+    ...init,
+    headers: { 'x-api-key': 'k', ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}), ...(init.headers as object) },
+    body: init.json !== undefined ? JSON.stringify(init.json) : init.body,
+  });
+
+beforeAll(async () => {
+  const doc = () => openApiDocument([api as Api<unknown>], { title: 'Test', version: '1', securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } } });
+  server = await listen(createApp({ logger: silentLogger(), routes: [docsRouter(doc, 'Test'), api.router()] }), '127.0.0.1', 0);
+});
+afterAll(() => server.close());
+
+describe('Api request validation', () => {
+  it('creates with defaults and answers with the declared fields only', async () => {
+    const res = await call('/items', { method: 'POST', json: { id: 'a', name: 'first' } });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toEqual({ id: 'a', name: 'first', tags: [] });
+  });
+
+  it('refuses unknown fields, missing fields and wrong types with one 422 listing each', async () => {
+    const res = await call('/items', { method: 'POST', json: { name: 5, extra: true, nested: { n: 1.5, more: 1 } } });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: unknown[]; type: string; msg: string }[] };
+    expect(body.detail).toEqual(
+      expect.arrayContaining([
+        { loc: ['body', 'id'], msg: 'Field required', type: 'missing' },
+        expect.objectContaining({ loc: ['body', 'name'], type: 'string_type' }),
+        { loc: ['body', 'extra'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
+        { loc: ['body', 'nested', 'more'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
+        expect.objectContaining({ loc: ['body', 'nested', 'n'], type: 'int_type' }),
+      ]),
+    );
+    expect(body.detail).toHaveLength(5);
+  });
+
+  it('answers malformed JSON with a 422 json_invalid entry', async () => {
+    const res = await call('/items', { method: 'POST', body: '{"id": ', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: unknown[]; type: string }[] };
+    expect(body.detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
+  });
+
+  it('treats a missing body as a missing body, not as an empty object, when fields are required', async () => {
+    const res = await call('/items', { method: 'POST' });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { detail: unknown[] }).detail).toEqual([{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
+  });
+
+  it('refuses unknown query parameters', async () => {
+    await call('/items', { method: 'POST', json: { id: 'q', name: 'q' } });
+    expect((await call('/items/q?verbose=true')).status).toBe(200);
+    const res = await call('/items/q?verbos=true');
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { detail: unknown[] }).detail).toEqual([
+      { loc: ['query', 'verbos'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
+    ]);
+  });
+});
+
+describe('Api errors', () => {
+  it('maps domain errors to 404/409 with a detail string', async () => {
+    const missing = await call('/items/nope');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ detail: 'Item nope not found' });
+    await call('/items', { method: 'POST', json: { id: 'dup', name: 'x' } });
+    const again = await call('/items', { method: 'POST', json: { id: 'dup', name: 'x' } });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toEqual({ detail: 'Item dup already exists' });
+  });
+
+  it('answers 401 before validating anything when authentication fails', async () => {
+    const res = await call('/items', { method: 'POST', json: { bad: 1 }, headers: { 'x-api-key': 'wrong' } });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ detail: 'Missing or invalid API key' });
+  });
+
+  it('answers unknown paths with JSON 404 and known paths with another method with 405', async () => {
+    const unknown = await call('/nowhere');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ detail: 'Not Found' });
+    const wrongMethod = await call('/whoami', { method: 'PUT' });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('GET');
+  });
+
+  it('returns 204 without a body for routes without a response schema', async () => {
+    const res = await call('/items/a', { method: 'DELETE' });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+  });
+
+  it('echoes a sane X-Request-Id and makes one up otherwise', async () => {
+    expect((await call('/healthz', { headers: { 'x-request-id': 'abc-123' } })).headers.get('x-request-id')).toBe('abc-123');
+    expect((await call('/healthz', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(
+      /^[0-9a-f-]{36}$/,
+    );
+  });
+});
+
+describe('SSE', () => {
+  it('writes one compact data line per event, with ids when given', async () => {
+    const res = await call('/events');
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(await res.text()).toBe(
+      'id: 1\nevent: metadata\ndata: {"run_id":"r1"}\n\nevent: values\ndata: {"text":"line\\nbreak"}\n\n',
+    );
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every route from its schemas, with security on authenticated ones', async () => {
+    const doc = (await (await call('/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { required: string[]; additionalProperties: boolean } }> }; parameters: { name: string; in: string }[]; responses: Record<string, unknown>; security?: unknown }>>;
+    };
+    const create = doc.paths['/items']!.post!;
+    expect(create.requestBody!.content['application/json']!.schema).toMatchObject({ required: ['id', 'name'], additionalProperties: false });
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '401', '403', '409', '422']);
+    expect(create.security).toEqual([{ ApiKey: [] }]);
+    const get = doc.paths['/items/{item_id}']!.get!;
+    expect(get.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'item_id', in: 'path' }), expect.objectContaining({ name: 'verbose', in: 'query' })]),
+    );
+    expect(doc.paths['/healthz']!.get!.security).toBeUndefined();
+    const page = await call('/docs');
+    expect(await page.text()).toContain('swagger-ui-bundle.js');
+    expect((await call('/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+  });
+
+  it('rejects a non-strict top-level body schema at registration', () => {
+    expect(() =>
+      new Api().route({ method: 'post', path: '/x', summary: 'x', body: z.object({ a: z.string() }), handler: () => undefined }),
+    ).toThrow(/strict object schema/);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * A route registry: each route declares its zod schemas once; they validate the request (strict,
+ * 422 on any bad or unknown field), shape the response, and generate the OpenAPI document.
+ */
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { parseRequestPart } from './validation.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface HandlerInput<P, Q, B, Ctx> {
+  params: P;
+  query: Q;
+  body: B;
+  /** What the Api's `authenticate` returned; `undefined` on public routes. */
+  auth: Ctx;
+  req: Request;
+  res: Response;
+}
+
+export interface RouteSpec<
+  Ctx = unknown,
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  R extends z.ZodType = z.ZodType,
+> {
+  method: HttpMethod;
+  /** OpenAPI-style path, e.g. `/v1/tenants/{tenant_id}`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  operationId?: string;
+  /** Skip authentication (health checks, docs). @default false */
+  public?: boolean;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Success status. @default 200 (204 when there is no response schema) */
+  status?: number;
+  /** Response body schema (`z.object`, which strips): the handler's value is parsed with it, so nothing undeclared leaks. */
+  response?: R;
+  /** Error statuses worth documenting besides 401/403/422, e.g. `[404, 409]`. */
+  errors?: number[];
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, Ctx>): Promise<z.input<R> | void> | z.input<R> | void;
+}
+
+export interface ApiOptions<Ctx> {
+  /** Runs before every non-public route; throw an UnauthenticatedError/PermissionDeniedError to refuse. */
+  authenticate?: (req: Request) => Promise<Ctx>;
+}
+
+/** Top-level request schemas must reject unknown keys; a non-strict object is a programming error. */
+function assertStrict(schema: z.ZodType | undefined, where: string): void {
+  if (schema instanceof z.ZodObject && !(schema.def.catchall instanceof z.ZodNever)) {
+    throw new Error(`${where} must be a strict object schema (z.strictObject) so unknown fields are refused`);
+  }
+}
+
+export class Api<Ctx = undefined> {
+  private readonly specs: RouteSpec<Ctx>[] = [];
+
+  constructor(private readonly options: ApiOptions<Ctx> = {}) {}
+
+  get routes(): readonly RouteSpec<Ctx>[] {
+    return this.specs;
+  }
+
+  get hasAuthentication(): boolean {
+    return this.options.authenticate !== undefined;
+  }
+
+  route<
+    P extends z.ZodType = z.ZodObject<{}>,
+    Q extends z.ZodType = z.ZodObject<{}>,
+    B extends z.ZodType = z.ZodUndefined,
+    R extends z.ZodType = z.ZodVoid,
+  >(spec: RouteSpec<Ctx, P, Q, B, R>): this {
+    const where = `${spec.method.toUpperCase()} ${spec.path}`;
+    assertStrict(spec.query, `${where} query`);
+    assertStrict(spec.body, `${where} body`);
+    this.specs.push(spec as unknown as RouteSpec<Ctx>);
+    return this;
+  }
+
+  /** An express router serving every registered route (405 for a known path with another method). */
+  router(): Router {
+    const router = express.Router();
+    const methodsByPath = new Map<string, Set<string>>();
+    for (const spec of this.specs) {
+      const path = toExpressPath(spec.path);
+      router[spec.method](path, (req, res, next) => {
+        this.handle(spec, req, res).catch(next);
+      });
+      const methods = methodsByPath.get(path) ?? new Set<string>();
+      methods.add(spec.method.toUpperCase());
+      methodsByPath.set(path, methods);
+    }
+    for (const [path, methods] of methodsByPath) {
+      router.all(path, (req, res, next) => {
+        if (req.method === 'HEAD' && methods.has('GET')) return next();
+        res.setHeader('Allow', [...methods].join(', '));
+        res.status(405).json({ detail: 'Method Not Allowed' });
+      });
+    }
+    return router;
+  }
+
+  private async handle(spec: RouteSpec<Ctx>, req: Request, res: Response): Promise<void> {
+    const auth = spec.public || !this.options.authenticate ? (undefined as Ctx) : await this.options.authenticate(req);
+    const params = spec.params ? parseRequestPart('path', spec.params, req.params) : {};
+    const query = spec.query ? parseRequestPart('query', spec.query, { ...(req.query as object) }) : {};
+    let body: unknown;
+    if (spec.body) {
+      // A request without a body counts as `{}` when the schema accepts that (all fields optional).
+      const raw = req.body === undefined && spec.body.safeParse({}).success ? {} : req.body;
+      body = parseRequestPart('body', spec.body, raw);
+    }
+    const result = await spec.handler({ params, query, body, auth, req, res });
+    if (res.headersSent || res.writableEnded) return;
+    if (!spec.response) {
+      res.status(spec.status ?? 204).end();
+      return;
+    }
+    // A handler may pick another status itself (e.g. 503 from a readiness check).
+    const status = res.statusCode !== 200 ? res.statusCode : (spec.status ?? 200);
+    res.status(status).json(spec.response.parse(result));
+  }
+}
+
+/** `/a/{id}/b` → `/a/:id/b` */
+export function toExpressPath(path: string): string {
+  return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
+}

@@ -1,0 +1,12 @@
+export { Api, toExpressPath } from './api.js';
+export type { ApiOptions, HandlerInput, HttpMethod, RouteSpec } from './api.js';
+export { createApp, listen } from './app.js';
+export type { AppOptions, RunningServer } from './app.js';
+export { docsRouter } from './docs.js';
+export { errorHandler, httpErrorBody, notFoundHandler } from './errors.js';
+export { openApiDocument } from './openapi.js';
+export type { OpenApiInfo } from './openapi.js';
+export { SseWriter } from './sse.js';
+export type { SseEvent, SseOptions } from './sse.js';
+export { issuesFromZod, parseRequestPart } from './validation.js';
+export type { RequestPart } from './validation.js';

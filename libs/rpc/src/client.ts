@@ -1,0 +1,116 @@
+/**
+ * A typed gRPC client (grpc-js) for a protobuf-es v2 service descriptor. Failed calls reject with
+ * BerthErrors, mapped by `status.ts`.
+ */
+import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
+import grpc from '@grpc/grpc-js';
+import { isSupported, methodDefinition, toGrpcMetadata } from './codec.js';
+import { RpcConfigurationError } from './errors.js';
+import { errorOfStatus } from './status.js';
+import type { CallOptions, RpcClient } from './types.js';
+
+/** Options of {@link createRpcClient}. */
+export interface RpcClientOptions {
+  /**
+   * Deadline of unary calls that pass no `timeoutMs`, in milliseconds. Server-streaming calls
+   * have no default deadline. `Infinity` disables it.
+   * @default 30000
+   */
+  defaultTimeoutMs?: number;
+  /** Extra grpc-js channel options (keepalive, message size limits, …). */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+type RequestInit = Record<string, unknown> | undefined;
+
+function grpcCallOptions(timeoutMs: number | undefined): grpc.CallOptions {
+  return timeoutMs === undefined || timeoutMs === Infinity ? {} : { deadline: Date.now() + timeoutMs };
+}
+
+function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number) {
+  const definition = methodDefinition(method);
+  return (request: RequestInit, options: CallOptions = {}): Promise<Message> => {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<Message>((resolve, reject) => {
+      const call = client.makeUnaryRequest<Message, Message>(
+        definition.path,
+        definition.requestSerialize,
+        definition.responseDeserialize,
+        create(method.input as DescMessage, request),
+        toGrpcMetadata(options.metadata),
+        grpcCallOptions(options.timeoutMs ?? defaultTimeoutMs),
+        (error, response) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (signal?.aborted) reject(signal.reason);
+          else if (error || response === undefined) reject(errorOfStatus(error, definition.path));
+          else resolve(response);
+        },
+      );
+      function onAbort() {
+        call.cancel();
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  };
+}
+
+function serverStreamingMethod(client: grpc.Client, method: DescMethod) {
+  const definition = methodDefinition(method);
+  return async function* (request: RequestInit, options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
+    const { signal } = options;
+    if (signal?.aborted) throw signal.reason;
+    const call = client.makeServerStreamRequest<Message, Message>(
+      definition.path,
+      definition.requestSerialize,
+      definition.responseDeserialize,
+      create(method.input as DescMessage, request),
+      toGrpcMetadata(options.metadata),
+      grpcCallOptions(options.timeoutMs),
+    );
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const response of call) yield response as Message;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw errorOfStatus(error, definition.path);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      // Stopped early (break, throw in the loop body): end the call; ignore its CANCELLED status.
+      call.on('error', () => undefined);
+      call.cancel();
+    }
+  };
+}
+
+/**
+ * Creates a client of `service` at `address` (`host:port`, plaintext). Unary methods return a
+ * promise of the response message; server-streaming methods return an async iterable that
+ * starts the call when iteration begins and cancels it when iteration stops early. Failures are
+ * BerthErrors: the server's own error class when it sent one, otherwise the class the gRPC
+ * status maps to (e.g. `UnavailableError` when the server is down, `DeadlineExceededError`),
+ * with the grpc-js error as `cause`. A call aborted through `signal` rejects with `signal.reason`.
+ */
+export function createRpcClient<S extends DescService>(
+  service: S,
+  address: string,
+  options: RpcClientOptions = {},
+): RpcClient<S> {
+  const supported = service.methods.filter(isSupported);
+  if (supported.some((method) => method.localName === 'close')) {
+    throw new RpcConfigurationError(`${service.typeName} has a method named "close", which clashes with RpcClient.close()`);
+  }
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
+  const client = new grpc.Client(address, grpc.credentials.createInsecure(), options.channelOptions);
+  const methods: Record<string, unknown> = {
+    close: () => client.close(),
+  };
+  for (const method of supported) {
+    methods[method.localName] =
+      method.methodKind === 'unary'
+        ? unaryMethod(client, method, defaultTimeoutMs)
+        : serverStreamingMethod(client, method);
+  }
+  return methods as RpcClient<S>;
+}

@@ -1,0 +1,216 @@
+/**
+ * A gRPC server (grpc-js) that serves protobuf-es v2 service descriptors with typed async
+ * handlers. Errors thrown by handlers are mapped by `status.ts`.
+ */
+import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
+import { DeadlineExceededError } from '@berth/errors';
+import { silentLogger, type Logger } from '@berth/log';
+import grpc from '@grpc/grpc-js';
+import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
+import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
+import { statusOfError } from './status.js';
+import type { CallContext, ServiceImplementation } from './types.js';
+
+/** Options of {@link createRpcServer}. */
+export interface RpcServerOptions {
+  /** Where handler failures are logged (unexpected errors at `error`, Berth errors at `debug`). */
+  logger?: Logger;
+  /**
+   * How long `close()` waits for calls in flight before cancelling them.
+   * @default 2000
+   */
+  shutdownTimeoutMs?: number;
+  /** Extra grpc-js server options (message size limits, keepalive, …). */
+  grpcOptions?: grpc.ServerOptions;
+}
+
+/** Where a listening server can be reached. */
+export interface ListenAddress {
+  /** A dialable `host:port`: `127.0.0.1:PORT` when bound to a wildcard address. */
+  address: string;
+  /** The bound port (the one chosen by the OS when listening on port 0). */
+  port: number;
+}
+
+/** A gRPC server. Add services, then `listen`. */
+export interface RpcServer {
+  /** Serves `service` with `implementation`. Must be called before `listen`. */
+  add<S extends DescService>(service: S, implementation: ServiceImplementation<S>): RpcServer;
+  /** Binds `host:port` (port 0 picks a free port) and starts serving. */
+  listen(host: string, port: number): Promise<ListenAddress>;
+  /** Stops accepting calls, waits for calls in flight up to `shutdownTimeoutMs`, then cancels them. */
+  close(): Promise<void>;
+}
+
+type AnyCall = grpc.ServerUnaryCall<Message, Message> | grpc.ServerWritableStream<Message, Message>;
+type Handler = (request: Message, context: CallContext) => unknown;
+
+function deadlineMs(call: AnyCall): number {
+  const deadline = call.getDeadline();
+  return deadline instanceof Date ? deadline.getTime() : deadline;
+}
+
+/** The context of one call; `finish()` marks the handler done so a late cancel is not reported. */
+function callContext(call: AnyCall): { context: CallContext; finish(): void; cancelled(): boolean } {
+  const controller = new AbortController();
+  let finished = false;
+  const onCancel = () => {
+    if (finished || controller.signal.aborted) return;
+    const reason =
+      Date.now() >= deadlineMs(call)
+        ? new DeadlineExceededError(`deadline of ${call.getPath()} exceeded`)
+        : new RpcCancelledError(`call ${call.getPath()} was cancelled`);
+    controller.abort(reason);
+  };
+  call.on('cancelled', onCancel);
+  if (call.cancelled) onCancel();
+  return {
+    context: {
+      signal: controller.signal,
+      metadata: fromGrpcMetadata(call.metadata),
+      peer: call.getPeer(),
+      method: call.getPath(),
+    },
+    finish: () => {
+      finished = true;
+      call.off('cancelled', onCancel);
+    },
+    cancelled: () => controller.signal.aborted,
+  };
+}
+
+function unaryHandler(method: DescMethod, handler: Handler, logger: Logger): grpc.handleUnaryCall<Message, Message> {
+  return (call, callback) => {
+    const { context, finish, cancelled } = callContext(call);
+    Promise.resolve()
+      .then(() => handler(call.request, context))
+      .then(
+        (response) => {
+          finish();
+          callback(null, create(method.output as DescMessage, response as Record<string, unknown> | undefined));
+        },
+        (error: unknown) => {
+          const wasCancelled = cancelled();
+          finish();
+          callback(statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+        },
+      )
+      .catch((error: unknown) => {
+        // Building the response failed (e.g. a response init of the wrong shape).
+        callback(statusOfError(error, { method: context.method, logger, cancelled: cancelled() }));
+      });
+  };
+}
+
+/** Resolves when the stream can take more data or the call ended. */
+function drained(call: grpc.ServerWritableStream<Message, Message>, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    call.on('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function serverStreamingHandler(
+  method: DescMethod,
+  handler: Handler,
+  logger: Logger,
+): grpc.handleServerStreamingCall<Message, Message> {
+  return (call) => {
+    const { context, finish, cancelled } = callContext(call);
+    void (async () => {
+      try {
+        const responses = handler(call.request, context) as AsyncIterable<Record<string, unknown>>;
+        for await (const response of responses) {
+          if (context.signal.aborted) break;
+          if (!call.write(create(method.output as DescMessage, response))) await drained(call, context.signal);
+          if (context.signal.aborted) break;
+        }
+        finish();
+        if (!call.cancelled) call.end();
+      } catch (error) {
+        const wasCancelled = cancelled();
+        finish();
+        if (!call.cancelled) call.emit('error', statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+      }
+    })();
+  };
+}
+
+function formatAddress(host: string, port: number): string {
+  const dialable = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return dialable.includes(':') ? `[${dialable}]:${port}` : `${dialable}:${port}`;
+}
+
+/** Creates a gRPC server; see {@link RpcServer}. */
+export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
+  const logger = options.logger ?? silentLogger();
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 2000;
+  const server = new grpc.Server(options.grpcOptions);
+  let state: 'new' | 'listening' | 'closed' = 'new';
+
+  const rpcServer: RpcServer = {
+    add(service, implementation) {
+      if (state !== 'new') throw new RpcConfigurationError(`cannot add ${service.typeName}: the server already listens`);
+      const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
+      const handlers: grpc.UntypedServiceImplementation = {};
+      for (const method of service.methods.filter(isSupported)) {
+        const handler = (implementation as Record<string, unknown>)[method.localName];
+        if (typeof handler !== 'function') {
+          throw new RpcConfigurationError(`the implementation of ${service.typeName} has no handler for ${method.localName}`);
+        }
+        const bound = (handler as Handler).bind(implementation);
+        definition[method.localName] = methodDefinition(method);
+        handlers[method.localName] =
+          method.methodKind === 'unary'
+            ? unaryHandler(method, bound, logger)
+            : serverStreamingHandler(method, bound, logger);
+      }
+      try {
+        server.addService(definition, handlers);
+      } catch (cause) {
+        throw new RpcConfigurationError(`cannot add ${service.typeName}: ${(cause as Error).message}`, { cause });
+      }
+      logger.debug({ service: service.typeName, methods: Object.values(definition).map((d) => d.path) }, 'rpc service added');
+      return rpcServer;
+    },
+
+    async listen(host, port) {
+      if (state !== 'new') throw new RpcListenError(`the server is ${state === 'listening' ? 'already listening' : 'closed'}`);
+      state = 'listening';
+      const bindHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+      const bound = await new Promise<number>((resolve, reject) => {
+        server.bindAsync(`${bindHost}:${port}`, grpc.ServerCredentials.createInsecure(), (error, boundPort) => {
+          if (error) reject(new RpcListenError(`cannot listen on ${bindHost}:${port}: ${error.message}`, { cause: error }));
+          else resolve(boundPort);
+        });
+      }).catch((error: unknown) => {
+        state = 'new';
+        throw error;
+      });
+      const address = formatAddress(host, bound);
+      logger.info({ address }, 'rpc server listening');
+      return { address, port: bound };
+    },
+
+    async close() {
+      if (state === 'closed') return;
+      state = 'closed';
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, shutdownTimeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+  return rpcServer;
+}

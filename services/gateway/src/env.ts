@@ -1,0 +1,31 @@
+/**
+ * The gateway's environment: the only place its settings are read from process.env.
+ */
+import { envLogLevel, envPort, parseEnv } from '@berth/config';
+import { z } from 'zod';
+import type { GatewayConfig } from './config.js';
+
+const schema = z.object({
+  /** Postgres holding the gateway schema (tenants, API keys, tokens). */
+  DATABASE_URL: z.string().min(1),
+  /** Interface to listen on. */
+  GATEWAY_HOST: z.string().default('127.0.0.1'),
+  /** HTTP port; 0 picks a free one. */
+  GATEWAY_PORT: envPort.default(8080),
+  LOG_LEVEL: envLogLevel.default('info'),
+  /** gRPC addresses (host:port) of the internal services that /readyz checks. */
+  CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
+  AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
+  SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),
+  EXPORT_WORKER_GRPC_ADDRESS: z.string().optional(),
+});
+
+export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
+  const e = parseEnv(schema, env);
+  const services: Record<string, string> = {};
+  if (e.CONTROL_PLANE_GRPC_ADDRESS) services['control-plane'] = e.CONTROL_PLANE_GRPC_ADDRESS;
+  if (e.AGENT_RUNTIME_GRPC_ADDRESS) services['agent-runtime'] = e.AGENT_RUNTIME_GRPC_ADDRESS;
+  if (e.SANDBOX_MANAGER_GRPC_ADDRESS) services['sandbox-manager'] = e.SANDBOX_MANAGER_GRPC_ADDRESS;
+  if (e.EXPORT_WORKER_GRPC_ADDRESS) services['export-worker'] = e.EXPORT_WORKER_GRPC_ADDRESS;
+  return { databaseUrl: e.DATABASE_URL, host: e.GATEWAY_HOST, port: e.GATEWAY_PORT, logLevel: e.LOG_LEVEL, services };
+}

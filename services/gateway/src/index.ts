@@ -1,0 +1,59 @@
+/**
+ * The gateway service: `start(config)` migrates its schema, serves the public HTTP API, and
+ * reports readiness of Postgres and the internal services.
+ */
+import { AuthStore, authMigrationsDir, type AuthTables } from '@berth/auth';
+import { createDatabase, migrate, sql } from '@berth/db';
+import { listen } from '@berth/http';
+import { createLogger, type Logger } from '@berth/log';
+import { checkHealth } from '@berth/rpc';
+import { createGatewayApp } from './app.js';
+import type { GatewayConfig } from './config.js';
+import type { ReadinessCheck } from './routes/health.js';
+
+export type { GatewayConfig } from './config.js';
+export { loadGatewayConfig } from './env.js';
+export { createGatewayApp, gatewayApi } from './app.js';
+export { BERTH_VERSION } from './version.js';
+
+export const GATEWAY_SCHEMA = 'gateway';
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  store: AuthStore;
+  close(): Promise<void>;
+}
+
+/** Applies the gateway's migrations (safe to call from many processes at once). */
+export async function migrateGateway(databaseUrl: string): Promise<void> {
+  await migrate({ connectionString: databaseUrl, schema: GATEWAY_SCHEMA, directory: authMigrationsDir });
+}
+
+export async function start(config: GatewayConfig, logger: Logger = createLogger({ name: 'gateway', level: config.logLevel })): Promise<RunningGateway> {
+  if (config.migrate !== false) await migrateGateway(config.databaseUrl);
+  const database = createDatabase<AuthTables>({ connectionString: config.databaseUrl, schema: GATEWAY_SCHEMA });
+  const store = new AuthStore(database.db);
+  const readiness: Record<string, ReadinessCheck> = {
+    postgres: async () => {
+      await sql`SELECT 1`.execute(database.db);
+    },
+  };
+  for (const [name, address] of Object.entries(config.services)) {
+    readiness[name] = async () => {
+      const status = await checkHealth(address, { timeoutMs: 1500 });
+      if (status !== 'SERVING') throw new Error(`health status ${status}`);
+    };
+  }
+  const server = await listen(createGatewayApp({ logger, store, readiness }), config.host, config.port);
+  logger.info({ url: server.url }, 'gateway listening');
+  return {
+    url: server.url,
+    port: server.port,
+    store,
+    close: async () => {
+      await server.close();
+      await database.close();
+    },
+  };
+}

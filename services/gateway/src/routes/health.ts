@@ -1,0 +1,55 @@
+import type { Principal } from '@berth/auth';
+import type { Api } from '@berth/http';
+import { z } from 'zod';
+
+/** A readiness check: resolves when the dependency works, rejects with the reason otherwise. */
+export type ReadinessCheck = () => Promise<void>;
+
+const CheckOut = z.object({ status: z.enum(['ok', 'failing']), detail: z.string().optional() });
+
+export function healthRoutes(api: Api<Principal>, checks: Record<string, ReadinessCheck>, timeoutMs = 2000): void {
+  api
+    .route({
+      method: 'get',
+      path: '/healthz',
+      summary: 'Liveness: the gateway process answers',
+      tags: ['health'],
+      public: true,
+      response: z.object({ status: z.literal('ok') }),
+      handler: () => ({ status: 'ok' as const }),
+    })
+    .route({
+      method: 'get',
+      path: '/readyz',
+      summary: 'Readiness: Postgres and every internal service answer (503 otherwise)',
+      tags: ['health'],
+      public: true,
+      response: z.object({ status: z.enum(['ok', 'failing']), checks: z.record(z.string(), CheckOut) }),
+      errors: [503],
+      handler: async ({ res }) => {
+        const results = await Promise.all(
+          Object.entries(checks).map(async ([name, check]) => {
+            try {
+              await withTimeout(check(), timeoutMs);
+              return [name, { status: 'ok' as const }] as const;
+            } catch (error) {
+              return [name, { status: 'failing' as const, detail: (error as Error).message }] as const;
+            }
+          }),
+        );
+        const ok = results.every(([, r]) => r.status === 'ok');
+        res.status(ok ? 200 : 503);
+        return { status: ok ? ('ok' as const) : ('failing' as const), checks: Object.fromEntries(results) };
+      },
+    });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,92 @@
+/**
+ * Request and response schemas of the gateway's own API. Request objects are strict (unknown
+ * fields are a 422); response objects strip anything they do not declare.
+ */
+import { z } from 'zod';
+import type { ApiKeyRecord, Tenant } from '@berth/auth';
+
+const timestamp = z.iso.datetime({ offset: true });
+
+export const TenantOut = z.object({
+  tenant_id: z.uuid(),
+  name: z.string(),
+  is_system: z.boolean().describe('The tenant created at bootstrap; its admin keys administer the platform'),
+  created_at: timestamp,
+});
+
+export const ApiKeyOut = z.object({
+  id: z.uuid(),
+  tenant_id: z.uuid(),
+  name: z.string(),
+  role: z.enum(['admin', 'member']),
+  prefix: z.string().describe('First characters of the key, to recognise it'),
+  created_at: timestamp,
+  last_used_at: timestamp.nullable(),
+  expires_at: timestamp.nullable(),
+  revoked_at: timestamp.nullable(),
+});
+
+export const ApiKeyCreatedOut = ApiKeyOut.extend({
+  key: z.string().describe('The API key itself. It is shown only in this response; store it now.'),
+});
+
+export const TenantCreatedOut = z.object({ tenant: TenantOut, api_key: ApiKeyCreatedOut });
+
+export const TenantPath = z.strictObject({ tenant_id: z.uuid() });
+export const ApiKeyPath = z.strictObject({ tenant_id: z.uuid(), key_id: z.uuid() });
+
+export const Page = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+export const CreateTenantBody = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+});
+
+export const CreateApiKeyBody = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  role: z.enum(['admin', 'member']).default('member').describe('admin keys manage the keys of their tenant'),
+  expires_at: timestamp.optional().describe('When the key stops working; never when omitted'),
+});
+
+export const CreateTokenBody = z.strictObject({
+  expires_in: z.number().int().min(60).max(30 * 24 * 3600).default(3600).describe('Lifetime in seconds'),
+});
+
+export const TokenOut = z.object({
+  access_token: z.string(),
+  token_type: z.literal('bearer'),
+  expires_in: z.number().int(),
+  expires_at: timestamp,
+});
+
+export const MeOut = z.object({
+  tenant_id: z.uuid(),
+  tenant_name: z.string(),
+  role: z.enum(['admin', 'member']),
+  platform_admin: z.boolean(),
+  credential: z.object({
+    type: z.enum(['api_key', 'access_token']),
+    id: z.uuid(),
+    prefix: z.string().optional(),
+  }),
+});
+
+export function tenantJson(t: Tenant): z.input<typeof TenantOut> {
+  return { tenant_id: t.id, name: t.name, is_system: t.is_system, created_at: t.created_at.toISOString() };
+}
+
+export function apiKeyJson(k: ApiKeyRecord): z.input<typeof ApiKeyOut> {
+  return {
+    id: k.id,
+    tenant_id: k.tenant_id,
+    name: k.name,
+    role: k.role,
+    prefix: k.prefix,
+    created_at: k.created_at.toISOString(),
+    last_used_at: k.last_used_at?.toISOString() ?? null,
+    expires_at: k.expires_at?.toISOString() ?? null,
+    revoked_at: k.revoked_at?.toISOString() ?? null,
+  };
+}
