@@ -53,3 +53,25 @@ export function redact<T extends Record<string, unknown>>(config: T, secretKeys:
   }
   return copy as T;
 }
+
+/** Settings every internal gRPC service reads: where to listen and how much to log. */
+export interface GrpcServerConfig {
+  /** @default '127.0.0.1' */
+  grpcHost: string;
+  /** 0 picks a free port. @default 50051 */
+  grpcPort: number;
+  /** @default 'info' */
+  logLevel: z.output<typeof envLogLevel>;
+}
+
+const grpcServerEnv = z.object({
+  GRPC_HOST: z.string().default('127.0.0.1'),
+  GRPC_PORT: envPort.default(50051),
+  LOG_LEVEL: envLogLevel.default('info'),
+});
+
+/** Reads GRPC_HOST, GRPC_PORT and LOG_LEVEL. */
+export function parseGrpcServerEnv(env: Record<string, string | undefined>): GrpcServerConfig {
+  const e = parseEnv(grpcServerEnv, env);
+  return { grpcHost: e.GRPC_HOST, grpcPort: e.GRPC_PORT, logLevel: e.LOG_LEVEL };
+}

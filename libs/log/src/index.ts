@@ -35,3 +35,25 @@ export function createLogger(config: LoggerConfig): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/**
+ * Runs `shutdown` once on SIGINT or SIGTERM, logging the signal, then exits: the end of every
+ * service's `main.ts`.
+ */
+export function shutdownOnSignals(logger: Logger, shutdown: () => Promise<void>): void {
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      shutdown().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+}

@@ -2,6 +2,7 @@
  * Agent runtime: the agent server of a deployment (its API arrives with the agent-server issue).
  * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
  */
+import type { GrpcServerConfig } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 
@@ -10,13 +11,7 @@ export { loadAgentRuntimeConfig } from './env.js';
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.agentruntime.v1';
 
-export interface AgentRuntimeConfig {
-  /** @default '127.0.0.1' */
-  grpcHost: string;
-  /** 0 picks a free port. */
-  grpcPort: number;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-}
+export type AgentRuntimeConfig = GrpcServerConfig;
 
 export async function start(
   config: AgentRuntimeConfig,

@@ -2,6 +2,7 @@
  * Control plane: deployments, revisions and auth-wait (its API arrives with the control-plane issue).
  * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
  */
+import type { GrpcServerConfig } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 
@@ -10,13 +11,7 @@ export { loadControlPlaneConfig } from './env.js';
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.controlplane.v1';
 
-export interface ControlPlaneConfig {
-  /** @default '127.0.0.1' */
-  grpcHost: string;
-  /** 0 picks a free port. */
-  grpcPort: number;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-}
+export type ControlPlaneConfig = GrpcServerConfig;
 
 export async function start(
   config: ControlPlaneConfig,
