@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,12 +28,14 @@ async function credentials(): Promise<{ gateway_url: string; tenant_id: string; 
 }
 
 beforeAll(async () => {
+  // mkdtemp makes a private (0700) folder, like a checkout under /root: as root, Postgres (which
+  // runs as another user) cannot enter it, so this also covers the cluster moving out of it.
   stateDir = await mkdtemp(join(tmpdir(), 'berth-cli-'));
-  // As root, Postgres runs as another user, which must be able to enter this folder.
-  await chmod(stateDir, 0o755);
 });
 afterAll(async () => {
   await berth('down');
+  const postgres = await realpath(join(stateDir, 'postgres')).catch(() => undefined);
+  if (postgres && !postgres.startsWith(stateDir)) await rm(postgres, { recursive: true, force: true });
   await rm(stateDir, { recursive: true, force: true });
 });
 
@@ -69,6 +71,11 @@ describe('berth up / down', () => {
     const tenant = await berth('tenants', 'create', 'acme', '--json');
     expect(tenant.code).toBe(0);
     const acme = JSON.parse(tenant.stdout) as { tenant: { tenant_id: string } };
+
+    const status = await berth('status');
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/queue\s+ok \(postgres\)/);
+    expect(status.stdout).toMatch(/control-plane\s+ok/);
 
     // Running `up` again while up reuses the running platform.
     const again = await berth('up');

@@ -14,6 +14,8 @@ const schema = z.object({
   BERTH_HOST: z.string().default('127.0.0.1'),
   /** Use this Postgres instead of provisioning one under the state folder. */
   DATABASE_URL: envOptionalString,
+  /** Run queues (and later the run event broker) on Redis instead of Postgres: the production mode. */
+  REDIS_URL: envOptionalString,
   LOG_LEVEL: envLogLevel.default('info'),
   /** Credentials for commands that call the gateway (override .berth/credentials.json). */
   BERTH_API_KEY: envOptionalString,

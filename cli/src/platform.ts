@@ -8,6 +8,7 @@ import { start as startControlPlane } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
+import { selectQueueBackend } from '@berth/queue';
 import { start as startSandboxManager } from '@berth/sandbox-manager';
 
 export interface PlatformConfig {
@@ -16,6 +17,8 @@ export interface PlatformConfig {
   /** Gateway port; 0 picks a free one. */
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Queues (and later run events) on Redis; BullMQ's Postgres backend when unset. */
+  redisUrl?: string;
 }
 
 export interface RunningPlatform {
@@ -48,7 +51,14 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
       services[name] = service.address;
     }
     const gateway = await startGateway(
-      { databaseUrl: config.databaseUrl, host: config.host, port: config.port, logLevel: config.logLevel, services },
+      {
+        databaseUrl: config.databaseUrl,
+        host: config.host,
+        port: config.port,
+        logLevel: config.logLevel,
+        queue: selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) }),
+        services,
+      },
       createLogger({ name: 'gateway', level: config.logLevel }),
     );
     started.push(gateway);

@@ -11,7 +11,13 @@ export async function serve(env: CliEnv): Promise<void> {
   if (!env.DATABASE_URL) throw new CliError('serve needs DATABASE_URL (berth up provides it)');
   const logger = createLogger({ name: 'berth', level: env.LOG_LEVEL });
   const platform = await startPlatform(
-    { databaseUrl: env.DATABASE_URL, host: env.BERTH_HOST, port: env.BERTH_PORT ?? 8080, logLevel: env.LOG_LEVEL },
+    {
+      databaseUrl: env.DATABASE_URL,
+      host: env.BERTH_HOST,
+      port: env.BERTH_PORT ?? 8080,
+      logLevel: env.LOG_LEVEL,
+      ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+    },
     logger,
   );
   logger.info({ url: platform.url, pid: process.pid }, 'platform ready');

@@ -67,6 +67,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  tenant id  ${credentials.tenant_id}`);
   print(`  api key    ${credentials.api_key}`);
   print(`  saved in   ${state.credentialsFile}`);
+  print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
   print('');
   print('Try:');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -38,6 +38,28 @@ describe('PostgresServer', () => {
     } finally {
       await server.stop().catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('works from a state folder inside a private directory (as root: the cluster moves out, linked from the state folder)', async () => {
+    const privateDir = await mkdtemp(join(tmpdir(), 'berth-private-'));
+    await chmod(privateDir, 0o700);
+    const baseDir = join(privateDir, '.berth', 'postgres');
+    const server = new PostgresServer({ baseDir, port: 0, mode: 'fast' });
+    try {
+      const { connectionString } = await server.start();
+      await query(connectionString, 'CREATE TABLE kept (v int)');
+      await server.stop();
+      const again = new PostgresServer({ baseDir, port: 0, mode: 'fast' });
+      const restarted = await again.start();
+      expect(await query(restarted.connectionString, 'SELECT count(*)::int AS n FROM kept')).toEqual([{ n: 0 }]);
+      await again.stop();
+      if (process.getuid?.() === 0) expect((await lstat(baseDir)).isSymbolicLink()).toBe(true);
+    } finally {
+      await server.stop().catch(() => undefined);
+      const real = await realpath(baseDir).catch(() => undefined);
+      if (real && real !== baseDir) await rm(real, { recursive: true, force: true });
+      await rm(privateDir, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -5,11 +5,11 @@
  * package. Postgres refuses to run as root, so as root every server command runs as the
  * `postgres` user (created if missing).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, readFile, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { portOrFree } from './ports.js';
 import { run } from './run.js';
 
@@ -46,16 +46,19 @@ export interface PostgresServerOptions {
 const SUPERUSER = 'berth';
 
 export class PostgresServer {
-  readonly baseDir: string;
-  readonly dataDir: string;
+  /** Where the cluster really lives (see {@link locateBaseDir}); set by start(). */
+  baseDir: string;
   readonly database: string;
   private port = 0;
   private password = '';
 
   constructor(private readonly options: PostgresServerOptions) {
     this.baseDir = options.baseDir;
-    this.dataDir = join(options.baseDir, 'data');
     this.database = options.database ?? 'berth';
+  }
+
+  get dataDir(): string {
+    return join(this.baseDir, 'data');
   }
 
   /** `postgres://…` for the Berth database; valid after {@link start}. */
@@ -69,21 +72,13 @@ export class PostgresServer {
 
   /** Initialises the cluster if needed and starts it; a running cluster is reused. Idempotent. */
   async start(): Promise<{ connectionString: string; port: number; binaries: PostgresBinaries }> {
+    const runAs = await serverUser();
+    this.baseDir = await locateBaseDir(this.options.baseDir, runAs);
     const existingMajor = await readMajor(this.dataDir);
     const binaries = this.options.binDir
       ? { binDir: this.options.binDir, major: existingMajor ?? 0, source: 'system' as const }
       : await findPostgresBinaries(existingMajor);
-    const runAs = await serverUser();
-    await mkdir(this.baseDir, { recursive: true });
-    if (runAs) {
-      await chownTree(this.baseDir, runAs);
-      await run('runuser', ['-u', runAs.name, '--', 'test', '-w', this.baseDir]).catch((error: unknown) => {
-        throw new Error(
-          `Postgres runs as user ${runAs.name}, which cannot reach ${this.baseDir}: make its parent folders traversable (chmod o+x)`,
-          { cause: error },
-        );
-      });
-    }
+    if (runAs) await chownTree(this.baseDir, runAs);
 
     const passwordFile = join(this.baseDir, 'password');
     if (existingMajor === undefined) {
@@ -131,6 +126,8 @@ export class PostgresServer {
 
   /** Stops the cluster (fast shutdown: open sessions are ended, data is kept). */
   async stop(): Promise<void> {
+    if (!existsSync(this.options.baseDir)) return;
+    this.baseDir = await realpath(this.options.baseDir);
     if (!(await this.runningPort())) return;
     const binaries = await findPostgresBinaries(await readMajor(this.dataDir));
     await this.pg(binaries, await serverUser(), 'pg_ctl', ['stop', '-w', '-m', 'fast', '-D', this.dataDir]);
@@ -179,6 +176,39 @@ export class PostgresServer {
   private async pg(binaries: PostgresBinaries, runAs: ServerUser | undefined, tool: string, args: string[]) {
     const bin = join(binaries.binDir, tool);
     return runAs ? run('runuser', ['-u', runAs.name, '--', bin, ...args]) : run(bin, args);
+  }
+}
+
+/**
+ * The real folder for the cluster. Normally `wanted` itself. As root, Postgres runs as another
+ * user, which cannot enter a checkout inside a private folder such as /root; then the cluster
+ * lives under /var/lib/berth and `wanted` becomes a symlink to it, so the data still survives
+ * restarts and is found from the same state folder.
+ */
+async function locateBaseDir(wanted: string, runAs: ServerUser | undefined): Promise<string> {
+  const absolute = resolve(wanted);
+  await mkdir(dirname(absolute), { recursive: true });
+  if (runAs && !existsSync(absolute) && !(await canEnter(runAs, dirname(absolute)))) {
+    const home = '/var/lib/berth';
+    const target = join(home, `postgres-${createHash('sha256').update(absolute).digest('hex').slice(0, 12)}`);
+    await mkdir(target, { recursive: true });
+    await chmod(home, 0o755);
+    await symlink(target, absolute);
+  }
+  await mkdir(absolute, { recursive: true });
+  const real = await realpath(absolute);
+  if (runAs && !(await canEnter(runAs, dirname(real)))) {
+    throw new Error(`Postgres runs as user ${runAs.name}, which cannot reach ${real}: make its parent folders traversable (chmod o+x)`);
+  }
+  return real;
+}
+
+async function canEnter(user: ServerUser, dir: string): Promise<boolean> {
+  try {
+    await run('runuser', ['-u', user.name, '--', 'test', '-x', dir]);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -12,6 +12,7 @@ export type {
 } from './catalog.js';
 export { DEFAULT_POSTGRES_SCHEMA, DEFAULT_REDIS_PREFIX } from './backend.js';
 export type { QueueBackendConfig } from './backend.js';
+export { pingQueueBackend, selectQueueBackend } from './probe.js';
 export { JobQueue } from './queue.js';
 export type { EnqueueOptions, JobInfo, JobInfoOf, JobQueueOptions, JobState } from './queue.js';
 export { JobWorker } from './worker.js';

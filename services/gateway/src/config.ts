@@ -1,3 +1,5 @@
+import type { QueueBackendConfig } from '@berth/queue';
+
 export interface GatewayConfig {
   /** Postgres holding the gateway schema. */
   databaseUrl: string;
@@ -6,6 +8,8 @@ export interface GatewayConfig {
   /** 0 picks a free port. */
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** The platform's queue backend, which /readyz checks (Redis in production, else Postgres). */
+  queue: QueueBackendConfig;
   /** Internal services (name → gRPC host:port) that /readyz checks. */
   services: Record<string, string>;
   /**

@@ -1,7 +1,8 @@
 /**
  * The gateway's environment: the only place its settings are read from process.env.
  */
-import { envLogLevel, envPort, parseEnv } from '@berth/config';
+import { envLogLevel, envOptionalString, envPort, parseEnv } from '@berth/config';
+import { selectQueueBackend } from '@berth/queue';
 import { z } from 'zod';
 import type { GatewayConfig } from './config.js';
 
@@ -13,6 +14,8 @@ const schema = z.object({
   /** HTTP port; 0 picks a free one. */
   GATEWAY_PORT: envPort.default(8080),
   LOG_LEVEL: envLogLevel.default('info'),
+  /** Redis for queues and run events (production); unset = BullMQ's Postgres backend on DATABASE_URL. */
+  REDIS_URL: envOptionalString,
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
   CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
   AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
@@ -27,5 +30,12 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   if (e.AGENT_RUNTIME_GRPC_ADDRESS) services['agent-runtime'] = e.AGENT_RUNTIME_GRPC_ADDRESS;
   if (e.SANDBOX_MANAGER_GRPC_ADDRESS) services['sandbox-manager'] = e.SANDBOX_MANAGER_GRPC_ADDRESS;
   if (e.EXPORT_WORKER_GRPC_ADDRESS) services['export-worker'] = e.EXPORT_WORKER_GRPC_ADDRESS;
-  return { databaseUrl: e.DATABASE_URL, host: e.GATEWAY_HOST, port: e.GATEWAY_PORT, logLevel: e.LOG_LEVEL, services };
+  return {
+    databaseUrl: e.DATABASE_URL,
+    host: e.GATEWAY_HOST,
+    port: e.GATEWAY_PORT,
+    logLevel: e.LOG_LEVEL,
+    queue: selectQueueBackend({ databaseUrl: e.DATABASE_URL, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) }),
+    services,
+  };
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { freePort } from '@berth/local-stack';
 import { start, type RunningGateway } from './index.js';
 
 let testDb: TestDatabase;
@@ -27,7 +28,14 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw');
   service = await startGrpcService({ name: 'berth.test.v1', host: '127.0.0.1', port: 0, logger: silentLogger() });
   gateway = await start(
-    { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', services: { 'control-plane': service.address } },
+    {
+      databaseUrl: testDb.url,
+      host: '127.0.0.1',
+      port: 0,
+      logLevel: 'silent',
+      queue: { kind: 'redis', url: testRedisUrl() },
+      services: { 'control-plane': service.address },
+    },
     silentLogger(),
   );
   const boot = await gateway.store.bootstrap();
@@ -143,7 +151,10 @@ describe('health and docs', () => {
     expect(await call('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
     expect(await call('/readyz')).toEqual({
       status: 200,
-      body: { status: 'ok', checks: { postgres: { status: 'ok' }, 'control-plane': { status: 'ok' } } },
+      body: {
+        status: 'ok',
+        checks: { postgres: { status: 'ok' }, queue: { status: 'ok', detail: 'redis' }, 'control-plane': { status: 'ok' } },
+      },
     });
     await service.close();
     const res = await call('/readyz');
@@ -163,5 +174,37 @@ describe('health and docs', () => {
     const page = await fetch(`${gateway.url}/docs`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('swagger-ui');
+  });
+});
+
+describe('queue backend selection', () => {
+  it('checks Postgres as the queue backend by default and reports an unreachable Redis', async () => {
+    const byDefault = await start(
+      { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', queue: { kind: 'postgres', connectionString: testDb.url }, services: {} },
+      silentLogger(),
+    );
+    const down = await start(
+      {
+        databaseUrl: testDb.url,
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'silent',
+        queue: { kind: 'redis', url: `redis://127.0.0.1:${await freePort()}` },
+        services: {},
+      },
+      silentLogger(),
+    );
+    try {
+      const ok = await fetch(`${byDefault.url}/readyz`);
+      expect(await ok.json()).toMatchObject({ status: 'ok', checks: { queue: { status: 'ok', detail: 'postgres' } } });
+      const failing = await fetch(`${down.url}/readyz`);
+      expect(failing.status).toBe(503);
+      expect(await failing.json()).toMatchObject({
+        checks: { queue: { status: 'failing', detail: expect.stringContaining('redis queue backend does not answer') } },
+      });
+    } finally {
+      await byDefault.close();
+      await down.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import { AuthStore, authMigrationsDir, type AuthTables } from '@berth/auth';
 import { createDatabase, migrate, sql } from '@berth/db';
 import { listen } from '@berth/http';
 import { createLogger, type Logger } from '@berth/log';
+import { pingQueueBackend } from '@berth/queue';
 import { checkHealth } from '@berth/rpc';
 import { createGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
@@ -38,6 +39,10 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     postgres: async () => {
       await sql`SELECT 1`.execute(database.db);
     },
+  };
+  readiness.queue = async () => {
+    await pingQueueBackend(config.queue);
+    return config.queue.kind;
   };
   for (const [name, address] of Object.entries(config.services)) {
     readiness[name] = async () => {

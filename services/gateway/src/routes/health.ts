@@ -2,8 +2,11 @@ import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
 import { z } from 'zod';
 
-/** A readiness check: resolves when the dependency works, rejects with the reason otherwise. */
-export type ReadinessCheck = () => Promise<void>;
+/**
+ * A readiness check: resolves when the dependency works (optionally with a detail worth showing,
+ * such as which backend answered), rejects with the reason otherwise.
+ */
+export type ReadinessCheck = () => Promise<string | void>;
 
 const CheckOut = z.object({ status: z.enum(['ok', 'failing']), detail: z.string().optional() });
 
@@ -30,8 +33,8 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
         const results = await Promise.all(
           Object.entries(checks).map(async ([name, check]) => {
             try {
-              await withTimeout(check(), timeoutMs);
-              return [name, { status: 'ok' as const }] as const;
+              const detail = await withTimeout(check(), timeoutMs);
+              return [name, { status: 'ok' as const, ...(detail ? { detail } : {}) }] as const;
             } catch (error) {
               return [name, { status: 'failing' as const, detail: (error as Error).message }] as const;
             }
