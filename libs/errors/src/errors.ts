@@ -5,17 +5,20 @@
  */
 
 /** The failure kinds Berth distinguishes. */
-export type ErrorCode =
-  | 'invalid_argument'
-  | 'validation_failed'
-  | 'unauthenticated'
-  | 'permission_denied'
-  | 'not_found'
-  | 'conflict'
-  | 'resource_exhausted'
-  | 'unavailable'
-  | 'deadline_exceeded'
-  | 'internal';
+export const ERROR_CODES = [
+  'invalid_argument',
+  'validation_failed',
+  'unauthenticated',
+  'permission_denied',
+  'not_found',
+  'conflict',
+  'resource_exhausted',
+  'unavailable',
+  'deadline_exceeded',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** One entry of an HTTP 422 body: where the bad value is, what is wrong, a machine-readable kind. */
 export interface ValidationIssue {

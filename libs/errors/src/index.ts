@@ -1,6 +1,7 @@
 export {
   BerthError,
   ConflictError,
+  ERROR_CODES,
   DeadlineExceededError,
   InternalError,
   InvalidArgumentError,

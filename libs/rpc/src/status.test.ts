@@ -3,6 +3,7 @@ import {
   BerthError,
   ConflictError,
   DeadlineExceededError,
+  ERROR_CODES,
   GrpcStatus,
   InternalError,
   NotFoundError,
@@ -73,18 +74,7 @@ describe('error mapping', () => {
   });
 
   it('maps every Berth error code to its class and gRPC status', async () => {
-    const codes: ErrorCode[] = [
-      'invalid_argument',
-      'validation_failed',
-      'unauthenticated',
-      'permission_denied',
-      'not_found',
-      'conflict',
-      'resource_exhausted',
-      'unavailable',
-      'deadline_exceeded',
-      'internal',
-    ];
+    const codes = ERROR_CODES;
     const { address } = await failingServer((code) => errorFromCode(code as ErrorCode, `failed with ${code}`));
     const echo = client(address);
     for (const code of codes) {

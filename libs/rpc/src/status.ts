@@ -8,6 +8,7 @@
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
+  ERROR_CODES,
   codeOfGrpcStatus,
   errorFromCode,
   grpcStatusOf,
@@ -26,18 +27,7 @@ export const ERROR_DETAIL_TRAILER = 'berth-error-bin';
 /** The message a client sees for an error the server does not expose. */
 export const INTERNAL_ERROR_MESSAGE = 'internal server error';
 
-const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
-  'invalid_argument',
-  'validation_failed',
-  'unauthenticated',
-  'permission_denied',
-  'not_found',
-  'conflict',
-  'resource_exhausted',
-  'unavailable',
-  'deadline_exceeded',
-  'internal',
-]);
+const KNOWN_CODES: ReadonlySet<string> = new Set<string>(ERROR_CODES);
 
 function issuesOf(error: BerthError): ValidationIssue[] {
   const issues = (error as { issues?: unknown }).issues;
@@ -101,7 +91,7 @@ function decodeDetail(error: grpc.ServiceError): BerthError | undefined {
   if (value === undefined || typeof value === 'string') return undefined;
   try {
     const detail = fromBinary(ErrorDetailSchema, value);
-    if (!ERROR_CODES.has(detail.code)) return undefined;
+    if (!KNOWN_CODES.has(detail.code)) return undefined;
     const issues: ValidationIssue[] = detail.issues.map((issue) => ({
       loc: issue.loc.flatMap((loc) => (loc.part.case === undefined ? [] : [loc.part.value])),
       msg: issue.msg,

@@ -32,11 +32,10 @@ export default async function globalSetup(): Promise<void> {
   const postgres = new PostgresServer({ baseDir: join(dir, 'postgres'), port: 0, mode: 'fast', maxConnections: 400 });
   const redis = new RedisServer();
   const s3 = new S3Server({ directory: join(dir, 's3') });
-  const [pg, rd, s3info] = await Promise.all([postgres.start(), redis.start(), s3.start()]);
+  const [, rd, s3info] = await Promise.all([postgres.start(), redis.start(), s3.start()]);
   globalThis.__berthTestServers = { postgres, redis, s3 };
   process.env[TEST_ENV.postgresUrl] = postgres.urlFor('postgres');
   process.env[TEST_ENV.redisUrl] = rd.url;
   process.env[TEST_ENV.s3Endpoint] = s3info.endpoint;
   process.env[TEST_ENV.tmpDir] = dir;
-  void pg;
 }
