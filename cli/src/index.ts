@@ -22,6 +22,7 @@ const load = {
   status: () => import('./commands/status.js'),
   keys: () => import('./commands/keys.js'),
   tenants: () => import('./commands/tenants.js'),
+  dev: () => import('./commands/dev.js'),
 };
 
 const print = (line: string) => console.log(line);
@@ -57,6 +58,14 @@ export function program(): Command {
     .action(async () => {
       if (!(await (await load.status()).status(env(), print))) process.exitCode = 1;
     });
+  cli
+    .command('dev')
+    .description('serve a LangGraph.js project (langgraph.json) with durable state under its .berth/')
+    .option('-c, --config <path>', 'path to langgraph.json', './langgraph.json')
+    .option('-p, --port <port>', 'port to listen on (a free one when taken)', '2024')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('-n, --workers <count>', 'runs executed at the same time', '10')
+    .action(async (o) => (await load.dev()).dev(env(), o, print));
   cli
     .command('version')
     .description('print the version')

@@ -119,13 +119,13 @@ export class Api<Ctx = undefined> {
     }
     const result = await spec.handler({ params, query, body, auth, req, res });
     if (res.headersSent || res.writableEnded) return;
+    // A handler may pick another status itself (e.g. 503 from a readiness check, 202 for work accepted).
+    const chosen = res.statusCode !== 200 ? res.statusCode : undefined;
     if (!spec.response) {
-      res.status(spec.status ?? 204).end();
+      res.status(chosen ?? spec.status ?? 204).end();
       return;
     }
-    // A handler may pick another status itself (e.g. 503 from a readiness check).
-    const status = res.statusCode !== 200 ? res.statusCode : (spec.status ?? 200);
-    res.status(status).json(spec.response.parse(result));
+    res.status(chosen ?? spec.status ?? 200).json(spec.response.parse(result));
   }
 }
 

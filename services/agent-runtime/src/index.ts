@@ -19,3 +19,6 @@ export async function start(
 ): Promise<RunningGrpcService> {
   return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger });
 }
+
+export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';
+export type { AgentServerConfig, RunningAgentServer } from './server.js';

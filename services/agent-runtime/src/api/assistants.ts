@@ -1,0 +1,193 @@
+/**
+ * /assistants — versioned configurations of a graph.
+ */
+import { randomUUID } from 'node:crypto';
+import { RequestValidationError } from '@berth/errors';
+import type { Api } from '@berth/http';
+import { z } from 'zod';
+import type { JsonObject } from '../storage/sql.js';
+import type { ServerContext } from './context.js';
+import {
+  AnyJson,
+  AssistantCount,
+  AssistantCreate,
+  AssistantLatest,
+  AssistantPatch,
+  AssistantPath,
+  AssistantSearch,
+  AssistantVersions,
+  assistantJson,
+} from './schemas.js';
+
+export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
+  const tags = ['assistants'];
+  api
+    .route({
+      method: 'post',
+      path: '/assistants',
+      summary: 'Create an assistant',
+      tags,
+      body: AssistantCreate,
+      response: AnyJson,
+      errors: [404, 409],
+      handler: async ({ body }) => {
+        const graph = ctx.graph(body.graph_id);
+        if (body.context) checkContext(ctx, graph.graphId, body.context, ['body', 'context']);
+        return assistantJson(
+          await ctx.assistants.create({
+            assistant_id: body.assistant_id ?? randomUUID(),
+            graph_id: body.graph_id,
+            name: body.name ?? 'Untitled',
+            description: body.description ?? null,
+            config: (body.config ?? {}) as JsonObject,
+            context: (body.context ?? {}) as JsonObject,
+            metadata: (body.metadata ?? {}) as JsonObject,
+            if_exists: body.if_exists,
+          }),
+        );
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/assistants/search',
+      summary: 'Search assistants',
+      tags,
+      body: AssistantSearch,
+      response: AnyJson,
+      handler: async ({ body, res }) => {
+        const found = await ctx.assistants.search({ ...body, metadata: body.metadata as JsonObject | undefined });
+        const total = await ctx.assistants.count({ ...body, metadata: body.metadata as JsonObject | undefined });
+        res.setHeader('X-Pagination-Total', String(total));
+        if (body.offset + found.length < total) res.setHeader('X-Pagination-Next', String(body.offset + found.length));
+        return found.map((a) => select(assistantJson(a), body.select));
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/assistants/count',
+      summary: 'Count assistants',
+      tags,
+      body: AssistantCount,
+      response: z.number().int(),
+      handler: ({ body }) => ctx.assistants.count({ ...body, metadata: body.metadata as JsonObject | undefined }),
+    })
+    .route({
+      method: 'get',
+      path: '/assistants/{assistant_id}',
+      summary: 'Get an assistant',
+      tags,
+      params: AssistantPath,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params }) => assistantJson(await ctx.resolveAssistant(params.assistant_id)),
+    })
+    .route({
+      method: 'patch',
+      path: '/assistants/{assistant_id}',
+      summary: 'Update an assistant: creates version N+1 and makes it active',
+      description: '`context` is the complete new configuration; nothing is merged from earlier versions. `metadata` is merged.',
+      tags,
+      params: AssistantPath,
+      body: AssistantPatch,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, body }) => {
+        const current = await ctx.resolveAssistant(params.assistant_id);
+        const graphId = body.graph_id ?? current.graph_id;
+        ctx.graph(graphId);
+        if (body.context) checkContext(ctx, graphId, body.context, ['body', 'context']);
+        return assistantJson(
+          await ctx.assistants.patch(current.assistant_id, {
+            ...body,
+            config: body.config as JsonObject | undefined,
+            context: body.context as JsonObject | undefined,
+            metadata: body.metadata as JsonObject | undefined,
+          }),
+        );
+      },
+    })
+    .route({
+      method: 'delete',
+      path: '/assistants/{assistant_id}',
+      summary: 'Delete an assistant with all its versions',
+      tags,
+      params: AssistantPath,
+      query: z.strictObject({ delete_threads: z.enum(['true', 'false']).optional() }),
+      errors: [404],
+      handler: async ({ params }) => {
+        const assistant = await ctx.resolveAssistant(params.assistant_id);
+        await ctx.assistants.delete(assistant.assistant_id);
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/assistants/{assistant_id}/latest',
+      summary: 'Make a version the active one: later runs use its context',
+      tags,
+      params: AssistantPath,
+      body: AssistantLatest,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, body }) => {
+        const assistant = await ctx.resolveAssistant(params.assistant_id);
+        return assistantJson(await ctx.assistants.setLatest(assistant.assistant_id, body.version));
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/assistants/{assistant_id}/versions',
+      summary: 'List versions, newest first',
+      tags,
+      params: AssistantPath,
+      body: AssistantVersions,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, body }) => {
+        const assistant = await ctx.resolveAssistant(params.assistant_id);
+        const versions = await ctx.assistants.versions(assistant.assistant_id, { ...body, metadata: body.metadata as JsonObject | undefined });
+        return versions.map(assistantJson);
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/assistants/{assistant_id}/schemas',
+      summary: "JSON Schemas of the assistant's graph",
+      tags,
+      params: AssistantPath,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params }) => {
+        const assistant = await ctx.resolveAssistant(params.assistant_id);
+        return ctx.schemas(assistant.graph_id);
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/assistants/{assistant_id}/graph',
+      summary: "Nodes and edges of the assistant's graph",
+      tags,
+      params: AssistantPath,
+      query: z.strictObject({ xray: z.string().regex(/^(true|false|\d+)$/).optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, query }) => {
+        const assistant = await ctx.resolveAssistant(params.assistant_id);
+        const xray = query.xray === undefined || query.xray === 'false' ? false : query.xray === 'true' ? true : Number(query.xray);
+        return ctx.drawing(assistant, xray);
+      },
+    });
+}
+
+/** Refuses context keys the graph's context schema does not define (422). */
+export function checkContext(ctx: ServerContext, graphId: string, context: Record<string, unknown>, loc: (string | number)[]): void {
+  const problems = ctx.contextProblems(graphId, context);
+  if (problems.length) {
+    throw new RequestValidationError(problems.map((p) => ({ loc: [...loc, ...p.path], msg: p.message, type: p.type })));
+  }
+}
+
+function select<T extends Record<string, unknown>>(row: T, fields: string[] | undefined): Partial<T> {
+  if (!fields?.length) return row;
+  return Object.fromEntries(Object.entries(row).filter(([k]) => fields.includes(k))) as Partial<T>;
+}
+

@@ -1,0 +1,32 @@
+/**
+ * What the HTTP routes of the agent server need: stores, the project's graphs, the executor.
+ */
+import type { Assistant, AssistantStore } from '../storage/assistants.js';
+import type { RunStore } from '../storage/runs.js';
+import type { ThreadStore } from '../storage/threads.js';
+import type { RunService } from '../runs/run-service.js';
+import type { ThreadStateService } from '../runs/thread-state.js';
+
+export interface ContextProblem {
+  path: (string | number)[];
+  message: string;
+  type: string;
+}
+
+export interface ServerContext {
+  assistants: AssistantStore;
+  threads: ThreadStore;
+  runs: RunStore;
+  runService: RunService;
+  state: ThreadStateService;
+  /** The loaded graph of that id; NotFoundError (404) when the project has none. */
+  graph(graphId: string): { graphId: string };
+  /** An assistant by UUID, or a graph name for that graph's system assistant; 404 otherwise. */
+  resolveAssistant(ref: string): Promise<Assistant>;
+  /** Context keys the graph's context schema does not accept. */
+  contextProblems(graphId: string, context: Record<string, unknown>): ContextProblem[];
+  schemas(graphId: string): Promise<unknown>;
+  deleteCheckpoints(threadId: string): Promise<void>;
+  copyCheckpoints(fromThreadId: string, toThreadId: string): Promise<void>;
+  drawing(assistant: Assistant, xray: boolean | number): Promise<unknown>;
+}

@@ -1,0 +1,230 @@
+/**
+ * Runs on a thread and threadless runs: create, stream (SSE), wait, join, list, get, cancel, delete.
+ */
+import type { Request, Response } from 'express';
+import type { Api } from '@berth/http';
+import { SseWriter } from '@berth/http';
+import type { SubscribeFrom } from '@berth/broker';
+import { z } from 'zod';
+import type { RunRequest } from '../runs/run-service.js';
+import type { Run } from '../storage/runs.js';
+import type { ServerContext } from './context.js';
+import { AnyJson, Flag, RunCreate, RunPath, ThreadPath, runJson } from './schemas.js';
+
+const RunPage = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+  status: z.enum(['pending', 'running', 'success', 'error', 'timeout', 'interrupted']).optional(),
+  select: z.union([z.string(), z.array(z.string())]).optional(),
+});
+
+/** `x-*` request headers and user-agent go to the graph's configurable, credentials excepted. */
+function passHeaders(req: Request): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value !== 'string') continue;
+    if ((name.startsWith('x-') && !['x-api-key', 'x-tenant-id', 'x-service-key'].includes(name)) || name === 'user-agent') out[name] = value;
+  }
+  return out;
+}
+
+function locate(res: Response, run: Run, threadless: boolean): void {
+  const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
+  res.setHeader('Content-Location', path);
+  res.setHeader('Location', `${path}/stream`);
+}
+
+export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
+  const tags = ['runs'];
+
+  /** Streams a run's events to the client; a disconnect cancels the run only with on_disconnect=cancel. */
+  async function streamRun(req: Request, res: Response, run: Run, from: SubscribeFrom, cancelOnDisconnect: boolean, threadless: boolean) {
+    const abort = new AbortController();
+    const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
+    const sse = new SseWriter(res, { headers: { 'Content-Location': path, Location: `${path}/stream` } });
+    sse.onClose(() => {
+      abort.abort();
+      if (cancelOnDisconnect && !res.writableFinished) void ctx.runs.getById(run.run_id).then((r) => r && ctx.runService.cancel(r, 'interrupt', false).catch(() => undefined));
+    });
+    const resumable = run.kwargs.stream_resumable;
+    try {
+      for await (const event of ctx.runService.events(run.run_id, from, abort.signal)) {
+        sse.send({ event: event.event, data: event.data, ...(resumable ? { id: event.id } : {}) });
+      }
+    } catch (error) {
+      if (!abort.signal.aborted) sse.send({ event: 'error', data: { error: (error as Error).name, message: (error as Error).message } });
+    }
+    sse.end();
+    void req;
+  }
+
+  async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request) {
+    return ctx.runService.create(threadId, body as RunRequest, passHeaders(req));
+  }
+
+  for (const threadless of [false, true]) {
+    const prefix = threadless ? '/runs' : '/threads/{thread_id}/runs';
+    const params = threadless ? undefined : ThreadPath;
+    const threadOf = (p: unknown) => (threadless ? undefined : (p as { thread_id: string }).thread_id);
+    api
+      .route({
+        method: 'post',
+        path: prefix,
+        summary: threadless ? 'Start a run on a new temporary thread' : 'Start a run (returns at once)',
+        tags,
+        ...(params ? { params } : {}),
+        body: RunCreate,
+        response: AnyJson,
+        errors: [404, 409],
+        handler: async ({ params: p, body, req, res }) => {
+          const run = await create(threadOf(p), body, req);
+          locate(res, run, threadless);
+          return runJson(run);
+        },
+      })
+      .route({
+        method: 'post',
+        path: `${prefix}/stream`,
+        summary: 'Start a run and stream its events (SSE)',
+        tags,
+        ...(params ? { params } : {}),
+        body: RunCreate,
+        errors: [404, 409],
+        handler: async ({ params: p, body, req, res }) => {
+          const run = await create(threadOf(p), body, req);
+          await streamRun(req, res, run, 'start', body.on_disconnect === 'cancel', threadless);
+        },
+      })
+      .route({
+        method: 'post',
+        path: `${prefix}/wait`,
+        summary: 'Start a run and answer with its final values',
+        tags,
+        ...(params ? { params } : {}),
+        body: RunCreate,
+        response: AnyJson,
+        errors: [404, 409],
+        handler: async ({ params: p, body, req, res }) => {
+          const run = await create(threadOf(p), body, req);
+          locate(res, run, threadless);
+          const abort = new AbortController();
+          res.on('close', () => abort.abort());
+          const output = await ctx.runService.join(run, abort.signal);
+          const finished = await ctx.runs.getById(run.run_id);
+          if (finished?.status === 'error') {
+            const thread = await ctx.threads.get(run.thread_id).catch(() => undefined);
+            return { __error__: thread?.error ?? { error: 'Error', message: 'run failed' } };
+          }
+          return output ?? {};
+        },
+      });
+  }
+
+  api
+    .route({
+      method: 'post',
+      path: '/runs/batch',
+      summary: 'Start several threadless runs',
+      tags,
+      body: z.array(RunCreate).min(1),
+      response: AnyJson,
+      handler: async ({ body, req }) => {
+        const runs = [];
+        for (const item of body) runs.push(runJson(await create(undefined, item, req)));
+        return runs;
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/runs',
+      summary: 'List runs of a thread, newest first',
+      tags,
+      params: ThreadPath,
+      query: RunPage,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, query }) => {
+        await ctx.threads.get(params.thread_id);
+        return (await ctx.runs.list(params.thread_id, query)).map(runJson);
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}',
+      summary: 'Get a run',
+      tags,
+      params: RunPath,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params }) => runJson(await ctx.runs.get(params.thread_id, params.run_id)),
+    })
+    .route({
+      method: 'delete',
+      path: '/threads/{thread_id}/runs/{run_id}',
+      summary: 'Delete a finished run',
+      tags,
+      params: RunPath,
+      errors: [404, 409],
+      handler: async ({ params }) => {
+        await ctx.runs.delete(params.thread_id, params.run_id);
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}/join',
+      summary: 'Wait for a run to finish; answers with its final values',
+      tags,
+      params: RunPath,
+      query: z.strictObject({ cancel_on_disconnect: Flag.optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, query, res }) => {
+        const run = await ctx.runs.get(params.thread_id, params.run_id);
+        const abort = new AbortController();
+        res.on('close', () => {
+          abort.abort();
+          if (query.cancel_on_disconnect && !res.writableFinished) void ctx.runService.cancel(run, 'interrupt', false).catch(() => undefined);
+        });
+        return (await ctx.runService.join(run, abort.signal)) ?? {};
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}/stream',
+      summary: "Join a run's event stream (Last-Event-ID resumes a resumable stream)",
+      tags,
+      params: RunPath,
+      query: z.strictObject({
+        cancel_on_disconnect: Flag.optional(),
+        stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
+        namespace: z.union([z.string(), z.array(z.string())]).optional(),
+        checkpoint_id: z.string().optional(),
+      }),
+      errors: [404],
+      handler: async ({ params, query, req, res }) => {
+        const run = await ctx.runs.get(params.thread_id, params.run_id);
+        const lastId = req.headers['last-event-id'];
+        const from: SubscribeFrom =
+          typeof lastId === 'string' && lastId !== '' ? (lastId === '-1' || lastId === '-' ? 'start' : { after: lastId }) : run.kwargs.stream_resumable ? 'start' : 'now';
+        await streamRun(req, res, run, from, query.cancel_on_disconnect ?? false, false);
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs/{run_id}/cancel',
+      summary: 'Cancel a run (interrupt keeps its checkpoints, rollback deletes the run)',
+      tags,
+      params: RunPath,
+      query: z.strictObject({
+        wait: Flag.optional(),
+        action: z.enum(['interrupt', 'rollback']).default('interrupt'),
+        reason: z.string().optional(),
+      }),
+      errors: [404, 409],
+      handler: async ({ params, query, res }) => {
+        const run = await ctx.runs.get(params.thread_id, params.run_id);
+        await ctx.runService.cancel(run, query.action, query.wait ?? false);
+        res.status(query.wait ? 204 : 202);
+      },
+    });
+}

@@ -1,0 +1,190 @@
+/**
+ * /threads — durable conversation state: CRUD, search, copy, state, history.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Api } from '@berth/http';
+import { z } from 'zod';
+import type { JsonObject } from '../storage/sql.js';
+import type { ServerContext } from './context.js';
+import { AnyJson, Flag, ThreadCount, ThreadCreate, ThreadPatch, ThreadPath, ThreadSearch, threadJson } from './schemas.js';
+
+const StateUpdate = z.strictObject({
+  values: z.unknown().optional(),
+  as_node: z.string().optional(),
+  checkpoint: z.strictObject({ checkpoint_id: z.string().optional(), checkpoint_ns: z.string().optional(), checkpoint_map: z.unknown().optional(), thread_id: z.string().optional() }).nullable().optional(),
+  checkpoint_id: z.string().optional(),
+});
+const HistoryBody = z.strictObject({
+  limit: z.number().int().min(1).max(1000).default(10),
+  before: z.union([z.string(), z.strictObject({ checkpoint_id: z.string() }).catchall(z.unknown())]).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  checkpoint: z.record(z.string(), z.unknown()).optional(),
+  select: z.array(z.string()).optional(),
+});
+
+export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
+  const tags = ['threads'];
+  api
+    .route({
+      method: 'post',
+      path: '/threads',
+      summary: 'Create a thread',
+      tags,
+      body: ThreadCreate,
+      response: AnyJson,
+      errors: [409],
+      handler: async ({ body }) =>
+        threadJson(
+          await ctx.threads.create({ thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists }),
+        ),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/search',
+      summary: 'Search threads',
+      tags,
+      body: ThreadSearch,
+      response: AnyJson,
+      handler: async ({ body, res }) => {
+        const query = { ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined };
+        const [found, total] = await Promise.all([ctx.threads.search(query), ctx.threads.count(query)]);
+        res.setHeader('X-Pagination-Total', String(total));
+        if (body.offset + found.length < total) res.setHeader('X-Pagination-Next', String(body.offset + found.length));
+        return found.map((t) => {
+          const json = threadJson(t);
+          return body.select?.length ? Object.fromEntries(Object.entries(json).filter(([k]) => body.select!.includes(k))) : json;
+        });
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/threads/count',
+      summary: 'Count threads',
+      tags,
+      body: ThreadCount,
+      response: z.number().int(),
+      handler: ({ body }) => ctx.threads.count({ ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined }),
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}',
+      summary: 'Get a thread',
+      tags,
+      params: ThreadPath,
+      query: z.strictObject({ include: z.union([z.string(), z.array(z.string())]).optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params }) => threadJson(await ctx.threads.get(params.thread_id)),
+    })
+    .route({
+      method: 'patch',
+      path: '/threads/{thread_id}',
+      summary: "Merge metadata into a thread's metadata",
+      tags,
+      params: ThreadPath,
+      body: ThreadPatch,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params, body }) => threadJson(await ctx.threads.patch(params.thread_id, { metadata: body.metadata as JsonObject | undefined })),
+    })
+    .route({
+      method: 'delete',
+      path: '/threads/{thread_id}',
+      summary: 'Delete a thread with its runs and checkpoints',
+      tags,
+      params: ThreadPath,
+      errors: [404],
+      handler: async ({ params }) => {
+        await ctx.threads.delete(params.thread_id);
+        await ctx.deleteCheckpoints(params.thread_id);
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/copy',
+      summary: 'Copy a thread with its checkpoints',
+      tags,
+      params: ThreadPath,
+      response: AnyJson,
+      errors: [404],
+      handler: async ({ params }) => {
+        const copy = await ctx.threads.copy(params.thread_id, randomUUID());
+        await ctx.copyCheckpoints(params.thread_id, copy.thread_id);
+        return threadJson(copy);
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/state',
+      summary: 'The current state of a thread',
+      tags,
+      params: ThreadPath,
+      query: z.strictObject({ subgraphs: Flag.optional(), select: z.union([z.string(), z.array(z.string())]).optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: ({ params, query }) => ctx.state.state(params.thread_id, { subgraphs: query.subgraphs ?? false }),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/state',
+      summary: "Update a thread's state (409 while a run is active)",
+      tags,
+      params: ThreadPath,
+      body: StateUpdate,
+      response: AnyJson,
+      errors: [404, 409],
+      handler: ({ params, body }) =>
+        ctx.state.update(params.thread_id, {
+          values: body.values,
+          ...(body.as_node ? { as_node: body.as_node } : {}),
+          ...((body.checkpoint_id ?? body.checkpoint?.checkpoint_id) ? { checkpoint_id: (body.checkpoint_id ?? body.checkpoint?.checkpoint_id)! } : {}),
+        }),
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/state/{checkpoint_id}',
+      summary: 'The state of a thread at a checkpoint',
+      tags,
+      params: z.strictObject({ thread_id: z.uuid(), checkpoint_id: z.string().min(1) }),
+      query: z.strictObject({ subgraphs: Flag.optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: ({ params, query }) => ctx.state.state(params.thread_id, { checkpointId: params.checkpoint_id, subgraphs: query.subgraphs ?? false }),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/state/checkpoint',
+      summary: 'The state of a thread at a checkpoint',
+      tags,
+      params: ThreadPath,
+      body: z.strictObject({ checkpoint: z.strictObject({ checkpoint_id: z.string() }).catchall(z.unknown()), subgraphs: z.boolean().optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: ({ params, body }) => ctx.state.state(params.thread_id, { checkpointId: body.checkpoint.checkpoint_id, subgraphs: body.subgraphs ?? false }),
+    })
+    .route({
+      method: 'get',
+      path: '/threads/{thread_id}/history',
+      summary: 'Past states of a thread, newest first',
+      tags,
+      params: ThreadPath,
+      query: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }),
+      response: AnyJson,
+      errors: [404],
+      handler: ({ params, query }) => ctx.state.history(params.thread_id, { limit: query.limit, ...(query.before ? { before: query.before } : {}) }),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/history',
+      summary: 'Past states of a thread, newest first',
+      tags,
+      params: ThreadPath,
+      body: HistoryBody,
+      response: AnyJson,
+      errors: [404],
+      handler: ({ params, body }) => {
+        const before = typeof body.before === 'string' ? body.before : body.before?.checkpoint_id;
+        return ctx.state.history(params.thread_id, { limit: body.limit, ...(before ? { before } : {}), ...(body.metadata ? { metadata: body.metadata } : {}) });
+      },
+    });
+}

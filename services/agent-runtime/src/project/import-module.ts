@@ -1,0 +1,54 @@
+/**
+ * Imports a project's source file (TypeScript or JavaScript) without a build step.
+ *
+ * - Plain Node: tsx's ESM loader is registered once, process-wide (`register()` from
+ *   `tsx/esm/api`, which calls `module.register`), then the file is loaded with a normal
+ *   `import()`. A process-wide loader, not `tsImport`, because `tsImport` gives every import a
+ *   `?tsx-namespace=` URL, so the project would get its own copies of `@langchain/langgraph`,
+ *   `@langchain/core` and `zod`: their module-level registries (e.g. the zod schema-meta registry
+ *   that marks `messages` channels) would not be the server's, and `instanceof` checks between
+ *   server and project objects would fail.
+ * - Under jest (ESM; `import.meta.jest` is set): jest resolves every `import()` itself and
+ *   compiles `.ts` with swc, and it refuses `module.register`. No loader is registered and the
+ *   same `import()` just works.
+ * - Under the tsx CLI (`tsx src/main.ts`): its loader is already active and is not added twice.
+ */
+import { pathToFileURL } from 'node:url';
+
+let loaderRegistered: Promise<void> | undefined;
+
+/** True when something already compiles TypeScript for `import()` in this process. */
+function typeScriptAlreadyHandled(): boolean {
+  if ((import.meta as ImportMeta & { jest?: unknown }).jest !== undefined) return true;
+  return process.execArgv.some((arg) => /(?:^|[\\/])tsx(?:[\\/]|$)/.test(arg));
+}
+
+/**
+ * Registers tsx's ESM loader for the whole process, once (later calls reuse the first
+ * registration, whatever their `tsconfig`).
+ * @param tsconfig - tsconfig.json whose `paths` etc. apply to project files; `false` for none.
+ */
+export function ensureTypeScriptLoader(tsconfig: string | false = false): Promise<void> {
+  loaderRegistered ??= (async () => {
+    if (typeScriptAlreadyHandled()) return;
+    const { register } = await import('tsx/esm/api');
+    try {
+      register({ tsconfig });
+    } catch {
+      // A runtime that forbids loader hooks (as jest does) compiles TypeScript its own way.
+    }
+  })();
+  return loaderRegistered;
+}
+
+/**
+ * Imports an absolute file path (`.ts`, `.mts`, `.cts`, `.tsx`, `.js`, `.mjs`, `.cjs`) as a
+ * module and returns its namespace object.
+ */
+export async function importSourceFile(
+  absolutePath: string,
+  options: { tsconfig?: string | false } = {},
+): Promise<Record<string, unknown>> {
+  await ensureTypeScriptLoader(options.tsconfig ?? false);
+  return (await import(pathToFileURL(absolutePath).href)) as Record<string, unknown>;
+}

@@ -1,0 +1,34 @@
+/**
+ * Loading a LangGraph.js project (`langgraph.json` and the graphs it names) without a build
+ * step, and what the agent server derives from its graphs: JSON Schemas, context validation,
+ * drawings and system assistant ids.
+ */
+export { GraphLoadError, ProjectConfigError } from './errors.js';
+export {
+  langGraphJsonSchema,
+  loadProjectConfig,
+  resolveModuleSpec,
+  type GraphSpec,
+  type LangGraphJson,
+  type ProjectConfig,
+} from './config.js';
+export { loadProjectEnv, parseDotenv } from './env.js';
+export {
+  loadGraph,
+  loadGraphs,
+  type GetGraphOptions,
+  type GraphExportKind,
+  type LoadedGraph,
+  type RunnableGraph,
+} from './graphs.js';
+export { ensureTypeScriptLoader, importSourceFile } from './import-module.js';
+export {
+  contextValidator,
+  graphSchemas,
+  type ContextProblem,
+  type ContextValidator,
+  type GraphSchemas,
+  type JsonSchema,
+} from './schemas.js';
+export { graphDrawing, type DrawingEdge, type DrawingNode, type GraphDrawing } from './drawing.js';
+export { GRAPH_ASSISTANT_NAMESPACE, systemAssistantId, uuidv5 } from './uuid.js';

@@ -1,0 +1,129 @@
+/**
+ * Executes one run: builds the graph with the server's checkpointer, streams it, publishes every
+ * chunk as an SSE event through the broker, and reports how the run ended.
+ */
+import { Command } from '@langchain/langgraph';
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { EventBroker } from '@berth/broker';
+import type { Logger } from '@berth/log';
+import type { LoadedGraph } from '../project/index.js';
+import type { Assistant } from '../storage/assistants.js';
+import type { Run } from '../storage/runs.js';
+import type { Json, JsonObject } from '../storage/sql.js';
+import { toWire } from './serialize.js';
+import { StreamTranslator, graphModes } from './stream-modes.js';
+
+export interface RunOutcome {
+  /** A graph that stops at an interrupt still ends its run `success`; its thread becomes `interrupted`. */
+  status: 'success' | 'error';
+  interrupted: boolean;
+  values: Json | null;
+  /** Open interrupts by task id. */
+  interrupts: JsonObject;
+  error?: { error: string; message: string };
+}
+
+export interface ExecutorDeps {
+  graph(graphId: string): LoadedGraph;
+  checkpointer: BaseCheckpointSaver;
+  broker: EventBroker;
+  log: Logger;
+}
+
+/** Thrown into the graph's signal when a client cancels the run. */
+export class RunCancelledError extends Error {
+  constructor(readonly action: 'interrupt' | 'rollback') {
+    super(`run cancelled (${action})`);
+    this.name = 'RunCancelledError';
+  }
+}
+
+export class RunExecutor {
+  constructor(private readonly deps: ExecutorDeps) {}
+
+  async execute(run: Run, assistant: Assistant, signal: AbortSignal): Promise<RunOutcome> {
+    const { broker } = this.deps;
+    const kwargs = run.kwargs;
+    const configurable = {
+      ...((assistant.config.configurable as JsonObject | undefined) ?? {}),
+      ...((kwargs.config?.configurable as JsonObject | undefined) ?? {}),
+      ...(kwargs.headers ?? {}),
+      thread_id: run.thread_id,
+      run_id: run.run_id,
+      graph_id: assistant.graph_id,
+      assistant_id: assistant.assistant_id,
+      ...(kwargs.checkpoint_id ? { checkpoint_id: kwargs.checkpoint_id } : {}),
+    };
+    const requested = kwargs.stream_mode.length ? kwargs.stream_mode : ['values'];
+    const config = {
+      configurable,
+      context: { ...assistant.context, ...(kwargs.context ?? {}) },
+      recursionLimit: (kwargs.config?.recursion_limit as number | undefined) ?? (assistant.config.recursion_limit as number | undefined) ?? 25,
+      tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
+      metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
+      signal,
+      streamMode: graphModes(requested),
+      subgraphs: true,
+      ...(kwargs.interrupt_before ? { interruptBefore: kwargs.interrupt_before } : {}),
+      ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
+      ...(kwargs.durability ? { durability: kwargs.durability } : {}),
+    };
+    const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer });
+    await broker.publish(run.run_id, 'metadata', { run_id: run.run_id, attempt: run.attempt });
+
+    const translator = new StreamTranslator(requested);
+    let failure: unknown;
+    try {
+      const input = await this.input(run, graph);
+      const stream = await graph.stream(input, config);
+      for await (const chunk of stream as AsyncIterable<[string[], string, unknown]>) {
+        const [namespace, mode, data] = chunk;
+        if (namespace.length && !kwargs.stream_subgraphs) continue;
+        for (const event of translator.translate(namespace, mode as never, data)) {
+          await broker.publish(run.run_id, event.event, event.data);
+        }
+      }
+    } catch (error) {
+      failure = error;
+    }
+    if (failure && signal.aborted) throw signal.reason ?? failure;
+
+    const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+    const interrupts: JsonObject = {};
+    for (const task of state.tasks ?? []) {
+      if (task.interrupts?.length) interrupts[task.id] = toWire(task.interrupts) as Json;
+    }
+    const values = toWire(state.values) as Json;
+    if (failure) {
+      const error = { error: (failure as Error).name ?? 'Error', message: (failure as Error).message ?? String(failure) };
+      this.deps.log.warn({ err: failure, runId: run.run_id }, 'run failed');
+      await broker.publish(run.run_id, 'error', error);
+      return { status: 'error', interrupted: false, values, interrupts, error };
+    }
+    const interrupted = Object.keys(interrupts).length > 0 || (state.next?.length ?? 0) > 0;
+    if (interrupted && requested.includes('values')) {
+      await broker.publish(run.run_id, 'values', { __interrupt__: Object.values(interrupts).flat() });
+    }
+    return { status: 'success', interrupted, values, interrupts };
+  }
+
+  /**
+   * The run's input. A run taken over from a dead worker continues from its last checkpoint
+   * (input null) when it had already written one; otherwise it starts over with its input.
+   */
+  private async input(run: Run, graph: { getState(c: object): Promise<{ metadata?: Record<string, unknown> }> }): Promise<unknown> {
+    if (run.attempt > 1) {
+      const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+      if (state.metadata?.run_id === run.run_id) return null;
+    }
+    const command = run.kwargs.command;
+    if (command) {
+      return new Command({
+        ...(command.resume !== undefined ? { resume: command.resume } : {}),
+        ...(command.update !== undefined && command.update !== null ? { update: command.update as Record<string, unknown> } : {}),
+        ...(command.goto !== undefined && command.goto !== null ? { goto: command.goto as string } : {}),
+      });
+    }
+    return run.kwargs.input ?? null;
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The API side of runs: validate and queue a run (with its multitask strategy), stream its
+ * events, wait for it, cancel it. Execution happens in the worker role (see worker.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { ConflictError } from '@berth/errors';
+import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
+import type { Assistant } from '../storage/assistants.js';
+import type { Json, JsonObject } from '../storage/sql.js';
+import type { MultitaskStrategy, Run, RunKwargs, RunStore } from '../storage/runs.js';
+import type { ThreadStore } from '../storage/threads.js';
+import type { RunDispatcher } from './dispatcher.js';
+
+export interface RunRequest {
+  assistant_id: string;
+  input?: unknown;
+  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
+  config?: JsonObject;
+  context?: JsonObject;
+  metadata?: JsonObject;
+  stream_mode?: string | string[];
+  stream_subgraphs?: boolean;
+  stream_resumable?: boolean;
+  interrupt_before?: string[] | '*';
+  interrupt_after?: string[] | '*';
+  multitask_strategy?: MultitaskStrategy;
+  on_disconnect?: 'cancel' | 'continue';
+  on_completion?: 'delete' | 'keep';
+  if_not_exists?: 'create' | 'reject';
+  after_seconds?: number;
+  checkpoint_id?: string;
+  checkpoint?: { checkpoint_id?: string } | null;
+  durability?: 'sync' | 'async' | 'exit';
+}
+
+const TERMINAL = new Set(['success', 'error', 'timeout', 'interrupted']);
+
+export interface RunServiceDeps {
+  threads: ThreadStore;
+  runs: RunStore;
+  broker: EventBroker;
+  dispatcher: RunDispatcher;
+  resolveAssistant(ref: string): Promise<Assistant>;
+  checkContext(graphId: string, context: Record<string, unknown>): void;
+}
+
+export class RunService {
+  constructor(private readonly deps: RunServiceDeps) {}
+
+  /** Queues a run; without `threadId` on a new temporary thread (a threadless run). */
+  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>): Promise<Run> {
+    const { threads, runs, broker, dispatcher } = this.deps;
+    const assistant = await this.deps.resolveAssistant(request.assistant_id);
+    if (request.context) this.deps.checkContext(assistant.graph_id, request.context);
+    const temporary = threadId === undefined;
+    const thread_id = threadId ?? randomUUID();
+    if (temporary) {
+      await threads.create({ thread_id, metadata: {}, if_exists: 'raise', temporary: true });
+    } else if (request.if_not_exists === 'create') {
+      await threads.create({ thread_id, metadata: {}, if_exists: 'do_nothing' });
+    }
+    const modes = request.stream_mode === undefined ? ['values'] : Array.isArray(request.stream_mode) ? request.stream_mode : [request.stream_mode];
+    const kwargs: RunKwargs = {
+      input: (request.input ?? null) as Json,
+      command: (request.command ?? null) as RunKwargs['command'],
+      config: request.config ?? {},
+      context: request.context ?? {},
+      stream_mode: modes,
+      stream_subgraphs: request.stream_subgraphs ?? false,
+      stream_resumable: request.stream_resumable ?? false,
+      ...(request.interrupt_before ? { interrupt_before: request.interrupt_before } : {}),
+      ...(request.interrupt_after ? { interrupt_after: request.interrupt_after } : {}),
+      ...(request.checkpoint_id ?? request.checkpoint?.checkpoint_id ? { checkpoint_id: request.checkpoint_id ?? request.checkpoint!.checkpoint_id! } : {}),
+      ...(request.durability ? { durability: request.durability } : {}),
+      on_completion: request.on_completion ?? 'delete',
+      temporary,
+      headers,
+    };
+    const { run, superseded } = await runs.create({
+      run_id: randomUUID(),
+      thread_id,
+      assistant_id: assistant.assistant_id,
+      graph_id: assistant.graph_id,
+      metadata: request.metadata ?? {},
+      kwargs,
+      multitask_strategy: request.multitask_strategy ?? 'enqueue',
+      after_seconds: request.after_seconds ?? 0,
+    });
+    const action = run.multitask_strategy === 'rollback' ? 'rollback' : 'interrupt';
+    for (const old of superseded) {
+      if (old.status === 'running') {
+        await runs.requestCancel(old.run_id, action);
+        await broker.sendControl(old.run_id, { action });
+      } else await broker.end(old.run_id);
+    }
+    await dispatcher.dispatch(run.run_id, (request.after_seconds ?? 0) * 1000);
+    return run;
+  }
+
+  /** Events of a run for an SSE response. `from` decides what is replayed. */
+  events(runId: string, from: SubscribeFrom, signal?: AbortSignal): AsyncIterable<BrokerEvent> {
+    return this.deps.broker.subscribe(runId, { from, ...(signal ? { signal } : {}) });
+  }
+
+  /** Resolves with the run's final values once it has finished. */
+  async join(run: Run, signal?: AbortSignal): Promise<Json | null> {
+    if (!TERMINAL.has(run.status)) {
+      for await (const event of this.deps.broker.subscribe(run.run_id, { from: 'now', ...(signal ? { signal } : {}) })) void event;
+      // The stream may have ended before we subscribed: the run row is the truth.
+      await this.waitFinished(run.run_id, signal);
+    }
+    return this.deps.runs.output(run.run_id);
+  }
+
+  /** Stops a run: pending ones end at once, running ones within moments (their worker aborts the graph). */
+  async cancel(run: Run, action: 'interrupt' | 'rollback', wait: boolean): Promise<void> {
+    if (TERMINAL.has(run.status)) throw new ConflictError(`Run ${run.run_id} has already ended (${run.status})`);
+    if (await this.deps.runs.cancelPending(run.run_id, action)) {
+      await this.deps.broker.end(run.run_id);
+      const busy = await this.deps.runs.hasUnfinished(run.thread_id);
+      if (!busy) await this.deps.threads.setState(run.thread_id, { status: 'idle' });
+      const next = await this.deps.runs.nextOnThread(run.thread_id);
+      if (next) await this.deps.dispatcher.dispatch(next.run_id);
+      return;
+    }
+    await this.deps.runs.requestCancel(run.run_id, action);
+    await this.deps.broker.sendControl(run.run_id, { action });
+    if (wait) await this.waitFinished(run.run_id);
+  }
+
+  private async waitFinished(runId: string, signal?: AbortSignal): Promise<void> {
+    for (let delay = 5; ; delay = Math.min(delay * 2, 200)) {
+      const current = await this.deps.runs.getById(runId);
+      if (!current || TERMINAL.has(current.status)) return;
+      if (signal?.aborted) throw signal.reason;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+

@@ -1,0 +1,112 @@
+/**
+ * Thread state as the LangGraph API shows it (values, next, tasks, checkpoint, …), read through
+ * the thread's graph and the server's checkpointer; state updates and history.
+ */
+import { ConflictError, NotFoundError } from '@berth/errors';
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { LoadedGraph } from '../project/index.js';
+import type { Thread, ThreadStore } from '../storage/threads.js';
+import { toWire } from './serialize.js';
+
+interface Snapshot {
+  values: unknown;
+  next: string[];
+  tasks: { id: string; name: string; path?: unknown; error?: unknown; interrupts?: unknown[]; state?: unknown; result?: unknown }[];
+  config?: { configurable?: Record<string, unknown> };
+  parentConfig?: { configurable?: Record<string, unknown> };
+  metadata?: Record<string, unknown>;
+  createdAt?: string;
+}
+
+type StateGraph = {
+  getState(config: object, options?: object): Promise<Snapshot>;
+  getStateHistory(config: object, options?: object): AsyncIterable<Snapshot>;
+  updateState(config: object, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
+};
+
+function checkpointOf(threadId: string, config: Snapshot['config']) {
+  const c = config?.configurable;
+  if (!c?.checkpoint_id) return null;
+  return { thread_id: threadId, checkpoint_ns: c.checkpoint_ns ?? '', checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
+}
+
+export function stateJson(threadId: string, s: Snapshot) {
+  return {
+    values: toWire(s.values) ?? {},
+    next: s.next ?? [],
+    tasks: (s.tasks ?? []).map((t) => ({
+      id: t.id,
+      name: t.name,
+      path: t.path ?? null,
+      error: t.error ? String(t.error) : null,
+      interrupts: toWire(t.interrupts ?? []),
+      checkpoint: null,
+      state: t.state ? toWire(t.state) : null,
+      result: toWire(t.result ?? null),
+    })),
+    checkpoint: checkpointOf(threadId, s.config),
+    metadata: toWire(s.metadata ?? null),
+    created_at: s.createdAt ?? null,
+    parent_checkpoint: checkpointOf(threadId, s.parentConfig),
+    interrupts: toWire((s.tasks ?? []).flatMap((t) => t.interrupts ?? [])),
+  };
+}
+
+const EMPTY = { values: {}, next: [], tasks: [], checkpoint: null, metadata: null, created_at: null, parent_checkpoint: null, interrupts: [] };
+
+export class ThreadStateService {
+  constructor(
+    private readonly threads: ThreadStore,
+    private readonly graph: (graphId: string) => LoadedGraph,
+    private readonly checkpointer: BaseCheckpointSaver,
+  ) {}
+
+  async state(threadId: string, options: { checkpointId?: string; subgraphs?: boolean } = {}) {
+    const thread = await this.threads.get(threadId);
+    const graph = await this.graphOf(thread);
+    if (!graph) return EMPTY;
+    const configurable = { thread_id: threadId, ...(options.checkpointId ? { checkpoint_id: options.checkpointId } : {}) };
+    const snapshot = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
+    if (options.checkpointId && !snapshot.config?.configurable?.checkpoint_id) {
+      throw new NotFoundError(`Checkpoint ${options.checkpointId} not found on thread ${threadId}`);
+    }
+    return stateJson(threadId, snapshot);
+  }
+
+  async history(threadId: string, options: { limit: number; before?: string; metadata?: Record<string, unknown> }) {
+    const thread = await this.threads.get(threadId);
+    const graph = await this.graphOf(thread);
+    if (!graph) return [];
+    const out = [];
+    for await (const snapshot of graph.getStateHistory(
+      { configurable: { thread_id: threadId } },
+      { limit: options.limit, ...(options.before ? { before: { configurable: { thread_id: threadId, checkpoint_id: options.before } } } : {}), ...(options.metadata ? { filter: options.metadata } : {}) },
+    )) {
+      out.push(stateJson(threadId, snapshot));
+    }
+    return out;
+  }
+
+  /** Writes values into the thread's state as if `asNode` had returned them. Refused while a run is active. */
+  async update(threadId: string, body: { values?: unknown; as_node?: string; checkpoint_id?: string }) {
+    const thread = await this.threads.get(threadId);
+    if (thread.status === 'busy') throw new ConflictError(`Thread ${threadId} is busy with a run; update its state when the run has ended`);
+    const graph = await this.graphOf(thread);
+    if (!graph) throw new ConflictError(`Thread ${threadId} has no graph yet: run it once before updating its state`);
+    const config = await graph.updateState(
+      { configurable: { thread_id: threadId, ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}) } },
+      body.values ?? null,
+      body.as_node,
+    );
+    const after = await graph.getState({ configurable: { thread_id: threadId } });
+    await this.threads.setState(threadId, { status: after.next?.length ? 'interrupted' : 'idle', values: toWire(after.values) as never });
+    return { checkpoint: checkpointOf(threadId, config) };
+  }
+
+  private async graphOf(thread: Thread): Promise<StateGraph | undefined> {
+    const graphId = thread.metadata.graph_id;
+    if (typeof graphId !== 'string') return undefined;
+    const graph = await this.graph(graphId).getGraph({ configurable: { thread_id: thread.thread_id } }, { checkpointer: this.checkpointer });
+    return graph as unknown as StateGraph;
+  }
+}

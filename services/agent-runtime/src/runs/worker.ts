@@ -1,0 +1,147 @@
+/**
+ * The worker role: takes run ids off the queue, claims the run (oldest unfinished of its thread,
+ * due, not held by a live worker), executes it under a renewed lease, records the outcome, and
+ * dispatches the thread's next run. A sweeper re-dispatches runs whose worker died.
+ */
+import { randomUUID } from 'node:crypto';
+import type { EventBroker } from '@berth/broker';
+import type { Logger } from '@berth/log';
+import { JobWorker, type QueueBackendConfig } from '@berth/queue';
+import type { AssistantStore } from '../storage/assistants.js';
+import type { Run, RunStore } from '../storage/runs.js';
+import type { ThreadStore } from '../storage/threads.js';
+import type { RunDispatcher } from './dispatcher.js';
+import { RUN_QUEUE, runJobs } from './dispatcher.js';
+import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor.js';
+
+export interface RunWorkerOptions {
+  /**
+   * Runs executed at the same time by this worker.
+   * @default 10
+   */
+  concurrency?: number;
+  /**
+   * How long a run stays held without a heartbeat; after a crash another worker takes it over
+   * once this has passed.
+   * @default 5000
+   */
+  leaseMs?: number;
+}
+
+export interface RunWorkerDeps {
+  assistants: AssistantStore;
+  threads: ThreadStore;
+  runs: RunStore;
+  executor: RunExecutor;
+  broker: EventBroker;
+  dispatcher: RunDispatcher;
+  queue: QueueBackendConfig;
+  /** Deletes a thread's checkpoints (temporary threads of threadless runs). */
+  deleteCheckpoints(threadId: string): Promise<void>;
+  log: Logger;
+}
+
+export class RunWorker {
+  private readonly owner = `worker-${randomUUID()}`;
+  private readonly leaseMs: number;
+  private jobs?: JobWorker<typeof runJobs>;
+  private sweeper?: NodeJS.Timeout;
+
+  constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
+    this.leaseMs = options.leaseMs ?? 5000;
+  }
+
+  async start(): Promise<void> {
+    this.jobs = new JobWorker(runJobs, RUN_QUEUE, this.deps.queue, {
+      'run.execute': ({ run_id }) => this.handle(run_id),
+      'thread.delete': ({ thread_id }) => this.deleteTemporaryThread(thread_id),
+    }, {
+      concurrency: this.options.concurrency ?? 10,
+      log: this.deps.log,
+    });
+    await this.jobs.ready();
+    this.sweeper = setInterval(() => void this.sweep(), this.leaseMs);
+    this.sweeper.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.jobs?.close();
+  }
+
+  private async sweep(): Promise<void> {
+    try {
+      for (const runId of await this.deps.runs.orphaned()) await this.deps.dispatcher.dispatch(runId);
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'run sweep failed');
+    }
+  }
+
+  private async handle(runId: string): Promise<void> {
+    const { runs, broker, log } = this.deps;
+    const run = await runs.claim(runId, this.owner, this.leaseMs);
+    if (!run) {
+      const pending = await runs.getById(runId);
+      // Not due yet: come back when it is. Blocked behind another run: that run's end dispatches it.
+      if (pending?.status === 'pending' && pending.available_at.getTime() > Date.now()) {
+        await this.deps.dispatcher.dispatch(runId, pending.available_at.getTime() - Date.now());
+      }
+      return;
+    }
+    const controller = new AbortController();
+    const stopControl = await broker.onControl(runId, (message) => controller.abort(new RunCancelledError(message.action)));
+    const beat = () =>
+      runs.heartbeat(runId, this.owner, this.leaseMs).then(({ held, cancel }) => {
+        if (!held) controller.abort(new Error('lost the lease on this run'));
+        else if (cancel) controller.abort(new RunCancelledError(cancel));
+      });
+    // A cancel sent before the control listener was up is in the runs table: check once now.
+    await beat();
+    const heartbeat = setInterval(() => void beat().catch(() => undefined), Math.max(200, Math.floor(this.leaseMs / 3)));
+    let outcome: RunOutcome | undefined;
+    let cancelled: RunCancelledError | undefined;
+    try {
+      const assistant = await this.deps.assistants.get(run.assistant_id);
+      outcome = await this.deps.executor.execute(run, assistant, controller.signal);
+    } catch (error) {
+      if (error instanceof RunCancelledError) cancelled = error;
+      else if (controller.signal.aborted) return; // lease lost: the new holder finishes the run
+      else {
+        log.error({ err: error, runId }, 'run crashed');
+        const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
+        await broker.publish(runId, 'error', message).catch(() => undefined);
+        outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
+      }
+    } finally {
+      clearInterval(heartbeat);
+      await stopControl();
+    }
+    await this.finish(run, outcome, cancelled);
+  }
+
+  private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined): Promise<void> {
+    const { runs, threads, broker, dispatcher } = this.deps;
+    const status = cancelled ? 'interrupted' : outcome!.status;
+    if (!(await runs.finish(run.run_id, this.owner, status, outcome?.values ?? null))) return;
+    if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
+    const busy = await runs.hasUnfinished(run.thread_id);
+    const threadStatus =
+      outcome?.status === 'error' ? 'error' : outcome?.interrupted ? 'interrupted' : busy ? 'busy' : 'idle';
+    await threads.setState(run.thread_id, {
+      status: threadStatus,
+      ...(outcome ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
+      error: outcome?.error ?? null,
+    });
+    await broker.end(run.run_id);
+    const next = await runs.nextOnThread(run.thread_id);
+    if (next) await dispatcher.dispatch(next.run_id);
+    if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep' && !next) await dispatcher.deleteThreadLater(run.thread_id);
+  }
+
+  private async deleteTemporaryThread(threadId: string): Promise<void> {
+    const thread = await this.deps.threads.get(threadId).catch(() => undefined);
+    if (!thread?.temporary || (await this.deps.runs.hasUnfinished(threadId))) return;
+    await this.deps.threads.delete(threadId).catch(() => undefined);
+    await this.deps.deleteCheckpoints(threadId);
+  }
+}

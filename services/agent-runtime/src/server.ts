@@ -1,0 +1,189 @@
+/**
+ * The agent server of one project (one deployment revision): loads the project's graphs, keeps
+ * assistants, threads, runs and checkpoints in its own Postgres schema, serves the LangGraph API
+ * and runs the graphs in its worker role.
+ */
+import { createRequire } from 'node:module';
+import { createEventBroker } from '@berth/broker';
+import { migrate, assertIdentifier, createPool } from '@berth/db';
+import { NotFoundError } from '@berth/errors';
+import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
+import type { Logger } from '@berth/log';
+import { selectQueueBackend } from '@berth/queue';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { fileURLToPath } from 'node:url';
+import { assistantRoutes, checkContext } from './api/assistants.js';
+import type { ServerContext } from './api/context.js';
+import { cors } from './api/cors.js';
+import { runRoutes } from './api/runs.js';
+import { systemRoutes } from './api/system.js';
+import { threadRoutes } from './api/threads.js';
+import {
+  contextValidator,
+  graphDrawing,
+  graphSchemas,
+  loadGraphs,
+  loadProjectConfig,
+  loadProjectEnv,
+  systemAssistantId,
+  type LoadedGraph,
+} from './project/index.js';
+import { RunDispatcher } from './runs/dispatcher.js';
+import { RunExecutor } from './runs/executor.js';
+import { RunService } from './runs/run-service.js';
+import { ThreadStateService } from './runs/thread-state.js';
+import { RunWorker } from './runs/worker.js';
+import { AssistantStore } from './storage/assistants.js';
+import { copyCheckpoints, deleteCheckpoints } from './storage/checkpoints.js';
+import { RunStore } from './storage/runs.js';
+import { ThreadStore } from './storage/threads.js';
+
+export interface AgentServerConfig {
+  /** Path of the project's `langgraph.json`. */
+  configPath: string;
+  databaseUrl: string;
+  /**
+   * Postgres schema of this deployment's data (assistants, threads, runs, checkpoints).
+   * @default 'agent'
+   */
+  schema?: string;
+  /** Queues and run events on Redis instead of Postgres. */
+  redisUrl?: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /**
+   * Runs executed at once by this process; 0 makes it an API-only process.
+   * @default 10
+   */
+  workers?: number;
+  /**
+   * How long a dead worker's run waits before another worker takes it over.
+   * @default 5000
+   */
+  leaseMs?: number;
+  /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
+  applyProjectEnv?: boolean;
+}
+
+export interface RunningAgentServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export const AGENT_SERVER_VERSION: string = (
+  createRequire(import.meta.url)('../package.json') as { version: string }
+).version;
+
+const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export async function startAgentServer(config: AgentServerConfig, log: Logger): Promise<RunningAgentServer> {
+  const schema = assertIdentifier(config.schema ?? 'agent');
+  const project = await loadProjectConfig(config.configPath);
+  if (config.applyProjectEnv !== false) {
+    // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
+    for (const [key, value] of Object.entries(await loadProjectEnv(project))) process.env[key] ??= value;
+  }
+  const graphs = await loadGraphs(project);
+  const graph = (graphId: string): LoadedGraph => {
+    const found = graphs.get(graphId);
+    if (!found) throw new NotFoundError(`Graph ${graphId} not found in this project (have: ${[...graphs.keys()].join(', ')})`);
+    return found;
+  };
+
+  await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir });
+  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}` });
+  const checkpointer = new PostgresSaver(pool, undefined, { schema });
+  await checkpointer.setup();
+  const broker = createEventBroker(
+    config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
+    { log },
+  );
+  await broker.ready?.();
+  const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
+  const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: `berth:${schema}` };
+
+  const assistants = new AssistantStore(pool);
+  const threads = new ThreadStore(pool);
+  const runs = new RunStore(pool);
+  for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
+
+  const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
+  const resolveAssistant = async (ref: string) => {
+    if (graphs.has(ref)) return assistants.get(systemAssistantId(ref));
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
+    return assistants.get(ref);
+  };
+  const dispatcher = new RunDispatcher(queueBackend, log);
+  await dispatcher.ready();
+  const ctx: ServerContext = {
+    assistants,
+    threads,
+    runs,
+    graph,
+    resolveAssistant,
+    contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
+    schemas: async (graphId) => graphSchemas(graph(graphId)),
+    drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
+    deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
+    copyCheckpoints: (from, to) => copyCheckpoints(pool, from, to),
+    state: new ThreadStateService(threads, graph, checkpointer),
+    runService: undefined as unknown as RunService,
+  };
+  ctx.runService = new RunService({
+    threads,
+    runs,
+    broker,
+    dispatcher,
+    resolveAssistant,
+    checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
+  });
+
+  const workers = config.workers ?? 10;
+  const worker =
+    workers > 0
+      ? new RunWorker(
+          {
+            assistants,
+            threads,
+            runs,
+            broker,
+            dispatcher,
+            queue: queueBackend,
+            executor: new RunExecutor({ graph, checkpointer, broker, log }),
+            deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
+            log,
+          },
+          { concurrency: workers, ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}) },
+        )
+      : undefined;
+  await worker?.start();
+
+  const api = new Api<unknown>();
+  systemRoutes(api, {
+    version: AGENT_SERVER_VERSION,
+    langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,
+    checkDb: async () => {
+      await pool.query('SELECT 1');
+    },
+  });
+  assistantRoutes(api, ctx);
+  threadRoutes(api, ctx);
+  runRoutes(api, ctx);
+  const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
+  const app = createApp({ logger: log, routes: [cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router()] });
+  const server = await listen(app, config.host, config.port);
+  log.info({ url: server.url, graphs: [...graphs.keys()], workers }, 'agent server listening');
+  return {
+    url: server.url,
+    port: server.port,
+    close: async () => {
+      await server.close();
+      await worker?.close();
+      await dispatcher.close();
+      await broker.close();
+      await pool.end();
+    },
+  };
+}

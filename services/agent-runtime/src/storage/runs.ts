@@ -1,0 +1,233 @@
+/**
+ * Runs: queued per thread (the oldest unfinished run of a thread goes first, one at a time),
+ * claimed by workers under a lease that a dead worker lets expire, so another takes over.
+ */
+import type pg from 'pg';
+import { ConflictError, NotFoundError } from '@berth/errors';
+import { inTransaction, jsonParam, type Json, type JsonObject } from './sql.js';
+
+export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
+export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
+
+/** What the run was asked to do (the request body, as stored). */
+export interface RunKwargs {
+  input?: Json;
+  command?: { resume?: Json; update?: Json; goto?: Json } | null;
+  config?: JsonObject;
+  context?: JsonObject;
+  stream_mode: string[];
+  stream_subgraphs: boolean;
+  stream_resumable: boolean;
+  interrupt_before?: string[] | '*';
+  interrupt_after?: string[] | '*';
+  checkpoint_id?: string;
+  durability?: 'sync' | 'async' | 'exit';
+  on_completion?: 'delete' | 'keep';
+  temporary: boolean;
+  /** Request headers passed on to the graph's configurable (x-* and user-agent). */
+  headers?: Record<string, string>;
+}
+
+export interface Run {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  status: RunStatus;
+  metadata: JsonObject;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  attempt: number;
+  available_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, available_at, created_at, updated_at';
+const UNFINISHED = "status IN ('pending', 'running')";
+
+export interface CreateRun {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  /** Stamped into the thread's metadata by its first run, so its state can be read later. */
+  graph_id: string;
+  metadata: JsonObject;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  after_seconds: number;
+}
+
+export class RunStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /**
+   * Queues a run on its thread and marks the thread busy. With `reject` a thread that has an
+   * unfinished run is a conflict; with `interrupt`/`rollback` the unfinished runs are returned so
+   * the caller can stop them.
+   */
+  async create(input: CreateRun): Promise<{ run: Run; superseded: Run[] }> {
+    return inTransaction(this.pool, async (client) => {
+      // Locking the thread row orders run creation per thread.
+      const thread = await client.query('SELECT thread_id FROM threads WHERE thread_id = $1 FOR UPDATE', [input.thread_id]);
+      if (!thread.rowCount) throw new NotFoundError(`Thread ${input.thread_id} not found`);
+      const inflight = await client.query<Run>(
+        `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at`,
+        [input.thread_id],
+      );
+      if (inflight.rowCount && input.multitask_strategy === 'reject') {
+        throw new ConflictError(`Thread ${input.thread_id} is busy with run ${inflight.rows[0]!.run_id}; multitask_strategy is reject`);
+      }
+      const superseded = input.multitask_strategy === 'interrupt' || input.multitask_strategy === 'rollback' ? inflight.rows : [];
+      // Runs that never started can be finished right here; running ones are stopped by their worker.
+      const pendingIds = superseded.filter((r) => r.status === 'pending').map((r) => r.run_id);
+      if (pendingIds.length) {
+        if (input.multitask_strategy === 'rollback') await client.query('DELETE FROM runs WHERE run_id = ANY($1::uuid[])', [pendingIds]);
+        else await client.query("UPDATE runs SET status = 'interrupted', updated_at = now() WHERE run_id = ANY($1::uuid[])", [pendingIds]);
+      }
+      const { rows } = await client.query<Run>(
+        `INSERT INTO runs (run_id, thread_id, assistant_id, metadata, kwargs, multitask_strategy, available_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, now() + make_interval(secs => $7))
+         RETURNING ${COLUMNS}`,
+        [input.run_id, input.thread_id, input.assistant_id, jsonParam(input.metadata), jsonParam(input.kwargs), input.multitask_strategy, input.after_seconds],
+      );
+      await client.query(
+        `UPDATE threads SET status = 'busy', updated_at = now(),
+           metadata = CASE WHEN metadata ? 'graph_id' THEN metadata
+                           ELSE metadata || jsonb_build_object('graph_id', $2::text, 'assistant_id', $3::text) END
+         WHERE thread_id = $1`,
+        [input.thread_id, input.graph_id, input.assistant_id],
+      );
+      return { run: rows[0]!, superseded };
+    });
+  }
+
+  async get(threadId: string, runId: string): Promise<Run> {
+    const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE run_id = $1 AND thread_id = $2`, [runId, threadId]);
+    if (!rows[0]) throw new NotFoundError(`Run ${runId} not found`);
+    return rows[0];
+  }
+
+  async getById(runId: string): Promise<Run | undefined> {
+    const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE run_id = $1`, [runId]);
+    return rows[0];
+  }
+
+  async list(threadId: string, query: { limit: number; offset: number; status?: RunStatus }): Promise<Run[]> {
+    const params: unknown[] = [threadId, query.limit, query.offset];
+    let filter = '';
+    if (query.status) {
+      params.push(query.status);
+      filter = `AND status = $${params.length}`;
+    }
+    const { rows } = await this.pool.query<Run>(
+      `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 ${filter} ORDER BY created_at DESC LIMIT $2 OFFSET $3`,
+      params,
+    );
+    return rows;
+  }
+
+  /** Deletes a finished run; an unfinished one must be cancelled first. */
+  async delete(threadId: string, runId: string): Promise<void> {
+    const run = await this.get(threadId, runId);
+    if (run.status === 'pending' || run.status === 'running') {
+      throw new ConflictError(`Run ${runId} is ${run.status}; cancel it before deleting it`);
+    }
+    await this.pool.query('DELETE FROM runs WHERE run_id = $1', [runId]);
+  }
+
+  /**
+   * Takes a run for execution when it is due, is the oldest unfinished run of its thread, and is
+   * pending or held by a worker whose lease has expired (a takeover). Returns undefined otherwise.
+   */
+  async claim(runId: string, owner: string, leaseMs: number): Promise<Run | undefined> {
+    const { rows } = await this.pool.query<Run>(
+      `UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
+         lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
+       WHERE r.run_id = $1 AND r.available_at <= now()
+         AND (r.status = 'pending' OR (r.status = 'running' AND r.lease_expires_at < now()))
+         AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
+                           AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
+       RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}`,
+      [runId, owner, leaseMs],
+    );
+    return rows[0];
+  }
+
+  /**
+   * Extends the lease. `held` is false when this worker no longer holds the run; `cancel` is a
+   * cancellation asked for meanwhile.
+   */
+  async heartbeat(runId: string, owner: string, leaseMs: number): Promise<{ held: boolean; cancel?: 'interrupt' | 'rollback' }> {
+    const { rows } = await this.pool.query<{ cancel_action: 'interrupt' | 'rollback' | null }>(
+      `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+       WHERE run_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_action`,
+      [runId, owner, leaseMs],
+    );
+    if (!rows[0]) return { held: false };
+    return rows[0].cancel_action ? { held: true, cancel: rows[0].cancel_action } : { held: true };
+  }
+
+  /** Records a cancellation of a running run, for its worker to see; false when it is not running. */
+  async requestCancel(runId: string, action: 'interrupt' | 'rollback'): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      "UPDATE runs SET cancel_action = $2 WHERE run_id = $1 AND status = 'running'",
+      [runId, action],
+    );
+    return rowCount === 1;
+  }
+
+  /** Records the end of a run held by `owner`; false when the run was taken from it meanwhile. */
+  async finish(runId: string, owner: string, status: Exclude<RunStatus, 'pending' | 'running'>, output: Json | null): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE run_id = $1 AND lease_owner = $2 AND status = 'running'`,
+      [runId, owner, status, jsonParam(output)],
+    );
+    return rowCount === 1;
+  }
+
+  /** Final values of a finished run. */
+  async output(runId: string): Promise<Json | null> {
+    const { rows } = await this.pool.query<{ output: Json | null }>('SELECT output FROM runs WHERE run_id = $1', [runId]);
+    return rows[0]?.output ?? null;
+  }
+
+  /** Ends a run that never started (cancelled while pending). */
+  async cancelPending(runId: string, action: 'interrupt' | 'rollback'): Promise<boolean> {
+    const { rowCount } =
+      action === 'rollback'
+        ? await this.pool.query("DELETE FROM runs WHERE run_id = $1 AND status = 'pending'", [runId])
+        : await this.pool.query("UPDATE runs SET status = 'interrupted', updated_at = now() WHERE run_id = $1 AND status = 'pending'", [runId]);
+    return rowCount === 1;
+  }
+
+  /** Removes a run (rollback of a running run, once its worker stopped it). */
+  async remove(runId: string): Promise<void> {
+    await this.pool.query('DELETE FROM runs WHERE run_id = $1', [runId]);
+  }
+
+  /** The run that should go next on a thread, if any (the oldest unfinished one). */
+  async nextOnThread(threadId: string): Promise<Run | undefined> {
+    const { rows } = await this.pool.query<Run>(
+      `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at, run_id LIMIT 1`,
+      [threadId],
+    );
+    return rows[0];
+  }
+
+  async hasUnfinished(threadId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(`SELECT 1 FROM runs WHERE thread_id = $1 AND ${UNFINISHED} LIMIT 1`, [threadId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** Runs whose worker stopped renewing its lease, and pending runs that are due: candidates to (re)dispatch. */
+  async orphaned(limit = 100): Promise<string[]> {
+    const { rows } = await this.pool.query<{ run_id: string }>(
+      `SELECT run_id FROM runs
+       WHERE (status = 'running' AND lease_expires_at < now()) OR (status = 'pending' AND available_at <= now() - interval '5 seconds')
+       ORDER BY created_at LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.run_id);
+  }
+}

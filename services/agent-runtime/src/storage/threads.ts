@@ -1,0 +1,146 @@
+/**
+ * Threads: durable conversation state. The state itself lives in checkpoints; the thread row
+ * keeps metadata, status and a copy of the latest values for search and GET.
+ */
+import type pg from 'pg';
+import { ConflictError, NotFoundError } from '@berth/errors';
+import { containsClause, jsonParam, orderBy, type Json, type JsonObject } from './sql.js';
+
+export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
+
+export interface Thread {
+  thread_id: string;
+  metadata: JsonObject;
+  config: JsonObject;
+  status: ThreadStatus;
+  values: Json | null;
+  interrupts: JsonObject;
+  error: Json | null;
+  temporary: boolean;
+  created_at: Date;
+  updated_at: Date;
+  state_updated_at: Date;
+}
+
+export interface ThreadQuery {
+  ids?: string[];
+  metadata?: JsonObject;
+  values?: JsonObject;
+  status?: ThreadStatus;
+  limit: number;
+  offset: number;
+  sort_by?: string;
+  sort_order?: string;
+}
+
+const SORTABLE = ['thread_id', 'status', 'created_at', 'updated_at', 'state_updated_at'] as const;
+const COLUMNS = 'thread_id, metadata, config, status, "values", interrupts, error, temporary, created_at, updated_at, state_updated_at';
+
+export class ThreadStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async create(input: {
+    thread_id: string;
+    metadata: JsonObject;
+    if_exists: 'raise' | 'do_nothing';
+    temporary?: boolean;
+  }): Promise<Thread> {
+    const { rows } = await this.pool.query<Thread>(
+      `INSERT INTO threads (thread_id, metadata, temporary) VALUES ($1, $2::jsonb, $3)
+       ON CONFLICT (thread_id) DO NOTHING RETURNING ${COLUMNS}`,
+      [input.thread_id, jsonParam(input.metadata), input.temporary ?? false],
+    );
+    if (rows[0]) return rows[0];
+    if (input.if_exists === 'do_nothing') return this.get(input.thread_id);
+    throw new ConflictError(`Thread ${input.thread_id} already exists`);
+  }
+
+  async get(threadId: string): Promise<Thread> {
+    const { rows } = await this.pool.query<Thread>(`SELECT ${COLUMNS} FROM threads WHERE thread_id = $1`, [threadId]);
+    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
+    return rows[0];
+  }
+
+  /** Merges `metadata` over the thread's metadata. */
+  async patch(threadId: string, patch: { metadata?: JsonObject }): Promise<Thread> {
+    const { rows } = await this.pool.query<Thread>(
+      `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE thread_id = $1 RETURNING ${COLUMNS}`,
+      [threadId, jsonParam(patch.metadata ?? {})],
+    );
+    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
+    return rows[0];
+  }
+
+  /** Deletes the thread and its runs (checkpoints are the checkpointer's to delete). */
+  async delete(threadId: string): Promise<void> {
+    const { rowCount } = await this.pool.query('DELETE FROM threads WHERE thread_id = $1', [threadId]);
+    if (!rowCount) throw new NotFoundError(`Thread ${threadId} not found`);
+  }
+
+  /** A new thread with the same metadata and values (the caller copies checkpoints). */
+  async copy(threadId: string, newThreadId: string): Promise<Thread> {
+    const { rows } = await this.pool.query<Thread>(
+      `INSERT INTO threads (thread_id, metadata, config, status, "values", interrupts, error)
+       SELECT $2, metadata, config, CASE WHEN status = 'busy' THEN 'idle' ELSE status END, "values", interrupts, error
+       FROM threads WHERE thread_id = $1 RETURNING ${COLUMNS}`,
+      [threadId, newThreadId],
+    );
+    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
+    return rows[0];
+  }
+
+  async search(query: ThreadQuery): Promise<Thread[]> {
+    const params: unknown[] = [];
+    const where = this.filters(query, params);
+    params.push(query.limit, query.offset);
+    const { rows } = await this.pool.query<Thread>(
+      `SELECT ${COLUMNS} FROM threads ${where} ORDER BY ${orderBy(query.sort_by, SORTABLE, 'created_at', query.sort_order)}, thread_id
+       LIMIT $${params.length - 1} OFFSET $${params.length}`,
+      params,
+    );
+    return rows;
+  }
+
+  async count(query: Omit<ThreadQuery, 'limit' | 'offset'>): Promise<number> {
+    const params: unknown[] = [];
+    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM threads ${this.filters(query, params)}`, params);
+    return rows[0]!.n;
+  }
+
+  /** Records the outcome of a run: status, latest values and open interrupts. */
+  async setState(
+    threadId: string,
+    state: { status: ThreadStatus; values?: Json | null; interrupts?: JsonObject; error?: Json | null },
+    client: pg.Pool | pg.PoolClient = this.pool,
+  ): Promise<void> {
+    await client.query(
+      `UPDATE threads SET status = $2,
+         "values" = CASE WHEN $3::boolean THEN $4::jsonb ELSE "values" END,
+         interrupts = COALESCE($5::jsonb, interrupts), error = $6::jsonb,
+         updated_at = now(), state_updated_at = CASE WHEN $3::boolean THEN now() ELSE state_updated_at END
+       WHERE thread_id = $1`,
+      [
+        threadId,
+        state.status,
+        state.values !== undefined,
+        jsonParam(state.values ?? null),
+        state.interrupts !== undefined ? jsonParam(state.interrupts) : null,
+        state.error !== undefined && state.error !== null ? jsonParam(state.error) : null,
+      ],
+    );
+  }
+
+  private filters(query: Omit<ThreadQuery, 'limit' | 'offset'>, params: unknown[]): string {
+    const where = [...containsClause('metadata', query.metadata, params), ...containsClause('"values"', query.values, params)];
+    where.push('NOT temporary');
+    if (query.ids?.length) {
+      params.push(query.ids);
+      where.push(`thread_id = ANY($${params.length}::uuid[])`);
+    }
+    if (query.status) {
+      params.push(query.status);
+      where.push(`status = $${params.length}`);
+    }
+    return `WHERE ${where.join(' AND ')}`;
+  }
+}
