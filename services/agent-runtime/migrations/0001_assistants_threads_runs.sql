@@ -64,6 +64,10 @@ CREATE TABLE runs (
   -- A cancel asked for while running; the worker also learns of it through the broker at once,
   -- this column covers the moment before it listens.
   cancel_action text CHECK (cancel_action IN ('interrupt', 'rollback')),
+  -- The thread's latest checkpoint when the run first started: a takeover that finds a newer one
+  -- continues from it, and a rollback removes everything after it.
+  start_checkpoint_id text,
+  started boolean NOT NULL DEFAULT false,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );

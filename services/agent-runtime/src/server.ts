@@ -34,7 +34,7 @@ import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
 import { AssistantStore } from './storage/assistants.js';
-import { copyCheckpoints, deleteCheckpoints } from './storage/checkpoints.js';
+import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter } from './storage/checkpoints.js';
 import { RunStore } from './storage/runs.js';
 import { ThreadStore } from './storage/threads.js';
 
@@ -151,8 +151,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             broker,
             dispatcher,
             queue: queueBackend,
-            executor: new RunExecutor({ graph, checkpointer, broker, log }),
+            executor: new RunExecutor({ graph, checkpointer, broker, log, markStarted: (runId, id) => runs.markStarted(runId, id) }),
             deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
+            deleteCheckpointsAfter: (threadId, id) => deleteCheckpointsAfter(pool, threadId, id),
             log,
           },
           { concurrency: workers, ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}) },

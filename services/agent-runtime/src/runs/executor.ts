@@ -25,6 +25,8 @@ export interface RunOutcome {
 
 export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
+  /** Records the thread's checkpoint at a run's first start; returns the one first recorded. */
+  markStarted(runId: string, checkpointId: string | null): Promise<string | null>;
   checkpointer: BaseCheckpointSaver;
   broker: EventBroker;
   log: Logger;
@@ -66,7 +68,9 @@ export class RunExecutor {
       subgraphs: true,
       ...(kwargs.interrupt_before ? { interruptBefore: kwargs.interrupt_before } : {}),
       ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
-      ...(kwargs.durability ? { durability: kwargs.durability } : {}),
+      // Each step's checkpoint is written before the next step starts: a worker that dies, or a
+      // run that is rolled back, never leaves a checkpoint write still in flight.
+      durability: kwargs.durability ?? 'sync',
     };
     const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer });
     await broker.publish(run.run_id, 'metadata', { run_id: run.run_id, attempt: run.attempt });
@@ -111,11 +115,11 @@ export class RunExecutor {
    * The run's input. A run taken over from a dead worker continues from its last checkpoint
    * (input null) when it had already written one; otherwise it starts over with its input.
    */
-  private async input(run: Run, graph: { getState(c: object): Promise<{ metadata?: Record<string, unknown> }> }): Promise<unknown> {
-    if (run.attempt > 1) {
-      const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
-      if (state.metadata?.run_id === run.run_id) return null;
-    }
+  private async input(run: Run, graph: { getState(c: object): Promise<{ config?: { configurable?: Record<string, unknown> } }> }): Promise<unknown> {
+    const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+    const latest = (state.config?.configurable?.checkpoint_id as string | undefined) ?? null;
+    const atStart = await this.deps.markStarted(run.run_id, latest);
+    if (run.attempt > 1 && latest !== atStart) return null;
     const command = run.kwargs.command;
     if (command) {
       return new Command({

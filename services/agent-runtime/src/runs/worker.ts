@@ -38,6 +38,8 @@ export interface RunWorkerDeps {
   queue: QueueBackendConfig;
   /** Deletes a thread's checkpoints (temporary threads of threadless runs). */
   deleteCheckpoints(threadId: string): Promise<void>;
+  /** Deletes the checkpoints written after a given one (a rolled-back run's). */
+  deleteCheckpointsAfter(threadId: string, checkpointId: string | null): Promise<void>;
   log: Logger;
 }
 
@@ -122,6 +124,8 @@ export class RunWorker {
   private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined): Promise<void> {
     const { runs, threads, broker, dispatcher } = this.deps;
     const status = cancelled ? 'interrupted' : outcome!.status;
+    // While this run is unfinished no other run of the thread can start: undo a rollback first.
+    if (cancelled?.action === 'rollback') await this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id));
     if (!(await runs.finish(run.run_id, this.owner, status, outcome?.values ?? null))) return;
     if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
     const busy = await runs.hasUnfinished(run.thread_id);

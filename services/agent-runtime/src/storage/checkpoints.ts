@@ -25,3 +25,28 @@ export async function copyCheckpoints(pool: pg.Pool, fromThreadId: string, toThr
     }
   });
 }
+
+/**
+ * Removes the checkpoints a run wrote (everything after `afterCheckpointId`; all when null).
+ * A cancelled graph's loop can still be writing its last checkpoint when the run's stream has
+ * already ended, so this first waits (briefly) until the thread's checkpoints stop changing.
+ */
+export async function deleteCheckpointsAfter(pool: pg.Pool, threadId: string, afterCheckpointId: string | null): Promise<void> {
+  let previous = '';
+  for (let stable = 0, i = 0; stable < 2 && i < 40; i++) {
+    const { rows } = await pool.query<{ latest: string | null; n: number }>(
+      'SELECT max(checkpoint_id) AS latest, count(*)::int AS n FROM checkpoint_writes WHERE thread_id = $1',
+      [threadId],
+    );
+    const { rows: cps } = await pool.query<{ latest: string | null }>('SELECT max(checkpoint_id) AS latest FROM checkpoints WHERE thread_id = $1', [threadId]);
+    const current = `${cps[0]?.latest}/${rows[0]?.latest}/${rows[0]?.n}`;
+    stable = current === previous ? stable + 1 : 0;
+    previous = current;
+    if (stable < 2) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  await inTransaction(pool, async (client) => {
+    for (const table of ['checkpoints', 'checkpoint_writes'] as const) {
+      await client.query(`DELETE FROM ${table} WHERE thread_id = $1 AND ($2::text IS NULL OR checkpoint_id > $2)`, [threadId, afterCheckpointId]);
+    }
+  });
+}

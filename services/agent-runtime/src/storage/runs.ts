@@ -186,6 +186,24 @@ export class RunStore {
     return rowCount === 1;
   }
 
+  /**
+   * Remembers the thread's checkpoint at the first start of a run; returns the one remembered
+   * (an earlier attempt's, on a takeover).
+   */
+  async markStarted(runId: string, checkpointId: string | null): Promise<string | null> {
+    const { rows } = await this.pool.query<{ start_checkpoint_id: string | null }>(
+      `UPDATE runs SET started = true, start_checkpoint_id = CASE WHEN started THEN start_checkpoint_id ELSE $2 END
+       WHERE run_id = $1 RETURNING start_checkpoint_id`,
+      [runId, checkpointId],
+    );
+    return rows[0]?.start_checkpoint_id ?? null;
+  }
+
+  async startCheckpoint(runId: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ start_checkpoint_id: string | null }>('SELECT start_checkpoint_id FROM runs WHERE run_id = $1', [runId]);
+    return rows[0]?.start_checkpoint_id ?? null;
+  }
+
   /** Final values of a finished run. */
   async output(runId: string): Promise<Json | null> {
     const { rows } = await this.pool.query<{ output: Json | null }>('SELECT output FROM runs WHERE run_id = $1', [runId]);

@@ -1,0 +1,197 @@
+/**
+ * Stream modes, resumable streams, multitask strategies, interrupts, delayed runs, cancellation
+ * latency and a worker killed mid-run — through the official SDK against real Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { startAgentServer, type RunningAgentServer } from './index.js';
+
+const configPath = fileURLToPath(new URL('../test-projects/server/langgraph.json', import.meta.url));
+const workerScript = fileURLToPath(new URL('./__tests__/worker-process.ts', import.meta.url));
+let db: TestDatabase;
+let server: RunningAgentServer;
+let client: Client;
+
+type Msg = { type: string; content: string };
+const human = (content: string) => ({ messages: [{ role: 'user', content }] });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > deadline) return value;
+    await sleep(20);
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('agentx');
+  server = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000 }, silentLogger());
+  client = new Client({ apiUrl: server.url });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await db?.drop();
+});
+
+describe('stream modes', () => {
+  it('emits every stream mode, named as the LangGraph API names them', async () => {
+    const t = await client.threads.create();
+    const names = new Set<string>();
+    const byName = new Map<string, unknown>();
+    for await (const chunk of client.runs.stream(t.thread_id, 'echo', {
+      input: human('all modes'),
+      streamMode: ['values', 'updates', 'messages', 'messages-tuple', 'custom', 'debug', 'tasks', 'checkpoints'],
+    })) {
+      names.add(chunk.event);
+      if (!byName.has(chunk.event)) byName.set(chunk.event, chunk.data);
+    }
+    for (const name of ['metadata', 'values', 'updates', 'messages', 'messages/metadata', 'messages/partial', 'messages/complete', 'debug', 'tasks', 'checkpoints']) {
+      expect(names).toContain(name);
+    }
+    const [message, metadata] = byName.get('messages') as [Msg, Record<string, unknown>];
+    expect(message).toMatchObject({ type: 'ai', content: 'echo: all modes' });
+    expect(metadata).toMatchObject({ langgraph_node: 'respond' });
+    expect(byName.get('debug')).toMatchObject({ type: expect.stringMatching(/checkpoint|task/) });
+  });
+
+  it('names subgraph events mode|namespace when stream_subgraphs is on', async () => {
+    const names: string[] = [];
+    for await (const chunk of client.runs.stream(null, 'subgraph', { input: {}, streamMode: ['updates'], streamSubgraphs: true })) names.push(chunk.event);
+    expect(names.some((n) => /^updates\|[^|]+:/.test(n))).toBe(true);
+    const plain: string[] = [];
+    for await (const chunk of client.runs.stream(null, 'subgraph', { input: {}, streamMode: ['updates'] })) plain.push(chunk.event);
+    expect(plain.some((n) => n.includes('|'))).toBe(false);
+  });
+
+  it('replays what a client missed when it reconnects with Last-Event-ID', async () => {
+    const t = await client.threads.create();
+    const first: { event: string; id?: string }[] = [];
+    for await (const chunk of client.runs.stream(t.thread_id, 'echo', { input: human('resume me'), streamMode: ['values', 'updates'], streamResumable: true })) {
+      first.push(chunk as { event: string; id?: string });
+    }
+    expect(first.every((e) => e.id !== undefined)).toBe(true);
+    const runId = ((first[0] as unknown as { data: { run_id: string } }).data).run_id;
+    const rest: { event: string; id?: string }[] = [];
+    for await (const chunk of client.runs.joinStream(t.thread_id, runId, { lastEventId: first[1]!.id! })) rest.push(chunk as { event: string; id?: string });
+    expect(rest.map((e) => e.id)).toEqual(first.slice(2).map((e) => e.id));
+    expect(rest.map((e) => e.event)).toEqual(first.slice(2).map((e) => e.event));
+  });
+});
+
+describe('multitask strategies and delays', () => {
+  it('interrupt stops the running run and starts the new one; rollback deletes the old one', async () => {
+    for (const strategy of ['interrupt', 'rollback'] as const) {
+      const t = await client.threads.create();
+      const old = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 } });
+      await until(() => client.runs.get(t.thread_id, old.run_id), (r) => r.status === 'running');
+      const next = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10 }, multitaskStrategy: strategy });
+      await client.runs.join(t.thread_id, next.run_id);
+      expect((await client.runs.get(t.thread_id, next.run_id)).status).toBe('success');
+      const history = await client.threads.getHistory(t.thread_id, { limit: 100 });
+      if (strategy === 'interrupt') {
+        expect((await client.runs.get(t.thread_id, old.run_id)).status).toBe('interrupted');
+        // The interrupted run's checkpoints stay in the thread's history.
+        expect(history.length).toBeGreaterThan(3);
+      } else {
+        await expect(client.runs.get(t.thread_id, old.run_id)).rejects.toThrow(/404/);
+        // Only the new run's checkpoints remain: input, before the node, after it.
+        expect(history.length).toBe(3);
+      }
+    }
+  });
+
+  it('starts a run with after_seconds no earlier than asked', async () => {
+    const t = await client.threads.create();
+    const created = Date.now();
+    const run = await client.runs.create(t.thread_id, 'echo', { input: human('later'), afterSeconds: 1 });
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe('pending');
+    await client.runs.join(t.thread_id, run.run_id);
+    expect(Date.now() - created).toBeGreaterThanOrEqual(1000);
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe('success');
+  });
+
+  it('stops before a node with interrupt_before and continues with a new run', async () => {
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, 'echo', { input: human('pause'), interruptBefore: ['respond'] });
+    const paused = await client.threads.getState(t.thread_id);
+    expect(paused.next).toEqual(['respond']);
+    expect((await client.threads.get(t.thread_id)).status).toBe('interrupted');
+    const done = (await client.runs.wait(t.thread_id, 'echo', { input: null })) as { messages: Msg[] };
+    expect(done.messages.at(-1)?.content).toBe('echo: pause');
+  });
+});
+
+describe('cancellation and failures', () => {
+  it('reaches the running graph promptly when a run is cancelled', async () => {
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 } });
+    await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
+    await sleep(100);
+    const started = Date.now();
+    await client.runs.cancel(t.thread_id, run.run_id);
+    const ended = await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'running', 5000);
+    const elapsed = Date.now() - started;
+    expect(ended.status).toBe('interrupted');
+    // The graph's AbortSignal fires within milliseconds; the bound leaves room for a loaded CI machine.
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it('cancels the run when a streaming client with on_disconnect=cancel goes away', async () => {
+    const t = await client.threads.create();
+    const abort = new AbortController();
+    let runId = '';
+    try {
+      for await (const chunk of client.runs.stream(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 }, onDisconnect: 'cancel', signal: abort.signal, streamMode: 'custom' })) {
+        if (chunk.event === 'metadata') runId = (chunk.data as { run_id: string }).run_id;
+        if (chunk.event === 'custom') abort.abort();
+      }
+    } catch {
+      // The SDK may surface the abort as an error; either way the client is gone.
+    }
+    expect(runId).not.toBe('');
+    const run = await until(() => client.runs.get(t.thread_id, runId), (r) => r.status !== 'running' && r.status !== 'pending');
+    expect(run.status).toBe('interrupted');
+  });
+
+  it('lets another worker take over a run whose worker was killed (kill -9)', async () => {
+    const api = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0, leaseMs: 1000 }, silentLogger());
+    const apiClient = new Client({ apiUrl: api.url });
+    // The in-process server keeps working too; stop it from taking this run by using a fresh worker pair.
+    const spawnWorker = async (): Promise<ChildProcess> => {
+      const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', workerScript, configPath, db.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+        child.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
+      });
+      return child;
+    };
+    await server.close();
+    try {
+      const first = await spawnWorker();
+      const t = await apiClient.threads.create();
+      const run = await apiClient.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 2000 } });
+      await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
+      first.kill('SIGKILL');
+      const second = await spawnWorker();
+      try {
+        const killedAt = Date.now();
+        const done = await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'success', 20_000);
+        expect(done.status).toBe('success');
+        expect(Date.now() - killedAt).toBeLessThan(10_000);
+        const state = await apiClient.threads.getState(t.thread_id);
+        expect(state.values).toMatchObject({ waited_ms: expect.any(Number) });
+      } finally {
+        second.kill('SIGKILL');
+      }
+    } finally {
+      await api.close();
+      server = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000 }, silentLogger());
+    }
+  }, 60_000);
+});
