@@ -5,8 +5,8 @@
  * The server always supplies the checkpointer and store; whatever the project compiled in is
  * replaced.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { BaseCheckpointSaver, BaseStore, LangGraphRunnableConfig, Pregel } from '@langchain/langgraph';
 import type { GraphSpec, ProjectConfig } from './config.js';
 import { GraphLoadError } from './errors.js';
@@ -159,7 +159,8 @@ export async function loadGraph(spec: GraphSpec, options: { tsconfig?: string | 
   try {
     namespace = await importSourceFile(spec.sourceFile, options);
   } catch (error) {
-    throw new GraphLoadError(graphId, `cannot import ${spec.file}: ${(error as Error)?.message ?? String(error)}`, {
+    const hint = commonJsHint(spec.sourceFile);
+    throw new GraphLoadError(graphId, `cannot import ${spec.file}: ${(error as Error)?.message ?? String(error)}${hint}`, {
       cause: error,
     });
   }
@@ -205,4 +206,26 @@ export async function loadGraphs(config: Pick<ProjectConfig, 'graphs' | 'project
   const graphs = new Map<string, LoadedGraph>();
   for (const spec of Object.values(config.graphs)) graphs.set(spec.graphId, await loadGraph(spec, { tsconfig }));
   return graphs;
+}
+
+/**
+ * LangGraph.js graphs are ES modules. A `.ts`/`.js` file outside a `"type": "module"` package is
+ * loaded as CommonJS, which fails in confusing ways; say what to change.
+ */
+function commonJsHint(sourceFile: string): string {
+  if (!/\.(ts|tsx|js|jsx)$/.test(sourceFile)) return '';
+  for (let dir = dirname(sourceFile); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { type?: string }).type === 'module') return '';
+      } catch {
+        return '';
+      }
+      return ` (hint: ${manifest} does not say "type": "module", so the file is loaded as CommonJS; LangGraph.js projects are ES modules: add "type": "module" to it)`;
+    }
+    if (dirname(dir) === dir) {
+      return ` (hint: no package.json with "type": "module" above ${sourceFile}, so it is loaded as CommonJS; add a package.json with "type": "module" to the project)`;
+    }
+  }
 }
