@@ -60,6 +60,17 @@ describe('stream modes', () => {
     expect(byName.get('debug')).toMatchObject({ type: expect.stringMatching(/checkpoint|task/) });
   });
 
+  it('passes raw callback events with the events mode, alongside other modes', async () => {
+    const kinds = new Set<string>();
+    const names = new Set<string>();
+    for await (const chunk of client.runs.stream(null, 'echo', { input: human('events'), streamMode: ['events', 'values'] })) {
+      names.add(chunk.event);
+      if (chunk.event === 'events') kinds.add((chunk.data as { event: string }).event);
+    }
+    expect(names).toEqual(new Set(['metadata', 'events', 'values']));
+    expect([...kinds]).toEqual(expect.arrayContaining(['on_chain_start', 'on_chain_end']));
+  });
+
   it('names subgraph events mode|namespace when stream_subgraphs is on', async () => {
     const names: string[] = [];
     for await (const chunk of client.runs.stream(null, 'subgraph', { input: {}, streamMode: ['updates'], streamSubgraphs: true })) names.push(chunk.event);

@@ -126,7 +126,7 @@ export function runJson(r: Run) {
 /** Responses are documented loosely: their exact shapes follow the LangGraph API. */
 export const AnyJson = z.unknown();
 
-const StreamMode = z.enum(['values', 'updates', 'messages', 'messages-tuple', 'custom', 'debug', 'tasks', 'checkpoints']);
+const StreamMode = z.enum(['values', 'updates', 'messages', 'messages-tuple', 'custom', 'debug', 'tasks', 'checkpoints', 'events']);
 const NodeList = z.union([z.literal('*'), z.array(z.string())]);
 
 export const RunCreate = z.strictObject({

@@ -79,9 +79,11 @@ export class RunExecutor {
     let failure: unknown;
     try {
       const input = await this.input(run, graph);
-      const stream = await graph.stream(input, config);
-      for await (const chunk of stream as AsyncIterable<[string[], string, unknown]>) {
-        const [namespace, mode, data] = chunk;
+      for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
+        if (mode === 'events') {
+          await broker.publish(run.run_id, 'events', data);
+          continue;
+        }
         if (namespace.length && !kwargs.stream_subgraphs) continue;
         for (const event of translator.translate(namespace, mode as never, data)) {
           await broker.publish(run.run_id, event.event, event.data);
@@ -109,6 +111,31 @@ export class RunExecutor {
       await broker.publish(run.run_id, 'values', { __interrupt__: Object.values(interrupts).flat() });
     }
     return { status: 'success', interrupted, values, interrupts };
+  }
+
+  /**
+   * `[namespace, mode, chunk]` tuples of the graph's stream modes. With the `events` mode the graph
+   * runs under streamEvents (v2): its root `on_chain_stream` events carry the same tuples, and every
+   * callback event is also passed on as `[[], 'events', record]`.
+   */
+  private async *chunks(
+    graph: { stream(i: unknown, c: object): Promise<AsyncIterable<unknown>>; streamEvents(i: unknown, c: object): AsyncIterable<unknown> },
+    input: unknown,
+    config: Record<string, unknown>,
+    withEvents: boolean,
+  ): AsyncGenerator<[string[], string, unknown]> {
+    if (!withEvents) {
+      yield* (await graph.stream(input, config)) as AsyncIterable<[string[], string, unknown]>;
+      return;
+    }
+    const rootRunId = (config.metadata as { run_id: string }).run_id;
+    for await (const raw of graph.streamEvents(input, { ...config, version: 'v2', runId: rootRunId })) {
+      const event = raw as { event: string; run_id: string; data?: { chunk?: unknown } };
+      if (event.event === 'on_chain_stream' && event.run_id === rootRunId && Array.isArray(event.data?.chunk)) {
+        yield event.data.chunk as [string[], string, unknown];
+      }
+      yield [[], 'events', toWire(event)];
+    }
   }
 
   /**

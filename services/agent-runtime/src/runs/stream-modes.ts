@@ -5,13 +5,14 @@
 import { toWire } from './serialize.js';
 
 /** Stream modes a run may ask for. */
-export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom', 'debug', 'tasks', 'checkpoints'] as const;
+export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom', 'debug', 'tasks', 'checkpoints', 'events'] as const;
 export type ApiStreamMode = (typeof STREAM_MODES)[number];
 type GraphStreamMode = 'values' | 'updates' | 'messages' | 'custom' | 'debug' | 'tasks' | 'checkpoints';
 
 export function graphModes(requested: readonly string[]): GraphStreamMode[] {
   const modes = new Set<GraphStreamMode>();
   for (const mode of requested) {
+    if (mode === 'events') continue; // raw callback events come from streamEvents, not a graph stream mode
     if (mode === 'messages-tuple') modes.add('messages');
     else if (mode === 'messages') {
       // Legacy messages: partial messages come from message chunks, complete ones from values.
