@@ -170,6 +170,23 @@ describe('cancellation and failures', () => {
     expect(run.status).toBe('interrupted');
   });
 
+  it('stops a run that exceeds the time limit with status timeout', async () => {
+    const limited = await startAgentServer(
+      { configPath, databaseUrl: db.url, schema: 'agent_timeout', host: '127.0.0.1', port: 0, workers: 1, leaseMs: 1000, runTimeoutMs: 300 },
+      silentLogger(),
+    );
+    try {
+      const c = new Client({ apiUrl: limited.url });
+      const t = await c.threads.create();
+      const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 } });
+      const ended = await until(() => c.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'pending' && r.status !== 'running', 5000);
+      expect(ended.status).toBe('timeout');
+      expect((await c.threads.get(t.thread_id)).status).toBe('error');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('lets another worker take over a run whose worker was killed (kill -9)', async () => {
     const api = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0, leaseMs: 1000 }, silentLogger());
     const apiClient = new Client({ apiUrl: api.url });

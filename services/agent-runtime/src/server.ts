@@ -8,11 +8,13 @@ import { createEventBroker } from '@berth/broker';
 import { migrate, assertIdentifier, createPool } from '@berth/db';
 import { NotFoundError } from '@berth/errors';
 import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
+import type { RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { fileURLToPath } from 'node:url';
 import { assistantRoutes, checkContext } from './api/assistants.js';
+import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
 import type { ServerContext } from './api/context.js';
 import { cors } from './api/cors.js';
 import { runRoutes } from './api/runs.js';
@@ -36,6 +38,7 @@ import { RunWorker } from './runs/worker.js';
 import { AssistantStore } from './storage/assistants.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter } from './storage/checkpoints.js';
 import { RunStore } from './storage/runs.js';
+import type { MetadataFilter } from './storage/sql.js';
 import { ThreadStore } from './storage/threads.js';
 
 export interface AgentServerConfig {
@@ -62,6 +65,11 @@ export interface AgentServerConfig {
    * @default 5000
    */
   leaseMs?: number;
+  /**
+   * Longest a run may execute before it is stopped with status `timeout`.
+   * @default 3_600_000 (1 hour)
+   */
+  runTimeoutMs?: number;
   /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
   applyProjectEnv?: boolean;
 }
@@ -86,6 +94,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     for (const [key, value] of Object.entries(await loadProjectEnv(project))) process.env[key] ??= value;
   }
   const graphs = await loadGraphs(project);
+  // A broken auth module stops the server here, before it serves anything unprotected.
+  const customAuth = await loadCustomAuth(project);
+  const authz = new Authorizer(customAuth);
   const graph = (graphId: string): LoadedGraph => {
     const found = graphs.get(graphId);
     if (!found) throw new NotFoundError(`Graph ${graphId} not found in this project (have: ${[...graphs.keys()].join(', ')})`);
@@ -110,10 +121,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
-  const resolveAssistant = async (ref: string) => {
-    if (graphs.has(ref)) return assistants.get(systemAssistantId(ref));
+  const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {
+    if (graphs.has(ref)) return assistants.get(systemAssistantId(ref), filter);
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
-    return assistants.get(ref);
+    return assistants.get(ref, filter);
   };
   const dispatcher = new RunDispatcher(queueBackend, log);
   await dispatcher.ready();
@@ -129,6 +140,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
     copyCheckpoints: (from, to) => copyCheckpoints(pool, from, to),
     state: new ThreadStateService(threads, graph, checkpointer),
+    authz,
     runService: undefined as unknown as RunService,
   };
   ctx.runService = new RunService({
@@ -138,6 +150,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     dispatcher,
     resolveAssistant,
     checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
+    authz,
   });
 
   const workers = config.workers ?? 10;
@@ -156,12 +169,17 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             deleteCheckpointsAfter: (threadId, id) => deleteCheckpointsAfter(pool, threadId, id),
             log,
           },
-          { concurrency: workers, ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}) },
+          {
+            concurrency: workers,
+            ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
+            ...(config.runTimeoutMs ? { timeoutMs: config.runTimeoutMs } : {}),
+          },
         )
       : undefined;
   await worker?.start();
 
-  const api = new Api<unknown>();
+  // With custom auth every route but /ok and /info (and the docs) authenticates first.
+  const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth) } : {});
   systemRoutes(api, {
     version: AGENT_SERVER_VERSION,
     langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,
@@ -173,9 +191,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
-  const app = createApp({ logger: log, routes: [cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router()] });
+  // An error middleware (arity 4): express calls it for errors only, before the shared handler.
+  const authErrors = authErrorHandler() as unknown as RequestHandler;
+  const app = createApp({ logger: log, routes: [cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
-  log.info({ url: server.url, graphs: [...graphs.keys()], workers }, 'agent server listening');
+  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null }, 'agent server listening');
   return {
     url: server.url,
     port: server.port,

@@ -1,10 +1,16 @@
 /**
  * /assistants — versioned configurations of a graph.
+ *
+ * Authorization events (custom auth): create → `assistants:create`; search and count →
+ * `assistants:search`; get, versions, schemas and graph → `assistants:read`; patch and /latest →
+ * `assistants:update`; delete → `assistants:delete`. An assistant outside the handler's filter is
+ * a 404 (a create with its id a 409).
  */
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
 import type { Api } from '@berth/http';
 import { z } from 'zod';
+import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import {
@@ -19,8 +25,12 @@ import {
   assistantJson,
 } from './schemas.js';
 
-export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
+export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   const tags = ['assistants'];
+  /** The assistant `ref` names, if the handler for `assistants:read` lets the user see it. */
+  const readable = async (auth: RequestAuth, ref: string) =>
+    ctx.resolveAssistant(ref, (await ctx.authz.authorize(auth, 'assistants:read', { assistant_id: ref })).filter);
+
   api
     .route({
       method: 'post',
@@ -30,21 +40,21 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: AssistantCreate,
       response: AnyJson,
       errors: [404, 409],
-      handler: async ({ body }) => {
+      handler: async ({ body, auth }) => {
         const graph = ctx.graph(body.graph_id);
         if (body.context) checkContext(ctx, graph.graphId, body.context, ['body', 'context']);
-        return assistantJson(
-          await ctx.assistants.create({
-            assistant_id: body.assistant_id ?? randomUUID(),
-            graph_id: body.graph_id,
-            name: body.name ?? 'Untitled',
-            description: body.description ?? null,
-            config: (body.config ?? {}) as JsonObject,
-            context: (body.context ?? {}) as JsonObject,
-            metadata: (body.metadata ?? {}) as JsonObject,
-            if_exists: body.if_exists,
-          }),
-        );
+        const request = {
+          assistant_id: body.assistant_id ?? randomUUID(),
+          graph_id: body.graph_id,
+          name: body.name ?? 'Untitled',
+          description: body.description ?? null,
+          config: (body.config ?? {}) as JsonObject,
+          context: (body.context ?? {}) as JsonObject,
+          metadata: (body.metadata ?? {}) as JsonObject,
+          if_exists: body.if_exists,
+        };
+        const { filter, value } = await ctx.authz.authorize(auth, 'assistants:create', request);
+        return assistantJson(await ctx.assistants.create({ ...request, metadata: metadataOf(value, 'assistants:create') }, filter));
       },
     })
     .route({
@@ -54,9 +64,11 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       body: AssistantSearch,
       response: AnyJson,
-      handler: async ({ body, res }) => {
-        const found = await ctx.assistants.search({ ...body, metadata: body.metadata as JsonObject | undefined });
-        const total = await ctx.assistants.count({ ...body, metadata: body.metadata as JsonObject | undefined });
+      handler: async ({ body, res, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'assistants:search', { ...body });
+        const query = { ...body, metadata: body.metadata as JsonObject | undefined, filter };
+        const found = await ctx.assistants.search(query);
+        const total = await ctx.assistants.count(query);
         res.setHeader('X-Pagination-Total', String(total));
         if (body.offset + found.length < total) res.setHeader('X-Pagination-Next', String(body.offset + found.length));
         return found.map((a) => select(assistantJson(a), body.select));
@@ -69,7 +81,10 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       body: AssistantCount,
       response: z.number().int(),
-      handler: ({ body }) => ctx.assistants.count({ ...body, metadata: body.metadata as JsonObject | undefined }),
+      handler: async ({ body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'assistants:search', { ...body });
+        return ctx.assistants.count({ ...body, metadata: body.metadata as JsonObject | undefined, filter });
+      },
     })
     .route({
       method: 'get',
@@ -79,7 +94,7 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       params: AssistantPath,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params }) => assistantJson(await ctx.resolveAssistant(params.assistant_id)),
+      handler: async ({ params, auth }) => assistantJson(await readable(auth, params.assistant_id)),
     })
     .route({
       method: 'patch',
@@ -91,18 +106,20 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: AssistantPatch,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, body }) => {
-        const current = await ctx.resolveAssistant(params.assistant_id);
+      handler: async ({ params, body, auth }) => {
+        const request = { assistant_id: params.assistant_id, ...body };
+        const { filter, value } = await ctx.authz.authorize(auth, 'assistants:update', request);
+        const current = await ctx.resolveAssistant(params.assistant_id, filter);
         const graphId = body.graph_id ?? current.graph_id;
         ctx.graph(graphId);
         if (body.context) checkContext(ctx, graphId, body.context, ['body', 'context']);
+        const metadata = value.metadata === undefined ? undefined : metadataOf(value, 'assistants:update');
         return assistantJson(
-          await ctx.assistants.patch(current.assistant_id, {
-            ...body,
-            config: body.config as JsonObject | undefined,
-            context: body.context as JsonObject | undefined,
-            metadata: body.metadata as JsonObject | undefined,
-          }),
+          await ctx.assistants.patch(
+            current.assistant_id,
+            { ...body, config: body.config as JsonObject | undefined, context: body.context as JsonObject | undefined, metadata },
+            filter,
+          ),
         );
       },
     })
@@ -114,9 +131,10 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       params: AssistantPath,
       query: z.strictObject({ delete_threads: z.enum(['true', 'false']).optional() }),
       errors: [404],
-      handler: async ({ params }) => {
-        const assistant = await ctx.resolveAssistant(params.assistant_id);
-        await ctx.assistants.delete(assistant.assistant_id);
+      handler: async ({ params, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'assistants:delete', { assistant_id: params.assistant_id });
+        const assistant = await ctx.resolveAssistant(params.assistant_id, filter);
+        await ctx.assistants.delete(assistant.assistant_id, filter);
       },
     })
     .route({
@@ -128,9 +146,10 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: AssistantLatest,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, body }) => {
-        const assistant = await ctx.resolveAssistant(params.assistant_id);
-        return assistantJson(await ctx.assistants.setLatest(assistant.assistant_id, body.version));
+      handler: async ({ params, body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'assistants:update', { assistant_id: params.assistant_id, version: body.version });
+        const assistant = await ctx.resolveAssistant(params.assistant_id, filter);
+        return assistantJson(await ctx.assistants.setLatest(assistant.assistant_id, body.version, filter));
       },
     })
     .route({
@@ -142,9 +161,10 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: AssistantVersions,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, body }) => {
-        const assistant = await ctx.resolveAssistant(params.assistant_id);
-        const versions = await ctx.assistants.versions(assistant.assistant_id, { ...body, metadata: body.metadata as JsonObject | undefined });
+      handler: async ({ params, body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'assistants:read', { assistant_id: params.assistant_id });
+        const assistant = await ctx.resolveAssistant(params.assistant_id, filter);
+        const versions = await ctx.assistants.versions(assistant.assistant_id, { ...body, metadata: body.metadata as JsonObject | undefined }, filter);
         return versions.map(assistantJson);
       },
     })
@@ -156,8 +176,8 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       params: AssistantPath,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params }) => {
-        const assistant = await ctx.resolveAssistant(params.assistant_id);
+      handler: async ({ params, auth }) => {
+        const assistant = await readable(auth, params.assistant_id);
         return ctx.schemas(assistant.graph_id);
       },
     })
@@ -170,8 +190,8 @@ export function assistantRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ xray: z.string().regex(/^(true|false|\d+)$/).optional() }),
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, query }) => {
-        const assistant = await ctx.resolveAssistant(params.assistant_id);
+      handler: async ({ params, query, auth }) => {
+        const assistant = await readable(auth, params.assistant_id);
         const xray = query.xray === undefined || query.xray === 'false' ? false : query.xray === 'true' ? true : Number(query.xray);
         return ctx.drawing(assistant, xray);
       },

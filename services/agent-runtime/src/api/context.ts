@@ -1,11 +1,13 @@
 /**
  * What the HTTP routes of the agent server need: stores, the project's graphs, the executor.
  */
+import type { Authorizer } from '../auth/index.js';
 import type { Assistant, AssistantStore } from '../storage/assistants.js';
 import type { RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
+import type { MetadataFilter } from '../storage/sql.js';
 
 export interface ContextProblem {
   path: (string | number)[];
@@ -19,10 +21,12 @@ export interface ServerContext {
   runs: RunStore;
   runService: RunService;
   state: ThreadStateService;
+  /** Runs the project's authorization handlers (allows everything without custom auth). */
+  authz: Authorizer;
   /** The loaded graph of that id; NotFoundError (404) when the project has none. */
   graph(graphId: string): { graphId: string };
-  /** An assistant by UUID, or a graph name for that graph's system assistant; 404 otherwise. */
-  resolveAssistant(ref: string): Promise<Assistant>;
+  /** An assistant by UUID, or a graph name for that graph's system assistant; 404 otherwise (also when it does not match `filter`). */
+  resolveAssistant(ref: string, filter?: MetadataFilter): Promise<Assistant>;
   /** Context keys the graph's context schema does not accept. */
   contextProblems(graphId: string, context: Record<string, unknown>): ContextProblem[];
   schemas(graphId: string): Promise<unknown>;

@@ -1,11 +1,16 @@
 /**
  * Runs on a thread and threadless runs: create, stream (SSE), wait, join, list, get, cancel, delete.
+ *
+ * Runs inherit their thread's authorization (custom auth): creating a run (also /stream, /wait,
+ * /runs/batch) → `threads:create_run`; listing, getting, joining and streaming → `threads:read`;
+ * cancel → `threads:update`; delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
 import type { Api } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
+import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
 import type { Run } from '../storage/runs.js';
 import type { ServerContext } from './context.js';
@@ -34,8 +39,13 @@ function locate(res: Response, run: Run, threadless: boolean): void {
   res.setHeader('Location', `${path}/stream`);
 }
 
-export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
+export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   const tags = ['runs'];
+  /** A run of a thread the handler for `threads:read` lets the user see; 404 otherwise. */
+  const readableRun = async (auth: RequestAuth, threadId: string, runId: string) => {
+    const { filter } = await ctx.authz.authorize(auth, 'threads:read', { thread_id: threadId, run_id: runId });
+    return ctx.runs.get(threadId, runId, filter);
+  };
 
   /** Streams a run's events to the client; a disconnect cancels the run only with on_disconnect=cancel. */
   async function streamRun(req: Request, res: Response, run: Run, from: SubscribeFrom, cancelOnDisconnect: boolean, threadless: boolean) {
@@ -58,8 +68,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
     void req;
   }
 
-  async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request) {
-    return ctx.runService.create(threadId, body as RunRequest, passHeaders(req));
+  async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request, auth: RequestAuth) {
+    return ctx.runService.create(threadId, body as RunRequest, passHeaders(req), auth);
   }
 
   for (const threadless of [false, true]) {
@@ -76,8 +86,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
         body: RunCreate,
         response: AnyJson,
         errors: [404, 409],
-        handler: async ({ params: p, body, req, res }) => {
-          const run = await create(threadOf(p), body, req);
+        handler: async ({ params: p, body, req, res, auth }) => {
+          const run = await create(threadOf(p), body, req, auth);
           locate(res, run, threadless);
           return runJson(run);
         },
@@ -90,8 +100,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
         ...(params ? { params } : {}),
         body: RunCreate,
         errors: [404, 409],
-        handler: async ({ params: p, body, req, res }) => {
-          const run = await create(threadOf(p), body, req);
+        handler: async ({ params: p, body, req, res, auth }) => {
+          const run = await create(threadOf(p), body, req, auth);
           await streamRun(req, res, run, 'start', body.on_disconnect === 'cancel', threadless);
         },
       })
@@ -104,8 +114,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
         body: RunCreate,
         response: AnyJson,
         errors: [404, 409],
-        handler: async ({ params: p, body, req, res }) => {
-          const run = await create(threadOf(p), body, req);
+        handler: async ({ params: p, body, req, res, auth }) => {
+          const run = await create(threadOf(p), body, req, auth);
           locate(res, run, threadless);
           const abort = new AbortController();
           res.on('close', () => abort.abort());
@@ -128,9 +138,9 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       body: z.array(RunCreate).min(1),
       response: AnyJson,
-      handler: async ({ body, req }) => {
+      handler: async ({ body, req, auth }) => {
         const runs = [];
-        for (const item of body) runs.push(runJson(await create(undefined, item, req)));
+        for (const item of body) runs.push(runJson(await create(undefined, item, req, auth)));
         return runs;
       },
     })
@@ -143,8 +153,9 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: RunPage,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, query }) => {
-        await ctx.threads.get(params.thread_id);
+      handler: async ({ params, query, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:read', { thread_id: params.thread_id });
+        await ctx.threads.get(params.thread_id, filter);
         return (await ctx.runs.list(params.thread_id, query)).map(runJson);
       },
     })
@@ -156,7 +167,7 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
       params: RunPath,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params }) => runJson(await ctx.runs.get(params.thread_id, params.run_id)),
+      handler: async ({ params, auth }) => runJson(await readableRun(auth, params.thread_id, params.run_id)),
     })
     .route({
       method: 'delete',
@@ -165,8 +176,9 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       params: RunPath,
       errors: [404, 409],
-      handler: async ({ params }) => {
-        await ctx.runs.delete(params.thread_id, params.run_id);
+      handler: async ({ params, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:delete', { thread_id: params.thread_id, run_id: params.run_id });
+        await ctx.runs.delete(params.thread_id, params.run_id, filter);
       },
     })
     .route({
@@ -178,8 +190,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ cancel_on_disconnect: Flag.optional() }),
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, query, res }) => {
-        const run = await ctx.runs.get(params.thread_id, params.run_id);
+      handler: async ({ params, query, res, auth }) => {
+        const run = await readableRun(auth, params.thread_id, params.run_id);
         const abort = new AbortController();
         res.on('close', () => {
           abort.abort();
@@ -201,8 +213,8 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
         checkpoint_id: z.string().optional(),
       }),
       errors: [404],
-      handler: async ({ params, query, req, res }) => {
-        const run = await ctx.runs.get(params.thread_id, params.run_id);
+      handler: async ({ params, query, req, res, auth }) => {
+        const run = await readableRun(auth, params.thread_id, params.run_id);
         const lastId = req.headers['last-event-id'];
         const from: SubscribeFrom =
           typeof lastId === 'string' && lastId !== '' ? (lastId === '-1' || lastId === '-' ? 'start' : { after: lastId }) : run.kwargs.stream_resumable ? 'start' : 'now';
@@ -221,8 +233,10 @@ export function runRoutes(api: Api<unknown>, ctx: ServerContext): void {
         reason: z.string().optional(),
       }),
       errors: [404, 409],
-      handler: async ({ params, query, res }) => {
-        const run = await ctx.runs.get(params.thread_id, params.run_id);
+      handler: async ({ params, query, res, auth }) => {
+        const request = { thread_id: params.thread_id, run_id: params.run_id, action: query.action };
+        const { filter } = await ctx.authz.authorize(auth, 'threads:update', request);
+        const run = await ctx.runs.get(params.thread_id, params.run_id, filter);
         await ctx.runService.cancel(run, query.action, query.wait ?? false);
         res.status(query.wait ? 204 : 202);
       },

@@ -118,9 +118,20 @@ export function runJson(r: Run) {
     updated_at: iso(r.updated_at),
     status: r.status,
     metadata: r.metadata,
-    kwargs: r.kwargs,
+    kwargs: withoutAuthUser(r.kwargs),
     multitask_strategy: r.multitask_strategy,
   };
+}
+
+/**
+ * The authenticated user travels to the graph in the run's configurable, but may hold whatever
+ * the auth handler returned (tokens included): it is not echoed back in run responses.
+ */
+function withoutAuthUser(kwargs: Run['kwargs']): Run['kwargs'] {
+  const configurable = kwargs.config?.configurable as Record<string, unknown> | undefined;
+  if (!configurable || !('langgraph_auth_user' in configurable || 'graph_auth_user' in configurable)) return kwargs;
+  const { langgraph_auth_user: _a, graph_auth_user: _b, ...rest } = configurable;
+  return { ...kwargs, config: { ...kwargs.config, configurable: rest } } as Run['kwargs'];
 }
 
 /** Responses are documented loosely: their exact shapes follow the LangGraph API. */

@@ -3,9 +3,10 @@
  */
 import type { Api } from '@berth/http';
 import { z } from 'zod';
+import type { RequestAuth } from '../auth/index.js';
 import { Flag } from './schemas.js';
 
-export function systemRoutes(api: Api<unknown>, deps: { version: string; langgraphVersion: string; checkDb(): Promise<void> }): void {
+export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; langgraphVersion: string; checkDb(): Promise<void> }): void {
   api
     .route({
       method: 'get',

@@ -1,9 +1,14 @@
 /**
  * /threads — durable conversation state: CRUD, search, copy, state, history.
+ *
+ * Authorization events (custom auth): create → `threads:create`; search and count →
+ * `threads:search`; get, copy, state and history reads → `threads:read`; patch and state updates →
+ * `threads:update`; delete → `threads:delete`. A thread outside the handler's filter is a 404.
  */
 import { randomUUID } from 'node:crypto';
 import type { Api } from '@berth/http';
 import { z } from 'zod';
+import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import { AnyJson, Flag, ThreadCount, ThreadCreate, ThreadPatch, ThreadPath, ThreadSearch, threadJson } from './schemas.js';
@@ -22,8 +27,11 @@ const HistoryBody = z.strictObject({
   select: z.array(z.string()).optional(),
 });
 
-export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
+export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   const tags = ['threads'];
+  /** The filter of the handler for `threads:read` on a thread. */
+  const readable = async (auth: RequestAuth, threadId: string) => (await ctx.authz.authorize(auth, 'threads:read', { thread_id: threadId })).filter;
+
   api
     .route({
       method: 'post',
@@ -33,10 +41,11 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: ThreadCreate,
       response: AnyJson,
       errors: [409],
-      handler: async ({ body }) =>
-        threadJson(
-          await ctx.threads.create({ thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists }),
-        ),
+      handler: async ({ body, auth }) => {
+        const request = { thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists };
+        const { filter, value } = await ctx.authz.authorize(auth, 'threads:create', request);
+        return threadJson(await ctx.threads.create({ ...request, metadata: metadataOf(value, 'threads:create') }, filter));
+      },
     })
     .route({
       method: 'post',
@@ -45,8 +54,9 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       body: ThreadSearch,
       response: AnyJson,
-      handler: async ({ body, res }) => {
-        const query = { ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined };
+      handler: async ({ body, res, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:search', { ...body });
+        const query = { ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined, filter };
         const [found, total] = await Promise.all([ctx.threads.search(query), ctx.threads.count(query)]);
         res.setHeader('X-Pagination-Total', String(total));
         if (body.offset + found.length < total) res.setHeader('X-Pagination-Next', String(body.offset + found.length));
@@ -63,7 +73,10 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       body: ThreadCount,
       response: z.number().int(),
-      handler: ({ body }) => ctx.threads.count({ ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined }),
+      handler: async ({ body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:search', { ...body });
+        return ctx.threads.count({ ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined, filter });
+      },
     })
     .route({
       method: 'get',
@@ -74,7 +87,7 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ include: z.union([z.string(), z.array(z.string())]).optional() }),
       response: AnyJson,
       errors: [404],
-      handler: async ({ params }) => threadJson(await ctx.threads.get(params.thread_id)),
+      handler: async ({ params, auth }) => threadJson(await ctx.threads.get(params.thread_id, await readable(auth, params.thread_id))),
     })
     .route({
       method: 'patch',
@@ -85,7 +98,12 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: ThreadPatch,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params, body }) => threadJson(await ctx.threads.patch(params.thread_id, { metadata: body.metadata as JsonObject | undefined })),
+      handler: async ({ params, body, auth }) => {
+        const request = { thread_id: params.thread_id, metadata: body.metadata as JsonObject | undefined };
+        const { filter, value } = await ctx.authz.authorize(auth, 'threads:update', request);
+        const metadata = value.metadata === undefined ? undefined : metadataOf(value, 'threads:update');
+        return threadJson(await ctx.threads.patch(params.thread_id, { metadata }, filter));
+      },
     })
     .route({
       method: 'delete',
@@ -94,8 +112,9 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       errors: [404],
-      handler: async ({ params }) => {
-        await ctx.threads.delete(params.thread_id);
+      handler: async ({ params, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:delete', { thread_id: params.thread_id });
+        await ctx.threads.delete(params.thread_id, filter);
         await ctx.deleteCheckpoints(params.thread_id);
       },
     })
@@ -107,8 +126,8 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       params: ThreadPath,
       response: AnyJson,
       errors: [404],
-      handler: async ({ params }) => {
-        const copy = await ctx.threads.copy(params.thread_id, randomUUID());
+      handler: async ({ params, auth }) => {
+        const copy = await ctx.threads.copy(params.thread_id, randomUUID(), await readable(auth, params.thread_id));
         await ctx.copyCheckpoints(params.thread_id, copy.thread_id);
         return threadJson(copy);
       },
@@ -122,7 +141,8 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ subgraphs: Flag.optional(), select: z.union([z.string(), z.array(z.string())]).optional() }),
       response: AnyJson,
       errors: [404],
-      handler: ({ params, query }) => ctx.state.state(params.thread_id, { subgraphs: query.subgraphs ?? false }),
+      handler: async ({ params, query, auth }) =>
+        ctx.state.state(params.thread_id, { subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'post',
@@ -133,12 +153,18 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: StateUpdate,
       response: AnyJson,
       errors: [404, 409],
-      handler: ({ params, body }) =>
-        ctx.state.update(params.thread_id, {
-          values: body.values,
-          ...(body.as_node ? { as_node: body.as_node } : {}),
-          ...((body.checkpoint_id ?? body.checkpoint?.checkpoint_id) ? { checkpoint_id: (body.checkpoint_id ?? body.checkpoint?.checkpoint_id)! } : {}),
-        }),
+      handler: async ({ params, body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:update', { thread_id: params.thread_id });
+        return ctx.state.update(
+          params.thread_id,
+          {
+            values: body.values,
+            ...(body.as_node ? { as_node: body.as_node } : {}),
+            ...((body.checkpoint_id ?? body.checkpoint?.checkpoint_id) ? { checkpoint_id: (body.checkpoint_id ?? body.checkpoint?.checkpoint_id)! } : {}),
+          },
+          filter,
+        );
+      },
     })
     .route({
       method: 'get',
@@ -149,7 +175,8 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ subgraphs: Flag.optional() }),
       response: AnyJson,
       errors: [404],
-      handler: ({ params, query }) => ctx.state.state(params.thread_id, { checkpointId: params.checkpoint_id, subgraphs: query.subgraphs ?? false }),
+      handler: async ({ params, query, auth }) =>
+        ctx.state.state(params.thread_id, { checkpointId: params.checkpoint_id, subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'post',
@@ -160,7 +187,8 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: z.strictObject({ checkpoint: z.strictObject({ checkpoint_id: z.string() }).catchall(z.unknown()), subgraphs: z.boolean().optional() }),
       response: AnyJson,
       errors: [404],
-      handler: ({ params, body }) => ctx.state.state(params.thread_id, { checkpointId: body.checkpoint.checkpoint_id, subgraphs: body.subgraphs ?? false }),
+      handler: async ({ params, body, auth }) =>
+        ctx.state.state(params.thread_id, { checkpointId: body.checkpoint.checkpoint_id, subgraphs: body.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'get',
@@ -171,7 +199,8 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       query: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }),
       response: AnyJson,
       errors: [404],
-      handler: ({ params, query }) => ctx.state.history(params.thread_id, { limit: query.limit, ...(query.before ? { before: query.before } : {}) }),
+      handler: async ({ params, query, auth }) =>
+        ctx.state.history(params.thread_id, { limit: query.limit, ...(query.before ? { before: query.before } : {}), filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'post',
@@ -182,9 +211,10 @@ export function threadRoutes(api: Api<unknown>, ctx: ServerContext): void {
       body: HistoryBody,
       response: AnyJson,
       errors: [404],
-      handler: ({ params, body }) => {
+      handler: async ({ params, body, auth }) => {
         const before = typeof body.before === 'string' ? body.before : body.before?.checkpoint_id;
-        return ctx.state.history(params.thread_id, { limit: body.limit, ...(before ? { before } : {}), ...(body.metadata ? { metadata: body.metadata } : {}) });
+        const filter = await readable(auth, params.thread_id);
+        return ctx.state.history(params.thread_id, { limit: body.limit, ...(before ? { before } : {}), ...(body.metadata ? { metadata: body.metadata } : {}), filter });
       },
     });
 }

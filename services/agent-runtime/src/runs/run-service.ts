@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictError } from '@berth/errors';
 import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
+import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import type { MultitaskStrategy, Run, RunKwargs, RunStore } from '../storage/runs.js';
@@ -42,23 +43,43 @@ export interface RunServiceDeps {
   dispatcher: RunDispatcher;
   resolveAssistant(ref: string): Promise<Assistant>;
   checkContext(graphId: string, context: Record<string, unknown>): void;
+  /** Runs the `threads:create_run` handler of custom auth; without it every run is allowed. */
+  authz?: Authorizer;
+}
+
+/**
+ * The authenticated user in a run's `config.configurable`, where graph code finds it: the keys the
+ * LangGraph servers set (`langgraph_auth_user`, `langgraph_auth_user_id`,
+ * `langgraph_auth_permissions`) and `graph_auth_user` (the platform interface's name for the user).
+ */
+export function authConfigurable(auth: RequestAuth): JsonObject {
+  if (!auth) return {};
+  const user = JSON.parse(JSON.stringify(auth.user)) as JsonObject;
+  return {
+    langgraph_auth_user: user,
+    graph_auth_user: user,
+    langgraph_auth_user_id: auth.user.identity,
+    langgraph_auth_permissions: [...auth.permissions],
+  };
 }
 
 export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
 
-  /** Queues a run; without `threadId` on a new temporary thread (a threadless run). */
-  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>): Promise<Run> {
+  /**
+   * Queues a run; without `threadId` on a new temporary thread (a threadless run). With custom
+   * auth, the `threads:create_run` handler sees the run first: its filter must match an existing
+   * thread (404 otherwise), its edits of `value.metadata` become the run's metadata (and the
+   * metadata of a thread the run creates), and the user goes into the run's configurable.
+   */
+  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>, auth?: RequestAuth): Promise<Run> {
     const { threads, runs, broker, dispatcher } = this.deps;
     const assistant = await this.deps.resolveAssistant(request.assistant_id);
     if (request.context) this.deps.checkContext(assistant.graph_id, request.context);
     const temporary = threadId === undefined;
     const thread_id = threadId ?? randomUUID();
-    if (temporary) {
-      await threads.create({ thread_id, metadata: {}, if_exists: 'raise', temporary: true });
-    } else if (request.if_not_exists === 'create') {
-      await threads.create({ thread_id, metadata: {}, if_exists: 'do_nothing' });
-    }
+    const run_id = randomUUID();
+    const multitask_strategy = request.multitask_strategy ?? 'enqueue';
     const modes = request.stream_mode === undefined ? ['values'] : Array.isArray(request.stream_mode) ? request.stream_mode : [request.stream_mode];
     const kwargs: RunKwargs = {
       input: (request.input ?? null) as Json,
@@ -76,15 +97,44 @@ export class RunService {
       temporary,
       headers,
     };
+    const authorized = this.deps.authz
+      ? await this.deps.authz.authorize(auth, 'threads:create_run', {
+          thread_id: threadId,
+          assistant_id: assistant.assistant_id,
+          run_id,
+          status: 'pending',
+          metadata: request.metadata ?? {},
+          prevent_insert_if_inflight: multitask_strategy === 'reject',
+          multitask_strategy,
+          if_not_exists: request.if_not_exists ?? 'reject',
+          after_seconds: request.after_seconds ?? 0,
+          kwargs,
+        })
+      : undefined;
+    const metadata = authorized ? metadataOf(authorized.value, 'threads:create_run') : (request.metadata ?? {});
+    // A thread this run creates is the user's by construction: the filter applies to existing ones.
+    let created = false;
+    if (temporary) {
+      await threads.create({ thread_id, metadata, if_exists: 'raise', temporary: true });
+      created = true;
+    } else if (request.if_not_exists === 'create') {
+      created = (await threads.insert({ thread_id, metadata })) !== undefined;
+    }
+    if (auth) {
+      // Set last, so a client cannot pose as someone else through config.configurable.
+      const configurable = { ...((kwargs.config?.configurable as JsonObject | undefined) ?? {}), ...authConfigurable(auth) };
+      kwargs.config = { ...kwargs.config, configurable };
+    }
     const { run, superseded } = await runs.create({
-      run_id: randomUUID(),
+      run_id,
       thread_id,
       assistant_id: assistant.assistant_id,
       graph_id: assistant.graph_id,
-      metadata: request.metadata ?? {},
+      metadata,
       kwargs,
-      multitask_strategy: request.multitask_strategy ?? 'enqueue',
+      multitask_strategy,
       after_seconds: request.after_seconds ?? 0,
+      ...(authorized?.filter && !created ? { threadFilter: authorized.filter } : {}),
     });
     const action = run.multitask_strategy === 'rollback' ? 'rollback' : 'interrupt';
     for (const old of superseded) {

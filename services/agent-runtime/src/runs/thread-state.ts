@@ -5,6 +5,7 @@
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { LoadedGraph } from '../project/index.js';
+import type { MetadataFilter } from '../storage/sql.js';
 import type { Thread, ThreadStore } from '../storage/threads.js';
 import { toWire } from './serialize.js';
 
@@ -61,8 +62,9 @@ export class ThreadStateService {
     private readonly checkpointer: BaseCheckpointSaver,
   ) {}
 
-  async state(threadId: string, options: { checkpointId?: string; subgraphs?: boolean } = {}) {
-    const thread = await this.threads.get(threadId);
+  /** The thread's state (at a checkpoint); NotFoundError when the thread is missing or does not match `filter`. */
+  async state(threadId: string, options: { checkpointId?: string; subgraphs?: boolean; filter?: MetadataFilter | undefined } = {}) {
+    const thread = await this.threads.get(threadId, options.filter);
     const graph = await this.graphOf(thread);
     if (!graph) return EMPTY;
     const configurable = { thread_id: threadId, ...(options.checkpointId ? { checkpoint_id: options.checkpointId } : {}) };
@@ -73,8 +75,9 @@ export class ThreadStateService {
     return stateJson(threadId, snapshot);
   }
 
-  async history(threadId: string, options: { limit: number; before?: string; metadata?: Record<string, unknown> }) {
-    const thread = await this.threads.get(threadId);
+  /** Past states, newest first; NotFoundError when the thread is missing or does not match `filter`. */
+  async history(threadId: string, options: { limit: number; before?: string; metadata?: Record<string, unknown>; filter?: MetadataFilter | undefined }) {
+    const thread = await this.threads.get(threadId, options.filter);
     const graph = await this.graphOf(thread);
     if (!graph) return [];
     const out = [];
@@ -87,9 +90,12 @@ export class ThreadStateService {
     return out;
   }
 
-  /** Writes values into the thread's state as if `asNode` had returned them. Refused while a run is active. */
-  async update(threadId: string, body: { values?: unknown; as_node?: string; checkpoint_id?: string }) {
-    const thread = await this.threads.get(threadId);
+  /**
+   * Writes values into the thread's state as if `asNode` had returned them. Refused while a run is
+   * active; NotFoundError when the thread is missing or does not match `filter`.
+   */
+  async update(threadId: string, body: { values?: unknown; as_node?: string; checkpoint_id?: string }, filter?: MetadataFilter) {
+    const thread = await this.threads.get(threadId, filter);
     if (thread.status === 'busy') throw new ConflictError(`Thread ${threadId} is busy with a run; update its state when the run has ended`);
     const graph = await this.graphOf(thread);
     if (!graph) throw new ConflictError(`Thread ${threadId} has no graph yet: run it once before updating its state`);

@@ -26,6 +26,19 @@ export interface RunWorkerOptions {
    * @default 5000
    */
   leaseMs?: number;
+  /**
+   * Longest a run may execute; then its graph is aborted and the run ends `timeout`.
+   * @default 3_600_000 (1 hour)
+   */
+  timeoutMs?: number;
+}
+
+/** Aborts a run that ran longer than the worker's timeout. */
+export class RunTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`run exceeded its time limit of ${timeoutMs} ms`);
+    this.name = 'RunTimeoutError';
+  }
 }
 
 export interface RunWorkerDeps {
@@ -100,14 +113,22 @@ export class RunWorker {
     // A cancel sent before the control listener was up is in the runs table: check once now.
     await beat();
     const heartbeat = setInterval(() => void beat().catch(() => undefined), Math.max(200, Math.floor(this.leaseMs / 3)));
+    const timeoutMs = this.options.timeoutMs ?? 3_600_000;
+    const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
     let outcome: RunOutcome | undefined;
     let cancelled: RunCancelledError | undefined;
+    let timedOut: RunTimeoutError | undefined;
     try {
       const assistant = await this.deps.assistants.get(run.assistant_id);
       outcome = await this.deps.executor.execute(run, assistant, controller.signal);
     } catch (error) {
       if (error instanceof RunCancelledError) cancelled = error;
-      else if (controller.signal.aborted) return; // lease lost: the new holder finishes the run
+      else if (error instanceof RunTimeoutError) {
+        timedOut = error;
+        const message = { error: error.name, message: error.message };
+        await broker.publish(runId, 'error', message).catch(() => undefined);
+        outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
+      } else if (controller.signal.aborted) return; // lease lost: the new holder finishes the run
       else {
         log.error({ err: error, runId }, 'run crashed');
         const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
@@ -116,14 +137,15 @@ export class RunWorker {
       }
     } finally {
       clearInterval(heartbeat);
+      clearTimeout(deadline);
       await stopControl();
     }
-    await this.finish(run, outcome, cancelled);
+    await this.finish(run, outcome, cancelled, timedOut !== undefined);
   }
 
-  private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined): Promise<void> {
+  private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined, timedOut = false): Promise<void> {
     const { runs, threads, broker, dispatcher } = this.deps;
-    const status = cancelled ? 'interrupted' : outcome!.status;
+    const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
     // While this run is unfinished no other run of the thread can start: undo a rollback first.
     if (cancelled?.action === 'rollback') await this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id));
     if (!(await runs.finish(run.run_id, this.owner, status, outcome?.values ?? null))) return;
@@ -133,7 +155,8 @@ export class RunWorker {
       outcome?.status === 'error' ? 'error' : outcome?.interrupted ? 'interrupted' : busy ? 'busy' : 'idle';
     await threads.setState(run.thread_id, {
       status: threadStatus,
-      ...(outcome ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
+      // A run that crashed or timed out has no final values: the thread keeps its last ones.
+      ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
       error: outcome?.error ?? null,
     });
     await broker.end(run.run_id);

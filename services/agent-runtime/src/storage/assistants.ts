@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { containsClause, inTransaction, jsonParam, orderBy, type JsonObject } from './sql.js';
+import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, type JsonObject, type MetadataFilter } from './sql.js';
 
 export interface Assistant {
   assistant_id: string;
@@ -51,6 +51,8 @@ export interface AssistantQuery {
   offset: number;
   sort_by?: string;
   sort_order?: string;
+  /** Authorization filter on the assistant's metadata: only matching assistants are found. */
+  filter?: MetadataFilter;
 }
 
 const SORTABLE = ['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at'] as const;
@@ -59,7 +61,11 @@ const COLUMNS = 'assistant_id, graph_id, name, description, config, context, met
 export class AssistantStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async create(input: CreateAssistant): Promise<Assistant> {
+  /**
+   * Creates an assistant. An existing one is a conflict with `if_exists: 'raise'`, and also when
+   * it does not match `filter` (the caller may not see it); otherwise it is returned as it is.
+   */
+  async create(input: CreateAssistant, filter?: MetadataFilter): Promise<Assistant> {
     const created = await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<Assistant>(
         `INSERT INTO assistants (assistant_id, graph_id, name, description, config, context, metadata, version)
@@ -71,7 +77,8 @@ export class AssistantStore {
       return rows[0];
     });
     if (created) return created;
-    if (input.if_exists === 'do_nothing') return this.get(input.assistant_id);
+    const existing = await this.find(input.assistant_id, filter);
+    if (input.if_exists === 'do_nothing' && existing) return existing;
     throw new ConflictError(`Assistant ${input.assistant_id} already exists`);
   }
 
@@ -88,15 +95,17 @@ export class AssistantStore {
     });
   }
 
-  async get(assistantId: string): Promise<Assistant> {
-    const { rows } = await this.pool.query<Assistant>(`SELECT ${COLUMNS} FROM assistants WHERE assistant_id = $1`, [assistantId]);
-    if (!rows[0]) throw new NotFoundError(`Assistant ${assistantId} not found`);
-    return rows[0];
+  /** The assistant; NotFoundError when it does not exist or does not match `filter`. */
+  async get(assistantId: string, filter?: MetadataFilter): Promise<Assistant> {
+    const assistant = await this.find(assistantId, filter);
+    if (!assistant) throw new NotFoundError(`Assistant ${assistantId} not found`);
+    return assistant;
   }
 
-  async patch(assistantId: string, patch: PatchAssistant): Promise<Assistant> {
+  /** Makes version N+1 from `patch` and activates it; NotFoundError when missing or not matching `filter`. */
+  async patch(assistantId: string, patch: PatchAssistant, filter?: MetadataFilter): Promise<Assistant> {
     return inTransaction(this.pool, async (client) => {
-      const current = await this.lock(client, assistantId);
+      const current = await this.lock(client, assistantId, filter);
       const { rows } = await client.query<{ next: number }>(
         'SELECT max(version) + 1 AS next FROM assistant_versions WHERE assistant_id = $1',
         [assistantId],
@@ -123,9 +132,9 @@ export class AssistantStore {
   }
 
   /** Activates an existing version: later runs use its configuration. */
-  async setLatest(assistantId: string, version: number): Promise<Assistant> {
+  async setLatest(assistantId: string, version: number, filter?: MetadataFilter): Promise<Assistant> {
     return inTransaction(this.pool, async (client) => {
-      await this.lock(client, assistantId);
+      await this.lock(client, assistantId, filter);
       const { rows } = await client.query<Assistant>(
         `UPDATE assistants a SET graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
            context = v.context, metadata = v.metadata, version = v.version, updated_at = now()
@@ -139,10 +148,15 @@ export class AssistantStore {
     });
   }
 
-  async versions(assistantId: string, query: { metadata?: JsonObject; limit: number; offset: number }): Promise<AssistantVersion[]> {
-    await this.get(assistantId);
+  /** Versions, newest first; `filter` must match the assistant and restricts the versions listed. */
+  async versions(
+    assistantId: string,
+    query: { metadata?: JsonObject; limit: number; offset: number },
+    filter?: MetadataFilter,
+  ): Promise<AssistantVersion[]> {
+    await this.get(assistantId, filter);
     const params: unknown[] = [assistantId];
-    const where = ['assistant_id = $1', ...containsClause('metadata', query.metadata, params)];
+    const where = ['assistant_id = $1', ...containsClause('metadata', query.metadata, params), ...filterClauses('metadata', filter, params)];
     params.push(query.limit, query.offset);
     const { rows } = await this.pool.query<AssistantVersion>(
       `SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at
@@ -171,13 +185,15 @@ export class AssistantStore {
   }
 
   /** Deletes the assistant with all its versions. */
-  async delete(assistantId: string): Promise<void> {
-    const { rowCount } = await this.pool.query('DELETE FROM assistants WHERE assistant_id = $1', [assistantId]);
+  async delete(assistantId: string, filter?: MetadataFilter): Promise<void> {
+    const params: unknown[] = [assistantId];
+    const where = ['assistant_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    const { rowCount } = await this.pool.query(`DELETE FROM assistants WHERE ${where}`, params);
     if (!rowCount) throw new NotFoundError(`Assistant ${assistantId} not found`);
   }
 
   private filters(query: Omit<AssistantQuery, 'limit' | 'offset'>, params: unknown[]): string {
-    const where = containsClause('metadata', query.metadata, params);
+    const where = [...containsClause('metadata', query.metadata, params), ...filterClauses('metadata', query.filter, params)];
     if (query.graph_id) {
       params.push(query.graph_id);
       where.push(`graph_id = $${params.length}`);
@@ -189,8 +205,17 @@ export class AssistantStore {
     return where.length ? `WHERE ${where.join(' AND ')}` : '';
   }
 
-  private async lock(client: pg.PoolClient, assistantId: string): Promise<Assistant> {
-    const { rows } = await client.query<Assistant>(`SELECT ${COLUMNS} FROM assistants WHERE assistant_id = $1 FOR UPDATE`, [assistantId]);
+  private async find(assistantId: string, filter: MetadataFilter | undefined): Promise<Assistant | undefined> {
+    const params: unknown[] = [assistantId];
+    const where = ['assistant_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    const { rows } = await this.pool.query<Assistant>(`SELECT ${COLUMNS} FROM assistants WHERE ${where}`, params);
+    return rows[0];
+  }
+
+  private async lock(client: pg.PoolClient, assistantId: string, filter?: MetadataFilter): Promise<Assistant> {
+    const params: unknown[] = [assistantId];
+    const where = ['assistant_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    const { rows } = await client.query<Assistant>(`SELECT ${COLUMNS} FROM assistants WHERE ${where} FOR UPDATE`, params);
     if (!rows[0]) throw new NotFoundError(`Assistant ${assistantId} not found`);
     return rows[0];
   }

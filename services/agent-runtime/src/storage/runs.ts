@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { inTransaction, jsonParam, type Json, type JsonObject } from './sql.js';
+import { filterClauses, inTransaction, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
 export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
 export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
@@ -55,6 +55,8 @@ export interface CreateRun {
   kwargs: RunKwargs;
   multitask_strategy: MultitaskStrategy;
   after_seconds: number;
+  /** Authorization filter on the thread's metadata: a thread that does not match is "not found". */
+  threadFilter?: MetadataFilter;
 }
 
 export class RunStore {
@@ -68,7 +70,9 @@ export class RunStore {
   async create(input: CreateRun): Promise<{ run: Run; superseded: Run[] }> {
     return inTransaction(this.pool, async (client) => {
       // Locking the thread row orders run creation per thread.
-      const thread = await client.query('SELECT thread_id FROM threads WHERE thread_id = $1 FOR UPDATE', [input.thread_id]);
+      const lockParams: unknown[] = [input.thread_id];
+      const match = ['thread_id = $1', ...filterClauses('metadata', input.threadFilter, lockParams)].join(' AND ');
+      const thread = await client.query(`SELECT thread_id FROM threads WHERE ${match} FOR UPDATE`, lockParams);
       if (!thread.rowCount) throw new NotFoundError(`Thread ${input.thread_id} not found`);
       const inflight = await client.query<Run>(
         `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at`,
@@ -101,8 +105,13 @@ export class RunStore {
     });
   }
 
-  async get(threadId: string, runId: string): Promise<Run> {
-    const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE run_id = $1 AND thread_id = $2`, [runId, threadId]);
+  /** A run of a thread; NotFoundError when missing or when its thread does not match `threadFilter`. */
+  async get(threadId: string, runId: string, threadFilter?: MetadataFilter): Promise<Run> {
+    const params: unknown[] = [runId, threadId];
+    const thread = threadFilter?.length
+      ? ` AND EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', threadFilter, params).join(' AND ')})`
+      : '';
+    const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE run_id = $1 AND thread_id = $2${thread}`, params);
     if (!rows[0]) throw new NotFoundError(`Run ${runId} not found`);
     return rows[0];
   }
@@ -127,8 +136,8 @@ export class RunStore {
   }
 
   /** Deletes a finished run; an unfinished one must be cancelled first. */
-  async delete(threadId: string, runId: string): Promise<void> {
-    const run = await this.get(threadId, runId);
+  async delete(threadId: string, runId: string, threadFilter?: MetadataFilter): Promise<void> {
+    const run = await this.get(threadId, runId, threadFilter);
     if (run.status === 'pending' || run.status === 'running') {
       throw new ConflictError(`Run ${runId} is ${run.status}; cancel it before deleting it`);
     }

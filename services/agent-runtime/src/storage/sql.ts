@@ -17,6 +17,34 @@ export function containsClause(column: string, filter: object | undefined, param
   return [`${column} @> $${params.length}::jsonb`];
 }
 
+/**
+ * One condition of an authorization filter on a resource's `metadata` (see `src/auth/`): `eq` is
+ * exact JSON equality of `metadata[key]`; `contains` means `metadata[key]` is an array holding
+ * every element of `value` (an array).
+ */
+export interface MetadataCondition {
+  key: string;
+  op: 'eq' | 'contains';
+  value: Json;
+}
+
+/** Conditions that must all hold; an empty or missing filter lets everything through. */
+export type MetadataFilter = readonly MetadataCondition[];
+
+/**
+ * SQL conditions (to AND into a WHERE clause) restricting `column` (a jsonb metadata column) to
+ * rows that match an authorization filter; pushes their parameters onto `params`.
+ */
+export function filterClauses(column: string, filter: MetadataFilter | undefined, params: unknown[]): string[] {
+  return (filter ?? []).map((condition) => {
+    params.push(condition.key, jsonParam(condition.value));
+    const value = `$${params.length}::jsonb`;
+    const field = `(${column} -> $${params.length - 1}::text)`;
+    // `@>` on two arrays is "contains every element of"; a scalar or object never contains an array.
+    return condition.op === 'eq' ? `${field} = ${value}` : `${field} @> ${value}`;
+  });
+}
+
 export function orderBy(sortBy: string | undefined, allowed: readonly string[], fallback: string, order?: string): string {
   const column = sortBy && allowed.includes(sortBy) ? sortBy : fallback;
   return `${column} ${order?.toLowerCase() === 'asc' ? 'ASC' : 'DESC'}`;

@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { containsClause, jsonParam, orderBy, type Json, type JsonObject } from './sql.js';
+import { containsClause, filterClauses, jsonParam, orderBy, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
 
@@ -31,6 +31,8 @@ export interface ThreadQuery {
   offset: number;
   sort_by?: string;
   sort_order?: string;
+  /** Authorization filter on the thread's metadata: only matching threads are found. */
+  filter?: MetadataFilter;
 }
 
 const SORTABLE = ['thread_id', 'status', 'created_at', 'updated_at', 'state_updated_at'] as const;
@@ -39,51 +41,67 @@ const COLUMNS = 'thread_id, metadata, config, status, "values", interrupts, erro
 export class ThreadStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async create(input: {
-    thread_id: string;
-    metadata: JsonObject;
-    if_exists: 'raise' | 'do_nothing';
-    temporary?: boolean;
-  }): Promise<Thread> {
+  /**
+   * Creates a thread. An existing thread is a conflict with `if_exists: 'raise'`, and also when it
+   * does not match `filter` (the caller may not see it); otherwise it is returned as it is.
+   */
+  async create(
+    input: { thread_id: string; metadata: JsonObject; if_exists: 'raise' | 'do_nothing'; temporary?: boolean },
+    filter?: MetadataFilter,
+  ): Promise<Thread> {
+    const created = await this.insert(input);
+    if (created) return created;
+    const existing = await this.find(input.thread_id, filter);
+    if (input.if_exists === 'do_nothing' && existing) return existing;
+    throw new ConflictError(`Thread ${input.thread_id} already exists`);
+  }
+
+  /** Inserts a thread unless one with that id exists; undefined when it did. */
+  async insert(input: { thread_id: string; metadata: JsonObject; temporary?: boolean }): Promise<Thread | undefined> {
     const { rows } = await this.pool.query<Thread>(
       `INSERT INTO threads (thread_id, metadata, temporary) VALUES ($1, $2::jsonb, $3)
        ON CONFLICT (thread_id) DO NOTHING RETURNING ${COLUMNS}`,
       [input.thread_id, jsonParam(input.metadata), input.temporary ?? false],
     );
-    if (rows[0]) return rows[0];
-    if (input.if_exists === 'do_nothing') return this.get(input.thread_id);
-    throw new ConflictError(`Thread ${input.thread_id} already exists`);
-  }
-
-  async get(threadId: string): Promise<Thread> {
-    const { rows } = await this.pool.query<Thread>(`SELECT ${COLUMNS} FROM threads WHERE thread_id = $1`, [threadId]);
-    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
     return rows[0];
   }
 
-  /** Merges `metadata` over the thread's metadata. */
-  async patch(threadId: string, patch: { metadata?: JsonObject }): Promise<Thread> {
+  /** The thread; NotFoundError when it does not exist or does not match `filter`. */
+  async get(threadId: string, filter?: MetadataFilter): Promise<Thread> {
+    const thread = await this.find(threadId, filter);
+    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
+    return thread;
+  }
+
+  /** Merges `metadata` over the thread's metadata; NotFoundError when missing or not matching `filter`. */
+  async patch(threadId: string, patch: { metadata?: JsonObject }, filter?: MetadataFilter): Promise<Thread> {
+    const params: unknown[] = [threadId, jsonParam(patch.metadata ?? {})];
+    const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await this.pool.query<Thread>(
-      `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE thread_id = $1 RETURNING ${COLUMNS}`,
-      [threadId, jsonParam(patch.metadata ?? {})],
+      `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE ${where} RETURNING ${COLUMNS}`,
+      params,
     );
     if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
     return rows[0];
   }
 
   /** Deletes the thread and its runs (checkpoints are the checkpointer's to delete). */
-  async delete(threadId: string): Promise<void> {
-    const { rowCount } = await this.pool.query('DELETE FROM threads WHERE thread_id = $1', [threadId]);
+  async delete(threadId: string, filter?: MetadataFilter): Promise<void> {
+    const params: unknown[] = [threadId];
+    const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    const { rowCount } = await this.pool.query(`DELETE FROM threads WHERE ${where}`, params);
     if (!rowCount) throw new NotFoundError(`Thread ${threadId} not found`);
   }
 
   /** A new thread with the same metadata and values (the caller copies checkpoints). */
-  async copy(threadId: string, newThreadId: string): Promise<Thread> {
+  async copy(threadId: string, newThreadId: string, filter?: MetadataFilter): Promise<Thread> {
+    const params: unknown[] = [threadId, newThreadId];
+    const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await this.pool.query<Thread>(
       `INSERT INTO threads (thread_id, metadata, config, status, "values", interrupts, error)
        SELECT $2, metadata, config, CASE WHEN status = 'busy' THEN 'idle' ELSE status END, "values", interrupts, error
-       FROM threads WHERE thread_id = $1 RETURNING ${COLUMNS}`,
-      [threadId, newThreadId],
+       FROM threads WHERE ${where} RETURNING ${COLUMNS}`,
+      params,
     );
     if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
     return rows[0];
@@ -130,8 +148,19 @@ export class ThreadStore {
     );
   }
 
+  private async find(threadId: string, filter: MetadataFilter | undefined): Promise<Thread | undefined> {
+    const params: unknown[] = [threadId];
+    const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    const { rows } = await this.pool.query<Thread>(`SELECT ${COLUMNS} FROM threads WHERE ${where}`, params);
+    return rows[0];
+  }
+
   private filters(query: Omit<ThreadQuery, 'limit' | 'offset'>, params: unknown[]): string {
-    const where = [...containsClause('metadata', query.metadata, params), ...containsClause('"values"', query.values, params)];
+    const where = [
+      ...containsClause('metadata', query.metadata, params),
+      ...containsClause('"values"', query.values, params),
+      ...filterClauses('metadata', query.filter, params),
+    ];
     where.push('NOT temporary');
     if (query.ids?.length) {
       params.push(query.ids);
