@@ -36,7 +36,7 @@ import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
 import { AssistantStore } from './storage/assistants.js';
-import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter } from './storage/checkpoints.js';
+import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { ThreadStore } from './storage/threads.js';
@@ -154,7 +154,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   });
 
   const workers = config.workers ?? 10;
-  const worker =
+  // Declared with let: the run service above refers to it before it exists.
+  let worker: RunWorker | undefined;
+  worker =
     workers > 0
       ? new RunWorker(
           {
@@ -164,7 +166,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             broker,
             dispatcher,
             queue: queueBackend,
-            executor: new RunExecutor({ graph, checkpointer, broker, log, markStarted: (runId, id) => runs.markStarted(runId, id) }),
+            executor: new RunExecutor({ graph, checkpointer, broker, log, markStarted: (runId, threadId) => runs.markStarted(runId, threadId), latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId) }),
             deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
             deleteCheckpointsAfter: (threadId, id) => deleteCheckpointsAfter(pool, threadId, id),
             log,

@@ -11,6 +11,7 @@ import type { Assistant } from '../storage/assistants.js';
 import type { Run } from '../storage/runs.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import { toWire } from './serialize.js';
+import { EventPipe } from './event-pipe.js';
 import { StreamTranslator, graphModes } from './stream-modes.js';
 
 export interface RunOutcome {
@@ -25,8 +26,10 @@ export interface RunOutcome {
 
 export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
-  /** Records the thread's checkpoint at a run's first start; returns the one first recorded. */
-  markStarted(runId: string, checkpointId: string | null): Promise<string | null>;
+  /** Records the thread's latest checkpoint at a run's first start; returns the one first recorded. */
+  markStarted(runId: string, threadId: string): Promise<string | null>;
+  /** The thread's latest checkpoint id (root namespace), if any. */
+  latestCheckpoint(threadId: string): Promise<string | null>;
   checkpointer: BaseCheckpointSaver;
   broker: EventBroker;
   log: Logger;
@@ -68,31 +71,31 @@ export class RunExecutor {
       subgraphs: true,
       ...(kwargs.interrupt_before ? { interruptBefore: kwargs.interrupt_before } : {}),
       ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
-      // Each step's checkpoint is written before the next step starts: a worker that dies, or a
-      // run that is rolled back, never leaves a checkpoint write still in flight.
-      durability: kwargs.durability ?? 'sync',
+      ...(kwargs.durability ? { durability: kwargs.durability } : {}),
     };
     const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer });
-    await broker.publish(run.run_id, 'metadata', { run_id: run.run_id, attempt: run.attempt });
+    const events = new EventPipe(broker, run.run_id);
+    events.push('metadata', { run_id: run.run_id, attempt: run.attempt });
 
     const translator = new StreamTranslator(requested);
     let failure: unknown;
     try {
-      const input = await this.input(run, graph);
+      const input = await this.input(run);
       for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
         if (mode === 'events') {
-          await broker.publish(run.run_id, 'events', data);
+          events.push('events', data);
           continue;
         }
         if (namespace.length && !kwargs.stream_subgraphs) continue;
-        for (const event of translator.translate(namespace, mode as never, data)) {
-          await broker.publish(run.run_id, event.event, event.data);
-        }
+        for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
       }
     } catch (error) {
       failure = error;
     }
-    if (failure && signal.aborted) throw signal.reason ?? failure;
+    if (failure && signal.aborted) {
+      await events.flush().catch(() => undefined);
+      throw signal.reason ?? failure;
+    }
 
     const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
     const interrupts: JsonObject = {};
@@ -103,13 +106,13 @@ export class RunExecutor {
     if (failure) {
       const error = { error: (failure as Error).name ?? 'Error', message: (failure as Error).message ?? String(failure) };
       this.deps.log.warn({ err: failure, runId: run.run_id }, 'run failed');
-      await broker.publish(run.run_id, 'error', error);
+      events.push('error', error);
+      await events.flush();
       return { status: 'error', interrupted: false, values, interrupts, error };
     }
     const interrupted = Object.keys(interrupts).length > 0 || (state.next?.length ?? 0) > 0;
-    if (interrupted && requested.includes('values')) {
-      await broker.publish(run.run_id, 'values', { __interrupt__: Object.values(interrupts).flat() });
-    }
+    if (interrupted && requested.includes('values')) events.push('values', { __interrupt__: Object.values(interrupts).flat() });
+    await events.flush();
     return { status: 'success', interrupted, values, interrupts };
   }
 
@@ -142,10 +145,9 @@ export class RunExecutor {
    * The run's input. A run taken over from a dead worker continues from its last checkpoint
    * (input null) when it had already written one; otherwise it starts over with its input.
    */
-  private async input(run: Run, graph: { getState(c: object): Promise<{ config?: { configurable?: Record<string, unknown> } }> }): Promise<unknown> {
-    const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
-    const latest = (state.config?.configurable?.checkpoint_id as string | undefined) ?? null;
-    const atStart = await this.deps.markStarted(run.run_id, latest);
+  private async input(run: Run): Promise<unknown> {
+    const atStart = await this.deps.markStarted(run.run_id, run.thread_id);
+    const latest = run.attempt > 1 ? await this.deps.latestCheckpoint(run.thread_id) : atStart;
     if (run.attempt > 1 && latest !== atStart) return null;
     const command = run.kwargs.command;
     if (command) {

@@ -45,6 +45,8 @@ export interface RunServiceDeps {
   checkContext(graphId: string, context: Record<string, unknown>): void;
   /** Runs the `threads:create_run` handler of custom auth; without it every run is allowed. */
   authz?: Authorizer;
+  /** Starts a due run in this process when a local worker has room; false to use the queue. */
+  runLocally?: (runId: string) => boolean;
 }
 
 /**
@@ -143,7 +145,8 @@ export class RunService {
         await broker.sendControl(old.run_id, { action });
       } else await broker.end(old.run_id);
     }
-    await dispatcher.dispatch(run.run_id, (request.after_seconds ?? 0) * 1000);
+    const delayMs = (request.after_seconds ?? 0) * 1000;
+    if (delayMs > 0 || !this.deps.runLocally?.(run.run_id)) await dispatcher.dispatch(run.run_id, delayMs);
     return run;
   }
 

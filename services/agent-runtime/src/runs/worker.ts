@@ -60,6 +60,7 @@ export class RunWorker {
   private readonly owner = `worker-${randomUUID()}`;
   private readonly leaseMs: number;
   private jobs?: JobWorker<typeof runJobs>;
+  private local = 0;
   private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
@@ -82,6 +83,21 @@ export class RunWorker {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.jobs?.close();
+  }
+
+  /**
+   * Starts a run in this process at once when it has a free slot, skipping the queue's round
+   * trip (the API and worker roles share a process in `berth dev` and the embedded platform).
+   * False when busy: dispatch through the queue instead. A run that this process then fails to
+   * start is still found by the sweeper of some worker.
+   */
+  tryLocal(runId: string): boolean {
+    if (!this.jobs || this.local >= (this.options.concurrency ?? 10)) return false;
+    this.local += 1;
+    void this.handle(runId)
+      .catch((error: unknown) => this.deps.log.error({ err: error, runId }, 'local run failed'))
+      .finally(() => (this.local -= 1));
+    return true;
   }
 
   private async sweep(): Promise<void> {
@@ -110,8 +126,9 @@ export class RunWorker {
         if (!held) controller.abort(new Error('lost the lease on this run'));
         else if (cancel) controller.abort(new RunCancelledError(cancel));
       });
-    // A cancel sent before the control listener was up is in the runs table: check once now.
-    await beat();
+    // A cancel sent before the control listener was up is in the runs table: check once now
+    // (without holding up the start; the graph's signal is aborted if one is found).
+    void beat().catch(() => undefined);
     const heartbeat = setInterval(() => void beat().catch(() => undefined), Math.max(200, Math.floor(this.leaseMs / 3)));
     const timeoutMs = this.options.timeoutMs ?? 3_600_000;
     const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);

@@ -196,14 +196,15 @@ export class RunStore {
   }
 
   /**
-   * Remembers the thread's checkpoint at the first start of a run; returns the one remembered
-   * (an earlier attempt's, on a takeover).
+   * Remembers the thread's latest checkpoint (root namespace) at the first start of a run;
+   * returns the one remembered (an earlier attempt's, on a takeover).
    */
-  async markStarted(runId: string, checkpointId: string | null): Promise<string | null> {
+  async markStarted(runId: string, threadId: string): Promise<string | null> {
     const { rows } = await this.pool.query<{ start_checkpoint_id: string | null }>(
-      `UPDATE runs SET started = true, start_checkpoint_id = CASE WHEN started THEN start_checkpoint_id ELSE $2 END
+      `UPDATE runs SET started = true, start_checkpoint_id = CASE WHEN started THEN start_checkpoint_id
+         ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = $2::text AND checkpoint_ns = '') END
        WHERE run_id = $1 RETURNING start_checkpoint_id`,
-      [runId, checkpointId],
+      [runId, threadId],
     );
     return rows[0]?.start_checkpoint_id ?? null;
   }
