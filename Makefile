@@ -35,3 +35,12 @@ typecheck: install
 
 clean:
 	rm -rf node_modules .turbo */*/dist */dist */*/*.tsbuildinfo */*.tsbuildinfo
+
+## Benchmarks (bench/, each its own npm project): Berth vs its anchor; figures go to docs/benchmarks.md.
+.PHONY: bench
+bench: build bench/agent-server/node_modules/.bench-installed
+	@node bench/agent-server/run.mjs
+
+bench/agent-server/node_modules/.bench-installed: bench/agent-server/package-lock.json
+	cd bench/agent-server && npm ci --no-fund --no-audit
+	@touch $@

@@ -19,7 +19,7 @@
  * (and Berth's Postgres) are stopped and the temp folder removed, also on failure or Ctrl-C.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdtempSync, chmodSync, mkdirSync, symlinkSync, openSync, closeSync, lstatSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdtempSync, chmodSync, mkdirSync, symlinkSync, openSync, closeSync, lstatSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { createRequire } from 'node:module';
@@ -174,6 +174,74 @@ function freePort() {
   });
 }
 
+// CPU accounting (Linux /proc; '–' elsewhere): the server's process tree, this load generator,
+// and whatever else ran on the machine during a measurement.
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+
+function procStat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), pgrp: Number(f[2]), ticks: Number(f[11]) + Number(f[12]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Pids of a server: its process group, plus (Berth) its Postgres postmaster and that one's children. */
+function serverPids(server) {
+  const pids = new Set();
+  let all;
+  try {
+    all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  } catch {
+    return pids;
+  }
+  const stats = new Map(all.map((pid) => [pid, procStat(pid)]));
+  const roots = new Set([server.entry.child.pid, server.postmaster?.()].filter(Boolean));
+  for (const [pid, st] of stats) {
+    if (!st) continue;
+    if (st.pgrp === server.entry.child.pid || roots.has(pid) || roots.has(st.ppid)) pids.add(pid);
+  }
+  return pids;
+}
+
+function machineBusyTicks() {
+  try {
+    const [, ...f] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    return total - f[3] - f[4]; // minus idle and iowait
+  } catch {
+    return undefined;
+  }
+}
+
+function cpuSnapshot(server) {
+  const pids = serverPids(server);
+  return {
+    pids,
+    server: new Map([...pids].map((pid) => [pid, procStat(pid)?.ticks ?? 0])),
+    self: process.cpuUsage(),
+    machine: machineBusyTicks(),
+  };
+}
+
+/** CPU seconds used between two snapshots: by the server, by this process, by everything else. */
+function cpuBetween(server, before) {
+  const after = cpuSnapshot(server);
+  let serverTicks = 0;
+  for (const pid of new Set([...before.pids, ...after.pids])) {
+    const end = after.server.get(pid) ?? procStat(pid)?.ticks;
+    if (end === undefined) continue; // exited in between: its CPU is lost (counted as "other")
+    serverTicks += end - (before.server.get(pid) ?? 0);
+  }
+  const self = process.cpuUsage(before.self);
+  const serverS = serverTicks / CLK_TCK;
+  const selfS = (self.user + self.system) / 1e6;
+  const machineS = before.machine === undefined || after.machine === undefined ? undefined : (after.machine - before.machine) / CLK_TCK;
+  return { serverS, selfS, otherS: machineS === undefined ? undefined : Math.max(0, machineS - serverS - selfS) };
+}
+
 function logTail(file, lines = 25) {
   try {
     return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
@@ -283,7 +351,8 @@ async function startBerth() {
     url,
     entry,
     logFile,
-    version: `Berth ${info.version} (\`node cli/dist/bin.js dev\`, default 10 workers, LOG_LEVEL info), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
+    postmaster: () => postmasterPid(dir),
+    version: `Berth ${info.version} (\`node cli/dist/bin.js dev\`, default 10 workers, LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info'}), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
   };
 }
 
@@ -467,6 +536,8 @@ function summarize(result) {
 // Report
 
 const ms = (v) => (Number.isNaN(v) ? '–' : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
+const cpuPerUnit = (row) => (row.units ? ms((row.cpu.serverS * 1000) / row.units) : '–');
+const otherCores = (row) => (row.cpu.otherS === undefined ? '–' : (row.cpu.otherS / row.elapsed).toFixed(2));
 const rate = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
 
 function verdict(row) {
@@ -477,17 +548,17 @@ function verdict(row) {
 
 function tables(results) {
   const out = [];
-  out.push('| server | clients | units/s | p50 ms | p95 ms | p99 ms | units | errors | load avg before | target |');
-  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out.push('| server | clients | units/s | p50 ms | p95 ms | p99 ms | units | errors | server CPU ms/unit | other CPU (cores) | target |');
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of results) {
     for (const row of r.rows) {
       out.push(
-        `| ${r.label} | ${row.clients} | ${rate(row.rate)} | ${ms(row.p50)} | ${ms(row.p95)} | ${ms(row.p99)} | ${row.units} | ${row.errors} | ${row.loadBefore.toFixed(2)} | ${r.key === 'berth' ? verdict(row) : ''} |`,
+        `| ${r.label} | ${row.clients} | ${rate(row.rate)} | ${ms(row.p50)} | ${ms(row.p95)} | ${ms(row.p99)} | ${row.units} | ${row.errors} | ${cpuPerUnit(row)} | ${otherCores(row)} | ${r.key === 'berth' ? verdict(row) : ''} |`,
       );
     }
   }
-  out.push(`| **target (Berth)** | 1 | | **≤ ${TARGET.p50At1}** | | | | 0 | | |`);
-  out.push(`| **target (Berth)** | 60 | **≥ ${TARGET.unitsAt60}** | | | | | 0 | | |`);
+  out.push(`| **target (Berth)** | 1 | | **≤ ${TARGET.p50At1}** | | | | 0 | | | |`);
+  out.push(`| **target (Berth)** | 60 | **≥ ${TARGET.unitsAt60}** | | | | | 0 | | | |`);
   out.push('');
   out.push('Per phase, p50 / p95 in ms:');
   out.push('');
@@ -505,7 +576,8 @@ function tables(results) {
 function gitRevision() {
   const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim();
   const dirty = spawnSync('git', ['status', '--porcelain', '--', 'services', 'libs', 'cli', 'infra'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim();
-  return head ? `${head}${dirty ? ' (with uncommitted changes in services/libs/cli/infra)' : ''}` : 'unknown';
+  // Outside a git checkout (e.g. an exported tree) the caller may name the revision.
+  return head ? `${head}${dirty ? ' (with uncommitted changes in services/libs/cli/infra)' : ''}` : (process.env.BENCH_REVISION ?? 'unknown');
 }
 
 function section(results, started) {
@@ -529,8 +601,10 @@ function section(results, started) {
     '`langgraph-cli dev --no-browser --no-reload` in a temp project folder (analytics and tracing off).',
     '',
     `**Machine:** ${os.availableParallelism()} CPUs (\`nproc\`; ${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}.`,
-    'The load generator shares these CPUs with the server under test. "load avg before" is the 1-minute load',
-    'average when the measurement started (other work on the machine shows up there).',
+    'The load generator shares these CPUs with the server under test. "server CPU ms/unit" is the CPU time of the',
+    'server\'s processes (for Berth including its Postgres) during the measured window divided by the units done;',
+    '"other CPU" is what the rest of the machine used meanwhile, in cores (neither server, nor the load generator):',
+    'anything well above 0 means the figures were disturbed.',
     '',
     '**Versions:**',
     ...results.map((r) => `- ${r.label}: ${r.version}`),
@@ -579,12 +653,14 @@ async function benchServer(start) {
         const warm = await load(server.url, clients, WARMUP_S);
         if (warm.samples.length === 0) throw new Error(`${server.label}: no unit completed during warm-up: ${[...warm.errors.keys()].join('; ')}`);
       }
-      const loadBefore = os.loadavg()[0];
-      const row = { ...summarize(await load(server.url, clients, DURATION_S)), loadBefore };
+      const before = cpuSnapshot(server);
+      const result = await load(server.url, clients, DURATION_S);
+      const row = { ...summarize(result), cpu: cpuBetween(server, before) };
       rows.push(row);
       console.log(
         `  ${String(clients).padStart(3)} clients: ${rate(row.rate)} units/s, p50 ${ms(row.p50)} ms, p95 ${ms(row.p95)} ms, p99 ${ms(row.p99)} ms, ${row.units} units, ${row.errors} errors` +
-          `  [create ${ms(row.phases.create.p50)}, wait ${ms(row.phases.wait.p50)}, state ${ms(row.phases.state.p50)} ms p50]`,
+          `  [create ${ms(row.phases.create.p50)}, wait ${ms(row.phases.wait.p50)}, state ${ms(row.phases.state.p50)} ms p50;` +
+          ` server CPU ${cpuPerUnit(row)} ms/unit, other CPU ${otherCores(row)} cores]`,
       );
       for (const kind of row.errorKinds.slice(0, 5)) console.log(`      ${kind}`);
     }

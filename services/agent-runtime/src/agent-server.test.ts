@@ -184,3 +184,33 @@ describe('runs', () => {
     expect((await client.threads.get(t.thread_id)).status).toBe('idle');
   });
 });
+
+describe('more of the API', () => {
+  it('counts assistants, starts batches of threadless runs, creates missing threads on demand', async () => {
+    expect(await client.assistants.count({ graphId: 'echo' })).toBeGreaterThanOrEqual(1);
+    const batch = await client.runs.createBatch([
+      { assistantId: 'echo', input: human('b1') },
+      { assistantId: 'echo', input: human('b2') },
+    ]);
+    expect(batch).toHaveLength(2);
+    const threadId = '7d9f6a2e-4b1c-4f3e-9a57-0c2b8e1d4f60';
+    const run = await client.runs.create(threadId, 'echo', { input: human('new'), ifNotExists: 'create' });
+    expect(lastText(await client.runs.join(threadId, run.run_id))).toBe('echo: new');
+    await expect(client.runs.create('0e0e0e0e-0000-4000-8000-000000000000', 'echo', { input: human('x') })).rejects.toThrow(/404/);
+  });
+
+  it('reads the state at a checkpoint and starts a run from it', async () => {
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, 'echo', { input: human('first') });
+    const afterFirst = await client.threads.getState(t.thread_id);
+    await client.runs.wait(t.thread_id, 'echo', { input: human('second') });
+    const checkpointId = afterFirst.checkpoint.checkpoint_id!;
+    const past = await client.threads.getState(t.thread_id, checkpointId);
+    expect(lastText(past.values)).toBe('echo: first');
+    await client.runs.wait(t.thread_id, 'echo', { input: human('fork'), checkpointId });
+    // The run started from that checkpoint: its first checkpoint branches off it (beside the second run's).
+    const history = await client.threads.getHistory(t.thread_id, { limit: 50 });
+    expect(history.filter((h) => h.parent_checkpoint?.checkpoint_id === checkpointId)).toHaveLength(2);
+    await expect(client.threads.getState(t.thread_id, '1f000000-0000-6000-8000-000000000000')).rejects.toThrow(/404/);
+  });
+});

@@ -23,6 +23,14 @@ const RunPage = z.strictObject({
   select: z.union([z.string(), z.array(z.string())]).optional(),
 });
 
+function dropSdkAssistantAlias(item: unknown): unknown {
+  if (item && typeof item === 'object' && 'assistantId' in item) {
+    const { assistantId, ...rest } = item as Record<string, unknown>;
+    if ((rest as { assistant_id?: unknown }).assistant_id === assistantId) return rest;
+  }
+  return item;
+}
+
 /** `x-*` request headers and user-agent go to the graph's configurable, credentials excepted. */
 function passHeaders(req: Request): Record<string, string> {
   const out: Record<string, string> = {};
@@ -136,7 +144,8 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       path: '/runs/batch',
       summary: 'Start several threadless runs',
       tags,
-      body: z.array(RunCreate).min(1),
+      // The SDK's createBatch sends each payload's own `assistantId` beside `assistant_id`.
+      body: z.array(z.preprocess(dropSdkAssistantAlias, RunCreate)).min(1),
       response: AnyJson,
       handler: async ({ body, req, auth }) => {
         const runs = [];

@@ -69,7 +69,7 @@ export class ThreadStateService {
     if (!graph) return EMPTY;
     const configurable = { thread_id: threadId, ...(options.checkpointId ? { checkpoint_id: options.checkpointId } : {}) };
     const snapshot = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
-    if (options.checkpointId && !snapshot.config?.configurable?.checkpoint_id) {
+    if (options.checkpointId && !snapshot.createdAt) {
       throw new NotFoundError(`Checkpoint ${options.checkpointId} not found on thread ${threadId}`);
     }
     return stateJson(threadId, snapshot);
