@@ -166,7 +166,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             broker,
             dispatcher,
             queue: queueBackend,
-            executor: new RunExecutor({ graph, checkpointer, broker, log, markStarted: (runId, threadId) => runs.markStarted(runId, threadId), latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId) }),
+            executor: new RunExecutor({ graph, checkpointer, broker, log, latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId) }),
             deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
             deleteCheckpointsAfter: (threadId, id) => deleteCheckpointsAfter(pool, threadId, id),
             log,

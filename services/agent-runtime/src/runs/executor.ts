@@ -26,8 +26,6 @@ export interface RunOutcome {
 
 export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
-  /** Records the thread's latest checkpoint at a run's first start; returns the one first recorded. */
-  markStarted(runId: string, threadId: string): Promise<string | null>;
   /** The thread's latest checkpoint id (root namespace), if any. */
   latestCheckpoint(threadId: string): Promise<string | null>;
   checkpointer: BaseCheckpointSaver;
@@ -146,7 +144,7 @@ export class RunExecutor {
    * (input null) when it had already written one; otherwise it starts over with its input.
    */
   private async input(run: Run): Promise<unknown> {
-    const atStart = await this.deps.markStarted(run.run_id, run.thread_id);
+    const atStart = run.start_checkpoint_id ?? null;
     const latest = run.attempt > 1 ? await this.deps.latestCheckpoint(run.thread_id) : atStart;
     if (run.attempt > 1 && latest !== atStart) return null;
     const command = run.kwargs.command;

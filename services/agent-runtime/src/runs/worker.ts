@@ -161,25 +161,26 @@ export class RunWorker {
   }
 
   private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined, timedOut = false): Promise<void> {
-    const { runs, threads, broker, dispatcher } = this.deps;
+    const { runs, broker, dispatcher } = this.deps;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
     // While this run is unfinished no other run of the thread can start: undo a rollback first.
     if (cancelled?.action === 'rollback') await this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id));
-    if (!(await runs.finish(run.run_id, this.owner, status, outcome?.values ?? null))) return;
-    if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
-    const busy = await runs.hasUnfinished(run.thread_id);
-    const threadStatus =
-      outcome?.status === 'error' ? 'error' : outcome?.interrupted ? 'interrupted' : busy ? 'busy' : 'idle';
-    await threads.setState(run.thread_id, {
-      status: threadStatus,
+    const { finished, nextRunId } = await runs.complete({
+      runId: run.run_id,
+      owner: this.owner,
+      status,
+      output: outcome?.values ?? null,
+      failed: outcome?.status === 'error',
+      interrupted: outcome?.interrupted ?? false,
       // A run that crashed or timed out has no final values: the thread keeps its last ones.
       ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
       error: outcome?.error ?? null,
     });
+    if (!finished) return;
+    if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
     await broker.end(run.run_id);
-    const next = await runs.nextOnThread(run.thread_id);
-    if (next) await dispatcher.dispatch(next.run_id);
-    if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep' && !next) await dispatcher.deleteThreadLater(run.thread_id);
+    if (nextRunId) await dispatcher.dispatch(nextRunId);
+    else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);
   }
 
   private async deleteTemporaryThread(threadId: string): Promise<void> {

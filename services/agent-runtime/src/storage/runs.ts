@@ -40,6 +40,8 @@ export interface Run {
   available_at: Date;
   created_at: Date;
   updated_at: Date;
+  /** Set by {@link RunStore.claim}: the thread's latest checkpoint when the run first started. */
+  start_checkpoint_id?: string | null;
 }
 
 const COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, available_at, created_at, updated_at';
@@ -149,14 +151,18 @@ export class RunStore {
    * pending or held by a worker whose lease has expired (a takeover). Returns undefined otherwise.
    */
   async claim(runId: string, owner: string, leaseMs: number): Promise<Run | undefined> {
+    // Also remembers, at the first start, the thread's latest checkpoint (see markStarted).
     const { rows } = await this.pool.query<Run>(
       `UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
-         lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
+         lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now(),
+         started = true,
+         start_checkpoint_id = CASE WHEN r.started THEN r.start_checkpoint_id
+           ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = r.thread_id::text AND checkpoint_ns = '') END
        WHERE r.run_id = $1 AND r.available_at <= now()
          AND (r.status = 'pending' OR (r.status = 'running' AND r.lease_expires_at < now()))
          AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
                            AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
-       RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}`,
+       RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id`,
       [runId, owner, leaseMs],
     );
     return rows[0];
@@ -185,28 +191,57 @@ export class RunStore {
     return rowCount === 1;
   }
 
-  /** Records the end of a run held by `owner`; false when the run was taken from it meanwhile. */
-  async finish(runId: string, owner: string, status: Exclude<RunStatus, 'pending' | 'running'>, output: Json | null): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-       WHERE run_id = $1 AND lease_owner = $2 AND status = 'running'`,
-      [runId, owner, status, jsonParam(output)],
-    );
-    return rowCount === 1;
-  }
+
 
   /**
-   * Remembers the thread's latest checkpoint (root namespace) at the first start of a run;
-   * returns the one remembered (an earlier attempt's, on a takeover).
+   * Ends a run held by `owner` and settles its thread in one statement: the thread becomes
+   * `error`, `interrupted`, `busy` (more runs queued) or `idle`, and takes the run's final values
+   * when it has some. Returns false when the run was taken from this worker meanwhile, and the
+   * thread's next run when there is one.
    */
-  async markStarted(runId: string, threadId: string): Promise<string | null> {
-    const { rows } = await this.pool.query<{ start_checkpoint_id: string | null }>(
-      `UPDATE runs SET started = true, start_checkpoint_id = CASE WHEN started THEN start_checkpoint_id
-         ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = $2::text AND checkpoint_ns = '') END
-       WHERE run_id = $1 RETURNING start_checkpoint_id`,
-      [runId, threadId],
+  async complete(input: {
+    runId: string;
+    owner: string;
+    status: Exclude<RunStatus, 'pending' | 'running'>;
+    output: Json | null;
+    failed: boolean;
+    interrupted: boolean;
+    values?: Json;
+    interrupts?: JsonObject;
+    error: Json | null;
+  }): Promise<{ finished: boolean; nextRunId?: string }> {
+    const { rows } = await this.pool.query<{ finished: number; next_run_id: string | null }>(
+      `WITH done AS (
+         UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+         WHERE run_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING thread_id
+       ), next AS (
+         SELECT r.run_id FROM runs r JOIN done ON r.thread_id = done.thread_id
+         WHERE r.run_id <> $1 AND r.status IN ('pending', 'running') ORDER BY r.created_at, r.run_id LIMIT 1
+       ), settled AS (
+         UPDATE threads t SET
+           status = CASE WHEN $5 THEN 'error' WHEN $6 THEN 'interrupted' WHEN EXISTS (SELECT 1 FROM next) THEN 'busy' ELSE 'idle' END,
+           "values" = CASE WHEN $7::boolean THEN $8::jsonb ELSE t."values" END,
+           interrupts = CASE WHEN $7::boolean THEN $9::jsonb ELSE t.interrupts END,
+           error = $10::jsonb, updated_at = now(),
+           state_updated_at = CASE WHEN $7::boolean THEN now() ELSE t.state_updated_at END
+         FROM done WHERE t.thread_id = done.thread_id RETURNING 1
+       )
+       SELECT (SELECT count(*)::int FROM done) AS finished, (SELECT run_id FROM next) AS next_run_id, (SELECT count(*) FROM settled) AS settled`,
+      [
+        input.runId,
+        input.owner,
+        input.status,
+        jsonParam(input.output),
+        input.failed,
+        input.interrupted,
+        input.values !== undefined,
+        jsonParam(input.values ?? null),
+        jsonParam(input.interrupts ?? {}),
+        input.error === null ? null : jsonParam(input.error),
+      ],
     );
-    return rows[0]?.start_checkpoint_id ?? null;
+    const row = rows[0]!;
+    return { finished: row.finished === 1, ...(row.next_run_id ? { nextRunId: row.next_run_id } : {}) };
   }
 
   async startCheckpoint(runId: string): Promise<string | null> {
