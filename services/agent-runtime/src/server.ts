@@ -11,7 +11,6 @@ import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http
 import type { RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
-import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { fileURLToPath } from 'node:url';
 import { assistantRoutes, checkContext } from './api/assistants.js';
 import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
@@ -36,6 +35,7 @@ import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
 import { AssistantStore } from './storage/assistants.js';
+import { BerthPostgresSaver } from './storage/checkpointer.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
@@ -105,7 +105,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir });
   const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}` });
-  const checkpointer = new PostgresSaver(pool, undefined, { schema });
+  const checkpointer = new BerthPostgresSaver(pool, schema);
   await checkpointer.setup();
   const broker = createEventBroker(
     config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
