@@ -3,23 +3,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '@langchain/langgraph-sdk';
-import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { fileURLToPath } from 'node:url';
-import { startAgentServer, type RunningAgentServer } from './index.js';
+import type { RunningAgentServer } from './index.js';
+import { human, lastText, startTestServer, type Msg } from './__tests__/fixtures.js';
 
-const configPath = fileURLToPath(new URL('../test-projects/server/langgraph.json', import.meta.url));
 let db: TestDatabase;
 let server: RunningAgentServer;
 let client: Client;
 
-type Msg = { type: string; content: string };
-const lastText = (values: unknown) => ((values as { messages: Msg[] }).messages.at(-1)?.content ?? '');
-const human = (content: string) => ({ messages: [{ role: 'user', content }] });
 
 beforeAll(async () => {
   db = await createTestDatabase('agent');
-  server = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000 }, silentLogger());
+  server = await startTestServer(db.url);
   client = new Client({ apiUrl: server.url });
 }, 60_000);
 afterAll(async () => {

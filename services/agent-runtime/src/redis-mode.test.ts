@@ -2,13 +2,11 @@
  * The production mode: queue and run events on Redis (REDIS_URL), state still in Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { silentLogger } from '@berth/log';
 import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
-import { startAgentServer, type RunningAgentServer } from './index.js';
+import type { RunningAgentServer } from './index.js';
+import { startTestServer } from './__tests__/fixtures.js';
 
-const configPath = fileURLToPath(new URL('../test-projects/server/langgraph.json', import.meta.url));
 let db: TestDatabase;
 let server: RunningAgentServer;
 let client: Client;
@@ -16,10 +14,7 @@ let client: Client;
 beforeAll(async () => {
   db = await createTestDatabase('agentredis');
   // A schema of its own keeps this server's Redis keys apart from other test files' servers.
-  server = await startAgentServer(
-    { configPath, databaseUrl: db.url, schema: `agent_${db.name}`, redisUrl: testRedisUrl(), host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000 },
-    silentLogger(),
-  );
+  server = await startTestServer(db.url, { schema: `agent_${db.name}`, redisUrl: testRedisUrl(), workers: 2 });
   client = new Client({ apiUrl: server.url });
 }, 60_000);
 afterAll(async () => {

@@ -6,32 +6,18 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { startAgentServer, type RunningAgentServer } from './index.js';
+import type { RunningAgentServer } from './index.js';
+import { human, serverProject as configPath, sleep, startTestServer, until, type Msg } from './__tests__/fixtures.js';
 
-const configPath = fileURLToPath(new URL('../test-projects/server/langgraph.json', import.meta.url));
 const workerScript = fileURLToPath(new URL('./__tests__/worker-process.ts', import.meta.url));
 let db: TestDatabase;
 let server: RunningAgentServer;
 let client: Client;
 
-type Msg = { type: string; content: string };
-const human = (content: string) => ({ messages: [{ role: 'user', content }] });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await sleep(20);
-  }
-}
-
 beforeAll(async () => {
   db = await createTestDatabase('agentx');
-  server = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000 }, silentLogger());
+  server = await startTestServer(db.url);
   client = new Client({ apiUrl: server.url });
 }, 60_000);
 afterAll(async () => {
@@ -171,10 +157,7 @@ describe('cancellation and failures', () => {
   });
 
   it('stops a run that exceeds the time limit with status timeout', async () => {
-    const limited = await startAgentServer(
-      { configPath, databaseUrl: db.url, schema: 'agent_timeout', host: '127.0.0.1', port: 0, workers: 1, leaseMs: 1000, runTimeoutMs: 300 },
-      silentLogger(),
-    );
+    const limited = await startTestServer(db.url, { schema: 'agent_timeout', workers: 1, runTimeoutMs: 300 });
     try {
       const c = new Client({ apiUrl: limited.url });
       const t = await c.threads.create();
@@ -188,7 +171,7 @@ describe('cancellation and failures', () => {
   });
 
   it('lets another worker take over a run whose worker was killed (kill -9)', async () => {
-    const api = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0, leaseMs: 1000 }, silentLogger());
+    const api = await startTestServer(db.url, { workers: 0 });
     const apiClient = new Client({ apiUrl: api.url });
     // The in-process server keeps working too; stop it from taking this run by using a fresh worker pair.
     const spawnWorker = async (): Promise<ChildProcess> => {
@@ -219,7 +202,7 @@ describe('cancellation and failures', () => {
       }
     } finally {
       await api.close();
-      server = await startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000 }, silentLogger());
+      server = await startTestServer(db.url);
     }
   }, 60_000);
 });

@@ -1,0 +1,32 @@
+/**
+ * Shared pieces of the agent server's SDK tests: the test project, message helpers, polling.
+ */
+import { fileURLToPath } from 'node:url';
+import { silentLogger } from '@berth/log';
+import { startAgentServer, type AgentServerConfig, type RunningAgentServer } from '../server.js';
+
+/** The project with every fixture graph (echo, slow, interrupt, subgraph, builder, factory). */
+export const serverProject = fileURLToPath(new URL('../../test-projects/server/langgraph.json', import.meta.url));
+
+export type Msg = { type: string; content: string };
+export const human = (content: string) => ({ messages: [{ role: 'user', content }] });
+export const lastText = (values: unknown) => (values as { messages: Msg[] }).messages.at(-1)?.content ?? '';
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` every 20 ms until `ok` or the timeout; returns the last value either way. */
+export async function until<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > deadline) return value;
+    await sleep(20);
+  }
+}
+
+/** An agent server on the test project with short leases, on 127.0.0.1 and a free port. */
+export function startTestServer(databaseUrl: string, overrides: Partial<AgentServerConfig> = {}): Promise<RunningAgentServer> {
+  return startAgentServer(
+    { configPath: serverProject, databaseUrl, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000, ...overrides },
+    silentLogger(),
+  );
+}
