@@ -34,17 +34,24 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   if (!Number.isInteger(requested) || requested < 0 || requested > 65535) throw new CliError(`--port must be a port number, got ${options.port}`);
   const port = await portOrFree(requested);
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
-  const server = await startAgentServer(
-    {
-      configPath,
-      databaseUrl,
-      host: options.host,
-      port,
-      workers: Number(options.workers),
-      ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
-    },
-    logger,
-  );
+  let server;
+  try {
+    server = await startAgentServer(
+      {
+        configPath,
+        databaseUrl,
+        host: options.host,
+        port,
+        workers: Number(options.workers),
+        ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+      },
+      logger,
+    );
+  } catch (error) {
+    // A project that does not load must not leave its Postgres running.
+    await postgres?.stop();
+    throw error;
+  }
   print(`Agent server ready at ${server.url}  (API docs: ${server.url}/docs)`);
   print(`  state in ${stateDir}; stop with Ctrl-C`);
   print(`  try: new Client({ apiUrl: "${server.url}" }) from @langchain/langgraph-sdk`);

@@ -1,0 +1,68 @@
+/**
+ * `berth dev` through the built binary, on a copy of the echo test project.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+let project: string;
+let dev: ChildProcess | undefined;
+
+beforeAll(async () => {
+  project = await mkdtemp(join(tmpdir(), 'berth-dev-'));
+  await cp(join(repo, 'services/agent-runtime/test-projects/echo'), project, { recursive: true });
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'echo', type: 'module' }));
+  await symlink(join(repo, 'node_modules'), join(project, 'node_modules'));
+});
+afterAll(async () => {
+  if (dev && dev.exitCode === null) {
+    const exited = new Promise((resolve) => dev!.once('exit', resolve));
+    dev.kill('SIGTERM');
+    await exited;
+  }
+  // As root the cluster may live outside the (private) temp folder, linked from .berth/postgres.
+  const cluster = await realpath(join(project, '.berth', 'postgres')).catch(() => undefined);
+  if (cluster && !cluster.startsWith(project)) await rm(cluster, { recursive: true, force: true });
+  await rm(project, { recursive: true, force: true });
+});
+
+describe('berth dev', () => {
+  it('serves the project on a durable local Postgres until stopped', async () => {
+    dev = spawn(process.execPath, [bin, 'dev', '--port', '0'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      dev!.stdout!.on('data', (d) => {
+        out += String(d);
+        const match = /ready at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (match) resolve(match[1]!);
+      });
+      dev!.once('exit', (code) => reject(new Error(`berth dev exited ${code}: ${out}`)));
+    });
+    const result = (await (
+      await fetch(`${url}/runs/wait`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'dev' }] } }),
+      })
+    ).json()) as { messages: { content: string }[] };
+    expect(result.messages.at(-1)?.content).toBe('echo: dev');
+    // State lives in the project's .berth/ folder.
+    expect(await readFile(join(project, '.berth', 'postgres', 'data', 'PG_VERSION'), 'utf8')).toMatch(/^\d+\n$/);
+    const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
+    dev.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 60_000);
+
+  it('explains a missing langgraph.json', async () => {
+    const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, [bin, 'dev', '--config', 'nope.json'], { cwd: project }, (error, _o, stderr) => resolve({ code: error ? 1 : 0, stderr })),
+    );
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('no nope.json here');
+  });
+});
