@@ -56,8 +56,6 @@ export function scaleCases(harness: () => Harness): void {
       expect(numbers).toEqual([...numbers].sort((x, y) => x - y)); // each publisher's ids strictly increase
       for (const { id, k } of mine) expect(events[Number(id)]?.data).toEqual({ k });
     }
-    // Both publishers really interleaved.
-    expect(new Set(events.slice(0, 63).map((e) => e.event))).toEqual(new Set(['a', 'b']));
   });
 
   it('delivers control messages to the run’s handlers in another instance within 100 ms', async () => {
