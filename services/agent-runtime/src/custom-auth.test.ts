@@ -39,8 +39,12 @@ async function call(path: string, init: { method?: string; token?: string; heade
 beforeAll(async () => {
   db = await createTestDatabase('agent');
   const common = { databaseUrl: db.url, host: '127.0.0.1', port: 0, leaseMs: 1000 };
-  server = await startAgentServer({ ...common, configPath: fixture('langgraph.json'), workers: 2 }, silentLogger());
-  noStudio = await startAgentServer({ ...common, configPath: fixture('langgraph.no-studio.json'), schema: 'agent_nostudio', workers: 1 }, silentLogger());
+  // As behind the gateway, which has already checked the caller's API key.
+  server = await startAgentServer({ ...common, configPath: fixture('langgraph.json'), workers: 2, trustStudioHeader: true }, silentLogger());
+  noStudio = await startAgentServer(
+    { ...common, configPath: fixture('langgraph.no-studio.json'), schema: 'agent_nostudio', workers: 1, trustStudioHeader: true },
+    silentLogger(),
+  );
   a = as('user-a');
   b = as('user-b');
 }, 60_000);
@@ -181,6 +185,21 @@ describe('LangGraph Studio', () => {
     expect(res).toMatchObject({ status: 401, body: { detail: 'Missing bearer token' } });
     const thread = await as('user-b', noStudio.url).threads.create();
     expect(thread.metadata).toMatchObject({ owner: 'user-b' });
+  });
+});
+
+describe('studio header without a gateway in front', () => {
+  it('is not trusted by default: the request goes through authenticate', async () => {
+    const direct = await startAgentServer(
+      { configPath: fixture('langgraph.json'), databaseUrl: db.url, schema: 'agent_direct', host: '127.0.0.1', port: 0, workers: 0 },
+      silentLogger(),
+    );
+    try {
+      const res = await call('/threads', { url: direct.url, body: {}, headers: { 'x-auth-scheme': 'langsmith' } });
+      expect(res).toMatchObject({ status: 401, body: { detail: 'Missing bearer token' } });
+    } finally {
+      await direct.close();
+    }
   });
 });
 

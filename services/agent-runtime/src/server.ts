@@ -70,6 +70,12 @@ export interface AgentServerConfig {
    * @default 3_600_000 (1 hour)
    */
   runTimeoutMs?: number;
+  /**
+   * Let `x-auth-scheme: langsmith` requests (LangGraph Studio) skip the project's authenticate
+   * handler. Only for servers whose callers something in front (the gateway) has authenticated.
+   * @default false
+   */
+  trustStudioHeader?: boolean;
   /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
   applyProjectEnv?: boolean;
 }
@@ -181,7 +187,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   await worker?.start();
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
-  const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth) } : {});
+  const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
   systemRoutes(api, {
     version: AGENT_SERVER_VERSION,
     langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,

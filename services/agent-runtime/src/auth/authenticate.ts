@@ -80,13 +80,17 @@ export function fromHandlerError(handler: string, error: unknown): Error {
 
 /**
  * The `authenticate` function of the agent server's `Api`: runs the project's handler on every
- * non-public route. Unless `disable_studio_auth` is set, a request with `x-auth-scheme:
- * langsmith` is taken as LangGraph Studio's and gets the Studio user without the handler (as the
- * LangGraph JS server does; on Berth the gateway's API-key check stands in front of it).
+ * non-public route. With `trustStudioHeader` and unless `disable_studio_auth` is set, a request
+ * with `x-auth-scheme: langsmith` is taken as LangGraph Studio's and gets the Studio user without
+ * the handler. Anyone can send that header, so it is trusted only where something in front (the
+ * gateway's API-key check) has already authenticated the caller.
  */
-export function createAuthenticator(auth: CustomAuth): (req: ExpressRequest) => Promise<AuthContext> {
+export function createAuthenticator(
+  auth: CustomAuth,
+  options: { trustStudioHeader?: boolean } = {},
+): (req: ExpressRequest) => Promise<AuthContext> {
   return async (req) => {
-    if (!auth.disableStudioAuth && req.headers['x-auth-scheme'] === 'langsmith') {
+    if (options.trustStudioHeader && !auth.disableStudioAuth && req.headers['x-auth-scheme'] === 'langsmith') {
       return { user: { ...STUDIO_USER, permissions: [] }, permissions: [] };
     }
     const handler = auth.handlers.authenticate;
