@@ -3,6 +3,7 @@
  * to the schema, wrapped in Kysely. Services write unqualified table names.
  */
 import { Kysely, PostgresDialect } from 'kysely';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 export interface DatabaseOptions {
@@ -17,6 +18,12 @@ export interface DatabaseOptions {
   max?: number;
   /** `application_name` shown in `pg_stat_activity`. */
   applicationName?: string;
+  /**
+   * Run parameterized queries as named prepared statements (named by a hash of their text), so
+   * Postgres parses and plans each distinct query once per connection instead of on every call.
+   * @default false
+   */
+  prepareStatements?: boolean;
 }
 
 export interface Database<DB> {
@@ -41,6 +48,19 @@ export function createPool(options: DatabaseOptions): pg.Pool {
   });
   // An idle client that loses its server emits on the pool; without a listener Node would crash.
   pool.on('error', () => undefined);
+  if (options.prepareStatements) {
+    pool.on('connect', (client) => {
+      const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const [text, values, callback] = args;
+        if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+          const config = { name: `b${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`, text, values };
+          return typeof callback === 'function' ? plain(config, callback) : plain(config);
+        }
+        return plain(...args);
+      };
+    });
+  }
   return pool;
 }
 

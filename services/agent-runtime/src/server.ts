@@ -110,7 +110,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   };
 
   await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir });
-  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}` });
+  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true });
   const checkpointer = new BerthPostgresSaver(pool, schema);
   await checkpointer.setup();
   const broker = createEventBroker(
