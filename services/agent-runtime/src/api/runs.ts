@@ -56,7 +56,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   };
 
   /** Streams a run's events to the client; a disconnect cancels the run only with on_disconnect=cancel. */
-  async function streamRun(req: Request, res: Response, run: Run, from: SubscribeFrom, cancelOnDisconnect: boolean, threadless: boolean) {
+  async function streamRun(res: Response, run: Run, from: SubscribeFrom, cancelOnDisconnect: boolean, threadless: boolean) {
     const abort = new AbortController();
     const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
     const sse = new SseWriter(res, { headers: { 'Content-Location': path, Location: `${path}/stream` } });
@@ -73,7 +73,6 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       if (!abort.signal.aborted) sse.send({ event: 'error', data: { error: (error as Error).name, message: (error as Error).message } });
     }
     sse.end();
-    void req;
   }
 
   async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request, auth: RequestAuth) {
@@ -110,7 +109,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         errors: [404, 409],
         handler: async ({ params: p, body, req, res, auth }) => {
           const run = await create(threadOf(p), body, req, auth);
-          await streamRun(req, res, run, 'start', body.on_disconnect === 'cancel', threadless);
+          await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
         },
       })
       .route({
@@ -127,9 +126,8 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
           locate(res, run, threadless);
           const abort = new AbortController();
           res.on('close', () => abort.abort());
-          const output = await ctx.runService.join(run, abort.signal);
-          const finished = await ctx.runs.getById(run.run_id);
-          if (finished?.status === 'error') {
+          const { status, output } = await ctx.runService.join(run, abort.signal);
+          if (status === 'error') {
             const thread = await ctx.threads.get(run.thread_id).catch(() => undefined);
             return { __error__: thread?.error ?? { error: 'Error', message: 'run failed' } };
           }
@@ -206,7 +204,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
           abort.abort();
           if (query.cancel_on_disconnect && !res.writableFinished) void ctx.runService.cancel(run, 'interrupt', false).catch(() => undefined);
         });
-        return (await ctx.runService.join(run, abort.signal)) ?? {};
+        return (await ctx.runService.join(run, abort.signal)).output ?? {};
       },
     })
     .route({
@@ -227,7 +225,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         const lastId = req.headers['last-event-id'];
         const from: SubscribeFrom =
           typeof lastId === 'string' && lastId !== '' ? (lastId === '-1' || lastId === '-' ? 'start' : { after: lastId }) : run.kwargs.stream_resumable ? 'start' : 'now';
-        await streamRun(req, res, run, from, query.cancel_on_disconnect ?? false, false);
+        await streamRun(res, run, from, query.cancel_on_disconnect ?? false, false);
       },
     })
     .route({

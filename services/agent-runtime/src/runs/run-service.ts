@@ -8,7 +8,7 @@ import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
-import type { MultitaskStrategy, Run, RunKwargs, RunStore } from '../storage/runs.js';
+import type { MultitaskStrategy, Run, RunKwargs, RunStatus, RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 
@@ -155,14 +155,14 @@ export class RunService {
     return this.deps.broker.subscribe(runId, { from, ...(signal ? { signal } : {}) });
   }
 
-  /** Resolves with the run's final values once it has finished. */
-  async join(run: Run, signal?: AbortSignal): Promise<Json | null> {
+  /** Resolves once the run has finished, with its final status and values. */
+  async join(run: Run, signal?: AbortSignal): Promise<{ status?: RunStatus; output: Json | null }> {
     if (!TERMINAL.has(run.status)) {
       for await (const event of this.deps.broker.subscribe(run.run_id, { from: 'now', ...(signal ? { signal } : {}) })) void event;
-      // The stream may have ended before we subscribed: the run row is the truth.
-      await this.waitFinished(run.run_id, signal);
     }
-    return this.deps.runs.output(run.run_id);
+    // The stream may have ended before we subscribed: the run row is the truth.
+    const result = await this.waitFinished(run.run_id, signal);
+    return { ...(result ? { status: result.status } : {}), output: result?.output ?? null };
   }
 
   /** Stops a run: pending ones end at once, running ones within moments (their worker aborts the graph). */
@@ -181,10 +181,10 @@ export class RunService {
     if (wait) await this.waitFinished(run.run_id);
   }
 
-  private async waitFinished(runId: string, signal?: AbortSignal): Promise<void> {
+  private async waitFinished(runId: string, signal?: AbortSignal): Promise<{ status: RunStatus; output: Json | null } | undefined> {
     for (let delay = 5; ; delay = Math.min(delay * 2, 200)) {
-      const current = await this.deps.runs.getById(runId);
-      if (!current || TERMINAL.has(current.status)) return;
+      const current = await this.deps.runs.result(runId);
+      if (!current || TERMINAL.has(current.status)) return current;
       if (signal?.aborted) throw signal.reason;
       await new Promise((resolve) => setTimeout(resolve, delay));
     }

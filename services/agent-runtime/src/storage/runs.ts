@@ -249,11 +249,12 @@ export class RunStore {
     return rows[0]?.start_checkpoint_id ?? null;
   }
 
-  /** Final values of a finished run. */
-  async output(runId: string): Promise<Json | null> {
-    const { rows } = await this.pool.query<{ output: Json | null }>('SELECT output FROM runs WHERE run_id = $1', [runId]);
-    return rows[0]?.output ?? null;
+  /** A run's status and, once it has finished, its final values; undefined when it is gone. */
+  async result(runId: string): Promise<{ status: RunStatus; output: Json | null } | undefined> {
+    const { rows } = await this.pool.query<{ status: RunStatus; output: Json | null }>('SELECT status, output FROM runs WHERE run_id = $1', [runId]);
+    return rows[0];
   }
+
 
   /** Ends a run that never started (cancelled while pending). */
   async cancelPending(runId: string, action: 'interrupt' | 'rollback'): Promise<boolean> {
