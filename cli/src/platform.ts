@@ -39,14 +39,15 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
   try {
     const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel };
     const services: Record<string, string> = {};
-    const starters = {
-      'control-plane': startControlPlane,
-      'agent-runtime': startAgentRuntime,
-      'sandbox-manager': startSandboxManager,
-      'export-worker': startExportWorker,
+    const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
+      // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
+      'control-plane': (logger) => startControlPlane({ ...grpc, databaseUrl: config.databaseUrl }, logger),
+      'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
+      'sandbox-manager': (logger) => startSandboxManager(grpc, logger),
+      'export-worker': (logger) => startExportWorker(grpc, logger),
     };
     for (const [name, startService] of Object.entries(starters)) {
-      const service = await startService(grpc, createLogger({ name, level: config.logLevel }));
+      const service = await startService(createLogger({ name, level: config.logLevel }));
       started.push(service);
       services[name] = service.address;
     }

@@ -13,6 +13,40 @@ export {
 } from './gen/berth/common/v1/error_pb.js';
 export type { ErrorDetail, LocPart, ValidationIssue } from './gen/berth/common/v1/error_pb.js';
 
+// berth.controlplane.v1 — login flows (auth-wait) of the control plane.
+export {
+  AuthFlowSchema,
+  AuthFlowService,
+  AuthFlowStatus,
+  AuthFlowStatusSchema,
+  CompleteFlowRequestSchema,
+  CompleteFlowResponseSchema,
+  GetFlowRequestSchema,
+  GetFlowResponseSchema,
+  StartFlowRequestSchema,
+  StartFlowResponseSchema,
+  WaitRequestSchema,
+  WaitResponseSchema,
+  WaitStatus,
+  WaitStatusSchema,
+  file_berth_controlplane_v1_auth_flows,
+} from './gen/berth/controlplane/v1/auth_flows_pb.js';
+export type {
+  AuthFlow,
+  CompleteFlowRequest,
+  CompleteFlowResponse,
+  GetFlowRequest,
+  GetFlowResponse,
+  StartFlowRequest,
+  StartFlowResponse,
+  WaitRequest,
+  WaitResponse,
+} from './gen/berth/controlplane/v1/auth_flows_pb.js';
+
+// google.protobuf.Timestamp helpers, so services convert without importing @bufbuild/protobuf.
+export { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+export type { Timestamp } from '@bufbuild/protobuf/wkt';
+
 // berth.testing.v1 — a tiny service for the tests of @berth/rpc.
 export {
   CountRequestSchema,

@@ -1,0 +1,6 @@
+/**
+ * Every table of the control plane's schema, for its one Kysely instance.
+ */
+import type { AuthFlowTables } from './auth-flows/tables.js';
+
+export type ControlPlaneTables = AuthFlowTables;
