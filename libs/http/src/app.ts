@@ -21,6 +21,8 @@ export interface AppOptions {
   bodyLimit?: string;
   /** Paths not written to the request log (health probes). */
   quietPaths?: string[];
+  /** How a request URL appears in the request log, e.g. with secrets carried in paths hidden. */
+  logUrl?: (url: string) => string;
 }
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,7 +45,11 @@ export function createApp(options: AppOptions): Express {
       autoLogging: { ignore: (req) => quiet.has((req.url ?? '').split('?')[0] ?? '') },
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
       serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        req: (req: { id: string; method: string; url: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: options.logUrl ? options.logUrl(req.url) : req.url,
+        }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
     }),

@@ -1,12 +1,17 @@
 /**
  * The gateway's HTTP app: authentication in front of every non-public route, the platform's own
- * endpoints (tenants, API keys, tokens, health) and the OpenAPI document and docs page.
+ * endpoints (tenants, API keys, tokens, health, login flows and their approval page) and the
+ * OpenAPI document and docs page.
  */
 import { authenticateHeaders, type AuthStore, type Principal } from '@berth/auth';
 import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
-import type { Express } from 'express';
+import express, { type Express } from 'express';
+import type { ControlPlaneClients } from './control-plane.js';
+import { RateLimiter } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
+import { authFlowRoutes } from './routes/auth-flows.js';
+import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
 import { meRoutes } from './routes/me.js';
 import { tenantRoutes } from './routes/tenants.js';
@@ -16,6 +21,13 @@ export interface GatewayAppDeps {
   logger: Logger;
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
+  controlPlane: ControlPlaneClients;
+  /** See GatewayConfig.publicUrl. */
+  publicUrl?: string;
+  /** @default 2592000 */
+  loginTokenTtlSeconds?: number;
+  /** @default 20 */
+  loginRateLimit?: number;
 }
 
 export const securitySchemes = {
@@ -30,6 +42,19 @@ export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   meRoutes(api, deps.store);
   tenantRoutes(api, deps.store);
   apiKeyRoutes(api, deps.store);
+  const perMinute = deps.loginRateLimit ?? 20;
+  authFlowRoutes(api, {
+    controlPlane: deps.controlPlane,
+    loginLimiter: new RateLimiter({ limit: perMinute, what: 'login attempts' }),
+    ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
+  });
+  loginPageRoutes(api, {
+    store: deps.store,
+    controlPlane: deps.controlPlane,
+    approveLimiter: new RateLimiter({ limit: perMinute, what: 'approval attempts' }),
+    tokenTtlSeconds: deps.loginTokenTtlSeconds ?? 30 * 24 * 3600,
+    ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
+  });
   return api;
 }
 
@@ -42,5 +67,12 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
       description: 'The Berth platform API: tenants, API keys and tokens; deployments, sandboxes and exports as they land.',
       securitySchemes,
     });
-  return createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), api.router()] });
+  // The approval page posts an HTML form; nothing else takes form-encoded bodies.
+  const forms = express.Router().use('/login', express.urlencoded({ extended: false, limit: '8kb' }));
+  return createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), forms, api.router()], logUrl: hideSecrets });
+}
+
+/** Login flow secrets travel in paths; keep them out of the request log. */
+export function hideSecrets(url: string): string {
+  return url.replace(/^(\/v2\/auth\/wait\/|\/login\/)[^/?#]+/, '$1[redacted]');
 }

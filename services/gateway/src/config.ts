@@ -13,6 +13,22 @@ export interface GatewayConfig {
   /** Internal services (name → gRPC host:port) that /readyz checks. */
   services: Record<string, string>;
   /**
+   * The URL users reach the gateway at (e.g. behind an ingress), used in login approval links.
+   * @default the origin of each request
+   */
+  publicUrl?: string;
+  /**
+   * Lifetime of the bearer tokens `berth login` receives, in seconds.
+   * @default 2592000 (30 days)
+   */
+  loginTokenTtlSeconds?: number;
+  /**
+   * Login flows one client address may start per minute (`POST /v2/auth/login`); approval
+   * attempts are limited to the same number.
+   * @default 20
+   */
+  loginRateLimit?: number;
+  /**
    * Apply the gateway's migrations at start (under a lock, so many replicas may do it).
    * @default true
    */

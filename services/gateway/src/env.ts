@@ -16,6 +16,10 @@ const schema = z.object({
   LOG_LEVEL: envLogLevel.default('info'),
   /** Redis for queues and run events (production); unset = BullMQ's Postgres backend on DATABASE_URL. */
   REDIS_URL: envOptionalString,
+  /** The URL users reach the gateway at, for login approval links (default: each request's origin). */
+  GATEWAY_PUBLIC_URL: z.url().optional(),
+  /** Lifetime of the bearer tokens `berth login` receives, in seconds (1 minute to 30 days). */
+  LOGIN_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(30 * 24 * 3600),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
   CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
   AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
@@ -37,5 +41,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     logLevel: e.LOG_LEVEL,
     queue: selectQueueBackend({ databaseUrl: e.DATABASE_URL, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) }),
     services,
+    ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
+    loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
   };
 }

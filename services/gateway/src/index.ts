@@ -10,11 +10,13 @@ import { pingQueueBackend } from '@berth/queue';
 import { checkHealth } from '@berth/rpc';
 import { createGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
+import { ControlPlaneClients } from './control-plane.js';
 import type { ReadinessCheck } from './routes/health.js';
 
 export type { GatewayConfig } from './config.js';
 export { loadGatewayConfig } from './env.js';
 export { createGatewayApp, gatewayApi } from './app.js';
+export { ControlPlaneClients } from './control-plane.js';
 export { BERTH_VERSION } from './version.js';
 
 export const GATEWAY_SCHEMA = 'gateway';
@@ -50,7 +52,17 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
       if (status !== 'SERVING') throw new Error(`health status ${status}`);
     };
   }
-  const server = await listen(createGatewayApp({ logger, store, readiness }), config.host, config.port);
+  const controlPlane = new ControlPlaneClients(config.services['control-plane']);
+  const app = createGatewayApp({
+    logger,
+    store,
+    readiness,
+    controlPlane,
+    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+    ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
+    ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
+  });
+  const server = await listen(app, config.host, config.port);
   logger.info({ url: server.url }, 'gateway listening');
   return {
     url: server.url,
@@ -58,6 +70,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     store,
     close: async () => {
       await server.close();
+      controlPlane.close();
       await database.close();
     },
   };

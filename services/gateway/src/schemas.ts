@@ -90,3 +90,47 @@ export function apiKeyJson(k: ApiKeyRecord): z.input<typeof ApiKeyOut> {
     revoked_at: k.revoked_at?.toISOString() ?? null,
   };
 }
+
+/** Longest `timeout` of GET /v2/auth/wait, in seconds. */
+export const MAX_AUTH_WAIT_SECONDS = 300;
+
+const integerText = /^\s*[+-]?\d+\s*$/;
+
+export const AuthWaitPath = z.strictObject({ auth_id: z.string().min(1).max(256) });
+
+export const AuthWaitQuery = z.strictObject({
+  // Query values arrive as text: only an integer literal is one ("", "1.5", "1e2" are not).
+  timeout: z
+    .preprocess(
+      (v) => (typeof v === 'string' && integerText.test(v) ? Number(v) : v),
+      z
+        .int({ error: 'Input should be a valid integer' })
+        .min(0, { error: 'Input should be greater than or equal to 0' })
+        .max(MAX_AUTH_WAIT_SECONDS, { error: `Input should be less than or equal to ${MAX_AUTH_WAIT_SECONDS}` }),
+    )
+    .default(30)
+    .meta({ default: 30 })
+    .describe(`Seconds to wait for the flow to complete, 0 to ${MAX_AUTH_WAIT_SECONDS}; 0 only checks`),
+});
+
+export const AuthWaitResponse = z.object({
+  status: z.enum(['completed', 'pending', 'timeout', 'not_found']),
+  token: z.string().nullable().describe('The bearer token: in the first completed answer only, else null'),
+});
+
+export const LoginStartBody = z.strictObject({
+  client_name: z.string().trim().max(200).optional().describe('Shown on the approval page, e.g. "berth CLI on laptop"'),
+});
+
+export const LoginStartOut = z.object({
+  auth_id: z.string().describe('The secret to wait on; keep it to yourself'),
+  url: z.string().describe('The approval page to open in a browser'),
+  expires_at: timestamp,
+});
+
+export const LoginPagePath = z.strictObject({ approval_id: z.string().min(1).max(256) });
+
+export const LoginApproveBody = z.strictObject({
+  api_key: z.string().max(512).optional(),
+  csrf_token: z.string().max(512).optional(),
+});

@@ -1,0 +1,31 @@
+/**
+ * The gateway's gRPC clients of the control plane. One channel per process, shared by every
+ * route; each service of the control plane (`berth.controlplane.v1`) gets a typed client here
+ * (AuthFlowService now, deployments next).
+ */
+import { UnavailableError } from '@berth/errors';
+import { AuthFlowService } from '@berth/proto';
+import { createRpcClient, type RpcClient } from '@berth/rpc';
+
+export class ControlPlaneClients {
+  private authFlowClient: RpcClient<typeof AuthFlowService> | undefined;
+
+  /** @param address `host:port` of the control plane's gRPC server; without one, calls answer 503. */
+  constructor(private readonly address: string | undefined) {}
+
+  /** Login flows (auth-wait). Throws UnavailableError when no control plane is configured. */
+  get authFlows(): RpcClient<typeof AuthFlowService> {
+    this.authFlowClient ??= createRpcClient(AuthFlowService, this.requireAddress());
+    return this.authFlowClient;
+  }
+
+  close(): void {
+    this.authFlowClient?.close();
+    this.authFlowClient = undefined;
+  }
+
+  private requireAddress(): string {
+    if (!this.address) throw new UnavailableError('The control plane is not configured (CONTROL_PLANE_GRPC_ADDRESS)');
+    return this.address;
+  }
+}
