@@ -38,6 +38,20 @@ export function assertIdentifier(name: string): string {
   return name;
 }
 
+/** Statement texts are few and fixed, so their names are computed once (hashing costs on every query). */
+const statementNames = new Map<string, string>();
+const MAX_STATEMENT_NAMES = 10_000;
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `b${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+    if (statementNames.size >= MAX_STATEMENT_NAMES) statementNames.clear();
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
 export function createPool(options: DatabaseOptions): pg.Pool {
   const schema = assertIdentifier(options.schema);
   const pool = new pg.Pool({
@@ -54,7 +68,7 @@ export function createPool(options: DatabaseOptions): pg.Pool {
       (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
         const [text, values, callback] = args;
         if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
-          const config = { name: `b${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`, text, values };
+          const config = { name: statementName(text), text, values };
           return typeof callback === 'function' ? plain(config, callback) : plain(config);
         }
         return plain(...args);

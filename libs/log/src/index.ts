@@ -18,6 +18,18 @@ export interface LoggerConfig {
   destination?: NodeJS.WritableStream;
 }
 
+let stdoutDestination: pino.DestinationStream | undefined;
+
+/**
+ * One asynchronous stdout for every logger of the process: lines queue while a write is in flight
+ * and go out together, instead of one blocking write per line on the request path. pino flushes
+ * what is left when the process exits.
+ */
+function stdout(): pino.DestinationStream {
+  stdoutDestination ??= pino.destination({ dest: 1, sync: false });
+  return stdoutDestination;
+}
+
 export function createLogger(config: LoggerConfig): Logger {
   const options: LoggerOptions = {
     level: config.level ?? 'info',
@@ -28,7 +40,7 @@ export function createLogger(config: LoggerConfig): Logger {
       censor: '[redacted]',
     },
   };
-  return config.destination ? pino(options, config.destination as pino.DestinationStream) : pino(options);
+  return pino(options, (config.destination as pino.DestinationStream | undefined) ?? stdout());
 }
 
 /** A logger that writes nothing: for tests and library defaults. */

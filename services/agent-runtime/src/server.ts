@@ -157,6 +157,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     resolveAssistant,
     checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
     authz,
+    runLocally: (runId) => worker?.tryLocal(runId) ?? false,
+    localResult: (runId) => worker?.localResult(runId),
   });
 
   const workers = config.workers ?? 10;
@@ -166,7 +168,6 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     workers > 0
       ? new RunWorker(
           {
-            assistants,
             threads,
             runs,
             broker,

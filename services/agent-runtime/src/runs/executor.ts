@@ -24,6 +24,14 @@ export interface RunOutcome {
   error?: { error: string; message: string };
 }
 
+/** What the root stream showed of how the run ended. */
+interface StreamOutcome {
+  /** The last root `values` chunk. */
+  values?: unknown;
+  /** A root `__interrupt__` update came by. */
+  interrupted: boolean;
+}
+
 export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
   /** The thread's latest checkpoint id (root namespace), if any. */
@@ -65,7 +73,9 @@ export class RunExecutor {
       tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
       metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
       signal,
-      streamMode: graphModes(requested),
+      // values and updates always: the last root values are the run's output, and a root
+      // `__interrupt__` update says the run stopped at an interrupt (see `finalState`).
+      streamMode: [...new Set([...graphModes(requested), 'values' as const, 'updates' as const])],
       subgraphs: true,
       ...(kwargs.interrupt_before ? { interruptBefore: kwargs.interrupt_before } : {}),
       ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
@@ -77,12 +87,17 @@ export class RunExecutor {
 
     const translator = new StreamTranslator(requested);
     let failure: unknown;
+    const seen: StreamOutcome = { interrupted: false };
     try {
       const input = await this.input(run);
       for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
         if (mode === 'events') {
           events.push('events', data);
           continue;
+        }
+        if (namespace.length === 0) {
+          if (mode === 'values') seen.values = data;
+          else if (mode === 'updates' && data && typeof data === 'object' && '__interrupt__' in data) seen.interrupted = true;
         }
         if (namespace.length && !kwargs.stream_subgraphs) continue;
         for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
@@ -95,7 +110,11 @@ export class RunExecutor {
       throw signal.reason ?? failure;
     }
 
-    const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+    const state =
+      // A run that ran to its end: its last values are the thread's state, no need to read it back.
+      !failure && seen.values !== undefined && !seen.interrupted && !kwargs.interrupt_before && !kwargs.interrupt_after
+        ? { values: seen.values, tasks: [], next: [] }
+        : await graph.getState({ configurable: { thread_id: run.thread_id } });
     const interrupts: JsonObject = {};
     for (const task of state.tasks ?? []) {
       if (task.interrupts?.length) interrupts[task.id] = toWire(task.interrupts) as Json;

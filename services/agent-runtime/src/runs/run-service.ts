@@ -8,7 +8,7 @@ import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
-import type { MultitaskStrategy, Run, RunKwargs, RunStatus, RunStore } from '../storage/runs.js';
+import type { MultitaskStrategy, Run, RunKwargs, RunResult, RunStatus, RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 
@@ -47,6 +47,8 @@ export interface RunServiceDeps {
   authz?: Authorizer;
   /** Starts a due run in this process when a local worker has room; false to use the queue. */
   runLocally?: (runId: string) => boolean;
+  /** How a run this process is executing ended, once it has; undefined when it runs elsewhere. */
+  localResult?: (runId: string) => Promise<RunResult | undefined> | undefined;
 }
 
 /**
@@ -157,6 +159,8 @@ export class RunService {
 
   /** Resolves once the run has finished, with its final status and values. */
   async join(run: Run, signal?: AbortSignal): Promise<{ status?: RunStatus; output: Json | null }> {
+    const local = TERMINAL.has(run.status) ? undefined : await this.deps.localResult?.(run.run_id);
+    if (local) return local;
     if (!TERMINAL.has(run.status)) {
       for await (const event of this.deps.broker.subscribe(run.run_id, { from: 'now', ...(signal ? { signal } : {}) })) void event;
     }
@@ -181,7 +185,7 @@ export class RunService {
     if (wait) await this.waitFinished(run.run_id);
   }
 
-  private async waitFinished(runId: string, signal?: AbortSignal): Promise<{ status: RunStatus; output: Json | null } | undefined> {
+  private async waitFinished(runId: string, signal?: AbortSignal): Promise<RunResult | undefined> {
     for (let delay = 5; ; delay = Math.min(delay * 2, 200)) {
       const current = await this.deps.runs.result(runId);
       if (!current || TERMINAL.has(current.status)) return current;

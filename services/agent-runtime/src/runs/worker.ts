@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventBroker } from '@berth/broker';
+import { NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import { JobWorker, type QueueBackendConfig } from '@berth/queue';
-import type { AssistantStore } from '../storage/assistants.js';
-import type { Run, RunStore } from '../storage/runs.js';
+import type { Run, RunResult, RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
@@ -42,7 +42,6 @@ export class RunTimeoutError extends Error {
 }
 
 export interface RunWorkerDeps {
-  assistants: AssistantStore;
   threads: ThreadStore;
   runs: RunStore;
   executor: RunExecutor;
@@ -62,6 +61,8 @@ export class RunWorker {
   private jobs?: JobWorker<typeof runJobs>;
   private local = 0;
   private sweeper?: NodeJS.Timeout;
+  /** Runs this process is executing, resolved with how they ended (for waiters in this process). */
+  private readonly outcomes = new Map<string, Promise<RunResult | undefined>>();
 
   constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
     this.leaseMs = options.leaseMs ?? 5000;
@@ -100,6 +101,14 @@ export class RunWorker {
     return true;
   }
 
+  /**
+   * How a run executing in this process ended, once it has: lets `/wait` in the same process skip
+   * the event stream. Undefined when this process is not executing it (or did not finish it).
+   */
+  localResult(runId: string): Promise<RunResult | undefined> | undefined {
+    return this.outcomes.get(runId);
+  }
+
   private async sweep(): Promise<void> {
     try {
       for (const runId of await this.deps.runs.orphaned()) await this.deps.dispatcher.dispatch(runId);
@@ -108,10 +117,20 @@ export class RunWorker {
     }
   }
 
-  private async handle(runId: string): Promise<void> {
+  private handle(runId: string): Promise<void> {
+    let settle!: (result: RunResult | undefined) => void;
+    this.outcomes.set(runId, new Promise((resolve) => (settle = resolve)));
+    let result: RunResult | undefined;
+    return this.execute(runId, (r) => (result = r)).finally(() => {
+      this.outcomes.delete(runId);
+      settle(result);
+    });
+  }
+
+  private async execute(runId: string, report: (result: RunResult) => void): Promise<void> {
     const { runs, broker, log } = this.deps;
-    const run = await runs.claim(runId, this.owner, this.leaseMs);
-    if (!run) {
+    const claimed = await runs.claim(runId, this.owner, this.leaseMs);
+    if (!claimed) {
       const pending = await runs.getById(runId);
       // Not due yet: come back when it is. Blocked behind another run: that run's end dispatches it.
       if (pending?.status === 'pending' && pending.available_at.getTime() > Date.now()) {
@@ -119,16 +138,16 @@ export class RunWorker {
       }
       return;
     }
+    const { run, assistant } = claimed;
     const controller = new AbortController();
+    // A cancel recorded before the claim came with it; one sent from now on arrives as a message.
+    if (claimed.cancel) controller.abort(new RunCancelledError(claimed.cancel));
     const stopControl = await broker.onControl(runId, (message) => controller.abort(new RunCancelledError(message.action)));
     const beat = () =>
       runs.heartbeat(runId, this.owner, this.leaseMs).then(({ held, cancel }) => {
         if (!held) controller.abort(new Error('lost the lease on this run'));
         else if (cancel) controller.abort(new RunCancelledError(cancel));
       });
-    // A cancel sent before the control listener was up is in the runs table: check once now
-    // (without holding up the start; the graph's signal is aborted if one is found).
-    void beat().catch(() => undefined);
     const heartbeat = setInterval(() => void beat().catch(() => undefined), Math.max(200, Math.floor(this.leaseMs / 3)));
     const timeoutMs = this.options.timeoutMs ?? 3_600_000;
     const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
@@ -136,7 +155,7 @@ export class RunWorker {
     let cancelled: RunCancelledError | undefined;
     let timedOut: RunTimeoutError | undefined;
     try {
-      const assistant = await this.deps.assistants.get(run.assistant_id);
+      if (!assistant) throw new NotFoundError(`Assistant ${run.assistant_id} not found`);
       outcome = await this.deps.executor.execute(run, assistant, controller.signal);
     } catch (error) {
       if (error instanceof RunCancelledError) cancelled = error;
@@ -157,10 +176,16 @@ export class RunWorker {
       clearTimeout(deadline);
       await stopControl();
     }
-    await this.finish(run, outcome, cancelled, timedOut !== undefined);
+    await this.finish(run, outcome, cancelled, timedOut !== undefined, report);
   }
 
-  private async finish(run: Run, outcome: RunOutcome | undefined, cancelled: RunCancelledError | undefined, timedOut = false): Promise<void> {
+  private async finish(
+    run: Run,
+    outcome: RunOutcome | undefined,
+    cancelled: RunCancelledError | undefined,
+    timedOut: boolean,
+    report: (result: RunResult) => void,
+  ): Promise<void> {
     const { runs, broker, dispatcher } = this.deps;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
     // While this run is unfinished no other run of the thread can start: undo a rollback first.
@@ -178,6 +203,7 @@ export class RunWorker {
     });
     if (!finished) return;
     if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
+    else report({ status, output: outcome?.values ?? null });
     await broker.end(run.run_id);
     if (nextRunId) await dispatcher.dispatch(nextRunId);
     else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);

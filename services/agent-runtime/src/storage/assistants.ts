@@ -56,7 +56,8 @@ export interface AssistantQuery {
 }
 
 const SORTABLE = ['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at'] as const;
-const COLUMNS = 'assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at';
+export const ASSISTANT_COLUMNS = 'assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at';
+const COLUMNS = ASSISTANT_COLUMNS;
 
 export class AssistantStore {
   constructor(private readonly pool: pg.Pool) {}

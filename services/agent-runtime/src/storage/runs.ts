@@ -4,7 +4,8 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { filterClauses, inTransaction, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
+import { ASSISTANT_COLUMNS, type Assistant } from './assistants.js';
+import { filterClauses, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
 export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
 export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
@@ -26,6 +27,21 @@ export interface RunKwargs {
   temporary: boolean;
   /** Request headers passed on to the graph's configurable (x-* and user-agent). */
   headers?: Record<string, string>;
+}
+
+/** How a run ended (or where it is): its status and, once finished, its final values. */
+export interface RunResult {
+  status: RunStatus;
+  output: Json | null;
+}
+
+/** A run a worker has just taken, with what it needs to start it. */
+export interface ClaimedRun {
+  run: Run;
+  /** The run's assistant; undefined when it was deleted meanwhile. */
+  assistant?: Assistant;
+  /** A cancel asked for before the worker listened for one. */
+  cancel?: 'interrupt' | 'rollback';
 }
 
 export interface Run {
@@ -69,42 +85,28 @@ export class RunStore {
    * unfinished run is a conflict; with `interrupt`/`rollback` the unfinished runs are returned so
    * the caller can stop them.
    */
-  async create(input: CreateRun): Promise<{ run: Run; superseded: Run[] }> {
-    return inTransaction(this.pool, async (client) => {
-      // Locking the thread row orders run creation per thread.
-      const lockParams: unknown[] = [input.thread_id];
-      const match = ['thread_id = $1', ...filterClauses('metadata', input.threadFilter, lockParams)].join(' AND ');
-      const thread = await client.query(`SELECT thread_id FROM threads WHERE ${match} FOR UPDATE`, lockParams);
-      if (!thread.rowCount) throw new NotFoundError(`Thread ${input.thread_id} not found`);
-      const inflight = await client.query<Run>(
-        `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at`,
-        [input.thread_id],
-      );
-      if (inflight.rowCount && input.multitask_strategy === 'reject') {
-        throw new ConflictError(`Thread ${input.thread_id} is busy with run ${inflight.rows[0]!.run_id}; multitask_strategy is reject`);
-      }
-      const superseded = input.multitask_strategy === 'interrupt' || input.multitask_strategy === 'rollback' ? inflight.rows : [];
-      // Runs that never started can be finished right here; running ones are stopped by their worker.
-      const pendingIds = superseded.filter((r) => r.status === 'pending').map((r) => r.run_id);
-      if (pendingIds.length) {
-        if (input.multitask_strategy === 'rollback') await client.query('DELETE FROM runs WHERE run_id = ANY($1::uuid[])', [pendingIds]);
-        else await client.query("UPDATE runs SET status = 'interrupted', updated_at = now() WHERE run_id = ANY($1::uuid[])", [pendingIds]);
-      }
-      const { rows } = await client.query<Run>(
-        `INSERT INTO runs (run_id, thread_id, assistant_id, metadata, kwargs, multitask_strategy, available_at)
-         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, now() + make_interval(secs => $7))
-         RETURNING ${COLUMNS}`,
-        [input.run_id, input.thread_id, input.assistant_id, jsonParam(input.metadata), jsonParam(input.kwargs), input.multitask_strategy, input.after_seconds],
-      );
-      await client.query(
-        `UPDATE threads SET status = 'busy', updated_at = now(),
-           metadata = CASE WHEN metadata ? 'graph_id' THEN metadata
-                           ELSE metadata || jsonb_build_object('graph_id', $2::text, 'assistant_id', $3::text) END
-         WHERE thread_id = $1`,
-        [input.thread_id, input.graph_id, input.assistant_id],
-      );
-      return { run: rows[0]!, superseded };
-    });
+  async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[] }> {
+    // One round trip: see migrations/0002_create_run_function.sql.
+    const { rows } = await this.pool.query<Run & { outcome: 'created' | 'not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[] }>(
+      'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb)',
+      [
+        input.run_id,
+        input.thread_id,
+        input.assistant_id,
+        input.graph_id,
+        jsonParam(input.metadata),
+        jsonParam(input.kwargs),
+        input.multitask_strategy,
+        input.after_seconds,
+        jsonParam(input.threadFilter ?? []),
+      ],
+    );
+    const { outcome, superseded, ...run } = rows[0]!;
+    if (outcome === 'not_found') throw new NotFoundError(`Thread ${input.thread_id} not found`);
+    if (outcome === 'busy') {
+      throw new ConflictError(`Thread ${input.thread_id} is busy with run ${superseded[0]!.run_id}; multitask_strategy is reject`);
+    }
+    return { run, superseded };
   }
 
   /** A run of a thread; NotFoundError when missing or when its thread does not match `threadFilter`. */
@@ -150,22 +152,35 @@ export class RunStore {
    * Takes a run for execution when it is due, is the oldest unfinished run of its thread, and is
    * pending or held by a worker whose lease has expired (a takeover). Returns undefined otherwise.
    */
-  async claim(runId: string, owner: string, leaseMs: number): Promise<Run | undefined> {
-    // Also remembers, at the first start, the thread's latest checkpoint (see markStarted).
-    const { rows } = await this.pool.query<Run>(
-      `UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
-         lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now(),
-         started = true,
-         start_checkpoint_id = CASE WHEN r.started THEN r.start_checkpoint_id
-           ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = r.thread_id::text AND checkpoint_ns = '') END
-       WHERE r.run_id = $1 AND r.available_at <= now()
-         AND (r.status = 'pending' OR (r.status = 'running' AND r.lease_expires_at < now()))
-         AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
-                           AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
-       RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id`,
+  async claim(runId: string, owner: string, leaseMs: number): Promise<ClaimedRun | undefined> {
+    // Also remembers, at the first start, the thread's latest checkpoint (see markStarted), and
+    // reads what the worker needs next in the same round trip: the assistant and a cancel that
+    // came before the worker listened.
+    const { rows } = await this.pool.query<Run & { cancel_action: 'interrupt' | 'rollback' | null; assistant: (Omit<Assistant, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string }) | null }>(
+      `WITH claimed AS (
+         UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
+           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now(),
+           started = true,
+           start_checkpoint_id = CASE WHEN r.started THEN r.start_checkpoint_id
+             ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = r.thread_id::text AND checkpoint_ns = '') END
+         WHERE r.run_id = $1 AND r.available_at <= now()
+           AND (r.status = 'pending' OR (r.status = 'running' AND r.lease_expires_at < now()))
+           AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
+                             AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
+         RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id, r.cancel_action
+       )
+       SELECT c.*, (SELECT to_jsonb(a) FROM (SELECT ${ASSISTANT_COLUMNS} FROM assistants WHERE assistant_id = c.assistant_id) a) AS assistant
+       FROM claimed c`,
       [runId, owner, leaseMs],
     );
-    return rows[0];
+    const row = rows[0];
+    if (!row) return undefined;
+    const { cancel_action, assistant, ...run } = row;
+    return {
+      run,
+      assistant: assistant ? { ...assistant, created_at: new Date(assistant.created_at), updated_at: new Date(assistant.updated_at) } : undefined,
+      ...(cancel_action ? { cancel: cancel_action } : {}),
+    };
   }
 
   /**
@@ -250,8 +265,8 @@ export class RunStore {
   }
 
   /** A run's status and, once it has finished, its final values; undefined when it is gone. */
-  async result(runId: string): Promise<{ status: RunStatus; output: Json | null } | undefined> {
-    const { rows } = await this.pool.query<{ status: RunStatus; output: Json | null }>('SELECT status, output FROM runs WHERE run_id = $1', [runId]);
+  async result(runId: string): Promise<RunResult | undefined> {
+    const { rows } = await this.pool.query<RunResult>('SELECT status, output FROM runs WHERE run_id = $1', [runId]);
     return rows[0];
   }
 
