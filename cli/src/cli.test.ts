@@ -108,12 +108,12 @@ describe('berth up / down', () => {
   it('explains what to do when there are no credentials', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'berth-empty-'));
     const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(process.execPath, [bin, 'keys', 'list'], { env: { ...process.env, BERTH_STATE_DIR: empty } }, (error, _out, stderr) =>
+      execFile(process.execPath, [bin, 'keys', 'list'], { env: { ...process.env, BERTH_STATE_DIR: empty, XDG_CONFIG_HOME: empty } }, (error, _out, stderr) =>
         resolve({ code: error ? 1 : 0, stderr }),
       ),
     );
     await rm(empty, { recursive: true, force: true });
     expect(res.code).toBe(1);
-    expect(res.stderr).toContain('no credentials: run `berth up`');
+    expect(res.stderr).toContain('no credentials: run `berth login` or `berth up`');
   });
 });

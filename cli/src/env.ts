@@ -2,7 +2,8 @@
  * The CLI's environment: the only place the CLI reads process.env.
  */
 import { envLogLevel, envOptionalString, envPort, parseEnv } from '@berth/config';
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -17,17 +18,30 @@ const schema = z.object({
   /** Run queues (and later the run event broker) on Redis instead of Postgres: the production mode. */
   REDIS_URL: envOptionalString,
   LOG_LEVEL: envLogLevel.default('info'),
-  /** Credentials for commands that call the gateway (override .berth/credentials.json). */
+  /** Where `berth login` keeps its credentials: $XDG_CONFIG_HOME/berth (default ~/.config/berth). */
+  XDG_CONFIG_HOME: envOptionalString,
+  HOME: envOptionalString,
+  /** Credentials for commands that call the gateway (override `berth login` and .berth/credentials.json). */
   BERTH_API_KEY: envOptionalString,
   BERTH_HOST_URL: envOptionalString,
   BERTH_TENANT_ID: envOptionalString,
 });
 
-export type CliEnv = z.output<typeof schema> & { stateDir: string };
+export type CliEnv = z.output<typeof schema> & {
+  stateDir: string;
+  /** The user's Berth config folder: `$XDG_CONFIG_HOME/berth` or `~/.config/berth`. */
+  configDir: string;
+  /** The credentials `berth login` writes (mode 0600). */
+  loginFile: string;
+};
 
 export function loadCliEnv(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): CliEnv {
   const parsed = parseEnv(schema, env);
-  return { ...parsed, stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth') };
+  // The XDG spec says a relative XDG_CONFIG_HOME is invalid and to be ignored.
+  const configHome =
+    parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
+  const configDir = join(configHome, 'berth');
+  return { ...parsed, stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth'), configDir, loginFile: join(configDir, 'credentials.json') };
 }
 
 /** The environment handed to the detached platform process started by `berth up`. */

@@ -23,14 +23,15 @@ const load = {
   keys: () => import('./commands/keys.js'),
   tenants: () => import('./commands/tenants.js'),
   dev: () => import('./commands/dev.js'),
+  login: () => import('./commands/login.js'),
 };
 
 const print = (line: string) => console.log(line);
 
 function connectionOptions(command: Command): Command {
   return command
-    .addOption(new Option('--url <url>', 'gateway URL (default: BERTH_HOST_URL or .berth/credentials.json)'))
-    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY or .berth/credentials.json)'))
+    .addOption(new Option('--url <url>', 'gateway URL (default: BERTH_HOST_URL, berth login, or .berth/credentials.json)'))
+    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY, the berth login token, or .berth/credentials.json)'))
     .addOption(new Option('--json', 'print JSON'));
 }
 
@@ -66,6 +67,20 @@ export function program(): Command {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('-n, --workers <count>', 'runs executed at the same time', '10')
     .action(async (o) => (await load.dev()).dev(env(), o, print));
+  cli
+    .command('login')
+    .description('log in to a Berth gateway: approve in a browser with an API key, keep the token in ~/.config/berth')
+    .option('--host <url>', 'gateway URL (default: BERTH_HOST_URL, the platform `berth up` started, or http://127.0.0.1:8080)')
+    .option('--timeout <seconds>', 'give up waiting for the approval after this long (default: when the link expires)')
+    .action(async (o) => {
+      await (await load.login()).login(env(), o, print);
+    });
+  cli
+    .command('logout')
+    .description('forget the token `berth login` stored')
+    .action(async () => {
+      await (await load.login()).logout(env(), print);
+    });
   cli
     .command('version')
     .description('print the version')
