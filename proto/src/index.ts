@@ -68,3 +68,6 @@ export {
   file_grpc_health_v1_health,
 } from './gen/grpc/health/v1/health_pb.js';
 export type { HealthCheckRequest, HealthCheckResponse } from './gen/grpc/health/v1/health_pb.js';
+
+// berth.controlplane.v1 — deployments and revisions of the control plane.
+export * from './gen/berth/controlplane/v1/deployments_pb.js';
