@@ -22,3 +22,15 @@ export async function start(
 
 export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';
 export type { AgentServerConfig, RunningAgentServer } from './server.js';
+
+// Project loading, for the control plane's build step (it validates a project in a child process).
+export {
+  GraphLoadError,
+  ProjectConfigError,
+  ensureTypeScriptLoader,
+  graphSchemas,
+  loadGraphs,
+  loadProjectConfig,
+  loadProjectEnv,
+} from './project/index.js';
+export type { LoadedGraph, ProjectConfig } from './project/index.js';
