@@ -219,9 +219,11 @@ describe('the approval page', () => {
     const foreign = await approve(url, form, { cookie: page.cookie, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
     expect(foreign.html).toContain('not sent from its own page');
+    expect((await approve(url, form, { cookie: page.cookie, origin: 'null' })).status).toBe(403);
     expect((await wait(body.auth_id as string, '?timeout=0')).body.status).toBe('pending');
-    // The real page still works after all that.
-    expect((await approve(url, form, { cookie: page.cookie })).status).toBe(200);
+    // The real page still works after all that, also when a TLS-terminating proxy makes the
+    // browser's origin https while the gateway itself speaks http.
+    expect((await approve(url, form, { cookie: page.cookie, origin: gateway.url.replace('http:', 'https:') })).status).toBe(200);
     expect((await wait(body.auth_id as string, '?timeout=0')).body.status).toBe('completed');
   });
 

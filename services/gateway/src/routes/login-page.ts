@@ -48,6 +48,19 @@ function sameSecret(a: string | undefined, b: string | undefined): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+/**
+ * False when the browser says the form came from another site. Hosts are compared, not schemes:
+ * behind a TLS-terminating proxy the page is https to the browser and http to the gateway.
+ */
+function sameSite(origin: string | undefined, ours: string): boolean {
+  if (origin === undefined) return true; // not sent by every browser for same-origin posts; the CSRF token still applies
+  try {
+    return new URL(origin).host === new URL(ours).host;
+  } catch {
+    return false; // includes the opaque "null" origin
+  }
+}
+
 /** The flow behind an approval id, or undefined when there is none. */
 async function findFlow(deps: LoginPageDeps, approvalId: string): Promise<AuthFlow | undefined> {
   try {
@@ -135,9 +148,8 @@ export function loginPageRoutes(api: Api<Principal>, deps: LoginPageDeps): void 
       errors: [401, 403, 404, 409, 410, 429],
       handler: async ({ params, body, req, res }) => {
         deps.approveLimiter.take(req.ip ?? 'unknown');
-        const origin = req.get('origin');
         const cookie = cookieValue(req, CSRF_COOKIE);
-        if ((origin !== undefined && origin !== publicOrigin(req, deps.publicUrl)) || !sameSecret(cookie, body.csrf_token)) {
+        if (!sameSite(req.get('origin'), publicOrigin(req, deps.publicUrl)) || !sameSecret(cookie, body.csrf_token)) {
           sendPage(
             res,
             403,
