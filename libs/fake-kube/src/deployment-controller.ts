@@ -31,6 +31,12 @@ export interface RolloutFailure {
   podMessage?: string;
   /** What the new pod's container printed, served at `pods/{name}/log`. */
   logs?: string;
+  /**
+   * Whether the Deployment reports the failure (`Progressing` False). False shows only the failing
+   * pod, as a real cluster does until the progress deadline (10 minutes by default) has passed.
+   * @default true
+   */
+  progressDeadline?: boolean;
 }
 
 export type RolloutOutcome = { result: 'ready' } | ({ result: 'fail' } & RolloutFailure) | { result: 'stall' };
@@ -213,7 +219,7 @@ export class DeploymentController {
       availableReplicas: oldReady,
       available: oldReady >= desired,
     };
-    if (outcome.result === 'stall') {
+    if (outcome.result === 'stall' || outcome.progressDeadline === false) {
       this.#writeStatus(deployment, previous, {
         ...counts,
         progressing: { status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` },

@@ -1,0 +1,16 @@
+export { KubernetesDeployer, describeApiError, type KubernetesDeployerOptions, type KubernetesServer } from './kubernetes-deployer.js';
+export {
+  AGENT_PORT,
+  ANNOTATIONS,
+  LABELS,
+  buildDeployment,
+  buildManifests,
+  buildSecret,
+  buildService,
+  deploymentLabelSelector,
+  objectName,
+  serviceUrl,
+  type DeploymentManifests,
+  type ImageRevisionSpec,
+  type ManifestOptions,
+} from './manifests.js';

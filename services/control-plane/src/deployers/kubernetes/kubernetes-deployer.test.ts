@@ -1,0 +1,250 @@
+// The kubernetes deployer against the in-repo fake API server: the deployer contract, then what
+// is particular to this adapter (objects it writes, restore on failure, timeouts, auth, errors).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { KubeConfig } from '@kubernetes/client-node';
+import { FakeKube, type KubeObject } from '@berth/fake-kube';
+import { collectLog, deployerContract } from '../contract.js';
+import { DeployFailedError, type RevisionSpec } from '../deployer.js';
+import { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
+import { buildManifests, LABELS, labelValue, objectName, type ImageRevisionSpec } from './manifests.js';
+
+const NAMESPACE = 'berth';
+const GOOD = 'registry.test/agent:ok';
+const BROKEN = 'registry.test/agent:broken';
+const SLOW = 'registry.test/agent:slow';
+const BROKEN_REASON = "ImportError: cannot import name 'graph' from 'agent'";
+
+function ready(pod: KubeObject): boolean {
+  const conditions = ((pod['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []);
+  return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** A fake with the rollout outcomes every test here relies on. */
+async function startFake(options: { token?: string; namespaces?: string[] } = {}): Promise<FakeKube> {
+  const fake = await FakeKube.start({ namespaces: options.namespaces ?? ['default', NAMESPACE], rollouts: { delayMs: 25 }, ...(options.token ? { token: options.token } : {}) });
+  fake.rollouts.failImage(BROKEN, { logs: `starting agent server\nloading graph agent:graph\n${BROKEN_REASON}\n` });
+  fake.rollouts.stallImage(SLOW);
+  return fake;
+}
+
+function deployerFor(fake: FakeKube, options: Partial<KubernetesDeployerOptions> = {}): KubernetesDeployer {
+  return new KubernetesDeployer({ cluster: { server: fake.url }, pollIntervalMs: 20, rolloutTimeoutMs: 5_000, ...options });
+}
+
+function objectsOf(fake: FakeKube, deploymentId: string): KubeObject[] {
+  const labelSelector = `${LABELS.deploymentId}=${labelValue(deploymentId)}`;
+  return ['apps/deployments', 'services', 'secrets', 'pods'].flatMap((r) => fake.store.list(r, NAMESPACE, { labelSelector }));
+}
+
+deployerContract('kubernetes (fake API server)', async () => {
+  const fake = await startFake();
+  return {
+    deployer: deployerFor(fake),
+    goodArtifact: () => ({ kind: 'image', imageUri: GOOD }),
+    failingArtifact: () => ({ artifact: { kind: 'image', imageUri: BROKEN }, reason: BROKEN_REASON }),
+    slowArtifact: () => ({ kind: 'image', imageUri: SLOW }),
+    async runningRevisions(deploymentId) {
+      const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${labelValue(deploymentId)}` });
+      return [...new Set(pods.filter(ready).map((p) => p.metadata.labels![LABELS.revisionId]!))];
+    },
+    exists: async (deploymentId) => objectsOf(fake, deploymentId).length > 0,
+    async answers(url) {
+      // In-cluster DNS is out of reach: a url answers when its Service exists and selects a ready pod.
+      const match = /^http:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:8000$/.exec(url);
+      if (!match) return false;
+      const service = fake.store.find('services', match[2], match[1]!);
+      if (!service) return false;
+      const spec = service['spec'] as { selector: Record<string, string>; ports: Array<{ port: number }> };
+      if (!spec.ports.some((p) => p.port === 8000)) return false;
+      const selector = Object.entries(spec.selector).map(([k, v]) => `${k}=${v}`).join(',');
+      return fake.store.list('pods', match[2], { labelSelector: selector }).some(ready);
+    },
+    deployTimeoutMs: 5_000,
+    teardown: () => fake.close(),
+  };
+});
+
+describe('KubernetesDeployer', () => {
+  let fake: FakeKube;
+  let deployer: KubernetesDeployer;
+
+  beforeAll(async () => {
+    fake = await startFake();
+    deployer = deployerFor(fake);
+  });
+  afterAll(async () => {
+    await deployer.close();
+    await fake.close();
+  });
+
+  function spec(overrides: Partial<RevisionSpec> = {}): ImageRevisionSpec {
+    return {
+      deploymentId: randomUUID(),
+      revisionId: randomUUID(),
+      tenantId: randomUUID(),
+      name: `agent-${randomUUID().slice(0, 6)}`,
+      deploymentType: 'prod',
+      artifact: { kind: 'image', imageUri: GOOD },
+      secrets: { OPENAI_API_KEY: 'sk-test', EMPTY: '' },
+      env: { DATABASE_URL: 'postgres://db/berth', BERTH_AGENT_SCHEMA: 'agent_x', PORT: '1234' },
+      resources: { replicas: 2, cpu: 0.5, memoryMb: 512, workers: 4 },
+      ...overrides,
+    } as ImageRevisionSpec;
+  }
+
+  it('writes the Secret, Deployment and Service of the manifests, and returns the in-cluster url', async () => {
+    const revision = spec();
+    const log = collectLog();
+    const deployed = await deployer.deploy(revision, log.log);
+    const name = objectName(revision.name, revision.deploymentId);
+    expect(deployed.url).toBe(`http://${name}.${NAMESPACE}.svc.cluster.local:8000`);
+
+    const expected = buildManifests(revision, { namespace: NAMESPACE });
+    const secret = fake.store.get('secrets', NAMESPACE, name);
+    expect(Object.fromEntries(Object.entries(secret['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))).toEqual(revision.secrets);
+    const deployment = fake.store.get('apps/deployments', NAMESPACE, name);
+    expect(deployment.metadata.labels).toEqual(expected.deployment.metadata!.labels);
+    expect(deployment['spec']).toMatchObject(JSON.parse(JSON.stringify(expected.deployment.spec)) as Record<string, unknown>);
+    const service = fake.store.get('services', NAMESPACE, name);
+    expect(service['spec']).toMatchObject({ type: 'ClusterIP', selector: expected.service.spec!.selector, ports: [{ port: 8000, targetPort: 8000 }] });
+    // Two ready pods of this revision, the platform PORT winning over the spec's env.
+    const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.revisionId}=${revision.revisionId}` });
+    expect(pods.filter(ready)).toHaveLength(2);
+    const env = (deployment['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec.containers[0]!.env;
+    expect(env.find((e) => e.name === 'PORT')?.value).toBe('8000');
+
+    expect(log.text()).toContain(`creating Secret ${name}`);
+    expect(log.text()).toContain(`creating Deployment ${name}`);
+    expect(log.text()).toContain('waiting for rollout');
+    expect(fake.requestsTo('POST', `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`).length).toBeGreaterThan(0);
+  });
+
+  it('rolls out every revision, also one with the same image, replacing the objects at their resourceVersion', async () => {
+    const first = spec();
+    await deployer.deploy(first, collectLog().log);
+    const name = objectName(first.name, first.deploymentId);
+    const clusterIp = (fake.store.get('services', NAMESPACE, name)['spec'] as { clusterIP: string }).clusterIP;
+    fake.clearRequests();
+    const second = { ...first, revisionId: randomUUID() };
+    const log = collectLog();
+    await deployer.deploy(second, log.log);
+    expect(log.text()).toContain(`replacing Deployment ${name}`);
+    const puts = fake.requests.filter((r) => r.method === 'PUT');
+    expect(puts.map((r) => r.path)).toEqual([
+      `/api/v1/namespaces/${NAMESPACE}/secrets/${name}`,
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/${name}`,
+      `/api/v1/namespaces/${NAMESPACE}/services/${name}`,
+    ]);
+    expect(puts.every((r) => r.status === 200 && typeof (r.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion === 'string')).toBe(true);
+    const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${first.deploymentId}` });
+    expect(new Set(pods.map((p) => p.metadata.labels![LABELS.revisionId]))).toEqual(new Set([second.revisionId]));
+    expect((fake.store.get('services', NAMESPACE, name)['spec'] as { clusterIP: string }).clusterIP).toBe(clusterIp);
+  });
+
+  it('puts the previous Deployment spec and Secret back when a revision fails', async () => {
+    const first = spec();
+    await deployer.deploy(first, collectLog().log);
+    const name = objectName(first.name, first.deploymentId);
+    const failing = { ...first, revisionId: randomUUID(), artifact: { kind: 'image' as const, imageUri: BROKEN }, secrets: { OPENAI_API_KEY: 'sk-new' } };
+    const log = collectLog();
+    await expect(deployer.deploy(failing, log.log)).rejects.toThrow(BROKEN_REASON);
+    expect(log.text()).toContain('CrashLoopBackOff');
+    expect(log.text()).toContain(`rolled ${name} back to revision ${first.revisionId}`);
+    const deployment = fake.store.get('apps/deployments', NAMESPACE, name);
+    expect(deployment.metadata.annotations?.['berth.dev/revision-id']).toBe(first.revisionId);
+    const image = (deployment['spec'] as { template: { spec: { containers: Array<{ image: string }> } } }).template.spec.containers[0]!.image;
+    expect(image).toBe(GOOD);
+    const data = fake.store.get('secrets', NAMESPACE, name)['data'] as Record<string, string>;
+    expect(Buffer.from(data['OPENAI_API_KEY']!, 'base64').toString()).toBe('sk-test');
+  });
+
+  it('fails at once on a pod that cannot pull its image, before the progress deadline', async () => {
+    fake.rollouts.failImage('registry.test/agent:typo', { podReason: 'ImagePullBackOff', podMessage: 'Back-off pulling image "registry.test/agent:typo"', progressDeadline: false });
+    const log = collectLog();
+    const started = Date.now();
+    const error = await deployer.deploy(spec({ artifact: { kind: 'image', imageUri: 'registry.test/agent:typo' } }), log.log).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeployFailedError);
+    expect((error as Error).message).toContain('ImagePullBackOff: Back-off pulling image "registry.test/agent:typo"');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(log.text()).toContain('removed the objects of the failed first revision');
+  });
+
+  it('fails a rollout that does not finish within the rollout timeout', async () => {
+    const quick = deployerFor(fake, { rolloutTimeoutMs: 300 });
+    try {
+      const log = collectLog();
+      await expect(quick.deploy(spec({ artifact: { kind: 'image', imageUri: SLOW } }), log.log)).rejects.toThrow(/did not finish rolling out within 300ms \(waiting for rollout: 1\/2 replicas updated/);
+      expect(log.text()).toContain('removed the objects of the failed first revision');
+    } finally {
+      await quick.close();
+    }
+  });
+
+  it('refuses a project directory with a clear DeployFailedError, without calling the API', async () => {
+    fake.clearRequests();
+    const log = collectLog();
+    const error = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json' } }), log.log).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeployFailedError);
+    expect((error as Error).message).toContain('the kubernetes deployer runs container images: use source external_docker');
+    expect(log.lines[0]?.level).toBe('error');
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('removes only the deployment it is asked to', async () => {
+    const a = spec();
+    const b = spec();
+    await deployer.deploy(a, collectLog().log);
+    await deployer.deploy(b, collectLog().log);
+    const log = collectLog();
+    await deployer.remove(a.deploymentId, log.log);
+    const name = objectName(a.name, a.deploymentId);
+    expect(log.text().split('\n')).toEqual([`deleted Deployment ${name}`, `deleted Service ${name}`, `deleted Secret ${name}`]);
+    expect(objectsOf(fake, a.deploymentId)).toEqual([]);
+    expect(objectsOf(fake, b.deploymentId).map((o) => o.kind).sort()).toEqual(['Deployment', 'Pod', 'Pod', 'Secret', 'Service']);
+  });
+
+  it('stops after close', async () => {
+    const closing = deployerFor(fake);
+    const deploying = closing.deploy(spec({ artifact: { kind: 'image', imageUri: SLOW } }), collectLog().log);
+    await new Promise((r) => setTimeout(r, 100));
+    await closing.close();
+    await expect(deploying).rejects.toThrow('the kubernetes deployer is closed');
+    await expect(closing.deploy(spec(), collectLog().log)).rejects.toThrow('closed');
+  });
+});
+
+describe('KubernetesDeployer cluster access', () => {
+  it('sends the bearer token it was given; a wrong one fails the deploy with the API server’s words', async () => {
+    const fake = await startFake({ token: 'cluster-token' });
+    const good = deployerFor(fake, { cluster: { server: fake.url, token: 'cluster-token' } });
+    const bad = deployerFor(fake, { cluster: { server: fake.url, token: 'nope' } });
+    try {
+      const revision = { deploymentId: randomUUID(), revisionId: randomUUID(), tenantId: 't', name: 'tok', deploymentType: 'dev' as const, artifact: { kind: 'image' as const, imageUri: GOOD }, secrets: {}, env: {}, resources: { replicas: 1 } };
+      await good.deploy(revision, collectLog().log);
+      await expect(bad.deploy({ ...revision, revisionId: randomUUID() }, collectLog().log)).rejects.toThrow('kubernetes: Unauthorized: the Kubernetes API rejected the credentials (HTTP 401)');
+    } finally {
+      await good.close();
+      await bad.close();
+      await fake.close();
+    }
+  });
+
+  it('takes a KubeConfig, and a missing namespace is a clear failure', async () => {
+    const fake = await startFake({ namespaces: ['default'] });
+    const kc = new KubeConfig();
+    kc.loadFromOptions(fake.kubeConfigOptions());
+    const deployer = new KubernetesDeployer({ cluster: kc, pollIntervalMs: 20 });
+    const revision = { deploymentId: randomUUID(), revisionId: randomUUID(), tenantId: 't', name: 'kc', deploymentType: 'dev' as const, artifact: { kind: 'image' as const, imageUri: GOOD }, secrets: {}, env: {}, resources: { replicas: 1 } };
+    try {
+      await expect(deployer.deploy(revision, collectLog().log)).rejects.toThrow('kubernetes: namespaces "berth" not found (HTTP 404)');
+      const inDefault = new KubernetesDeployer({ cluster: kc, namespace: 'default', pollIntervalMs: 20 });
+      const deployed = await inDefault.deploy(revision, collectLog().log);
+      expect(deployed.url).toBe(`http://${objectName('kc', revision.deploymentId)}.default.svc.cluster.local:8000`);
+      await inDefault.close();
+    } finally {
+      await deployer.close();
+      await fake.close();
+    }
+  });
+});

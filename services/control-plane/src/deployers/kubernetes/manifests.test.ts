@@ -1,0 +1,124 @@
+// Golden tests of the Kubernetes manifests: each case's Secret, Deployment and Service must equal
+// the JSON committed in __golden__/. After an intended change, regenerate with
+//   UPDATE_GOLDEN=1 node scripts/run-tests.mjs services/control-plane/src/deployers/kubernetes/manifests
+// and review the diff of __golden__/ like code.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from '@jest/globals';
+import { ObjectStore } from '@berth/fake-kube';
+import type { KubeObject } from '@berth/fake-kube';
+import { buildManifests, cpuQuantity, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
+
+const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
+// Test-only switch (the golden workflow), not service configuration.
+const UPDATE = process.env['UPDATE_GOLDEN'] === '1';
+
+const CASES: Record<string, { spec: ImageRevisionSpec; options: ManifestOptions }> = {
+  'dev-defaults': {
+    spec: {
+      deploymentId: '0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10',
+      revisionId: '5d0c8f9e-1b2a-4c3d-8e9f-0a1b2c3d4e5f',
+      tenantId: 'c2a8e0f4-7b6d-4e5f-9a1b-3c4d5e6f7a8b',
+      name: 'my-agent',
+      deploymentType: 'dev',
+      artifact: { kind: 'image', imageUri: 'ghcr.io/acme/my-agent:1.0.0' },
+      secrets: {},
+      env: { DATABASE_URL: 'postgres://berth@db:5432/berth', BERTH_AGENT_SCHEMA: 'agent_0b6f6c1e', LOG_LEVEL: 'info' },
+      resources: { replicas: 1 },
+    },
+    options: { namespace: 'berth' },
+  },
+  'prod-full': {
+    spec: {
+      deploymentId: '9e8d7c6b-5a49-4382-9170-6f5e4d3c2b1a',
+      revisionId: 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d',
+      tenantId: 'c2a8e0f4-7b6d-4e5f-9a1b-3c4d5e6f7a8b',
+      name: 'support-bot',
+      deploymentType: 'prod',
+      artifact: { kind: 'image', imageUri: 'registry.internal:5000/team/support-bot@sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945' },
+      secrets: { OPENAI_API_KEY: 'sk-test-123', ANTHROPIC_API_KEY: 'sk-ant-test', MULTI_LINE: 'line one\nline two ünïcode' },
+      env: {
+        DATABASE_URL: 'postgres://berth@db:5432/berth',
+        BERTH_AGENT_SCHEMA: 'agent_9e8d7c6b',
+        REDIS_URL: 'redis://redis:6379/0',
+        LOG_LEVEL: 'warn',
+        // The platform's PORT wins over the spec's.
+        PORT: '3000',
+      },
+      resources: { replicas: 3, cpu: 1.5, memoryMb: 3072, workers: 25 },
+    },
+    options: { namespace: 'agents', imagePullSecrets: ['registry-creds'], serviceAccountName: 'berth-agents' },
+  },
+  'awkward-name': {
+    spec: {
+      deploymentId: 'legacy/Deployment ID that is not a label value',
+      revisionId: 'rev-0001',
+      tenantId: 'tenant_42',
+      name: '42-this-name-starts-with-a-digit-and-is-exactly-sixty-three-chr',
+      deploymentType: 'dev',
+      artifact: { kind: 'image', imageUri: 'agent:latest' },
+      secrets: { 'dotted.key': 'v' },
+      env: {},
+      resources: { replicas: 0, cpu: 0.25, memoryMb: 300.4 },
+    },
+    options: { namespace: 'berth' },
+  },
+};
+
+function golden(name: string): URL {
+  return new URL(`${name}.json`, GOLDEN_DIR);
+}
+
+describe('kubernetes manifests (golden)', () => {
+  for (const [name, { spec, options }] of Object.entries(CASES)) {
+    it(`matches __golden__/${name}.json`, () => {
+      const actual = JSON.stringify(buildManifests(spec, options), null, 2) + '\n';
+      if (UPDATE) writeFileSync(golden(name), actual);
+      const expected = readFileSync(golden(name), 'utf8');
+      // Compared as parsed JSON for a readable diff, and as text so that key order changes show too.
+      expect(JSON.parse(actual)).toEqual(JSON.parse(expected));
+      expect(actual).toBe(expected);
+    });
+  }
+
+  it('has a golden file for every case and no stale ones', () => {
+    const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json')).sort();
+    expect(files).toEqual(Object.keys(CASES).map((c) => `${c}.json`).sort());
+  });
+
+  it('produces objects the API server accepts (names, labels, selector, secret keys)', () => {
+    const store = new ObjectStore();
+    for (const { spec, options } of Object.values(CASES)) {
+      if (!store.find('namespaces', undefined, options.namespace)) store.create('namespaces', undefined, { metadata: { name: options.namespace } });
+      const m = buildManifests(spec, options);
+      const asObject = (o: unknown) => JSON.parse(JSON.stringify(o)) as KubeObject;
+      store.create('secrets', options.namespace, asObject(m.secret));
+      store.create('apps/deployments', options.namespace, asObject(m.deployment));
+      store.create('services', options.namespace, asObject(m.service));
+    }
+    expect(store.list('apps/deployments', undefined)).toHaveLength(Object.keys(CASES).length);
+  });
+});
+
+describe('object names', () => {
+  it('are DNS-1035 labels for any deployment name, and differ per deployment id', () => {
+    const names = ['a', 'my-agent', '9lives', '---', 'UPPER_and_under', 'x'.repeat(63), `${'a-'.repeat(40)}z`, ''];
+    for (const n of names) {
+      const a = objectName(n, 'id-1');
+      expect(a).toMatch(/^[a-z]([-a-z0-9]*[a-z0-9])?$/);
+      expect(a.length).toBeLessThanOrEqual(63);
+      expect(objectName(n, 'id-2')).not.toBe(a);
+      expect(objectName(n, 'id-1')).toBe(a);
+    }
+    expect(objectName('my-agent', 'id-1')).toMatch(/^my-agent-[0-9a-f]{6}$/);
+  });
+
+  it('keep label values that are valid and hash the others', () => {
+    expect(labelValue('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10')).toBe('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10');
+    expect(labelValue('has space')).toMatch(/^h-[0-9a-f]{40}$/);
+    expect(labelValue('x'.repeat(64))).toMatch(/^h-/);
+  });
+
+  it('writes CPU as whole cores or millicores', () => {
+    expect([cpuQuantity(1), cpuQuantity(0.5), cpuQuantity(1.5), cpuQuantity(3), cpuQuantity(0.0001)]).toEqual(['1', '500m', '1500m', '3', '1m']);
+  });
+});

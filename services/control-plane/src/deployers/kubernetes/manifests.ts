@@ -1,0 +1,239 @@
+/**
+ * The Kubernetes objects of one deployment, as pure functions of its revision spec: a Secret (the
+ * deployment's secrets), a Deployment (agent server replicas: API + queue workers in one
+ * container) and a ClusterIP Service. Golden tests pin their exact shape (`__golden__/`).
+ */
+import { createHash } from 'node:crypto';
+import type { V1Deployment, V1EnvVar, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { RevisionSpec } from '../deployer.js';
+
+/** Where the agent server listens in its container, and on its Service. */
+export const AGENT_PORT = 8000;
+export const CONTAINER_NAME = 'agent-server';
+/** The agent server's readiness endpoint. */
+export const READINESS_PATH = '/ok';
+
+export const LABELS = {
+  name: 'app.kubernetes.io/name',
+  instance: 'app.kubernetes.io/instance',
+  managedBy: 'app.kubernetes.io/managed-by',
+  deploymentId: 'berth.dev/deployment-id',
+  tenantId: 'berth.dev/tenant-id',
+  revisionId: 'berth.dev/revision-id',
+} as const;
+
+export const ANNOTATIONS = {
+  revisionId: 'berth.dev/revision-id',
+  deploymentName: 'berth.dev/deployment-name',
+} as const;
+
+export const APP_NAME = 'berth-agent-server';
+export const MANAGED_BY = 'berth';
+
+/**
+ * Requests when the spec sets none (from the hosted product's tiers: development 1 CPU / 1 GiB,
+ * production 2 CPU / 2 GiB per replica). Limits are twice the requests.
+ */
+export const DEFAULT_REQUESTS = {
+  dev: { cpu: 1, memoryMb: 1024 },
+  prod: { cpu: 2, memoryMb: 2048 },
+} as const;
+
+/**
+ * Runs per replica when the spec sets none.
+ * @default 10
+ */
+export const DEFAULT_WORKERS = 10;
+
+/** A revision whose artifact is a container image: the only kind Kubernetes can run. */
+export type ImageRevisionSpec = RevisionSpec & { artifact: { kind: 'image'; imageUri: string } };
+
+export interface ManifestOptions {
+  namespace: string;
+  /** Secrets (of type `kubernetes.io/dockerconfigjson`) for pulling private images. */
+  imagePullSecrets?: string[];
+  /** The pods' service account; unset, the namespace default (with no token mounted). */
+  serviceAccountName?: string;
+}
+
+export interface DeploymentManifests {
+  secret: V1Secret;
+  deployment: V1Deployment;
+  service: V1Service;
+}
+
+function shortHash(value: string, length: number): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, length);
+}
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/**
+ * `value` when it is a valid label value, else a stable hash of it (ids are UUIDs in practice;
+ * this keeps a surprising id from making every object invalid).
+ */
+export function labelValue(value: string): string {
+  return value.length <= 63 && LABEL_VALUE.test(value) ? value : `h-${shortHash(value, 40)}`;
+}
+
+/**
+ * The name of a deployment's three objects: its name made DNS-safe (a DNS-1035 label, so also a
+ * valid Service name: lower case, starts with a letter, at most 63 characters) plus a short hash
+ * of its id, since names are unique per tenant only and tenants share the namespace.
+ */
+export function objectName(name: string, deploymentId: string): string {
+  const suffix = shortHash(deploymentId, 6);
+  let base = name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  if (!/^[a-z]/.test(base)) base = base ? `d-${base}` : 'd';
+  base = base.slice(0, 63 - suffix.length - 1).replace(/-+$/, '');
+  return `${base}-${suffix}`;
+}
+
+/** The labels selecting a deployment's pods (stable across revisions: a selector is immutable). */
+export function podSelector(deploymentId: string): Record<string, string> {
+  return { [LABELS.name]: APP_NAME, [LABELS.deploymentId]: labelValue(deploymentId) };
+}
+
+/** A label selector string matching every object Berth made for a deployment. */
+export function deploymentLabelSelector(deploymentId: string): string {
+  return `${LABELS.managedBy}=${MANAGED_BY},${LABELS.deploymentId}=${labelValue(deploymentId)}`;
+}
+
+/** A label selector string matching the pods of one revision. */
+export function revisionPodSelector(deploymentId: string, revisionId: string): string {
+  return `${LABELS.name}=${APP_NAME},${LABELS.deploymentId}=${labelValue(deploymentId)},${LABELS.revisionId}=${labelValue(revisionId)}`;
+}
+
+/** The in-cluster base URL the gateway proxies to. */
+export function serviceUrl(serviceName: string, namespace: string): string {
+  return `http://${serviceName}.${namespace}.svc.cluster.local:${AGENT_PORT}`;
+}
+
+function commonLabels(spec: RevisionSpec): Record<string, string> {
+  return {
+    [LABELS.name]: APP_NAME,
+    [LABELS.instance]: objectName(spec.name, spec.deploymentId),
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.deploymentId]: labelValue(spec.deploymentId),
+    [LABELS.tenantId]: labelValue(spec.tenantId),
+  };
+}
+
+function objectMeta(spec: RevisionSpec, options: ManifestOptions) {
+  return {
+    name: objectName(spec.name, spec.deploymentId),
+    namespace: options.namespace,
+    labels: commonLabels(spec),
+    annotations: { [ANNOTATIONS.deploymentName]: spec.name },
+  };
+}
+
+/** CPU cores as a Kubernetes quantity: whole cores plain, fractions in millicores. */
+export function cpuQuantity(cores: number): string {
+  const millis = Math.max(1, Math.round(cores * 1000));
+  return millis % 1000 === 0 ? String(millis / 1000) : `${millis}m`;
+}
+
+/** MiB as a Kubernetes quantity. */
+export function memoryQuantity(mb: number): string {
+  return `${Math.max(1, Math.round(mb))}Mi`;
+}
+
+export function buildSecret(spec: RevisionSpec, options: ManifestOptions): V1Secret {
+  const data = Object.fromEntries(
+    Object.keys(spec.secrets)
+      .sort()
+      .map((key) => [key, Buffer.from(spec.secrets[key]!, 'utf8').toString('base64')]),
+  );
+  return { apiVersion: 'v1', kind: 'Secret', metadata: objectMeta(spec, options), type: 'Opaque', data };
+}
+
+function containerEnv(spec: RevisionSpec): V1EnvVar[] {
+  const platform: Record<string, string> = {
+    // LangGraph's name for runs per replica, which the agent server reads.
+    N_JOBS_PER_WORKER: String(spec.resources.workers ?? DEFAULT_WORKERS),
+    PORT: String(AGENT_PORT),
+  };
+  const merged = { ...spec.env, ...platform };
+  return Object.keys(merged)
+    .sort()
+    .map((name) => ({ name, value: merged[name]! }));
+}
+
+export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOptions): V1Deployment {
+  const meta = objectMeta(spec, options);
+  const defaults = DEFAULT_REQUESTS[spec.deploymentType];
+  // Rounded before doubling, so that limits are exactly twice the requests.
+  const cpu = Math.max(1, Math.round((spec.resources.cpu ?? defaults.cpu) * 1000)) / 1000;
+  const memoryMb = Math.max(1, Math.round(spec.resources.memoryMb ?? defaults.memoryMb));
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { ...meta, annotations: { ...meta.annotations, [ANNOTATIONS.revisionId]: spec.revisionId } },
+    spec: {
+      replicas: Math.max(0, Math.floor(spec.resources.replicas)),
+      revisionHistoryLimit: 3,
+      progressDeadlineSeconds: 600,
+      selector: { matchLabels: podSelector(spec.deploymentId) },
+      // Old pods keep serving until new ones are ready: a bad revision never takes the deployment down.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: {
+          labels: { ...commonLabels(spec), [LABELS.revisionId]: labelValue(spec.revisionId) },
+          // A new revision always changes the template, so it always rolls out (same image or not).
+          annotations: { [ANNOTATIONS.revisionId]: spec.revisionId },
+        },
+        spec: {
+          containers: [
+            {
+              name: CONTAINER_NAME,
+              image: spec.artifact.imageUri,
+              imagePullPolicy: 'IfNotPresent',
+              ports: [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }],
+              env: containerEnv(spec),
+              envFrom: [{ secretRef: { name: meta.name } }],
+              resources: {
+                requests: { cpu: cpuQuantity(cpu), memory: memoryQuantity(memoryMb) },
+                limits: { cpu: cpuQuantity(cpu * 2), memory: memoryQuantity(memoryMb * 2) },
+              },
+              readinessProbe: {
+                httpGet: { path: READINESS_PATH, port: AGENT_PORT },
+                periodSeconds: 5,
+                timeoutSeconds: 2,
+                failureThreshold: 3,
+              },
+            },
+          ],
+          // Agent code gets no cluster credentials, and no env vars for every Service in the namespace.
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          // Room for in-flight requests and runs to finish when a rollout replaces a pod.
+          terminationGracePeriodSeconds: 60,
+          ...(options.serviceAccountName ? { serviceAccountName: options.serviceAccountName } : {}),
+          ...(options.imagePullSecrets?.length ? { imagePullSecrets: options.imagePullSecrets.map((name) => ({ name })) } : {}),
+        },
+      },
+    },
+  };
+}
+
+export function buildService(spec: RevisionSpec, options: ManifestOptions): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: objectMeta(spec, options),
+    spec: {
+      type: 'ClusterIP',
+      selector: podSelector(spec.deploymentId),
+      ports: [{ name: 'http', port: AGENT_PORT, targetPort: AGENT_PORT, protocol: 'TCP' }],
+    },
+  };
+}
+
+export function buildManifests(spec: ImageRevisionSpec, options: ManifestOptions): DeploymentManifests {
+  return { secret: buildSecret(spec, options), deployment: buildDeployment(spec, options), service: buildService(spec, options) };
+}
