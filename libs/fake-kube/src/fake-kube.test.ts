@@ -275,6 +275,27 @@ describe('deployments and rollouts', () => {
   });
 });
 
+describe('pods created through the API', () => {
+  it('start Pending, then run and get Ready; a failing image stays not ready with its logs', async () => {
+    const created = await core.createNamespacedPod({ namespace: ns, body: { metadata: { generateName: 'sandbox-' }, spec: { containers: [{ name: 'box', image: 'sandbox:ok' }] } } });
+    expect(created.metadata?.name).toMatch(/^sandbox-[0-9a-f]{5}$/);
+    expect(created.status?.phase).toBe('Pending');
+    const name = created.metadata!.name!;
+    const running = await waitFor('pod start', () => core.readNamespacedPod({ name, namespace: ns }), (p) => p.status?.phase === 'Running');
+    expect(running.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(running.status?.containerStatuses?.[0]?.state?.running).toBeDefined();
+
+    fake.pods.failImage('sandbox:bad', { reason: 'CrashLoopBackOff', logs: 'permission denied\n' });
+    const bad = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'bad-box' }, spec: { containers: [{ name: 'box', image: 'sandbox:bad' }] } } });
+    const waiting = await waitFor('pod failure', () => core.readNamespacedPod({ name: 'bad-box', namespace: ns }), (p) => (p.status?.containerStatuses?.length ?? 0) > 0);
+    expect(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+    expect(await core.readNamespacedPodLog({ name: 'bad-box', namespace: ns })).toBe('permission denied\n');
+    const deleted = await core.deleteNamespacedPod({ name: bad.metadata!.name!, namespace: ns });
+    expect(deleted.metadata?.name).toBe('bad-box');
+    fake.pods.resetOutcomes();
+  });
+});
+
 describe('server', () => {
   it('serves discovery so the generic object API works', async () => {
     const { kc } = clients(fake);

@@ -13,6 +13,7 @@ export {
   type RolloutFailure,
   type RolloutOutcome,
 } from './deployment-controller.js';
+export { PodController, type PodControllerOptions, type PodFailure } from './pod-controller.js';
 export { PodLogs } from './pod-logs.js';
 export { KubeApiError, type KubeStatus, type StatusDetails } from './errors.js';
 export { builtinResources, nameError, type NameRule } from './resources.js';

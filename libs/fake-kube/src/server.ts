@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { DeploymentController, type DeploymentControllerOptions } from './deployment-controller.js';
 import { KubeApiError } from './errors.js';
+import { PodController, type PodControllerOptions } from './pod-controller.js';
 import { PodLogs } from './pod-logs.js';
 import { builtinResources } from './resources.js';
 import { ObjectStore } from './store.js';
@@ -27,6 +28,8 @@ export interface FakeKubeOptions {
   resources?: ResourceType[];
   /** The simulated Deployment controller's settings. */
   rollouts?: DeploymentControllerOptions;
+  /** The simulated kubelet's settings (pods created through the API). */
+  pods?: PodControllerOptions;
 }
 
 /** A request the fake answered, for assertions on what a client sent. */
@@ -61,6 +64,7 @@ const MAX_BODY = 3 * 1024 * 1024;
 export class FakeKube {
   readonly store: ObjectStore;
   readonly rollouts: DeploymentController;
+  readonly pods: PodController;
   readonly podLogs: PodLogs;
   readonly requests: RecordedRequest[] = [];
   readonly #server: Server;
@@ -71,6 +75,7 @@ export class FakeKube {
     this.store = new ObjectStore(options.resources ?? builtinResources());
     this.podLogs = new PodLogs(this.store);
     this.rollouts = new DeploymentController(this.store, this.podLogs, options.rollouts);
+    this.pods = new PodController(this.store, this.podLogs, options.pods);
     this.#token = options.token;
     for (const ns of options.namespaces ?? ['default', 'kube-system']) {
       this.store.create('namespaces', undefined, { metadata: { name: ns } });
@@ -123,6 +128,7 @@ export class FakeKube {
 
   async close(): Promise<void> {
     this.rollouts.close();
+    this.pods.close();
     this.podLogs.close();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));

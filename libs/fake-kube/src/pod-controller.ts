@@ -1,0 +1,114 @@
+/**
+ * A simulated kubelet for pods created through the API (the sandbox manager's, not the
+ * Deployment controller's, which arrive with a status): after `delayMs` a `Pending` pod becomes
+ * `Running` and Ready, or, when the test said its image fails, stays not ready with a waiting
+ * reason and the logs the test gave.
+ */
+import type { PodLogs } from './pod-logs.js';
+import type { ObjectStore, StoreEvent } from './store.js';
+import type { KubeObject } from './types.js';
+
+export interface PodFailure {
+  /**
+   * Why the container waits.
+   * @default 'CrashLoopBackOff'
+   */
+  reason?: string;
+  message?: string;
+  /** What the container printed, served at `pods/{name}/log`. */
+  logs?: string;
+}
+
+export interface PodControllerOptions {
+  /**
+   * How long a pod stays `Pending`.
+   * @default 30
+   */
+  delayMs?: number;
+}
+
+type Obj = Record<string, unknown>;
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export class PodController {
+  /** How long a pod stays `Pending`. */
+  delayMs: number;
+  readonly #failures = new Map<string, PodFailure>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #store: ObjectStore;
+  readonly #logs: PodLogs;
+  readonly #unsubscribe: () => void;
+  #nextIp = 1;
+
+  constructor(store: ObjectStore, logs: PodLogs, options: PodControllerOptions = {}) {
+    this.#store = store;
+    this.#logs = logs;
+    this.delayMs = options.delayMs ?? 30;
+    this.#unsubscribe = store.subscribe((event) => this.#onChange(event));
+  }
+
+  /** Pods with a container running `image` never get ready, this way. */
+  failImage(image: string, failure: PodFailure = {}): void {
+    this.#failures.set(image, failure);
+  }
+
+  resetOutcomes(): void {
+    this.#failures.clear();
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #onChange(event: StoreEvent): void {
+    if (event.type !== 'ADDED' || event.resource.group !== '' || event.resource.resource !== 'pods') return;
+    const status = (event.object['status'] ?? {}) as Obj;
+    // Pods that arrive with container statuses are someone else's simulation.
+    if (status['phase'] !== 'Pending' || status['containerStatuses'] !== undefined) return;
+    const { namespace, name, uid } = event.object.metadata;
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#start(namespace!, name!, uid!);
+    }, this.delayMs);
+    this.#timers.add(timer);
+  }
+
+  #start(namespace: string, name: string, uid: string): void {
+    const pod = this.#store.find('pods', namespace, name);
+    if (!pod || pod.metadata.uid !== uid) return;
+    const containers = (((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[]);
+    const failure = containers.map((c) => this.#failures.get(String(c['image']))).find((f) => f !== undefined);
+    const started = now();
+    const crash = failure !== undefined && (failure.reason ?? 'CrashLoopBackOff') === 'CrashLoopBackOff';
+    const ready = failure === undefined;
+    const status: Obj = {
+      phase: failure && !crash ? 'Pending' : 'Running',
+      conditions: [
+        { type: 'Initialized', status: 'True' },
+        { type: 'Ready', status: ready ? 'True' : 'False', ...(ready ? {} : { reason: 'ContainersNotReady' }) },
+        { type: 'ContainersReady', status: ready ? 'True' : 'False' },
+        { type: 'PodScheduled', status: 'True' },
+      ],
+      hostIP: '10.0.0.1',
+      podIP: `10.244.1.${(this.#nextIp++ % 250) + 1}`,
+      startTime: started,
+      containerStatuses: containers.map((c) => ({
+        name: c['name'],
+        image: c['image'],
+        ready,
+        started: ready,
+        restartCount: crash ? 4 : 0,
+        state: failure
+          ? { waiting: { reason: failure.reason ?? 'CrashLoopBackOff', ...(failure.message ? { message: failure.message } : {}) } }
+          : { running: { startedAt: started } },
+      })),
+    };
+    this.#store.replace('pods', namespace, name, { ...pod, status } as KubeObject, { subresource: 'status' });
+    if (failure?.logs !== undefined) this.#logs.set(namespace, name, failure.logs);
+  }
+}
