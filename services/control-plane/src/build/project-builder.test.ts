@@ -152,6 +152,33 @@ describe('ProjectBuilder', () => {
     );
   }, 60_000);
 
+  it('gives project code the deployment secrets while it loads', async () => {
+    // Duck-typed like a compiled graph, so no LangGraph install is needed.
+    const graph =
+      'if (!process.env.OPENAI_API_KEY) throw new Error("OPENAI_API_KEY is not set");\n' +
+      'const noop = () => undefined;\n' +
+      'export const graph = { invoke: noop, streamEvents: noop, getGraphAsync: noop };\n';
+    const withSecret = await build(plainProject(graph), { env: { OPENAI_API_KEY: 'sk-test' } });
+    expect(withSecret.error).toBeUndefined();
+    expect(withSecret.artifact).toMatchObject({ graphs: ['agent'], packageManager: 'npm' });
+    await expectFailure(await build(plainProject(graph)), /graph "agent": cannot import \.\/src\/graph\.ts: OPENAI_API_KEY is not set/);
+  }, 60_000);
+
+  it('fails a project whose graph module never finishes loading', async () => {
+    const impatient = new ProjectBuilder({ artifactsDir: artifacts, env, validateTimeoutMs: 1_500 });
+    const lines: string[] = [];
+    const files = plainProject('setInterval(() => {}, 1000);\nawait new Promise(() => {});\nexport const graph = 1;\n');
+    const error = await impatient
+      .build(
+        { tarball: rawTar(Object.entries(files).map(([path, body]) => ({ path, body }))), deploymentId: 'dep-3', revisionId: 'rev-1' },
+        (line) => lines.push(line),
+      )
+      .catch((e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(BuildFailedError);
+    expect((error as Error).message).toMatch(/loading the project's graphs did not finish within 2 s/);
+    expect(existsSync(join(artifacts, 'dep-3', 'rev-1'))).toBe(false);
+  }, 60_000);
+
   it('rejects a tarball that climbs out of the artifact folder', async () => {
     const outcome = await build({ 'langgraph.json': '{}', '../../../escaped.txt': 'x' });
     expect(outcome.error).toBeInstanceOf(UnsafeTarballError);

@@ -169,7 +169,7 @@ export class ProjectBuilder {
     } catch (error) {
       validator?.kill();
       await validator?.closed();
-      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      await rm(dir, { recursive: true, force: true, maxRetries: 5 }).catch(() => undefined);
       const failure =
         error instanceof BuildFailedError
           ? error

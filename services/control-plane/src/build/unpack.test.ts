@@ -63,6 +63,8 @@ describe('unpackTarball', () => {
     ]);
     expect(error.message).toBe('the project tarball is unsafe: entry "../../escaped.txt" contains ".."');
     expect(existsSync(join(work, 'deployments', 'escaped.txt'))).toBe(false);
+    // Checked before writing: not even the good entry before it was written.
+    expect(existsSync(dest)).toBe(false);
     expect((await refusal([{ path: 'src/../../x', body: 'x' }])).message).toMatch(/contains "\.\."/);
   });
 

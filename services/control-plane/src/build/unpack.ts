@@ -3,15 +3,15 @@
  * or point outside it: absolute paths, `..` segments, links leading out, device files and FIFOs,
  * and archives beyond the entry and size limits (a zip bomb must not fill the disk).
  *
- * Every entry is checked before tar writes it (tar's own checks stay on as a second layer, in
- * strict mode so its warnings fail too); the first bad entry stops the whole unpack.
+ * Every entry is checked before anything is written (tar's own checks stay on as a further layer,
+ * in strict mode so its warnings fail too); the first bad entry stops the whole unpack.
  */
-import { createReadStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { isAbsolute, posix } from 'node:path';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname, isAbsolute, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Unpack, type ReadEntry } from 'tar';
+import { Parser, Unpack, type ReadEntry } from 'tar';
 import { UnsafeTarballError } from './errors.js';
 
 /** A project tarball: in memory, a stream, or a file on this machine. */
@@ -73,53 +73,39 @@ function entryProblem(entry: ReadEntry): string | undefined {
   return undefined;
 }
 
-function toStream(source: TarballSource): NodeJS.ReadableStream {
-  if (source instanceof Uint8Array) return Readable.from([source]);
-  if ('path' in source && typeof source.path === 'string' && !('pipe' in source)) return createReadStream(source.path);
-  return source as NodeJS.ReadableStream;
+type Reopenable = Buffer | Uint8Array | { path: string };
+
+function open(source: Reopenable): NodeJS.ReadableStream {
+  return source instanceof Uint8Array ? Readable.from([source]) : createReadStream(source.path);
 }
 
-/**
- * Unpacks a (gzipped or plain) tarball into `dest`, which is created if needed.
- * @throws UnsafeTarballError naming the first offending entry, or when a limit is exceeded or
- *   the data is not a tarball. What was written before the failure is left for the caller to
- *   remove (the builder removes the whole folder).
- */
-export async function unpackTarball(source: TarballSource, dest: string, limits: UnpackLimits = {}): Promise<UnpackResult> {
-  const maxEntries = limits.maxEntries ?? DEFAULT_MAX_ENTRIES;
-  const maxBytes = limits.maxBytes ?? DEFAULT_MAX_BYTES;
-  await mkdir(dest, { recursive: true });
+function isStream(source: TarballSource): source is NodeJS.ReadableStream {
+  return typeof (source as NodeJS.ReadableStream).pipe === 'function';
+}
+
+/** Reads the whole archive without writing anything; throws on the first bad entry or limit. */
+async function check(source: Reopenable, maxEntries: number, maxBytes: number): Promise<UnpackResult> {
   let entries = 0;
   let bytes = 0;
   let refused: UnsafeTarballError | undefined;
-
-  const unpack: Unpack = new Unpack({
-    cwd: dest,
+  const parser: Parser = new Parser({
     strict: true,
-    // Never take owners from the archive (the control plane may run as root).
-    preserveOwner: false,
-    filter: (path, entry) => {
-      if (refused) return false;
-      const readEntry = entry as ReadEntry;
-      const problem = entryProblem(readEntry);
+    onReadEntry: (entry) => {
+      entry.resume();
+      if (refused) return;
+      const problem = entryProblem(entry);
       entries += 1;
-      bytes += readEntry.size ?? 0;
-      if (problem) refused = new UnsafeTarballError(`the project tarball is unsafe: entry "${path}" ${problem}`);
-      else if (entries > maxEntries) {
-        refused = new UnsafeTarballError(`the project tarball has more than ${maxEntries} entries`);
-      } else if (bytes > maxBytes) {
+      bytes += entry.size ?? 0;
+      if (problem) refused = new UnsafeTarballError(`the project tarball is unsafe: entry "${entry.path}" ${problem}`);
+      else if (entries > maxEntries) refused = new UnsafeTarballError(`the project tarball has more than ${maxEntries} entries`);
+      else if (bytes > maxBytes) {
         refused = new UnsafeTarballError(`the project tarball unpacks to more than ${Math.round(maxBytes / 1024 / 1024)} MB`);
       }
-      if (refused) {
-        unpack.abort(refused);
-        return false;
-      }
-      return true;
+      if (refused) parser.abort(refused);
     },
   });
-
   try {
-    await pipeline(toStream(source), unpack);
+    await pipeline(open(source), parser);
   } catch (error) {
     if (refused) throw refused;
     if ((error as { code?: string }).code === 'TAR_BAD_ARCHIVE') {
@@ -130,4 +116,48 @@ export async function unpackTarball(source: TarballSource, dest: string, limits:
   if (refused) throw refused;
   if (entries === 0) throw new UnsafeTarballError('the project tarball is empty');
   return { entries, bytes };
+}
+
+/**
+ * Unpacks a (gzipped or plain) tarball into `dest`, which is created if needed. The archive is
+ * read twice: once to check every entry and the limits, writing nothing, then to extract (a
+ * stream is first saved beside `dest`, as `<dest>.upload`, and removed afterwards). Refusing
+ * before writing means a bad tarball leaves no files behind, not even briefly.
+ * @throws UnsafeTarballError naming the first offending entry, or when a limit is exceeded or
+ *   the data is not a tarball.
+ */
+export async function unpackTarball(source: TarballSource, dest: string, limits: UnpackLimits = {}): Promise<UnpackResult> {
+  const maxEntries = limits.maxEntries ?? DEFAULT_MAX_ENTRIES;
+  const maxBytes = limits.maxBytes ?? DEFAULT_MAX_BYTES;
+  let spooled: string | undefined;
+  try {
+    let reopenable: Reopenable;
+    if (isStream(source)) {
+      spooled = `${dest}.upload`;
+      await mkdir(dirname(spooled), { recursive: true });
+      await pipeline(source, createWriteStream(spooled));
+      reopenable = { path: spooled };
+    } else {
+      reopenable = source;
+    }
+    const result = await check(reopenable, maxEntries, maxBytes);
+    await mkdir(dest, { recursive: true });
+    // Every entry passed; the filter stays as a second line of defence (tar's own checks, in
+    // strict mode, are a third).
+    const unpack = new Unpack({
+      cwd: dest,
+      strict: true,
+      // Never take owners from the archive (the control plane may run as root).
+      preserveOwner: false,
+      filter: (_path, entry) => entryProblem(entry as ReadEntry) === undefined,
+    });
+    try {
+      await pipeline(open(reopenable), unpack);
+    } catch (error) {
+      throw new UnsafeTarballError(`the project tarball cannot be unpacked: ${(error as Error).message}`, { cause: error });
+    }
+    return result;
+  } finally {
+    if (spooled) await rm(spooled, { force: true });
+  }
 }
