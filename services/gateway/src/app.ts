@@ -1,16 +1,21 @@
 /**
  * The gateway's HTTP app: authentication in front of every non-public route, the platform's own
- * endpoints (tenants, API keys, tokens, health, login flows and their approval page) and the
- * OpenAPI document and docs page.
+ * endpoints (tenants, API keys, tokens, health, login flows and their approval page), the
+ * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
+ * docs page.
  */
 import { authenticateHeaders, type AuthStore, type Principal } from '@berth/auth';
 import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express } from 'express';
 import type { ControlPlaneClients } from './control-plane.js';
+import { deploymentProxy } from './proxy/deployment-proxy.js';
+import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
+import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
+import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
 import { meRoutes } from './routes/me.js';
@@ -28,6 +33,17 @@ export interface GatewayAppDeps {
   loginTokenTtlSeconds?: number;
   /** @default 20 */
   loginRateLimit?: number;
+  /**
+   * How long the proxy reuses a deployment's routing (`ResolveDeployment`), in milliseconds: a
+   * redeploy reaches clients within about this long.
+   * @default 1000
+   */
+  resolveCacheMs?: number;
+  /**
+   * Largest project tarball `POST /v2/deployments/{id}/upload` takes, in bytes.
+   * @default 209715200 (200 MB)
+   */
+  maxUploadBytes?: number;
 }
 
 export const securitySchemes = {
@@ -55,21 +71,46 @@ export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
     tokenTtlSeconds: deps.loginTokenTtlSeconds ?? 30 * 24 * 3600,
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
+  deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
+  uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   return api;
 }
 
 export function createGatewayApp(deps: GatewayAppDeps): Express {
   const api = gatewayApi(deps);
-  const document = () =>
-    openApiDocument([api as never], {
+  const document = () => {
+    const doc = openApiDocument([api as never], {
       title: 'Berth',
       version: BERTH_VERSION,
-      description: 'The Berth platform API: tenants, API keys and tokens; deployments, sandboxes and exports as they land.',
+      description:
+        'The Berth platform API: tenants, API keys and tokens; deployments and their revisions, logs and uploads. ' +
+        'A deployment answers at its `deployment_url` (`/d/{deployment_id}/…`), proxied to its agent server.',
       securitySchemes,
     });
+    // The route registry describes JSON bodies; the upload takes the raw tarball.
+    const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
+    const upload = paths['/v2/deployments/{deployment_id}/upload']?.post;
+    if (upload) upload.requestBody = uploadRequestBody;
+    return doc;
+  };
   // The approval page posts an HTML form; nothing else takes form-encoded bodies.
   const forms = express.Router().use('/login', express.urlencoded({ extended: false, limit: '8kb' }));
-  return createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), forms, api.router()], logUrl: hideSecrets });
+  const inner = createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), forms, api.router()], logUrl: hideSecrets });
+  // Deployment traffic is proxied before the common middleware: its bodies must stream through
+  // untouched (createApp's JSON parser would consume them), and it logs its own requests.
+  const resolver = new DeploymentResolver(
+    async (deploymentId) => {
+      const answer = await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
+      return { tenantId: answer.tenantId, upstreamUrl: answer.upstreamUrl, customAuth: answer.customAuth };
+    },
+    { ttlMs: deps.resolveCacheMs ?? 1000 },
+  );
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger }));
+  app.use(inner);
+  return app;
 }
 
 /** Login flow secrets travel in paths; keep them out of the request log. */

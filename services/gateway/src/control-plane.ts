@@ -1,14 +1,14 @@
 /**
  * The gateway's gRPC clients of the control plane. One channel per process, shared by every
- * route; each service of the control plane (`berth.controlplane.v1`) gets a typed client here
- * (AuthFlowService now, deployments next).
+ * route; each service of the control plane (`berth.controlplane.v1`) gets a typed client here.
  */
 import { UnavailableError } from '@berth/errors';
-import { AuthFlowService } from '@berth/proto';
+import { AuthFlowService, DeploymentService } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 
 export class ControlPlaneClients {
   private authFlowClient: RpcClient<typeof AuthFlowService> | undefined;
+  private deploymentClient: RpcClient<typeof DeploymentService> | undefined;
 
   /** @param address `host:port` of the control plane's gRPC server; without one, calls answer 503. */
   constructor(private readonly address: string | undefined) {}
@@ -19,9 +19,17 @@ export class ControlPlaneClients {
     return this.authFlowClient;
   }
 
+  /** Deployments, revisions, their logs, source uploads and the proxy's resolve. Throws UnavailableError when no control plane is configured. */
+  get deployments(): RpcClient<typeof DeploymentService> {
+    this.deploymentClient ??= createRpcClient(DeploymentService, this.requireAddress());
+    return this.deploymentClient;
+  }
+
   close(): void {
     this.authFlowClient?.close();
     this.authFlowClient = undefined;
+    this.deploymentClient?.close();
+    this.deploymentClient = undefined;
   }
 
   private requireAddress(): string {

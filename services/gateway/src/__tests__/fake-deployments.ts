@@ -1,0 +1,259 @@
+/**
+ * An in-process fake of the control plane's DeploymentService (gRPC, through @berth/rpc) for the
+ * gateway's tests: deployments and revisions in memory, tenant-scoped like the real one, every
+ * request recorded, upload chunks kept, and routing (`ResolveDeployment`) set by the test.
+ */
+import { randomUUID } from 'node:crypto';
+import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
+import { silentLogger } from '@berth/log';
+import { DeploymentService, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
+import { createRpcServer, type RpcServer } from '@berth/rpc';
+import type { JsonObject } from '@bufbuild/protobuf';
+
+type DeploymentInit = Omit<Deployment, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt'> & { createdAt: Date; updatedAt: Date };
+type RevisionInit = Omit<Revision, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt'> & { createdAt: Date };
+
+export interface FakeLog {
+  id: bigint;
+  revisionId: string;
+  type: 'build' | 'deploy';
+  level: string;
+  message: string;
+}
+
+export interface FakeUpload {
+  id: string;
+  deploymentId: string;
+  tenantId: string;
+  chunks: number[];
+  bytes: number;
+  sha: Buffer[];
+  complete: boolean;
+}
+
+export interface Route {
+  tenantId: string;
+  upstreamUrl: string;
+  customAuth: boolean;
+}
+
+export class FakeDeploymentService {
+  readonly deployments = new Map<string, DeploymentInit>();
+  readonly revisions = new Map<string, RevisionInit>();
+  readonly secrets = new Map<string, Map<string, string>>();
+  readonly logs: FakeLog[] = [];
+  readonly uploads = new Map<string, FakeUpload>();
+  /** Every call: method name and request (as received). */
+  readonly calls: { method: string; request: Record<string, unknown> }[] = [];
+  /** Routing per deployment id; unset ids resolve from the stored deployment (no upstream). */
+  readonly routes = new Map<string, Route>();
+  resolveCalls = 0;
+  /** Milliseconds each ResolveDeployment takes (to test that concurrent misses share one call). */
+  resolveDelayMs = 0;
+  /** Milliseconds each UploadSource takes. */
+  uploadDelayMs = 0;
+  private server: RpcServer | undefined;
+  private logSeq = 0n;
+  address = '';
+
+  async start(): Promise<this> {
+    this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200 });
+    this.server.add(DeploymentService, this.implementation());
+    this.address = (await this.server.listen('127.0.0.1', 0)).address;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    await this.server?.close();
+  }
+
+  callsOf(method: string): Record<string, unknown>[] {
+    return this.calls.filter((c) => c.method === method).map((c) => c.request);
+  }
+
+  addLog(revisionId: string, type: 'build' | 'deploy', message: string, level = 'info'): FakeLog {
+    const entry = { id: ++this.logSeq, revisionId, type, level, message };
+    this.logs.push(entry);
+    return entry;
+  }
+
+  private deployment(tenantId: string, id: string): DeploymentInit {
+    const found = this.deployments.get(id);
+    if (!found || found.tenantId !== tenantId) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    return found;
+  }
+
+  private newRevision(deployment: DeploymentInit, config: JsonObject, status: string): RevisionInit {
+    const revision: RevisionInit = {
+      id: randomUUID(),
+      deploymentId: deployment.id,
+      status,
+      source: deployment.source,
+      sourceRevisionConfig: config,
+      statusMessage: status === 'AWAITING_BUILD' ? 'waiting for the project upload' : '',
+      createdAt: new Date(Date.now() + this.revisions.size),
+    };
+    this.revisions.set(revision.id, revision);
+    deployment.latestRevisionId = revision.id;
+    deployment.sourceRevisionConfig = config;
+    return revision;
+  }
+
+  private out(d: DeploymentInit) {
+    return {
+      ...d,
+      secretNames: [...(this.secrets.get(d.id)?.keys() ?? [])].sort(),
+      createdAt: timestampFromDate(d.createdAt),
+      updatedAt: timestampFromDate(d.updatedAt),
+    };
+  }
+
+  private revisionOut(r: RevisionInit) {
+    return { ...r, createdAt: timestampFromDate(r.createdAt), updatedAt: timestampFromDate(r.createdAt) };
+  }
+
+  private implementation() {
+    const record = (method: string, request: object) => this.calls.push({ method, request: { ...request } as Record<string, unknown> });
+    return {
+      createDeployment: async (req: { tenantId: string; name: string; source: string; sourceConfig?: JsonObject; sourceRevisionConfig?: JsonObject; secrets: { name: string; value: string }[] }) => {
+        record('createDeployment', req);
+        if (!req.tenantId) throw new InvalidArgumentError('tenant_id is required');
+        for (const d of this.deployments.values()) {
+          if (d.tenantId === req.tenantId && d.name === req.name) throw new ConflictError(`A deployment named ${req.name} already exists`);
+        }
+        const now = new Date();
+        const deployment: DeploymentInit = {
+          id: randomUUID(),
+          tenantId: req.tenantId,
+          name: req.name,
+          source: req.source,
+          sourceConfig: req.sourceConfig ?? {},
+          sourceRevisionConfig: req.sourceRevisionConfig ?? {},
+          status: 'AWAITING_DEPLOY',
+          latestRevisionId: '',
+          activeRevisionId: '',
+          secretNames: [],
+          sessionId: randomUUID(),
+          createdAt: now,
+          updatedAt: now,
+        };
+        this.deployments.set(deployment.id, deployment);
+        this.secrets.set(deployment.id, new Map(req.secrets.map((s) => [s.name, s.value])));
+        const waits = req.source === 'internal_source' && !req.sourceRevisionConfig?.source_tarball_path;
+        this.newRevision(deployment, req.sourceRevisionConfig ?? {}, waits ? 'AWAITING_BUILD' : 'QUEUED');
+        return { deployment: this.out(deployment) };
+      },
+      listDeployments: async (req: { tenantId: string; nameContains: string; deploymentType: string; limit: number; offset: number }) => {
+        record('listDeployments', req);
+        const all = [...this.deployments.values()]
+          .filter((d) => d.tenantId === req.tenantId && d.name.includes(req.nameContains))
+          .filter((d) => !req.deploymentType || d.sourceConfig?.deployment_type === req.deploymentType)
+          .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+        const page = all.slice(req.offset, req.offset + req.limit);
+        return { resources: page.map((d) => this.out(d)), offset: req.offset + page.length };
+      },
+      getDeployment: async (req: { tenantId: string; deploymentId: string }) => {
+        record('getDeployment', req);
+        return { deployment: this.out(this.deployment(req.tenantId, req.deploymentId)) };
+      },
+      updateDeployment: async (req: {
+        tenantId: string;
+        deploymentId: string;
+        sourceConfig?: JsonObject;
+        sourceRevisionConfig?: JsonObject;
+        replaceSecrets: boolean;
+        secrets: { name: string; value: string }[];
+      }) => {
+        record('updateDeployment', req);
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        if (req.sourceConfig?.deployment_type && req.sourceConfig.deployment_type !== deployment.sourceConfig?.deployment_type) {
+          throw new ConflictError('deployment_type cannot change');
+        }
+        if (req.sourceConfig) deployment.sourceConfig = { ...deployment.sourceConfig, ...req.sourceConfig };
+        if (req.replaceSecrets) this.secrets.set(deployment.id, new Map(req.secrets.map((s) => [s.name, s.value])));
+        if (req.sourceRevisionConfig) this.newRevision(deployment, req.sourceRevisionConfig, 'QUEUED');
+        deployment.updatedAt = new Date();
+        return { deployment: this.out(deployment) };
+      },
+      deleteDeployment: async (req: { tenantId: string; deploymentId: string }) => {
+        record('deleteDeployment', req);
+        this.deployment(req.tenantId, req.deploymentId);
+        this.deployments.delete(req.deploymentId);
+        this.routes.delete(req.deploymentId);
+        return {};
+      },
+      listRevisions: async (req: { tenantId: string; deploymentId: string; limit: number; offset: number; statuses: string[] }) => {
+        record('listRevisions', req);
+        this.deployment(req.tenantId, req.deploymentId);
+        const all = [...this.revisions.values()]
+          .filter((r) => r.deploymentId === req.deploymentId && (req.statuses.length === 0 || req.statuses.includes(r.status)))
+          .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+        const page = all.slice(req.offset, req.offset + req.limit);
+        return { resources: page.map((r) => this.revisionOut(r)), offset: req.offset + page.length };
+      },
+      getRevision: async (req: { tenantId: string; deploymentId: string; revisionId: string }) => {
+        record('getRevision', req);
+        this.deployment(req.tenantId, req.deploymentId);
+        const revision = this.revisions.get(req.revisionId);
+        if (!revision || revision.deploymentId !== req.deploymentId) throw new NotFoundError(`Revision ID ${req.revisionId} not found.`);
+        return { revision: this.revisionOut(revision) };
+      },
+      redeployRevision: async (req: { tenantId: string; deploymentId: string; revisionId: string }) => {
+        record('redeployRevision', req);
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        const revision = this.revisions.get(req.revisionId);
+        if (!revision || revision.deploymentId !== req.deploymentId) throw new NotFoundError(`Revision ID ${req.revisionId} not found.`);
+        if (revision.status.endsWith('_FAILED')) throw new ConflictError(`Revision ${revision.id} failed; it cannot be redeployed`);
+        deployment.activeRevisionId = revision.id;
+        return { deployment: this.out(deployment) };
+      },
+      getRevisionLogs: async (req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint; limit: number }) => {
+        record('getRevisionLogs', req);
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        const revisionId = req.revisionId || deployment.latestRevisionId;
+        if (!this.revisions.has(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
+        const logs = this.logs
+          .filter((l) => l.revisionId === revisionId && (!req.type || l.type === req.type) && l.id > req.offset)
+          .slice(0, req.limit);
+        return {
+          logs: logs.map((l) => ({ id: l.id, timestamp: timestampFromDate(new Date()), level: l.level, message: l.message, type: l.type })),
+          nextOffset: logs.at(-1)?.id ?? req.offset,
+          revisionId,
+        };
+      },
+      uploadSource: async (req: { tenantId: string; deploymentId: string; uploadId: string; data: Uint8Array; last: boolean }) => {
+        record('uploadSource', { ...req, data: req.data.length });
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        if (this.uploadDelayMs) await new Promise((r) => setTimeout(r, this.uploadDelayMs));
+        let upload = req.uploadId ? this.uploads.get(req.uploadId) : undefined;
+        if (req.uploadId && !upload) throw new NotFoundError(`Upload ${req.uploadId} not found`);
+        if (!upload) {
+          upload = { id: randomUUID(), deploymentId: deployment.id, tenantId: req.tenantId, chunks: [], bytes: 0, sha: [], complete: false };
+          this.uploads.set(upload.id, upload);
+        }
+        upload.chunks.push(req.data.length);
+        upload.bytes += req.data.length;
+        upload.sha.push(Buffer.from(req.data));
+        if (!req.last) return { uploadId: upload.id };
+        upload.complete = true;
+        const latest = this.revisions.get(deployment.latestRevisionId);
+        let revisionId = '';
+        if (latest?.status === 'AWAITING_BUILD') {
+          latest.status = 'QUEUED';
+          revisionId = latest.id;
+        }
+        return { uploadId: upload.id, objectPath: `uploads/${upload.id}.tgz`, revisionId };
+      },
+      resolveDeployment: async (req: { deploymentId: string }) => {
+        record('resolveDeployment', req);
+        this.resolveCalls += 1;
+        if (this.resolveDelayMs) await new Promise((r) => setTimeout(r, this.resolveDelayMs));
+        const route = this.routes.get(req.deploymentId);
+        if (route) return route;
+        const deployment = this.deployments.get(req.deploymentId);
+        if (!deployment) throw new NotFoundError(`Deployment ID ${req.deploymentId} not found.`);
+        return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false };
+      },
+    };
+  }
+}

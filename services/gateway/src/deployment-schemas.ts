@@ -1,0 +1,211 @@
+/**
+ * Request and response schemas of the deployment API (`/v2/deployments…`), in the shapes of the
+ * LangSmith control plane's REST API. Request objects are strict at every level (an unknown or
+ * misspelt field is a 422, never silently dropped); response objects strip what they do not
+ * declare, so nothing the control plane adds later leaks unreviewed (secret values above all).
+ */
+import { z } from 'zod';
+
+const timestamp = z.iso.datetime({ offset: true });
+
+/** A deployment name: also a DNS label, the way Kubernetes and hostnames need it. */
+export const DEPLOYMENT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Revision statuses, in pipeline order, then the terminal failures. */
+export const REVISION_STATUSES = [
+  'QUEUED',
+  'AWAITING_BUILD',
+  'BUILDING',
+  'AWAITING_DEPLOY',
+  'DEPLOYING',
+  'DEPLOYED',
+  'BUILD_FAILED',
+  'DEPLOY_FAILED',
+  'INTERRUPTED',
+] as const;
+
+const integerText = /^\s*[+-]?\d+\s*$/;
+
+/**
+ * An integer query parameter: query values arrive as text and only an integer literal counts
+ * ("", "1.5", "1e2" are 422s, which `z.coerce` would let through as 0, 1.5 and 100).
+ */
+function intQuery(min: number, max: number, fallback: number, description: string) {
+  return z
+    .preprocess(
+      (v) => (typeof v === 'string' && integerText.test(v) ? Number(v) : v),
+      z
+        .int({ error: 'Input should be a valid integer' })
+        .min(min, { error: `Input should be greater than or equal to ${min}` })
+        .max(max, { error: `Input should be less than or equal to ${max}` }),
+    )
+    .default(fallback)
+    .meta({ default: fallback })
+    .describe(description);
+}
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+export const ResourceSpec = z.strictObject({
+  min_scale: z.int().min(0).max(100).optional().describe('Fewest replicas'),
+  max_scale: z.int().min(1).max(100).optional().describe('Most replicas'),
+  cpu: z.number().positive().max(64).optional().describe('CPU cores per replica'),
+  memory_mb: z.int().min(128).max(262_144).optional().describe('Memory per replica, in MB'),
+});
+
+export const SourceConfig = z.strictObject({
+  deployment_type: z.enum(['dev', 'prod']).optional().describe('dev (the default) or prod; immutable'),
+  resource_spec: ResourceSpec.nullable().optional(),
+});
+
+export const SourceRevisionConfig = z.strictObject({
+  langgraph_config_path: z
+    .string()
+    .min(1)
+    .max(1024)
+    .nullable()
+    .optional()
+    .describe('Path of langgraph.json inside the project (internal_source)'),
+  image_uri: z.string().min(1).max(2048).nullable().optional().describe('Container image (external_docker)'),
+  source_tarball_path: z
+    .string()
+    .min(1)
+    .max(1024)
+    .nullable()
+    .optional()
+    .describe('The object_path of an upload (POST /v2/deployments/{deployment_id}/upload)'),
+});
+
+const SecretIn = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { error: 'Secret names are environment variable names: letters, digits and _' }),
+  value: z.string().max(65_536),
+});
+
+const Secrets = z
+  .array(SecretIn)
+  .max(200)
+  .superRefine((secrets, ctx) => {
+    const seen = new Set<string>();
+    secrets.forEach((secret, index) => {
+      if (seen.has(secret.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `Duplicate secret name ${secret.name}` });
+      seen.add(secret.name);
+    });
+  })
+  .describe('Environment variables of the agent server, stored encrypted; values are never returned');
+
+export const CreateDeploymentBody = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(DEPLOYMENT_NAME, { error: 'Input should match ^[a-z0-9][a-z0-9-]{0,62}$ (lower-case letters, digits and -)' })
+      .describe('Unique in the tenant; immutable'),
+    source: z.enum(['internal_source', 'external_docker']).describe('An uploaded project tarball, or a container image'),
+    source_config: SourceConfig.nullable().optional(),
+    source_revision_config: SourceRevisionConfig.nullable().optional(),
+    secrets: Secrets.nullable().optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.source === 'external_docker' && !body.source_revision_config?.image_uri) {
+      ctx.addIssue({ code: 'custom', path: ['source_revision_config', 'image_uri'], message: 'external_docker deployments need an image_uri' });
+    }
+  });
+
+export const UpdateDeploymentBody = z.strictObject({
+  source_config: SourceConfig.nullable().optional().describe('Changes alone do not make a new revision'),
+  source_revision_config: SourceRevisionConfig.nullable()
+    .optional()
+    .describe('When given (not null), a new revision is made from it'),
+  secrets: Secrets.nullable().optional().describe('When given (not null), replaces all secrets of the deployment'),
+});
+
+export const DeploymentOut = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  name: z.string(),
+  source: z.string(),
+  source_config: z.record(z.string(), z.unknown()),
+  source_revision_config: z.record(z.string(), z.unknown()),
+  status: z.string().describe('READY (a revision serves), AWAITING_DEPLOY (none serves yet) or AWAITING_DELETE'),
+  latest_revision_id: z.string().nullable(),
+  active_revision_id: z.string().nullable().describe('The revision serving traffic; null until one is DEPLOYED'),
+  secrets: z.array(z.object({ name: z.string() })).describe('Names only'),
+  session_id: z.string().nullable(),
+  deployment_url: z.string().describe('Where the agent server of this deployment answers'),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const RevisionOut = z.object({
+  id: z.string(),
+  deployment_id: z.string(),
+  status: z.string().describe(REVISION_STATUSES.join(', ')),
+  source: z.string(),
+  source_revision_config: z.record(z.string(), z.unknown()),
+  status_message: z.string().describe('Why it failed or what it waits for; empty otherwise'),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const DeploymentListOut = z.object({
+  resources: z.array(DeploymentOut),
+  offset: z.int().describe('Pass as offset to read the next page'),
+});
+
+export const RevisionListOut = z.object({
+  resources: z.array(RevisionOut),
+  offset: z.int().describe('Pass as offset to read the next page'),
+});
+
+export const LogEntryOut = z.object({
+  id: z.int(),
+  timestamp,
+  level: z.string().describe('info, warn or error'),
+  message: z.string(),
+  type: z.string().describe('build or deploy'),
+});
+
+export const LogsOut = z.object({
+  logs: z.array(LogEntryOut),
+  next_offset: z.int().describe('Pass as offset to read on from the last entry returned'),
+  revision_id: z.string().nullable(),
+});
+
+export const UploadOut = z.object({
+  object_path: z.string().describe('What source_revision_config.source_tarball_path takes'),
+  revision_id: z.string().nullable().describe('The revision whose build this upload started, if one waited for it'),
+});
+
+// Ids are plain strings here: a malformed id is a 404 like an unknown one (see routes/deployments.ts).
+export const DeploymentPath = z.strictObject({ deployment_id: z.string() });
+export const RevisionPath = z.strictObject({ deployment_id: z.string(), revision_id: z.string() });
+
+export const ListDeploymentsQuery = z.strictObject({
+  name_contains: z.string().max(63).optional().describe('Only deployments whose name contains this text'),
+  deployment_type: z.enum(['dev', 'prod']).optional(),
+  limit: intQuery(1, 100, 20, 'Page size, 1 to 100'),
+  offset: intQuery(0, MAX_SAFE, 0, 'Deployments to skip'),
+});
+
+export const ListRevisionsQuery = z.strictObject({
+  limit: intQuery(1, 100, 20, 'Page size, 1 to 100'),
+  offset: intQuery(0, MAX_SAFE, 0, 'Revisions to skip'),
+  status: z
+    .string()
+    .transform((text) =>
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(REVISION_STATUSES)))
+    .optional()
+    .describe('Only revisions in these statuses (comma-separated)'),
+});
+
+export const LogsQuery = z.strictObject({
+  type: z.enum(['build', 'deploy']).optional().describe('build or deploy logs; both when omitted'),
+  offset: intQuery(0, MAX_SAFE, 0, 'Entries with an id above this (the next_offset of the previous page)'),
+  limit: intQuery(1, 1000, 100, 'Entries per page, 1 to 1000'),
+});

@@ -1,0 +1,190 @@
+/**
+ * The deployment URL: `ALL /d/{deployment_id}/…` is proxied to the agent server of the
+ * deployment's serving revision, so `Client({ apiUrl: deployment_url, apiKey })` of the LangGraph
+ * SDKs talks to it as to any agent server.
+ *
+ * - Streaming both ways: request bodies are piped up, responses piped down chunk by chunk (SSE
+ *   events from `/runs/stream` arrive as the agent server writes them); nothing is buffered.
+ * - A client that hangs up aborts the upstream request (the agent server sees its stream end).
+ * - Hop-by-hop headers (RFC 9110 §7.6.1, and whatever `Connection` names) are not forwarded.
+ * - Auth: unless the project has its own auth handler (`custom_auth`), the request must carry an
+ *   API key or bearer token of the deployment's tenant; another tenant's credential gets the same
+ *   404 as an unknown deployment, and the platform credential is not passed on to the project.
+ *   With `custom_auth` every header passes untouched: the project's handler decides.
+ * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
+ *   deleted deployment, or a malformed id), 502 (the agent server cannot be reached), 503 (no
+ *   revision serves yet).
+ */
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import { authenticateHeaders, type AuthStore } from '@berth/auth';
+import { httpErrorBody } from '@berth/http';
+import type { Logger } from '@berth/log';
+import type { RequestHandler } from 'express';
+import type { DeploymentResolver } from './resolver.js';
+
+export interface DeploymentProxyDeps {
+  resolver: DeploymentResolver;
+  store: AuthStore;
+  logger: Logger;
+}
+
+/** `/d/{id}` with an optional rest of path and query. */
+const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** The platform's credentials: for the gateway, never for the project. */
+const PLATFORM_CREDENTIALS = ['x-api-key', 'authorization', 'x-tenant-id'];
+
+/** The headers of a message minus hop-by-hop ones, including those its Connection header lists. */
+export function endToEndHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const listed = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((token) => token.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function sendJson(res: ServerResponse, status: number, detail: unknown, extra: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ detail });
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+function notFound(res: ServerResponse, id: string): void {
+  sendJson(res, 404, `Deployment ID ${id} not found.`);
+}
+
+export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
+  return (req, res, next) => {
+    const match = PROXY_PATH.exec(req.url);
+    if (!match) {
+      next();
+      return;
+    }
+    proxy(deps, req, res, match[1]!, match[2] ?? '').catch((error: unknown) => {
+      const { status, body } = httpErrorBody(error);
+      if (status >= 500) deps.logger.error({ err: error, method: req.method, deploymentId: match[1] }, 'proxying failed');
+      sendJson(res, status, body.detail);
+    });
+  };
+}
+
+async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: ServerResponse, rawId: string, rest: string): Promise<void> {
+  const started = performance.now();
+  const requestId = typeof req.headers['x-request-id'] === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID();
+  res.setHeader('X-Request-Id', requestId);
+  const id = rawId.toLowerCase();
+  const path = rest.startsWith('/') ? rest : `/${rest}`;
+  res.once('close', () => {
+    const status = res.statusCode;
+    const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
+    // The path only: queries of agent-server calls may carry user data.
+    deps.logger[level](
+      { req: { id: requestId, method: req.method, url: `/d/${id}${path.split('?')[0]}` }, res: { statusCode: status }, responseTime: Math.round(performance.now() - started) },
+      res.writableFinished ? 'proxied request completed' : 'proxied request aborted',
+    );
+  });
+  if (!UUID.test(id)) return notFound(res, rawId);
+  const target = await deps.resolver.resolve(id);
+  if (!target) return notFound(res, id);
+
+  const headers = endToEndHeaders(req.headers);
+  if (!target.customAuth) {
+    const principal = await authenticateHeaders(deps.store, req.headers);
+    // Another tenant's key learns nothing, not even that the deployment exists.
+    if (principal.tenantId !== target.tenantId) return notFound(res, id);
+    for (const name of PLATFORM_CREDENTIALS) delete headers[name];
+  }
+  if (!target.upstreamUrl) {
+    return sendJson(res, 503, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`, { 'retry-after': '5' });
+  }
+  forward(deps, req, res, id, target.upstreamUrl, path, headers, requestId);
+}
+
+function forward(
+  deps: DeploymentProxyDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  id: string,
+  upstreamUrl: string,
+  path: string,
+  headers: Record<string, string | string[]>,
+  requestId: string,
+): void {
+  const base = new URL(upstreamUrl);
+  const prior = req.headers['x-forwarded-for'];
+  const client = req.socket.remoteAddress ?? '';
+  const upstreamHeaders = {
+    ...headers,
+    host: base.host,
+    'x-forwarded-for': prior ? `${String(prior)}, ${client}` : client,
+    'x-forwarded-host': req.headers.host ?? '',
+    'x-forwarded-proto': (req.headers['x-forwarded-proto'] as string | undefined) ?? ('encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'),
+    'x-forwarded-prefix': `/d/${id}`,
+    'x-request-id': requestId,
+  };
+  const transport = base.protocol === 'https:' ? https : http;
+  // Node's global agents keep connections alive (Node ≥ 19), so calls reuse upstream sockets.
+  const upstream = transport.request({
+    protocol: base.protocol,
+    hostname: base.hostname,
+    port: base.port,
+    method: req.method,
+    path: `${base.pathname.replace(/\/+$/, '')}${path}`,
+    headers: upstreamHeaders,
+  });
+
+  let clientGone = false;
+  res.once('close', () => {
+    if (!res.writableFinished) {
+      clientGone = true;
+      upstream.destroy();
+    }
+  });
+  upstream.once('response', (answer) => {
+    answer.once('error', () => res.destroy());
+    answer.once('aborted', () => res.destroy());
+    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.headers));
+    // Headers go out now, before the first body chunk: a stream's client sees it open at once.
+    res.flushHeaders();
+    answer.pipe(res);
+  });
+  upstream.once('error', (error: NodeJS.ErrnoException) => {
+    if (clientGone) return;
+    if (res.headersSent) {
+      // Mid-response: the only honest signal left is to cut the connection.
+      res.destroy(error);
+      return;
+    }
+    deps.logger.warn({ err: error, deploymentId: id, upstream: upstreamUrl }, 'agent server unreachable');
+    sendJson(res, 502, `The agent server of deployment ${id} cannot be reached${error.code ? ` (${error.code})` : ''}`);
+  });
+  req.once('aborted', () => upstream.destroy());
+  req.pipe(upstream);
+}

@@ -1,0 +1,308 @@
+/**
+ * The deployment API (`/v2/deployments…`, area A of the platform interface): REST in the shapes
+ * of the LangSmith control plane, translated to `berth.controlplane.v1.DeploymentService` calls.
+ * Every call carries the caller's tenant; another tenant's deployment is NOT_FOUND there, so it
+ * is a 404 here, indistinguishable from one that never existed.
+ *
+ * Ids: deployment and revision ids are UUIDs. A path id that is not one is answered 404, like
+ * an unknown id (and like the `/d/{deployment_id}` proxy answers it), rather than 422: to a
+ * client both mean "no such deployment", and a malformed id never reaches the control plane.
+ */
+import type { Principal } from '@berth/auth';
+import { NotFoundError } from '@berth/errors';
+import type { Api } from '@berth/http';
+import { timestampDate, type Deployment, type LogEntry, type Revision, type Secret } from '@berth/proto';
+import type { JsonObject } from '@bufbuild/protobuf';
+import type { Request } from 'express';
+import type { z } from 'zod';
+import type { ControlPlaneClients } from '../control-plane.js';
+import {
+  CreateDeploymentBody,
+  DeploymentListOut,
+  DeploymentOut,
+  DeploymentPath,
+  ListDeploymentsQuery,
+  ListRevisionsQuery,
+  LogsOut,
+  LogsQuery,
+  RevisionListOut,
+  RevisionOut,
+  RevisionPath,
+  UpdateDeploymentBody,
+} from '../deployment-schemas.js';
+import { publicOrigin } from './auth-flows.js';
+
+export interface DeploymentRouteDeps {
+  controlPlane: ControlPlaneClients;
+  /** Base URL of deployment URLs; the request's own origin when unset. */
+  publicUrl?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The id as the control plane stores it, or a 404 for text that cannot be an id. */
+export function deploymentIdOf(id: string): string {
+  if (!UUID.test(id)) throw new NotFoundError(`Deployment ID ${id} not found.`);
+  return id.toLowerCase();
+}
+
+function revisionIdOf(id: string): string {
+  if (!UUID.test(id)) throw new NotFoundError(`Revision ID ${id} not found.`);
+  return id.toLowerCase();
+}
+
+/** `{base}/d/{id}`: where the gateway proxies a deployment's traffic (see proxy/deployment-proxy.ts). */
+export function deploymentUrl(req: Request, publicUrl: string | undefined, deploymentId: string): string {
+  return `${publicOrigin(req, publicUrl)}/d/${deploymentId}`;
+}
+
+const iso = (t: Parameters<typeof timestampDate>[0] | undefined) => (t ? timestampDate(t) : new Date(0)).toISOString();
+
+export function deploymentJson(d: Deployment, url: string): z.input<typeof DeploymentOut> {
+  return {
+    id: d.id,
+    tenant_id: d.tenantId,
+    name: d.name,
+    source: d.source,
+    source_config: d.sourceConfig ?? {},
+    source_revision_config: d.sourceRevisionConfig ?? {},
+    status: d.status,
+    latest_revision_id: d.latestRevisionId || null,
+    active_revision_id: d.activeRevisionId || null,
+    secrets: d.secretNames.map((name) => ({ name })),
+    session_id: d.sessionId || null,
+    deployment_url: url,
+    created_at: iso(d.createdAt),
+    updated_at: iso(d.updatedAt),
+  };
+}
+
+export function revisionJson(r: Revision): z.input<typeof RevisionOut> {
+  return {
+    id: r.id,
+    deployment_id: r.deploymentId,
+    status: r.status,
+    source: r.source,
+    source_revision_config: r.sourceRevisionConfig ?? {},
+    status_message: r.statusMessage,
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+  };
+}
+
+function logJson(entry: LogEntry) {
+  return { id: Number(entry.id), timestamp: iso(entry.timestamp), level: entry.level, message: entry.message, type: entry.type };
+}
+
+/** A google.protobuf.Struct holds JSON values only: drop the keys zod left undefined. */
+function struct(value: object): JsonObject {
+  return JSON.parse(JSON.stringify(value)) as JsonObject;
+}
+
+function secretsOf(secrets: { name: string; value: string }[]): Secret[] {
+  return secrets.map((s) => ({ name: s.name, value: s.value }) as Secret);
+}
+
+function found<T>(value: T | undefined, what: string): T {
+  // Only a broken control plane answers OK without the resource.
+  if (value === undefined) throw new NotFoundError(`${what} not found.`);
+  return value;
+}
+
+export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps): void {
+  const rpc = () => deps.controlPlane.deployments;
+  const urlOf = (req: Request, id: string) => deploymentUrl(req, deps.publicUrl, id);
+  const tags = ['deployments'];
+
+  api
+    .route({
+      method: 'post',
+      path: '/v2/deployments',
+      summary: 'Create a deployment (and its first revision)',
+      description:
+        'The first revision of an `internal_source` deployment without a `source_tarball_path` waits (AWAITING_BUILD) ' +
+        'for `POST /v2/deployments/{deployment_id}/upload`, whose upload starts its build. `deployment_type` defaults ' +
+        'to dev. `deployment_url` is where the deployment answers once a revision is DEPLOYED.',
+      tags,
+      body: CreateDeploymentBody,
+      status: 201,
+      response: DeploymentOut,
+      errors: [409, 503],
+      handler: async ({ body, auth, req }) => {
+        const sourceConfig = { ...(body.source_config ?? {}), deployment_type: body.source_config?.deployment_type ?? 'dev' };
+        const answer = await rpc().createDeployment({
+          tenantId: auth.tenantId,
+          name: body.name,
+          source: body.source,
+          sourceConfig: struct(sourceConfig),
+          sourceRevisionConfig: struct(body.source_revision_config ?? {}),
+          secrets: secretsOf(body.secrets ?? []),
+        });
+        const deployment = found(answer.deployment, 'Deployment');
+        return deploymentJson(deployment, urlOf(req, deployment.id));
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments',
+      summary: 'List deployments, newest first',
+      description: 'Answers `{resources, offset}`; pass `offset` back to read the next page.',
+      tags,
+      query: ListDeploymentsQuery,
+      response: DeploymentListOut,
+      errors: [503],
+      handler: async ({ query, auth, req }) => {
+        const answer = await rpc().listDeployments({
+          tenantId: auth.tenantId,
+          nameContains: query.name_contains ?? '',
+          deploymentType: query.deployment_type ?? '',
+          limit: query.limit,
+          offset: query.offset,
+        });
+        return { resources: answer.resources.map((d) => deploymentJson(d, urlOf(req, d.id))), offset: answer.offset };
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments/{deployment_id}',
+      summary: 'Get a deployment',
+      tags,
+      params: DeploymentPath,
+      response: DeploymentOut,
+      errors: [404, 503],
+      handler: async ({ params, auth, req }) => {
+        const deploymentId = deploymentIdOf(params.deployment_id);
+        const answer = await rpc().getDeployment({ tenantId: auth.tenantId, deploymentId });
+        return deploymentJson(found(answer.deployment, `Deployment ID ${deploymentId}`), urlOf(req, deploymentId));
+      },
+    })
+    .route({
+      method: 'patch',
+      path: '/v2/deployments/{deployment_id}',
+      summary: 'Update a deployment',
+      description:
+        'Fields left out (or null) are not changed. A `source_revision_config` makes a new revision (with ' +
+        '`source_tarball_path` set to the `object_path` of an upload, for `internal_source`); `secrets` replaces every ' +
+        'secret of the deployment; `source_config` changes alone make no revision.',
+      tags,
+      params: DeploymentPath,
+      body: UpdateDeploymentBody,
+      response: DeploymentOut,
+      errors: [404, 409, 503],
+      handler: async ({ params, body, auth, req }) => {
+        const deploymentId = deploymentIdOf(params.deployment_id);
+        const answer = await rpc().updateDeployment({
+          tenantId: auth.tenantId,
+          deploymentId,
+          ...(body.source_config ? { sourceConfig: struct(body.source_config) } : {}),
+          ...(body.source_revision_config ? { sourceRevisionConfig: struct(body.source_revision_config) } : {}),
+          replaceSecrets: body.secrets != null,
+          secrets: secretsOf(body.secrets ?? []),
+        });
+        return deploymentJson(found(answer.deployment, `Deployment ID ${deploymentId}`), urlOf(req, deploymentId));
+      },
+    })
+    .route({
+      method: 'delete',
+      path: '/v2/deployments/{deployment_id}',
+      summary: 'Delete a deployment',
+      description: 'Its agent server stops, and its revisions, logs, secrets and uploads are removed.',
+      tags,
+      params: DeploymentPath,
+      errors: [404, 503],
+      handler: async ({ params, auth }) => {
+        await rpc().deleteDeployment({ tenantId: auth.tenantId, deploymentId: deploymentIdOf(params.deployment_id) });
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments/{deployment_id}/revisions',
+      summary: 'List revisions of a deployment, newest first',
+      tags,
+      params: DeploymentPath,
+      query: ListRevisionsQuery,
+      response: RevisionListOut,
+      errors: [404, 503],
+      handler: async ({ params, query, auth }) => {
+        const answer = await rpc().listRevisions({
+          tenantId: auth.tenantId,
+          deploymentId: deploymentIdOf(params.deployment_id),
+          limit: query.limit,
+          offset: query.offset,
+          statuses: query.status ?? [],
+        });
+        return { resources: answer.resources.map(revisionJson), offset: answer.offset };
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments/{deployment_id}/revisions/{revision_id}',
+      summary: 'Get a revision (poll its status until DEPLOYED)',
+      tags,
+      params: RevisionPath,
+      response: RevisionOut,
+      errors: [404, 503],
+      handler: async ({ params, auth }) => {
+        const revisionId = revisionIdOf(params.revision_id);
+        const answer = await rpc().getRevision({ tenantId: auth.tenantId, deploymentId: deploymentIdOf(params.deployment_id), revisionId });
+        return revisionJson(found(answer.revision, `Revision ID ${revisionId}`));
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy',
+      summary: 'Deploy an earlier revision again',
+      tags,
+      params: RevisionPath,
+      response: DeploymentOut,
+      errors: [404, 409, 503],
+      handler: async ({ params, auth, req }) => {
+        const deploymentId = deploymentIdOf(params.deployment_id);
+        const answer = await rpc().redeployRevision({ tenantId: auth.tenantId, deploymentId, revisionId: revisionIdOf(params.revision_id) });
+        return deploymentJson(found(answer.deployment, `Deployment ID ${deploymentId}`), urlOf(req, deploymentId));
+      },
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
+      summary: 'Build and deploy logs of a revision',
+      description: 'Entries come oldest first; pass `next_offset` back as `offset` to read on (to follow a build, poll).',
+      tags,
+      params: RevisionPath,
+      query: LogsQuery,
+      response: LogsOut,
+      errors: [404, 503],
+      handler: async ({ params, query, auth }) =>
+        logs(deps, auth, deploymentIdOf(params.deployment_id), revisionIdOf(params.revision_id), query),
+    })
+    .route({
+      method: 'get',
+      path: '/v2/deployments/{deployment_id}/logs',
+      summary: 'Build and deploy logs of the latest revision',
+      description: 'Like the logs of a revision, for the newest one; `revision_id` says which that was.',
+      tags,
+      params: DeploymentPath,
+      query: LogsQuery,
+      response: LogsOut,
+      errors: [404, 503],
+      handler: async ({ params, query, auth }) => logs(deps, auth, deploymentIdOf(params.deployment_id), '', query),
+    });
+}
+
+async function logs(
+  deps: DeploymentRouteDeps,
+  auth: Principal,
+  deploymentId: string,
+  revisionId: string,
+  query: z.output<typeof LogsQuery>,
+): Promise<z.input<typeof LogsOut>> {
+  const answer = await deps.controlPlane.deployments.getRevisionLogs({
+    tenantId: auth.tenantId,
+    deploymentId,
+    revisionId,
+    type: query.type ?? '',
+    offset: BigInt(query.offset),
+    limit: query.limit,
+  });
+  return { logs: answer.logs.map(logJson), next_offset: Number(answer.nextOffset), revision_id: answer.revisionId || null };
+}
