@@ -33,7 +33,12 @@ export type CliEnv = z.output<typeof schema> & {
   configDir: string;
   /** The credentials `berth login` writes (mode 0600). */
   loginFile: string;
+  /** What deployment builds and local agent servers inherit: PATH, HOME and npm settings. */
+  processEnv: Record<string, string>;
 };
+
+/** Variables passed on to builds and agent servers; everything else stays with the CLI. */
+const INHERITED = /^(PATH|HOME|TMPDIR|LANG|npm_config_[a-z_]+|NPM_CONFIG_[A-Z_]+|NODE_EXTRA_CA_CERTS|HTTPS?_PROXY|NO_PROXY)$/;
 
 export function loadCliEnv(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): CliEnv {
   const parsed = parseEnv(schema, env);
@@ -41,7 +46,14 @@ export function loadCliEnv(env: Record<string, string | undefined> = process.env
   const configHome =
     parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
   const configDir = join(configHome, 'berth');
-  return { ...parsed, stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth'), configDir, loginFile: join(configDir, 'credentials.json') };
+  const processEnv = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => INHERITED.test(e[0]) && e[1] !== undefined));
+  return {
+    ...parsed,
+    stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth'),
+    configDir,
+    loginFile: join(configDir, 'credentials.json'),
+    processEnv,
+  };
 }
 
 /** The environment handed to the detached platform process started by `berth up`. */

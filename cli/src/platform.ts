@@ -4,7 +4,9 @@
  * where each runs as its own Deployment.
  */
 import { start as startAgentRuntime } from '@berth/agent-runtime';
-import { start as startControlPlane } from '@berth/control-plane';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SecretBox, start as startControlPlane } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
@@ -19,6 +21,24 @@ export interface PlatformConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Queues (and later run events) on Redis; BullMQ's Postgres backend when unset. */
   redisUrl?: string;
+  /** The platform's state folder: deployment builds and the key that encrypts deployment secrets live here. */
+  stateDir: string;
+  /** What deployment builds and local agent servers inherit (PATH, HOME, npm settings). */
+  processEnv?: Record<string, string>;
+}
+
+/** The key deployment secrets are encrypted with: made on first start, kept (0600) in the state folder. */
+async function secretKey(stateDir: string): Promise<string> {
+  const file = join(stateDir, 'secret-key');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await mkdir(stateDir, { recursive: true });
+    const key = SecretBox.generateKey();
+    await writeFile(file, key, { mode: 0o600, flag: 'wx' });
+    return key;
+  }
 }
 
 export interface RunningPlatform {
@@ -41,7 +61,22 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     const services: Record<string, string> = {};
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
-      'control-plane': (logger) => startControlPlane({ ...grpc, databaseUrl: config.databaseUrl }, logger),
+      'control-plane': async (logger) =>
+        startControlPlane(
+          {
+            ...grpc,
+            databaseUrl: config.databaseUrl,
+            deployments: {
+              secretKey: await secretKey(config.stateDir),
+              artifactsDir: join(config.stateDir, 'artifacts'),
+              deployer: { kind: 'local' },
+              ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+              processEnv: config.processEnv ?? {},
+              agentLogLevel: config.logLevel,
+            },
+          },
+          logger,
+        ),
       'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
       'sandbox-manager': (logger) => startSandboxManager(grpc, logger),
       'export-worker': (logger) => startExportWorker(grpc, logger),

@@ -16,6 +16,8 @@ export async function serve(env: CliEnv): Promise<void> {
       host: env.BERTH_HOST,
       port: env.BERTH_PORT ?? 8080,
       logLevel: env.LOG_LEVEL,
+      stateDir: env.stateDir,
+      processEnv: env.processEnv,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
     },
     logger,

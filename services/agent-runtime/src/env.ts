@@ -1,9 +1,54 @@
 /**
- * The agent-runtime's environment (GRPC_HOST, GRPC_PORT, LOG_LEVEL): the only place it reads process.env.
+ * The agent-runtime's environment: the only place it reads process.env.
+ * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL), see `main.ts`;
+ * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`.
  */
-import { parseGrpcServerEnv } from '@berth/config';
+import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { z } from 'zod';
 import type { AgentRuntimeConfig } from './index.js';
+import type { AgentServerConfig } from './server.js';
 
 export function loadAgentRuntimeConfig(env: Record<string, string | undefined> = process.env): AgentRuntimeConfig {
   return parseGrpcServerEnv(env);
+}
+
+const serveSchema = z.object({
+  /** The project's langgraph.json. */
+  BERTH_AGENT_CONFIG: z.string().min(1),
+  DATABASE_URL: z.string().min(1),
+  /** Postgres schema of the deployment's threads, runs and checkpoints. */
+  BERTH_AGENT_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,47}$/).default('agent'),
+  REDIS_URL: z.string().min(1).optional(),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  /** Runs executed at once by this process; 0 = API only (LangGraph's name for it). */
+  N_JOBS_PER_WORKER: z.coerce.number().int().min(0).max(1000).default(10),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Exit when stdin closes: a deployer's child process goes down with its parent. */
+  BERTH_EXIT_WITH_PARENT: z.enum(['0', '1']).default('0'),
+});
+
+export interface AgentServeConfig {
+  server: AgentServerConfig;
+  exitWithParent: boolean;
+  logLevel: z.output<typeof serveSchema>['LOG_LEVEL'];
+}
+
+export function loadAgentServeConfig(env: Record<string, string | undefined> = process.env): AgentServeConfig {
+  const e = parseEnv(serveSchema, env);
+  return {
+    server: {
+      configPath: e.BERTH_AGENT_CONFIG,
+      databaseUrl: e.DATABASE_URL,
+      schema: e.BERTH_AGENT_SCHEMA,
+      ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
+      host: e.HOST,
+      port: e.PORT,
+      workers: e.N_JOBS_PER_WORKER,
+      // Secrets arrive as environment variables; a project env file is not part of a deployment.
+      applyProjectEnv: false,
+    },
+    logLevel: e.LOG_LEVEL,
+    exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',
+  };
 }

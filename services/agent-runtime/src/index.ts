@@ -2,6 +2,7 @@
  * Agent runtime: the agent server of a deployment (its API arrives with the agent-server issue).
  * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
  */
+import { fileURLToPath } from 'node:url';
 import type { GrpcServerConfig } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
@@ -21,6 +22,14 @@ export async function start(
 }
 
 export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';
+export { loadAgentServeConfig } from './env.js';
+export type { AgentServeConfig } from './env.js';
+
+/**
+ * The built script that serves one deployed revision (`node <this>` with the environment of
+ * `loadAgentServeConfig`). Resolved from the package root, so it is the same from src and dist.
+ */
+export const AGENT_SERVE_SCRIPT: string = fileURLToPath(new URL('../dist/serve.js', import.meta.url));
 export type { AgentServerConfig, RunningAgentServer } from './server.js';
 
 // Project loading, for the control plane's build step (it validates a project in a child process).

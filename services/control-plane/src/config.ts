@@ -18,4 +18,32 @@ export interface ControlPlaneConfig extends GrpcServerConfig {
    * @default 60000
    */
   sweepIntervalMs?: number;
+  /** Deployments and revisions; without it the control plane serves login flows only. */
+  deployments?: DeploymentsConfig;
+}
+
+export interface DeploymentsConfig {
+  /** 32 bytes, base64: the key deployment secrets are encrypted with at rest. */
+  secretKey: string;
+  /** Where revisions are built (`<dir>/<deployment>/<revision>/`). */
+  artifactsDir: string;
+  /**
+   * Where revisions run.
+   * @default { kind: 'local' }
+   */
+  deployer?: { kind: 'local' } | { kind: 'kubernetes'; namespace?: string; server?: string; token?: string };
+  /** Revision jobs (and the agent servers' queues) on Redis instead of Postgres. */
+  redisUrl?: string;
+  /**
+   * The Postgres agent servers keep their threads and runs in (a schema per deployment).
+   * @default the control plane's databaseUrl
+   */
+  agentDatabaseUrl?: string;
+  /** Environment of builds and local agent servers (PATH, HOME, npm settings); nothing else is inherited. */
+  processEnv?: Record<string, string>;
+  /**
+   * Log level of the agent servers.
+   * @default 'info'
+   */
+  agentLogLevel?: string;
 }

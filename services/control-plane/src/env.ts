@@ -1,6 +1,7 @@
 /**
  * The control-plane's environment (DATABASE_URL, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
- * AUTH_FLOW_TTL_SECONDS): the only place it reads process.env.
+ * AUTH_FLOW_TTL_SECONDS, BERTH_SECRET_KEY, BERTH_ARTIFACTS_DIR, BERTH_DEPLOYER, ...): the only place
+ * it reads process.env.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
@@ -11,9 +12,39 @@ const schema = z.object({
   DATABASE_URL: z.string().min(1),
   /** Lifetime of a login flow (berth login), in seconds. */
   AUTH_FLOW_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
+  /** 32 bytes, base64: encrypts deployment secrets at rest. Without it no deployments are served. */
+  BERTH_SECRET_KEY: z.string().min(1).optional(),
+  /** Where revisions are built. */
+  BERTH_ARTIFACTS_DIR: z.string().min(1).default('/var/lib/berth/artifacts'),
+  /** local (child processes) or kubernetes (in-cluster: the pod's service account). */
+  BERTH_DEPLOYER: z.enum(['local', 'kubernetes']).default('local'),
+  KUBERNETES_NAMESPACE: z.string().min(1).default('berth'),
+  REDIS_URL: z.string().min(1).optional(),
+  /** Postgres of the agent servers (defaults to DATABASE_URL). */
+  AGENT_DATABASE_URL: z.string().min(1).optional(),
+  PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
+  HOME: z.string().default('/tmp'),
 });
 
 export function loadControlPlaneConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {
   const e = parseEnv(schema, env);
-  return { ...parseGrpcServerEnv(env), databaseUrl: e.DATABASE_URL, authFlowTtlSeconds: e.AUTH_FLOW_TTL_SECONDS };
+  const grpc = parseGrpcServerEnv(env);
+  return {
+    ...grpc,
+    databaseUrl: e.DATABASE_URL,
+    authFlowTtlSeconds: e.AUTH_FLOW_TTL_SECONDS,
+    ...(e.BERTH_SECRET_KEY
+      ? {
+          deployments: {
+            secretKey: e.BERTH_SECRET_KEY,
+            artifactsDir: e.BERTH_ARTIFACTS_DIR,
+            deployer: e.BERTH_DEPLOYER === 'kubernetes' ? { kind: 'kubernetes', namespace: e.KUBERNETES_NAMESPACE } : { kind: 'local' },
+            ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
+            ...(e.AGENT_DATABASE_URL ? { agentDatabaseUrl: e.AGENT_DATABASE_URL } : {}),
+            processEnv: { PATH: e.PATH, HOME: e.HOME },
+            agentLogLevel: grpc.logLevel,
+          },
+        }
+      : {}),
+  };
 }

@@ -4,18 +4,31 @@
  * gateway's /readyz checks) and `berth.controlplane.v1.AuthFlowService` (login flows).
  */
 import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
-import { AuthFlowService } from '@berth/proto';
+import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
+import { AuthFlowService, DeploymentService } from '@berth/proto';
+import { selectQueueBackend } from '@berth/queue';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 import { FlowNotifier } from './auth-flows/notifier.js';
 import { authFlowHandlers } from './auth-flows/rpc.js';
 import { AuthFlows } from './auth-flows/service.js';
 import { AuthFlowStore } from './auth-flows/store.js';
-import type { ControlPlaneConfig } from './config.js';
+import { ProjectBuilder } from './build/index.js';
+import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
+import type { Deployer } from './deployers/deployer.js';
+import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
+import { LocalDeployer } from './deployers/local/local-deployer.js';
+import { RevisionPipeline } from './deployments/pipeline.js';
+import { deploymentHandlers } from './deployments/rpc.js';
+import { SecretBox } from './deployments/secret-box.js';
+import { Deployments } from './deployments/service.js';
+import { DeploymentStore } from './deployments/store.js';
 import type { ControlPlaneTables } from './tables.js';
 
-export type { ControlPlaneConfig } from './config.js';
+export type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
+export { SecretBox } from './deployments/secret-box.js';
 export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
 export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
@@ -43,6 +56,51 @@ export async function migrateControlPlane(databaseUrl: string): Promise<void> {
 export interface RunningControlPlane extends RunningGrpcService {
   /** The login flows this process serves (for in-process callers and tests). */
   authFlows: AuthFlows;
+  /** The deployments this process serves, when configured. */
+  deployments?: Deployments;
+}
+
+/** The deployments part of the control plane: store, revision pipeline and deployer. */
+async function startDeployments(config: ControlPlaneConfig & { deployments: DeploymentsConfig }, db: ConstructorParameters<typeof DeploymentStore>[0], logger: Logger) {
+  const settings = config.deployments;
+  const store = new DeploymentStore(db);
+  const processEnv = settings.processEnv ?? {};
+  let pipeline: RevisionPipeline | undefined;
+  const deployer: Deployer =
+    settings.deployer?.kind === 'kubernetes'
+      ? new KubernetesDeployer({
+          cluster: settings.deployer.server ? { server: settings.deployer.server, ...(settings.deployer.token ? { token: settings.deployer.token } : {}) } : inClusterConfig(),
+          ...(settings.deployer.namespace ? { namespace: settings.deployer.namespace } : {}),
+        })
+      : new LocalDeployer({
+          serveScript: AGENT_SERVE_SCRIPT,
+          baseEnv: processEnv,
+          // What a running agent server prints is its revision's runtime (deploy) log.
+          onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
+        });
+  const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
+  pipeline = new RevisionPipeline({
+    store,
+    secretBox: new SecretBox(settings.secretKey),
+    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv }),
+    deployer,
+    queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
+    log: logger,
+    agentEnv: {
+      DATABASE_URL: settings.agentDatabaseUrl ?? config.databaseUrl,
+      ...(settings.redisUrl ? { REDIS_URL: settings.redisUrl } : {}),
+      LOG_LEVEL: settings.agentLogLevel ?? 'info',
+      ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
+    },
+  });
+  await pipeline.start();
+  return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
+}
+
+function inClusterConfig(): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromCluster();
+  return kubeConfig;
 }
 
 export async function start(
@@ -62,21 +120,29 @@ export async function start(
   });
   let service: RunningGrpcService | undefined;
   let sweeper: NodeJS.Timeout | undefined;
+  let deploymentsPart: Awaited<ReturnType<typeof startDeployments>> | undefined;
   try {
     // Listening before serving: the first Wait must not miss a completion.
     await notifier.ready();
+    const settings = config.deployments;
+    if (settings) deploymentsPart = await startDeployments({ ...config, deployments: settings }, database.db, logger);
+    const part = deploymentsPart;
     service = await startGrpcService({
       name: SERVICE_NAME,
       host: config.grpcHost,
       port: config.grpcPort,
       logger,
-      setup: (server) => server.add(AuthFlowService, authFlowHandlers(authFlows)),
+      setup: (server) => {
+        server.add(AuthFlowService, authFlowHandlers(authFlows));
+        if (part) server.add(DeploymentService, deploymentHandlers(part.deployments));
+      },
     });
     sweeper = setInterval(() => {
       store.sweep().catch((error: unknown) => logger.warn({ err: error }, 'sweeping login flows failed'));
     }, config.sweepIntervalMs ?? 60_000);
     sweeper.unref();
   } catch (error) {
+    await deploymentsPart?.pipeline.close();
     await notifier.close();
     await database.close();
     throw error;
@@ -87,8 +153,10 @@ export async function start(
     port: grpc.port,
     health: grpc.health,
     authFlows,
+    ...(deploymentsPart ? { deployments: deploymentsPart.deployments } : {}),
     close: async () => {
       clearInterval(sweeper);
+      await deploymentsPart?.pipeline.close();
       // Waiters answer `pending` at once, so the server does not have to cancel their calls.
       await notifier.close();
       await grpc.close();

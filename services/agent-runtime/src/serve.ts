@@ -1,0 +1,19 @@
+/**
+ * Runs the agent server of one deployed revision: what the control plane's deployers start (a
+ * child process on this machine, or the container of a Kubernetes Deployment). Configured by
+ * environment (see `loadAgentServeConfig`); stops gracefully on SIGTERM, letting requests in
+ * flight finish.
+ */
+import { createLogger, shutdownOnSignals } from '@berth/log';
+import { loadAgentServeConfig } from './env.js';
+import { startAgentServer } from './server.js';
+
+const config = loadAgentServeConfig();
+const logger = createLogger({ name: 'agent-server', level: config.logLevel });
+const server = await startAgentServer(config.server, logger);
+logger.info({ url: server.url }, 'agent server ready');
+shutdownOnSignals(logger, () => server.close());
+if (config.exitWithParent) {
+  // The parent holds our stdin open while it lives; its end means the parent is gone.
+  process.stdin.on('end', () => process.kill(process.pid, 'SIGTERM')).resume();
+}

@@ -1,0 +1,221 @@
+/**
+ * Deployments end to end on the local deployer, against real Postgres and real npm: create →
+ * upload → BUILDING → DEPLOYED with a working agent server; a new revision replaces the old one
+ * without a gap; a broken project is BUILD_FAILED and the old revision keeps serving; a revision
+ * replaced before it finished is INTERRUPTED; delete stops everything. Plus the gRPC face.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { NotFoundError, RequestValidationError } from '@berth/errors';
+import { silentLogger } from '@berth/log';
+import { DeploymentService } from '@berth/proto';
+import { createRpcClient, type RpcClient } from '@berth/rpc';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { rawTar } from '../build/__tests__/tarballs.js';
+import { start, type RunningControlPlane } from '../index.js';
+import { SecretBox } from './secret-box.js';
+import type { Deployments } from './service.js';
+
+const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
+const exampleFiles = ['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'];
+
+function project(graphSource?: string): Buffer {
+  return rawTar(
+    exampleFiles.map((path) => ({
+      path,
+      body: path === 'src/graph.ts' && graphSource !== undefined ? graphSource : readFileSync(join(example, path), 'utf8'),
+    })),
+  );
+}
+
+const tenant = randomUUID();
+let db: TestDatabase;
+let work: string;
+let plane: RunningControlPlane;
+let deployments: Deployments;
+
+beforeAll(async () => {
+  db = await createTestDatabase('cp_deploy');
+  work = await mkdtemp(join(tmpdir(), 'berth-deployments-test-'));
+  plane = await start(
+    {
+      grpcHost: '127.0.0.1',
+      grpcPort: 0,
+      logLevel: 'silent',
+      databaseUrl: db.url,
+      deployments: {
+        secretKey: SecretBox.generateKey(),
+        artifactsDir: join(work, 'artifacts'),
+        processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
+        agentLogLevel: 'warn',
+      },
+    },
+    silentLogger(),
+  );
+  deployments = plane.deployments!;
+}, 60_000);
+
+afterAll(async () => {
+  await plane?.close();
+  await db?.drop();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function upload(deploymentId: string, tarball: Buffer): Promise<{ objectPath?: string; revisionId?: string }> {
+  // Two chunks, as the gateway sends a body through.
+  const half = Math.floor(tarball.length / 2);
+  const first = await deployments.upload({ tenantId: tenant, deploymentId, data: tarball.subarray(0, half), last: false });
+  return deployments.upload({ tenantId: tenant, deploymentId, uploadId: first.uploadId, data: tarball.subarray(half), last: true });
+}
+
+async function settled(deploymentId: string, revisionId: string, timeoutMs = 90_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { status } = await deployments.revision(tenant, deploymentId, revisionId);
+    if (!['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING'].includes(status)) return status;
+    if (Date.now() > deadline) throw new Error(`revision ${revisionId} still ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function echo(upstream: string, text: string): Promise<string> {
+  const response = await fetch(`${upstream}/runs/wait`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } }),
+  });
+  const body = (await response.json()) as { messages: { content: string }[] };
+  return body.messages.at(-1)!.content;
+}
+
+describe('deployments on the local deployer', () => {
+  let deploymentId: string;
+  let firstUpstream: string;
+
+  it('creates a deployment whose first revision waits for the upload, then builds and deploys it', async () => {
+    const created = await deployments.create({
+      tenantId: tenant,
+      name: 'echo',
+      source: 'internal_source',
+      sourceRevisionConfig: { langgraph_config_path: 'langgraph.json' },
+      secrets: [{ name: 'ECHO_PREFIX', value: 'hush' }],
+    });
+    deploymentId = created.id;
+    expect(created.secret_names).toEqual(['ECHO_PREFIX']);
+    expect(JSON.stringify(created)).not.toContain('hush');
+    const first = created.latest_revision_id!;
+    expect((await deployments.revision(tenant, deploymentId, first)).status).toBe('QUEUED');
+
+    const { objectPath, revisionId } = await upload(deploymentId, project());
+    expect(revisionId).toBe(first);
+    expect(objectPath).toMatch(new RegExp(`^uploads/${deploymentId}/`));
+    expect(await settled(deploymentId, first)).toBe('DEPLOYED');
+
+    const target = await deployments.resolve(deploymentId);
+    expect(target).toMatchObject({ tenant_id: tenant, custom_auth: false });
+    firstUpstream = target.upstream_url!;
+    expect(await echo(firstUpstream, 'hi')).toBe('echo: hi');
+    const { logs } = await deployments.logs(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
+    expect(logs.map((l) => l.message).join('\n')).toMatch(/built: graphs echo/);
+  }, 120_000);
+
+  it('deploys a new revision beside the old one and switches without a failed request', async () => {
+    const { objectPath } = await upload(deploymentId, project(readFileSync(join(example, 'src/graph.ts'), 'utf8').replace('AIMessage(`echo: ', 'AIMessage(`echo v2: ')));
+    let failures = 0;
+    let calls = 0;
+    let looping = true;
+    // A client resolving the route for every call, as the gateway does.
+    const loop = (async () => {
+      while (looping) {
+        calls += 1;
+        const { upstream_url } = await deployments.resolve(deploymentId);
+        await echo(upstream_url!, 'x').catch(() => (failures += 1));
+      }
+    })();
+    let second: string;
+    let upstream_url: string | null;
+    try {
+      const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath } });
+      second = updated.latest_revision_id!;
+      expect(await settled(deploymentId, second)).toBe('DEPLOYED');
+      ({ upstream_url } = await deployments.resolve(deploymentId));
+      // The replaced revision keeps serving for a moment, then is retired.
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+    } finally {
+      looping = false;
+      await loop;
+    }
+    expect(upstream_url).not.toBe(firstUpstream);
+    expect(await echo(upstream_url!, 'hi')).toBe('echo v2: hi');
+    expect(calls).toBeGreaterThan(5);
+    expect(failures).toBe(0);
+    await expect(fetch(`${firstUpstream}/ok`)).rejects.toThrow();
+    const { resources } = await deployments.revisions(tenant, deploymentId, { limit: 10, offset: 0 });
+    expect(resources.map((r) => r.id)[0]).toBe(second);
+  }, 120_000);
+
+  it('fails the build of a project that does not load, and the old revision keeps serving', async () => {
+    const before = (await deployments.resolve(deploymentId)).upstream_url!;
+    const { objectPath } = await upload(deploymentId, project('export const graph = ;\n'));
+    const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } });
+    const broken = updated.latest_revision_id!;
+    expect(await settled(deploymentId, broken)).toBe('BUILD_FAILED');
+    const revision = await deployments.revision(tenant, deploymentId, broken);
+    expect(revision.status_message).toMatch(/graph\.ts/);
+    expect((await deployments.resolve(deploymentId)).upstream_url).toBe(before);
+    expect(await echo(before, 'still')).toBe('echo v2: still');
+  }, 120_000);
+
+  it('interrupts a revision replaced before it finished', async () => {
+    const { objectPath } = await upload(deploymentId, project());
+    const a = (await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } })).latest_revision_id!;
+    const b = (await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } })).latest_revision_id!;
+    expect((await deployments.revision(tenant, deploymentId, a)).status).toBe('INTERRUPTED');
+    expect(await settled(deploymentId, b)).toBe('DEPLOYED');
+    expect(await echo((await deployments.resolve(deploymentId)).upstream_url!, 'hi')).toBe('echo: hi');
+  }, 120_000);
+
+  it('rejects bad input with field-level errors and hides other tenants', async () => {
+    await expect(deployments.create({ tenantId: tenant, name: 'Bad Name', source: 'internal_source', secrets: [] })).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(deployments.create({ tenantId: tenant, name: 'echo', source: 'internal_source', secrets: [] })).rejects.toThrow(/already exists/);
+    await expect(deployments.create({ tenantId: tenant, name: 'img', source: 'external_docker', secrets: [] })).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(
+      deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: `uploads/${deploymentId}/${randomUUID()}.tar.gz` } }),
+    ).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { deployment_type: 'prod' } })).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(deployments.get(randomUUID(), deploymentId)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(deployments.get(tenant, 'not-a-uuid')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('serves the same over gRPC', async () => {
+    const client: RpcClient<typeof DeploymentService> = createRpcClient(DeploymentService, plane.address);
+    try {
+      const { resources } = await client.listDeployments({ tenantId: tenant, nameContains: 'ech', limit: 10 });
+      expect(resources.map((d) => d.name)).toEqual(['echo']);
+      expect(resources[0]!.status).toBe('READY');
+      const { revisionId, logs } = await client.getRevisionLogs({ tenantId: tenant, deploymentId, type: 'deploy', limit: 5 });
+      expect(revisionId).toBe(resources[0]!.latestRevisionId);
+      expect(logs.length).toBeGreaterThan(0);
+      const target = await client.resolveDeployment({ deploymentId });
+      expect(target.upstreamUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      await expect(client.getDeployment({ tenantId: randomUUID(), deploymentId })).rejects.toBeInstanceOf(NotFoundError);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('deletes a deployment: its route is gone at once and its agent server stops', async () => {
+    const { upstream_url } = await deployments.resolve(deploymentId);
+    await deployments.delete(tenant, deploymentId);
+    await expect(deployments.resolve(deploymentId)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && (await fetch(`${upstream_url}/ok`).then(() => true, () => false))) await new Promise((r) => setTimeout(r, 200));
+    await expect(fetch(`${upstream_url}/ok`)).rejects.toThrow();
+  }, 30_000);
+});

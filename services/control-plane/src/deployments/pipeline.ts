@@ -1,0 +1,315 @@
+/**
+ * The revision pipeline: BullMQ jobs move a revision QUEUED → AWAITING_BUILD → BUILDING →
+ * AWAITING_DEPLOY → DEPLOYING → DEPLOYED (or BUILD_FAILED / DEPLOY_FAILED, the reason in its
+ * logs). Each step is a job, and each job starts from the status the revision is in, so a job
+ * re-run after a control-plane restart (a stalled job) resumes the revision. A revision that a
+ * newer one replaced is INTERRUPTED: its job notices and stops.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
+import type { Logger } from '@berth/log';
+import { z } from 'zod';
+import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
+import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionSpec } from '../deployers/deployer.js';
+import { RevisionLogWriter } from './log-writer.js';
+import type { SecretBox } from './secret-box.js';
+import type { DeploymentRow, DeploymentStore, RevisionRow } from './store.js';
+
+export const REVISION_QUEUE = 'control-plane-revisions';
+
+export const revisionJobs = defineJobCatalog({
+  'revision.build': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
+  'revision.deploy': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
+  'deployment.remove': {
+    schema: z.object({ deployment_id: z.uuid() }),
+    attempts: 5,
+    backoff: { type: 'exponential', delayMs: 1000 },
+    removeOnComplete: true,
+    removeOnFail: true,
+  },
+});
+
+export interface PipelineDeps {
+  store: DeploymentStore;
+  secretBox: SecretBox;
+  builder: ProjectBuilder;
+  deployer: Deployer;
+  queue: QueueBackendConfig;
+  log: Logger;
+  /** Platform settings every agent server gets (DATABASE_URL, REDIS_URL, LOG_LEVEL, ...). */
+  agentEnv: Record<string, string>;
+}
+
+export interface RevisionPipelineOptions {
+  /**
+   * Revision steps run at the same time by this control plane.
+   * @default 4
+   */
+  concurrency?: number;
+  /**
+   * How long a replaced revision keeps serving after the switch, so that requests routed with a
+   * slightly old view (the gateway caches routes for about a second) still reach it.
+   * @default 3000
+   */
+  retireDelayMs?: number;
+  /**
+   * How often a running step checks whether its revision was interrupted.
+   * @default 1000
+   */
+  interruptPollMs?: number;
+}
+
+/** Thrown into a step whose revision was replaced meanwhile. */
+class RevisionInterruptedError extends Error {
+  constructor(revisionId: string) {
+    super(`revision ${revisionId} was interrupted`);
+    this.name = 'RevisionInterruptedError';
+  }
+}
+
+export class RevisionPipeline {
+  private readonly queue: JobQueue<typeof revisionJobs>;
+  private worker?: JobWorker<typeof revisionJobs>;
+  private readonly logs: RevisionLogWriter;
+  /** Steps running in this process, to stop at once when their revision is interrupted. */
+  private readonly running = new Map<string, AbortController>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly deps: PipelineDeps, private readonly options: RevisionPipelineOptions = {}) {
+    this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
+    this.logs = new RevisionLogWriter(deps.store, deps.log);
+  }
+
+  /** Starts working on jobs and brings the serving revisions back (a restart). */
+  async start(): Promise<void> {
+    await this.queue.ready();
+    this.worker = new JobWorker(
+      revisionJobs,
+      REVISION_QUEUE,
+      this.deps.queue,
+      {
+        'revision.build': ({ revision_id }, ctx) => this.runBuild(revision_id, ctx.signal),
+        'revision.deploy': ({ revision_id }, ctx) => this.runDeploy(revision_id, ctx.signal),
+        'deployment.remove': ({ deployment_id }) => this.runRemove(deployment_id),
+      },
+      { concurrency: this.options.concurrency ?? 4, log: this.deps.log },
+    );
+    await this.worker.ready();
+    void this.restore();
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
+    for (const controller of this.running.values()) controller.abort(new Error('the control plane is stopping'));
+    await this.worker?.close();
+    await this.queue.close();
+    await this.logs.close();
+    await this.deps.deployer.close();
+  }
+
+  /** Queues the build of a revision. */
+  async build(revisionId: string): Promise<void> {
+    await this.deps.store.transition(revisionId, ['QUEUED'], 'AWAITING_BUILD');
+    await this.queue.enqueue('revision.build', { revision_id: revisionId });
+  }
+
+  /** Stops a revision's step if it runs in this process (others notice within a second). */
+  interrupt(revisionId: string): void {
+    this.running.get(revisionId)?.abort(new RevisionInterruptedError(revisionId));
+  }
+
+  /** The deploy log of a revision, where a running agent server's output goes. */
+  runtimeLog(revisionId: string): (line: string) => void {
+    return this.logs.for(revisionId, 'deploy');
+  }
+
+  async remove(deploymentId: string): Promise<void> {
+    await this.queue.enqueue('deployment.remove', { deployment_id: deploymentId });
+  }
+
+  private async runBuild(revisionId: string, jobSignal: AbortSignal): Promise<void> {
+    const { store, builder } = this.deps;
+    const revision = await store.revisionById(revisionId);
+    if (!revision || !(await store.transition(revisionId, ['QUEUED', 'AWAITING_BUILD', 'BUILDING'], 'BUILDING'))) return;
+    const log = this.logs.for(revisionId, 'build');
+    await this.step(revisionId, jobSignal, async (signal) => {
+      const config = revision.source_revision_config;
+      try {
+        if (revision.source === 'external_docker') {
+          log(`image ${String(config.image_uri)}: nothing to build`);
+        } else {
+          const uploadId = /([0-9a-f-]{36})\.tar\.gz$/.exec(String(config.source_tarball_path))![1]!;
+          log(`building ${String(config.source_tarball_path)}`);
+          const artifact = await builder.build(
+            {
+              tarball: chunksStream(store.uploadChunks(uploadId)),
+              configPath: String(config.langgraph_config_path ?? 'langgraph.json'),
+              deploymentId: revision.deployment_id,
+              revisionId,
+            },
+            log,
+            signal,
+          );
+          log(`built: graphs ${artifact.graphs.join(', ')}`);
+          const customAuth = await hasCustomAuth(join(artifact.path, artifact.configPath));
+          if (!(await store.transition(revisionId, ['BUILDING'], 'BUILDING', { artifact_path: artifact.path, custom_auth: customAuth }))) return;
+        }
+        if (await store.transition(revisionId, ['BUILDING'], 'AWAITING_DEPLOY')) await this.queue.enqueue('revision.deploy', { revision_id: revisionId });
+      } catch (error) {
+        if (error instanceof BuildFailedError) {
+          log(error.message, 'error');
+          await store.transition(revisionId, ['BUILDING'], 'BUILD_FAILED', { status_message: error.message });
+          return;
+        }
+        if (error instanceof BuildCancelledError && signal.aborted) throw signal.reason;
+        throw error;
+      }
+    }).catch(async (error: unknown) => this.failed(revisionId, 'BUILDING', 'BUILD_FAILED', error, log));
+  }
+
+  private async runDeploy(revisionId: string, jobSignal: AbortSignal): Promise<void> {
+    const { store, deployer } = this.deps;
+    const revision = await store.revisionById(revisionId);
+    if (!revision || !(await store.transition(revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], 'DEPLOYING'))) return;
+    const deployment = await store.byId(revision.deployment_id);
+    if (!deployment) return;
+    const log = this.logs.for(revisionId, 'deploy');
+    await this.step(revisionId, jobSignal, async (signal) => {
+      try {
+        const spec = await this.spec(deployment, revision);
+        log(`deploying on ${deployer.kind}`);
+        const deployed = await deployer.deploy(spec, log, signal);
+        const { active, previous } = await store.activate(revisionId, deployed.url);
+        if (!active) {
+          log('a newer revision serves already: stopping this one', 'warn');
+          await deployer.retire(deployment.id, revisionId, log);
+          return;
+        }
+        log(`deployed: serving traffic`);
+        if (previous) this.retireLater(deployment.id, previous);
+      } catch (error) {
+        if (error instanceof DeployFailedError) {
+          log(error.message, 'error');
+          await store.transition(revisionId, ['DEPLOYING'], 'DEPLOY_FAILED', { status_message: error.message });
+          return;
+        }
+        throw error;
+      }
+    }).catch(async (error: unknown) => this.failed(revisionId, 'DEPLOYING', 'DEPLOY_FAILED', error, log));
+  }
+
+  private async runRemove(deploymentId: string): Promise<void> {
+    await this.deps.deployer.remove(deploymentId, (line) => this.deps.log.info({ deploymentId }, line));
+    await this.deps.store.remove(deploymentId);
+  }
+
+  /**
+   * Runs a step under a signal that aborts when the job's does, when the revision is interrupted
+   * (here or by another process), or when the control plane stops.
+   */
+  private async step(revisionId: string, jobSignal: AbortSignal, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const controller = new AbortController();
+    const onJobAbort = () => controller.abort(jobSignal.reason);
+    jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    this.running.set(revisionId, controller);
+    const poll = setInterval(() => {
+      void this.deps.store.revisionById(revisionId).then((r) => {
+        if (!r || r.status === 'INTERRUPTED') controller.abort(new RevisionInterruptedError(revisionId));
+      }, () => undefined);
+    }, this.options.interruptPollMs ?? 1000);
+    try {
+      await work(controller.signal);
+    } finally {
+      clearInterval(poll);
+      jobSignal.removeEventListener('abort', onJobAbort);
+      this.running.delete(revisionId);
+      await this.logs.flush();
+    }
+  }
+
+  /** A step that ended with an unexpected error or an interruption. */
+  private async failed(revisionId: string, step: 'BUILDING' | 'DEPLOYING', failedStatus: 'BUILD_FAILED' | 'DEPLOY_FAILED', error: unknown, log: (line: string, level?: 'info' | 'warn' | 'error') => void): Promise<void> {
+    if (error instanceof RevisionInterruptedError || (error as Error)?.name === 'RevisionInterruptedError') {
+      log('interrupted: a newer revision replaced this one', 'warn');
+      await this.logs.flush();
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    this.deps.log.error({ err: error, revisionId }, `revision ${step.toLowerCase()} failed`);
+    log(`failed: ${message}`, 'error');
+    await this.deps.store.transition(revisionId, [step], failedStatus, { status_message: message });
+    await this.logs.flush();
+  }
+
+  private retireLater(deploymentId: string, revisionId: string): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      void this.deps.deployer
+        .retire(deploymentId, revisionId, this.logs.for(revisionId, 'deploy'))
+        .catch((error: unknown) => this.deps.log.warn({ err: error, revisionId }, 'retiring a replaced revision failed'));
+    }, this.options.retireDelayMs ?? 3000);
+    this.timers.add(timer);
+  }
+
+  /** Brings the serving revision of every deployment back up (after a restart of the control plane). */
+  private async restore(): Promise<void> {
+    try {
+      for (const revision of await this.deps.store.activeRevisions()) {
+        const deployment = await this.deps.store.byId(revision.deployment_id);
+        if (!deployment) continue;
+        const log = this.logs.for(revision.id, 'deploy');
+        try {
+          log('the control plane restarted: bringing this revision back');
+          const deployed = await this.deps.deployer.deploy(await this.spec(deployment, revision), log);
+          await this.deps.store.setUpstream(revision.id, deployed.url);
+        } catch (error) {
+          log(`could not bring it back: ${(error as Error).message}`, 'error');
+        }
+      }
+    } catch (error) {
+      this.deps.log.error({ err: error }, 'restoring deployed revisions failed');
+    }
+  }
+
+  private async spec(deployment: DeploymentRow, revision: RevisionRow): Promise<RevisionSpec> {
+    const secrets = Object.fromEntries((await this.deps.store.secrets(deployment.id)).map((s) => [s.name, this.deps.secretBox.open(s.sealed)]));
+    const resourceSpec = (deployment.source_config.resource_spec ?? {}) as { min_scale?: number; cpu?: number; memory_mb?: number };
+    const artifact: RevisionArtifact =
+      revision.source === 'external_docker'
+        ? { kind: 'image', imageUri: String(revision.source_revision_config.image_uri) }
+        : { kind: 'directory', path: revision.artifact_path!, configPath: String(revision.source_revision_config.langgraph_config_path ?? 'langgraph.json') };
+    return {
+      deploymentId: deployment.id,
+      revisionId: revision.id,
+      tenantId: deployment.tenant_id,
+      name: deployment.name,
+      deploymentType: deployment.deployment_type,
+      artifact,
+      secrets,
+      env: { ...this.deps.agentEnv, BERTH_AGENT_SCHEMA: agentSchema(deployment.id) },
+      resources: {
+        replicas: resourceSpec.min_scale ?? (deployment.deployment_type === 'prod' ? 2 : 1),
+        ...(resourceSpec.cpu !== undefined ? { cpu: resourceSpec.cpu } : {}),
+        ...(resourceSpec.memory_mb !== undefined ? { memoryMb: resourceSpec.memory_mb } : {}),
+      },
+    };
+  }
+}
+
+/** The Postgres schema holding a deployment's threads, runs and checkpoints. */
+export function agentSchema(deploymentId: string): string {
+  return `agent_${deploymentId.replace(/-/g, '')}`;
+}
+
+async function hasCustomAuth(configFile: string): Promise<boolean> {
+  const config = JSON.parse(await readFile(configFile, 'utf8')) as { auth?: { path?: unknown } };
+  return typeof config.auth?.path === 'string';
+}
+
+/** An upload's chunks as a Node stream for the builder (one chunk in memory at a time). */
+function chunksStream(chunks: AsyncGenerator<Buffer>): NodeJS.ReadableStream {
+  return Readable.from(chunks);
+}
+

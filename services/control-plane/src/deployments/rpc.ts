@@ -1,0 +1,124 @@
+/**
+ * The gRPC face of {@link Deployments}: `berth.controlplane.v1.DeploymentService`.
+ */
+import { InvalidArgumentError } from '@berth/errors';
+import { DeploymentService, timestampFromDate } from '@berth/proto';
+import type { ServiceImplementation } from '@berth/rpc';
+import type { DeploymentView, Deployments } from './service.js';
+import type { LogEntryRow, RevisionRow } from './store.js';
+
+type JsonObject = Record<string, never>;
+
+function deploymentMessage(d: DeploymentView) {
+  return {
+    id: d.id,
+    tenantId: d.tenant_id,
+    name: d.name,
+    source: d.source,
+    sourceConfig: d.source_config as JsonObject,
+    sourceRevisionConfig: d.source_revision_config as JsonObject,
+    status: d.active_revision_id ? 'READY' : 'AWAITING_DEPLOY',
+    latestRevisionId: d.latest_revision_id ?? '',
+    activeRevisionId: d.active_revision_id ?? '',
+    secretNames: d.secret_names,
+    sessionId: d.session_id,
+    createdAt: timestampFromDate(d.created_at),
+    updatedAt: timestampFromDate(d.updated_at),
+  };
+}
+
+function revisionMessage(r: RevisionRow) {
+  return {
+    id: r.id,
+    deploymentId: r.deployment_id,
+    status: r.status,
+    source: r.source,
+    sourceRevisionConfig: r.source_revision_config as JsonObject,
+    statusMessage: r.status_message,
+    createdAt: timestampFromDate(r.created_at),
+    updatedAt: timestampFromDate(r.updated_at),
+  };
+}
+
+function logMessage(l: LogEntryRow) {
+  return { id: BigInt(l.id), timestamp: timestampFromDate(l.created_at), level: l.level, message: l.message, type: l.type };
+}
+
+function page(limit: number, offset: number, max = 100): { limit: number; offset: number } {
+  if (limit < 0 || limit > max || offset < 0) throw new InvalidArgumentError(`limit must be 0-${max} and offset at least 0`);
+  return { limit: limit || 20, offset };
+}
+
+export function deploymentHandlers(deployments: Deployments): ServiceImplementation<typeof DeploymentService> {
+  return {
+    createDeployment: async (r) => ({
+      deployment: deploymentMessage(
+        await deployments.create({
+          tenantId: r.tenantId,
+          name: r.name,
+          source: r.source,
+          ...(r.sourceConfig ? { sourceConfig: r.sourceConfig } : {}),
+          ...(r.sourceRevisionConfig ? { sourceRevisionConfig: r.sourceRevisionConfig } : {}),
+          secrets: r.secrets.map((s) => ({ name: s.name, value: s.value })),
+        }),
+      ),
+    }),
+    listDeployments: async (r) => {
+      const { resources, offset } = await deployments.list(r.tenantId, {
+        ...page(r.limit, r.offset),
+        ...(r.nameContains ? { nameContains: r.nameContains } : {}),
+        ...(r.deploymentType ? { deploymentType: r.deploymentType } : {}),
+      });
+      return { resources: resources.map(deploymentMessage), offset };
+    },
+    getDeployment: async (r) => ({ deployment: deploymentMessage(await deployments.get(r.tenantId, r.deploymentId)) }),
+    updateDeployment: async (r) => ({
+      deployment: deploymentMessage(
+        await deployments.update({
+          tenantId: r.tenantId,
+          deploymentId: r.deploymentId,
+          ...(r.sourceConfig ? { sourceConfig: r.sourceConfig } : {}),
+          ...(r.sourceRevisionConfig ? { sourceRevisionConfig: r.sourceRevisionConfig } : {}),
+          ...(r.replaceSecrets ? { secrets: r.secrets.map((s) => ({ name: s.name, value: s.value })) } : {}),
+        }),
+      ),
+    }),
+    deleteDeployment: async (r) => {
+      await deployments.delete(r.tenantId, r.deploymentId);
+      return {};
+    },
+    listRevisions: async (r) => {
+      const { resources, offset } = await deployments.revisions(r.tenantId, r.deploymentId, {
+        ...page(r.limit, r.offset),
+        ...(r.statuses.length ? { statuses: r.statuses } : {}),
+      });
+      return { resources: resources.map(revisionMessage), offset };
+    },
+    getRevision: async (r) => ({ revision: revisionMessage(await deployments.revision(r.tenantId, r.deploymentId, r.revisionId)) }),
+    redeployRevision: async (r) => ({ deployment: deploymentMessage(await deployments.redeploy(r.tenantId, r.deploymentId, r.revisionId)) }),
+    getRevisionLogs: async (r) => {
+      if (r.type && r.type !== 'build' && r.type !== 'deploy') throw new InvalidArgumentError('type must be build or deploy');
+      const { logs, nextOffset, revisionId } = await deployments.logs(r.tenantId, r.deploymentId, {
+        ...(r.revisionId ? { revisionId: r.revisionId } : {}),
+        ...(r.type ? { type: r.type as 'build' | 'deploy' } : {}),
+        offset: Number(r.offset),
+        limit: page(r.limit, 0, 1000).limit,
+      });
+      return { logs: logs.map(logMessage), nextOffset: BigInt(nextOffset), revisionId };
+    },
+    uploadSource: async (r) => {
+      const result = await deployments.upload({
+        tenantId: r.tenantId,
+        deploymentId: r.deploymentId,
+        ...(r.uploadId ? { uploadId: r.uploadId } : {}),
+        data: Buffer.from(r.data),
+        last: r.last,
+      });
+      return { uploadId: result.uploadId, objectPath: result.objectPath ?? '', revisionId: result.revisionId ?? '' };
+    },
+    resolveDeployment: async (r) => {
+      const target = await deployments.resolve(r.deploymentId);
+      return { tenantId: target.tenant_id, upstreamUrl: target.upstream_url ?? '', customAuth: target.custom_auth };
+    },
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * Deployments as the API sees them: create (with its first revision), list, read, update (a new
+ * source revision config makes a new revision), delete, revisions, redeploy, logs, source
+ * uploads, and where a deployment's traffic goes. Building and deploying revisions happens in
+ * the revision pipeline's jobs (pipeline.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
+import type { RevisionPipeline } from './pipeline.js';
+import type { SecretBox } from './secret-box.js';
+import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, RevisionRow } from './store.js';
+import type { DeploymentSource } from './tables.js';
+
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
+/** Marks the first revision of an internal_source deployment until its tarball is uploaded. */
+export const WAITING_FOR_SOURCE = 'waiting for the project upload';
+
+export interface DeploymentView extends DeploymentRow {
+  secret_names: string[];
+  /** source_revision_config of the latest revision. */
+  source_revision_config: Record<string, unknown>;
+}
+
+export interface CreateDeploymentInput {
+  tenantId: string;
+  name: string;
+  source: string;
+  sourceConfig?: Record<string, unknown>;
+  sourceRevisionConfig?: Record<string, unknown>;
+  secrets: { name: string; value: string }[];
+}
+
+export interface UpdateDeploymentInput {
+  tenantId: string;
+  deploymentId: string;
+  sourceConfig?: Record<string, unknown>;
+  sourceRevisionConfig?: Record<string, unknown>;
+  /** Replaces every secret when present. */
+  secrets?: { name: string; value: string }[];
+}
+
+export interface DeploymentsOptions {
+  /**
+   * Largest accepted project tarball.
+   * @default 209_715_200 (200 MiB)
+   */
+  maxUploadBytes?: number;
+}
+
+function problem(loc: (string | number)[], msg: string): RequestValidationError {
+  return new RequestValidationError([{ loc, msg, type: 'value_error' }]);
+}
+
+export class Deployments {
+  private readonly maxUploadBytes: number;
+
+  constructor(
+    private readonly store: DeploymentStore,
+    private readonly secretBox: SecretBox,
+    private readonly pipeline: RevisionPipeline,
+    options: DeploymentsOptions = {},
+  ) {
+    this.maxUploadBytes = options.maxUploadBytes ?? 200 * 1024 * 1024;
+  }
+
+  async create(input: CreateDeploymentInput): Promise<DeploymentView> {
+    if (!NAME_PATTERN.test(input.name)) throw problem(['body', 'name'], 'name must be 1-63 characters of a-z, 0-9 and -, starting with a letter or digit');
+    if (input.source !== 'internal_source' && input.source !== 'external_docker') {
+      throw problem(['body', 'source'], 'source must be internal_source or external_docker');
+    }
+    const source = input.source as DeploymentSource;
+    const sourceConfig = { deployment_type: 'dev', ...(input.sourceConfig ?? {}) };
+    const deploymentType = sourceConfig.deployment_type;
+    if (deploymentType !== 'dev' && deploymentType !== 'prod') throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type must be dev or prod');
+    const id = randomUUID();
+    const revision = await this.newRevision(id, source, input.sourceRevisionConfig ?? {}, true);
+    const row = await this.store.create(
+      { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: randomUUID() },
+      revision,
+      this.seal(input.secrets),
+    );
+    if (revision.status === 'QUEUED' && revision.status_message !== WAITING_FOR_SOURCE) await this.pipeline.build(revision.id);
+    return this.view(row);
+  }
+
+  async list(tenantId: string, query: { nameContains?: string; deploymentType?: string; limit: number; offset: number }): Promise<{ resources: DeploymentView[]; offset: number }> {
+    const rows = await this.store.list(tenantId, query);
+    return { resources: await this.views(rows), offset: query.offset + rows.length };
+  }
+
+  async get(tenantId: string, id: string): Promise<DeploymentView> {
+    return this.view(await this.store.get(tenantId, id));
+  }
+
+  async update(input: UpdateDeploymentInput): Promise<DeploymentView> {
+    const current = await this.store.get(input.tenantId, input.deploymentId);
+    let sourceConfig: Record<string, unknown> | undefined;
+    if (input.sourceConfig) {
+      sourceConfig = { ...current.source_config, ...input.sourceConfig };
+      if (sourceConfig.deployment_type !== current.deployment_type) {
+        throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type cannot change: create a new deployment');
+      }
+    }
+    const revision = input.sourceRevisionConfig ? await this.newRevision(current.id, current.source, input.sourceRevisionConfig, false) : undefined;
+    const { deployment, interrupted } = await this.store.update(input.tenantId, input.deploymentId, {
+      ...(sourceConfig ? { sourceConfig } : {}),
+      ...(revision ? { revision } : {}),
+      ...(input.secrets ? { secrets: this.seal(input.secrets) } : {}),
+    });
+    for (const revisionId of interrupted) this.pipeline.interrupt(revisionId);
+    if (revision && revision.status_message !== WAITING_FOR_SOURCE) await this.pipeline.build(revision.id);
+    return this.view(deployment);
+  }
+
+  async delete(tenantId: string, id: string): Promise<void> {
+    if (!(await this.store.markDeleting(tenantId, id))) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    await this.pipeline.remove(id);
+  }
+
+  async revisions(tenantId: string, deploymentId: string, query: { limit: number; offset: number; statuses?: string[] }): Promise<{ resources: RevisionRow[]; offset: number }> {
+    await this.store.get(tenantId, deploymentId);
+    const rows = await this.store.revisions(deploymentId, query);
+    return { resources: rows, offset: query.offset + rows.length };
+  }
+
+  async revision(tenantId: string, deploymentId: string, revisionId: string): Promise<RevisionRow> {
+    await this.store.get(tenantId, deploymentId);
+    return this.store.revision(deploymentId, revisionId);
+  }
+
+  /** Deploys what a revision deployed again, as a new revision. */
+  async redeploy(tenantId: string, deploymentId: string, revisionId: string): Promise<DeploymentView> {
+    const revision = await this.revision(tenantId, deploymentId, revisionId);
+    if (revision.status_message === WAITING_FOR_SOURCE) throw new ConflictError(`Revision ${revisionId} has no source to deploy yet`);
+    return this.update({ tenantId, deploymentId, sourceRevisionConfig: revision.source_revision_config });
+  }
+
+  async logs(
+    tenantId: string,
+    deploymentId: string,
+    query: { revisionId?: string; type?: 'build' | 'deploy'; offset: number; limit: number },
+  ): Promise<{ logs: LogEntryRow[]; nextOffset: number; revisionId: string }> {
+    const deployment = await this.store.get(tenantId, deploymentId);
+    const revisionId = query.revisionId || deployment.latest_revision_id!;
+    await this.store.revision(deploymentId, revisionId);
+    const logs = await this.store.logs(revisionId, { ...(query.type ? { type: query.type } : {}), afterId: query.offset, limit: query.limit });
+    return { logs, nextOffset: logs.length ? Number(logs.at(-1)!.id) : query.offset, revisionId };
+  }
+
+  /**
+   * Takes one chunk of a project tarball. The last chunk completes the upload and, when the
+   * deployment's latest revision waits for its source, attaches it and starts the build.
+   */
+  async upload(input: { tenantId: string; deploymentId: string; uploadId?: string; data: Buffer; last: boolean }): Promise<{ uploadId: string; objectPath?: string; revisionId?: string }> {
+    const deployment = await this.store.get(input.tenantId, input.deploymentId);
+    if (deployment.source !== 'internal_source') throw new ConflictError(`Deployment ${deployment.id} deploys an image (external_docker); it takes no uploads`);
+    let uploadId = input.uploadId;
+    if (!uploadId) {
+      uploadId = randomUUID();
+      await this.store.beginUpload(uploadId, deployment.id);
+    }
+    if (input.data.length) await this.store.appendChunk(uploadId, deployment.id, input.data, this.maxUploadBytes);
+    if (!input.last) return { uploadId };
+    await this.store.completeUpload(uploadId);
+    const objectPath = `uploads/${deployment.id}/${uploadId}.tar.gz`;
+    const latest = deployment.latest_revision_id ? await this.store.revisionById(deployment.latest_revision_id) : undefined;
+    if (latest?.status === 'QUEUED' && latest.status_message === WAITING_FOR_SOURCE) {
+      const config = { ...latest.source_revision_config, source_tarball_path: objectPath };
+      if (await this.store.transition(latest.id, ['QUEUED'], 'QUEUED', { status_message: '', source_revision_config: config })) {
+        await this.pipeline.build(latest.id);
+        return { uploadId, objectPath, revisionId: latest.id };
+      }
+    }
+    return { uploadId, objectPath };
+  }
+
+  async resolve(deploymentId: string): Promise<{ tenant_id: string; upstream_url: string | null; custom_auth: boolean }> {
+    const target = await this.store.resolve(deploymentId);
+    if (!target) throw new NotFoundError(`Deployment ID ${deploymentId} not found.`);
+    return target;
+  }
+
+  private async newRevision(deploymentId: string, source: DeploymentSource, config: Record<string, unknown>, first: boolean): Promise<NewRevision> {
+    const revision: NewRevision = { id: randomUUID(), status: 'QUEUED', source, source_revision_config: { ...config } };
+    if (source === 'external_docker') {
+      if (typeof config.image_uri !== 'string' || !config.image_uri) throw problem(['body', 'source_revision_config', 'image_uri'], 'external_docker needs image_uri');
+      return revision;
+    }
+    revision.source_revision_config.langgraph_config_path ??= 'langgraph.json';
+    const path = config.source_tarball_path;
+    if (path === undefined || path === null) {
+      // The CLI creates a deployment first and uploads its source to it next.
+      if (first) return { ...revision, status_message: WAITING_FOR_SOURCE };
+      throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'a new revision of an internal_source deployment needs source_tarball_path (upload the project first)');
+    }
+    const uploadId = typeof path === 'string' ? /^uploads\/[0-9a-f-]{36}\/([0-9a-f-]{36})\.tar\.gz$/.exec(path)?.[1] : undefined;
+    if (!uploadId || !path.toString().startsWith(`uploads/${deploymentId}/`) || !(await this.store.uploadExists(uploadId, deploymentId))) {
+      throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'source_tarball_path must be the object_path of a finished upload of this deployment');
+    }
+    return revision;
+  }
+
+  private seal(secrets: { name: string; value: string }[]): { name: string; sealed: Buffer }[] {
+    const seen = new Set<string>();
+    return secrets.map((secret, index) => {
+      if (!SECRET_NAME.test(secret.name)) throw problem(['body', 'secrets', index, 'name'], 'a secret name is a letter or _ followed by letters, digits or _');
+      if (seen.has(secret.name)) throw problem(['body', 'secrets', index, 'name'], `secret ${secret.name} is given twice`);
+      seen.add(secret.name);
+      return { name: secret.name, sealed: this.secretBox.seal(secret.value) };
+    });
+  }
+
+  private async view(row: DeploymentRow): Promise<DeploymentView> {
+    return (await this.views([row]))[0]!;
+  }
+
+  private async views(rows: DeploymentRow[]): Promise<DeploymentView[]> {
+    const names = await this.store.secretNames(rows.map((r) => r.id));
+    return Promise.all(
+      rows.map(async (row) => {
+        const latest = row.latest_revision_id ? await this.store.revisionById(row.latest_revision_id) : undefined;
+        return { ...row, secret_names: names.get(row.id) ?? [], source_revision_config: latest?.source_revision_config ?? {} };
+      }),
+    );
+  }
+}

@@ -1,0 +1,369 @@
+/**
+ * Deployments, revisions, their logs, secrets and uploaded sources in Postgres (the control
+ * plane's schema). Status moves are conditional updates, so a job that lost a race (its revision
+ * was interrupted meanwhile) changes nothing.
+ */
+import { ConflictError, NotFoundError } from '@berth/errors';
+import { sql, type Kysely, type Selectable } from '@berth/db';
+import type { DeploymentTables, DeploymentsTable, RevisionStatus, RevisionsTable } from './tables.js';
+
+export type DeploymentRow = Selectable<DeploymentsTable>;
+export type RevisionRow = Selectable<RevisionsTable>;
+
+/** Statuses of a revision still on its way (a newer revision interrupts them). */
+export const UNFINISHED: readonly RevisionStatus[] = ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING'];
+
+export interface NewRevision {
+  id: string;
+  status: RevisionStatus;
+  source: DeploymentsTable['source'];
+  source_revision_config: Record<string, unknown>;
+  status_message?: string;
+}
+
+export interface LogLine {
+  revision_id: string;
+  type: 'build' | 'deploy';
+  level: 'info' | 'warn' | 'error';
+  message: string;
+}
+
+export interface LogEntryRow {
+  id: string;
+  created_at: Date;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  type: 'build' | 'deploy';
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Ids reach SQL only as UUIDs: anything else is simply not found. */
+function isUuid(id: string): boolean {
+  return UUID.test(id);
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string }).code === '23505';
+}
+
+export class DeploymentStore {
+  constructor(private readonly db: Kysely<DeploymentTables>) {}
+
+  async create(
+    deployment: Omit<DeploymentRow, 'created_at' | 'updated_at' | 'deleting' | 'latest_revision_id' | 'active_revision_id' | 'source_config'> & {
+      source_config: Record<string, unknown>;
+    },
+    revision: NewRevision,
+    secrets: { name: string; sealed: Buffer }[],
+  ): Promise<DeploymentRow> {
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        const row = await tx
+          .insertInto('deployments')
+          .values({ ...deployment, source_config: JSON.stringify(deployment.source_config), latest_revision_id: revision.id, active_revision_id: null })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await tx
+          .insertInto('revisions')
+          .values({ ...revision, deployment_id: row.id, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
+          .execute();
+        if (secrets.length) {
+          await tx.insertInto('deployment_secrets').values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed }))).execute();
+        }
+        return row;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError(`A deployment named ${deployment.name} already exists`, { cause: error });
+      throw error;
+    }
+  }
+
+  /** A deployment of the tenant (not being deleted); NotFoundError otherwise. */
+  async get(tenantId: string, id: string): Promise<DeploymentRow> {
+    if (!isUuid(id) || !isUuid(tenantId)) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    const row = await this.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('id', '=', id)
+      .where('tenant_id', '=', tenantId)
+      .where('deleting', '=', false)
+      .executeTakeFirst();
+    if (!row) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    return row;
+  }
+
+  async byId(id: string): Promise<DeploymentRow | undefined> {
+    return this.db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async list(tenantId: string, query: { nameContains?: string; deploymentType?: string; limit: number; offset: number }): Promise<DeploymentRow[]> {
+    let q = this.db.selectFrom('deployments').selectAll().where('tenant_id', '=', tenantId).where('deleting', '=', false);
+    if (query.nameContains) q = q.where(sql<boolean>`strpos(name, ${query.nameContains}) > 0`);
+    if (query.deploymentType) q = q.where('deployment_type', '=', query.deploymentType as 'dev' | 'prod');
+    return q.orderBy('created_at', 'desc').orderBy('id').limit(query.limit).offset(query.offset).execute();
+  }
+
+  /**
+   * Changes a deployment: its source config, a new revision (which interrupts the revisions still
+   * on their way), its secrets (replaced as a whole). Returns the updated deployment and the
+   * revisions it interrupted.
+   */
+  async update(
+    tenantId: string,
+    id: string,
+    change: { sourceConfig?: Record<string, unknown>; revision?: NewRevision; secrets?: { name: string; sealed: Buffer }[] },
+  ): Promise<{ deployment: DeploymentRow; interrupted: string[] }> {
+    return this.db.transaction().execute(async (tx) => {
+      const current = await tx
+        .selectFrom('deployments')
+        .selectAll()
+        .where('id', '=', id)
+        .where('tenant_id', '=', tenantId)
+        .where('deleting', '=', false)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!current) throw new NotFoundError(`Deployment ID ${id} not found.`);
+      let interrupted: string[] = [];
+      if (change.revision) {
+        const rows = await tx
+          .updateTable('revisions')
+          .set({ status: 'INTERRUPTED', status_message: `replaced by revision ${change.revision.id}`, updated_at: new Date() })
+          .where('deployment_id', '=', id)
+          .where('status', 'in', UNFINISHED)
+          .returning('id')
+          .execute();
+        interrupted = rows.map((r) => r.id);
+        await tx
+          .insertInto('revisions')
+          .values({
+            ...change.revision,
+            deployment_id: id,
+            source_revision_config: JSON.stringify(change.revision.source_revision_config),
+            artifact_path: null,
+            upstream_url: null,
+          })
+          .execute();
+      }
+      if (change.secrets) {
+        await tx.deleteFrom('deployment_secrets').where('deployment_id', '=', id).execute();
+        if (change.secrets.length) {
+          await tx.insertInto('deployment_secrets').values(change.secrets.map((s) => ({ deployment_id: id, name: s.name, value_encrypted: s.sealed }))).execute();
+        }
+      }
+      const deployment = await tx
+        .updateTable('deployments')
+        .set({
+          updated_at: new Date(),
+          ...(change.sourceConfig ? { source_config: JSON.stringify(change.sourceConfig) } : {}),
+          ...(change.revision ? { latest_revision_id: change.revision.id } : {}),
+        })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { deployment, interrupted };
+    });
+  }
+
+  /** Marks a deployment for deletion (it disappears from the API at once); false when unknown. */
+  async markDeleting(tenantId: string, id: string): Promise<boolean> {
+    if (!isUuid(id) || !isUuid(tenantId)) return false;
+    const rows = await this.db
+      .updateTable('deployments')
+      .set({ deleting: true, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('tenant_id', '=', tenantId)
+      .where('deleting', '=', false)
+      .returning('id')
+      .execute();
+    if (rows.length) {
+      await this.db
+        .updateTable('revisions')
+        .set({ status: 'INTERRUPTED', status_message: 'the deployment was deleted', updated_at: new Date() })
+        .where('deployment_id', '=', id)
+        .where('status', 'in', UNFINISHED)
+        .execute();
+    }
+    return rows.length === 1;
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.db.deleteFrom('deployments').where('id', '=', id).execute();
+  }
+
+  async secretNames(deploymentIds: string[]): Promise<Map<string, string[]>> {
+    const names = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
+    if (!deploymentIds.length) return names;
+    const rows = await this.db.selectFrom('deployment_secrets').select(['deployment_id', 'name']).where('deployment_id', 'in', deploymentIds).orderBy('name').execute();
+    for (const row of rows) names.get(row.deployment_id)!.push(row.name);
+    return names;
+  }
+
+  async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
+    const rows = await this.db.selectFrom('deployment_secrets').select(['name', 'value_encrypted']).where('deployment_id', '=', deploymentId).execute();
+    return rows.map((r) => ({ name: r.name, sealed: r.value_encrypted }));
+  }
+
+  async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: string[] }): Promise<RevisionRow[]> {
+    let q = this.db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId);
+    if (query.statuses?.length) q = q.where('status', 'in', query.statuses as RevisionStatus[]);
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
+  }
+
+  async revision(deploymentId: string, revisionId: string): Promise<RevisionRow> {
+    if (!isUuid(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
+    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).where('deployment_id', '=', deploymentId).executeTakeFirst();
+    if (!row) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
+    return row;
+  }
+
+  async revisionById(revisionId: string): Promise<RevisionRow | undefined> {
+    return this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+  }
+
+  /**
+   * Moves a revision to `status` when it is in one of `from`; false when it was not (interrupted
+   * meanwhile, or already past that step).
+   */
+  async transition(
+    revisionId: string,
+    from: readonly RevisionStatus[],
+    status: RevisionStatus,
+    extra: { status_message?: string; artifact_path?: string; custom_auth?: boolean; upstream_url?: string; source_revision_config?: Record<string, unknown> } = {},
+  ): Promise<boolean> {
+    const { source_revision_config, ...rest } = extra;
+    const rows = await this.db
+      .updateTable('revisions')
+      .set({ status, updated_at: new Date(), ...rest, ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}) })
+      .where('id', '=', revisionId)
+      .where('status', 'in', from)
+      .returning('id')
+      .execute();
+    return rows.length === 1;
+  }
+
+  /**
+   * Makes a revision that finished deploying the one that serves, unless a newer revision already
+   * serves. Returns whether it became active and the revision it replaced.
+   */
+  async activate(revisionId: string, upstreamUrl: string): Promise<{ active: boolean; previous: string | null }> {
+    return this.db.transaction().execute(async (tx) => {
+      const revision = await tx.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+      if (!revision) return { active: false, previous: null };
+      const deployment = await tx.selectFrom('deployments').selectAll().where('id', '=', revision.deployment_id).forUpdate().executeTakeFirst();
+      if (!deployment || deployment.deleting) return { active: false, previous: null };
+      const moved = await tx
+        .updateTable('revisions')
+        .set({ status: 'DEPLOYED', upstream_url: upstreamUrl, status_message: '', updated_at: new Date() })
+        .where('id', '=', revisionId)
+        .where('status', '=', 'DEPLOYING')
+        .returning('id')
+        .execute();
+      if (!moved.length) return { active: false, previous: null };
+      const current = deployment.active_revision_id
+        ? await tx.selectFrom('revisions').select(['id', 'created_at']).where('id', '=', deployment.active_revision_id).executeTakeFirst()
+        : undefined;
+      if (current && current.id !== revisionId && current.created_at > revision.created_at) return { active: false, previous: null };
+      await tx.updateTable('deployments').set({ active_revision_id: revisionId, updated_at: new Date() }).where('id', '=', deployment.id).execute();
+      return { active: true, previous: current && current.id !== revisionId ? current.id : null };
+    });
+  }
+
+  /** Records where an active revision answers after it was brought back (a restart). */
+  async setUpstream(revisionId: string, upstreamUrl: string): Promise<void> {
+    await this.db.updateTable('revisions').set({ upstream_url: upstreamUrl, updated_at: new Date() }).where('id', '=', revisionId).execute();
+  }
+
+  /** Revisions that serve their deployment now (to bring back after a restart). */
+  async activeRevisions(): Promise<RevisionRow[]> {
+    return this.db
+      .selectFrom('revisions')
+      .innerJoin('deployments', 'deployments.active_revision_id', 'revisions.id')
+      .selectAll('revisions')
+      .where('deployments.deleting', '=', false)
+      .execute();
+  }
+
+  /** Where a deployment's traffic goes. */
+  async resolve(id: string): Promise<{ tenant_id: string; upstream_url: string | null; custom_auth: boolean } | undefined> {
+    if (!isUuid(id)) return undefined;
+    const row = await this.db
+      .selectFrom('deployments')
+      .leftJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
+      .select(['deployments.tenant_id', 'revisions.upstream_url', 'revisions.custom_auth'])
+      .where('deployments.id', '=', id)
+      .where('deployments.deleting', '=', false)
+      .executeTakeFirst();
+    return row ? { tenant_id: row.tenant_id, upstream_url: row.upstream_url ?? null, custom_auth: row.custom_auth ?? false } : undefined;
+  }
+
+  async appendLogs(lines: LogLine[]): Promise<void> {
+    if (lines.length) await this.db.insertInto('revision_logs').values(lines).execute();
+  }
+
+  async logs(revisionId: string, query: { type?: 'build' | 'deploy'; afterId: number; limit: number }): Promise<LogEntryRow[]> {
+    let q = this.db
+      .selectFrom('revision_logs')
+      .select(['id', 'created_at', 'level', 'message', 'type'])
+      .where('revision_id', '=', revisionId)
+      .where('id', '>', String(query.afterId));
+    if (query.type) q = q.where('type', '=', query.type);
+    return q.orderBy('id').limit(query.limit).execute();
+  }
+
+  async beginUpload(id: string, deploymentId: string): Promise<void> {
+    await this.db.insertInto('source_uploads').values({ id, deployment_id: deploymentId }).execute();
+  }
+
+  /** Appends a chunk to an unfinished upload of the deployment; NotFoundError when there is none. */
+  async appendChunk(uploadId: string, deploymentId: string, data: Buffer, maxBytes: number): Promise<void> {
+    if (!isUuid(uploadId)) throw new NotFoundError(`Upload ${uploadId} not found`);
+    await this.db.transaction().execute(async (tx) => {
+      const upload = await tx
+        .selectFrom('source_uploads')
+        .select(['size'])
+        .where('id', '=', uploadId)
+        .where('deployment_id', '=', deploymentId)
+        .where('complete', '=', false)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!upload) throw new NotFoundError(`Upload ${uploadId} not found`);
+      const size = Number(upload.size) + data.length;
+      if (size > maxBytes) throw new ConflictError(`the upload is larger than ${maxBytes} bytes`);
+      const { next } = await tx
+        .selectFrom('source_upload_chunks')
+        .select(sql<number>`coalesce(max(seq) + 1, 0)`.as('next'))
+        .where('upload_id', '=', uploadId)
+        .executeTakeFirstOrThrow();
+      await tx.insertInto('source_upload_chunks').values({ upload_id: uploadId, seq: Number(next), data }).execute();
+      await tx.updateTable('source_uploads').set({ size }).where('id', '=', uploadId).execute();
+    });
+  }
+
+  async completeUpload(uploadId: string): Promise<void> {
+    await this.db.updateTable('source_uploads').set({ complete: true }).where('id', '=', uploadId).execute();
+  }
+
+  async uploadExists(uploadId: string, deploymentId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('source_uploads').select('id').where('id', '=', uploadId).where('deployment_id', '=', deploymentId).where('complete', '=', true).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** The chunks of a complete upload, in order, one query per chunk (memory stays at one chunk). */
+  async *uploadChunks(uploadId: string): AsyncGenerator<Buffer> {
+    for (let seq = 0; ; seq += 1) {
+      const row = await this.db.selectFrom('source_upload_chunks').select('data').where('upload_id', '=', uploadId).where('seq', '=', seq).executeTakeFirst();
+      if (!row) return;
+      yield row.data;
+    }
+  }
+
+  /** Deletes uploads that never completed within `olderThanSeconds`. */
+  async sweepUploads(olderThanSeconds: number): Promise<void> {
+    await this.db
+      .deleteFrom('source_uploads')
+      .where('complete', '=', false)
+      .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanSeconds})`)
+      .execute();
+  }
+}

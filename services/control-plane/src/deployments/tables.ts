@@ -1,0 +1,84 @@
+import type { ColumnType, Generated } from '@berth/db';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json = ColumnType<Record<string, unknown>, string, string>;
+
+export type RevisionStatus =
+  | 'QUEUED'
+  | 'AWAITING_BUILD'
+  | 'BUILDING'
+  | 'AWAITING_DEPLOY'
+  | 'DEPLOYING'
+  | 'DEPLOYED'
+  | 'BUILD_FAILED'
+  | 'DEPLOY_FAILED'
+  | 'INTERRUPTED';
+
+export type DeploymentSource = 'internal_source' | 'external_docker';
+
+export interface DeploymentsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  source: DeploymentSource;
+  source_config: Json;
+  deployment_type: 'dev' | 'prod';
+  session_id: string;
+  latest_revision_id: string | null;
+  active_revision_id: string | null;
+  deleting: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface RevisionsTable {
+  id: string;
+  deployment_id: string;
+  status: RevisionStatus;
+  source: DeploymentSource;
+  source_revision_config: Json;
+  status_message: ColumnType<string, string | undefined, string>;
+  artifact_path: string | null;
+  upstream_url: string | null;
+  custom_auth: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface RevisionLogsTable {
+  id: Generated<string>;
+  revision_id: string;
+  type: 'build' | 'deploy';
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  created_at: Timestamp;
+}
+
+export interface DeploymentSecretsTable {
+  deployment_id: string;
+  name: string;
+  value_encrypted: Buffer;
+}
+
+export interface SourceUploadsTable {
+  id: string;
+  deployment_id: string;
+  complete: ColumnType<boolean, boolean | undefined, boolean>;
+  size: ColumnType<string, number | undefined, number | string>;
+  created_at: Timestamp;
+}
+
+export interface SourceUploadChunksTable {
+  upload_id: string;
+  seq: number;
+  data: Buffer;
+}
+
+export interface DeploymentTables {
+  deployments: DeploymentsTable;
+  revisions: RevisionsTable;
+  revision_logs: RevisionLogsTable;
+  deployment_secrets: DeploymentSecretsTable;
+  source_uploads: SourceUploadsTable;
+  source_upload_chunks: SourceUploadChunksTable;
+}
