@@ -91,6 +91,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
     const upload = paths['/v2/deployments/{deployment_id}/upload']?.post;
     if (upload) upload.requestBody = uploadRequestBody;
+    paths['/d/{deployment_id}/{path}'] = proxyOperations();
     return doc;
   };
   // The approval page posts an HTML form; nothing else takes form-encoded bodies.
@@ -111,6 +112,28 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger }));
   app.use(inner);
   return app;
+}
+
+/** The proxy is not an Api route; it is documented by hand (any method, any path below the deployment). */
+function proxyOperations(): Record<string, Record<string, unknown>> {
+  const operation = (method: string) => ({
+    summary: 'Call the agent server of a deployment',
+    description:
+      'The `deployment_url` of a deployment: every method and path below it is proxied, streaming both ways, to the ' +
+      'agent server of its serving revision (point a LangGraph SDK client at it). Without a custom auth handler in ' +
+      'the project, an API key or bearer token of the deployment’s tenant is required and is not passed on; with ' +
+      'one, every header passes to the project’s handler. 401: no or bad credential. 404: unknown deployment (or ' +
+      'one of another tenant). 502: the agent server cannot be reached. 503: no revision serves yet.',
+    tags: ['deployments'],
+    operationId: `${method}DeploymentProxy`,
+    parameters: [
+      { name: 'deployment_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+      { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'Any agent-server path' },
+    ],
+    responses: { default: { description: 'The agent server’s answer' } },
+    security: [...Object.keys(securitySchemes).map((name) => ({ [name]: [] })), {}],
+  });
+  return Object.fromEntries(['get', 'post', 'put', 'patch', 'delete'].map((m) => [m, operation(m)]));
 }
 
 /** Login flow secrets travel in paths; keep them out of the request log. */

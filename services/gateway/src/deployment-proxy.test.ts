@@ -1,0 +1,379 @@
+/**
+ * The deployment URL proxy (`/d/{deployment_id}/…`) against fake agent servers (node:http) and a
+ * fake DeploymentService that says where each deployment's traffic goes: what is forwarded and
+ * what is not, streaming without buffering, disconnects, every error answer, custom auth, the
+ * routing cache, and the official LangGraph SDK through it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@langchain/langgraph-sdk';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { FakeDeploymentService } from './__tests__/fake-deployments.js';
+import { start, type RunningGateway } from './index.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+interface Upstream {
+  name: string;
+  url: string;
+  seen: Seen[];
+  /** Resolves when a `/hang` request's connection closed. */
+  hangClosed: Promise<void>;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startUpstream(name: string): Promise<Upstream> {
+  const seen: Seen[] = [];
+  let onHangClosed: () => void = () => undefined;
+  const hangClosed = new Promise<void>((resolve) => (onHangClosed = resolve));
+  const server = http.createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    if (!req.url!.startsWith('/hang')) for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+    const path = req.url!.split('?')[0];
+    if (path === '/runs/stream') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const runId = randomUUID();
+      res.write(`event: metadata\ndata: ${JSON.stringify({ run_id: runId })}\n\n`);
+      for (const i of [1, 2]) {
+        await sleep(400);
+        res.write(`event: updates\ndata: ${JSON.stringify({ echo: { messages: [{ type: 'ai', content: `echo ${i}: ${body.length}` }] } })}\n\n`);
+      }
+      res.end();
+      return;
+    }
+    if (path === '/hang') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: metadata\ndata: {}\n\n');
+      res.once('close', () => onHangClosed());
+      return;
+    }
+    if (path === '/assistants/search') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify([{ assistant_id: randomUUID(), graph_id: 'echo', name: name }]));
+      return;
+    }
+    if (path === '/teapot') {
+      res.writeHead(418, { 'content-type': 'application/json', 'x-upstream': name, 'set-cookie': ['a=1', 'b=2'], 'x-upstream-hop': '1', connection: 'keep-alive, x-upstream-hop' });
+      res.end(JSON.stringify({ detail: 'short and stout' }));
+      return;
+    }
+    if (path === '/auth-only') {
+      if (req.headers.authorization !== 'Bearer user-token') {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ detail: 'Invalid token' }));
+        return;
+      }
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': name });
+    res.end(JSON.stringify({ upstream: name, method: req.method, url: req.url, headers: req.headers, body }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    name,
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    hangClosed,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+let testDb: TestDatabase;
+let fake: FakeDeploymentService;
+let gateway: RunningGateway;
+let upstreamA: Upstream;
+let upstreamB: Upstream;
+let tenantA: string;
+let tenantB: string;
+let keyA: string;
+let keyB: string;
+let tokenA: string;
+
+/** A deployment id routed as given (a fresh id per test: routing is cached for a second). */
+function route(upstreamUrl: string, options: { tenantId?: string; customAuth?: boolean } = {}): string {
+  const id = randomUUID();
+  fake.routes.set(id, { tenantId: options.tenantId ?? tenantA, upstreamUrl, customAuth: options.customAuth ?? false });
+  return id;
+}
+
+async function get(path: string, headers: Record<string, string> = { 'x-api-key': keyA }, init: RequestInit = {}) {
+  const res = await fetch(`${gateway.url}${path}`, { headers, ...init });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+beforeAll(async () => {
+  testDb = await createTestDatabase('gw_proxy');
+  fake = await new FakeDeploymentService().start();
+  [upstreamA, upstreamB] = await Promise.all([startUpstream('a'), startUpstream('b')]);
+  gateway = await start(
+    {
+      databaseUrl: testDb.url,
+      host: '127.0.0.1',
+      port: 0,
+      logLevel: 'silent',
+      queue: { kind: 'redis', url: testRedisUrl() },
+      services: { 'control-plane': fake.address },
+    },
+    silentLogger(),
+  );
+  tenantA = (await gateway.store.createTenant({ name: 'a' })).id;
+  tenantB = (await gateway.store.createTenant({ name: 'b' })).id;
+  const a = await gateway.store.createApiKey({ tenantId: tenantA, name: 'dev' });
+  keyA = a.key;
+  keyB = (await gateway.store.createApiKey({ tenantId: tenantB, name: 'dev' })).key;
+  tokenA = (await gateway.store.issueAccessToken({ apiKeyId: a.record.id, tenantId: tenantA, ttlSeconds: 600 })).token;
+});
+afterAll(async () => {
+  await gateway.close();
+  await Promise.all([upstreamA.close(), upstreamB.close()]);
+  await fake.close();
+  await testDb.drop();
+});
+
+describe('forwarding', () => {
+  it('forwards method, path, query and body; drops platform credentials and hop-by-hop headers; returns the answer as is', async () => {
+    const id = route(`${upstreamA.url}/`);
+    // node:http, not fetch: fetch refuses to send a Connection header.
+    const res = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const req = http.request(`${gateway.url}/d/${id}/threads/t%2F1/runs?limit=5&x=%C3%A9`, {
+        method: 'POST',
+        headers: {
+          'x-api-key': keyA,
+          'x-tenant-id': tenantA,
+          'content-type': 'application/json',
+          'x-custom': 'kept',
+          'x-hop': 'dropped',
+          connection: 'keep-alive, x-hop',
+        },
+      });
+      req.on('response', (answer) => {
+        let text = '';
+        answer.on('data', (c: Buffer) => (text += c.toString()));
+        answer.on('end', () => resolve({ status: answer.statusCode!, headers: answer.headers, body: text }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ input: { messages: [] } }));
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-upstream']).toBe('a');
+    const echoed = JSON.parse(res.body) as { method: string; url: string; headers: Record<string, string>; body: string };
+    expect(echoed).toMatchObject({ method: 'POST', url: '/threads/t%2F1/runs?limit=5&x=%C3%A9', body: '{"input":{"messages":[]}}' });
+    expect(echoed.headers).toMatchObject({
+      'x-custom': 'kept',
+      'content-type': 'application/json',
+      'x-forwarded-prefix': `/d/${id}`,
+      'x-forwarded-proto': 'http',
+      'x-forwarded-host': new URL(gateway.url).host,
+      host: new URL(upstreamA.url).host,
+    });
+    expect(echoed.headers['x-request-id']).toBe(res.headers['x-request-id']);
+    for (const name of ['x-api-key', 'x-tenant-id', 'authorization', 'x-hop']) expect(echoed.headers[name]).toBeUndefined();
+
+    // The deployment root, a HEAD and an upstream error status with its headers.
+    expect((await get(`/d/${id}`)).body).toMatchObject({ url: '/' });
+    expect((await get(`/d/${id}?q=1`)).body).toMatchObject({ url: '/?q=1' });
+    expect((await fetch(`${gateway.url}/d/${id}/ok`, { method: 'HEAD', headers: { 'x-api-key': keyA } })).status).toBe(200);
+    const teapot = await get(`/d/${id}/teapot`);
+    expect(teapot.status).toBe(418);
+    expect(teapot.body).toEqual({ detail: 'short and stout' });
+    expect(teapot.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    expect(teapot.headers.get('x-upstream-hop')).toBeNull();
+  });
+
+  it('streams large request bodies through without a Content-Length', async () => {
+    const id = route(upstreamA.url);
+    const big = 'x'.repeat(3 * 1024 * 1024);
+    const stream = new ReadableStream({
+      start(controller) {
+        const bytes = new TextEncoder().encode(big);
+        for (let at = 0; at < bytes.length; at += 65536) controller.enqueue(bytes.subarray(at, at + 65536));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${gateway.url}/d/${id}/store/items`, {
+      method: 'PUT',
+      headers: { 'x-api-key': keyA, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { body: string }).body.length).toBe(big.length);
+  });
+
+  it('accepts a bearer token of the deployment’s tenant', async () => {
+    const id = route(upstreamA.url);
+    const res = await get(`/d/${id}/ok`, { authorization: `Bearer ${tokenA}` });
+    expect(res.status).toBe(200);
+    expect(res.body.headers.authorization).toBeUndefined();
+  });
+});
+
+describe('answers of its own', () => {
+  it('401 without or with a bad credential, 404 for another tenant’s key, unknown, deleted or malformed ids', async () => {
+    const id = route(upstreamA.url);
+    expect(await get(`/d/${id}/ok`, {})).toMatchObject({ status: 401, body: { detail: expect.stringContaining('Missing credentials') } });
+    expect(await get(`/d/${id}/ok`, { 'x-api-key': 'brt_key_notarealkeynotarealkeynotarealk' })).toMatchObject({
+      status: 401,
+      body: { detail: 'Invalid API key' },
+    });
+    expect(await get(`/d/${id}/ok`, { 'x-api-key': keyB })).toMatchObject({ status: 404, body: { detail: `Deployment ID ${id} not found.` } });
+    const unknown = randomUUID();
+    expect(await get(`/d/${unknown}/ok`)).toMatchObject({ status: 404, body: { detail: `Deployment ID ${unknown} not found.` } });
+    expect(await get('/d/not-a-uuid/ok')).toMatchObject({ status: 404, body: { detail: 'Deployment ID not-a-uuid not found.' } });
+    expect((await get('/d/')).status).toBe(404);
+    // Nothing reached an agent server.
+    expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
+  });
+
+  it('503 while no revision serves, 502 when the agent server cannot be reached', async () => {
+    const waiting = route('');
+    const res = await get(`/d/${waiting}/ok`);
+    expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('no revision serving yet') } });
+    expect(res.headers.get('retry-after')).toBe('5');
+    // Without a key, a 401 comes first: the state of a deployment is not for outsiders.
+    expect((await get(`/d/${waiting}/ok`, {})).status).toBe(401);
+
+    const gone = await startUpstream('gone');
+    await gone.close();
+    const dead = route(gone.url);
+    expect(await get(`/d/${dead}/ok`)).toMatchObject({ status: 502, body: { detail: expect.stringContaining('ECONNREFUSED') } });
+  });
+});
+
+describe('streaming', () => {
+  it('delivers SSE events as the agent server writes them, not at the end', async () => {
+    const id = route(upstreamA.url);
+    const started = Date.now();
+    const res = await fetch(`${gateway.url}/d/${id}/runs/stream`, {
+      method: 'POST',
+      headers: { 'x-api-key': keyA, 'content-type': 'application/json' },
+      body: '{"assistant_id":"echo"}',
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const arrivals: { at: number; text: string }[] = [];
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) arrivals.push({ at: Date.now() - started, text: decoder.decode(chunk) });
+    const all = arrivals.map((a) => a.text).join('');
+    expect(all.match(/^event: /gm)).toHaveLength(3);
+    // The upstream takes ≥ 800 ms in all; the first event must be there long before the end.
+    const firstEvent = arrivals.find((a) => a.text.includes('event: metadata'))!;
+    const lastEvent = arrivals.find((a) => a.text.includes('echo 2'))!;
+    expect(lastEvent.at - firstEvent.at).toBeGreaterThanOrEqual(600);
+    expect(arrivals.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('aborts the upstream request when the client disconnects', async () => {
+    const id = route(upstreamB.url);
+    const controller = new AbortController();
+    const res = await fetch(`${gateway.url}/d/${id}/hang`, { headers: { 'x-api-key': keyA }, signal: controller.signal });
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: metadata');
+    controller.abort();
+    const closed = await Promise.race([upstreamB.hangClosed.then(() => 'closed'), sleep(3000).then(() => 'still open')]);
+    expect(closed).toBe('closed');
+  });
+});
+
+describe('custom auth', () => {
+  it('passes every header to the project’s own auth handler, and its refusal back', async () => {
+    const id = route(upstreamA.url, { customAuth: true });
+    const noKey = await get(`/d/${id}/auth-only`, {});
+    expect(noKey).toMatchObject({ status: 401, body: { detail: 'Invalid token' } });
+    const ok = await get(`/d/${id}/auth-only`, { authorization: 'Bearer user-token', 'x-api-key': 'the-projects-own-key' });
+    expect(ok.status).toBe(200);
+    expect(ok.body.headers).toMatchObject({ authorization: 'Bearer user-token', 'x-api-key': 'the-projects-own-key' });
+  });
+});
+
+describe('routing cache', () => {
+  it('switches to the new upstream within about a second after a redeploy, and 404s a deleted deployment', async () => {
+    const id = route(upstreamA.url);
+    expect((await get(`/d/${id}/ok`)).body.upstream).toBe('a');
+    fake.routes.set(id, { tenantId: tenantA, upstreamUrl: upstreamB.url, customAuth: false });
+    const changed = Date.now();
+    let seenB = 0;
+    while (Date.now() - changed < 3000) {
+      if ((await get(`/d/${id}/ok`)).body.upstream === 'b') {
+        seenB = Date.now() - changed;
+        break;
+      }
+      await sleep(50);
+    }
+    expect(seenB).toBeGreaterThan(0);
+    expect(seenB).toBeLessThan(1500);
+
+    fake.routes.delete(id);
+    const deleted = Date.now();
+    let status = 200;
+    while (status !== 404 && Date.now() - deleted < 3000) {
+      status = (await get(`/d/${id}/ok`)).status;
+      await sleep(50);
+    }
+    expect(status).toBe(404);
+    expect(Date.now() - deleted).toBeLessThan(1500);
+  });
+
+  it('asks the control plane once for many concurrent requests to one deployment', async () => {
+    const id = route(upstreamA.url);
+    fake.resolveDelayMs = 200;
+    try {
+      const before = fake.resolveCalls;
+      const answers = await Promise.all(Array.from({ length: 25 }, () => get(`/d/${id}/ok`)));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      expect(fake.resolveCalls - before).toBe(1);
+    } finally {
+      fake.resolveDelayMs = 0;
+    }
+  });
+});
+
+describe('LangGraph SDK', () => {
+  it('works with Client({ apiUrl: deployment_url, apiKey })', async () => {
+    const created = await fetch(`${gateway.url}/v2/deployments`, {
+      method: 'POST',
+      headers: { 'x-api-key': keyA, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'sdk-agent', source: 'internal_source' }),
+    });
+    const deployment = (await created.json()) as { id: string; deployment_url: string };
+    fake.routes.set(deployment.id, { tenantId: tenantA, upstreamUrl: upstreamB.url, customAuth: false });
+
+    const client = new Client({ apiUrl: deployment.deployment_url, apiKey: keyA });
+    const assistants = await client.assistants.search({ graphId: 'echo' });
+    expect(assistants).toEqual([expect.objectContaining({ graph_id: 'echo', name: 'b' })]);
+    const events: { event: string; data: unknown }[] = [];
+    for await (const part of client.runs.stream(null, 'echo', { input: { messages: [{ role: 'user', content: 'hi' }] }, streamMode: 'updates' })) {
+      events.push(part as { event: string; data: unknown });
+    }
+    expect(events.map((e) => e.event)).toEqual(['metadata', 'updates', 'updates']);
+    const stream = upstreamB.seen.filter((s) => s.url === '/runs/stream').at(-1)!;
+    expect(JSON.parse(stream.body)).toMatchObject({ assistant_id: 'echo', stream_mode: 'updates' });
+    expect(stream.headers['x-api-key']).toBeUndefined();
+
+    const refused = new Client({ apiUrl: deployment.deployment_url, apiKey: keyB, callerOptions: { maxRetries: 0 } });
+    await expect(refused.assistants.search()).rejects.toThrow(/404/);
+  });
+});
