@@ -76,6 +76,7 @@ export class RevisionPipeline {
   /** Steps running in this process, to stop at once when their revision is interrupted. */
   private readonly running = new Map<string, AbortController>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly deps: PipelineDeps, private readonly options: RevisionPipelineOptions = {}) {
     this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
@@ -97,10 +98,17 @@ export class RevisionPipeline {
       { concurrency: this.options.concurrency ?? 4, log: this.deps.log },
     );
     await this.worker.ready();
+    // Uploads nobody finished within an hour are dropped.
+    const sweeper = setInterval(() => {
+      this.deps.store.sweepUploads(3600).catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping unfinished uploads failed'));
+    }, 10 * 60_000);
+    sweeper.unref();
+    this.sweeper = sweeper;
     void this.restore();
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweeper);
     for (const timer of this.timers) clearTimeout(timer);
     for (const controller of this.running.values()) controller.abort(new Error('the control plane is stopping'));
     await this.worker?.close();

@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+/**
+ * bench/deploy: time from `berth deploy` to DEPLOYED for the example project (examples/echo-agent),
+ * first deploy and redeploys, on the embedded platform (`berth up`, local deployer) of this
+ * machine. Writes the figures to docs/benchmarks.md (section bench:deploy).
+ *
+ * Each measurement is the wall time of one `berth deploy --json` process: pack, upload, build
+ * (install with the lockfile's package manager, validate the graphs), start the revision's agent
+ * server, health check, switch. A redeploy changes the graph's reply text, so its revision really
+ * is new code. The first deploy installs dependencies from npm's local cache (warm: the repository
+ * has the same packages); a redeploy with an unchanged lockfile reuses the installed tree.
+ *
+ * Usage (after `make build`): node bench/deploy/run.mjs [--redeploys 3] [--no-write]
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const BERTH = join(ROOT, 'cli/dist/bin.js');
+const DOC = join(ROOT, 'docs/benchmarks.md');
+const BEGIN = '<!-- bench:deploy:begin -->';
+const END = '<!-- bench:deploy:end -->';
+const TARGET = { first: 15, redeploy: 10 };
+
+const { values: opts } = parseArgs({ options: { redeploys: { type: 'string', default: '3' }, 'no-write': { type: 'boolean', default: false } } });
+const REDEPLOYS = Number(opts.redeploys);
+if (!Number.isInteger(REDEPLOYS) || REDEPLOYS < 1 || REDEPLOYS > 20) throw new Error('--redeploys takes 1-20');
+if (!existsSync(BERTH)) throw new Error('cli/dist/bin.js is missing: run `make build` first');
+
+const temp = mkdtempSync(join(os.tmpdir(), 'berth-bench-deploy-'));
+// As root the platform's Postgres runs as the postgres user, which must be able to enter here.
+chmodSync(temp, 0o755);
+const stateDir = join(temp, 'state');
+const project = join(temp, 'echo-agent');
+const env = { ...process.env, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn' };
+delete env.DATABASE_URL;
+delete env.REDIS_URL;
+delete env.BERTH_API_KEY;
+delete env.BERTH_HOST_URL;
+
+function berth(args, extraEnv = {}, cwd = ROOT) {
+  const result = spawnSync(process.execPath, [BERTH, ...args], { cwd, env: { ...env, ...extraEnv }, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`berth ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** One `berth deploy --json`, timed; resolves with seconds and the result event. */
+function deploy(credentials) {
+  return new Promise((done, fail) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [BERTH, 'deploy', '--json'], {
+      cwd: project,
+      env: { ...env, BERTH_API_KEY: credentials.api_key, BERTH_HOST_URL: credentials.gateway_url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      const seconds = (performance.now() - started) / 1000;
+      const events = out.split('\n').filter(Boolean).map((line) => {
+        try {
+          return JSON.parse(line);
+        } catch {
+          return { type: 'text', line };
+        }
+      });
+      const result = events.find((e) => e.type === 'result');
+      if (code !== 0 || result?.status !== 'succeeded') fail(new Error(`berth deploy failed (exit ${code}):\n${out}\n${err}`));
+      else done({ seconds, result });
+    });
+  });
+}
+
+async function reply(credentials, url, text) {
+  const response = await fetch(`${url}/runs/wait`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key },
+    body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } }),
+  });
+  const body = await response.json();
+  return body.messages?.at(-1)?.content;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const s = (x) => x.toFixed(1);
+
+let up = false;
+try {
+  cpSync(join(ROOT, 'examples/echo-agent'), project, { recursive: true, filter: (p) => !p.includes('node_modules') });
+  console.log('starting the platform (berth up)…');
+  berth(['up']);
+  up = true;
+  const credentials = JSON.parse(readFileSync(join(stateDir, 'credentials.json'), 'utf8'));
+
+  console.log('first deploy…');
+  const first = await deploy(credentials);
+  const url = first.result.deployment_url;
+  const answer = await reply(credentials, url, 'hi');
+  if (answer !== 'echo: hi') throw new Error(`the deployed graph answered ${JSON.stringify(answer)}`);
+  console.log(`  ${s(first.seconds)} s`);
+
+  const redeploys = [];
+  const graphFile = join(project, 'src/graph.ts');
+  const original = readFileSync(graphFile, 'utf8');
+  for (let i = 1; i <= REDEPLOYS; i += 1) {
+    writeFileSync(graphFile, original.replace('AIMessage(`echo: ', `AIMessage(\`echo v${i + 1}: `));
+    const run = await deploy(credentials);
+    const text = await reply(credentials, url, 'hi');
+    if (text !== `echo v${i + 1}: hi`) throw new Error(`after redeploy ${i} the graph answered ${JSON.stringify(text)}`);
+    redeploys.push(run.seconds);
+    console.log(`redeploy ${i}: ${s(run.seconds)} s`);
+  }
+
+  const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  const verdict = (value, target) => (value <= target ? 'met' : '**missed**');
+  const section = [
+    BEGIN,
+    '## Deploy: `berth deploy` to DEPLOYED (`bench/deploy`)',
+    '',
+    'Wall time of one `berth deploy --json` in a copy of `examples/echo-agent` against the embedded platform (`berth up`,',
+    'local deployer): pack, upload, build (install with the lockfile, validate the graphs in a child process), start the',
+    "revision's agent server, health check, switch traffic. Every redeploy changes the graph's reply and checks that the",
+    'deployment URL answers with the new text. The first deploy installs from npm\'s local cache; redeploys with an',
+    'unchanged lockfile reuse the installed dependency tree.',
+    '',
+    `**Machine:** ${os.cpus().length} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}. **Revision:** ${rev}.`,
+    '',
+    `**Command:** \`node bench/deploy/run.mjs --redeploys ${REDEPLOYS}\` (or \`make bench\`), run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}.`,
+    '',
+    '| step | seconds | target | |',
+    '|---|---:|---:|---|',
+    `| first deploy | ${s(first.seconds)} | ≤ ${TARGET.first} | ${verdict(first.seconds, TARGET.first)} |`,
+    `| redeploy (median of ${REDEPLOYS}: ${redeploys.map(s).join(', ')}) | ${s(median(redeploys))} | ≤ ${TARGET.redeploy} | ${verdict(median(redeploys), TARGET.redeploy)} |`,
+    '',
+    END,
+  ].join('\n');
+  console.log(`\n${section}`);
+  if (!opts['no-write']) {
+    let doc = readFileSync(DOC, 'utf8');
+    const from = doc.indexOf(BEGIN);
+    const to = doc.indexOf(END);
+    doc = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
+    writeFileSync(DOC, doc);
+    console.log(`written to ${DOC}`);
+  }
+} finally {
+  if (up) {
+    try {
+      berth(['down']);
+    } catch (error) {
+      console.error(error.message);
+    }
+  }
+  rmSync(temp, { recursive: true, force: true });
+}
