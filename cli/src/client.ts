@@ -21,6 +21,19 @@ export class GatewayUnreachableError extends CliError {
   }
 }
 
+/** The gateway answered with an error status. */
+export class GatewayHttpError extends CliError {
+  constructor(
+    message: string,
+    readonly status: number,
+    /** The `detail` of the answer, as text. */
+    readonly detail: string,
+  ) {
+    super(message);
+    this.name = 'GatewayHttpError';
+  }
+}
+
 export interface Connection {
   url: string;
   /** Sent as X-Api-Key. */
@@ -35,6 +48,14 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** A raw request body (e.g. a tarball), streamed rather than JSON-encoded. */
+export interface RawBody {
+  stream: ReadableStream<Uint8Array>;
+  contentType: string;
+  /** Sent as Content-Length when known, so the gateway can refuse an oversized body at once. */
+  length?: number;
+}
+
 export class GatewayClient {
   constructor(private readonly connection: Connection) {}
 
@@ -46,9 +67,16 @@ export class GatewayClient {
     return this.connection.url;
   }
 
+  /** The credential this client sends: an API key, a `berth login` token, or none. */
+  get credential(): 'api_key' | 'token' | 'none' {
+    return this.connection.apiKey ? 'api_key' : this.connection.token ? 'token' : 'none';
+  }
+
+  /** Sends a JSON body (or a raw one) and parses the JSON answer; error statuses throw GatewayHttpError. */
   async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
     const url = new URL(path, this.connection.url);
     const { apiKey, token, tenantId } = this.connection;
+    const raw = body instanceof Object && 'stream' in body && (body as RawBody).stream instanceof ReadableStream ? (body as RawBody) : undefined;
     let response: Response;
     try {
       response = await fetch(url, {
@@ -56,11 +84,17 @@ export class GatewayClient {
         headers: {
           ...(apiKey ? { 'x-api-key': apiKey } : token ? { authorization: `Bearer ${token}` } : {}),
           ...(tenantId ? { 'x-tenant-id': tenantId } : {}),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(raw
+            ? { 'content-type': raw.contentType, ...(raw.length !== undefined ? { 'content-length': String(raw.length) } : {}) }
+            : body !== undefined
+              ? { 'content-type': 'application/json' }
+              : {}),
         },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
+        body: raw ? raw.stream : body !== undefined ? JSON.stringify(body) : undefined,
+        // A stream body goes out as it is read (fetch requires saying so).
+        ...(raw ? { duplex: 'half' } : {}),
         ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
-      });
+      } as RequestInit);
     } catch (error) {
       const why = reason(error);
       throw new GatewayUnreachableError(`cannot reach the gateway at ${this.connection.url}${why}: is Berth running? (make up)`, why, {
@@ -79,7 +113,10 @@ export class GatewayClient {
     if (response.status === 401 && !apiKey && token) {
       throw new CliError(`the login token for ${this.connection.url} is no longer valid (expired, or its API key was revoked): run \`berth login\` again`);
     }
-    if (!response.ok) throw new CliError(`${method} ${path} failed (${response.status}): ${describeDetail(payload)}`);
+    if (!response.ok) {
+      const detail = describeDetail(payload);
+      throw new GatewayHttpError(`${method} ${path} failed (${response.status}): ${detail}`, response.status, detail);
+    }
     return payload as T;
   }
 }

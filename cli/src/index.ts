@@ -24,6 +24,8 @@ const load = {
   tenants: () => import('./commands/tenants.js'),
   dev: () => import('./commands/dev.js'),
   login: () => import('./commands/login.js'),
+  deploy: () => import('./commands/deploy.js'),
+  deployManage: () => import('./commands/deploy-manage.js'),
 };
 
 const print = (line: string) => console.log(line);
@@ -86,6 +88,8 @@ export function program(): Command {
     .description('print the version')
     .action(() => print(BERTH_VERSION));
 
+  deployCommands(cli, env);
+
   const keys = cli.command('keys').description('manage API keys');
   connectionOptions(keys.command('create').description('create an API key (shown once)'))
     .requiredOption('--name <name>', 'a name to recognise the key by')
@@ -116,6 +120,57 @@ export function program(): Command {
     await (await load.tenants()).tenantsList(env(), o, print);
   });
   return cli;
+}
+
+/** Options of every deploy command: which gateway, which credential. */
+function deployConnectionOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--host <url>', 'gateway URL (default: BERTH_HOST_URL from the environment or .env, berth login, berth up)'))
+    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY from the environment or .env, else the berth login token)'))
+    .addOption(new Option('--json', 'print JSON'));
+}
+
+function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>): void {
+  const deploy = deployConnectionOptions(
+    cli
+      .command('deploy')
+      .description('deploy the LangGraph project in this directory (creates the deployment, or updates the one of that name)')
+      // `deploy logs --name` is not `deploy --name`: options belong to the command they follow.
+      .enablePositionalOptions(),
+  )
+    .option('--name <name>', 'deployment name (default: this directory’s name, as [a-z0-9-])')
+    .addOption(new Option('--deployment-type <type>', 'for a new deployment (default: dev)').choices(['dev', 'prod']))
+    .option('-c, --config <path>', 'path to langgraph.json', 'langgraph.json')
+    .option('--no-wait', 'return once the project is uploaded')
+    .option('--timeout <seconds>', 'stop waiting for the revision after this long', '900')
+    .action(async (o) => {
+      await (await load.deploy()).deploy(env(), o, print);
+    });
+  deployConnectionOptions(deploy.command('list').description('list deployments: id, name, type, status, URL'))
+    .option('--name-contains <text>', 'only deployments whose name contains this')
+    .action(async (o) => {
+      await (await load.deployManage()).deployList(env(), o, print);
+    });
+  deployConnectionOptions(deploy.command('revisions').description('list the revisions of a deployment, newest first').argument('<deployment_id>'))
+    .option('--limit <count>', 'revisions to show', '10')
+    .action(async (deploymentId: string, o) => {
+      await (await load.deployManage()).deployRevisions(env(), { ...o, deploymentId }, print);
+    });
+  deployConnectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)'))
+    .option('--name <name>', 'deployment name (default: this directory’s name)')
+    .option('--deployment-id <id>', 'deployment id, instead of --name')
+    .option('--revision-id <id>', 'a revision other than the latest')
+    .addOption(new Option('--type <type>', 'only build or deploy logs').choices(['build', 'deploy']))
+    .option('--limit <count>', 'last lines to show', '100')
+    .option('-f, --follow', 'keep printing new lines (polls every 2 s; Ctrl-C stops)')
+    .action(async (o) => {
+      await (await load.deployManage()).deployLogs(env(), o, print);
+    });
+  deployConnectionOptions(deploy.command('delete').description('delete a deployment (its agent server stops)').argument('<deployment_id>')).action(
+    async (deploymentId: string, o) => {
+      await (await load.deployManage()).deployDelete(env(), { ...o, deploymentId }, print);
+    },
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {
