@@ -1,0 +1,147 @@
+/**
+ * `berth deploy` end to end: the built binary, run in a copy of examples/echo-agent, against the
+ * whole platform in this process (gateway, control plane with the local deployer, …) on a test
+ * Postgres. Then the LangGraph SDK talks to the printed deployment URL, a redeploy switches what
+ * it answers, and deleting the deployment takes the URL away.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
+import { AuthStore, type AuthTables } from '@berth/auth';
+import { createDatabase } from '@berth/db';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { loadCliEnv } from './env.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+
+let testDb: TestDatabase;
+let platform: RunningPlatform;
+let temp: string;
+let project: string;
+let apiKey: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function berth(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      {
+        cwd: project,
+        // No BERTH_* from the developer's shell: the key comes from the project's .env.
+        env: { PATH: process.env.PATH ?? '', HOME: temp, XDG_CONFIG_HOME: join(temp, 'config'), BERTH_STATE_DIR: join(temp, 'cli-state'), ...env },
+        timeout: 240_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+function events(stdout: string): { type: string; [key: string]: unknown }[] {
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { type: string });
+}
+
+async function reply(url: string, text: string): Promise<unknown> {
+  const client = new Client({ apiUrl: url, apiKey, callerOptions: { maxRetries: 0 } });
+  const state = (await client.runs.wait(null, 'echo', { input: { messages: [{ role: 'user', content: text }] } })) as {
+    messages: { content: unknown }[];
+  };
+  return state.messages.at(-1)?.content;
+}
+
+beforeAll(async () => {
+  testDb = await createTestDatabase('cli_deploy_e2e');
+  temp = await mkdtemp(join(tmpdir(), 'berth-deploy-e2e-'));
+  platform = await startPlatform(
+    {
+      databaseUrl: testDb.url,
+      host: '127.0.0.1',
+      port: 0,
+      logLevel: 'silent',
+      stateDir: join(temp, 'platform'),
+      processEnv: loadCliEnv().processEnv,
+    },
+    silentLogger(),
+  );
+  const database = createDatabase<AuthTables>({ connectionString: testDb.url, schema: 'gateway', max: 1 });
+  try {
+    apiKey = (await new AuthStore(database.db).bootstrap()).key;
+  } finally {
+    await database.close();
+  }
+  project = join(temp, 'echo-agent');
+  await cp(join(repo, 'examples/echo-agent'), project, { recursive: true, filter: (path) => !path.includes('node_modules') });
+  await writeFile(join(project, '.env'), `BERTH_API_KEY=${apiKey}\nBERTH_HOST_URL=${platform.url}\nECHO_MODE=plain\n`);
+}, 120_000);
+afterAll(async () => {
+  await platform?.close();
+  await testDb?.drop();
+  await rm(temp, { recursive: true, force: true });
+});
+
+describe('berth deploy (end to end)', () => {
+  it('deploys examples/echo-agent, serves it to the SDK at the printed URL, redeploys and deletes it', async () => {
+    const first = await berth(['deploy']);
+    expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(first.stdout).toContain('note: not sent as secrets');
+    expect(first.stdout).toContain('Secrets from .env: ECHO_MODE');
+    expect(first.stdout).toMatch(/Revision \S+: DEPLOYED/);
+    const url = /^ {2}(http:\/\/\S+\/d\/[0-9a-f-]{36})$/m.exec(first.stdout)?.[1];
+    expect(url).toBeDefined();
+    expect(await reply(url!, 'hi')).toBe('echo: hi');
+
+    // A redeploy of changed code: same URL, new answer, as JSON events.
+    const graph = join(project, 'src/graph.ts');
+    await writeFile(graph, (await readFile(graph, 'utf8')).replace('AIMessage(`echo: ', 'AIMessage(`echo v2: '));
+    const second = await berth(['deploy', '--json']);
+    expect(second.code).toBe(0);
+    const result = events(second.stdout).at(-1)!;
+    expect(result).toMatchObject({ type: 'result', status: 'succeeded', deployment_url: url });
+    expect(await reply(url!, 'hi')).toBe('echo v2: hi');
+
+    const list = await berth(['deploy', 'list']);
+    expect(list.stdout).toMatch(new RegExp(`echo-agent\\s+dev\\s+\\S+\\s+${url!.replace(/[.]/g, '\\.')}`));
+    const logs = await berth(['deploy', 'logs', '--type', 'build']);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toMatch(/build/);
+
+    const id = url!.split('/d/')[1]!;
+    const revisions = await berth(['deploy', 'revisions', id]);
+    expect(revisions.stdout).toContain('DEPLOYED (serving)');
+    expect(revisions.stdout).toContain('REPLACED');
+
+    expect((await berth(['deploy', 'delete', id])).stdout).toContain(`Deleted deployment ${id}.`);
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 404; i++) {
+      status = (await fetch(`${url}/ok`, { headers: { 'x-api-key': apiKey } })).status;
+      if (status !== 404) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(status).toBe(404);
+  }, 300_000);
+
+  it('fails with exit 1 and the build log when a graph does not load', async () => {
+    const graph = join(project, 'src/graph.ts');
+    await writeFile(graph, 'export const graph = (;\n');
+    const broken = await berth(['deploy', '--name', 'echo-broken']);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toMatch(/Revision \S+ ended BUILD_FAILED/);
+    expect(broken.stdout).toMatch(/Last \d+ log lines:/);
+    expect(broken.stderr).toContain('the deployment of echo-broken failed (BUILD_FAILED)');
+  }, 300_000);
+});
