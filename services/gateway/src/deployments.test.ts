@@ -404,12 +404,13 @@ describe('POST /v2/deployments/{id}/upload', () => {
 
   it('stops a streamed body at the limit with 413, without completing the upload', async () => {
     const d = await create('upload-big');
+    const controlPlane = new ControlPlaneClients(fake.address);
     const small: RunningServer = await listen(
       createGatewayApp({
         logger: silentLogger(),
         store: gateway.store,
         readiness: {},
-        controlPlane: new ControlPlaneClients(fake.address),
+        controlPlane,
         maxUploadBytes: 3 * UPLOAD_CHUNK_BYTES,
       }),
       '127.0.0.1',
@@ -424,6 +425,7 @@ describe('POST /v2/deployments/{id}/upload', () => {
       expect(started.every((u) => !u.complete && u.bytes <= 3 * UPLOAD_CHUNK_BYTES)).toBe(true);
     } finally {
       await small.close();
+      controlPlane.close();
     }
   });
 });
