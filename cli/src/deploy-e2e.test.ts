@@ -109,11 +109,34 @@ describe('berth deploy (end to end)', () => {
     // A redeploy of changed code: same URL, new answer, as JSON events.
     const graph = join(project, 'src/graph.ts');
     await writeFile(graph, (await readFile(graph, 'utf8')).replace('AIMessage(`echo: ', 'AIMessage(`echo v2: '));
-    const second = await berth(['deploy', '--json']);
+    // A client looping on the deployment URL during the switch sees no failed request.
+    let looping = true;
+    const answers: string[] = [];
+    const failures: unknown[] = [];
+    const loop = (async () => {
+      while (looping) await reply(url!, 'x').then((text) => answers.push(String(text)), (error: unknown) => failures.push(error));
+    })();
+    const second = await berth(['deploy', '--json']).finally(async () => {
+      await new Promise((r) => setTimeout(r, 4000)); // past the old revision's retirement
+      looping = false;
+      await loop;
+    });
     expect(second.code).toBe(0);
     const result = events(second.stdout).at(-1)!;
     expect(result).toMatchObject({ type: 'result', status: 'succeeded', deployment_url: url });
     expect(await reply(url!, 'hi')).toBe('echo v2: hi');
+    expect(failures).toEqual([]);
+    expect(answers).toContain('echo: x');
+    expect(answers).toContain('echo v2: x');
+
+    // A version that does not load fails its build; the deployed one keeps serving.
+    const good = await readFile(graph, 'utf8');
+    await writeFile(graph, 'export const graph = (;\n');
+    const broken = await berth(['deploy']);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toMatch(/BUILD_FAILED/);
+    expect(await reply(url!, 'hi')).toBe('echo v2: hi');
+    await writeFile(graph, good);
 
     const list = await berth(['deploy', 'list']);
     expect(list.stdout).toMatch(new RegExp(`echo-agent\\s+dev\\s+\\S+\\s+${url!.replace(/[.]/g, '\\.')}`));

@@ -1,3 +1,4 @@
+import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
 
 export interface ControlPlaneConfig extends GrpcServerConfig {
@@ -46,4 +47,6 @@ export interface DeploymentsConfig {
    * @default 'info'
    */
   agentLogLevel?: string;
+  /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
+  pipeline?: RevisionPipelineOptions;
 }

@@ -92,7 +92,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       LOG_LEVEL: settings.agentLogLevel ?? 'info',
       ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
     },
-  });
+  }, settings.pipeline);
   await pipeline.start();
   return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
 }

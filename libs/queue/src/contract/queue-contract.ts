@@ -232,14 +232,19 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       await waitFor('every job to complete', async () => (await queue.counts()).completed === total, 15_000);
 
       expect(await queue.counts()).toEqual({ waiting: 0, delayed: 0, active: 0, completed: total, failed: 0 });
-      expect(new Set(r.completed.map((e) => e.jobId))).toEqual(new Set(ids));
-      expect(r.completed).toHaveLength(total);
       expect(new Set(r.calls.map((c) => c.jobId))).toEqual(new Set(ids));
       expect(new Set(r.calls.map((c) => c.worker))).toEqual(new Set(['a', 'b', 'c']));
       expect(r.failed).toEqual([]);
+      // The queue's counts are the truth. A job whose handler finished just as b was closed by
+      // force can be completed without b emitting its event: only b's last jobs may lack one.
+      const announced = new Set(r.completed.map((e) => e.jobId));
+      const silent = ids.filter((id) => !announced.has(id));
+      expect(silent.length).toBeLessThanOrEqual(options.concurrency);
+      for (const id of silent) expect(r.calls.filter((c) => c.jobId === id).at(-1)?.worker).toBe('b');
+      expect(r.completed.length).toBe(total - silent.length);
       // The jobs b abandoned were found stalled and run again by c; a lost none.
       const doneBy = (w: string) => new Set(r.completed.filter((e) => e.worker === w).map((e) => e.jobId));
-      const abandoned = [...new Set(r.calls.filter((c) => c.worker === 'b' && !doneBy('b').has(c.jobId)).map((c) => c.jobId))];
+      const abandoned = [...new Set(r.calls.filter((c) => c.worker === 'b' && !doneBy('b').has(c.jobId) && !silent.includes(c.jobId)).map((c) => c.jobId))];
       expect(abandoned.length).toBeGreaterThan(0);
       for (const id of abandoned) {
         expect(r.stalled).toContain(id);

@@ -5,6 +5,7 @@
  * re-run after a control-plane restart (a stalled job) resumes the revision. A revision that a
  * newer one replaced is INTERRUPTED: its job notices and stops.
  */
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -59,6 +60,17 @@ export interface RevisionPipelineOptions {
    * @default 1000
    */
   interruptPollMs?: number;
+  /**
+   * How long a step's job stays locked to this control plane without a renewal; after a crash
+   * another control plane resumes the step once this has passed (see `stalledIntervalMs`).
+   * @default 30000
+   */
+  lockDurationMs?: number;
+  /**
+   * How often this control plane looks for steps whose control plane died.
+   * @default 30000
+   */
+  stalledIntervalMs?: number;
 }
 
 /** Thrown into a step whose revision was replaced meanwhile. */
@@ -95,7 +107,12 @@ export class RevisionPipeline {
         'revision.deploy': ({ revision_id }, ctx) => this.runDeploy(revision_id, ctx.signal),
         'deployment.remove': ({ deployment_id }) => this.runRemove(deployment_id),
       },
-      { concurrency: this.options.concurrency ?? 4, log: this.deps.log },
+      {
+        concurrency: this.options.concurrency ?? 4,
+        log: this.deps.log,
+        ...(this.options.lockDurationMs ? { lockDurationMs: this.options.lockDurationMs } : {}),
+        ...(this.options.stalledIntervalMs ? { stalledIntervalMs: this.options.stalledIntervalMs } : {}),
+      },
     );
     await this.worker.ready();
     // Uploads nobody finished within an hour are dropped.
@@ -155,7 +172,9 @@ export class RevisionPipeline {
               tarball: chunksStream(store.uploadChunks(uploadId)),
               configPath: String(config.langgraph_config_path ?? 'langgraph.json'),
               deploymentId: revision.deployment_id,
-              revisionId,
+              // A fresh folder per attempt: an installer orphaned by a crashed control plane may
+              // still be writing into the folder of the attempt before.
+              revisionId: `${revisionId}-${randomBytes(4).toString('hex')}`,
             },
             log,
             signal,

@@ -1,0 +1,28 @@
+/**
+ * A control plane in its own process, for the restart test: node --conditions=berth-source
+ * --import tsx control-plane-process.ts <databaseUrl> <artifactsDir> <secretKey>. Prints
+ * "ready <grpc address>" once it serves; stops (with its agent servers) on SIGTERM.
+ */
+import { silentLogger } from '@berth/log';
+import { start } from '../index.js';
+
+const [databaseUrl, artifactsDir, secretKey] = process.argv.slice(2);
+const plane = await start(
+  {
+    grpcHost: '127.0.0.1',
+    grpcPort: 0,
+    logLevel: 'silent',
+    databaseUrl: databaseUrl!,
+    deployments: {
+      secretKey: secretKey!,
+      artifactsDir: artifactsDir!,
+      processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' },
+      agentLogLevel: 'warn',
+      // Short, so a step of a killed control plane is resumed within seconds.
+      pipeline: { lockDurationMs: 2000, stalledIntervalMs: 1000 },
+    },
+  },
+  silentLogger(),
+);
+process.stdout.write(`ready ${plane.address}\n`);
+process.once('SIGTERM', () => void plane.close().then(() => process.exit(0)));

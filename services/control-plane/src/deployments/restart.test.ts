@@ -1,0 +1,116 @@
+/**
+ * A control plane killed (kill -9) in the middle of a build: another one resumes the revision's
+ * step and deploys it. Both are real processes on one Postgres.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DeploymentService } from '@berth/proto';
+import { createRpcClient } from '@berth/rpc';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { rawTar } from '../build/__tests__/tarballs.js';
+import { SecretBox } from './secret-box.js';
+
+const script = fileURLToPath(new URL('../__tests__/control-plane-process.ts', import.meta.url));
+const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
+const tarball = rawTar(['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({ path, body: readFileSync(join(example, path), 'utf8') })));
+
+let db: TestDatabase;
+let work: string;
+const key = SecretBox.generateKey();
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('cp_restart');
+  work = await mkdtemp(join(tmpdir(), 'berth-restart-test-'));
+});
+afterAll(async () => {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  }
+  await db?.drop();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** Starts a control plane process; resolves with its gRPC address once it serves. */
+function controlPlane(): Promise<{ child: ChildProcess; address: string }> {
+  const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', script, db.url, join(work, 'artifacts'), key], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (data: Buffer) => {
+      out += data.toString();
+      const address = /ready (\S+)/.exec(out)?.[1];
+      if (address) resolve({ child, address });
+    });
+    child.once('exit', (code) => reject(new Error(`control plane exited with ${code}`)));
+  });
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+it('resumes a build whose control plane was killed, and deploys the revision', async () => {
+  const tenantId = randomUUID();
+  const a = await controlPlane();
+  const clientA = createRpcClient(DeploymentService, a.address);
+  const { deployment } = await clientA.createDeployment({ tenantId, name: 'resume', source: 'internal_source', sourceRevisionConfig: {} });
+  const deploymentId = deployment!.id;
+  const revisionId = deployment!.latestRevisionId;
+  await clientA.uploadSource({ tenantId, deploymentId, data: tarball, last: true });
+  // Kill it once the dependency install is under way.
+  await until(
+    'the install to start',
+    async () => {
+      const { logs } = await clientA.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'build', limit: 1000 });
+      return logs.some((l) => /npm/.test(l.message)) ? true : undefined;
+    },
+    60_000,
+  );
+  a.child.kill('SIGKILL');
+  await new Promise((resolve) => a.child.once('exit', resolve));
+  clientA.close();
+
+  const b = await controlPlane();
+  const clientB = createRpcClient(DeploymentService, b.address);
+  try {
+    expect((await clientB.getRevision({ tenantId, deploymentId, revisionId })).revision!.status).toBe('BUILDING');
+    const status = await until(
+      'the revision to settle',
+      async () => {
+        const { revision } = await clientB.getRevision({ tenantId, deploymentId, revisionId });
+        return ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(revision!.status) ? revision!.status : undefined;
+      },
+      120_000,
+    );
+    expect(status).toBe('DEPLOYED');
+    const { logs } = await clientB.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'build', limit: 1000 });
+    expect(logs.filter((l) => l.message.startsWith('building ')).length).toBe(2);
+    const { upstreamUrl } = await clientB.resolveDeployment({ deploymentId });
+    const response = await fetch(`${upstreamUrl}/runs/wait`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'back' }] } }),
+    });
+    expect(((await response.json()) as { messages: { content: string }[] }).messages.at(-1)!.content).toBe('echo: back');
+  } finally {
+    clientB.close();
+  }
+}, 180_000);
