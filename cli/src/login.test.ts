@@ -12,7 +12,8 @@ import { start as startControlPlane, type RunningControlPlane } from '@berth/con
 import { start as startGateway, type RunningGateway } from '@berth/gateway';
 import { freePort } from '@berth/local-stack';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { testGatewayConfig } from '../../services/gateway/src/__tests__/test-config.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 let testDb: TestDatabase;
@@ -77,14 +78,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('cli_login');
   controlPlane = await startControlPlane({ databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent' }, silentLogger());
   gateway = await startGateway(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      queue: { kind: 'redis', url: testRedisUrl() },
-      services: { 'control-plane': controlPlane.address },
-    },
+    testGatewayConfig(testDb.url, controlPlane.address),
     silentLogger(),
   );
   const tenant = await gateway.store.createTenant({ name: 'acme' });

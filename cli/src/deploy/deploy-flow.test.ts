@@ -11,12 +11,13 @@ import { gunzipSync } from 'node:zlib';
 import { start as startGateway, type RunningGateway } from '@berth/gateway';
 import { freePort } from '@berth/local-stack';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
 // The gateway's own test double of the control plane, reused rather than copied.
 import { FakeDeploymentService } from '../../../services/gateway/src/__tests__/fake-deployments.js';
 import { deploy } from '../commands/deploy.js';
 import { deployDelete, deployList, deployLogs, deployRevisions } from '../commands/deploy-manage.js';
 import { loadCliEnv, type CliEnv } from '../env.js';
+import { testGatewayConfig } from '../../../services/gateway/src/__tests__/test-config.js';
 
 let testDb: TestDatabase;
 let fake: FakeDeploymentService;
@@ -57,14 +58,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('cli_deploy');
   fake = await new FakeDeploymentService().start();
   gateway = await startGateway(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      queue: { kind: 'redis', url: testRedisUrl() },
-      services: { 'control-plane': fake.address },
-    },
+    testGatewayConfig(testDb.url, fake.address),
     silentLogger(),
   );
   tenantId = (await gateway.store.createTenant({ name: 'cli' })).id;

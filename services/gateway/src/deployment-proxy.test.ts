@@ -10,9 +10,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
 import { start, type RunningGateway } from './index.js';
+import { testGatewayConfig } from './__tests__/test-config.js';
 
 interface Seen {
   method: string;
@@ -129,14 +130,7 @@ beforeAll(async () => {
   fake = await new FakeDeploymentService().start();
   [upstreamA, upstreamB] = await Promise.all([startUpstream('a'), startUpstream('b')]);
   gateway = await start(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      queue: { kind: 'redis', url: testRedisUrl() },
-      services: { 'control-plane': fake.address },
-    },
+    testGatewayConfig(testDb.url, fake.address),
     silentLogger(),
   );
   tenantA = (await gateway.store.createTenant({ name: 'a' })).id;

@@ -9,12 +9,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { listen, type RunningServer } from '@berth/http';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
 import { createGatewayApp } from './app.js';
 import { ControlPlaneClients } from './control-plane.js';
 import { start, type RunningGateway } from './index.js';
 import { UPLOAD_CHUNK_BYTES } from './routes/deployment-upload.js';
+import { testGatewayConfig } from './__tests__/test-config.js';
 
 let testDb: TestDatabase;
 let fake: FakeDeploymentService;
@@ -58,14 +59,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw_deploy');
   fake = await new FakeDeploymentService().start();
   gateway = await start(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      queue: { kind: 'redis', url: testRedisUrl() },
-      services: { 'control-plane': fake.address },
-    },
+    testGatewayConfig(testDb.url, fake.address),
     silentLogger(),
   );
   const a = await gateway.store.createTenant({ name: 'a' });

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { freePort } from '@berth/local-stack';
 import { start, type RunningGateway } from './index.js';
+import { testGatewayConfig } from './__tests__/test-config.js';
 
 let testDb: TestDatabase;
 let gateway: RunningGateway;
@@ -28,14 +29,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw');
   service = await startGrpcService({ name: 'berth.test.v1', host: '127.0.0.1', port: 0, logger: silentLogger() });
   gateway = await start(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      queue: { kind: 'redis', url: testRedisUrl() },
-      services: { 'control-plane': service.address },
-    },
+    testGatewayConfig(testDb.url, service.address),
     silentLogger(),
   );
   const boot = await gateway.store.bootstrap();
