@@ -38,25 +38,24 @@ let db: TestDatabase;
 let work: string;
 let plane: RunningControlPlane;
 let deployments: Deployments;
+let config: Parameters<typeof start>[0];
 
 beforeAll(async () => {
   db = await createTestDatabase('cp_deploy');
   work = await mkdtemp(join(tmpdir(), 'berth-deployments-test-'));
-  plane = await start(
-    {
-      grpcHost: '127.0.0.1',
-      grpcPort: 0,
-      logLevel: 'silent',
-      databaseUrl: db.url,
-      deployments: {
-        secretKey: SecretBox.generateKey(),
-        artifactsDir: join(work, 'artifacts'),
-        processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
-        agentLogLevel: 'warn',
-      },
+  config = {
+    grpcHost: '127.0.0.1',
+    grpcPort: 0,
+    logLevel: 'silent',
+    databaseUrl: db.url,
+    deployments: {
+      secretKey: SecretBox.generateKey(),
+      artifactsDir: join(work, 'artifacts'),
+      processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
+      agentLogLevel: 'warn',
     },
-    silentLogger(),
-  );
+  };
+  plane = await start(config, silentLogger());
   deployments = plane.deployments!;
 }, 60_000);
 
@@ -208,6 +207,23 @@ describe('deployments on the local deployer', () => {
       client.close();
     }
   });
+
+  it('brings the serving revision back when the control plane starts again', async () => {
+    const before = (await deployments.resolve(deploymentId)).upstream_url!;
+    await plane.close(); // its local agent servers stop with it
+    await expect(fetch(`${before}/ok`)).rejects.toThrow();
+    plane = await start(config, silentLogger());
+    deployments = plane.deployments!;
+    const deadline = Date.now() + 30_000;
+    let upstream: string | null = null;
+    while (!upstream && Date.now() < deadline) {
+      // Until it is back the route has no upstream (the gateway answers 503).
+      upstream = (await deployments.resolve(deploymentId)).upstream_url;
+      if (!upstream) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(upstream).toBeTruthy();
+    expect(await echo(upstream!, 'again')).toBe('echo: again');
+  }, 60_000);
 
   it('deletes a deployment: its route is gone at once and its agent server stops', async () => {
     const { upstream_url } = await deployments.resolve(deploymentId);

@@ -121,7 +121,11 @@ export class RevisionPipeline {
     }, 10 * 60_000);
     sweeper.unref();
     this.sweeper = sweeper;
-    void this.restore();
+    const serving = await this.deps.store.activeRevisions();
+    // Local agent servers went down with the control plane: until one is back its deployment
+    // answers "no serving revision" (503, retry) rather than pointing at a dead port.
+    if (this.deps.deployer.kind === 'local') for (const revision of serving) await this.deps.store.setUpstream(revision.id, null);
+    void this.restore(serving);
   }
 
   async close(): Promise<void> {
@@ -281,9 +285,9 @@ export class RevisionPipeline {
   }
 
   /** Brings the serving revision of every deployment back up (after a restart of the control plane). */
-  private async restore(): Promise<void> {
+  private async restore(revisions: RevisionRow[]): Promise<void> {
     try {
-      for (const revision of await this.deps.store.activeRevisions()) {
+      for (const revision of revisions) {
         const deployment = await this.deps.store.byId(revision.deployment_id);
         if (!deployment) continue;
         const log = this.logs.for(revision.id, 'deploy');

@@ -270,7 +270,7 @@ export class DeploymentStore {
   }
 
   /** Records where an active revision answers after it was brought back (a restart). */
-  async setUpstream(revisionId: string, upstreamUrl: string): Promise<void> {
+  async setUpstream(revisionId: string, upstreamUrl: string | null): Promise<void> {
     await this.db.updateTable('revisions').set({ upstream_url: upstreamUrl, updated_at: new Date() }).where('id', '=', revisionId).execute();
   }
 
