@@ -102,7 +102,12 @@ export class Deployments {
         throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type cannot change: create a new deployment');
       }
     }
-    const revision = input.sourceRevisionConfig ? await this.newRevision(current.id, current.source, input.sourceRevisionConfig, false) : undefined;
+    // Keys the new config leaves out keep the latest revision's values (a PATCH with only a new
+    // tarball keeps a custom langgraph_config_path).
+    const latest = input.sourceRevisionConfig && current.latest_revision_id ? await this.store.revisionById(current.latest_revision_id) : undefined;
+    const revision = input.sourceRevisionConfig
+      ? await this.newRevision(current.id, current.source, { ...(latest?.source_revision_config ?? {}), ...input.sourceRevisionConfig }, false)
+      : undefined;
     const { deployment, interrupted } = await this.store.update(input.tenantId, input.deploymentId, {
       ...(sourceConfig ? { sourceConfig } : {}),
       ...(revision ? { revision } : {}),
