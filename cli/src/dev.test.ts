@@ -20,7 +20,7 @@ beforeAll(async () => {
   await symlink(join(repo, 'node_modules'), join(project, 'node_modules'));
 });
 afterAll(async () => {
-  if (dev && dev.exitCode === null) {
+  if (dev && dev.exitCode === null && dev.signalCode === null) {
     const exited = new Promise((resolve) => dev!.once('exit', resolve));
     dev.kill('SIGTERM');
     await exited;
@@ -36,12 +36,14 @@ describe('berth dev', () => {
     dev = spawn(process.execPath, [bin, 'dev', '--port', '0'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     const url = await new Promise<string>((resolve, reject) => {
       let out = '';
+      let err = '';
+      dev!.stderr!.on('data', (d) => (err += String(d)));
       dev!.stdout!.on('data', (d) => {
         out += String(d);
         const match = /ready at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
         if (match) resolve(match[1]!);
       });
-      dev!.once('exit', (code) => reject(new Error(`berth dev exited ${code}: ${out}`)));
+      dev!.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
     });
     const result = (await (
       await fetch(`${url}/runs/wait`, {

@@ -86,6 +86,9 @@ export class PostgresEventBroker extends BaseEventBroker {
       schema,
       max: options.maxConnections ?? 10,
       applicationName: `berth-broker-${schema}`,
+      // Events are a stream buffer for live and reconnecting clients; a machine crash may lose
+      // the last fraction of a second of them, and publishing must not wait for an fsync.
+      synchronousCommit: false,
     });
     this.#listener = new PgListener({
       connectionString: options.connectionString,

@@ -24,6 +24,12 @@ export interface DatabaseOptions {
    * @default false
    */
   prepareStatements?: boolean;
+  /**
+   * Commits wait for the WAL to reach disk. Off for data that may lose its last fraction of a
+   * second in a machine crash (never its consistency): a commit then costs no fsync.
+   * @default true
+   */
+  synchronousCommit?: boolean;
 }
 
 export interface Database<DB> {
@@ -58,7 +64,7 @@ export function createPool(options: DatabaseOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? `berth-${schema}`,
-    options: `-c search_path=${schema},public`,
+    options: `-c search_path=${schema},public${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
   });
   // An idle client that loses its server emits on the pool; without a listener Node would crash.
   pool.on('error', () => undefined);

@@ -111,7 +111,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir });
   const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true });
-  const checkpointer = new BerthPostgresSaver(pool, schema);
+  // Checkpoint writes of async-durability runs go through this one (no wait for the WAL flush).
+  const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false });
+  const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool);
   await checkpointer.setup();
   const broker = createEventBroker(
     config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
@@ -214,6 +216,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await dispatcher.close();
       await broker.close();
       await pool.end();
+      await lazyPool.end();
     },
   };
 }

@@ -36,7 +36,10 @@ export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
   /** The thread's latest checkpoint id (root namespace), if any. */
   latestCheckpoint(threadId: string): Promise<string | null>;
-  checkpointer: BaseCheckpointSaver;
+  checkpointer: BaseCheckpointSaver & {
+    /** Declares the durability of the run on a thread (see BerthPostgresSaver); returns its release. */
+    runDurability?(threadId: string, durability: 'sync' | 'async' | 'exit'): () => void;
+  };
   broker: EventBroker;
   log: Logger;
 }
@@ -88,6 +91,8 @@ export class RunExecutor {
     const translator = new StreamTranslator(requested);
     let failure: unknown;
     const seen: StreamOutcome = { interrupted: false };
+    // LangGraph's default durability is async.
+    const releaseDurability = this.deps.checkpointer.runDurability?.(run.thread_id, kwargs.durability ?? 'async');
     try {
       const input = await this.input(run);
       for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
@@ -104,6 +109,8 @@ export class RunExecutor {
       }
     } catch (error) {
       failure = error;
+    } finally {
+      releaseDurability?.();
     }
     if (failure && signal.aborted) {
       await events.flush().catch(() => undefined);

@@ -4,6 +4,11 @@
  * Postgres as ONE atomic statement — across the steps of one run and across concurrent runs
  * (group commit). A single write still goes out at once. Reads, tables and migrations are the
  * upstream saver's.
+ *
+ * Writes of runs with `durability: "async"` (LangGraph's default: checkpoints are saved while the
+ * run goes on) commit without waiting for the WAL flush (`synchronous_commit=off`): a machine
+ * crash may lose their last fraction of a second, never their consistency; a crashed worker loses
+ * nothing. Runs with `sync` or `exit` durability, and every write outside a run, wait for it.
  */
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
@@ -42,6 +47,8 @@ class Batch {
   readonly overwrites = new Rows(8, 'last');
   readonly writes = new Rows(8, 'first');
   readonly waiters: { resolve(): void; reject(error: unknown): void }[] = [];
+  /** Every write in it may commit without waiting for the WAL flush. */
+  lazy = true;
 }
 
 /** Most operations (puts + putWrites calls) in one statement. */
@@ -70,9 +77,29 @@ export class BerthPostgresSaver extends PostgresSaver {
   /** Batches waiting to be written; the first is the next to go. */
   private readonly queue: Batch[] = [];
   private pumping: Promise<void> | undefined;
+  /** Threads whose running run has `async` durability (one run per thread runs at a time). */
+  private readonly lazyThreads = new Map<string, number>();
 
-  constructor(private readonly writePool: pg.Pool, schema: string) {
+  /**
+   * @param writePool the pool of the service's schema
+   * @param lazyPool the same, with `synchronous_commit=off`; without it every write waits for the flush
+   */
+  constructor(private readonly writePool: pg.Pool, schema: string, private readonly lazyPool?: pg.Pool) {
     super(writePool, undefined, { schema });
+  }
+
+  /**
+   * Declares the durability of the run now executing on a thread, for the commit mode of its
+   * writes; returns the function to call when the run ends.
+   */
+  runDurability(threadId: string, durability: 'sync' | 'async' | 'exit'): () => void {
+    if (durability !== 'async' || !this.lazyPool) return () => undefined;
+    this.lazyThreads.set(threadId, (this.lazyThreads.get(threadId) ?? 0) + 1);
+    return () => {
+      const left = (this.lazyThreads.get(threadId) ?? 1) - 1;
+      if (left > 0) this.lazyThreads.set(threadId, left);
+      else this.lazyThreads.delete(threadId);
+    };
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
@@ -82,7 +109,7 @@ export class BerthPostgresSaver extends PostgresSaver {
       this._dumpBlobs(thread_id!, checkpoint_ns, checkpoint.channel_values, newVersions),
       this._dumpMetadata(metadata),
     ]);
-    await this.enqueue((batch) => {
+    await this.enqueue(thread_id!, (batch) => {
       for (const b of blobs) batch.blobs.add(JSON.stringify([b[0], b[1], b[2], b[3]]), [b[0], b[1], b[2], b[3], b[4], b[5] ? Buffer.from(b[5]) : null]);
       batch.checkpoints.add(JSON.stringify([thread_id, checkpoint_ns, checkpoint.id]), [
         thread_id,
@@ -101,7 +128,7 @@ export class BerthPostgresSaver extends PostgresSaver {
     const c = config.configurable as Record<string, string | undefined>;
     const rows = await this._dumpWrites(c.thread_id!, c.checkpoint_ns ?? '', c.checkpoint_id!, taskId, writes as [string, unknown][]);
     const upsert = writes.every((w) => w[0] in WRITES_IDX_MAP);
-    await this.enqueue((batch) => {
+    await this.enqueue(c.thread_id!, (batch) => {
       for (const r of rows) {
         const row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], Buffer.from(r[7])];
         (upsert ? batch.overwrites : batch.writes).add(JSON.stringify(row.slice(0, 5)), row);
@@ -110,10 +137,11 @@ export class BerthPostgresSaver extends PostgresSaver {
   }
 
   /** Adds an operation to the next batch; resolves once the statement holding it has committed. */
-  private enqueue(add: (batch: Batch) => void): Promise<void> {
+  private enqueue(threadId: string, add: (batch: Batch) => void): Promise<void> {
     let batch = this.queue.at(-1);
     if (!batch || batch.waiters.length >= MAX_BATCH_OPERATIONS) this.queue.push((batch = new Batch()));
     add(batch);
+    if (!this.lazyThreads.has(threadId)) batch.lazy = false;
     const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
     this.pumping ??= this.pump();
     return done;
@@ -130,7 +158,8 @@ export class BerthPostgresSaver extends PostgresSaver {
 
   private async write(batch: Batch): Promise<void> {
     try {
-      await this.writePool.query(BATCH_SQL, [
+      // One statement at a time (the queue is sequential), so the two pools cannot reorder writes.
+      await (batch.lazy && this.lazyPool ? this.lazyPool : this.writePool).query(BATCH_SQL, [
         ...batch.blobs.columns,
         ...batch.checkpoints.columns,
         ...batch.overwrites.columns,
