@@ -77,6 +77,7 @@ export class BerthPostgresSaver extends PostgresSaver {
   /** Batches waiting to be written; the first is the next to go. */
   private readonly queue: Batch[] = [];
   private pumping: Promise<void> | undefined;
+  private scheduled = false;
   /** Threads whose running run has `async` durability (one run per thread runs at a time). */
   private readonly lazyThreads = new Map<string, number>();
 
@@ -143,7 +144,15 @@ export class BerthPostgresSaver extends PostgresSaver {
     add(batch);
     if (!this.lazyThreads.has(threadId)) batch.lazy = false;
     const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
-    this.pumping ??= this.pump();
+    // Sent on the next turn of the event loop, not at once: a run's steps between two pieces of
+    // I/O (a node that only computes, the puts of one step) then share one statement.
+    if (!this.scheduled && !this.pumping) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.pumping ??= this.pump();
+      });
+    }
     return done;
   }
 
