@@ -13,7 +13,7 @@
  * Usage (from the repository root, after `make build` and `npm ci` in bench/agent-server;
  * `make bench` does both):
  *   node bench/agent-server/run.mjs [--duration 20] [--warmup 5] [--concurrency 1,60]
- *                                   [--servers berth,langgraph] [--no-write] [--keep-logs]
+ *                                   [--servers berth,langgraph] [--berth-processes 1] [--no-write] [--keep-logs]
  *
  * Everything listens on 127.0.0.1 only; nothing is downloaded at run time. All child processes
  * (and Berth's Postgres) are stopped and the temp folder removed, also on failure or Ctrl-C.
@@ -47,6 +47,7 @@ const { values: opts } = parseArgs({
     servers: { type: 'string', default: 'berth,langgraph' },
     'no-write': { type: 'boolean', default: false },
     'keep-logs': { type: 'boolean', default: false },
+    'berth-processes': { type: 'string', default: '1' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -62,6 +63,10 @@ if (!(DURATION_S > 0 && DURATION_S <= 600) || !(WARMUP_S >= 0 && WARMUP_S <= 120
 if (!LEVELS.every((c) => Number.isInteger(c) && c >= 1 && c <= 500)) fail('--concurrency takes integers in [1, 500], e.g. 1,60');
 if (!SERVERS.every((s) => s === 'berth' || s === 'langgraph')) fail('--servers takes berth and/or langgraph');
 const REQUEST_TIMEOUT_MS = 60_000;
+// `berth dev --processes`: agent server processes sharing the port. On 2 cores, 2 processes were no
+// faster than 1 (the second core is busy with Postgres and this load generator), so 1 by default.
+const BERTH_PROCESSES = Number(opts['berth-processes']);
+if (!(Number.isInteger(BERTH_PROCESSES) && BERTH_PROCESSES >= 1 && BERTH_PROCESSES <= 64)) fail('--berth-processes takes 1-64');
 
 // ---------------------------------------------------------------------------------------------
 // Child processes and cleanup
@@ -306,7 +311,7 @@ async function startBerth() {
   const logFile = join(tempDir, 'berth.log');
   const log = openSync(logFile, 'a');
   const port = await freePort();
-  const child = spawn(process.execPath, [BERTH_BIN, 'dev', '--config', config, '--port', String(port), '--host', '127.0.0.1'], {
+  const child = spawn(process.execPath, [BERTH_BIN, 'dev', '--config', config, '--port', String(port), '--host', '127.0.0.1', '--processes', String(BERTH_PROCESSES)], {
     cwd: dir,
     env: cleanEnv({}),
     detached: true,
@@ -352,7 +357,7 @@ async function startBerth() {
     entry,
     logFile,
     postmaster: () => postmasterPid(dir),
-    version: `Berth ${info.version} (\`node cli/dist/bin.js dev\`, default 10 workers, LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info'}), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
+    version: `Berth ${info.version} (\`node cli/dist/bin.js dev --processes ${BERTH_PROCESSES}\`, default 10 workers per process, LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info'}), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
   };
 }
 

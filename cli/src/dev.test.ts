@@ -60,6 +60,40 @@ describe('berth dev', () => {
     expect(await exited).toBe(0);
   }, 60_000);
 
+  it('serves one port from several processes with --processes, and stops them all', async () => {
+    dev = spawn(process.execPath, [bin, 'dev', '--port', '0', '--processes', '2'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      dev!.stderr!.on('data', (d) => (err += String(d)));
+      dev!.stdout!.on('data', (d) => {
+        out += String(d);
+        const match = /ready at (http:\/\/127\.0\.0\.1:\d+).*, 2 processes/.exec(out);
+        if (match) resolve(match[1]!);
+      });
+      dev!.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
+    });
+    // Runs of one thread, sent to whichever process accepts them, all complete (one database, one queue).
+    const thread = (await (await fetch(`${url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string };
+    const replies = await Promise.all(
+      ['one', 'two', 'three', 'four'].map(async (text) => {
+        const response = await fetch(`${url}/threads/${thread.thread_id}/runs/wait`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } }),
+        });
+        return ((await response.json()) as { messages: { content: string }[] }).messages.at(-1)?.content;
+      }),
+    );
+    expect(replies.sort()).toEqual(['echo: four', 'echo: one', 'echo: three', 'echo: two']);
+    const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.pid)], (_e, out) => resolve(out)))).trim().split('\n').filter(Boolean);
+    expect(pids.length).toBeGreaterThanOrEqual(2);
+    const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
+    dev.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
+  }, 60_000);
+
   it('explains a missing langgraph.json', async () => {
     const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
       execFile(process.execPath, [bin, 'dev', '--config', 'nope.json'], { cwd: project }, (error, _o, stderr) => resolve({ code: error ? 1 : 0, stderr })),

@@ -67,7 +67,8 @@ export function program(): Command {
     .option('-c, --config <path>', 'path to langgraph.json', './langgraph.json')
     .option('-p, --port <port>', 'port to listen on (a free one when taken)', '2024')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
-    .option('-n, --workers <count>', 'runs executed at the same time', '10')
+    .option('-n, --workers <count>', 'runs executed at the same time, per process', '10')
+    .option('--processes <count>', 'processes serving the port (API + workers each), for more than one core', '1')
     .action(async (o) => (await load.dev()).dev(env(), o, print));
   cli
     .command('login')

@@ -1,6 +1,6 @@
 export { assertIdentifier, createDatabase, createPool } from './database.js';
 export type { Database, DatabaseOptions } from './database.js';
-export { MigrationError, listMigrations, migrate } from './migrate.js';
+export { MigrationError, listMigrations, migrate, withAdvisoryLock } from './migrate.js';
 export type { MigrateOptions, MigrationFile } from './migrate.js';
 export { sql } from 'kysely';
 export type { Kysely, Selectable, Insertable, Updateable, Generated, ColumnType } from 'kysely';

@@ -99,3 +99,20 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
   }
   return applied;
 }
+
+/**
+ * Runs `fn` while holding a session-level advisory lock named `name` on the database: for setup
+ * that third-party code does without a lock of its own (`CREATE TABLE IF NOT EXISTS` from two
+ * processes at once can fail), so that processes starting together take turns.
+ */
+export async function withAdvisoryLock<T>(connectionString: string, name: string, fn: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+    return await fn();
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]).catch(() => undefined);
+    await client.end();
+  }
+}

@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { createEventBroker } from '@berth/broker';
-import { migrate, assertIdentifier, createPool } from '@berth/db';
+import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError } from '@berth/errors';
 import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
 import type { RequestHandler } from 'express';
@@ -114,14 +114,20 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // Checkpoint writes of async-durability runs go through this one (no wait for the WAL flush).
   const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false });
   const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool);
-  await checkpointer.setup();
   const broker = createEventBroker(
     config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
     { log },
   );
-  await broker.ready?.();
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: `berth:${schema}` };
+  const dispatcher = new RunDispatcher(queueBackend, log);
+  // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
+  // fails when two processes start on a fresh database at once: they take turns here.
+  await withAdvisoryLock(config.databaseUrl, `berth.agent-setup.${schema}`, async () => {
+    await checkpointer.setup();
+    await broker.ready?.();
+    await dispatcher.ready();
+  });
 
   const assistants = new AssistantStore(pool);
   const threads = new ThreadStore(pool);
@@ -134,8 +140,6 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
     return assistants.get(ref, filter);
   };
-  const dispatcher = new RunDispatcher(queueBackend, log);
-  await dispatcher.ready();
   const ctx: ServerContext = {
     assistants,
     threads,
