@@ -1,0 +1,101 @@
+/**
+ * Deployments of images (`external_docker`) on the kubernetes deployer, through the whole control
+ * plane (store, revision jobs, deployer) against the in-repo fake Kubernetes API server: the
+ * revision is DEPLOYED once the rollout finished, the route points at the Service, a failing
+ * rollout is DEPLOY_FAILED with the reason, and delete removes the objects.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeKube } from '@berth/fake-kube';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { start, type RunningControlPlane } from '../index.js';
+import { SecretBox } from './secret-box.js';
+import type { Deployments } from './service.js';
+
+const tenant = randomUUID();
+let db: TestDatabase;
+let work: string;
+let fake: FakeKube;
+let plane: RunningControlPlane;
+let deployments: Deployments;
+
+beforeAll(async () => {
+  db = await createTestDatabase('cp_kube');
+  work = await mkdtemp(join(tmpdir(), 'berth-kube-deployments-'));
+  fake = await FakeKube.start({ namespaces: ['berth'], rollouts: { delayMs: 50 } });
+  fake.rollouts.failImage('registry.test/agent:broken', { logs: 'loading graph agent\nError: OPENAI_API_KEY is not set\n' });
+  plane = await start(
+    {
+      grpcHost: '127.0.0.1',
+      grpcPort: 0,
+      logLevel: 'silent',
+      databaseUrl: db.url,
+      deployments: {
+        secretKey: SecretBox.generateKey(),
+        artifactsDir: join(work, 'artifacts'),
+        deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' },
+      },
+    },
+    silentLogger(),
+  );
+  deployments = plane.deployments!;
+}, 60_000);
+
+afterAll(async () => {
+  await plane?.close();
+  await fake?.close();
+  await db?.drop();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function settled(deploymentId: string, revisionId: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { status } = await deployments.revision(tenant, deploymentId, revisionId);
+    if (['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(status)) return status;
+    if (Date.now() > deadline) throw new Error(`revision still ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+it('deploys an image, fails a broken one with the reason and keeps the old one, and deletes everything', async () => {
+  const created = await deployments.create({
+    tenantId: tenant,
+    name: 'agent',
+    source: 'external_docker',
+    sourceConfig: { deployment_type: 'prod' },
+    sourceRevisionConfig: { image_uri: 'registry.test/agent:1' },
+    secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-test' }],
+  });
+  expect(await settled(created.id, created.latest_revision_id!)).toBe('DEPLOYED');
+  const route = await deployments.resolve(created.id);
+  expect(route.upstream_url).toMatch(/^http:\/\/[a-z0-9-]+\.berth\.svc\.cluster\.local:8000$/);
+  const [deployment] = fake.store.list('deployments', 'berth');
+  expect(deployment!.spec).toMatchObject({ replicas: 2 }); // prod: two replicas by default
+  const container = (deployment!.spec as { template: { spec: { containers: { image: string; env: { name: string; value: string }[] }[] } } }).template.spec.containers[0]!;
+  expect(container.image).toBe('registry.test/agent:1');
+  expect(container.env).toEqual(expect.arrayContaining([{ name: 'HOST', value: '0.0.0.0' }, expect.objectContaining({ name: 'BERTH_AGENT_SCHEMA' })]));
+  // The secret's value lives in a Secret, not in the Deployment.
+  expect(JSON.stringify(deployment)).not.toContain('sk-test');
+  expect(fake.store.list('secrets', 'berth')).toHaveLength(1);
+
+  const broken = await deployments.update({ tenantId: tenant, deploymentId: created.id, sourceRevisionConfig: { image_uri: 'registry.test/agent:broken' } });
+  expect(await settled(created.id, broken.latest_revision_id!)).toBe('DEPLOY_FAILED');
+  const failed = await deployments.revision(tenant, created.id, broken.latest_revision_id!);
+  const { logs } = await deployments.logs(tenant, created.id, { revisionId: failed.id, type: 'deploy', offset: 0, limit: 1000 });
+  expect(logs.map((l) => l.message).join('\n')).toContain('OPENAI_API_KEY is not set');
+  expect((await deployments.resolve(created.id)).upstream_url).toBe(route.upstream_url);
+  const image = (d: unknown) => (d as { spec: { template: { spec: { containers: { image: string }[] } } } }).spec.template.spec.containers[0]!.image;
+  expect(image(fake.store.list('deployments', 'berth')[0])).toBe('registry.test/agent:1');
+
+  await deployments.delete(tenant, created.id);
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && fake.store.list('deployments', 'berth').length) await new Promise((r) => setTimeout(r, 100));
+  expect(fake.store.list('deployments', 'berth')).toEqual([]);
+  expect(fake.store.list('secrets', 'berth')).toEqual([]);
+  expect(fake.store.list('services', 'berth')).toEqual([]);
+}, 60_000);
