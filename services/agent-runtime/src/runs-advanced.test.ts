@@ -174,22 +174,14 @@ describe('cancellation and failures', () => {
     const api = await startTestServer(db.url, { workers: 0 });
     const apiClient = new Client({ apiUrl: api.url });
     // The in-process server keeps working too; stop it from taking this run by using a fresh worker pair.
-    const spawnWorker = async (): Promise<ChildProcess> => {
-      const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', workerScript, configPath, db.url], { stdio: ['ignore', 'pipe', 'inherit'] });
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
-        child.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
-      });
-      return child;
-    };
     await server.close();
     try {
-      const first = await spawnWorker();
+      const { child: first } = await spawnWorker();
       const t = await apiClient.threads.create();
       const run = await apiClient.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 2000 } });
       await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
       first.kill('SIGKILL');
-      const second = await spawnWorker();
+      const { child: second } = await spawnWorker();
       try {
         const killedAt = Date.now();
         const done = await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'success', 20_000);
@@ -205,4 +197,47 @@ describe('cancellation and failures', () => {
       server = await startTestServer(db.url);
     }
   }, 60_000);
+
+  it("hands the runs waiting in a killed process's local backlog to another worker", async () => {
+    // An API-only view of the database, to watch the runs once their process is gone.
+    const api = await startTestServer(db.url, { workers: 0 });
+    const apiClient = new Client({ apiUrl: api.url });
+    await server.close();
+    try {
+      // One run slot: the second run waits in the process's memory, pending in the database.
+      const a = await spawnWorker('1');
+      const aClient = new Client({ apiUrl: a.url });
+      const [t1, t2] = [await aClient.threads.create(), await aClient.threads.create()];
+      const x = await aClient.runs.create(t1.thread_id, 'slow', { input: {}, context: { delay_ms: 2000 } });
+      const y = await aClient.runs.create(t2.thread_id, 'slow', { input: {}, context: { delay_ms: 10 } });
+      await until(() => apiClient.runs.get(t1.thread_id, x.run_id), (r) => r.status === 'running');
+      expect((await apiClient.runs.get(t2.thread_id, y.run_id)).status).toBe('pending');
+      a.child.kill('SIGKILL');
+      const b = await spawnWorker('2');
+      try {
+        expect((await until(() => apiClient.runs.get(t2.thread_id, y.run_id), (r) => r.status === 'success', 20_000)).status).toBe('success');
+        expect((await until(() => apiClient.runs.get(t1.thread_id, x.run_id), (r) => r.status === 'success', 20_000)).status).toBe('success');
+      } finally {
+        b.child.kill('SIGKILL');
+      }
+    } finally {
+      await api.close();
+      server = await startTestServer(db.url);
+    }
+  }, 60_000);
 });
+
+/** An agent server in a child process (API + `workers` run slots); resolves once it serves. */
+async function spawnWorker(workers = '2'): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', workerScript, configPath, db.url, workers], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += String(d);
+      const match = /ready (\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
+  });
+  return { child, url };
+}

@@ -27,6 +27,13 @@ export interface RunWorkerOptions {
    */
   leaseMs?: number;
   /**
+   * Runs accepted in this process beyond `concurrency`, waiting in memory for a free slot instead
+   * of taking the queue's round trips (they stay `pending` in the database: if this process dies,
+   * or they wait longer than the sweep interval, the sweeper hands them to any worker).
+   * @default 10 × concurrency
+   */
+  localBacklog?: number;
+  /**
    * Longest a run may execute; then its graph is aborted and the run ends `timeout`.
    * @default 3_600_000 (1 hour)
    */
@@ -60,9 +67,11 @@ export class RunWorker {
   private readonly leaseMs: number;
   private jobs?: JobWorker<typeof runJobs>;
   private local = 0;
+  /** Runs accepted by tryLocal while every slot was taken, oldest first. */
+  private readonly backlog: string[] = [];
   private sweeper?: NodeJS.Timeout;
-  /** Runs this process is executing, resolved with how they ended (for waiters in this process). */
-  private readonly outcomes = new Map<string, Promise<RunResult | undefined>>();
+  /** Runs this process has taken on, resolved with how they ended (for waiters in this process). */
+  private readonly outcomes = new Map<string, { promise: Promise<RunResult | undefined>; settle(result: RunResult | undefined): void }>();
 
   constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
     this.leaseMs = options.leaseMs ?? 5000;
@@ -83,6 +92,8 @@ export class RunWorker {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    // Waiting runs stay pending in the database, for another worker's sweeper.
+    for (const runId of this.backlog.splice(0)) this.settle(runId, undefined);
     await this.jobs?.close();
   }
 
@@ -93,12 +104,27 @@ export class RunWorker {
    * start is still found by the sweeper of some worker.
    */
   tryLocal(runId: string): boolean {
-    if (!this.jobs || this.local >= (this.options.concurrency ?? 10)) return false;
+    if (!this.jobs) return false;
+    const concurrency = this.options.concurrency ?? 10;
+    if (this.local < concurrency) {
+      this.startLocal(runId);
+      return true;
+    }
+    if (this.backlog.length >= (this.options.localBacklog ?? 10 * concurrency)) return false;
+    this.expect(runId);
+    this.backlog.push(runId);
+    return true;
+  }
+
+  private startLocal(runId: string): void {
     this.local += 1;
     void this.handle(runId)
       .catch((error: unknown) => this.deps.log.error({ err: error, runId }, 'local run failed'))
-      .finally(() => (this.local -= 1));
-    return true;
+      .finally(() => {
+        this.local -= 1;
+        const next = this.backlog.shift();
+        if (next) this.startLocal(next);
+      });
   }
 
   /**
@@ -106,7 +132,20 @@ export class RunWorker {
    * the event stream. Undefined when this process is not executing it (or did not finish it).
    */
   localResult(runId: string): Promise<RunResult | undefined> | undefined {
-    return this.outcomes.get(runId);
+    return this.outcomes.get(runId)?.promise;
+  }
+
+  /** Registers a run this process takes on, so that waiters here can await its outcome. */
+  private expect(runId: string): void {
+    if (this.outcomes.has(runId)) return;
+    let settle!: (result: RunResult | undefined) => void;
+    const promise = new Promise<RunResult | undefined>((resolve) => (settle = resolve));
+    this.outcomes.set(runId, { promise, settle });
+  }
+
+  private settle(runId: string, result: RunResult | undefined): void {
+    this.outcomes.get(runId)?.settle(result);
+    this.outcomes.delete(runId);
   }
 
   private async sweep(): Promise<void> {
@@ -118,13 +157,9 @@ export class RunWorker {
   }
 
   private handle(runId: string): Promise<void> {
-    let settle!: (result: RunResult | undefined) => void;
-    this.outcomes.set(runId, new Promise((resolve) => (settle = resolve)));
+    this.expect(runId);
     let result: RunResult | undefined;
-    return this.execute(runId, (r) => (result = r)).finally(() => {
-      this.outcomes.delete(runId);
-      settle(result);
-    });
+    return this.execute(runId, (r) => (result = r)).finally(() => this.settle(runId, result));
   }
 
   private async execute(runId: string, report: (result: RunResult) => void): Promise<void> {
@@ -205,7 +240,9 @@ export class RunWorker {
     if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
     else report({ status, output: outcome?.values ?? null });
     await broker.end(run.run_id);
-    if (nextRunId) await dispatcher.dispatch(nextRunId);
+    if (nextRunId) {
+      if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId);
+    }
     else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);
   }
 
