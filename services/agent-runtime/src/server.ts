@@ -160,7 +160,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     runs,
     broker,
     dispatcher,
-    resolveAssistant,
+    // A graph's system assistant is named without reading it (create_run checks it still exists).
+    resolveAssistant: async (ref) => (graphs.has(ref) ? { assistant_id: systemAssistantId(ref), graph_id: ref } : resolveAssistant(ref)),
     checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
     authz,
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,

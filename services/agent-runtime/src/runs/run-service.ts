@@ -41,7 +41,11 @@ export interface RunServiceDeps {
   runs: RunStore;
   broker: EventBroker;
   dispatcher: RunDispatcher;
-  resolveAssistant(ref: string): Promise<Assistant>;
+  /**
+   * The id and graph of the assistant a run names (an id, or a graph name for its system
+   * assistant); that it still exists is checked when the run is created.
+   */
+  resolveAssistant(ref: string): Promise<Pick<Assistant, 'assistant_id' | 'graph_id'>>;
   checkContext(graphId: string, context: Record<string, unknown>): void;
   /** Runs the `threads:create_run` handler of custom auth; without it every run is allowed. */
   authz?: Authorizer;
@@ -129,17 +133,23 @@ export class RunService {
       const configurable = { ...((kwargs.config?.configurable as JsonObject | undefined) ?? {}), ...authConfigurable(auth) };
       kwargs.config = { ...kwargs.config, configurable };
     }
-    const { run, superseded } = await runs.create({
-      run_id,
-      thread_id,
-      assistant_id: assistant.assistant_id,
-      graph_id: assistant.graph_id,
-      metadata,
-      kwargs,
-      multitask_strategy,
-      after_seconds: request.after_seconds ?? 0,
-      ...(authorized?.filter && !created ? { threadFilter: authorized.filter } : {}),
-    });
+    const { run, superseded } = await runs
+      .create({
+        run_id,
+        thread_id,
+        assistant_id: assistant.assistant_id,
+        graph_id: assistant.graph_id,
+        metadata,
+        kwargs,
+        multitask_strategy,
+        after_seconds: request.after_seconds ?? 0,
+        ...(authorized?.filter && !created ? { threadFilter: authorized.filter } : {}),
+      })
+      .catch(async (error: unknown) => {
+        // A threadless run that could not be created (its assistant is gone) leaves no thread.
+        if (temporary) await threads.delete(thread_id).catch(() => undefined);
+        throw error;
+      });
     const action = run.multitask_strategy === 'rollback' ? 'rollback' : 'interrupt';
     for (const old of superseded) {
       if (old.status === 'running') {

@@ -86,8 +86,8 @@ export class RunStore {
    * the caller can stop them.
    */
   async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[] }> {
-    // One round trip: see migrations/0002_create_run_function.sql.
-    const { rows } = await this.pool.query<Run & { outcome: 'created' | 'not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[] }>(
+    // One round trip: see migrations/0002_create_run_function.sql (and 0003: the assistant must exist).
+    const { rows } = await this.pool.query<Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[] }>(
       'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb)',
       [
         input.run_id,
@@ -103,6 +103,7 @@ export class RunStore {
     );
     const { outcome, superseded, ...run } = rows[0]!;
     if (outcome === 'not_found') throw new NotFoundError(`Thread ${input.thread_id} not found`);
+    if (outcome === 'assistant_not_found') throw new NotFoundError(`Assistant ${input.assistant_id} not found`);
     if (outcome === 'busy') {
       throw new ConflictError(`Thread ${input.thread_id} is busy with run ${superseded[0]!.run_id}; multitask_strategy is reject`);
     }
