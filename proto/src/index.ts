@@ -69,5 +69,6 @@ export {
 } from './gen/grpc/health/v1/health_pb.js';
 export type { HealthCheckRequest, HealthCheckResponse } from './gen/grpc/health/v1/health_pb.js';
 
-// berth.controlplane.v1 — deployments and revisions of the control plane.
+// berth.controlplane.v1 — deployments and revisions of the control plane (configs are Struct: JsonObject).
+export type { JsonObject } from '@bufbuild/protobuf';
 export * from './gen/berth/controlplane/v1/deployments_pb.js';

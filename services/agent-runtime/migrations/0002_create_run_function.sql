@@ -3,10 +3,14 @@
 -- (READ COMMITTED), so a run created right after a concurrent one on the same thread sees it,
 -- exactly as the multi-statement transaction it replaces did.
 --
+-- It also checks that the run's assistant exists, so the API need not read an assistant it can name
+-- without the database (a graph's system assistant).
+--
 -- p_filter: an authorization filter on the thread's metadata, [{key, op: eq|contains, value}].
 -- outcome: 'created' (with the run's columns; superseded = the unfinished runs an interrupt or
--- rollback strategy stops), 'not_found' (no such thread, or it does not match the filter), or
--- 'busy' (strategy reject and the thread has unfinished runs, listed in superseded).
+-- rollback strategy stops), 'assistant_not_found', 'not_found' (no such thread, or it does not
+-- match the filter), or 'busy' (strategy reject and the thread has unfinished runs, listed in
+-- superseded).
 CREATE FUNCTION create_run(
   p_run_id uuid, p_thread_id uuid, p_assistant_id uuid, p_graph_id text, p_metadata jsonb,
   p_kwargs jsonb, p_strategy text, p_after_seconds double precision, p_filter jsonb
@@ -20,6 +24,13 @@ LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   v_inflight jsonb;
 BEGIN
+  PERFORM 1 FROM assistants a WHERE a.assistant_id = p_assistant_id;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'assistant_not_found'::text, NULL::jsonb, NULL::uuid, NULL::uuid, NULL::uuid, NULL::text, NULL::jsonb,
+      NULL::jsonb, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
+    RETURN;
+  END IF;
+
   PERFORM 1 FROM threads t
   WHERE t.thread_id = p_thread_id
     AND NOT EXISTS (

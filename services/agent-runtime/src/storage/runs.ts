@@ -86,7 +86,7 @@ export class RunStore {
    * the caller can stop them.
    */
   async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[] }> {
-    // One round trip: see migrations/0002_create_run_function.sql (and 0003: the assistant must exist).
+    // One round trip: see migrations/0002_create_run_function.sql.
     const { rows } = await this.pool.query<Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[] }>(
       'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb)',
       [

@@ -5,23 +5,12 @@
  */
 import { silentLogger } from '@berth/log';
 import { start } from '../index.js';
+import { testControlPlaneConfig } from './test-config.js';
 
 const [databaseUrl, artifactsDir, secretKey] = process.argv.slice(2);
 const plane = await start(
-  {
-    grpcHost: '127.0.0.1',
-    grpcPort: 0,
-    logLevel: 'silent',
-    databaseUrl: databaseUrl!,
-    deployments: {
-      secretKey: secretKey!,
-      artifactsDir: artifactsDir!,
-      processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' },
-      agentLogLevel: 'warn',
-      // Short, so a step of a killed control plane is resumed within seconds.
-      pipeline: { lockDurationMs: 2000, stalledIntervalMs: 1000 },
-    },
-  },
+  // Short job lock and stall checks, so a step of a killed control plane is resumed within seconds.
+  testControlPlaneConfig(databaseUrl!, artifactsDir!, { secretKey: secretKey!, pipeline: { lockDurationMs: 2000, stalledIntervalMs: 1000 } }),
   silentLogger(),
 );
 process.stdout.write(`ready ${plane.address}\n`);

@@ -17,8 +17,8 @@ import { DeploymentService } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { rawTar } from '../build/__tests__/tarballs.js';
+import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
-import { SecretBox } from './secret-box.js';
 import type { Deployments } from './service.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
@@ -43,18 +43,7 @@ let config: Parameters<typeof start>[0];
 beforeAll(async () => {
   db = await createTestDatabase('cp_deploy');
   work = await mkdtemp(join(tmpdir(), 'berth-deployments-test-'));
-  config = {
-    grpcHost: '127.0.0.1',
-    grpcPort: 0,
-    logLevel: 'silent',
-    databaseUrl: db.url,
-    deployments: {
-      secretKey: SecretBox.generateKey(),
-      artifactsDir: join(work, 'artifacts'),
-      processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
-      agentLogLevel: 'warn',
-    },
-  };
+  config = testControlPlaneConfig(db.url, join(work, 'artifacts'));
   plane = await start(config, silentLogger());
   deployments = plane.deployments!;
 }, 60_000);

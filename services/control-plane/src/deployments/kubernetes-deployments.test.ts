@@ -13,7 +13,7 @@ import { FakeKube } from '@berth/fake-kube';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { start, type RunningControlPlane } from '../index.js';
-import { SecretBox } from './secret-box.js';
+import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import type { Deployments } from './service.js';
 
 const tenant = randomUUID();
@@ -29,17 +29,7 @@ beforeAll(async () => {
   fake = await FakeKube.start({ namespaces: ['berth'], rollouts: { delayMs: 50 } });
   fake.rollouts.failImage('registry.test/agent:broken', { logs: 'loading graph agent\nError: OPENAI_API_KEY is not set\n' });
   plane = await start(
-    {
-      grpcHost: '127.0.0.1',
-      grpcPort: 0,
-      logLevel: 'silent',
-      databaseUrl: db.url,
-      deployments: {
-        secretKey: SecretBox.generateKey(),
-        artifactsDir: join(work, 'artifacts'),
-        deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' },
-      },
-    },
+    testControlPlaneConfig(db.url, join(work, 'artifacts'), { deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' } }),
     silentLogger(),
   );
   deployments = plane.deployments!;

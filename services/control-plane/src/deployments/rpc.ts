@@ -2,12 +2,10 @@
  * The gRPC face of {@link Deployments}: `berth.controlplane.v1.DeploymentService`.
  */
 import { InvalidArgumentError } from '@berth/errors';
-import { DeploymentService, timestampFromDate } from '@berth/proto';
+import { DeploymentService, timestampFromDate, type JsonObject } from '@berth/proto';
 import type { ServiceImplementation } from '@berth/rpc';
 import type { DeploymentView, Deployments } from './service.js';
 import type { LogEntryRow, RevisionRow } from './store.js';
-
-type JsonObject = Record<string, never>;
 
 function deploymentMessage(d: DeploymentView) {
   return {

@@ -221,12 +221,14 @@ export class Deployments {
   }
 
   private async views(rows: DeploymentRow[]): Promise<DeploymentView[]> {
-    const names = await this.store.secretNames(rows.map((r) => r.id));
-    return Promise.all(
-      rows.map(async (row) => {
-        const latest = row.latest_revision_id ? await this.store.revisionById(row.latest_revision_id) : undefined;
-        return { ...row, secret_names: names.get(row.id) ?? [], source_revision_config: latest?.source_revision_config ?? {} };
-      }),
-    );
+    const [names, configs] = await Promise.all([
+      this.store.secretNames(rows.map((r) => r.id)),
+      this.store.revisionConfigs(rows.flatMap((r) => (r.latest_revision_id ? [r.latest_revision_id] : []))),
+    ]);
+    return rows.map((row) => ({
+      ...row,
+      secret_names: names.get(row.id) ?? [],
+      source_revision_config: (row.latest_revision_id && configs.get(row.latest_revision_id)) || {},
+    }));
   }
 }

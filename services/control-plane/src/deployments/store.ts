@@ -199,6 +199,13 @@ export class DeploymentStore {
     return names;
   }
 
+  /** source_revision_config of each of these revisions, by revision id (one query for a page of deployments). */
+  async revisionConfigs(revisionIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+    if (!revisionIds.length) return new Map();
+    const rows = await this.db.selectFrom('revisions').select(['id', 'source_revision_config']).where('id', 'in', revisionIds).execute();
+    return new Map(rows.map((r) => [r.id, r.source_revision_config]));
+  }
+
   async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
     const rows = await this.db.selectFrom('deployment_secrets').select(['name', 'value_encrypted']).where('deployment_id', '=', deploymentId).execute();
     return rows.map((r) => ({ name: r.name, sealed: r.value_encrypted }));
