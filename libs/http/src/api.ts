@@ -2,8 +2,9 @@
  * A route registry: each route declares its zod schemas once; they validate the request (strict,
  * 422 on any bad or unknown field), shape the response, and generate the OpenAPI document.
  */
-import express, { type Request, type Response, type Router } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
+import { RouteTable } from './route-table.js';
 import { parseRequestPart } from './validation.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -84,32 +85,28 @@ export class Api<Ctx = undefined> {
     return this;
   }
 
-  /** An express router serving every registered route (405 for a known path with another method). */
-  router(): Router {
-    const router = express.Router();
-    const methodsByPath = new Map<string, Set<string>>();
-    for (const spec of this.specs) {
-      const path = toExpressPath(spec.path);
-      router[spec.method](path, (req, res, next) => {
-        this.handle(spec, req, res).catch(next);
-      });
-      const methods = methodsByPath.get(path) ?? new Set<string>();
-      methods.add(spec.method.toUpperCase());
-      methodsByPath.set(path, methods);
-    }
-    for (const [path, methods] of methodsByPath) {
-      router.all(path, (req, res, next) => {
-        if (req.method === 'HEAD' && methods.has('GET')) return next();
-        res.setHeader('Allow', [...methods].join(', '));
+  /** A request handler serving every registered route (405 for a known path with another method). */
+  router(): RequestHandler {
+    const table = new RouteTable<RouteSpec<Ctx>>();
+    for (const spec of this.specs) table.add(spec.method.toUpperCase(), spec.path, spec);
+    return (req, res, next) => {
+      const url = req.url;
+      const query = url.indexOf('?');
+      const found = table.match(req.method, query < 0 ? url : url.slice(0, query));
+      if (found.kind === 'none') return next();
+      if (found.kind === 'method') {
+        res.setHeader('Allow', found.allow.join(', '));
         res.status(405).json({ detail: 'Method Not Allowed' });
-      });
-    }
-    return router;
+        return;
+      }
+      this.handle(found.value, found.params, req, res).catch(next);
+    };
   }
 
-  private async handle(spec: RouteSpec<Ctx>, req: Request, res: Response): Promise<void> {
+  private async handle(spec: RouteSpec<Ctx>, pathParams: Record<string, string>, req: Request, res: Response): Promise<void> {
+    req.params = pathParams;
     const auth = spec.public || !this.options.authenticate ? (undefined as Ctx) : await this.options.authenticate(req);
-    const params = spec.params ? parseRequestPart('path', spec.params, req.params) : {};
+    const params = spec.params ? parseRequestPart('path', spec.params, pathParams) : {};
     const query = spec.query ? parseRequestPart('query', spec.query, { ...(req.query as object) }) : {};
     let body: unknown;
     if (spec.body) {
@@ -127,9 +124,4 @@ export class Api<Ctx = undefined> {
     }
     res.status(chosen ?? spec.status ?? 200).json(spec.response.parse(result));
   }
-}
-
-/** `/a/{id}/b` → `/a/:id/b` */
-export function toExpressPath(path: string): string {
-  return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
 }

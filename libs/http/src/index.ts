@@ -1,4 +1,4 @@
-export { Api, toExpressPath } from './api.js';
+export { Api } from './api.js';
 export type { ApiOptions, HandlerInput, HttpMethod, RouteSpec } from './api.js';
 export { createApp, listen } from './app.js';
 export type { AppOptions, RunningServer } from './app.js';

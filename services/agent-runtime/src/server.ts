@@ -129,6 +129,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     await dispatcher.ready();
   });
 
+  // Whole-thread checkpoint operations, after the writes a run may still have queued behind.
+  const settled = (threadId: string) => checkpointer.flushThread(threadId).catch(() => undefined);
+  const checkpointRows = {
+    delete: async (threadId: string) => (await settled(threadId), deleteCheckpoints(pool, threadId)),
+    deleteAfter: async (threadId: string, id: string | null) => (await settled(threadId), deleteCheckpointsAfter(pool, threadId, id)),
+    copy: async (from: string, to: string) => (await settled(from), copyCheckpoints(pool, from, to)),
+  };
+
   const assistants = new AssistantStore(pool);
   const threads = new ThreadStore(pool);
   const runs = new RunStore(pool);
@@ -149,8 +157,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
     schemas: async (graphId) => graphSchemas(graph(graphId)),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
-    deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
-    copyCheckpoints: (from, to) => copyCheckpoints(pool, from, to),
+    deleteCheckpoints: checkpointRows.delete,
+    copyCheckpoints: checkpointRows.copy,
     state: new ThreadStateService(threads, graph, checkpointer),
     authz,
     runService: undefined as unknown as RunService,
@@ -181,8 +189,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             dispatcher,
             queue: queueBackend,
             executor: new RunExecutor({ graph, checkpointer, broker, log, latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId) }),
-            deleteCheckpoints: (threadId) => deleteCheckpoints(pool, threadId),
-            deleteCheckpointsAfter: (threadId, id) => deleteCheckpointsAfter(pool, threadId, id),
+            deleteCheckpoints: checkpointRows.delete,
+            deleteCheckpointsAfter: checkpointRows.deleteAfter,
             log,
           },
           {

@@ -39,6 +39,8 @@ export interface ExecutorDeps {
   checkpointer: BaseCheckpointSaver & {
     /** Declares the durability of the run on a thread (see BerthPostgresSaver); returns its release. */
     runDurability?(threadId: string, durability: 'sync' | 'async' | 'exit'): () => void;
+    /** Waits for the thread's writes queued behind (async durability); rejects when one failed. */
+    flushThread?(threadId: string): Promise<void>;
   };
   broker: EventBroker;
   log: Logger;
@@ -107,11 +109,14 @@ export class RunExecutor {
         if (namespace.length && !kwargs.stream_subgraphs) continue;
         for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
       }
+      // The run's checkpoints may have been written behind: it ends once they are all saved.
+      await this.deps.checkpointer.flushThread?.(run.thread_id);
     } catch (error) {
       failure = error;
     } finally {
       releaseDurability?.();
     }
+    if (failure) await this.deps.checkpointer.flushThread?.(run.thread_id).catch(() => undefined);
     if (failure && signal.aborted) {
       await events.flush().catch(() => undefined);
       throw signal.reason ?? failure;

@@ -2,13 +2,16 @@
  * The official LangGraph Postgres checkpointer with its write path batched: `put` (blobs +
  * checkpoint) and `putWrites` queue up, and everything queued while a batch is in flight goes to
  * Postgres as ONE atomic statement — across the steps of one run and across concurrent runs
- * (group commit). A single write still goes out at once. Reads, tables and migrations are the
- * upstream saver's.
+ * (group commit). Reads, tables and migrations are the upstream saver's.
  *
- * Writes of runs with `durability: "async"` (LangGraph's default: checkpoints are saved while the
- * run goes on) commit without waiting for the WAL flush (`synchronous_commit=off`): a machine
- * crash may lose their last fraction of a second, never their consistency; a crashed worker loses
- * nothing. Runs with `sync` or `exit` durability, and every write outside a run, wait for it.
+ * Runs with `durability: "async"` (LangGraph's default: checkpoints are saved while the run goes
+ * on) write behind: their writes resolve once queued, in order, and leave at most
+ * `lazyDelayMs` later or when the run's executor calls `flushThread` at its end (which surfaces a
+ * failed write); reads of a thread first wait for its queued writes. They also commit without
+ * waiting for the WAL flush (`synchronous_commit=off`): a crashed worker loses at most its last
+ * `lazyDelayMs` of checkpoints (the run is taken over from the one before), a machine crash the
+ * last fraction of a second, never their consistency. Runs with `sync` or `exit` durability, and
+ * every write outside a run, resolve only once committed and flushed.
  */
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
@@ -49,6 +52,23 @@ class Batch {
   readonly waiters: { resolve(): void; reject(error: unknown): void }[] = [];
   /** Every write in it may commit without waiting for the WAL flush. */
   lazy = true;
+  /** Threads with writes in it. */
+  readonly threads = new Set<string>();
+  /** Settles when the statement has committed (or failed). */
+  readonly done: Promise<void>;
+  settle!: (error?: unknown) => void;
+  constructor() {
+    this.done = new Promise<void>((resolve, reject) => (this.settle = (error) => (error === undefined ? resolve() : reject(error))));
+    this.done.catch(() => undefined); // surfaced by the waiters and by flushThread
+  }
+}
+
+export interface BerthPostgresSaverOptions {
+  /**
+   * Longest an `async`-durability run's write waits in the queue before it is sent.
+   * @default 10
+   */
+  lazyDelayMs?: number;
 }
 
 /** Most operations (puts + putWrites calls) in one statement. */
@@ -77,16 +97,21 @@ export class BerthPostgresSaver extends PostgresSaver {
   /** Batches waiting to be written; the first is the next to go. */
   private readonly queue: Batch[] = [];
   private pumping: Promise<void> | undefined;
-  private scheduled = false;
+  /** The pending send: `now` on the next event-loop turn, `lazy` after lazyDelayMs. */
+  private scheduled: { kind: 'now' | 'lazy'; timer: NodeJS.Immediate | NodeJS.Timeout } | undefined;
   /** Threads whose running run has `async` durability (one run per thread runs at a time). */
   private readonly lazyThreads = new Map<string, number>();
+  /** The last queued or in-flight batch holding writes of a thread. */
+  private readonly threadTail = new Map<string, Batch>();
+  private readonly lazyDelayMs: number;
 
   /**
    * @param writePool the pool of the service's schema
-   * @param lazyPool the same, with `synchronous_commit=off`; without it every write waits for the flush
+   * @param lazyPool the same, with `synchronous_commit=off`; without it no run writes behind
    */
-  constructor(private readonly writePool: pg.Pool, schema: string, private readonly lazyPool?: pg.Pool) {
+  constructor(private readonly writePool: pg.Pool, schema: string, private readonly lazyPool?: pg.Pool, options: BerthPostgresSaverOptions = {}) {
     super(writePool, undefined, { schema });
+    this.lazyDelayMs = options.lazyDelayMs ?? 10;
   }
 
   /**
@@ -137,23 +162,64 @@ export class BerthPostgresSaver extends PostgresSaver {
     });
   }
 
-  /** Adds an operation to the next batch; resolves once the statement holding it has committed. */
+  /**
+   * Resolves once every write queued so far for the thread has committed; rejects when one failed.
+   * Executors call it at the end of a run (its writes may have been written behind).
+   */
+  async flushThread(threadId: string): Promise<void> {
+    const tail = this.threadTail.get(threadId);
+    if (!tail) return;
+    this.schedule('now');
+    try {
+      await tail.done;
+    } finally {
+      if (this.threadTail.get(threadId) === tail) this.threadTail.delete(threadId);
+    }
+  }
+
+  override async getTuple(config: RunnableConfig) {
+    await this.flushThread(config.configurable?.thread_id as string);
+    return super.getTuple(config);
+  }
+
+  override async *list(config: RunnableConfig, options?: Parameters<PostgresSaver['list']>[1]) {
+    if (config.configurable?.thread_id) await this.flushThread(config.configurable.thread_id as string);
+    yield* super.list(config, options);
+  }
+
+  /**
+   * Adds an operation to the next batch. Resolves once the statement holding it has committed —
+   * or at once for a thread whose run writes behind (see the class comment).
+   */
   private enqueue(threadId: string, add: (batch: Batch) => void): Promise<void> {
     let batch = this.queue.at(-1);
     if (!batch || batch.waiters.length >= MAX_BATCH_OPERATIONS) this.queue.push((batch = new Batch()));
     add(batch);
-    if (!this.lazyThreads.has(threadId)) batch.lazy = false;
-    const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
-    // Sent on the next turn of the event loop, not at once: a run's steps between two pieces of
-    // I/O (a node that only computes, the puts of one step) then share one statement.
-    if (!this.scheduled && !this.pumping) {
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        this.pumping ??= this.pump();
-      });
-    }
+    batch.threads.add(threadId);
+    this.threadTail.set(threadId, batch);
+    const behind = this.lazyPool !== undefined && this.lazyThreads.has(threadId);
+    if (!behind) batch.lazy = false;
+    const done = behind ? Promise.resolve() : new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
+    if (behind) batch.waiters.push({ resolve: () => undefined, reject: () => undefined });
+    // Sent on the next turn of the event loop at the earliest: a run's steps between two pieces
+    // of I/O (a node that only computes, the puts of one step) then share one statement.
+    this.schedule(behind ? 'lazy' : 'now');
     return done;
+  }
+
+  private schedule(kind: 'now' | 'lazy'): void {
+    if (this.pumping) return; // the pump takes whatever is queued when its statement returns
+    if (this.scheduled && (this.scheduled.kind === 'now' || kind === 'lazy')) return;
+    if (this.scheduled) clearTimeout(this.scheduled.timer as NodeJS.Timeout);
+    const send = () => {
+      this.scheduled = undefined;
+      this.pumping ??= this.pump();
+    };
+    this.scheduled = kind === 'now' ? { kind, timer: setImmediate(send) } : { kind, timer: setTimeout(send, this.lazyDelayMs) };
+  }
+
+  private forget(batch: Batch, when: (threadId: string) => boolean): void {
+    for (const threadId of batch.threads) if (this.threadTail.get(threadId) === batch && when(threadId)) this.threadTail.delete(threadId);
   }
 
   /** Sends the queued batches one statement at a time, in order, until none is left. */
@@ -174,9 +240,14 @@ export class BerthPostgresSaver extends PostgresSaver {
         ...batch.overwrites.columns,
         ...batch.writes.columns,
       ]);
+      batch.settle();
       for (const waiter of batch.waiters) waiter.resolve();
+      this.forget(batch, () => true);
     } catch (error) {
+      batch.settle(error);
       for (const waiter of batch.waiters) waiter.reject(error);
+      // A run writing behind learns of the failure from flushThread; other writers had their waiters.
+      this.forget(batch, (threadId) => !this.lazyThreads.has(threadId));
     }
   }
 }

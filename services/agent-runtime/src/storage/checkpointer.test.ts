@@ -1,0 +1,109 @@
+/**
+ * BerthPostgresSaver against real Postgres: batched writes, write-behind for async-durability runs
+ * (reads and flushThread see them; a failed write surfaces), commit-before-resolve otherwise.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
+import { createPool } from '@berth/db';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import type pg from 'pg';
+import { BerthPostgresSaver } from './checkpointer.js';
+
+const SCHEMA = 'cp_test';
+let db: TestDatabase;
+let pool: pg.Pool;
+let lazyPool: pg.Pool;
+let other: pg.Pool;
+/** Statements the saver sent (through either pool). */
+let statements = 0;
+
+beforeAll(async () => {
+  db = await createTestDatabase('checkpointer');
+  other = createPool({ connectionString: db.url, schema: 'public' });
+  await other.query(`CREATE SCHEMA ${SCHEMA}`);
+  pool = createPool({ connectionString: db.url, schema: SCHEMA });
+  lazyPool = createPool({ connectionString: db.url, schema: SCHEMA, synchronousCommit: false });
+  for (const p of [pool, lazyPool]) {
+    const query = p.query.bind(p) as (...args: unknown[]) => unknown;
+    (p as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      statements += 1;
+      return query(...args);
+    };
+  }
+  await new BerthPostgresSaver(pool, SCHEMA).setup();
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([pool?.end(), lazyPool?.end(), other?.end()]);
+  await db?.drop();
+});
+
+function checkpoint(step: number): Checkpoint {
+  const c = emptyCheckpoint();
+  return { ...c, id: uuid6(step), channel_values: { step }, channel_versions: { step: step + 1 } };
+}
+
+const config = (threadId: string, checkpointId?: string) => ({ configurable: { thread_id: threadId, checkpoint_ns: '', ...(checkpointId ? { checkpoint_id: checkpointId } : {}) } });
+const meta = (step: number) => ({ source: 'loop' as const, step, parents: {} });
+
+async function savedSteps(threadId: string): Promise<number> {
+  const { rows } = await other.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.checkpoints WHERE thread_id = $1`, [threadId]);
+  return rows[0].n as number;
+}
+
+describe('BerthPostgresSaver', () => {
+  it('a write outside an async run resolves once committed', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool);
+    await saver.put(config('t-sync'), checkpoint(0), meta(0), { step: 1 });
+    expect(await savedSteps('t-sync')).toBe(1);
+  });
+
+  it('an async-durability run writes behind in one statement, readable by the run, saved by flushThread', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000 });
+    const release = saver.runDurability('t-async', 'async');
+    const before = statements;
+    let parent: string | undefined;
+    for (let step = 0; step < 5; step++) {
+      const c = checkpoint(step);
+      await saver.put(config('t-async', parent), c, meta(step), { step: step + 1 });
+      await saver.putWrites(config('t-async', c.id), [['step', step]], `task-${step}`);
+      parent = c.id;
+    }
+    // Resolved without a round trip each: nothing has been sent yet (the delay is a minute).
+    expect(statements).toBe(before);
+    expect(await savedSteps('t-async')).toBe(0);
+    // A read of the thread waits for its queued writes.
+    const latest = await saver.getTuple(config('t-async'));
+    expect(latest?.checkpoint.channel_values).toEqual({ step: 4 });
+    expect(latest?.pendingWrites).toEqual([['task-4', 'step', 4]]);
+    expect(await savedSteps('t-async')).toBe(5);
+    await saver.flushThread('t-async');
+    release();
+    expect(statements - before).toBe(2); // the batch, then the read
+  });
+
+  it('flushThread sends queued writes at once and surfaces a failed one', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000 });
+    const release = saver.runDurability('t-bad\u0000', 'async');
+    // Postgres refuses NUL in text: the statement fails after `put` already resolved.
+    await saver.put(config('t-bad\u0000'), checkpoint(0), meta(0), { step: 1 });
+    await expect(saver.flushThread('t-bad\u0000')).rejects.toThrow();
+    release();
+
+    const good = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000 });
+    const done = good.runDurability('t-flush', 'async');
+    await good.put(config('t-flush'), checkpoint(0), meta(0), { step: 1 });
+    await good.flushThread('t-flush');
+    done();
+    expect(await savedSteps('t-flush')).toBe(1);
+  });
+
+  it('queued writes leave by themselves after the delay', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 20 });
+    const release = saver.runDurability('t-timer', 'async');
+    await saver.put(config('t-timer'), checkpoint(0), meta(0), { step: 1 });
+    const deadline = Date.now() + 5000;
+    while ((await savedSteps('t-timer')) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await savedSteps('t-timer')).toBe(1);
+  });
+});
