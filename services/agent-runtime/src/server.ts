@@ -173,6 +173,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
     authz,
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,
+    reserveLocal: () => worker?.reserve(),
     localResult: (runId) => worker?.localResult(runId),
   });
 

@@ -11,6 +11,7 @@ import type { Json, JsonObject } from '../storage/sql.js';
 import type { MultitaskStrategy, Run, RunKwargs, RunResult, RunStatus, RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
+import type { LocalSlot } from './worker.js';
 
 export interface RunRequest {
   assistant_id: string;
@@ -51,6 +52,8 @@ export interface RunServiceDeps {
   authz?: Authorizer;
   /** Starts a due run in this process when a local worker has room; false to use the queue. */
   runLocally?: (runId: string) => boolean;
+  /** Holds a slot of a local worker for a run about to be created, which may then claim it at once. */
+  reserveLocal?: () => LocalSlot | undefined;
   /** How a run this process is executing ended, once it has; undefined when it runs elsewhere. */
   localResult?: (runId: string) => Promise<RunResult | undefined> | undefined;
 }
@@ -133,7 +136,10 @@ export class RunService {
       const configurable = { ...((kwargs.config?.configurable as JsonObject | undefined) ?? {}), ...authConfigurable(auth) };
       kwargs.config = { ...kwargs.config, configurable };
     }
-    const { run, superseded } = await runs
+    const delayMs = (request.after_seconds ?? 0) * 1000;
+    // A run that may start at once is claimed by the statement that creates it, for a local slot.
+    const slot = delayMs > 0 ? undefined : this.deps.reserveLocal?.();
+    const { run, superseded, claimed } = await runs
       .create({
         run_id,
         thread_id,
@@ -144,12 +150,16 @@ export class RunService {
         multitask_strategy,
         after_seconds: request.after_seconds ?? 0,
         ...(authorized?.filter && !created ? { threadFilter: authorized.filter } : {}),
+        ...(slot ? { claimFor: { owner: slot.owner, leaseMs: slot.leaseMs } } : {}),
       })
       .catch(async (error: unknown) => {
+        slot?.release();
         // A threadless run that could not be created (its assistant is gone) leaves no thread.
         if (temporary) await threads.delete(thread_id).catch(() => undefined);
         throw error;
       });
+    if (claimed) slot!.start(claimed);
+    else slot?.release();
     const action = run.multitask_strategy === 'rollback' ? 'rollback' : 'interrupt';
     for (const old of superseded) {
       if (old.status === 'running') {
@@ -157,8 +167,7 @@ export class RunService {
         await broker.sendControl(old.run_id, { action });
       } else await broker.end(old.run_id);
     }
-    const delayMs = (request.after_seconds ?? 0) * 1000;
-    if (delayMs > 0 || !this.deps.runLocally?.(run.run_id)) await dispatcher.dispatch(run.run_id, delayMs);
+    if (!claimed && (delayMs > 0 || !this.deps.runLocally?.(run.run_id))) await dispatcher.dispatch(run.run_id, delayMs);
     return run;
   }
 

@@ -8,7 +8,7 @@ import type { EventBroker } from '@berth/broker';
 import { NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import { JobWorker, type QueueBackendConfig } from '@berth/queue';
-import type { Run, RunResult, RunStore } from '../storage/runs.js';
+import type { ClaimedRun, Run, RunResult, RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
@@ -38,6 +38,18 @@ export interface RunWorkerOptions {
    * @default 3_600_000 (1 hour)
    */
   timeoutMs?: number;
+}
+
+/**
+ * A worker slot of this process held for a run about to be created: the run is claimed by the
+ * statement that creates it (RunStore.create's `claimFor`) and handed over with `start`, or the
+ * slot goes back with `release` when it could not be claimed.
+ */
+export interface LocalSlot {
+  owner: string;
+  leaseMs: number;
+  start(claimed: ClaimedRun): void;
+  release(): void;
 }
 
 /** Aborts a run that ran longer than the worker's timeout. */
@@ -116,15 +128,43 @@ export class RunWorker {
     return true;
   }
 
+  /** Holds a free slot of this process for a run about to be created; undefined when all are busy. */
+  reserve(): LocalSlot | undefined {
+    if (!this.jobs || this.local >= (this.options.concurrency ?? 10)) return undefined;
+    this.local += 1;
+    let used = false;
+    return {
+      owner: this.owner,
+      leaseMs: this.leaseMs,
+      start: (claimed) => {
+        if (used) return;
+        used = true;
+        this.run(claimed.run.run_id, claimed);
+      },
+      release: () => {
+        if (used) return;
+        used = true;
+        this.freeSlot();
+      },
+    };
+  }
+
   private startLocal(runId: string): void {
     this.local += 1;
-    void this.handle(runId)
+    this.run(runId);
+  }
+
+  /** Executes a run in a slot already counted in `local`, then frees the slot. */
+  private run(runId: string, claimed?: ClaimedRun): void {
+    void this.handle(runId, claimed)
       .catch((error: unknown) => this.deps.log.error({ err: error, runId }, 'local run failed'))
-      .finally(() => {
-        this.local -= 1;
-        const next = this.backlog.shift();
-        if (next) this.startLocal(next);
-      });
+      .finally(() => this.freeSlot());
+  }
+
+  private freeSlot(): void {
+    this.local -= 1;
+    const next = this.backlog.shift();
+    if (next) this.startLocal(next);
   }
 
   /**
@@ -156,15 +196,15 @@ export class RunWorker {
     }
   }
 
-  private handle(runId: string): Promise<void> {
+  private handle(runId: string, claimedBefore?: ClaimedRun): Promise<void> {
     this.expect(runId);
     let result: RunResult | undefined;
-    return this.execute(runId, (r) => (result = r)).finally(() => this.settle(runId, result));
+    return this.execute(runId, (r) => (result = r), claimedBefore).finally(() => this.settle(runId, result));
   }
 
-  private async execute(runId: string, report: (result: RunResult) => void): Promise<void> {
+  private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedRun): Promise<void> {
     const { runs, broker, log } = this.deps;
-    const claimed = await runs.claim(runId, this.owner, this.leaseMs);
+    const claimed = claimedBefore ?? (await runs.claim(runId, this.owner, this.leaseMs));
     if (!claimed) {
       const pending = await runs.getById(runId);
       // Not due yet: come back when it is. Blocked behind another run: that run's end dispatches it.

@@ -75,7 +75,13 @@ export interface CreateRun {
   after_seconds: number;
   /** Authorization filter on the thread's metadata: a thread that does not match is "not found". */
   threadFilter?: MetadataFilter;
+  /** Claim the run for this worker in the same statement when it may start at once (see claim). */
+  claimFor?: { owner: string; leaseMs: number };
 }
+
+type AssistantRow = Omit<Assistant, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string };
+const assistantOf = (row: AssistantRow | null): Assistant | undefined =>
+  row ? { ...row, created_at: new Date(row.created_at), updated_at: new Date(row.updated_at) } : undefined;
 
 export class RunStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -85,10 +91,12 @@ export class RunStore {
    * unfinished run is a conflict; with `interrupt`/`rollback` the unfinished runs are returned so
    * the caller can stop them.
    */
-  async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[] }> {
-    // One round trip: see migrations/0002_create_run_function.sql.
-    const { rows } = await this.pool.query<Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[] }>(
-      'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb)',
+  async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[]; claimed?: ClaimedRun }> {
+    // One round trip: see migrations/0003_create_run_claims.sql.
+    const { rows } = await this.pool.query<
+      Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[]; claimed: boolean | null; assistant: AssistantRow | null }
+    >(
+      'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10, $11)',
       [
         input.run_id,
         input.thread_id,
@@ -99,15 +107,17 @@ export class RunStore {
         input.multitask_strategy,
         input.after_seconds,
         jsonParam(input.threadFilter ?? []),
+        input.claimFor?.owner ?? null,
+        input.claimFor?.leaseMs ?? null,
       ],
     );
-    const { outcome, superseded, ...run } = rows[0]!;
+    const { outcome, superseded, claimed, assistant, ...run } = rows[0]!;
     if (outcome === 'not_found') throw new NotFoundError(`Thread ${input.thread_id} not found`);
     if (outcome === 'assistant_not_found') throw new NotFoundError(`Assistant ${input.assistant_id} not found`);
     if (outcome === 'busy') {
       throw new ConflictError(`Thread ${input.thread_id} is busy with run ${superseded[0]!.run_id}; multitask_strategy is reject`);
     }
-    return { run, superseded };
+    return { run, superseded, ...(claimed ? { claimed: { run, assistant: assistantOf(assistant) } } : {}) };
   }
 
   /** A run of a thread; NotFoundError when missing or when its thread does not match `threadFilter`. */
@@ -157,7 +167,7 @@ export class RunStore {
     // Also remembers, at the first start, the thread's latest checkpoint (see markStarted), and
     // reads what the worker needs next in the same round trip: the assistant and a cancel that
     // came before the worker listened.
-    const { rows } = await this.pool.query<Run & { cancel_action: 'interrupt' | 'rollback' | null; assistant: (Omit<Assistant, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string }) | null }>(
+    const { rows } = await this.pool.query<Run & { cancel_action: 'interrupt' | 'rollback' | null; assistant: AssistantRow | null }>(
       `WITH claimed AS (
          UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
            lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now(),
@@ -177,11 +187,7 @@ export class RunStore {
     const row = rows[0];
     if (!row) return undefined;
     const { cancel_action, assistant, ...run } = row;
-    return {
-      run,
-      assistant: assistant ? { ...assistant, created_at: new Date(assistant.created_at), updated_at: new Date(assistant.updated_at) } : undefined,
-      ...(cancel_action ? { cancel: cancel_action } : {}),
-    };
+    return { run, assistant: assistantOf(assistant), ...(cancel_action ? { cancel: cancel_action } : {}) };
   }
 
   /**
