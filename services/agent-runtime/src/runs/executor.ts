@@ -41,6 +41,8 @@ export interface ExecutorDeps {
     runDurability?(threadId: string, durability: 'sync' | 'async' | 'exit'): () => void;
     /** Waits for the thread's writes queued behind (async durability); rejects when one failed. */
     flushThread?(threadId: string): Promise<void>;
+    /** Declares that the thread has no checkpoint yet (its first read needs no query); returns its release. */
+    primeEmpty?(threadId: string): () => void;
   };
   broker: EventBroker;
   log: Logger;
@@ -95,6 +97,8 @@ export class RunExecutor {
     const seen: StreamOutcome = { interrupted: false };
     // LangGraph's default durability is async.
     const releaseDurability = this.deps.checkpointer.runDurability?.(run.thread_id, kwargs.durability ?? 'async');
+    // The claim found the thread without a checkpoint: the graph's first read of it is known.
+    const releaseEmpty = run.attempt === 1 && run.start_checkpoint_id === null && !kwargs.checkpoint_id ? this.deps.checkpointer.primeEmpty?.(run.thread_id) : undefined;
     try {
       const input = await this.input(run);
       for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
@@ -109,12 +113,14 @@ export class RunExecutor {
         if (namespace.length && !kwargs.stream_subgraphs) continue;
         for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
       }
-      // The run's checkpoints may have been written behind: it ends once they are all saved.
-      await this.deps.checkpointer.flushThread?.(run.thread_id);
+      // The run's checkpoints may have been written behind: it ends once they are all saved. Its
+      // events are published meanwhile (a publishing failure surfaces at the final flush below).
+      await Promise.all([this.deps.checkpointer.flushThread?.(run.thread_id), events.flush().catch(() => undefined)]);
     } catch (error) {
       failure = error;
     } finally {
       releaseDurability?.();
+      releaseEmpty?.();
     }
     if (failure) await this.deps.checkpointer.flushThread?.(run.thread_id).catch(() => undefined);
     if (failure && signal.aborted) {

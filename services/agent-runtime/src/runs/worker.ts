@@ -198,8 +198,8 @@ export class RunWorker {
 
   private handle(runId: string, claimedBefore?: ClaimedRun): Promise<void> {
     this.expect(runId);
-    let result: RunResult | undefined;
-    return this.execute(runId, (r) => (result = r), claimedBefore).finally(() => this.settle(runId, result));
+    // Waiters get the outcome as soon as it is recorded, before the stream's end is published.
+    return this.execute(runId, (result) => this.settle(runId, result), claimedBefore).finally(() => this.settle(runId, undefined));
   }
 
   private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedRun): Promise<void> {

@@ -106,4 +106,17 @@ describe('BerthPostgresSaver', () => {
     release();
     expect(await savedSteps('t-timer')).toBe(1);
   });
+
+  it('answers the first read of a thread primed as empty without a query, and only that read', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool);
+    const release = saver.primeEmpty('t-empty');
+    const before = statements;
+    expect(await saver.getTuple(config('t-empty'))).toBeUndefined();
+    expect(statements).toBe(before);
+    // A write ends what the prime knew; reads query again.
+    saver.primeEmpty('t-empty');
+    await saver.put(config('t-empty'), checkpoint(0), meta(0), { step: 1 });
+    expect((await saver.getTuple(config('t-empty')))?.checkpoint.channel_values).toEqual({ step: 0 });
+    release();
+  });
 });

@@ -101,6 +101,8 @@ export class BerthPostgresSaver extends PostgresSaver {
   private scheduled: { kind: 'now' | 'lazy'; timer: NodeJS.Immediate | NodeJS.Timeout } | undefined;
   /** Threads whose running run has `async` durability (one run per thread runs at a time). */
   private readonly lazyThreads = new Map<string, number>();
+  /** Threads known to have no checkpoint yet: their next root read needs no query (see primeEmpty). */
+  private readonly emptyThreads = new Set<string>();
   /** The last queued or in-flight batch holding writes of a thread. */
   private readonly threadTail = new Map<string, Batch>();
   private readonly lazyDelayMs: number;
@@ -177,8 +179,20 @@ export class BerthPostgresSaver extends PostgresSaver {
     }
   }
 
+  /**
+   * Declares that a thread has no checkpoint (a run claimed it and found none, and nothing else
+   * writes a thread while its run is running), so the run's first read of its latest root
+   * checkpoint is answered without a query. Lasts until that read, a write, or the release.
+   */
+  primeEmpty(threadId: string): () => void {
+    this.emptyThreads.add(threadId);
+    return () => this.emptyThreads.delete(threadId);
+  }
+
   override async getTuple(config: RunnableConfig) {
-    await this.flushThread(config.configurable?.thread_id as string);
+    const c = config.configurable ?? {};
+    if (!c.checkpoint_id && !c.checkpoint_ns && this.emptyThreads.delete(c.thread_id as string)) return undefined;
+    await this.flushThread(c.thread_id as string);
     return super.getTuple(config);
   }
 
@@ -195,6 +209,7 @@ export class BerthPostgresSaver extends PostgresSaver {
     let batch = this.queue.at(-1);
     if (!batch || batch.waiters.length >= MAX_BATCH_OPERATIONS) this.queue.push((batch = new Batch()));
     add(batch);
+    this.emptyThreads.delete(threadId);
     batch.threads.add(threadId);
     this.threadTail.set(threadId, batch);
     const behind = this.lazyPool !== undefined && this.lazyThreads.has(threadId);
