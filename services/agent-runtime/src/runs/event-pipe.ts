@@ -1,6 +1,7 @@
 /**
  * Publishes a run's events in order without making the graph wait for each broker round trip:
- * events queue up while a batch is in flight and go out together with publishMany.
+ * events queue up (while a batch is in flight, and until the event loop's next turn) and go out
+ * together with publishMany.
  */
 import type { EventBroker, EventInput } from '@berth/broker';
 
@@ -29,6 +30,9 @@ export class EventPipe {
 
   private async drain(): Promise<void> {
     try {
+      // Wait for the current turn of the event loop: everything the graph emits until it next
+      // waits for I/O (often the whole of a short run, with the metadata event) is one batch.
+      await new Promise((resolve) => setImmediate(resolve));
       while (this.queue.length && !this.failure) {
         const batch = this.queue.splice(0, MAX_BATCH);
         await this.broker.publishMany(this.runId, batch);

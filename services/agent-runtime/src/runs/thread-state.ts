@@ -4,6 +4,7 @@
  */
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import type { LoadedGraph } from '../project/index.js';
 import type { MetadataFilter } from '../storage/sql.js';
 import type { Thread, ThreadStore } from '../storage/threads.js';
@@ -64,8 +65,11 @@ export class ThreadStateService {
 
   /** The thread's state (at a checkpoint); NotFoundError when the thread is missing or does not match `filter`. */
   async state(threadId: string, options: { checkpointId?: string; subgraphs?: boolean; filter?: MetadataFilter | undefined } = {}) {
+    // The latest checkpoint is read while the thread is (it is used only once the thread passes the filter).
+    const latest = options.checkpointId ? undefined : this.checkpointer.getTuple({ configurable: { thread_id: threadId } });
+    latest?.catch(() => undefined);
     const thread = await this.threads.get(threadId, options.filter);
-    const graph = await this.graphOf(thread);
+    const graph = await this.graphOf(thread, latest);
     if (!graph) return EMPTY;
     const configurable = { thread_id: threadId, ...(options.checkpointId ? { checkpoint_id: options.checkpointId } : {}) };
     const snapshot = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
@@ -109,10 +113,29 @@ export class ThreadStateService {
     return { checkpoint: checkpointOf(threadId, config) };
   }
 
-  private async graphOf(thread: Thread): Promise<StateGraph | undefined> {
+  private async graphOf(thread: Thread, latest?: Promise<CheckpointTuple | undefined>): Promise<StateGraph | undefined> {
     const graphId = thread.metadata.graph_id;
     if (typeof graphId !== 'string') return undefined;
-    const graph = await this.graph(graphId).getGraph({ configurable: { thread_id: thread.thread_id } }, { checkpointer: this.checkpointer });
+    const checkpointer = latest ? withLatestRead(this.checkpointer, thread.thread_id, latest) : this.checkpointer;
+    const graph = await this.graph(graphId).getGraph({ configurable: { thread_id: thread.thread_id } }, { checkpointer });
     return graph as unknown as StateGraph;
   }
+}
+
+/** The checkpointer, except that its first read of the thread's latest root checkpoint is `latest`. */
+function withLatestRead(saver: BaseCheckpointSaver, threadId: string, latest: Promise<CheckpointTuple | undefined>): BaseCheckpointSaver {
+  let used = false;
+  const getTuple: BaseCheckpointSaver['getTuple'] = (config) => {
+    const c = config.configurable ?? {};
+    if (used || c.thread_id !== threadId || c.checkpoint_id || c.checkpoint_ns) return saver.getTuple(config);
+    used = true;
+    return latest;
+  };
+  return new Proxy(saver, {
+    get(target, property) {
+      if (property === 'getTuple') return getTuple;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
