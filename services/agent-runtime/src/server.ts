@@ -227,6 +227,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     close: async () => {
       await server.close();
       await worker?.close();
+      // Runs still executing here are taken over elsewhere: save what they queued first.
+      await checkpointer.flushAll();
       await dispatcher.close();
       await broker.close();
       await pool.end();

@@ -119,4 +119,14 @@ describe('BerthPostgresSaver', () => {
     expect((await saver.getTuple(config('t-empty')))?.checkpoint.channel_values).toEqual({ step: 0 });
     release();
   });
+
+  it('flushAll writes every queued write at once (server shutdown)', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000 });
+    const release = saver.runDurability('t-all', 'async');
+    await saver.put(config('t-all'), checkpoint(0), meta(0), { step: 1 });
+    expect(await savedSteps('t-all')).toBe(0);
+    await saver.flushAll();
+    release();
+    expect(await savedSteps('t-all')).toBe(1);
+  });
 });

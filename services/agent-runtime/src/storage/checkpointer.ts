@@ -179,6 +179,14 @@ export class BerthPostgresSaver extends PostgresSaver {
     }
   }
 
+  /** Sends every queued write now and resolves once they are written (failures go to their writers). */
+  async flushAll(): Promise<void> {
+    const last = this.queue.at(-1);
+    if (!last) return this.pumping;
+    this.schedule('now');
+    await last.done.catch(() => undefined);
+  }
+
   /**
    * Declares that a thread has no checkpoint (a run claimed it and found none, and nothing else
    * writes a thread while its run is running), so the run's first read of its latest root
