@@ -31,20 +31,26 @@ afterAll(async () => {
   await rm(project, { recursive: true, force: true });
 });
 
+/** Starts `berth dev` in the project; resolves with the URL that `ready` (the first group) prints. */
+function startDev(args: string[], ready: RegExp): Promise<string> {
+  const child = spawn(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  dev = child;
+  return new Promise<string>((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stderr!.on('data', (d) => (err += String(d)));
+    child.stdout!.on('data', (d) => {
+      out += String(d);
+      const match = ready.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
+  });
+}
+
 describe('berth dev', () => {
   it('serves the project on a durable local Postgres until stopped', async () => {
-    dev = spawn(process.execPath, [bin, 'dev', '--port', '0'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      let err = '';
-      dev!.stderr!.on('data', (d) => (err += String(d)));
-      dev!.stdout!.on('data', (d) => {
-        out += String(d);
-        const match = /ready at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-        if (match) resolve(match[1]!);
-      });
-      dev!.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
-    });
+    const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)/);
     const result = (await (
       await fetch(`${url}/runs/wait`, {
         method: 'POST',
@@ -56,23 +62,12 @@ describe('berth dev', () => {
     // State lives in the project's .berth/ folder.
     expect(await readFile(join(project, '.berth', 'postgres', 'data', 'PG_VERSION'), 'utf8')).toMatch(/^\d+\n$/);
     const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
-    dev.kill('SIGTERM');
+    dev!.kill('SIGTERM');
     expect(await exited).toBe(0);
   }, 60_000);
 
   it('serves one port from several processes with --processes, and stops them all', async () => {
-    dev = spawn(process.execPath, [bin, 'dev', '--port', '0', '--processes', '2'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      let err = '';
-      dev!.stderr!.on('data', (d) => (err += String(d)));
-      dev!.stdout!.on('data', (d) => {
-        out += String(d);
-        const match = /ready at (http:\/\/127\.0\.0\.1:\d+).*, 2 processes/.exec(out);
-        if (match) resolve(match[1]!);
-      });
-      dev!.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
-    });
+    const url = await startDev(['--processes', '2'], /ready at (http:\/\/127\.0\.0\.1:\d+).*, 2 processes/);
     // Runs of one thread, sent to whichever process accepts them, all complete (one database, one queue).
     const thread = (await (await fetch(`${url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string };
     const replies = await Promise.all(
@@ -89,7 +84,7 @@ describe('berth dev', () => {
     const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.pid)], (_e, out) => resolve(out)))).trim().split('\n').filter(Boolean);
     expect(pids.length).toBeGreaterThanOrEqual(2);
     const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
-    dev.kill('SIGTERM');
+    dev!.kill('SIGTERM');
     expect(await exited).toBe(0);
     for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
   }, 60_000);

@@ -132,9 +132,18 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // Whole-thread checkpoint operations, after the writes a run may still have queued behind.
   const settled = (threadId: string) => checkpointer.flushThread(threadId).catch(() => undefined);
   const checkpointRows = {
-    delete: async (threadId: string) => (await settled(threadId), deleteCheckpoints(pool, threadId)),
-    deleteAfter: async (threadId: string, id: string | null) => (await settled(threadId), deleteCheckpointsAfter(pool, threadId, id)),
-    copy: async (from: string, to: string) => (await settled(from), copyCheckpoints(pool, from, to)),
+    async delete(threadId: string) {
+      await settled(threadId);
+      await deleteCheckpoints(pool, threadId);
+    },
+    async deleteAfter(threadId: string, id: string | null) {
+      await settled(threadId);
+      await deleteCheckpointsAfter(pool, threadId, id);
+    },
+    async copy(from: string, to: string) {
+      await settled(from);
+      await copyCheckpoints(pool, from, to);
+    },
   };
 
   const assistants = new AssistantStore(pool);

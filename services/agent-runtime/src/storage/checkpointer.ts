@@ -50,6 +50,8 @@ class Batch {
   readonly overwrites = new Rows(8, 'last');
   readonly writes = new Rows(8, 'first');
   readonly waiters: { resolve(): void; reject(error: unknown): void }[] = [];
+  /** put/putWrites calls in it. */
+  operations = 0;
   /** Every write in it may commit without waiting for the WAL flush. */
   lazy = true;
   /** Threads with writes in it. */
@@ -215,15 +217,15 @@ export class BerthPostgresSaver extends PostgresSaver {
    */
   private enqueue(threadId: string, add: (batch: Batch) => void): Promise<void> {
     let batch = this.queue.at(-1);
-    if (!batch || batch.waiters.length >= MAX_BATCH_OPERATIONS) this.queue.push((batch = new Batch()));
+    if (!batch || batch.operations >= MAX_BATCH_OPERATIONS) this.queue.push((batch = new Batch()));
     add(batch);
+    batch.operations += 1;
     this.emptyThreads.delete(threadId);
     batch.threads.add(threadId);
     this.threadTail.set(threadId, batch);
     const behind = this.lazyPool !== undefined && this.lazyThreads.has(threadId);
     if (!behind) batch.lazy = false;
     const done = behind ? Promise.resolve() : new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
-    if (behind) batch.waiters.push({ resolve: () => undefined, reject: () => undefined });
     // Sent on the next turn of the event loop at the earliest: a run's steps between two pieces
     // of I/O (a node that only computes, the puts of one step) then share one statement.
     this.schedule(behind ? 'lazy' : 'now');
