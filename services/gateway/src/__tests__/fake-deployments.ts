@@ -134,6 +134,7 @@ export class FakeDeploymentService {
           activeRevisionId: '',
           secretNames: [],
           sessionId: randomUUID(),
+          healthMessage: '',
           createdAt: now,
           updatedAt: now,
         };
