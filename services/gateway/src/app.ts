@@ -54,7 +54,7 @@ export const securitySchemes = {
 
 export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   const api = new Api<Principal>({ authenticate: (req) => authenticateHeaders(deps.store, req.headers) });
-  healthRoutes(api, deps.readiness);
+  healthRoutes(api, deps.readiness, async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments);
   meRoutes(api, deps.store);
   tenantRoutes(api, deps.store);
   apiKeyRoutes(api, deps.store);

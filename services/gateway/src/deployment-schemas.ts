@@ -127,7 +127,9 @@ export const DeploymentOut = z.object({
   source: z.string(),
   source_config: z.record(z.string(), z.unknown()),
   source_revision_config: z.record(z.string(), z.unknown()),
-  status: z.string().describe('READY (a revision serves), AWAITING_DEPLOY (none serves yet) or AWAITING_DELETE'),
+  status: z
+    .string()
+    .describe('READY (a revision serves), UNHEALTHY (the serving revision is down and being restarted: see health_message), AWAITING_DEPLOY (none serves yet) or AWAITING_DELETE'),
   latest_revision_id: z.string().nullable(),
   active_revision_id: z.string().nullable().describe('The revision serving traffic; null until one is DEPLOYED'),
   secrets: z.array(z.object({ name: z.string() })).describe('Names only'),
@@ -135,6 +137,7 @@ export const DeploymentOut = z.object({
   deployment_url: z.string().describe('Where the agent server of this deployment answers'),
   created_at: timestamp,
   updated_at: timestamp,
+  health_message: z.string().nullable().describe('Why the serving revision does not answer now (status UNHEALTHY); null otherwise'),
 });
 
 export const RevisionOut = z.object({

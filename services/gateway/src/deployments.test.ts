@@ -99,6 +99,7 @@ describe('POST /v2/deployments', () => {
       deployment_url: `${gateway.url}/d/${body.id}`,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      health_message: null,
     });
     expect(JSON.stringify(body)).not.toContain('sk-secret');
     const sent = fake.callsOf('createDeployment').at(-1)!;

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { DeploymentService, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
-import { createRpcServer, type RpcServer } from '@berth/rpc';
+import { DeploymentService, Health, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
+import { HealthService, createRpcServer, type RpcServer } from '@berth/rpc';
 import type { JsonObject } from '@bufbuild/protobuf';
 
 type DeploymentInit = Omit<Deployment, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt'> & { createdAt: Date; updatedAt: Date };
@@ -59,6 +59,8 @@ export class FakeDeploymentService {
   async start(): Promise<this> {
     this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200 });
     this.server.add(DeploymentService, this.implementation());
+    // It serves like a control plane: the gateway's /readyz checks this.
+    this.server.add(Health, new HealthService({ '': 'SERVING' }).implementation);
     this.address = (await this.server.listen('127.0.0.1', 0)).address;
     return this;
   }

@@ -74,6 +74,7 @@ export function deploymentJson(d: Deployment, url: string): z.input<typeof Deplo
     deployment_url: url,
     created_at: iso(d.createdAt),
     updated_at: iso(d.updatedAt),
+    health_message: d.healthMessage || null,
   };
 }
 

@@ -8,9 +8,17 @@ import { z } from 'zod';
  */
 export type ReadinessCheck = () => Promise<string | void>;
 
+/** How many deployments (of every tenant) have their serving revision down now. */
+export type UnhealthyDeploymentsCount = () => Promise<number>;
+
 const CheckOut = z.object({ status: z.enum(['ok', 'failing']), detail: z.string().optional() });
 
-export function healthRoutes(api: Api<Principal>, checks: Record<string, ReadinessCheck>, timeoutMs = 2000): void {
+/**
+ * `/healthz` and `/readyz`. Deployments that are down are shown in `/readyz` as a count but do not
+ * make the gateway unready: one tenant's crashing code must not take the gateway out of its load
+ * balancer. The count is left out when it cannot be had (the control plane's check says why).
+ */
+export function healthRoutes(api: Api<Principal>, checks: Record<string, ReadinessCheck>, unhealthyDeployments?: UnhealthyDeploymentsCount, timeoutMs = 2000): void {
   api
     .route({
       method: 'get',
@@ -24,12 +32,17 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
     .route({
       method: 'get',
       path: '/readyz',
-      summary: 'Readiness: Postgres and every internal service answer (503 otherwise)',
+      summary: 'Readiness: Postgres and every internal service answer (503 otherwise); how many deployments are down',
       tags: ['health'],
       public: true,
-      response: z.object({ status: z.enum(['ok', 'failing']), checks: z.record(z.string(), CheckOut) }),
+      response: z.object({
+        status: z.enum(['ok', 'failing']),
+        checks: z.record(z.string(), CheckOut),
+        unhealthy_deployments: z.number().int().optional().describe('Deployments whose agent server is down now (they do not make the gateway unready)'),
+      }),
       errors: [503],
       handler: async ({ res }) => {
+        const counting = unhealthyDeployments ? withTimeout(unhealthyDeployments(), timeoutMs).catch(() => undefined) : undefined;
         const results = await Promise.all(
           Object.entries(checks).map(async ([name, check]) => {
             try {
@@ -41,8 +54,13 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
           }),
         );
         const ok = results.every(([, r]) => r.status === 'ok');
+        const unhealthy = await counting;
         res.status(ok ? 200 : 503);
-        return { status: ok ? ('ok' as const) : ('failing' as const), checks: Object.fromEntries(results) };
+        return {
+          status: ok ? ('ok' as const) : ('failing' as const),
+          checks: Object.fromEntries(results),
+          ...(unhealthy !== undefined ? { unhealthy_deployments: unhealthy } : {}),
+        };
       },
     });
 }
