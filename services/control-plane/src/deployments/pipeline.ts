@@ -321,7 +321,8 @@ export class RevisionPipeline {
           const reason = `the agent server could not be started again: ${(error as Error).message}`;
           log(reason, 'error');
           this.deps.log.error({ err: error, revisionId: revision.id }, 'bringing a deployed revision back failed');
-          await this.writeHealth(revision.id, reason);
+          // Local: it is down for good (until a new revision). Kubernetes pods may well still serve.
+          if (this.deps.deployer.kind === 'local') await this.writeHealth(revision.id, reason);
         }
       }
     } catch (error) {

@@ -128,6 +128,11 @@ export class SupervisedServer {
     this.child = child;
     this.tail = [];
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    // Without a listener a failed spawn (or kill) would throw in the control plane itself.
+    child.on('error', (error) => {
+      this.options.log(`the agent server process failed: ${error.message}`, 'error');
+      this.options.logger.error({ err: error, deploymentId: this.options.deploymentId, revisionId: this.options.revisionId }, 'an agent server process failed');
+    });
     child.once('exit', () => {
       if (this.supervising && this.child === child) void this.crashed(child);
     });
