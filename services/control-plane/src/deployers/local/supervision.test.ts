@@ -180,6 +180,22 @@ const serving = setInterval(() => {
   expect(events.slice(0, 9).map((e) => e.healthy)).toEqual([false, true, false, true, false, true, false, true, false]);
 }, 90_000);
 
+it('waits the initial delay again once a restarted server stayed up long enough', async () => {
+  const { deployer, events } = supervisor({ initialDelayMs: 200, resetAfterMs: 2500 });
+  const revision = await spec(oneGraph(slowGraph));
+  const log = collectLog();
+  await deployer.deploy(revision, log.log);
+  const killAndWait = async (count: number) => {
+    process.kill(lastPid(log.text()), 'SIGKILL');
+    await until('the restart', () => (events.filter((e) => e.healthy).length === count ? true : undefined), 20_000);
+  };
+  await killAndWait(1);
+  await killAndWait(2); // at once: a crash in a row
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  await killAndWait(3); // after it stayed up
+  expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual(['0.2 s', '0.4 s', '0.2 s']);
+}, 60_000);
+
 it('moves to a new port, reported with the recovery, when its port was taken while it was down', async () => {
   const { deployer, events } = supervisor({ initialDelayMs: 1000 });
   const revision = await spec(oneGraph(slowGraph));
