@@ -3,13 +3,13 @@
  * servers and real Postgres: a deployed agent server killed with SIGKILL makes its deployment
  * UNHEALTHY (why, in health_message and ResolveDeployment's unavailable_reason; counted by
  * GetDeploymentsHealth) until it serves again on its url; the crash is in its deploy log. After a
- * control-plane restart the deployment is UNHEALTHY until its revision is back, and the revision
- * brought back is supervised too.
+ * control-plane restart the deployment is UNHEALTHY until its revision is back (tried again until
+ * it comes up), and the revision brought back is supervised too.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -105,4 +105,16 @@ it('reports a killed agent server as UNHEALTHY with the reason until it serves a
   expect((await rpc.resolveDeployment({ deploymentId })).unavailableReason).toBe('the control plane restarted: the agent server is starting again');
   await until('READY after the restart', async () => ((await get()).status === 'READY' ? true : undefined), 30_000);
   await killAndRecover();
+
+  // A revision that cannot start after a restart (its folder is gone) is tried again until it can.
+  client!.close();
+  await plane!.close();
+  const artifacts = join(work, 'artifacts', deploymentId);
+  await rename(artifacts, `${artifacts}.away`);
+  rpc = await startPlane();
+  const failing = await until('the failed start', async () => ((await get()).healthMessage.startsWith('could not bring') ? get() : undefined), 20_000);
+  expect(failing).toMatchObject({ status: 'UNHEALTHY', healthMessage: expect.stringMatching(/^could not bring the agent server back: the agent server could not be started \(.*ENOENT\); retrying in 1 s$/) });
+  await rename(`${artifacts}.away`, artifacts);
+  await until('READY once its folder is back', async () => ((await get()).status === 'READY' ? true : undefined), 30_000);
+  expect(await answers((await rpc.resolveDeployment({ deploymentId })).upstreamUrl)).toBe(true);
 }, 300_000);

@@ -20,6 +20,10 @@ import type { DeploymentRow, DeploymentStore, RevisionRow } from './store.js';
 
 export const REVISION_QUEUE = 'control-plane-revisions';
 
+/** Backoff of a local revision that does not come back after a restart: 1 s, doubling, at most 30 s. */
+const RESTORE_FIRST_DELAY_MS = 1000;
+const RESTORE_MAX_DELAY_MS = 30_000;
+
 export const revisionJobs = defineJobCatalog({
   'revision.build': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
   'revision.deploy': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
@@ -307,26 +311,47 @@ export class RevisionPipeline {
 
   /** Brings the serving revision of every deployment back up (after a restart of the control plane). */
   private async restore(revisions: RevisionRow[]): Promise<void> {
+    for (const revision of revisions) await this.restoreOne(revision, 0);
+  }
+
+  /**
+   * Brings one serving revision back; it is supervised from then on, as after its first deploy.
+   * A local one that does not come up is tried again, with backoff, for as long as it serves its
+   * deployment (which stays UNHEALTHY meanwhile, saying why).
+   */
+  private async restoreOne(revision: RevisionRow, failures: number): Promise<void> {
+    const { store, deployer } = this.deps;
+    const log = this.logs.for(revision.id, 'deploy');
     try {
-      for (const revision of revisions) {
-        const deployment = await this.deps.store.byId(revision.deployment_id);
-        if (!deployment) continue;
-        const log = this.logs.for(revision.id, 'deploy');
-        try {
-          log('the control plane restarted: bringing this revision back');
-          // Supervised from now on, as after its first deploy.
-          const deployed = await this.deps.deployer.deploy(await this.spec(deployment, revision), log);
-          await this.writeHealth(revision.id, null, deployed.url);
-        } catch (error) {
-          const reason = `the agent server could not be started again: ${(error as Error).message}`;
-          log(reason, 'error');
-          this.deps.log.error({ err: error, revisionId: revision.id }, 'bringing a deployed revision back failed');
-          // Local: it is down for good (until a new revision). Kubernetes pods may well still serve.
-          if (this.deps.deployer.kind === 'local') await this.writeHealth(revision.id, reason);
-        }
+      const serves = async () => {
+        const deployment = await store.byId(revision.deployment_id);
+        return deployment && !deployment.deleting && deployment.active_revision_id === revision.id ? deployment : undefined;
+      };
+      const deployment = await serves();
+      if (!deployment) return; // replaced or deleted meanwhile
+      log(failures ? 'trying again to bring this revision back' : 'the control plane restarted: bringing this revision back');
+      const deployed = await deployer.deploy(await this.spec(deployment, revision), log);
+      if (!(await serves())) {
+        await deployer.retire(revision.deployment_id, revision.id, log);
+        return;
       }
+      await this.writeHealth(revision.id, null, deployed.url);
     } catch (error) {
-      this.deps.log.error({ err: error }, 'restoring deployed revisions failed');
+      this.deps.log.error({ err: error, revisionId: revision.id }, 'bringing a deployed revision back failed');
+      // Kubernetes workloads may well still serve: only a local revision is known to be down.
+      if (deployer.kind !== 'local') {
+        log(`could not bring it back: ${(error as Error).message}`, 'error');
+        return;
+      }
+      const delayMs = Math.min(RESTORE_MAX_DELAY_MS, RESTORE_FIRST_DELAY_MS * 2 ** failures);
+      const reason = `could not bring the agent server back: ${(error as Error).message}; retrying in ${delayMs / 1000} s`;
+      log(reason, 'error');
+      await this.writeHealth(revision.id, reason);
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        void this.restoreOne(revision, failures + 1);
+      }, delayMs);
+      this.timers.add(timer);
     }
   }
 

@@ -69,6 +69,8 @@ export class SupervisedServer {
   private upSince: number | undefined;
   /** Why the supervisor killed the process itself (it never answered), for the crash report. */
   private killReason: string | undefined;
+  /** Why the current process could not be started at all. */
+  private startError: Error | undefined;
 
   constructor(port: number, private readonly options: SupervisedServerOptions) {
     this.port = port;
@@ -127,14 +129,26 @@ export class SupervisedServer {
     const child = this.options.spawn(this.port);
     this.child = child;
     this.tail = [];
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    // Without a listener a failed spawn (or kill) would throw in the control plane itself.
+    this.startError = undefined;
+    // A process that could not be started at all (e.g. its folder is gone) emits 'error' instead
+    // of 'exit': it ends there.
+    const ended = () => {
+      if (this.supervising && this.child === child) void this.crashed(child);
+    };
+    this.exited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => child.pid === undefined && resolve());
+    });
+    child.once('exit', ended);
     child.on('error', (error) => {
+      if (child.pid === undefined) {
+        this.startError = error;
+        ended();
+        return;
+      }
+      // Without a listener this (a failed kill) would throw in the control plane itself.
       this.options.log(`the agent server process failed: ${error.message}`, 'error');
       this.options.logger.error({ err: error, deploymentId: this.options.deploymentId, revisionId: this.options.revisionId }, 'an agent server process failed');
-    });
-    child.once('exit', () => {
-      if (this.supervising && this.child === child) void this.crashed(child);
     });
     const ends: Promise<void>[] = [];
     for (const stream of ['stdout', 'stderr'] as const) {
@@ -160,11 +174,17 @@ export class SupervisedServer {
     return child;
   }
 
+  /** How a process that is no longer alive ended. */
+  private ending(child: ChildProcess): string {
+    if (child.pid === undefined) return `the agent server could not be started (${this.startError?.message ?? 'spawn failed'})`;
+    return `the agent server exited with ${child.signalCode ? `signal ${child.signalCode}` : `code ${child.exitCode}`}`;
+  }
+
   private async waitHealthy(child: ChildProcess, signal?: AbortSignal): Promise<void> {
     const deadline = Date.now() + this.options.healthTimeoutMs;
     for (;;) {
       signal?.throwIfAborted();
-      if (!alive(child)) throw new DeployFailedError(`the agent server exited with ${exitOf(child)} before it answered`);
+      if (!alive(child)) throw new DeployFailedError(child.pid === undefined ? this.ending(child) : `${this.ending(child)} before it answered`);
       if (await answers(`${this.url}/ok`)) return;
       if (Date.now() > deadline) throw new DeployFailedError(`the agent server did not answer /ok within ${Math.round(this.options.healthTimeoutMs / 1000)} s`);
       await sleep(100);
@@ -180,7 +200,7 @@ export class SupervisedServer {
     this.upSince = undefined;
     const delayMs = Math.min(restart.maxDelayMs, restart.initialDelayMs * 2 ** this.crashes);
     this.crashes += 1;
-    const why = this.killReason ?? `the agent server exited with ${exitOf(child)}`;
+    const why = this.killReason ?? this.ending(child);
     this.killReason = undefined;
     const reason = `${why}; restarting in ${seconds(delayMs)}`;
     const lastLines = [...this.tail];
@@ -234,10 +254,6 @@ export class SupervisedServer {
 
 function alive(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
-}
-
-function exitOf(child: ChildProcess): string {
-  return child.signalCode ? `signal ${child.signalCode}` : `code ${child.exitCode}`;
 }
 
 /** 500 → "0.5 s", 2000 → "2 s". */
