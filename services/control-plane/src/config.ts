@@ -36,10 +36,16 @@ export interface DeploymentsConfig {
   /** Revision jobs (and the agent servers' queues) on Redis instead of Postgres. */
   redisUrl?: string;
   /**
-   * The Postgres agent servers keep their threads and runs in (a schema per deployment).
+   * Where agent servers reach Postgres: only its host and port are used (each deployment gets a
+   * database and login roles of its own there, created by the control plane with `databaseUrl`).
    * @default the control plane's databaseUrl
    */
   agentDatabaseUrl?: string;
+  /**
+   * Connections each of a deployment's two login roles may hold.
+   * @default 60
+   */
+  agentConnectionLimit?: number;
   /** Environment of builds and local agent servers (PATH, HOME, npm settings); nothing else is inherited. */
   processEnv?: Record<string, string>;
   /**

@@ -20,6 +20,7 @@ import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
+import { AgentDatabases } from './deployments/agent-databases.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
 import { SecretBox } from './deployments/secret-box.js';
@@ -79,6 +80,16 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
           onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
         });
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
+  const databases = new AgentDatabases({
+    adminUrl: config.databaseUrl,
+    ...(settings.agentDatabaseUrl ? { agentUrl: settings.agentDatabaseUrl } : {}),
+    ...(settings.agentConnectionLimit ? { connectionLimit: settings.agentConnectionLimit } : {}),
+  });
+  try {
+    await databases.lockPlatformDatabase();
+  } catch (error) {
+    throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
+  }
   pipeline = new RevisionPipeline({
     store,
     secretBox: new SecretBox(settings.secretKey),
@@ -86,9 +97,10 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     deployer,
     queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
     log: logger,
+    databases,
+    // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
+    // queues and run events in their own database.
     agentEnv: {
-      DATABASE_URL: settings.agentDatabaseUrl ?? config.databaseUrl,
-      ...(settings.redisUrl ? { REDIS_URL: settings.redisUrl } : {}),
       LOG_LEVEL: settings.agentLogLevel ?? 'info',
       ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
     },

@@ -14,6 +14,7 @@ import type { Logger } from '@berth/log';
 import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionSpec } from '../deployers/deployer.js';
+import type { AgentDatabases } from './agent-databases.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from './secret-box.js';
 import type { DeploymentRow, DeploymentStore, RevisionRow } from './store.js';
@@ -39,7 +40,9 @@ export interface PipelineDeps {
   deployer: Deployer;
   queue: QueueBackendConfig;
   log: Logger;
-  /** Platform settings every agent server gets (DATABASE_URL, REDIS_URL, LOG_LEVEL, ...). */
+  /** Each deployment's own database and roles (its agent servers never get the platform's). */
+  databases: AgentDatabases;
+  /** Platform settings every agent server gets (LOG_LEVEL, HOST, ...); never a platform credential. */
   agentEnv: Record<string, string>;
 }
 
@@ -233,6 +236,7 @@ export class RevisionPipeline {
 
   private async runRemove(deploymentId: string): Promise<void> {
     await this.deps.deployer.remove(deploymentId, (line) => this.deps.log.info({ deploymentId }, line));
+    await this.deps.databases.drop(deploymentId);
     await this.deps.store.remove(deploymentId);
   }
 
@@ -319,7 +323,13 @@ export class RevisionPipeline {
       deploymentType: deployment.deployment_type,
       artifact,
       secrets,
-      env: { ...this.deps.agentEnv, BERTH_AGENT_SCHEMA: agentSchema(deployment.id) },
+      env: {
+        ...this.deps.agentEnv,
+        // A login of the deployment's own, with a password fresh for this revision.
+        DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
+        BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
+        BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
+      },
       resources: {
         replicas: resourceSpec.min_scale ?? (deployment.deployment_type === 'prod' ? 2 : 1),
         ...(resourceSpec.cpu !== undefined ? { cpu: resourceSpec.cpu } : {}),

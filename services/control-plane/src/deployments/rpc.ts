@@ -116,7 +116,7 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
     },
     resolveDeployment: async (r) => {
       const target = await deployments.resolve(r.deploymentId);
-      return { tenantId: target.tenant_id, upstreamUrl: target.upstream_url ?? '', customAuth: target.custom_auth };
+      return { tenantId: target.tenant_id, upstreamUrl: target.upstream_url ?? '', customAuth: target.custom_auth, upstreamCredential: target.credential };
     },
   };
 }

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import type { RevisionPipeline } from './pipeline.js';
 import type { SecretBox } from './secret-box.js';
-import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, RevisionRow } from './store.js';
+import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedRow, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -180,10 +180,11 @@ export class Deployments {
     return { uploadId, objectPath };
   }
 
-  async resolve(deploymentId: string): Promise<{ tenant_id: string; upstream_url: string | null; custom_auth: boolean }> {
+  /** Where the gateway sends a deployment's traffic, and the credential its agent server requires. */
+  async resolve(deploymentId: string): Promise<ResolvedRow & { credential: string }> {
     const target = await this.store.resolve(deploymentId);
     if (!target) throw new NotFoundError(`Deployment ID ${deploymentId} not found.`);
-    return target;
+    return { ...target, credential: target.revision_id ? this.secretBox.deploymentCredential(target.revision_id) : '' };
   }
 
   private async newRevision(deploymentId: string, source: DeploymentSource, config: Record<string, unknown>, first: boolean): Promise<NewRevision> {

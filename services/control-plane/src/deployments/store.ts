@@ -47,6 +47,14 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string }).code === '23505';
 }
 
+/** Where a deployment's traffic goes: its serving revision and that revision's address. */
+export interface ResolvedRow {
+  tenant_id: string;
+  revision_id: string | null;
+  upstream_url: string | null;
+  custom_auth: boolean;
+}
+
 export class DeploymentStore {
   constructor(private readonly db: Kysely<DeploymentTables>) {}
 
@@ -292,16 +300,18 @@ export class DeploymentStore {
   }
 
   /** Where a deployment's traffic goes. */
-  async resolve(id: string): Promise<{ tenant_id: string; upstream_url: string | null; custom_auth: boolean } | undefined> {
+  async resolve(id: string): Promise<ResolvedRow | undefined> {
     if (!isUuid(id)) return undefined;
     const row = await this.db
       .selectFrom('deployments')
       .leftJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
-      .select(['deployments.tenant_id', 'revisions.upstream_url', 'revisions.custom_auth'])
+      .select(['deployments.tenant_id', 'deployments.active_revision_id', 'revisions.upstream_url', 'revisions.custom_auth'])
       .where('deployments.id', '=', id)
       .where('deployments.deleting', '=', false)
       .executeTakeFirst();
-    return row ? { tenant_id: row.tenant_id, upstream_url: row.upstream_url ?? null, custom_auth: row.custom_auth ?? false } : undefined;
+    return row
+      ? { tenant_id: row.tenant_id, revision_id: row.active_revision_id, upstream_url: row.upstream_url ?? null, custom_auth: row.custom_auth ?? false }
+      : undefined;
   }
 
   async appendLogs(lines: LogLine[]): Promise<void> {
