@@ -8,6 +8,7 @@ import { openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AuthStore, type AuthTables } from '@berth/auth';
 import { createDatabase } from '@berth/db';
+import { detectLocalIsolation } from '@berth/control-plane';
 import { migrateGateway } from '@berth/gateway';
 import { PostgresServer, portOrFree, sleep } from '@berth/local-stack';
 import { CliError } from '../client.js';
@@ -69,6 +70,8 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
+  const isolation = await detectLocalIsolation();
+  print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
   print('');
   print('Try:');
   print(`  curl -H "X-Api-Key: ${credentials.api_key}" ${platform!.url}/v1/me`);

@@ -20,6 +20,7 @@ import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
+import { detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
 import { AgentDatabases } from './deployments/agent-databases.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
@@ -36,6 +37,12 @@ export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
 export { AuthFlowStore } from './auth-flows/store.js';
 export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js';
 export { FlowNotifier } from './auth-flows/notifier.js';
+export type { IsolationMode } from './deployers/local/os-users.js';
+
+/** Whether local agent servers run as OS users of their own on this machine, and if not, why. */
+export function detectLocalIsolation(): Promise<IsolationMode> {
+  return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT]);
+}
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.controlplane.v1';
