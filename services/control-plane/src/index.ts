@@ -82,6 +82,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
         })
       : new LocalDeployer({
           serveScript: AGENT_SERVE_SCRIPT,
+          logger,
           baseEnv: processEnv,
           // What a running agent server prints is its revision's runtime (deploy) log.
           onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),

@@ -62,6 +62,18 @@ export interface DeployedRevision {
 /** Where deploy progress goes: one line per call, shown as the revision's deploy log. */
 export type DeployLog = (line: string, level?: 'info' | 'warn' | 'error') => void;
 
+/**
+ * A change in the health of a revision after `deploy` resolved: its agent server went down (why,
+ * and when it is tried again) or answers again (at `url`, which may differ from the one `deploy`
+ * returned when its port had to change).
+ */
+export type RevisionHealthEvent = { deploymentId: string; revisionId: string } & (
+  | { healthy: false; reason: string }
+  | { healthy: true; url: string }
+);
+
+export type RevisionHealthListener = (event: RevisionHealthEvent) => void;
+
 /** A revision that could not be brought up; the reason is also in its deploy log. */
 export class DeployFailedError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -86,6 +98,14 @@ export interface Deployer {
   retire(deploymentId: string, revisionId: string, log: DeployLog): Promise<void>;
   /** Removes everything the deployment has on this target. Unknown deployments are a no-op. */
   remove(deploymentId: string, log: DeployLog): Promise<void>;
+  /**
+   * Registers a listener for health changes of deployed revisions (until they are retired or
+   * removed); returns a function that unregisters it. The `local` adapter reports its agent
+   * servers' crashes and their restarts. Adapters whose platform keeps workloads up by itself do
+   * not implement it and never report: `kubernetes` (the kubelet restarts a crashed container and
+   * the Service routes only to ready pods).
+   */
+  onHealth?(listener: RevisionHealthListener): () => void;
   /**
    * Releases clients and watches. Kubernetes workloads keep running; local processes stop (the
    * control plane brings deployed revisions back with `deploy` when it starts again).

@@ -2,17 +2,16 @@
  * The local deployer passes the deployer contract with real agent server processes (built
  * agent-runtime) on real Postgres. Projects are folders whose node_modules is the repository's.
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
+import { silentLogger } from '@berth/log';
 import { createTestDatabase } from '@berth/testing';
 import { deployerContract } from '../contract.js';
-import type { RevisionArtifact } from '../deployer.js';
+import { oneGraph, projectMaker } from './__tests__/projects.js';
 import { LocalDeployer } from './local-deployer.js';
 
-const repoModules = fileURLToPath(new URL('../../../../../node_modules', import.meta.url));
 const GOOD_GRAPH = `
 import { MessagesValue, StateGraph, StateSchema } from '@langchain/langgraph';
 const State = new StateSchema({ messages: MessagesValue });
@@ -23,17 +22,9 @@ const FAILING_REASON = 'boom: CONTRACT_API_KEY is not set';
 deployerContract('local (child processes)', async () => {
   const db = await createTestDatabase('cp_local');
   const work = await mkdtemp(join(tmpdir(), 'berth-local-deployer-'));
-  let count = 0;
-  const projectWith = async (graph: string): Promise<RevisionArtifact> => {
-    const dir = join(work, `project-${(count += 1)}`);
-    await mkdir(join(dir, 'src'), { recursive: true });
-    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `p${count}`, type: 'module' }));
-    await writeFile(join(dir, 'langgraph.json'), JSON.stringify({ graphs: { agent: './src/graph.ts:graph' } }));
-    await writeFile(join(dir, 'src/graph.ts'), graph);
-    await symlink(repoModules, join(dir, 'node_modules'));
-    return { kind: 'directory', path: dir, configPath: 'langgraph.json' };
-  };
-  const deployer = new LocalDeployer({ serveScript: AGENT_SERVE_SCRIPT, baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, healthTimeoutMs: 20_000, drainMs: 5_000 });
+  const project = projectMaker(work);
+  const projectWith = (graph: string) => project(oneGraph(graph));
+  const deployer = new LocalDeployer({ serveScript: AGENT_SERVE_SCRIPT, logger: silentLogger(), baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, healthTimeoutMs: 20_000, drainMs: 5_000 });
   const answers = async (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
   return {
     deployer,

@@ -2,23 +2,37 @@
  * The `local` deployer: every revision's agent server (API + run workers) is a child process of
  * the control plane on this machine, on its own loopback port. A new revision starts beside the
  * old one and counts as deployed once it answers `GET /ok`; the old one is retired afterwards
- * (SIGTERM: the server finishes requests in flight, then exits).
+ * (SIGTERM: the server finishes requests in flight, then exits). Deployed agent servers are
+ * supervised (supervised-server.ts): one that exits unasked is restarted, with backoff, on its port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { DeployFailedError, type DeployLog, type DeployedRevision, type Deployer, type RevisionSpec } from '../deployer.js';
+import type { Logger } from '@berth/log';
+import {
+  DeployFailedError,
+  type DeployLog,
+  type DeployedRevision,
+  type Deployer,
+  type RevisionHealthEvent,
+  type RevisionHealthListener,
+  type RevisionSpec,
+} from '../deployer.js';
+import { SupervisedServer, freePort, type RestartPolicy } from './supervised-server.js';
+
+export type { RestartPolicy } from './supervised-server.js';
 
 export interface LocalDeployerOptions {
   /** The agent server script (`AGENT_SERVE_SCRIPT` of `@berth/agent-runtime`). */
   serveScript: string;
+  /** The control plane's log: crashes and restarts of agent servers go there too. */
+  logger: Logger;
   /**
    * Base environment of every agent server (PATH, HOME, ...); nothing else is inherited.
    * @default { PATH, HOME } of this process
    */
   baseEnv?: Record<string, string>;
   /**
-   * Longest a revision may take to answer `/ok`.
+   * Longest a revision may take to answer `/ok` (at its first start and after a restart).
    * @default 60000
    */
   healthTimeoutMs?: number;
@@ -27,24 +41,21 @@ export interface LocalDeployerOptions {
    * @default 15000
    */
   drainMs?: number;
+  /** How crashed agent servers are restarted (see {@link RestartPolicy} for the defaults). */
+  restart?: RestartPolicy;
   /** Receives what agent servers print once they run (their runtime log). */
   onOutput?: (spec: { deploymentId: string; revisionId: string }, line: string, stream: 'stdout' | 'stderr') => void;
 }
 
-interface Process {
+interface Entry {
   deploymentId: string;
-  revisionId: string;
-  child: ChildProcess;
-  url: string;
-  exited: Promise<void>;
+  server: SupervisedServer;
 }
-
-/** Lines of a revision's output kept to explain a failed start. */
-const TAIL_LINES = 30;
 
 export class LocalDeployer implements Deployer {
   readonly kind = 'local' as const;
-  private readonly processes = new Map<string, Process>();
+  private readonly servers = new Map<string, Entry>();
+  private readonly listeners = new Set<RevisionHealthListener>();
 
   constructor(private readonly options: LocalDeployerOptions) {}
 
@@ -54,10 +65,67 @@ export class LocalDeployer implements Deployer {
     }
     signal?.throwIfAborted();
     await this.stop(spec.revisionId, log); // a re-run of the same step starts clean
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const tail: string[] = [];
-    const child = spawn(process.execPath, [this.options.serveScript], {
+    const ids = { deploymentId: spec.deploymentId, revisionId: spec.revisionId };
+    const built = { ...spec, artifact: spec.artifact };
+    const server = new SupervisedServer(await freePort(), {
+      ...ids,
+      spawn: (port) => this.spawnAgentServer(built, port),
+      log,
+      logger: this.options.logger,
+      onOutput: (line, stream) => this.options.onOutput?.(ids, line, stream),
+      onHealth: (event) => this.report({ ...ids, ...event }),
+      restart: {
+        initialDelayMs: this.options.restart?.initialDelayMs ?? 500,
+        maxDelayMs: this.options.restart?.maxDelayMs ?? 30_000,
+        resetAfterMs: this.options.restart?.resetAfterMs ?? 60_000,
+      },
+      healthTimeoutMs: this.options.healthTimeoutMs ?? 60_000,
+      drainMs: this.options.drainMs ?? 15_000,
+    });
+    const entry = { deploymentId: spec.deploymentId, server };
+    this.servers.set(spec.revisionId, entry);
+    try {
+      await server.start(signal);
+    } catch (error) {
+      if (this.servers.get(spec.revisionId) === entry) this.servers.delete(spec.revisionId);
+      throw error;
+    }
+    log('the agent server answers /ok');
+    return { revisionId: spec.revisionId, url: server.url };
+  }
+
+  async retire(deploymentId: string, revisionId: string, log: DeployLog): Promise<void> {
+    const entry = this.servers.get(revisionId);
+    if (!entry || entry.deploymentId !== deploymentId) return;
+    log('retiring: letting requests in flight finish');
+    await this.stop(revisionId, log);
+  }
+
+  async remove(deploymentId: string, log: DeployLog): Promise<void> {
+    const revisions = [...this.servers].filter(([, entry]) => entry.deploymentId === deploymentId);
+    await Promise.all(revisions.map(([revisionId]) => this.stop(revisionId, log)));
+  }
+
+  onHealth(listener: RevisionHealthListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.servers.keys()].map((revisionId) => this.stop(revisionId, () => undefined)));
+  }
+
+  /** Revisions of the deployment whose agent server runs now (for tests and status). */
+  running(deploymentId: string): string[] {
+    return [...this.servers].filter(([, entry]) => entry.deploymentId === deploymentId && entry.server.running).map(([revisionId]) => revisionId);
+  }
+
+  /**
+   * Starts one agent server process for a revision: the only place that spawns one (first start
+   * and restarts alike).
+   */
+  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number): ChildProcess {
+    return spawn(process.execPath, [this.options.serveScript], {
       cwd: spec.artifact.path,
       env: {
         ...(this.options.baseEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' }),
@@ -72,107 +140,22 @@ export class LocalDeployer implements Deployer {
       },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    const entry: Process = { deploymentId: spec.deploymentId, revisionId: spec.revisionId, child, url, exited };
-    this.processes.set(spec.revisionId, entry);
-    for (const stream of ['stdout', 'stderr'] as const) {
-      let rest = '';
-      child[stream]!.setEncoding('utf8').on('data', (text: string) => {
-        const lines = (rest + text).split('\n');
-        rest = lines.pop() ?? '';
-        for (const line of lines) {
-          tail.push(line);
-          if (tail.length > TAIL_LINES) tail.shift();
-          this.options.onOutput?.(spec, line, stream);
-        }
-      });
-    }
-    log(`starting the agent server (pid ${child.pid}) on ${url}`);
-    try {
-      await this.waitHealthy(entry, signal);
-    } catch (error) {
-      await this.stop(spec.revisionId, log);
-      if (error instanceof DeployFailedError) {
-        for (const line of tail) log(line, 'error');
-        throw error;
+  }
+
+  private report(event: RevisionHealthEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.logger.error({ err: error, revisionId: event.revisionId }, 'a health listener failed');
       }
-      throw error;
-    }
-    log('the agent server answers /ok');
-    return { revisionId: spec.revisionId, url };
-  }
-
-  async retire(deploymentId: string, revisionId: string, log: DeployLog): Promise<void> {
-    const entry = this.processes.get(revisionId);
-    if (!entry || entry.deploymentId !== deploymentId) return;
-    log('retiring: letting requests in flight finish');
-    await this.stop(revisionId, log);
-  }
-
-  async remove(deploymentId: string, log: DeployLog): Promise<void> {
-    const revisions = [...this.processes.values()].filter((p) => p.deploymentId === deploymentId);
-    await Promise.all(revisions.map((p) => this.stop(p.revisionId, log)));
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.processes.keys()].map((revisionId) => this.stop(revisionId, () => undefined)));
-  }
-
-  /** Revisions this deployer runs now, by deployment (for tests and status). */
-  running(deploymentId: string): string[] {
-    return [...this.processes.values()].filter((p) => p.deploymentId === deploymentId && p.child.exitCode === null).map((p) => p.revisionId);
-  }
-
-  private async waitHealthy(entry: Process, signal?: AbortSignal): Promise<void> {
-    const deadline = Date.now() + (this.options.healthTimeoutMs ?? 60_000);
-    let exitCode: number | null = null;
-    void entry.exited.then(() => (exitCode = entry.child.exitCode ?? -1));
-    for (;;) {
-      signal?.throwIfAborted();
-      if (exitCode !== null) throw new DeployFailedError(`the agent server exited with code ${exitCode} before it answered`);
-      if (await answers(`${entry.url}/ok`)) return;
-      if (Date.now() > deadline) throw new DeployFailedError(`the agent server did not answer /ok within ${Math.round((this.options.healthTimeoutMs ?? 60_000) / 1000)} s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 
   private async stop(revisionId: string, log: DeployLog): Promise<void> {
-    const entry = this.processes.get(revisionId);
+    const entry = this.servers.get(revisionId);
     if (!entry) return;
-    this.processes.delete(revisionId);
-    if (entry.child.exitCode !== null || entry.child.signalCode !== null) return;
-    entry.child.kill('SIGTERM');
-    const drained = await Promise.race([entry.exited.then(() => true), sleep(this.options.drainMs ?? 15_000).then(() => false)]);
-    if (!drained) {
-      log(`the agent server did not stop within ${this.options.drainMs ?? 15_000} ms: killing it`, 'warn');
-      entry.child.kill('SIGKILL');
-      await entry.exited;
-    }
+    this.servers.delete(revisionId);
+    await entry.server.stop(log);
   }
-}
-
-async function answers(url: string): Promise<boolean> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    await response.body?.cancel();
-    return response.ok;
-  } catch {
-    return false;
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/** A free loopback port (the OS picks one). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -1,0 +1,276 @@
+/**
+ * One revision's agent server process under supervision: started once by `deploy` (which waits
+ * for `/ok`), then restarted whenever it exits without being asked to, after an exponential
+ * backoff, on the same port when it is still free (so the deployment's recorded url stays valid).
+ * Every crash goes to the revision's deploy log (exit code or signal, the last lines it printed)
+ * and to the control plane's log, and is reported as a health change; so is its recovery.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { Logger } from '@berth/log';
+import { DeployFailedError, type DeployLog } from '../deployer.js';
+
+/** How crashed agent servers are restarted. */
+export interface RestartPolicy {
+  /**
+   * Wait before the first restart after a crash; each further crash in a row doubles it.
+   * @default 500
+   */
+  initialDelayMs?: number;
+  /**
+   * Longest wait between restarts.
+   * @default 30000
+   */
+  maxDelayMs?: number;
+  /**
+   * An agent server that stayed up this long counts as recovered: its next crash waits
+   * `initialDelayMs` again.
+   * @default 60000
+   */
+  resetAfterMs?: number;
+}
+
+export interface SupervisedServerOptions {
+  deploymentId: string;
+  revisionId: string;
+  /** Starts the agent server process on a port (the deployer's one spawn function). */
+  spawn: (port: number) => ChildProcess;
+  /** The revision's deploy log: progress, crashes, restarts. */
+  log: DeployLog;
+  logger: Logger;
+  /** Every line the process prints. */
+  onOutput: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Health changes once deployed: down with the reason, up again with the url. */
+  onHealth: (event: { healthy: false; reason: string } | { healthy: true; url: string }) => void;
+  restart: Required<RestartPolicy>;
+  healthTimeoutMs: number;
+  drainMs: number;
+}
+
+/** Lines of a process's output kept to explain a failed start or a crash. */
+const TAIL_LINES = 30;
+/** How long the output of a process that exited may still arrive before its crash is reported. */
+const OUTPUT_GRACE_MS = 500;
+
+export class SupervisedServer {
+  private port: number;
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  /** Output of the current process; flushed when its streams end. */
+  private tail: string[] = [];
+  private outputEnded: Promise<unknown> = Promise.resolve();
+  /** Set once the first start answered: from then on, an exit is a crash. */
+  private supervising = false;
+  private stopping = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarting: AbortController | undefined;
+  /** Crashes in a row (since it last stayed up `resetAfterMs`): the exponent of the backoff. */
+  private crashes = 0;
+  private upSince: number | undefined;
+  /** Why the supervisor killed the process itself (it never answered), for the crash report. */
+  private killReason: string | undefined;
+
+  constructor(port: number, private readonly options: SupervisedServerOptions) {
+    this.port = port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Whether its process is alive now. */
+  get running(): boolean {
+    return this.child !== undefined && alive(this.child);
+  }
+
+  /**
+   * Starts the process and resolves once it answers `/ok`; it is supervised from then on. Rejects
+   * with DeployFailedError (its last output lines in the deploy log) when it exits or does not
+   * answer in time, or with the signal's reason when aborted; the process is stopped then.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    const { log } = this.options;
+    const child = this.launch();
+    try {
+      await this.waitHealthy(child, signal);
+    } catch (error) {
+      await this.stop(log);
+      if (error instanceof DeployFailedError) {
+        await this.outputEnded;
+        for (const line of this.tail) log(line, 'error');
+      }
+      throw error;
+    }
+    this.supervising = true;
+    this.upSince = Date.now();
+    // It may have exited between answering and now: its exit handler ignored it then.
+    if (!alive(child)) void this.crashed(child);
+  }
+
+  /** Stops the process on purpose (SIGTERM, SIGKILL after `drainMs`): it is not restarted. */
+  async stop(log: DeployLog): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    this.restarting?.abort(new Error('the agent server is being stopped'));
+    const child = this.child;
+    if (!child || !alive(child)) return;
+    child.kill('SIGTERM');
+    const drained = await Promise.race([this.exited.then(() => true), sleep(this.options.drainMs).then(() => false)]);
+    if (!drained) {
+      log(`the agent server did not stop within ${this.options.drainMs} ms: killing it`, 'warn');
+      child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+
+  private launch(): ChildProcess {
+    const child = this.options.spawn(this.port);
+    this.child = child;
+    this.tail = [];
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    child.once('exit', () => {
+      if (this.supervising && this.child === child) void this.crashed(child);
+    });
+    const ends: Promise<void>[] = [];
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const readable = child[stream]!;
+      ends.push(new Promise((resolve) => readable.once('close', () => resolve())));
+      let rest = '';
+      const take = (line: string) => {
+        this.tail.push(line);
+        if (this.tail.length > TAIL_LINES) this.tail.shift();
+        this.options.onOutput(line, stream);
+      };
+      readable.setEncoding('utf8').on('data', (text: string) => {
+        const lines = (rest + text).split('\n');
+        rest = lines.pop() ?? '';
+        lines.forEach(take);
+      });
+      readable.once('end', () => rest && take(rest));
+    }
+    // Output may trail the exit a little; a child of the server holding the pipes open must not
+    // hold up the report, hence the bound.
+    this.outputEnded = this.exited.then(() => Promise.race([Promise.all(ends), sleep(OUTPUT_GRACE_MS)]));
+    this.options.log(`starting the agent server (pid ${child.pid}) on ${this.url}`);
+    return child;
+  }
+
+  private async waitHealthy(child: ChildProcess, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + this.options.healthTimeoutMs;
+    for (;;) {
+      signal?.throwIfAborted();
+      if (!alive(child)) throw new DeployFailedError(`the agent server exited with ${exitOf(child)} before it answered`);
+      if (await answers(`${this.url}/ok`)) return;
+      if (Date.now() > deadline) throw new DeployFailedError(`the agent server did not answer /ok within ${Math.round(this.options.healthTimeoutMs / 1000)} s`);
+      await sleep(100);
+    }
+  }
+
+  /** Reports a crash of `child` and schedules its restart. */
+  private async crashed(child: ChildProcess): Promise<void> {
+    await this.outputEnded;
+    if (this.stopping) return;
+    const { log, logger, restart, deploymentId, revisionId } = this.options;
+    if (this.upSince !== undefined && Date.now() - this.upSince >= restart.resetAfterMs) this.crashes = 0;
+    this.upSince = undefined;
+    const delayMs = Math.min(restart.maxDelayMs, restart.initialDelayMs * 2 ** this.crashes);
+    this.crashes += 1;
+    const why = this.killReason ?? `the agent server exited with ${exitOf(child)}`;
+    this.killReason = undefined;
+    const reason = `${why}; restarting in ${seconds(delayMs)}`;
+    const lastLines = [...this.tail];
+    log(reason, 'error');
+    if (lastLines.length) log(`its last output lines:\n${lastLines.map((line) => `  ${line}`).join('\n')}`, 'error');
+    logger.error(
+      { deploymentId, revisionId, pid: child.pid, exitCode: child.exitCode, signal: child.signalCode, restartInMs: delayMs, lastLines },
+      'an agent server crashed',
+    );
+    this.options.onHealth({ healthy: false, reason });
+    this.restartTimer = setTimeout(() => void this.restart(), delayMs).unref();
+  }
+
+  private async restart(): Promise<void> {
+    this.restartTimer = undefined;
+    const { log, logger, deploymentId, revisionId } = this.options;
+    const controller = new AbortController();
+    this.restarting = controller;
+    try {
+      if (!(await portFree(this.port))) {
+        // Another process took the port meanwhile: move; the new url is reported with the recovery.
+        const previous = this.url;
+        this.port = await freePort();
+        log(`${previous} is taken now: the agent server moves to ${this.url}`, 'warn');
+      }
+      if (this.stopping) return;
+      const child = this.launch();
+      try {
+        await this.waitHealthy(child, controller.signal);
+      } catch (error) {
+        // An exit is handled by the exit handler (the next restart); a stop needs nothing more.
+        if (this.stopping || !alive(child)) return;
+        this.killReason = (error as Error).message;
+        child.kill('SIGKILL');
+        return;
+      }
+      this.upSince = Date.now();
+      log('the agent server answers /ok again');
+      logger.info({ deploymentId, revisionId, pid: child.pid, url: this.url }, 'an agent server was restarted');
+      this.options.onHealth({ healthy: true, url: this.url });
+    } catch (error) {
+      // Finding a port failed: try again later, as after a crash.
+      logger.error({ err: error, deploymentId, revisionId }, 'restarting an agent server failed');
+      log(`restarting failed: ${(error as Error).message}`, 'error');
+      if (!this.stopping) this.restartTimer = setTimeout(() => void this.restart(), this.options.restart.maxDelayMs).unref();
+    } finally {
+      if (this.restarting === controller) this.restarting = undefined;
+    }
+  }
+}
+
+function alive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+function exitOf(child: ChildProcess): string {
+  return child.signalCode ? `signal ${child.signalCode}` : `code ${child.exitCode}`;
+}
+
+/** 500 → "0.5 s", 2000 → "2 s". */
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Whether nothing listens on the loopback port. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free loopback port (the OS picks one). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
