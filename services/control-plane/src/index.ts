@@ -3,6 +3,7 @@
  * the `control_plane` schema and serves, over gRPC, the standard health service (which the
  * gateway's /readyz checks) and `berth.controlplane.v1.AuthFlowService` (login flows).
  */
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createDatabase, migrate } from '@berth/db';
@@ -20,7 +21,7 @@ import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
-import { detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
+import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
 import { AgentDatabases } from './deployments/agent-databases.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
@@ -39,9 +40,12 @@ export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js'
 export { FlowNotifier } from './auth-flows/notifier.js';
 export type { IsolationMode } from './deployers/local/os-users.js';
 
-/** Whether local agent servers run as OS users of their own on this machine, and if not, why. */
-export function detectLocalIsolation(): Promise<IsolationMode> {
-  return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT]);
+/**
+ * Whether local agent servers run as OS users of their own on this machine, and if not, why.
+ * @param stateDir the folder holding builds (`artifacts/`) and agent homes (`agents/`)
+ */
+export function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
+  return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT], stateDir);
 }
 
 /** gRPC package whose health status this service reports. */
@@ -74,6 +78,10 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const store = new DeploymentStore(db);
   const processEnv = settings.processEnv ?? {};
   let pipeline: RevisionPipeline | undefined;
+  // Agent servers (and builds) run as OS users of their own where this machine allows it.
+  const isolation = await detectLocalIsolation(dirname(settings.artifactsDir));
+  const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
+  if (isolation.kind === 'none' && settings.deployer?.kind !== 'kubernetes') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
   const deployer: Deployer =
     settings.deployer?.kind === 'kubernetes'
       ? new KubernetesDeployer({
@@ -82,6 +90,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
         })
       : new LocalDeployer({
           serveScript: AGENT_SERVE_SCRIPT,
+          ...(users ? { users } : {}),
           logger,
           baseEnv: processEnv,
           // What a running agent server prints is its revision's runtime (deploy) log.

@@ -47,11 +47,13 @@ afterAll(async () => {
 describe('OS users of local agent servers', () => {
   it('isolates when the platform runs as root and the runtime is readable', async () => {
     expect(process.getuid?.()).toBe(0);
-    expect(await detectIsolation([process.execPath])).toEqual({ kind: 'os-user' });
+    expect(await detectIsolation([process.execPath], join(root, 'state'))).toEqual({ kind: 'os-user' });
     const hidden = await mkdtemp(join(root, 'private-'));
     await writeFile(join(hidden, 'serve.js'), '');
     // mkdtemp makes 0700 folders: a runtime inside one cannot be loaded by another user.
     expect(await detectIsolation([join(hidden, 'serve.js')])).toEqual({ kind: 'none', reason: expect.stringContaining(hidden) });
+    // A state folder inside a private folder: agents could not reach their builds.
+    expect(await detectIsolation([process.execPath], join(hidden, 'state', '.berth'))).toEqual({ kind: 'none', reason: expect.stringContaining(hidden) });
   });
 
   it('gives each deployment its own stable user and private home', async () => {

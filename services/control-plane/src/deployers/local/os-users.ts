@@ -42,28 +42,35 @@ export interface DeploymentUser {
 export type IsolationMode = { kind: 'os-user' } | { kind: 'none'; reason: string };
 
 /**
- * `os-user` when this process is root and every file an agent server must load (the node binary,
- * the agent server script and the installation around it) is readable by other users.
+ * `os-user` when this process is root, every file an agent server must load (the node binary, the
+ * agent server script and the installation around it) is readable by other users, and the folders
+ * on the way to `stateDir` (where builds and homes go; it may not exist yet) let them pass.
  */
-export async function detectIsolation(runtimeFiles: string[]): Promise<IsolationMode> {
+export async function detectIsolation(runtimeFiles: string[], stateDir?: string): Promise<IsolationMode> {
   if (process.getuid?.() !== 0) {
     return { kind: 'none', reason: 'the platform does not run as root, so agent servers run as its own user (see docs/security.md)' };
   }
   for (const file of runtimeFiles) {
-    const blocked = await unreadableByOthers(file);
+    const blocked = (await stat(file)).mode & constants.S_IROTH ? await closedFolder(dirname(file)) : file;
     if (blocked) {
       return { kind: 'none', reason: `${blocked} is not readable by other users, so agent servers cannot run as users of their own: install Berth in a folder others can read (not under /root or a 0700 folder)` };
     }
   }
+  const closed = stateDir ? await closedFolder(dirname(stateDir)) : undefined;
+  if (closed) {
+    return { kind: 'none', reason: `${closed} does not let other users pass, so agent servers cannot reach their builds under ${stateDir}: keep the state folder in a folder others can traverse` };
+  }
   return { kind: 'os-user' };
 }
 
-/** The first path on the way to `file` that other users cannot traverse or read, if any. */
-async function unreadableByOthers(file: string): Promise<string | undefined> {
-  const info = await stat(file);
-  if (!(info.mode & constants.S_IROTH)) return file;
-  for (let dir = dirname(file); ; dir = dirname(dir)) {
-    if (!((await stat(dir)).mode & constants.S_IXOTH)) return dir;
+/** The first existing folder from `dir` up to / that other users cannot traverse, if any. */
+async function closedFolder(dir: string): Promise<string | undefined> {
+  for (;; dir = dirname(dir)) {
+    try {
+      if (!((await stat(dir)).mode & constants.S_IXOTH)) return dir;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
     if (dirname(dir) === dir) return undefined;
   }
 }
