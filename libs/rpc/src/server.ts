@@ -6,6 +6,7 @@ import { create, type DescMessage, type DescMethod, type DescService, type Messa
 import { DeadlineExceededError } from '@berth/errors';
 import { silentLogger, type Logger } from '@berth/log';
 import grpc from '@grpc/grpc-js';
+import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './auth.js';
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { statusOfError } from './status.js';
@@ -22,6 +23,13 @@ export interface RpcServerOptions {
   shutdownTimeoutMs?: number;
   /** Extra grpc-js server options (message size limits, keepalive, …). */
   grpcOptions?: grpc.ServerOptions;
+  /**
+   * The internal token (`BERTH_INTERNAL_TOKEN`, at least 32 characters) every call must carry as
+   * `authorization: Bearer <token>`; other calls are answered UNAUTHENTICATED. The standard
+   * health service (`grpc.health.v1.Health`) also answers calls without credentials, for probes.
+   * @default none: every call is served unauthenticated — for tests and development only
+   */
+  internalToken?: string;
 }
 
 /** Where a listening server can be reached. */
@@ -44,6 +52,26 @@ export interface RpcServer {
 
 type AnyCall = grpc.ServerUnaryCall<Message, Message> | grpc.ServerWritableStream<Message, Message>;
 type Handler = (request: Message, context: CallContext) => unknown;
+/** The status refusing a call, or undefined when the call may proceed. */
+type Guard = (call: AnyCall) => Partial<grpc.StatusObject> | undefined;
+
+/** Sent for every refused call; says nothing about what was expected. */
+const REFUSED: Partial<grpc.StatusObject> = {
+  code: grpc.status.UNAUTHENTICATED,
+  details: 'missing or invalid internal credentials',
+};
+
+function tokenGuard(verifier: InternalTokenVerifier | undefined, open: boolean, logger: Logger): Guard {
+  return (call) => {
+    if (!verifier) return undefined;
+    const values = call.metadata.get(AUTHORIZATION_METADATA);
+    if (open && values.length === 0) return undefined;
+    if (verifier.verify(values)) return undefined;
+    // Never the header's value: a near miss of the token must not end up in a log.
+    logger.warn({ method: call.getPath(), peer: call.getPeer(), credentials: values.length > 0 ? 'invalid' : 'missing' }, 'rpc call refused');
+    return REFUSED;
+  };
+}
 
 function deadlineMs(call: AnyCall): number {
   const deadline = call.getDeadline();
@@ -64,10 +92,12 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
   };
   call.on('cancelled', onCancel);
   if (call.cancelled) onCancel();
+  // Handlers never see the internal token, so none can log or forward it by accident.
+  const { [AUTHORIZATION_METADATA]: _credentials, ...metadata } = fromGrpcMetadata(call.metadata);
   return {
     context: {
       signal: controller.signal,
-      metadata: fromGrpcMetadata(call.metadata),
+      metadata,
       peer: call.getPeer(),
       method: call.getPath(),
     },
@@ -79,8 +109,10 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
   };
 }
 
-function unaryHandler(method: DescMethod, handler: Handler, logger: Logger): grpc.handleUnaryCall<Message, Message> {
+function unaryHandler(method: DescMethod, handler: Handler, guard: Guard, logger: Logger): grpc.handleUnaryCall<Message, Message> {
   return (call, callback) => {
+    const refused = guard(call);
+    if (refused) return callback(refused);
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
       .then(() => handler(call.request, context))
@@ -118,9 +150,15 @@ function drained(call: grpc.ServerWritableStream<Message, Message>, signal: Abor
 function serverStreamingHandler(
   method: DescMethod,
   handler: Handler,
+  guard: Guard,
   logger: Logger,
 ): grpc.handleServerStreamingCall<Message, Message> {
   return (call) => {
+    const refused = guard(call);
+    if (refused) {
+      call.emit('error', refused);
+      return;
+    }
     const { context, finish, cancelled } = callContext(call);
     void (async () => {
       try {
@@ -151,6 +189,7 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
   const logger = options.logger ?? silentLogger();
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 2000;
   const server = new grpc.Server(options.grpcOptions);
+  const verifier = options.internalToken === undefined ? undefined : new InternalTokenVerifier(options.internalToken);
   let state: 'new' | 'listening' | 'closed' = 'new';
 
   const rpcServer: RpcServer = {
@@ -158,6 +197,7 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
       if (state !== 'new') throw new RpcConfigurationError(`cannot add ${service.typeName}: the server already listens`);
       const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
       const handlers: grpc.UntypedServiceImplementation = {};
+      const guard = tokenGuard(verifier, OPEN_SERVICES.has(service.typeName), logger);
       for (const method of service.methods.filter(isSupported)) {
         const handler = (implementation as Record<string, unknown>)[method.localName];
         if (typeof handler !== 'function') {
@@ -167,8 +207,8 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
         definition[method.localName] = methodDefinition(method);
         handlers[method.localName] =
           method.methodKind === 'unary'
-            ? unaryHandler(method, bound, logger)
-            : serverStreamingHandler(method, bound, logger);
+            ? unaryHandler(method, bound, guard, logger)
+            : serverStreamingHandler(method, bound, guard, logger);
       }
       try {
         server.addService(definition, handlers);
