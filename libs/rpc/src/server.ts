@@ -52,25 +52,26 @@ export interface RpcServer {
 
 type AnyCall = grpc.ServerUnaryCall<Message, Message> | grpc.ServerWritableStream<Message, Message>;
 type Handler = (request: Message, context: CallContext) => unknown;
-/** The status refusing a call, or undefined when the call may proceed. */
-type Guard = (call: AnyCall) => Partial<grpc.StatusObject> | undefined;
 
-/** Sent for every refused call; says nothing about what was expected. */
-const REFUSED: Partial<grpc.StatusObject> = {
-  code: grpc.status.UNAUTHENTICATED,
-  details: 'missing or invalid internal credentials',
-};
-
-function tokenGuard(verifier: InternalTokenVerifier | undefined, open: boolean, logger: Logger): Guard {
-  return (call) => {
-    if (!verifier) return undefined;
-    const values = call.metadata.get(AUTHORIZATION_METADATA);
-    if (open && values.length === 0) return undefined;
-    if (verifier.verify(values)) return undefined;
-    // Never the header's value: a near miss of the token must not end up in a log.
-    logger.warn({ method: call.getPath(), peer: call.getPeer(), credentials: values.length > 0 ? 'invalid' : 'missing' }, 'rpc call refused');
-    return REFUSED;
-  };
+/**
+ * Refuses calls without the internal token as soon as their metadata arrives: before the request
+ * message of an untrusted caller is parsed and before any handler runs, for every method alike.
+ */
+function tokenInterceptor(verifier: InternalTokenVerifier, logger: Logger): grpc.ServerInterceptor {
+  return (method, call) =>
+    new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, proceed) => {
+            const values = metadata.get(AUTHORIZATION_METADATA);
+            const open = OPEN_SERVICES.has(method.path.split('/')[1] ?? '');
+            if ((open && values.length === 0) || verifier.verify(values)) return proceed(metadata);
+            // Never the header's value: a near miss of the token must not end up in a log.
+            logger.warn({ method: method.path, peer: call.getPeer(), credentials: values.length > 0 ? 'invalid' : 'missing' }, 'rpc call refused');
+            call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: 'missing or invalid internal credentials', metadata: new grpc.Metadata() });
+          },
+        }),
+    });
 }
 
 function deadlineMs(call: AnyCall): number {
@@ -109,10 +110,8 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
   };
 }
 
-function unaryHandler(method: DescMethod, handler: Handler, guard: Guard, logger: Logger): grpc.handleUnaryCall<Message, Message> {
+function unaryHandler(method: DescMethod, handler: Handler, logger: Logger): grpc.handleUnaryCall<Message, Message> {
   return (call, callback) => {
-    const refused = guard(call);
-    if (refused) return callback(refused);
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
       .then(() => handler(call.request, context))
@@ -150,15 +149,9 @@ function drained(call: grpc.ServerWritableStream<Message, Message>, signal: Abor
 function serverStreamingHandler(
   method: DescMethod,
   handler: Handler,
-  guard: Guard,
   logger: Logger,
 ): grpc.handleServerStreamingCall<Message, Message> {
   return (call) => {
-    const refused = guard(call);
-    if (refused) {
-      call.emit('error', refused);
-      return;
-    }
     const { context, finish, cancelled } = callContext(call);
     void (async () => {
       try {
@@ -188,8 +181,8 @@ function formatAddress(host: string, port: number): string {
 export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
   const logger = options.logger ?? silentLogger();
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 2000;
-  const server = new grpc.Server(options.grpcOptions);
-  const verifier = options.internalToken === undefined ? undefined : new InternalTokenVerifier(options.internalToken);
+  const tokenCheck = options.internalToken === undefined ? [] : [tokenInterceptor(new InternalTokenVerifier(options.internalToken), logger)];
+  const server = new grpc.Server({ ...options.grpcOptions, interceptors: [...tokenCheck, ...(options.grpcOptions?.interceptors ?? [])] });
   let state: 'new' | 'listening' | 'closed' = 'new';
 
   const rpcServer: RpcServer = {
@@ -197,7 +190,6 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
       if (state !== 'new') throw new RpcConfigurationError(`cannot add ${service.typeName}: the server already listens`);
       const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
       const handlers: grpc.UntypedServiceImplementation = {};
-      const guard = tokenGuard(verifier, OPEN_SERVICES.has(service.typeName), logger);
       for (const method of service.methods.filter(isSupported)) {
         const handler = (implementation as Record<string, unknown>)[method.localName];
         if (typeof handler !== 'function') {
@@ -207,8 +199,8 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
         definition[method.localName] = methodDefinition(method);
         handlers[method.localName] =
           method.methodKind === 'unary'
-            ? unaryHandler(method, bound, guard, logger)
-            : serverStreamingHandler(method, bound, guard, logger);
+            ? unaryHandler(method, bound, logger)
+            : serverStreamingHandler(method, bound, logger);
       }
       try {
         server.addService(definition, handlers);
