@@ -6,7 +6,6 @@
 export { createRpcClient } from './client.js';
 export type { RpcClientOptions } from './client.js';
 export { methodPath } from './codec.js';
-export { AUTHORIZATION_METADATA, MIN_INTERNAL_TOKEN_LENGTH, OPEN_SERVICES } from './auth.js';
 export { RpcCancelledError, RpcConfigurationError, RpcCredentialsRefusedError, RpcListenError } from './errors.js';
 export { HealthService, checkHealth } from './health.js';
 export type { CheckHealthOptions, HealthStatus, SettableHealthStatus } from './health.js';
