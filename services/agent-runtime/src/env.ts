@@ -1,6 +1,6 @@
 /**
  * The agent-runtime's environment: the only place it reads process.env.
- * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL), see `main.ts`;
+ * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN), see `main.ts`;
  * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';

@@ -161,6 +161,7 @@ export async function start(
       host: config.grpcHost,
       port: config.grpcPort,
       logger,
+      internalToken: config.internalToken,
       setup: (server) => {
         server.add(AuthFlowService, authFlowHandlers(authFlows));
         if (part) server.add(DeploymentService, deploymentHandlers(part.deployments));

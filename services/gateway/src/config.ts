@@ -13,6 +13,11 @@ export interface GatewayConfig {
   /** Internal services (name → gRPC host:port) that /readyz checks. */
   services: Record<string, string>;
   /**
+   * The token the internal services expect on every gRPC call (`BERTH_INTERNAL_TOKEN`).
+   * @default none — only for services that run without one (tests, development)
+   */
+  internalToken?: string;
+  /**
    * The URL users reach the gateway at (e.g. behind an ingress), used in login approval links.
    * @default the origin of each request
    */

@@ -25,6 +25,8 @@ const schema = z.object({
   AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
   SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),
   EXPORT_WORKER_GRPC_ADDRESS: z.string().optional(),
+  /** The token the internal services expect on every gRPC call (the same value they are given). */
+  BERTH_INTERNAL_TOKEN: envOptionalString,
 });
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -41,6 +43,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     logLevel: e.LOG_LEVEL,
     queue: selectQueueBackend({ databaseUrl: e.DATABASE_URL, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) }),
     services,
+    ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
     ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
     loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
   };

@@ -56,8 +56,9 @@ export class FakeDeploymentService {
   private logSeq = 0n;
   address = '';
 
-  async start(): Promise<this> {
-    this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200 });
+  /** @param internalToken the token calls must carry (none: every call is served). */
+  async start(internalToken?: string): Promise<this> {
+    this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200, internalToken });
     this.server.add(DeploymentService, this.implementation());
     this.address = (await this.server.listen('127.0.0.1', 0)).address;
     return this;
