@@ -70,7 +70,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
-  const isolation = await detectLocalIsolation();
+  const isolation = await detectLocalIsolation(env.stateDir);
   print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
   print('');
   print('Try:');
