@@ -13,7 +13,7 @@ import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '
 import type { Logger } from '@berth/log';
 import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
-import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionSpec } from '../deployers/deployer.js';
+import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from './secret-box.js';
@@ -92,10 +92,14 @@ export class RevisionPipeline {
   private readonly running = new Map<string, AbortController>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private sweeper?: NodeJS.Timeout;
+  /** Health records, written one after the other so that a recovery never lands before its crash. */
+  private healthWrites: Promise<void> = Promise.resolve();
+  private readonly stopHealth: () => void;
 
   constructor(private readonly deps: PipelineDeps, private readonly options: RevisionPipelineOptions = {}) {
     this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
     this.logs = new RevisionLogWriter(deps.store, deps.log);
+    this.stopHealth = deps.deployer.onHealth?.((event) => this.recordHealth(event)) ?? (() => undefined);
   }
 
   /** Starts working on jobs and brings the serving revisions back (a restart). */
@@ -125,9 +129,11 @@ export class RevisionPipeline {
     sweeper.unref();
     this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();
-    // Local agent servers went down with the control plane: until one is back its deployment
-    // answers "no serving revision" (503, retry) rather than pointing at a dead port.
-    if (this.deps.deployer.kind === 'local') for (const revision of serving) await this.deps.store.setUpstream(revision.id, null);
+    // Local agent servers went down with the control plane: until one is back its deployment is
+    // UNHEALTHY and answers 503 (retry) rather than pointing at a dead port.
+    if (this.deps.deployer.kind === 'local') {
+      for (const revision of serving) await this.deps.store.setHealth(revision.id, 'the control plane restarted: the agent server is starting again', null);
+    }
     void this.restore(serving);
   }
 
@@ -139,6 +145,8 @@ export class RevisionPipeline {
     await this.queue.close();
     await this.logs.close();
     await this.deps.deployer.close();
+    this.stopHealth();
+    await this.healthWrites;
   }
 
   /** Queues the build of a revision. */
@@ -288,6 +296,19 @@ export class RevisionPipeline {
     this.timers.add(timer);
   }
 
+  /** Records a serving revision going down (its deployment is UNHEALTHY, its traffic refused with the reason) or up again. */
+  private recordHealth(event: RevisionHealthEvent): void {
+    void (event.healthy ? this.writeHealth(event.revisionId, null, event.url) : this.writeHealth(event.revisionId, event.reason));
+  }
+
+  /** Queues a health record behind the ones before (see `healthWrites`); a failure is logged. */
+  private writeHealth(revisionId: string, message: string | null, upstreamUrl?: string | null): Promise<void> {
+    this.healthWrites = this.healthWrites
+      .then(() => this.deps.store.setHealth(revisionId, message, upstreamUrl))
+      .catch((error: unknown) => this.deps.log.error({ err: error, revisionId, message }, 'recording the health of a revision failed'));
+    return this.healthWrites;
+  }
+
   /** Brings the serving revision of every deployment back up (after a restart of the control plane). */
   private async restore(revisions: RevisionRow[]): Promise<void> {
     try {
@@ -297,10 +318,14 @@ export class RevisionPipeline {
         const log = this.logs.for(revision.id, 'deploy');
         try {
           log('the control plane restarted: bringing this revision back');
+          // Supervised from now on, as after its first deploy.
           const deployed = await this.deps.deployer.deploy(await this.spec(deployment, revision), log);
-          await this.deps.store.setUpstream(revision.id, deployed.url);
+          await this.writeHealth(revision.id, null, deployed.url);
         } catch (error) {
-          log(`could not bring it back: ${(error as Error).message}`, 'error');
+          const reason = `the agent server could not be started again: ${(error as Error).message}`;
+          log(reason, 'error');
+          this.deps.log.error({ err: error, revisionId: revision.id }, 'bringing a deployed revision back failed');
+          await this.writeHealth(revision.id, reason);
         }
       }
     } catch (error) {

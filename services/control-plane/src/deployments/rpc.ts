@@ -15,13 +15,14 @@ function deploymentMessage(d: DeploymentView) {
     source: d.source,
     sourceConfig: d.source_config as JsonObject,
     sourceRevisionConfig: d.source_revision_config as JsonObject,
-    status: d.active_revision_id ? 'READY' : 'AWAITING_DEPLOY',
+    status: !d.active_revision_id ? 'AWAITING_DEPLOY' : d.health_message ? 'UNHEALTHY' : 'READY',
     latestRevisionId: d.latest_revision_id ?? '',
     activeRevisionId: d.active_revision_id ?? '',
     secretNames: d.secret_names,
     sessionId: d.session_id,
     createdAt: timestampFromDate(d.created_at),
     updatedAt: timestampFromDate(d.updated_at),
+    healthMessage: d.health_message ?? '',
   };
 }
 
@@ -116,7 +117,14 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
     },
     resolveDeployment: async (r) => {
       const target = await deployments.resolve(r.deploymentId);
-      return { tenantId: target.tenant_id, upstreamUrl: target.upstream_url ?? '', customAuth: target.custom_auth, upstreamCredential: target.credential };
+      return {
+        tenantId: target.tenant_id,
+        upstreamUrl: target.upstream_url ?? '',
+        customAuth: target.custom_auth,
+        upstreamCredential: target.credential,
+        unavailableReason: target.unavailable_reason ?? '',
+      };
     },
+    getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),
   };
 }

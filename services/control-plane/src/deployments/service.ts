@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import type { RevisionPipeline } from './pipeline.js';
 import type { SecretBox } from './secret-box.js';
-import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedRow, RevisionRow } from './store.js';
+import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -20,6 +20,8 @@ export interface DeploymentView extends DeploymentRow {
   secret_names: string[];
   /** source_revision_config of the latest revision. */
   source_revision_config: Record<string, unknown>;
+  /** Why the serving revision's agent server does not answer now; null while it does. */
+  health_message: string | null;
 }
 
 export interface CreateDeploymentInput {
@@ -181,10 +183,15 @@ export class Deployments {
   }
 
   /** Where the gateway sends a deployment's traffic, and the credential its agent server requires. */
-  async resolve(deploymentId: string): Promise<ResolvedRow & { credential: string }> {
+  async resolve(deploymentId: string): Promise<ResolvedDeployment & { credential: string }> {
     const target = await this.store.resolve(deploymentId);
     if (!target) throw new NotFoundError(`Deployment ID ${deploymentId} not found.`);
     return { ...target, credential: target.revision_id ? this.secretBox.deploymentCredential(target.revision_id) : '' };
+  }
+
+  /** How many deployments (of all tenants) have their serving revision down now. */
+  async unhealthyCount(): Promise<number> {
+    return this.store.unhealthyCount();
   }
 
   private async newRevision(deploymentId: string, source: DeploymentSource, config: Record<string, unknown>, first: boolean): Promise<NewRevision> {
@@ -222,14 +229,15 @@ export class Deployments {
   }
 
   private async views(rows: DeploymentRow[]): Promise<DeploymentView[]> {
-    const [names, configs] = await Promise.all([
+    const [names, revisions] = await Promise.all([
       this.store.secretNames(rows.map((r) => r.id)),
-      this.store.revisionConfigs(rows.flatMap((r) => (r.latest_revision_id ? [r.latest_revision_id] : []))),
+      this.store.revisionDetails(rows.flatMap((r) => [r.latest_revision_id, r.active_revision_id].filter((id): id is string => id !== null))),
     ]);
     return rows.map((row) => ({
       ...row,
       secret_names: names.get(row.id) ?? [],
-      source_revision_config: (row.latest_revision_id && configs.get(row.latest_revision_id)) || {},
+      source_revision_config: (row.latest_revision_id && revisions.get(row.latest_revision_id)?.source_revision_config) || {},
+      health_message: (row.active_revision_id && revisions.get(row.active_revision_id)?.health_message) || null,
     }));
   }
 }

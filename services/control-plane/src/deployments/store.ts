@@ -36,6 +36,17 @@ export interface LogEntryRow {
   type: 'build' | 'deploy';
 }
 
+/** Where a deployment's traffic goes (ResolveDeployment). */
+export interface ResolvedDeployment {
+  tenant_id: string;
+  /** The serving revision; null until one is DEPLOYED. */
+  revision_id: string | null;
+  upstream_url: string | null;
+  custom_auth: boolean;
+  /** Why the serving revision does not answer now; null while it does (or none serves). */
+  unavailable_reason: string | null;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Ids reach SQL only as UUIDs: anything else is simply not found. */
@@ -45,14 +56,6 @@ function isUuid(id: string): boolean {
 
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string }).code === '23505';
-}
-
-/** Where a deployment's traffic goes: its serving revision and that revision's address. */
-export interface ResolvedRow {
-  tenant_id: string;
-  revision_id: string | null;
-  upstream_url: string | null;
-  custom_auth: boolean;
 }
 
 export class DeploymentStore {
@@ -207,11 +210,11 @@ export class DeploymentStore {
     return names;
   }
 
-  /** source_revision_config of each of these revisions, by revision id (one query for a page of deployments). */
-  async revisionConfigs(revisionIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+  /** source_revision_config and health of each of these revisions, by revision id (one query for a page of deployments). */
+  async revisionDetails(revisionIds: string[]): Promise<Map<string, Pick<RevisionRow, 'source_revision_config' | 'health_message'>>> {
     if (!revisionIds.length) return new Map();
-    const rows = await this.db.selectFrom('revisions').select(['id', 'source_revision_config']).where('id', 'in', revisionIds).execute();
-    return new Map(rows.map((r) => [r.id, r.source_revision_config]));
+    const rows = await this.db.selectFrom('revisions').select(['id', 'source_revision_config', 'health_message']).where('id', 'in', revisionIds).execute();
+    return new Map(rows.map(({ id, ...details }) => [id, details]));
   }
 
   async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
@@ -284,9 +287,28 @@ export class DeploymentStore {
     });
   }
 
-  /** Records where an active revision answers after it was brought back (a restart). */
-  async setUpstream(revisionId: string, upstreamUrl: string | null): Promise<void> {
-    await this.db.updateTable('revisions').set({ upstream_url: upstreamUrl, updated_at: new Date() }).where('id', '=', revisionId).execute();
+  /**
+   * Records a revision's health: why its agent server does not answer (null: it answers again),
+   * and where it answers when that changed (null: nowhere now).
+   */
+  async setHealth(revisionId: string, message: string | null, upstreamUrl?: string | null): Promise<void> {
+    await this.db
+      .updateTable('revisions')
+      .set({ health_message: message, updated_at: new Date(), ...(upstreamUrl !== undefined ? { upstream_url: upstreamUrl } : {}) })
+      .where('id', '=', revisionId)
+      .execute();
+  }
+
+  /** Deployments (of every tenant) whose serving revision is down now. */
+  async unhealthyCount(): Promise<number> {
+    const { count } = await this.db
+      .selectFrom('deployments')
+      .innerJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('deployments.deleting', '=', false)
+      .where('revisions.health_message', 'is not', null)
+      .executeTakeFirstOrThrow();
+    return Number(count);
   }
 
   /** Revisions that serve their deployment now (to bring back after a restart). */
@@ -299,18 +321,24 @@ export class DeploymentStore {
       .execute();
   }
 
-  /** Where a deployment's traffic goes. */
-  async resolve(id: string): Promise<ResolvedRow | undefined> {
+  /** Where a deployment's traffic goes, and why it cannot go there now (the serving revision is down). */
+  async resolve(id: string): Promise<ResolvedDeployment | undefined> {
     if (!isUuid(id)) return undefined;
     const row = await this.db
       .selectFrom('deployments')
       .leftJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
-      .select(['deployments.tenant_id', 'deployments.active_revision_id', 'revisions.upstream_url', 'revisions.custom_auth'])
+      .select(['deployments.tenant_id', 'deployments.active_revision_id', 'revisions.upstream_url', 'revisions.custom_auth', 'revisions.health_message'])
       .where('deployments.id', '=', id)
       .where('deployments.deleting', '=', false)
       .executeTakeFirst();
     return row
-      ? { tenant_id: row.tenant_id, revision_id: row.active_revision_id, upstream_url: row.upstream_url ?? null, custom_auth: row.custom_auth ?? false }
+      ? {
+          tenant_id: row.tenant_id,
+          revision_id: row.active_revision_id,
+          upstream_url: row.upstream_url ?? null,
+          custom_auth: row.custom_auth ?? false,
+          unavailable_reason: row.health_message ?? null,
+        }
       : undefined;
   }
 

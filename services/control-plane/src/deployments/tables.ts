@@ -41,6 +41,8 @@ export interface RevisionsTable {
   artifact_path: string | null;
   upstream_url: string | null;
   custom_auth: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Why its agent server does not answer now; null while healthy (migration 0003). */
+  health_message: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -256,6 +256,10 @@ export class FakeDeploymentService {
         if (!deployment) throw new NotFoundError(`Deployment ID ${req.deploymentId} not found.`);
         return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false };
       },
+      getDeploymentsHealth: async () => {
+        record('getDeploymentsHealth', {});
+        return { unhealthyDeployments: [...this.deployments.values()].filter((d) => d.status === 'UNHEALTHY').length };
+      },
     };
   }
 }

@@ -1,0 +1,108 @@
+/**
+ * Health of deployments on the local deployer, through the gRPC API, with real builds, real agent
+ * servers and real Postgres: a deployed agent server killed with SIGKILL makes its deployment
+ * UNHEALTHY (why, in health_message and ResolveDeployment's unavailable_reason; counted by
+ * GetDeploymentsHealth) until it serves again on its url; the crash is in its deploy log. After a
+ * control-plane restart the deployment is UNHEALTHY until its revision is back, and the revision
+ * brought back is supervised too.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { silentLogger } from '@berth/log';
+import { DeploymentService } from '@berth/proto';
+import { createRpcClient, type RpcClient } from '@berth/rpc';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { rawTar } from '../build/__tests__/tarballs.js';
+import { testControlPlaneConfig } from '../__tests__/test-config.js';
+import { start, type RunningControlPlane } from '../index.js';
+
+const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
+const tarball = rawTar(['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({ path, body: readFileSync(join(example, path), 'utf8') })));
+const tenantId = randomUUID();
+
+let db: TestDatabase;
+let work: string;
+let config: ReturnType<typeof testControlPlaneConfig>;
+let plane: RunningControlPlane | undefined;
+let client: RpcClient<typeof DeploymentService> | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('cp_health');
+  work = await mkdtemp(join(tmpdir(), 'berth-health-test-'));
+  // Agent servers log at info, so that a crash report has their last lines to show.
+  config = testControlPlaneConfig(db.url, join(work, 'artifacts'), { agentLogLevel: 'info' });
+});
+afterAll(async () => {
+  client?.close();
+  await plane?.close();
+  await db?.drop();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function startPlane(): Promise<RpcClient<typeof DeploymentService>> {
+  plane = await start(config, silentLogger());
+  client = createRpcClient(DeploymentService, plane.address);
+  return client;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const answers = (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
+
+it('reports a killed agent server as UNHEALTHY with the reason until it serves again, also after a control-plane restart', async () => {
+  let rpc = await startPlane();
+  const { deployment } = await rpc.createDeployment({ tenantId, name: 'crashy', source: 'internal_source', sourceRevisionConfig: {} });
+  const deploymentId = deployment!.id;
+  const revisionId = deployment!.latestRevisionId;
+  await rpc.uploadSource({ tenantId, deploymentId, data: tarball, last: true });
+  await until('the revision to be deployed', async () => ((await rpc.getRevision({ tenantId, deploymentId, revisionId })).revision!.status === 'DEPLOYED' ? true : undefined), 150_000);
+  const get = async () => (await rpc.getDeployment({ tenantId, deploymentId })).deployment!;
+  const deployLog = async () => (await rpc.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'deploy', limit: 1000 })).logs;
+  const lastPid = async () => Number([...(await deployLog()).map((l) => l.message).join('\n').matchAll(/starting the agent server \(pid (\d+)\)/g)].at(-1)![1]);
+  /** Kills the serving agent server; checks what is reported while it is down and once it is back. */
+  const killAndRecover = async () => {
+    const { upstreamUrl } = await rpc.resolveDeployment({ deploymentId });
+    process.kill(await lastPid(), 'SIGKILL');
+    const reason = 'the agent server exited with signal SIGKILL; restarting in 0.5 s';
+    const down = await until('UNHEALTHY', async () => ((await get()).status === 'UNHEALTHY' ? get() : undefined), 5_000);
+    expect(down).toMatchObject({ status: 'UNHEALTHY', healthMessage: reason, activeRevisionId: revisionId });
+    expect(await rpc.resolveDeployment({ deploymentId })).toMatchObject({ unavailableReason: reason });
+    expect(await rpc.getDeploymentsHealth({})).toMatchObject({ unhealthyDeployments: 1 });
+    await until('READY', async () => ((await get()).status === 'READY' ? true : undefined), 30_000);
+    expect((await get()).healthMessage).toBe('');
+    expect(await rpc.resolveDeployment({ deploymentId })).toMatchObject({ upstreamUrl, unavailableReason: '' });
+    expect(await answers(upstreamUrl)).toBe(true);
+    expect(await rpc.getDeploymentsHealth({})).toMatchObject({ unhealthyDeployments: 0 });
+    // The deploy log says so, with the server's last lines (it logged that it was ready).
+    const lines = (await deployLog()).map((l) => ({ level: l.level, message: l.message }));
+    const crash = lines.map((l) => l.message).lastIndexOf(reason);
+    expect(lines[crash]).toEqual({ level: 'error', message: reason });
+    expect(lines[crash + 1]).toEqual({ level: 'error', message: 'its last output lines:' });
+    expect(lines.slice(crash + 2).some((l) => l.message.includes('agent server ready'))).toBe(true);
+  };
+
+  expect(await get()).toMatchObject({ status: 'READY', healthMessage: '' });
+  await killAndRecover();
+
+  // A control-plane restart: UNHEALTHY until the revision is back; supervised again afterwards.
+  client!.close();
+  await plane!.close();
+  rpc = await startPlane();
+  expect(await get()).toMatchObject({ status: 'UNHEALTHY', healthMessage: 'the control plane restarted: the agent server is starting again' });
+  expect((await rpc.resolveDeployment({ deploymentId })).unavailableReason).toBe('the control plane restarted: the agent server is starting again');
+  await until('READY after the restart', async () => ((await get()).status === 'READY' ? true : undefined), 30_000);
+  await killAndRecover();
+}, 300_000);
