@@ -428,6 +428,20 @@ describe('routing cache', () => {
   });
 });
 
+describe('deployment URLs', () => {
+  it('point at the platform’s address, whatever Host and X-Forwarded-* the client sends', async () => {
+    const res = await rawRequest(
+      '/v2/deployments',
+      { 'x-api-key': keyA, 'content-type': 'application/json', host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+      'POST',
+      JSON.stringify({ name: 'hosted-here', source: 'internal_source' }),
+    );
+    expect(res.status).toBe(201);
+    const deployment = JSON.parse(res.body) as { id: string; deployment_url: string };
+    expect(deployment.deployment_url).toBe(`${gateway.url}/d/${deployment.id}`);
+  });
+});
+
 describe('LangGraph SDK', () => {
   it('works with Client({ apiUrl: deployment_url, apiKey })', async () => {
     const created = await fetch(`${gateway.url}/v2/deployments`, {
