@@ -22,6 +22,11 @@ export interface PlatformConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Queues (and later run events) on Redis; BullMQ's Postgres backend when unset. */
   redisUrl?: string;
+  /**
+   * The URL users reach the platform at, for the links the gateway hands out (GatewayConfig.publicUrl).
+   * @default the gateway's listening address
+   */
+  publicUrl?: string;
   /** The platform's state folder: deployment builds and the key that encrypts deployment secrets live here. */
   stateDir: string;
   /** What deployment builds and local agent servers inherit (PATH, HOME, npm settings). */
@@ -101,6 +106,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
         queue: selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) }),
         services,
         internalToken,
+        ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       },
       createLogger({ name: 'gateway', level: config.logLevel }),
     );

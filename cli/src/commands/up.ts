@@ -53,6 +53,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
         BERTH_HOST: env.BERTH_HOST,
         BERTH_STATE_DIR: env.stateDir,
         LOG_LEVEL: env.LOG_LEVEL,
+        ...(env.BERTH_PUBLIC_URL ? { BERTH_PUBLIC_URL: env.BERTH_PUBLIC_URL } : {}),
       }),
     });
     child.unref();
@@ -65,6 +66,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print('');
   print(alreadyRunning ? 'Berth is already running.' : 'Berth is up.');
   print(`  gateway    ${platform!.url}   (API docs: ${platform!.url}/docs)`);
+  if (env.BERTH_PUBLIC_URL) print(`  public URL ${env.BERTH_PUBLIC_URL}   (BERTH_PUBLIC_URL: links the gateway hands out)`);
   print(`  tenant id  ${credentials.tenant_id}`);
   print(`  api key    ${credentials.api_key}`);
   print(`  saved in   ${state.credentialsFile}`);

@@ -55,4 +55,10 @@ export interface DeploymentsConfig {
   agentLogLevel?: string;
   /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
   pipeline?: RevisionPipelineOptions;
+  /**
+   * How long a finished upload that no revision uses is kept, in seconds from its start; then it
+   * and its chunks are deleted (`UNUSED_UPLOAD_TTL_SECONDS`). Unfinished uploads go after an hour.
+   * @default 3600
+   */
+  unusedUploadTtlSeconds?: number;
 }

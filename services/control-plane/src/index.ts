@@ -121,7 +121,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       LOG_LEVEL: settings.agentLogLevel ?? 'info',
       ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
     },
-  }, settings.pipeline);
+  }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();
   return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
 }

@@ -18,8 +18,10 @@ export interface GatewayConfig {
    */
   internalToken?: string;
   /**
-   * The URL users reach the gateway at (e.g. behind an ingress), used in login approval links.
-   * @default the origin of each request
+   * The URL users reach the platform at (`BERTH_PUBLIC_URL`, e.g. behind an ingress): the base of
+   * login approval links and deployment URLs, and the X-Forwarded-Host/-Proto agent servers see.
+   * Request headers (Host, X-Forwarded-*) are never used for these: a client chooses them.
+   * @default the gateway's own listening address (the one each connection reached)
    */
   publicUrl?: string;
   /**

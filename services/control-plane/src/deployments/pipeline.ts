@@ -74,6 +74,11 @@ export interface RevisionPipelineOptions {
    * @default 30000
    */
   stalledIntervalMs?: number;
+  /**
+   * Seconds a finished upload no revision uses is kept (DeploymentsConfig.unusedUploadTtlSeconds).
+   * @default 3600
+   */
+  unusedUploadTtlSeconds?: number;
 }
 
 /** Thrown into a step whose revision was replaced meanwhile. */
@@ -122,10 +127,14 @@ export class RevisionPipeline {
       },
     );
     await this.worker.ready();
-    // Uploads nobody finished within an hour are dropped.
+    // Uploads nobody finished within an hour, and finished ones nobody used in time, are dropped;
+    // sweeping at least once per TTL keeps one from outliving it by more than that.
+    const unusedSeconds = this.options.unusedUploadTtlSeconds ?? 3600;
     const sweeper = setInterval(() => {
-      this.deps.store.sweepUploads(3600).catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping unfinished uploads failed'));
-    }, 10 * 60_000);
+      this.deps.store
+        .sweepUploads({ unfinishedSeconds: 3600, unusedSeconds })
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping uploads failed'));
+    }, Math.min(10 * 60_000, unusedSeconds * 1000));
     sweeper.unref();
     this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();

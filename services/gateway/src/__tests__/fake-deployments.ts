@@ -35,6 +35,10 @@ export interface Route {
   tenantId: string;
   upstreamUrl: string;
   customAuth: boolean;
+  /** Sent upstream as x-berth-deployment-credential; none when unset. */
+  upstreamCredential?: string;
+  /** Set while the agent server is down (restarting). */
+  unavailableReason?: string;
 }
 
 export class FakeDeploymentService {
