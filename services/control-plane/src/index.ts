@@ -110,7 +110,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   pipeline = new RevisionPipeline({
     store,
     secretBox: new SecretBox(settings.secretKey),
-    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv }),
+    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
     deployer,
     queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
     log: logger,

@@ -4,29 +4,17 @@
  * deployment's. (The machines that run these tests run them as root, as `berth up` does there.)
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { testEnv } from '@berth/testing';
-import { detectIsolation, OsUsers, type DeploymentUser } from './os-users.js';
+import { asUser } from '../../__tests__/as-user.js';
+import { detectIsolation, OsUsers } from './os-users.js';
 
 let root: string;
 let users: OsUsers;
 const a = randomUUID();
 const b = randomUUID();
-
-/** What `code` (run by node as `user`) prints: 'ok' or the error code it met. */
-function asUser(user: DeploymentUser, code: string): string {
-  const out = spawnSync(process.execPath, ['-e', `try { ${code}; console.log('ok') } catch (e) { console.log(e.code ?? e.message) }`], {
-    uid: user.uid,
-    gid: user.gid,
-    env: { HOME: user.home, PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    cwd: user.home,
-    encoding: 'utf8',
-  });
-  return out.stdout.trim() || out.stderr.trim();
-}
 
 beforeAll(async () => {
   // Under the test run's folder, which others may traverse (as a Berth installation must be).
