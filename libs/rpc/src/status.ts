@@ -11,6 +11,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   ERROR_CODES,
   codeOfGrpcStatus,
+  dependencyFailureOf,
   errorFromCode,
   grpcStatusOf,
   isBerthError,
@@ -64,7 +65,11 @@ export interface ErrorSite {
 }
 
 /** Server side: the gRPC status (with `berth-error-bin` trailer) that answers a thrown error. */
-export function statusOfError(error: unknown, site: ErrorSite): Partial<grpc.StatusObject> {
+export function statusOfError(thrown: unknown, site: ErrorSite): Partial<grpc.StatusObject> {
+  // A dependency that is down (Postgres, Redis, …) is UNAVAILABLE with a plain message, not INTERNAL.
+  const outage = dependencyFailureOf(thrown);
+  if (outage && outage !== thrown) site.logger.warn({ err: thrown, method: site.method }, 'rpc handler: dependency unavailable');
+  const error = outage ?? thrown;
   let code: ErrorCode;
   let message: string;
   let issues: ValidationIssue[] = [];

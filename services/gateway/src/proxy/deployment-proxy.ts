@@ -106,9 +106,9 @@ export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
       return;
     }
     proxy(deps, req, res, match[1]!, match[2] ?? '').catch((error: unknown) => {
-      const { status, body } = httpErrorBody(error);
+      const { status, body, headers } = httpErrorBody(error);
       if (status >= 500) deps.logger.error({ err: error, method: req.method, deploymentId: match[1] }, 'proxying failed');
-      sendJson(res, status, body.detail);
+      sendJson(res, status, body.detail, headers);
     });
   };
 }
