@@ -307,8 +307,15 @@ describe('answers of its own', () => {
     const res = await get(`/d/${id}/ok`);
     expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
     expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body.detail).toContain('exited (code 1)');
     expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
     expect((await get(`/d/${id}/ok`, {})).status).toBe(401);
+    // A custom-auth project's callers may be anyone: they learn that it restarts, not why.
+    const custom = route(upstreamA.url, { customAuth: true, unavailableReason: 'the agent server exited (code 1)' });
+    const open = await get(`/d/${custom}/ok`, {});
+    expect(open).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
+    expect(open.body.detail).not.toContain('exited');
+    expect(open.headers.get('retry-after')).toBe('5');
   });
 
   it('503 with Retry-After when the agent server refuses or drops the connection; 502 for a malformed answer', async () => {

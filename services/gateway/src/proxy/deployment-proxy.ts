@@ -136,11 +136,13 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
     // Throws the same 401 for a missing or bad credential whatever the id names.
     const principal = await authenticateHeaders(deps.store, req.headers);
     // Another tenant's key learns nothing, not even that the deployment exists.
-    if (!target || principal.tenantId !== target.tenantId) return notFound(res, target ? id : rawId);
+    if (!target || principal.tenantId !== target.tenantId) return notFound(res, UUID.test(id) ? id : rawId);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];
   }
   if (target.unavailableReason) {
-    return unavailable(res, `The agent server of deployment ${id} is restarting (${target.unavailableReason}); retry shortly`);
+    // The reason is for the deployment's tenant; a custom-auth project's callers may be anyone.
+    const reason = target.customAuth ? '' : ` (${target.unavailableReason})`;
+    return unavailable(res, `The agent server of deployment ${id} is restarting${reason}; retry shortly`);
   }
   if (!target.upstreamUrl) return unavailable(res, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
   if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;

@@ -29,8 +29,6 @@ export interface UploadRouteDeps {
   logger: Logger;
   /** @default MAX_UPLOAD_BYTES */
   maxBytes?: number;
-  /** @default MAX_UNPACKED_BYTES */
-  maxUnpackedBytes?: number;
 }
 
 /** The OpenAPI requestBody of the upload (the route registry describes JSON bodies only). */
@@ -135,7 +133,7 @@ async function streamUpload(
   let total = 0;
   let buffer = Buffer.allocUnsafe(UPLOAD_CHUNK_BYTES);
   let filled = 0;
-  const check = new TarballCheck(deps.maxUnpackedBytes);
+  const check = new TarballCheck();
   const send = async (data: Buffer, last: boolean) => {
     // Nothing is stored before the start is known to be a tarball.
     if (!uploadId) check.assertStartsAsTarball();
