@@ -17,12 +17,9 @@ const LABELS: Record<Dependency, string> = {
 
 /** A dependency is down; the message is plain (no hosts, SQL or driver text), `cause` holds the driver's error. */
 export class DependencyUnavailableError extends UnavailableError {
-  /** Which dependency, when the driver's error tells; undefined for a bare network error. */
-  readonly dependency: Dependency | undefined;
-
+  /** `dependency` when the driver's error tells which; undefined for a bare network error. */
   constructor(dependency: Dependency | undefined, options?: { cause?: unknown }) {
     super(`${dependency ? LABELS[dependency] : 'a service this request needs'} is unavailable, retry shortly`, options);
-    this.dependency = dependency;
   }
 }
 
