@@ -59,8 +59,10 @@ function outageOf(e: ErrorShape): Dependency | null | undefined {
   if (e.code === GRPC_UNAVAILABLE && typeof e.details === 'string' && typeof e.metadata?.get === 'function') {
     return e.metadata.get(BERTH_DETAIL_TRAILER).length === 0 ? 'service' : undefined;
   }
-  if (e.$metadata && (e.name === 'TimeoutError' || e.$metadata.httpStatusCode === 503)) return 'object-storage';
-  if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return null;
+  const network = typeof e.code === 'string' && NETWORK_CODES.has(e.code);
+  // The AWS SDK's errors carry `$metadata`.
+  if (e.$metadata && (network || e.name === 'TimeoutError' || e.$metadata.httpStatusCode === 503)) return 'object-storage';
+  if (network) return null;
   return undefined;
 }
 
