@@ -17,12 +17,9 @@ const LABELS: Record<Dependency, string> = {
 
 /** A dependency is down; the message is plain (no hosts, SQL or driver text), `cause` holds the driver's error. */
 export class DependencyUnavailableError extends UnavailableError {
-  /** Which dependency, when the driver's error tells; undefined for a bare network error. */
-  readonly dependency: Dependency | undefined;
-
+  /** `dependency` when the driver's error tells which; undefined for a bare network error. */
   constructor(dependency: Dependency | undefined, options?: { cause?: unknown }) {
     super(`${dependency ? LABELS[dependency] : 'a service this request needs'} is unavailable, retry shortly`, options);
-    this.dependency = dependency;
   }
 }
 
@@ -62,8 +59,10 @@ function outageOf(e: ErrorShape): Dependency | null | undefined {
   if (e.code === GRPC_UNAVAILABLE && typeof e.details === 'string' && typeof e.metadata?.get === 'function') {
     return e.metadata.get(BERTH_DETAIL_TRAILER).length === 0 ? 'service' : undefined;
   }
-  if (e.$metadata && (e.name === 'TimeoutError' || e.$metadata.httpStatusCode === 503)) return 'object-storage';
-  if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return null;
+  const network = typeof e.code === 'string' && NETWORK_CODES.has(e.code);
+  // The AWS SDK's errors carry `$metadata`.
+  if (e.$metadata && (network || e.name === 'TimeoutError' || e.$metadata.httpStatusCode === 503)) return 'object-storage';
+  if (network) return null;
   return undefined;
 }
 

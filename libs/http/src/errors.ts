@@ -22,7 +22,6 @@ interface BodyParserError extends Error {
   type?: string;
   status?: number;
   expose?: boolean;
-  code?: string;
 }
 
 const answer = (status: number, detail: unknown, headers: Record<string, string> = {}): HttpErrorAnswer => ({ status, body: { detail }, headers });

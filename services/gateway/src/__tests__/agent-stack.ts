@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '@berth/log';
-import type { RunningAgentServer } from '@berth/agent-runtime';
 import { startTestServer } from '../../../agent-runtime/src/__tests__/fixtures.js';
 import { start, type RunningGateway } from '../index.js';
 import { FakeDeploymentService } from './fake-deployments.js';
@@ -13,7 +12,7 @@ import { testGatewayConfig } from './test-config.js';
 
 export interface AgentStack {
   gateway: RunningGateway;
-  agent: RunningAgentServer;
+  agent: Awaited<ReturnType<typeof startTestServer>>;
   /** An admin API key of the tenant that owns the deployment. */
   key: string;
   deploymentId: string;
