@@ -13,11 +13,15 @@ const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 let stateDir: string;
 
 function berth(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return berthWith({}, ...args);
+}
+
+function berthWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [bin, ...args],
-      { env: { ...process.env, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn' }, timeout: 90_000 },
+      { env: { ...process.env, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn', ...env }, timeout: 90_000 },
       (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -85,11 +89,15 @@ describe('berth up / down', () => {
     await expect(fetch(`${creds.gateway_url}/v1/me`)).rejects.toThrow();
     expect((await berth('status')).code).toBe(1);
 
-    const restarted = await berth('up');
+    // Behind a proxy: the links the gateway hands out use BERTH_PUBLIC_URL.
+    const restarted = await berthWith({ BERTH_PUBLIC_URL: 'https://berth.example.com' }, 'up');
     expect(restarted.code).toBe(0);
+    expect(restarted.stdout).toContain('https://berth.example.com');
     const after = await credentials();
     expect(after.api_key).toBe(creds.api_key);
     expect(after.tenant_id).toBe(creds.tenant_id);
+    const login = (await (await fetch(`${after.gateway_url}/v2/auth/login`, { method: 'POST' })).json()) as { url: string };
+    expect(login.url).toMatch(/^https:\/\/berth\.example\.com\/login\//);
     const keyStillWorks = await fetch(`${after.gateway_url}/v1/me`, { headers: { 'X-Api-Key': key.key } });
     expect(keyStillWorks.status).toBe(200);
     const listed = await berth('keys', 'list', '--json');

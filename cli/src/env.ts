@@ -13,6 +13,8 @@ const schema = z.object({
   BERTH_PORT: envPort.optional(),
   /** Interface the platform listens on. */
   BERTH_HOST: z.string().default('127.0.0.1'),
+  /** The URL users reach the platform at (behind a proxy or ingress): the base of the links the gateway hands out. */
+  BERTH_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Use this Postgres instead of provisioning one under the state folder. */
   DATABASE_URL: envOptionalString,
   /** Run queues (and later the run event broker) on Redis instead of Postgres: the production mode. */

@@ -4,6 +4,7 @@
  * where each runs as its own Deployment.
  */
 import { start as startAgentRuntime } from '@berth/agent-runtime';
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SecretBox, start as startControlPlane } from '@berth/control-plane';
@@ -21,6 +22,11 @@ export interface PlatformConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Queues (and later run events) on Redis; BullMQ's Postgres backend when unset. */
   redisUrl?: string;
+  /**
+   * The URL users reach the platform at, for the links the gateway hands out (GatewayConfig.publicUrl).
+   * @default the gateway's listening address
+   */
+  publicUrl?: string;
   /** The platform's state folder: deployment builds and the key that encrypts deployment secrets live here. */
   stateDir: string;
   /** What deployment builds and local agent servers inherit (PATH, HOME, npm settings). */
@@ -44,6 +50,8 @@ async function secretKey(stateDir: string): Promise<string> {
 export interface RunningPlatform {
   url: string;
   port: number;
+  /** The internal services' gRPC addresses (`host:port`) by name; they answer only the platform. */
+  services: Readonly<Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -57,7 +65,10 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     for (const service of started.reverse()) await service.close().catch((error: unknown) => logger.error({ err: error }, 'close failed'));
   };
   try {
-    const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel };
+    // A fresh token per start, held in memory only (never printed, logged, or put in an
+    // environment a child inherits): deployed graphs on this machine can reach the loopback ports.
+    const internalToken = randomBytes(32).toString('base64url');
+    const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken };
     const services: Record<string, string> = {};
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
@@ -94,11 +105,13 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
         logLevel: config.logLevel,
         queue: selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) }),
         services,
+        internalToken,
+        ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       },
       createLogger({ name: 'gateway', level: config.logLevel }),
     );
     started.push(gateway);
-    return { url: gateway.url, port: gateway.port, close: closeAll };
+    return { url: gateway.url, port: gateway.port, services, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

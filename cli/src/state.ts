@@ -35,6 +35,10 @@ export class StateDir {
 
   async ensure(): Promise<void> {
     await mkdir(join(this.root, 'logs'), { recursive: true });
+    // Agent servers (other OS users) pass through to their own folders here but list nothing;
+    // the logs, like the credentials and the secret key, are the platform's alone.
+    await chmod(this.root, 0o711);
+    await chmod(join(this.root, 'logs'), 0o700);
   }
 
   async readCredentials(): Promise<Credentials | undefined> {

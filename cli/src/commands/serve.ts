@@ -19,6 +19,7 @@ export async function serve(env: CliEnv): Promise<void> {
       stateDir: env.stateDir,
       processEnv: env.processEnv,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+      ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
     },
     logger,
   );

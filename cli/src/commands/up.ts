@@ -8,6 +8,7 @@ import { openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AuthStore, type AuthTables } from '@berth/auth';
 import { createDatabase } from '@berth/db';
+import { detectLocalIsolation } from '@berth/control-plane';
 import { migrateGateway } from '@berth/gateway';
 import { PostgresServer, portOrFree, sleep } from '@berth/local-stack';
 import { CliError } from '../client.js';
@@ -52,6 +53,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
         BERTH_HOST: env.BERTH_HOST,
         BERTH_STATE_DIR: env.stateDir,
         LOG_LEVEL: env.LOG_LEVEL,
+        ...(env.BERTH_PUBLIC_URL ? { BERTH_PUBLIC_URL: env.BERTH_PUBLIC_URL } : {}),
       }),
     });
     child.unref();
@@ -64,11 +66,14 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print('');
   print(alreadyRunning ? 'Berth is already running.' : 'Berth is up.');
   print(`  gateway    ${platform!.url}   (API docs: ${platform!.url}/docs)`);
+  if (env.BERTH_PUBLIC_URL) print(`  public URL ${env.BERTH_PUBLIC_URL}   (BERTH_PUBLIC_URL: links the gateway hands out)`);
   print(`  tenant id  ${credentials.tenant_id}`);
   print(`  api key    ${credentials.api_key}`);
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
+  const isolation = await detectLocalIsolation(env.stateDir);
+  print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
   print('');
   print('Try:');
   print(`  curl -H "X-Api-Key: ${credentials.api_key}" ${platform!.url}/v1/me`);

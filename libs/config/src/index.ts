@@ -54,7 +54,7 @@ export function redact<T extends Record<string, unknown>>(config: T, secretKeys:
   return copy as T;
 }
 
-/** Settings every internal gRPC service reads: where to listen and how much to log. */
+/** Settings every internal gRPC service reads: where to listen, how much to log, which callers to serve. */
 export interface GrpcServerConfig {
   /** @default '127.0.0.1' */
   grpcHost: string;
@@ -62,16 +62,27 @@ export interface GrpcServerConfig {
   grpcPort: number;
   /** @default 'info' */
   logLevel: z.output<typeof envLogLevel>;
+  /**
+   * The token every gRPC call must carry (`authorization: Bearer <token>`); health checks excepted.
+   * @default none: calls are served unauthenticated — for tests and development only
+   */
+  internalToken?: string;
 }
 
 const grpcServerEnv = z.object({
   GRPC_HOST: z.string().default('127.0.0.1'),
   GRPC_PORT: envPort.default(50051),
   LOG_LEVEL: envLogLevel.default('info'),
+  BERTH_INTERNAL_TOKEN: envOptionalString,
 });
 
-/** Reads GRPC_HOST, GRPC_PORT and LOG_LEVEL. */
+/** Reads GRPC_HOST, GRPC_PORT, LOG_LEVEL and BERTH_INTERNAL_TOKEN. */
 export function parseGrpcServerEnv(env: Record<string, string | undefined>): GrpcServerConfig {
   const e = parseEnv(grpcServerEnv, env);
-  return { grpcHost: e.GRPC_HOST, grpcPort: e.GRPC_PORT, logLevel: e.LOG_LEVEL };
+  return {
+    grpcHost: e.GRPC_HOST,
+    grpcPort: e.GRPC_PORT,
+    logLevel: e.LOG_LEVEL,
+    ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
+  };
 }

@@ -15,4 +15,6 @@ export {
   isBerthError,
 } from './errors.js';
 export type { ErrorCode, ValidationIssue } from './errors.js';
+export { DependencyUnavailableError, dependencyFailureOf } from './dependency.js';
+export type { Dependency } from './dependency.js';
 export { GrpcStatus, codeOfGrpcStatus, grpcStatusOf, httpStatusOf } from './status.js';

@@ -59,6 +59,9 @@ function assertStrict(schema: z.ZodType | undefined, where: string): void {
   }
 }
 
+/** The schema of a part a route does not declare: only the checks every part gets apply. */
+const anything = z.unknown();
+
 export class Api<Ctx = undefined> {
   private readonly specs: RouteSpec<Ctx>[] = [];
 
@@ -106,8 +109,9 @@ export class Api<Ctx = undefined> {
   private async handle(spec: RouteSpec<Ctx>, pathParams: Record<string, string>, req: Request, res: Response): Promise<void> {
     req.params = pathParams;
     const auth = spec.public || !this.options.authenticate ? (undefined as Ctx) : await this.options.authenticate(req);
-    const params = spec.params ? parseRequestPart('path', spec.params, pathParams) : {};
-    const query = spec.query ? parseRequestPart('query', spec.query, { ...(req.query as object) }) : {};
+    // Parts without a schema are still read by handlers (req.params, req.query): they are checked too.
+    const params = parseRequestPart('path', spec.params ?? anything, pathParams);
+    const query = parseRequestPart('query', spec.query ?? anything, { ...(req.query as object) });
     let body: unknown;
     if (spec.body) {
       // A request without a body counts as `{}` when the schema accepts that (all fields optional).

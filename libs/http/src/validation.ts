@@ -5,6 +5,13 @@
 import { RequestValidationError, type ValidationIssue } from '@berth/errors';
 import type { z } from 'zod';
 
+declare global {
+  interface String {
+    /** ES2024 (Node 20 has it; the ES2023 lib does not declare it). */
+    isWellFormed(): boolean;
+  }
+}
+
 export type RequestPart = 'body' | 'query' | 'path' | 'header';
 
 export function issuesFromZod(part: RequestPart, issues: readonly z.core.$ZodIssue[]): ValidationIssue[] {
@@ -39,8 +46,80 @@ export function issuesFromZod(part: RequestPart, issues: readonly z.core.$ZodIss
   return out;
 }
 
-/** Parses one part of a request; throws RequestValidationError (HTTP 422) listing every issue. */
+/**
+ * Deepest nesting of arrays and objects a request may carry. Far beyond what real payloads use
+ * (LangChain messages nest < 10 levels), far below where recursive code (JSON.stringify, pg,
+ * Postgres's jsonb input) runs out of stack.
+ */
+export const MAX_JSON_DEPTH = 128;
+/** A request full of bad strings gets this many issues back, not one per string. */
+const MAX_ISSUES = 20;
+
+function stringProblem(value: string): { msg: string; type: string } | undefined {
+  // Postgres cannot store U+0000 in text or jsonb, nor encode a lone surrogate as UTF-8.
+  if (value.includes('\0')) return { msg: 'String must not contain NUL characters (\\u0000)', type: 'string_nul' };
+  if (!value.isWellFormed()) return { msg: 'String must be valid Unicode (it has an unpaired surrogate)', type: 'string_unicode' };
+  return undefined;
+}
+
+interface Node {
+  value: unknown;
+  key: string | number;
+  parent: Node | undefined;
+  depth: number;
+}
+
+function locOf(node: Node): (string | number)[] {
+  const loc: (string | number)[] = [];
+  for (let n: Node | undefined = node; n; n = n.parent) loc.push(n.key);
+  return loc.reverse();
+}
+
+/**
+ * What no request may carry, whatever its schema: nesting deeper than MAX_JSON_DEPTH, and strings
+ * (keys included) with NUL characters or lone surrogates. Walks iteratively, so no value can
+ * overflow the stack here; runs before the schema, so none reaches zod or the handler either.
+ */
+export function unsafeValueIssues(part: RequestPart, value: unknown): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const stack: Node[] = [{ value, key: part, parent: undefined, depth: 0 }];
+  while (stack.length > 0 && issues.length < MAX_ISSUES) {
+    const node = stack.pop()!;
+    const v = node.value;
+    if (typeof v === 'string') {
+      const problem = stringProblem(v);
+      if (problem) issues.push({ loc: locOf(node), ...problem });
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (node.depth >= MAX_JSON_DEPTH) {
+      // The location of the 129th level is a useless wall of keys: the part names it well enough.
+      return [{ loc: [part], msg: `Value is nested deeper than ${MAX_JSON_DEPTH} levels`, type: 'too_deep' }];
+    }
+    const depth = node.depth + 1;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], key: i, parent: node, depth });
+      continue;
+    }
+    const children: Node[] = [];
+    for (const [key, child] of Object.entries(v)) {
+      const childNode: Node = { value: child, key, parent: node, depth };
+      const problem = stringProblem(key);
+      if (problem) issues.push({ loc: locOf(childNode), msg: `Key: ${problem.msg}`, type: problem.type });
+      else children.push(childNode);
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+  }
+  return issues;
+}
+
+/**
+ * Parses one part of a request; throws RequestValidationError (HTTP 422) listing every issue,
+ * including those of {@link unsafeValueIssues}.
+ */
 export function parseRequestPart<S extends z.ZodType>(part: RequestPart, schema: S, value: unknown): z.output<S> {
+  const unsafe = unsafeValueIssues(part, value);
+  if (unsafe.length > 0) throw new RequestValidationError(unsafe);
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   throw new RequestValidationError(issuesFromZod(part, result.error.issues));

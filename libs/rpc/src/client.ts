@@ -4,6 +4,7 @@
  */
 import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
 import grpc from '@grpc/grpc-js';
+import { AUTHORIZATION_METADATA, assertValidInternalToken, bearer } from './auth.js';
 import { isSupported, methodDefinition, toGrpcMetadata } from './codec.js';
 import { RpcConfigurationError } from './errors.js';
 import { errorOfStatus } from './status.js';
@@ -19,7 +20,16 @@ export interface RpcClientOptions {
   defaultTimeoutMs?: number;
   /** Extra grpc-js channel options (keepalive, message size limits, …). */
   channelOptions?: grpc.ChannelOptions;
+  /**
+   * The internal token (`BERTH_INTERNAL_TOKEN`) sent on every call as `authorization: Bearer <token>`;
+   * it replaces any `authorization` a call's metadata names.
+   * @default none: calls carry no credentials (servers without a token only, i.e. tests and development)
+   */
+  internalToken?: string;
 }
+
+/** Builds each call's metadata: the call's own, plus the token. */
+type MetadataOf = (options: CallOptions) => grpc.Metadata;
 
 type RequestInit = Record<string, unknown> | undefined;
 
@@ -27,7 +37,7 @@ function grpcCallOptions(timeoutMs: number | undefined): grpc.CallOptions {
   return timeoutMs === undefined || timeoutMs === Infinity ? {} : { deadline: Date.now() + timeoutMs };
 }
 
-function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number) {
+function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number, metadataOf: MetadataOf) {
   const definition = methodDefinition(method);
   return (request: RequestInit, options: CallOptions = {}): Promise<Message> => {
     const { signal } = options;
@@ -38,7 +48,7 @@ function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: 
         definition.requestSerialize,
         definition.responseDeserialize,
         create(method.input as DescMessage, request),
-        toGrpcMetadata(options.metadata),
+        metadataOf(options),
         grpcCallOptions(options.timeoutMs ?? defaultTimeoutMs),
         (error, response) => {
           signal?.removeEventListener('abort', onAbort);
@@ -55,7 +65,7 @@ function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: 
   };
 }
 
-function serverStreamingMethod(client: grpc.Client, method: DescMethod) {
+function serverStreamingMethod(client: grpc.Client, method: DescMethod, metadataOf: MetadataOf) {
   const definition = methodDefinition(method);
   return async function* (request: RequestInit, options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
     const { signal } = options;
@@ -65,7 +75,7 @@ function serverStreamingMethod(client: grpc.Client, method: DescMethod) {
       definition.requestSerialize,
       definition.responseDeserialize,
       create(method.input as DescMessage, request),
-      toGrpcMetadata(options.metadata),
+      metadataOf(options),
       grpcCallOptions(options.timeoutMs),
     );
     const onAbort = () => call.cancel();
@@ -90,7 +100,8 @@ function serverStreamingMethod(client: grpc.Client, method: DescMethod) {
  * starts the call when iteration begins and cancels it when iteration stops early. Failures are
  * BerthErrors: the server's own error class when it sent one, otherwise the class the gRPC
  * status maps to (e.g. `UnavailableError` when the server is down, `DeadlineExceededError`),
- * with the grpc-js error as `cause`. A call aborted through `signal` rejects with `signal.reason`.
+ * with the grpc-js error as `cause`; `RpcCredentialsRefusedError` when the server refused the
+ * internal token. A call aborted through `signal` rejects with `signal.reason`.
  */
 export function createRpcClient<S extends DescService>(
   service: S,
@@ -102,6 +113,10 @@ export function createRpcClient<S extends DescService>(
     throw new RpcConfigurationError(`${service.typeName} has a method named "close", which clashes with RpcClient.close()`);
   }
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
+  const { internalToken } = options;
+  if (internalToken !== undefined) assertValidInternalToken(internalToken);
+  const metadataOf: MetadataOf = (call) =>
+    toGrpcMetadata(internalToken === undefined ? call.metadata : { ...call.metadata, [AUTHORIZATION_METADATA]: bearer(internalToken) });
   const client = new grpc.Client(address, grpc.credentials.createInsecure(), options.channelOptions);
   const methods: Record<string, unknown> = {
     close: () => client.close(),
@@ -109,8 +124,8 @@ export function createRpcClient<S extends DescService>(
   for (const method of supported) {
     methods[method.localName] =
       method.methodKind === 'unary'
-        ? unaryMethod(client, method, defaultTimeoutMs)
-        : serverStreamingMethod(client, method);
+        ? unaryMethod(client, method, defaultTimeoutMs, metadataOf)
+        : serverStreamingMethod(client, method, metadataOf);
   }
   return methods as RpcClient<S>;
 }

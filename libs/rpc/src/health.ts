@@ -100,15 +100,22 @@ export interface CheckHealthOptions {
    * @default 5000
    */
   timeoutMs?: number;
+  /**
+   * The internal token to send. Health answers without one; with one, a server expecting a
+   * different token refuses (`RpcCredentialsRefusedError`), so a readiness check catches a mismatch.
+   * @default none
+   */
+  internalToken?: string;
 }
 
 /**
  * Asks the server at `address` (`host:port`) for the health of a service, the way a gRPC probe
  * does. A NOT_FOUND answer is `'SERVICE_UNKNOWN'`. Throws `UnavailableError` when the server
- * cannot be reached or does not answer in time; other failures are thrown as mapped BerthErrors.
+ * cannot be reached, does not answer in time or refuses `internalToken`; other failures are
+ * thrown as mapped BerthErrors.
  */
 export async function checkHealth(address: string, options: CheckHealthOptions = {}): Promise<HealthStatus> {
-  const client = createRpcClient(Health, address);
+  const client = createRpcClient(Health, address, { internalToken: options.internalToken });
   try {
     const response = await client.check({ service: options.service ?? '' }, { timeoutMs: options.timeoutMs ?? 5000 });
     return statusName(response.status);

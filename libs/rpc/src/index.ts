@@ -6,7 +6,7 @@
 export { createRpcClient } from './client.js';
 export type { RpcClientOptions } from './client.js';
 export { methodPath } from './codec.js';
-export { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
+export { RpcCancelledError, RpcConfigurationError, RpcCredentialsRefusedError, RpcListenError } from './errors.js';
 export { HealthService, checkHealth } from './health.js';
 export type { CheckHealthOptions, HealthStatus, SettableHealthStatus } from './health.js';
 export { createRpcServer } from './server.js';

@@ -6,6 +6,7 @@ import { create, type DescMessage, type DescMethod, type DescService, type Messa
 import { DeadlineExceededError } from '@berth/errors';
 import { silentLogger, type Logger } from '@berth/log';
 import grpc from '@grpc/grpc-js';
+import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './auth.js';
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { statusOfError } from './status.js';
@@ -22,6 +23,13 @@ export interface RpcServerOptions {
   shutdownTimeoutMs?: number;
   /** Extra grpc-js server options (message size limits, keepalive, …). */
   grpcOptions?: grpc.ServerOptions;
+  /**
+   * The internal token (`BERTH_INTERNAL_TOKEN`, at least 32 characters) every call must carry as
+   * `authorization: Bearer <token>`; other calls are answered UNAUTHENTICATED. The standard
+   * health service (`grpc.health.v1.Health`) also answers calls without credentials, for probes.
+   * @default none: every call is served unauthenticated — for tests and development only
+   */
+  internalToken?: string;
 }
 
 /** Where a listening server can be reached. */
@@ -45,6 +53,27 @@ export interface RpcServer {
 type AnyCall = grpc.ServerUnaryCall<Message, Message> | grpc.ServerWritableStream<Message, Message>;
 type Handler = (request: Message, context: CallContext) => unknown;
 
+/**
+ * Refuses calls without the internal token as soon as their metadata arrives: before the request
+ * message of an untrusted caller is parsed and before any handler runs, for every method alike.
+ */
+function tokenInterceptor(verifier: InternalTokenVerifier, logger: Logger): grpc.ServerInterceptor {
+  return (method, call) =>
+    new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, proceed) => {
+            const values = metadata.get(AUTHORIZATION_METADATA);
+            const open = OPEN_SERVICES.has(method.path.split('/')[1] ?? '');
+            if ((open && values.length === 0) || verifier.verify(values)) return proceed(metadata);
+            // Never the header's value: a near miss of the token must not end up in a log.
+            logger.warn({ method: method.path, peer: call.getPeer(), credentials: values.length > 0 ? 'invalid' : 'missing' }, 'rpc call refused');
+            call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: 'missing or invalid internal credentials', metadata: new grpc.Metadata() });
+          },
+        }),
+    });
+}
+
 function deadlineMs(call: AnyCall): number {
   const deadline = call.getDeadline();
   return deadline instanceof Date ? deadline.getTime() : deadline;
@@ -64,10 +93,12 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
   };
   call.on('cancelled', onCancel);
   if (call.cancelled) onCancel();
+  // Handlers never see the internal token, so none can log or forward it by accident.
+  const { [AUTHORIZATION_METADATA]: _credentials, ...metadata } = fromGrpcMetadata(call.metadata);
   return {
     context: {
       signal: controller.signal,
-      metadata: fromGrpcMetadata(call.metadata),
+      metadata,
       peer: call.getPeer(),
       method: call.getPath(),
     },
@@ -150,7 +181,8 @@ function formatAddress(host: string, port: number): string {
 export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
   const logger = options.logger ?? silentLogger();
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 2000;
-  const server = new grpc.Server(options.grpcOptions);
+  const tokenCheck = options.internalToken === undefined ? [] : [tokenInterceptor(new InternalTokenVerifier(options.internalToken), logger)];
+  const server = new grpc.Server({ ...options.grpcOptions, interceptors: [...tokenCheck, ...(options.grpcOptions?.interceptors ?? [])] });
   let state: 'new' | 'listening' | 'closed' = 'new';
 
   const rpcServer: RpcServer = {

@@ -23,6 +23,11 @@ export interface GrpcServiceOptions {
    * @default 2000
    */
   shutdownTimeoutMs?: number;
+  /**
+   * The internal token every call but health checks must carry (see `RpcServerOptions.internalToken`).
+   * @default none: no check — for tests and development only
+   */
+  internalToken?: string;
 }
 
 /** A started service. */
@@ -39,7 +44,8 @@ export interface RunningGrpcService {
 /** Starts a gRPC server with the health service and the service's handlers, listening at once. */
 export async function startGrpcService(options: GrpcServiceOptions): Promise<RunningGrpcService> {
   const health = new HealthService({ '': 'SERVING', [options.name]: 'SERVING' });
-  const server = createRpcServer({ logger: options.logger, shutdownTimeoutMs: options.shutdownTimeoutMs });
+  const { logger, shutdownTimeoutMs, internalToken } = options;
+  const server = createRpcServer({ logger, shutdownTimeoutMs, internalToken });
   server.add(Health, health.implementation);
   options.setup?.(server);
   const { address, port } = await server.listen(options.host, options.port);

@@ -4,12 +4,14 @@
  * rest in the `berth-error-bin` trailer as a `berth.common.v1.ErrorDetail`); anything else is
  * logged and answered as a generic INTERNAL error. On the client, a failed call becomes the same
  * BerthError subclass again, or — without a detail — the error `codeOfGrpcStatus` names, with the
- * grpc-js error as `cause`.
+ * grpc-js error as `cause`. A bare UNAUTHENTICATED (the internal token was refused) becomes
+ * `RpcCredentialsRefusedError`, an `unavailable` error.
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   ERROR_CODES,
   codeOfGrpcStatus,
+  dependencyFailureOf,
   errorFromCode,
   grpcStatusOf,
   isBerthError,
@@ -20,6 +22,7 @@ import {
 import type { Logger } from '@berth/log';
 import { ErrorDetailSchema, type LocPart } from '@berth/proto';
 import grpc from '@grpc/grpc-js';
+import { RpcCredentialsRefusedError } from './errors.js';
 
 /** The binary trailer that carries a Berth error detail. */
 export const ERROR_DETAIL_TRAILER = 'berth-error-bin';
@@ -62,7 +65,11 @@ export interface ErrorSite {
 }
 
 /** Server side: the gRPC status (with `berth-error-bin` trailer) that answers a thrown error. */
-export function statusOfError(error: unknown, site: ErrorSite): Partial<grpc.StatusObject> {
+export function statusOfError(thrown: unknown, site: ErrorSite): Partial<grpc.StatusObject> {
+  // A dependency that is down (Postgres, Redis, …) is UNAVAILABLE with a plain message, not INTERNAL.
+  const outage = dependencyFailureOf(thrown);
+  if (outage && outage !== thrown) site.logger.warn({ err: thrown, method: site.method }, 'rpc handler: dependency unavailable');
+  const error = outage ?? thrown;
   let code: ErrorCode;
   let message: string;
   let issues: ValidationIssue[] = [];
@@ -115,6 +122,9 @@ export function errorOfStatus(error: unknown, method: string): BerthError {
   }
   const decoded = decodeDetail(error);
   if (decoded) return decoded;
+  // A handler's UnauthenticatedError carries a detail; a bare UNAUTHENTICATED is the server (or a
+  // proxy in front of it) refusing the internal token this client sent or did not send.
+  if (error.code === grpc.status.UNAUTHENTICATED) return new RpcCredentialsRefusedError(method, { cause: error });
   const status = grpc.status[error.code] ?? String(error.code);
   return errorFromCode(codeOfGrpcStatus(error.code), `rpc ${method} failed: ${status}: ${error.details}`, undefined, {
     cause: error,

@@ -73,11 +73,12 @@ describe('authentication', () => {
   it('answers 500 when authenticate throws something else or returns no identity, without leaking the error', async () => {
     const crash = await call('/threads/search', { body: {}, token: 'crash' });
     expect(crash.status).toBe(500);
-    expect(crash.body).toEqual({ detail: expect.stringMatching(/"authenticate" failed/) });
+    // Only the request id, to find the reason in the server log.
+    expect(crash.body).toEqual({ detail: 'Internal Server Error', request_id: crash.headers.get('x-request-id') });
     expect(JSON.stringify(crash.body)).not.toContain('token store unreachable');
     const nameless = await call('/threads/search', { body: {}, token: 'nameless' });
     expect(nameless.status).toBe(500);
-    expect(String(nameless.body?.detail)).toMatch(/identity/);
+    expect(nameless.body).toEqual({ detail: 'Internal Server Error', request_id: expect.any(String) });
   });
 });
 

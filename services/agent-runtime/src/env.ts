@@ -1,6 +1,6 @@
 /**
  * The agent-runtime's environment: the only place it reads process.env.
- * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL), see `main.ts`;
+ * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN), see `main.ts`;
  * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
@@ -24,6 +24,8 @@ const serveSchema = z.object({
   /** Runs executed at once by this process; 0 = API only (LangGraph's name for it). */
   N_JOBS_PER_WORKER: z.coerce.number().int().min(0).max(1000).default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The deployment's credential: requests without it (header x-berth-deployment-credential) get 401. */
+  BERTH_DEPLOYMENT_CREDENTIAL: z.string().min(16).optional(),
   /** Exit when stdin closes: a deployer's child process goes down with its parent. */
   BERTH_EXIT_WITH_PARENT: z.enum(['0', '1']).default('0'),
 });
@@ -47,6 +49,7 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       workers: e.N_JOBS_PER_WORKER,
       // Secrets arrive as environment variables; a project env file is not part of a deployment.
       applyProjectEnv: false,
+      ...(e.BERTH_DEPLOYMENT_CREDENTIAL ? { deploymentCredential: e.BERTH_DEPLOYMENT_CREDENTIAL } : {}),
     },
     logLevel: e.LOG_LEVEL,
     exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',

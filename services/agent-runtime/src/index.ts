@@ -18,7 +18,7 @@ export async function start(
   config: AgentRuntimeConfig,
   logger: Logger = createLogger({ name: 'agent-runtime', level: config.logLevel }),
 ): Promise<RunningGrpcService> {
-  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger });
+  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger, internalToken: config.internalToken });
 }
 
 export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';

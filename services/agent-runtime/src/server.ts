@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { assistantRoutes, checkContext } from './api/assistants.js';
 import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
 import type { ServerContext } from './api/context.js';
+import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
 import { runRoutes } from './api/runs.js';
 import { systemRoutes } from './api/system.js';
@@ -78,6 +79,12 @@ export interface AgentServerConfig {
   trustStudioHeader?: boolean;
   /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
   applyProjectEnv?: boolean;
+  /**
+   * Answer only requests carrying this per-deployment credential (header
+   * `x-berth-deployment-credential`, added by the gateway); everything but `GET /ok` is 401 without it.
+   * @default none: every request is served (`berth dev`)
+   */
+  deploymentCredential?: string;
 }
 
 export interface RunningAgentServer {
@@ -227,7 +234,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
-  const app = createApp({ logger: log, routes: [cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
+  const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
+  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null }, 'agent server listening');
   return {

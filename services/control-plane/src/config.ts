@@ -36,10 +36,16 @@ export interface DeploymentsConfig {
   /** Revision jobs (and the agent servers' queues) on Redis instead of Postgres. */
   redisUrl?: string;
   /**
-   * The Postgres agent servers keep their threads and runs in (a schema per deployment).
+   * Where agent servers reach Postgres: only its host and port are used (each deployment gets a
+   * database and login roles of its own there, created by the control plane with `databaseUrl`).
    * @default the control plane's databaseUrl
    */
   agentDatabaseUrl?: string;
+  /**
+   * Connections each of a deployment's two login roles may hold.
+   * @default 60
+   */
+  agentConnectionLimit?: number;
   /** Environment of builds and local agent servers (PATH, HOME, npm settings); nothing else is inherited. */
   processEnv?: Record<string, string>;
   /**
@@ -49,4 +55,10 @@ export interface DeploymentsConfig {
   agentLogLevel?: string;
   /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
   pipeline?: RevisionPipelineOptions;
+  /**
+   * How long a finished upload that no revision uses is kept, in seconds from its start; then it
+   * and its chunks are deleted (`UNUSED_UPLOAD_TTL_SECONDS`). Unfinished uploads go after an hour.
+   * @default 3600
+   */
+  unusedUploadTtlSeconds?: number;
 }

@@ -1,5 +1,5 @@
 /**
- * The control-plane's environment (DATABASE_URL, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
+ * The control-plane's environment (DATABASE_URL, GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN,
  * AUTH_FLOW_TTL_SECONDS, BERTH_SECRET_KEY, BERTH_ARTIFACTS_DIR, BERTH_DEPLOYER, ...): the only place
  * it reads process.env.
  */
@@ -20,6 +20,8 @@ const schema = z.object({
   BERTH_DEPLOYER: z.enum(['local', 'kubernetes']).default('local'),
   KUBERNETES_NAMESPACE: z.string().min(1).default('berth'),
   REDIS_URL: z.string().min(1).optional(),
+  /** Seconds a finished upload no revision uses is kept (from its start). */
+  UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
   AGENT_DATABASE_URL: z.string().min(1).optional(),
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
@@ -43,6 +45,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.AGENT_DATABASE_URL ? { agentDatabaseUrl: e.AGENT_DATABASE_URL } : {}),
             processEnv: { PATH: e.PATH, HOME: e.HOME },
             agentLogLevel: grpc.logLevel,
+            unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
           },
         }
       : {}),

@@ -3,6 +3,7 @@
  * the `control_plane` schema and serves, over gRPC, the standard health service (which the
  * gateway's /readyz checks) and `berth.controlplane.v1.AuthFlowService` (login flows).
  */
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createDatabase, migrate } from '@berth/db';
@@ -20,6 +21,8 @@ import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
+import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
+import { AgentDatabases } from './deployments/agent-databases.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
 import { SecretBox } from './deployments/secret-box.js';
@@ -35,6 +38,15 @@ export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
 export { AuthFlowStore } from './auth-flows/store.js';
 export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js';
 export { FlowNotifier } from './auth-flows/notifier.js';
+export type { IsolationMode } from './deployers/local/os-users.js';
+
+/**
+ * Whether local agent servers run as OS users of their own on this machine, and if not, why.
+ * @param stateDir the folder holding builds (`artifacts/`) and agent homes (`agents/`)
+ */
+export function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
+  return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT], stateDir);
+}
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.controlplane.v1';
@@ -66,6 +78,10 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const store = new DeploymentStore(db);
   const processEnv = settings.processEnv ?? {};
   let pipeline: RevisionPipeline | undefined;
+  // Agent servers (and builds) run as OS users of their own where this machine allows it.
+  const isolation = await detectLocalIsolation(dirname(settings.artifactsDir));
+  const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
+  if (isolation.kind === 'none' && settings.deployer?.kind !== 'kubernetes') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
   const deployer: Deployer =
     settings.deployer?.kind === 'kubernetes'
       ? new KubernetesDeployer({
@@ -74,26 +90,38 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
         })
       : new LocalDeployer({
           serveScript: AGENT_SERVE_SCRIPT,
+          ...(users ? { users } : {}),
           logger,
           baseEnv: processEnv,
           // What a running agent server prints is its revision's runtime (deploy) log.
           onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
         });
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
+  const databases = new AgentDatabases({
+    adminUrl: config.databaseUrl,
+    ...(settings.agentDatabaseUrl ? { agentUrl: settings.agentDatabaseUrl } : {}),
+    ...(settings.agentConnectionLimit ? { connectionLimit: settings.agentConnectionLimit } : {}),
+  });
+  try {
+    await databases.lockPlatformDatabase();
+  } catch (error) {
+    throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
+  }
   pipeline = new RevisionPipeline({
     store,
     secretBox: new SecretBox(settings.secretKey),
-    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv }),
+    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
     deployer,
     queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
     log: logger,
+    databases,
+    // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
+    // queues and run events in their own database.
     agentEnv: {
-      DATABASE_URL: settings.agentDatabaseUrl ?? config.databaseUrl,
-      ...(settings.redisUrl ? { REDIS_URL: settings.redisUrl } : {}),
       LOG_LEVEL: settings.agentLogLevel ?? 'info',
       ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
     },
-  }, settings.pipeline);
+  }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();
   return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
 }
@@ -133,6 +161,7 @@ export async function start(
       host: config.grpcHost,
       port: config.grpcPort,
       logger,
+      internalToken: config.internalToken,
       setup: (server) => {
         server.add(AuthFlowService, authFlowHandlers(authFlows));
         if (part) server.add(DeploymentService, deploymentHandlers(part.deployments));

@@ -1,5 +1,5 @@
 /**
- * The export-worker's environment (GRPC_HOST, GRPC_PORT, LOG_LEVEL): the only place it reads process.env.
+ * The export-worker's environment (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN): the only place it reads process.env.
  */
 import { parseGrpcServerEnv } from '@berth/config';
 import type { ExportWorkerConfig } from './index.js';

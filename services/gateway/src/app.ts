@@ -102,14 +102,20 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const resolver = new DeploymentResolver(
     async (deploymentId) => {
       const answer = await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
-      return { tenantId: answer.tenantId, upstreamUrl: answer.upstreamUrl, customAuth: answer.customAuth };
+      return {
+        tenantId: answer.tenantId,
+        upstreamUrl: answer.upstreamUrl,
+        customAuth: answer.customAuth,
+        upstreamCredential: answer.upstreamCredential,
+        unavailableReason: answer.unavailableReason,
+      };
     },
     { ttlMs: deps.resolveCacheMs ?? 1000 },
   );
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger }));
+  app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
   app.use(inner);
   return app;
 }
@@ -122,8 +128,9 @@ function proxyOperations(): Record<string, Record<string, unknown>> {
       'The `deployment_url` of a deployment: every method and path below it is proxied, streaming both ways, to the ' +
       'agent server of its serving revision (point a LangGraph SDK client at it). Without a custom auth handler in ' +
       'the project, an API key or bearer token of the deployment’s tenant is required and is not passed on; with ' +
-      'one, every header passes to the project’s handler. 401: no or bad credential. 404: unknown deployment (or ' +
-      'one of another tenant). 502: the agent server cannot be reached. 503: no revision serves yet.',
+      'one, every header passes to the project’s handler. 401: no or bad credential (whatever the id). 404: unknown ' +
+      'deployment (or one of another tenant). 502: the agent server answered malformed. 503 with Retry-After: no ' +
+      'revision serves yet, or its agent server is restarting.',
     tags: ['deployments'],
     operationId: `${method}DeploymentProxy`,
     parameters: [

@@ -3,12 +3,13 @@
  * flow, wait on it, approve it on the HTML page, and what happens on every wrong turn.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import { start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
 import { createLogger, silentLogger } from '@berth/log';
 import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
-import { start, type GatewayConfig, type RunningGateway } from './index.js';
+import { loadGatewayConfig, start, type GatewayConfig, type RunningGateway } from './index.js';
 
 let testDb: TestDatabase;
 let controlPlane: RunningControlPlane;
@@ -102,6 +103,44 @@ describe('POST /v2/auth/login', () => {
     expect((await startLogin({ client_name: 'x'.repeat(201) })).status).toBe(422);
     const extra = await startLogin({ client_name: 'ok', scope: 'all' });
     expect(extra).toMatchObject({ status: 422, body: { detail: [{ loc: ['body', 'scope'], type: 'extra_forbidden' }] } });
+  });
+});
+
+describe('approval links', () => {
+  /** POST /v2/auth/login through node:http, which lets a client choose its Host and X-Forwarded-* headers. */
+  const loginWithHeaders = (base: string, headers: Record<string, string>) =>
+    new Promise<Json>((resolve, reject) => {
+      const req = http.request(`${base}/v2/auth/login`, { method: 'POST', headers });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(JSON.parse(text) as Json));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const spoofed = { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' };
+
+  it('point at the gateway’s own address, whatever Host and X-Forwarded-* the client sends', async () => {
+    const body = await loginWithHeaders(gateway.url, spoofed);
+    expect(body.url).toMatch(new RegExp(`^${gateway.url}/login/[A-Za-z0-9_-]{32}$`));
+    expect(body.url as string).not.toContain('evil.example');
+    // The page it links to shows and checks the same origin.
+    const page = await openPage(body.url as string);
+    expect(page.html).toContain(new URL(gateway.url).host);
+  });
+
+  it('use BERTH_PUBLIC_URL when set', async () => {
+    const publicUrl = loadGatewayConfig({ DATABASE_URL: testDb.url, BERTH_PUBLIC_URL: 'https://berth.example.com/platform/' }).publicUrl;
+    expect(publicUrl).toBe('https://berth.example.com/platform/');
+    expect(() => loadGatewayConfig({ DATABASE_URL: testDb.url, BERTH_PUBLIC_URL: 'javascript:alert(1)' })).toThrow(/BERTH_PUBLIC_URL/);
+    const behindIngress = await start(gatewayConfig({ logLevel: 'silent', publicUrl: publicUrl! }), silentLogger());
+    try {
+      const body = await loginWithHeaders(behindIngress.url, spoofed);
+      expect(body.url).toMatch(/^https:\/\/berth\.example\.com\/platform\/login\/[A-Za-z0-9_-]{32}$/);
+    } finally {
+      await behindIngress.close();
+    }
   });
 });
 

@@ -13,8 +13,15 @@ export interface GatewayConfig {
   /** Internal services (name → gRPC host:port) that /readyz checks. */
   services: Record<string, string>;
   /**
-   * The URL users reach the gateway at (e.g. behind an ingress), used in login approval links.
-   * @default the origin of each request
+   * The token the internal services expect on every gRPC call (`BERTH_INTERNAL_TOKEN`).
+   * @default none — only for services that run without one (tests, development)
+   */
+  internalToken?: string;
+  /**
+   * The URL users reach the platform at (`BERTH_PUBLIC_URL`, e.g. behind an ingress): the base of
+   * login approval links and deployment URLs, and the X-Forwarded-Host/-Proto agent servers see.
+   * Request headers (Host, X-Forwarded-*) are never used for these: a client chooses them.
+   * @default the gateway's own listening address (the one each connection reached)
    */
   publicUrl?: string;
   /**

@@ -4,24 +4,34 @@
  */
 import { UnavailableError } from '@berth/errors';
 import { AuthFlowService, DeploymentService } from '@berth/proto';
-import { createRpcClient, type RpcClient } from '@berth/rpc';
+import { createRpcClient, type RpcClient, type RpcClientOptions } from '@berth/rpc';
 
 export class ControlPlaneClients {
   private authFlowClient: RpcClient<typeof AuthFlowService> | undefined;
   private deploymentClient: RpcClient<typeof DeploymentService> | undefined;
 
-  /** @param address `host:port` of the control plane's gRPC server; without one, calls answer 503. */
-  constructor(private readonly address: string | undefined) {}
+  private readonly options: RpcClientOptions;
+
+  /**
+   * @param address `host:port` of the control plane's gRPC server; without one, calls answer 503.
+   * @param internalToken sent on every call (`BERTH_INTERNAL_TOKEN`); a control plane that refuses it answers 503.
+   */
+  constructor(
+    private readonly address: string | undefined,
+    internalToken?: string,
+  ) {
+    this.options = { internalToken };
+  }
 
   /** Login flows (auth-wait). Throws UnavailableError when no control plane is configured. */
   get authFlows(): RpcClient<typeof AuthFlowService> {
-    this.authFlowClient ??= createRpcClient(AuthFlowService, this.requireAddress());
+    this.authFlowClient ??= createRpcClient(AuthFlowService, this.requireAddress(), this.options);
     return this.authFlowClient;
   }
 
   /** Deployments, revisions, their logs, source uploads and the proxy's resolve. Throws UnavailableError when no control plane is configured. */
   get deployments(): RpcClient<typeof DeploymentService> {
-    this.deploymentClient ??= createRpcClient(DeploymentService, this.requireAddress());
+    this.deploymentClient ??= createRpcClient(DeploymentService, this.requireAddress(), this.options);
     return this.deploymentClient;
   }
 

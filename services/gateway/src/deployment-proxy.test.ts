@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
@@ -65,6 +65,16 @@ async function startUpstream(name: string): Promise<Upstream> {
       res.end(JSON.stringify([{ assistant_id: randomUUID(), graph_id: 'echo', name: name }]));
       return;
     }
+    if (path === '/reset') {
+      // Dies before answering, as an agent server killed mid-request does.
+      req.socket.destroy();
+      return;
+    }
+    if (path === '/leak-credential') {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-berth-deployment-credential': String(req.headers['x-berth-deployment-credential']) });
+      res.end('{}');
+      return;
+    }
     if (path === '/teapot') {
       res.writeHead(418, { 'content-type': 'application/json', 'x-upstream': name, 'set-cookie': ['a=1', 'b=2'], 'x-upstream-hop': '1', connection: 'keep-alive, x-upstream-hop' });
       res.end(JSON.stringify({ detail: 'short and stout' }));
@@ -107,10 +117,27 @@ let keyB: string;
 let tokenA: string;
 
 /** A deployment id routed as given (a fresh id per test: routing is cached for a second). */
-function route(upstreamUrl: string, options: { tenantId?: string; customAuth?: boolean } = {}): string {
+function route(
+  upstreamUrl: string,
+  options: { tenantId?: string; customAuth?: boolean; upstreamCredential?: string; unavailableReason?: string } = {},
+): string {
   const id = randomUUID();
-  fake.routes.set(id, { tenantId: options.tenantId ?? tenantA, upstreamUrl, customAuth: options.customAuth ?? false });
+  fake.routes.set(id, { ...options, tenantId: options.tenantId ?? tenantA, upstreamUrl, customAuth: options.customAuth ?? false });
   return id;
+}
+
+/** A raw request through node:http (fetch refuses Host and Connection headers). */
+function rawRequest(path: string, headers: Record<string, string>, method = 'GET', body = ''): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${gateway.url}${path}`, { method, headers });
+    req.on('response', (answer) => {
+      let text = '';
+      answer.on('data', (c: Buffer) => (text += c.toString()));
+      answer.on('end', () => resolve({ status: answer.statusCode!, headers: answer.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 async function get(path: string, headers: Record<string, string> = { 'x-api-key': keyA }, init: RequestInit = {}) {
@@ -150,27 +177,22 @@ afterAll(async () => {
 describe('forwarding', () => {
   it('forwards method, path, query and body; drops platform credentials and hop-by-hop headers; returns the answer as is', async () => {
     const id = route(`${upstreamA.url}/`);
-    // node:http, not fetch: fetch refuses to send a Connection header.
-    const res = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-      const req = http.request(`${gateway.url}/d/${id}/threads/t%2F1/runs?limit=5&x=%C3%A9`, {
-        method: 'POST',
-        headers: {
-          'x-api-key': keyA,
-          'x-tenant-id': tenantA,
-          'content-type': 'application/json',
-          'x-custom': 'kept',
-          'x-hop': 'dropped',
-          connection: 'keep-alive, x-hop',
-        },
-      });
-      req.on('response', (answer) => {
-        let text = '';
-        answer.on('data', (c: Buffer) => (text += c.toString()));
-        answer.on('end', () => resolve({ status: answer.statusCode!, headers: answer.headers, body: text }));
-      });
-      req.on('error', reject);
-      req.end(JSON.stringify({ input: { messages: [] } }));
-    });
+    const res = await rawRequest(
+      `/d/${id}/threads/t%2F1/runs?limit=5&x=%C3%A9`,
+      {
+        'x-api-key': keyA,
+        'x-tenant-id': tenantA,
+        'content-type': 'application/json',
+        'x-custom': 'kept',
+        'x-hop': 'dropped',
+        connection: 'keep-alive, x-hop',
+        // Not where the platform is: agent servers must not build URLs from it.
+        host: 'evil.example',
+        'x-forwarded-proto': 'gopher',
+      },
+      'POST',
+      JSON.stringify({ input: { messages: [] } }),
+    );
     expect(res.status).toBe(200);
     expect(res.headers['x-upstream']).toBe('a');
     const echoed = JSON.parse(res.body) as { method: string; url: string; headers: Record<string, string>; body: string };
@@ -217,6 +239,25 @@ describe('forwarding', () => {
     expect(((await res.json()) as { body: string }).body.length).toBe(big.length);
   });
 
+  it('sends the deployment’s credential upstream; a client can neither supply nor read it', async () => {
+    const id = route(upstreamA.url, { upstreamCredential: 'cred-of-a' });
+    const res = await get(`/d/${id}/ok`, { 'x-api-key': keyA, 'x-berth-deployment-credential': 'forged' });
+    expect(res.status).toBe(200);
+    expect(res.body.headers['x-berth-deployment-credential']).toBe('cred-of-a');
+    const leaked = await get(`/d/${id}/leak-credential`);
+    expect(leaked.status).toBe(200);
+    expect(leaked.headers.get('x-berth-deployment-credential')).toBeNull();
+
+    // With the project's own auth every other header passes, but not this one.
+    const custom = route(upstreamA.url, { customAuth: true, upstreamCredential: 'cred-of-custom' });
+    const passed = await get(`/d/${custom}/ok`, { 'x-berth-deployment-credential': 'forged', authorization: 'Bearer user-token' });
+    expect(passed.body.headers).toMatchObject({ 'x-berth-deployment-credential': 'cred-of-custom', authorization: 'Bearer user-token' });
+
+    // Without a credential in the routing, a client-sent one is still dropped.
+    const bare = route(upstreamA.url, { customAuth: true });
+    expect((await get(`/d/${bare}/ok`, { 'x-berth-deployment-credential': 'forged' })).body.headers['x-berth-deployment-credential']).toBeUndefined();
+  });
+
   it('accepts a bearer token of the deployment’s tenant', async () => {
     const id = route(upstreamA.url);
     const res = await get(`/d/${id}/ok`, { authorization: `Bearer ${tokenA}` });
@@ -242,18 +283,67 @@ describe('answers of its own', () => {
     expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
   });
 
-  it('503 while no revision serves, 502 when the agent server cannot be reached', async () => {
+  it('the same 401 without valid credentials whether the deployment exists, is unknown or the id is malformed', async () => {
+    const existing = route(upstreamA.url);
+    const ids = [existing, randomUUID(), 'not-a-uuid', ''];
+    const credentialSets: Record<string, string>[] = [{}, { 'x-api-key': 'brt_key_notarealkeynotarealkeynotarealk' }, { authorization: 'Bearer nope' }];
+    for (const credentials of credentialSets) {
+      const answers = await Promise.all(
+        ids.map(async (id) => {
+          // One request id for all, so that every header may be compared.
+          const res = await rawRequest(`/d/${id}/ok`, { ...credentials, 'x-request-id': 'same' });
+          const { date: _date, ...headers } = res.headers;
+          return { status: res.status, headers, body: res.body };
+        }),
+      );
+      expect(answers[0]!.status).toBe(401);
+      for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
+    }
+    expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${existing}`)).toEqual([]);
+  });
+
+  it('503 with Retry-After while the agent server restarts, without trying to reach it', async () => {
+    const id = route(upstreamA.url, { unavailableReason: 'the agent server exited (code 1); restarting' });
+    const res = await get(`/d/${id}/ok`);
+    expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body.detail).toContain('exited (code 1)');
+    expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
+    expect((await get(`/d/${id}/ok`, {})).status).toBe(401);
+    // A custom-auth project's callers may be anyone: they learn that it restarts, not why.
+    const custom = route(upstreamA.url, { customAuth: true, unavailableReason: 'the agent server exited (code 1)' });
+    const open = await get(`/d/${custom}/ok`, {});
+    expect(open).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
+    expect(open.body.detail).not.toContain('exited');
+    expect(open.headers.get('retry-after')).toBe('5');
+  });
+
+  it('503 with Retry-After when the agent server refuses or drops the connection; 502 for a malformed answer', async () => {
+    const gone = await startUpstream('gone');
+    await gone.close();
+    for (const [upstream, path] of [[gone.url, '/ok'], [upstreamA.url, '/reset']] as const) {
+      const res = await get(`/d/${route(upstream)}${path}`, { 'x-api-key': keyA, 'content-type': 'application/json' }, { method: 'POST', body: '{}' });
+      expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.body.detail).not.toContain(upstream);
+    }
+    const garbage = net.createServer((socket) => socket.end('this is not HTTP\r\n\r\n'));
+    await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await get(`/d/${route(`http://127.0.0.1:${(garbage.address() as AddressInfo).port}`)}/ok`);
+      expect(res).toMatchObject({ status: 502, body: { detail: expect.stringContaining('malformed') } });
+    } finally {
+      garbage.close();
+    }
+  });
+
+  it('503 while no revision serves', async () => {
     const waiting = route('');
     const res = await get(`/d/${waiting}/ok`);
     expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('no revision serving yet') } });
     expect(res.headers.get('retry-after')).toBe('5');
     // Without a key, a 401 comes first: the state of a deployment is not for outsiders.
     expect((await get(`/d/${waiting}/ok`, {})).status).toBe(401);
-
-    const gone = await startUpstream('gone');
-    await gone.close();
-    const dead = route(gone.url);
-    expect(await get(`/d/${dead}/ok`)).toMatchObject({ status: 502, body: { detail: expect.stringContaining('ECONNREFUSED') } });
   });
 });
 
@@ -342,6 +432,20 @@ describe('routing cache', () => {
     } finally {
       fake.resolveDelayMs = 0;
     }
+  });
+});
+
+describe('deployment URLs', () => {
+  it('point at the platform’s address, whatever Host and X-Forwarded-* the client sends', async () => {
+    const res = await rawRequest(
+      '/v2/deployments',
+      { 'x-api-key': keyA, 'content-type': 'application/json', host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+      'POST',
+      JSON.stringify({ name: 'hosted-here', source: 'internal_source' }),
+    );
+    expect(res.status).toBe(201);
+    const deployment = JSON.parse(res.body) as { id: string; deployment_url: string };
+    expect(deployment.deployment_url).toBe(`${gateway.url}/d/${deployment.id}`);
   });
 });
 

@@ -5,12 +5,13 @@
  * through in chunks.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { listen, type RunningServer } from '@berth/http';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
+import { tarGz, tarGzOfSize } from './__tests__/tarballs.js';
 import { createGatewayApp } from './app.js';
 import { ControlPlaneClients } from './control-plane.js';
 import { start, type RunningGateway } from './index.js';
@@ -361,7 +362,7 @@ function upload(base: string, id: string, body: Buffer, options: { type?: string
 describe('POST /v2/deployments/{id}/upload', () => {
   it('streams a multi-MiB tarball to the control plane in ≤ 1 MiB chunks and answers 201', async () => {
     const d = await create('upload-me');
-    const body = randomBytes(5 * UPLOAD_CHUNK_BYTES + 12345);
+    const body = tarGzOfSize(5 * UPLOAD_CHUNK_BYTES + 12345);
     for (const chunked of [false, true]) {
       const before = new Set(fake.uploads.keys());
       const res = await upload(gateway.url, d.id, body, { chunked });
@@ -380,7 +381,7 @@ describe('POST /v2/deployments/{id}/upload', () => {
     expect(new Set(calls.slice(1).map((c) => c.uploadId)).size).toBe(1);
 
     // Exactly one chunk's worth: one call, marked last.
-    const exact = await upload(gateway.url, d.id, randomBytes(UPLOAD_CHUNK_BYTES), { type: 'application/octet-stream' });
+    const exact = await upload(gateway.url, d.id, tarGzOfSize(UPLOAD_CHUNK_BYTES), { type: 'application/octet-stream' });
     expect(exact.status).toBe(201);
     expect(fake.callsOf('uploadSource').at(-1)).toMatchObject({ last: true, data: UPLOAD_CHUNK_BYTES });
   });
@@ -389,8 +390,8 @@ describe('POST /v2/deployments/{id}/upload', () => {
     const d = await create('upload-bad');
     expect(await upload(gateway.url, d.id, Buffer.alloc(0))).toMatchObject({ status: 422, body: { detail: [{ loc: ['body'] }] } });
     expect(await upload(gateway.url, d.id, Buffer.from('{}'), { type: 'application/json' })).toMatchObject({ status: 415 });
-    expect(await upload(gateway.url, d.id, Buffer.from('x'), { key: keyB })).toEqual({ status: 404, body: { detail: `Deployment ID ${d.id} not found.` } });
-    expect(await upload(gateway.url, 'nope', Buffer.from('x'))).toMatchObject({ status: 404 });
+    expect(await upload(gateway.url, d.id, tarGz(), { key: keyB })).toEqual({ status: 404, body: { detail: `Deployment ID ${d.id} not found.` } });
+    expect(await upload(gateway.url, 'nope', tarGz())).toMatchObject({ status: 404 });
     const calls = fake.callsOf('uploadSource').length;
     // A declared length beyond 200 MB is refused before anything is read.
     expect(await upload(gateway.url, d.id, Buffer.from('x'), { contentLength: 200 * 1024 * 1024 + 1 })).toMatchObject({ status: 413 });
@@ -413,7 +414,7 @@ describe('POST /v2/deployments/{id}/upload', () => {
     );
     try {
       const before = new Set(fake.uploads.keys());
-      const res = await upload(small.url, d.id, randomBytes(6 * UPLOAD_CHUNK_BYTES), { chunked: true });
+      const res = await upload(small.url, d.id, tarGzOfSize(6 * UPLOAD_CHUNK_BYTES), { chunked: true });
       expect(res.status).toBe(413);
       expect(res.body.detail).toContain(`larger than ${3 * UPLOAD_CHUNK_BYTES} bytes`);
       const started = [...fake.uploads.values()].filter((u) => !before.has(u.id));

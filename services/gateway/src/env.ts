@@ -16,8 +16,11 @@ const schema = z.object({
   LOG_LEVEL: envLogLevel.default('info'),
   /** Redis for queues and run events (production); unset = BullMQ's Postgres backend on DATABASE_URL. */
   REDIS_URL: envOptionalString,
-  /** The URL users reach the gateway at, for login approval links (default: each request's origin). */
-  GATEWAY_PUBLIC_URL: z.url().optional(),
+  /**
+   * The URL users reach the platform at (e.g. behind an ingress), for every link the gateway hands out;
+   * default: the gateway's own listening address. Never taken from a request's Host header.
+   */
+  BERTH_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Lifetime of the bearer tokens `berth login` receives, in seconds (1 minute to 30 days). */
   LOGIN_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(30 * 24 * 3600),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
@@ -25,6 +28,8 @@ const schema = z.object({
   AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
   SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),
   EXPORT_WORKER_GRPC_ADDRESS: z.string().optional(),
+  /** The token the internal services expect on every gRPC call (the same value they are given). */
+  BERTH_INTERNAL_TOKEN: envOptionalString,
 });
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -41,7 +46,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     logLevel: e.LOG_LEVEL,
     queue: selectQueueBackend({ databaseUrl: e.DATABASE_URL, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) }),
     services,
-    ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
+    ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
+    ...(e.BERTH_PUBLIC_URL ? { publicUrl: e.BERTH_PUBLIC_URL } : {}),
     loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
   };
 }

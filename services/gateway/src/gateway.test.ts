@@ -194,7 +194,7 @@ describe('queue backend selection', () => {
       const failing = await fetch(`${down.url}/readyz`);
       expect(failing.status).toBe(503);
       expect(await failing.json()).toMatchObject({
-        checks: { queue: { status: 'failing', detail: expect.stringContaining('redis queue backend does not answer') } },
+        checks: { queue: { status: 'failing', detail: 'does not answer' } },
       });
     } finally {
       await byDefault.close();

@@ -48,11 +48,12 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
   };
   for (const [name, address] of Object.entries(config.services)) {
     readiness[name] = async () => {
-      const status = await checkHealth(address, { timeoutMs: 1500 });
+      // With the token: a service expecting another one fails the check instead of every later call.
+      const status = await checkHealth(address, { timeoutMs: 1500, internalToken: config.internalToken });
       if (status !== 'SERVING') throw new Error(`health status ${status}`);
     };
   }
-  const controlPlane = new ControlPlaneClients(config.services['control-plane']);
+  const controlPlane = new ControlPlaneClients(config.services['control-plane'], config.internalToken);
   const app = createGatewayApp({
     logger,
     store,

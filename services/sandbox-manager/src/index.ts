@@ -17,5 +17,5 @@ export async function start(
   config: SandboxManagerConfig,
   logger: Logger = createLogger({ name: 'sandbox-manager', level: config.logLevel }),
 ): Promise<RunningGrpcService> {
-  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger });
+  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger, internalToken: config.internalToken });
 }

@@ -2,7 +2,7 @@
  * Thread state as the LangGraph API shows it (values, next, tasks, checkpoint, …), read through
  * the thread's graph and the server's checkpointer; state updates and history.
  */
-import { ConflictError, NotFoundError } from '@berth/errors';
+import { ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import type { LoadedGraph } from '../project/index.js';
@@ -24,7 +24,39 @@ type StateGraph = {
   getState(config: object, options?: object): Promise<Snapshot>;
   getStateHistory(config: object, options?: object): AsyncIterable<Snapshot>;
   updateState(config: object, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
+  nodes?: Record<string, unknown>;
+  /** The StateGraph a compiled graph came from: its channels are the state's keys. */
+  builder?: { channels?: Record<string, unknown> };
 };
+
+/** `as_node` values LangGraph gives a meaning besides node names: write as the input, copy the checkpoint. */
+const PSEUDO_NODES = new Set(['__input__', '__copy__']);
+
+/**
+ * What is wrong with a state update for this graph: values that are not an object, keys the graph
+ * has no state channel for, a node it does not have. LangGraph would otherwise throw deep inside
+ * updateState (a 500), or store keys nothing reads.
+ */
+function stateUpdateIssues(graph: StateGraph, values: unknown, asNode: string | undefined): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  if (asNode !== undefined && graph.nodes && !Object.hasOwn(graph.nodes, asNode) && !PSEUDO_NODES.has(asNode)) {
+    issues.push({ loc: ['body', 'as_node'], msg: `The graph has no node "${asNode}" (nodes: ${Object.keys(graph.nodes).join(', ')})`, type: 'value_error' });
+  }
+  const channels = graph.builder?.channels;
+  // A graph whose state is one value (the `__root__` channel) takes any update.
+  if (values == null || !channels || Object.hasOwn(channels, '__root__')) return issues;
+  if (typeof values !== 'object' || Array.isArray(values)) {
+    issues.push({ loc: ['body', 'values'], msg: 'Input should be an object of state channel values', type: 'dict_type' });
+    return issues;
+  }
+  const known = Object.keys(channels).filter((name) => !name.startsWith('__'));
+  for (const key of Object.keys(values)) {
+    if (!Object.hasOwn(channels, key) || key.startsWith('__')) {
+      issues.push({ loc: ['body', 'values', key], msg: `The graph's state has no channel "${key}" (channels: ${known.join(', ')})`, type: 'extra_forbidden' });
+    }
+  }
+  return issues;
+}
 
 function checkpointOf(threadId: string, config: Snapshot['config']) {
   const c = config?.configurable;
@@ -103,11 +135,19 @@ export class ThreadStateService {
     if (thread.status === 'busy') throw new ConflictError(`Thread ${threadId} is busy with a run; update its state when the run has ended`);
     const graph = await this.graphOf(thread);
     if (!graph) throw new ConflictError(`Thread ${threadId} has no graph yet: run it once before updating its state`);
+    const issues = stateUpdateIssues(graph, body.values, body.as_node);
+    if (issues.length > 0) throw new RequestValidationError(issues);
     const config = await graph.updateState(
       { configurable: { thread_id: threadId, ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}) } },
       body.values ?? null,
       body.as_node,
-    );
+    ).catch((error: unknown) => {
+      // LangGraph refuses updates it cannot attribute to a node, e.g. "Ambiguous update, specify asNode".
+      if ((error as Error | undefined)?.name === 'InvalidUpdateError') {
+        throw new RequestValidationError([{ loc: ['body'], msg: (error as Error).message, type: 'value_error' }], { cause: error });
+      }
+      throw error;
+    });
     const after = await graph.getState({ configurable: { thread_id: threadId } });
     await this.threads.setState(threadId, { status: after.next?.length ? 'interrupted' : 'idle', values: toWire(after.values) as never });
     return { checkpoint: checkpointOf(threadId, config) };

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { link, mkdir, readdir, readlink, rename, rm, stat, symlink, utimes } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readlink, rename, rm, stat, symlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { InstallPlan } from './package-manager.js';
 
@@ -102,6 +102,10 @@ export class DependencyCache {
     const final = join(this.#dir, key);
     if (!existsSync(source) || existsSync(final)) return;
     const temp = join(this.#dir, `.tmp-${key}-${process.pid}-${Date.now()}`);
+    // The control plane's alone: entries hold every deployment's dependencies (private packages
+    // too), and agent servers reach their own through their revision's hard links.
+    await mkdir(this.#dir, { recursive: true });
+    await chmod(this.#dir, 0o700);
     try {
       await linkTree(source, join(temp, 'node_modules'));
       // Atomic: readers see a complete entry or none.

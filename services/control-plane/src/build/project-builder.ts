@@ -9,6 +9,9 @@
  *      the control plane;
  *   e. return the artifact the deployer runs.
  *
+ * With `users`, project code (c's install scripts, d's graph modules) runs as the deployment's own
+ * OS user, never as the control plane's.
+ *
  * Every step logs line by line through the build's `log`. On any failure the folder is removed:
  * an artifact folder exists only for a revision that built.
  */
@@ -16,8 +19,10 @@ import { readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { delimiter, dirname, join, posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { OsUsers } from '../deployers/local/os-users.js';
 import { DependencyCache } from './dependency-cache.js';
 import { BuildCancelledError, BuildFailedError } from './errors.js';
+import { takeBack, whileOwnedBy } from './ownership.js';
 import { installCommand, planInstall, type PackageManagerName } from './package-manager.js';
 import { runCommand, type BuildLog } from './run-command.js';
 import { unpackTarball, type TarballSource, type UnpackLimits } from './unpack.js';
@@ -68,6 +73,16 @@ export interface ProjectBuilderOptions {
   reuseDependencies?: boolean;
   /** Limits of the unpacked tarball (defaults: 100 000 entries, 1 GiB). */
   unpackLimits?: UnpackLimits;
+  /**
+   * Run project code (install scripts, graph modules' top level) as the deployment's own OS user
+   * instead of the control plane's (root). The revision folder is that user's only while its
+   * dependencies install; then it is root's again (0:0, not writable by others), so neither the
+   * agent server nor project code can change a built revision or the dependency cache it links
+   * into. The validation process runs as the user too, on the finished, read-only tree. HOME,
+   * TMPDIR and npm's cache are in the user's private home.
+   * @default undefined (everything runs as the control plane's user)
+   */
+  users?: OsUsers;
 }
 
 export interface BuildInput {
@@ -159,7 +174,9 @@ export class ProjectBuilder {
     const started = Date.now();
     let validator: ValidationProcess | undefined;
     try {
-      // A revision is built once; whatever an interrupted earlier attempt left is discarded.
+      // A revision is built once; whatever an interrupted earlier attempt left is discarded
+      // (taken back first: root must not walk a tree the user can still change).
+      if (this.#options.users && existsSync(dir)) await takeBack(dir);
       await rm(dir, { recursive: true, force: true });
       const artifact = await this.#steps(input, configPath, dir, emit, signal, (v) => {
         validator = v;
@@ -221,8 +238,14 @@ export class ProjectBuilder {
     }
     const projectDir = dirname(configFile);
 
+    const user = this.#options.users && (await this.#options.users.userFor(input.deploymentId));
+    // Closed to other deployments' users before any project code runs.
+    if (user) await this.#options.users!.grantArtifacts(input.deploymentId, user);
+    const codeEnv = user ? { ...env, HOME: user.home, TMPDIR: user.home, npm_config_cache: join(user.home, '.npm') } : env;
+    const as = user ? { user } : {};
+
     // Imports of the loader overlap the install; it waits for `validate`.
-    const validator = new ValidationProcess({ cwd: projectDir, env, log, clean });
+    const validator = new ValidationProcess({ cwd: projectDir, env: codeEnv, log, clean, ...as });
     started(validator);
 
     // c. dependencies
@@ -241,16 +264,20 @@ export class ProjectBuilder {
       if (reused !== undefined) {
         log(`Reusing the dependencies of an earlier build with the same ${plan.lockfile}${where}: linked ${reused} files in ${elapsed(t)}`);
       } else {
-        const command = installCommand(dir, plan, { ignoreScripts, env });
+        const command = installCommand(dir, plan, { ignoreScripts, env: codeEnv });
         log(`Installing dependencies: ${command.label}${where} (${plan.lockfile ? `from ${plan.lockfile}` : 'no lockfile'})`);
-        await runCommand(command.file, command.args, {
-          cwd: plan.dir,
-          env: { ...env, CI: 'true', ...command.env },
-          log,
-          timeoutMs: this.#options.installTimeoutMs ?? DEFAULT_INSTALL_TIMEOUT_MS,
-          label: command.label,
-          ...(signal ? { signal } : {}),
-        });
+        const install = () =>
+          runCommand(command.file, command.args, {
+            cwd: plan.dir,
+            env: { ...codeEnv, CI: 'true', ...command.env },
+            log,
+            timeoutMs: this.#options.installTimeoutMs ?? DEFAULT_INSTALL_TIMEOUT_MS,
+            label: command.label,
+            ...(signal ? { signal } : {}),
+            ...as,
+          });
+        // A cache hit is never handed over: its files are hard links to the shared entries.
+        await (user ? whileOwnedBy(dir, user, install) : install());
         log(`Installed dependencies in ${elapsed(t)}`);
       }
     }

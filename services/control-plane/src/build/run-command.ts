@@ -76,6 +76,8 @@ export interface RunCommandOptions {
   timeoutMs: number;
   /** How the command is named in messages, e.g. `npm ci`. */
   label: string;
+  /** The OS user and group to run it as (the control plane's own when unset). */
+  user?: { uid: number; gid: number };
 }
 
 /**
@@ -93,6 +95,7 @@ export async function runCommand(file: string, args: string[], options: RunComma
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so that stopping it reaches the installer's children too.
     detached: true,
+    ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
   });
   const out = new LineSplitter((line) => {
     tail.add(line);

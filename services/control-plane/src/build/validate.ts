@@ -37,6 +37,8 @@ export interface ValidationProcessOptions {
    * project instead of the artifact folder.
    */
   clean: (text: string) => string;
+  /** The OS user and group to run it as (the control plane's own when unset). */
+  user?: { uid: number; gid: number };
 }
 
 /** One validation process; use it once. */
@@ -55,6 +57,7 @@ export class ValidationProcess {
       execArgv: CHILD_EXEC_ARGV,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       serialization: 'json',
+      ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
     });
     const line = (level: 'info' | 'warn') => (text: string) => {
       const cleaned = options.clean(text);

@@ -14,6 +14,7 @@ import type { Logger } from '@berth/log';
 import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
+import type { AgentDatabases } from './agent-databases.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from './secret-box.js';
 import type { DeploymentRow, DeploymentStore, RevisionRow } from './store.js';
@@ -43,7 +44,9 @@ export interface PipelineDeps {
   deployer: Deployer;
   queue: QueueBackendConfig;
   log: Logger;
-  /** Platform settings every agent server gets (DATABASE_URL, REDIS_URL, LOG_LEVEL, ...). */
+  /** Each deployment's own database and roles (its agent servers never get the platform's). */
+  databases: AgentDatabases;
+  /** Platform settings every agent server gets (LOG_LEVEL, HOST, ...); never a platform credential. */
   agentEnv: Record<string, string>;
 }
 
@@ -75,6 +78,11 @@ export interface RevisionPipelineOptions {
    * @default 30000
    */
   stalledIntervalMs?: number;
+  /**
+   * Seconds a finished upload no revision uses is kept (DeploymentsConfig.unusedUploadTtlSeconds).
+   * @default 3600
+   */
+  unusedUploadTtlSeconds?: number;
 }
 
 /** Thrown into a step whose revision was replaced meanwhile. */
@@ -123,10 +131,14 @@ export class RevisionPipeline {
       },
     );
     await this.worker.ready();
-    // Uploads nobody finished within an hour are dropped.
+    // Uploads nobody finished within an hour, and finished ones nobody used in time, are dropped;
+    // sweeping at least once per TTL keeps one from outliving it by more than that.
+    const unusedSeconds = this.options.unusedUploadTtlSeconds ?? 3600;
     const sweeper = setInterval(() => {
-      this.deps.store.sweepUploads(3600).catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping unfinished uploads failed'));
-    }, 10 * 60_000);
+      this.deps.store
+        .sweepUploads({ unfinishedSeconds: 3600, unusedSeconds })
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping uploads failed'));
+    }, Math.min(10 * 60_000, unusedSeconds * 1000));
     sweeper.unref();
     this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();
@@ -245,6 +257,7 @@ export class RevisionPipeline {
 
   private async runRemove(deploymentId: string): Promise<void> {
     await this.deps.deployer.remove(deploymentId, (line) => this.deps.log.info({ deploymentId }, line));
+    await this.deps.databases.drop(deploymentId);
     await this.deps.store.remove(deploymentId);
   }
 
@@ -370,7 +383,13 @@ export class RevisionPipeline {
       deploymentType: deployment.deployment_type,
       artifact,
       secrets,
-      env: { ...this.deps.agentEnv, BERTH_AGENT_SCHEMA: agentSchema(deployment.id) },
+      env: {
+        ...this.deps.agentEnv,
+        // A login of the deployment's own, with a password fresh for this revision.
+        DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
+        BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
+        BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
+      },
       resources: {
         replicas: resourceSpec.min_scale ?? (deployment.deployment_type === 'prod' ? 2 : 1),
         ...(resourceSpec.cpu !== undefined ? { cpu: resourceSpec.cpu } : {}),

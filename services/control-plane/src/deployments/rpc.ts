@@ -117,7 +117,13 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
     },
     resolveDeployment: async (r) => {
       const target = await deployments.resolve(r.deploymentId);
-      return { tenantId: target.tenant_id, upstreamUrl: target.upstream_url ?? '', customAuth: target.custom_auth, unavailableReason: target.unavailable_reason ?? '' };
+      return {
+        tenantId: target.tenant_id,
+        upstreamUrl: target.upstream_url ?? '',
+        customAuth: target.custom_auth,
+        upstreamCredential: target.credential,
+        unavailableReason: target.unavailable_reason ?? '',
+      };
     },
     getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),
   };

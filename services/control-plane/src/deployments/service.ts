@@ -182,10 +182,11 @@ export class Deployments {
     return { uploadId, objectPath };
   }
 
-  async resolve(deploymentId: string): Promise<ResolvedDeployment> {
+  /** Where the gateway sends a deployment's traffic, and the credential its agent server requires. */
+  async resolve(deploymentId: string): Promise<ResolvedDeployment & { credential: string }> {
     const target = await this.store.resolve(deploymentId);
     if (!target) throw new NotFoundError(`Deployment ID ${deploymentId} not found.`);
-    return target;
+    return { ...target, credential: target.revision_id ? this.secretBox.deploymentCredential(target.revision_id) : '' };
   }
 
   /** How many deployments (of all tenants) have their serving revision down now. */

@@ -39,6 +39,8 @@ export interface LogEntryRow {
 /** Where a deployment's traffic goes (ResolveDeployment). */
 export interface ResolvedDeployment {
   tenant_id: string;
+  /** The serving revision; null until one is DEPLOYED. */
+  revision_id: string | null;
   upstream_url: string | null;
   custom_auth: boolean;
   /** Why the serving revision does not answer now; null while it does (or none serves). */
@@ -325,12 +327,18 @@ export class DeploymentStore {
     const row = await this.db
       .selectFrom('deployments')
       .leftJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
-      .select(['deployments.tenant_id', 'revisions.upstream_url', 'revisions.custom_auth', 'revisions.health_message'])
+      .select(['deployments.tenant_id', 'deployments.active_revision_id', 'revisions.upstream_url', 'revisions.custom_auth', 'revisions.health_message'])
       .where('deployments.id', '=', id)
       .where('deployments.deleting', '=', false)
       .executeTakeFirst();
     return row
-      ? { tenant_id: row.tenant_id, upstream_url: row.upstream_url ?? null, custom_auth: row.custom_auth ?? false, unavailable_reason: row.health_message ?? null }
+      ? {
+          tenant_id: row.tenant_id,
+          revision_id: row.active_revision_id,
+          upstream_url: row.upstream_url ?? null,
+          custom_auth: row.custom_auth ?? false,
+          unavailable_reason: row.health_message ?? null,
+        }
       : undefined;
   }
 
@@ -395,12 +403,35 @@ export class DeploymentStore {
     }
   }
 
-  /** Deletes uploads that never completed within `olderThanSeconds`. */
-  async sweepUploads(olderThanSeconds: number): Promise<void> {
-    await this.db
-      .deleteFrom('source_uploads')
-      .where('complete', '=', false)
-      .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanSeconds})`)
-      .execute();
+  /**
+   * Deletes, with their chunks, uploads that never completed within `unfinishedSeconds` and
+   * complete ones that no revision uses within `unusedSeconds` (both counted from the upload's
+   * start). A revision names its upload as `source_revision_config.source_tarball_path`,
+   * `uploads/<deployment>/<upload>.tar.gz`. Answers how many were deleted.
+   */
+  async sweepUploads(ttl: { unfinishedSeconds: number; unusedSeconds: number }): Promise<number> {
+    const olderThan = (seconds: number) => sql<Date>`now() - make_interval(secs => ${seconds})`;
+    const result = await this.db
+      .deleteFrom('source_uploads as u')
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('u.complete', '=', false), eb('u.created_at', '<', olderThan(ttl.unfinishedSeconds))]),
+          eb.and([
+            eb('u.complete', '=', true),
+            eb('u.created_at', '<', olderThan(ttl.unusedSeconds)),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('revisions as r')
+                  .select(sql`1`.as('used'))
+                  .whereRef('r.deployment_id', '=', 'u.deployment_id')
+                  .where(sql`r.source_revision_config->>'source_tarball_path'`, '=', sql<string>`'uploads/' || u.deployment_id || '/' || u.id || '.tar.gz'`),
+              ),
+            ),
+          ]),
+        ]),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 }

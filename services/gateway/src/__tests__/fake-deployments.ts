@@ -35,6 +35,10 @@ export interface Route {
   tenantId: string;
   upstreamUrl: string;
   customAuth: boolean;
+  /** Sent upstream as x-berth-deployment-credential; none when unset. */
+  upstreamCredential?: string;
+  /** Set while the agent server is down (restarting). */
+  unavailableReason?: string;
 }
 
 export class FakeDeploymentService {
@@ -56,8 +60,9 @@ export class FakeDeploymentService {
   private logSeq = 0n;
   address = '';
 
-  async start(): Promise<this> {
-    this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200 });
+  /** @param internalToken the token calls must carry (none: every call is served). */
+  async start(internalToken?: string): Promise<this> {
+    this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200, internalToken });
     this.server.add(DeploymentService, this.implementation());
     // It serves like a control plane: the gateway's /readyz checks this.
     this.server.add(Health, new HealthService({ '': 'SERVING' }).implementation);

@@ -10,10 +10,15 @@
  * - Auth: unless the project has its own auth handler (`custom_auth`), the request must carry an
  *   API key or bearer token of the deployment's tenant; another tenant's credential gets the same
  *   404 as an unknown deployment, and the platform credential is not passed on to the project.
- *   With `custom_auth` every header passes untouched: the project's handler decides.
+ *   Credentials are checked before anything about the id is told, so without valid ones an
+ *   unknown, malformed or existing id gets the same 401. With `custom_auth` every header passes
+ *   untouched: the project's handler decides (and so such a deployment's existence shows).
+ * - The agent server answers only the gateway: every forwarded request carries the serving
+ *   revision's credential (`x-berth-deployment-credential`). A client can neither send that
+ *   header (it is dropped) nor see it (it is dropped from answers too).
  * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
- *   deleted deployment, or a malformed id), 502 (the agent server cannot be reached), 503 (no
- *   revision serves yet).
+ *   deleted deployment, or a malformed id), 502 (the agent server's answer is malformed), 503 with
+ *   Retry-After (no revision serves yet, or its agent server is down or restarting).
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -22,13 +27,22 @@ import { authenticateHeaders, type AuthStore } from '@berth/auth';
 import { httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
 import type { RequestHandler } from 'express';
+import { publicOrigin } from '../public-url.js';
 import type { DeploymentResolver } from './resolver.js';
 
 export interface DeploymentProxyDeps {
   resolver: DeploymentResolver;
   store: AuthStore;
   logger: Logger;
+  /** Told to agent servers as X-Forwarded-Host/-Proto; see GatewayConfig.publicUrl. */
+  publicUrl?: string;
 }
+
+/** The header carrying the serving revision's credential to its agent server. */
+export const DEPLOYMENT_CREDENTIAL_HEADER = 'x-berth-deployment-credential';
+
+/** Seconds a client is asked to wait while an agent server is (re)starting. */
+const RETRY_AFTER_SECONDS = '5';
 
 /** `/d/{id}` with an optional rest of path and query. */
 const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
@@ -80,6 +94,10 @@ function notFound(res: ServerResponse, id: string): void {
   sendJson(res, 404, `Deployment ID ${id} not found.`);
 }
 
+function unavailable(res: ServerResponse, detail: string): void {
+  sendJson(res, 503, detail, { 'retry-after': RETRY_AFTER_SECONDS });
+}
+
 export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
   return (req, res, next) => {
     const match = PROXY_PATH.exec(req.url);
@@ -88,9 +106,9 @@ export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
       return;
     }
     proxy(deps, req, res, match[1]!, match[2] ?? '').catch((error: unknown) => {
-      const { status, body } = httpErrorBody(error);
+      const { status, body, headers } = httpErrorBody(error);
       if (status >= 500) deps.logger.error({ err: error, method: req.method, deploymentId: match[1] }, 'proxying failed');
-      sendJson(res, status, body.detail);
+      sendJson(res, status, body.detail, headers);
     });
   };
 }
@@ -110,20 +128,24 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
       res.writableFinished ? 'proxied request completed' : 'proxied request aborted',
     );
   });
-  if (!UUID.test(id)) return notFound(res, rawId);
-  const target = await deps.resolver.resolve(id);
-  if (!target) return notFound(res, id);
+  const target = UUID.test(id) ? await deps.resolver.resolve(id) : undefined;
 
   const headers = endToEndHeaders(req.headers);
-  if (!target.customAuth) {
+  delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
+  if (!target?.customAuth) {
+    // Throws the same 401 for a missing or bad credential whatever the id names.
     const principal = await authenticateHeaders(deps.store, req.headers);
     // Another tenant's key learns nothing, not even that the deployment exists.
-    if (principal.tenantId !== target.tenantId) return notFound(res, id);
+    if (!target || principal.tenantId !== target.tenantId) return notFound(res, UUID.test(id) ? id : rawId);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];
   }
-  if (!target.upstreamUrl) {
-    return sendJson(res, 503, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`, { 'retry-after': '5' });
+  if (target.unavailableReason) {
+    // The reason is for the deployment's tenant; a custom-auth project's callers may be anyone.
+    const reason = target.customAuth ? '' : ` (${target.unavailableReason})`;
+    return unavailable(res, `The agent server of deployment ${id} is restarting${reason}; retry shortly`);
   }
+  if (!target.upstreamUrl) return unavailable(res, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
+  if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;
   forward(deps, req, res, id, target.upstreamUrl, path, headers, requestId);
 }
 
@@ -140,13 +162,15 @@ function forward(
   const base = new URL(upstreamUrl);
   const prior = req.headers['x-forwarded-for'];
   const client = req.socket.remoteAddress ?? '';
+  // Where the client reached the platform, for URLs the agent server builds: never the client's own Host.
+  const origin = new URL(publicOrigin(req, deps.publicUrl));
   const upstreamHeaders = {
     ...headers,
     host: base.host,
     'x-forwarded-for': prior ? `${String(prior)}, ${client}` : client,
-    'x-forwarded-host': req.headers.host ?? '',
-    'x-forwarded-proto': (req.headers['x-forwarded-proto'] as string | undefined) ?? ('encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'),
-    'x-forwarded-prefix': `/d/${id}`,
+    'x-forwarded-host': origin.host,
+    'x-forwarded-proto': origin.protocol.slice(0, -1),
+    'x-forwarded-prefix': `${origin.pathname.replace(/\/+$/, '')}/d/${id}`,
     'x-request-id': requestId,
   };
   const transport = base.protocol === 'https:' ? https : http;
@@ -170,7 +194,9 @@ function forward(
   upstream.once('response', (answer) => {
     answer.once('error', () => res.destroy());
     answer.once('aborted', () => res.destroy());
-    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.headers));
+    const answerHeaders = endToEndHeaders(answer.headers);
+    delete answerHeaders[DEPLOYMENT_CREDENTIAL_HEADER];
+    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answerHeaders);
     // Headers go out now, before the first body chunk: a stream's client sees it open at once.
     res.flushHeaders();
     answer.pipe(res);
@@ -183,7 +209,10 @@ function forward(
       return;
     }
     deps.logger.warn({ err: error, deploymentId: id, upstream: upstreamUrl }, 'agent server unreachable');
-    sendJson(res, 502, `The agent server of deployment ${id} cannot be reached${error.code ? ` (${error.code})` : ''}`);
+    // An answer that is not HTTP is a bad gateway; anything else (refused, reset, hang-up before
+    // answering) means the agent server is down or restarting: worth a retry.
+    if (error.code?.startsWith('HPE_')) sendJson(res, 502, `The agent server of deployment ${id} sent a malformed answer`);
+    else unavailable(res, `The agent server of deployment ${id} is restarting; retry shortly`);
   });
   req.once('aborted', () => upstream.destroy());
   req.pipe(upstream);

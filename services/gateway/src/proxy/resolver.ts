@@ -13,6 +13,10 @@ export interface ResolvedDeployment {
   upstreamUrl: string;
   /** The project authenticates requests itself (langgraph.json `auth.path`). */
   customAuth: boolean;
+  /** The serving revision's own credential, sent upstream as `x-berth-deployment-credential`; empty for none. */
+  upstreamCredential: string;
+  /** Why the serving revision's agent server is down (restarting); empty while it serves. */
+  unavailableReason: string;
 }
 
 /** Asks the control plane; throws NotFoundError for an unknown (or deleted) deployment. */

@@ -6,8 +6,8 @@
 import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
 import { timestampDate, WaitStatus } from '@berth/proto';
-import type { Request } from 'express';
 import type { ControlPlaneClients } from '../control-plane.js';
+import { publicOrigin } from '../public-url.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { AuthWaitPath, AuthWaitQuery, AuthWaitResponse, LoginStartBody, LoginStartOut } from '../schemas.js';
 
@@ -15,7 +15,7 @@ export interface AuthFlowRouteDeps {
   controlPlane: ControlPlaneClients;
   /** Limits `POST /v2/auth/login` per client address. */
   loginLimiter: RateLimiter;
-  /** Base URL of approval links; the request's own origin when unset. */
+  /** Base URL of approval links (BERTH_PUBLIC_URL); the gateway's own address when unset, never a request header. */
   publicUrl?: string;
 }
 
@@ -28,12 +28,8 @@ const waitStatus: Record<WaitStatus, 'completed' | 'pending' | 'timeout' | 'not_
   [WaitStatus.UNSPECIFIED]: 'pending',
 };
 
-/** The origin users reach the gateway at: the configured public URL, else this request's. */
-export function publicOrigin(req: Request, publicUrl: string | undefined): string {
-  if (publicUrl) return publicUrl.replace(/\/+$/, '');
-  const host = req.get('host') ?? `${req.socket.localAddress}:${req.socket.localPort}`;
-  return `${req.protocol}://${host}`;
-}
+// routes/deployments.ts builds deployment URLs with it too.
+export { publicOrigin };
 
 export function authFlowRoutes(api: Api<Principal>, deps: AuthFlowRouteDeps): void {
   api

@@ -3,6 +3,8 @@
  * streamed through to the control plane as `UploadSource` calls of at most 1 MiB each. The body
  * is never held whole: the next bytes are read only after the control plane took the previous
  * chunk, so a 200 MB upload costs about 2 MiB of gateway memory and TCP slows the client down.
+ * On the way it is checked to be a gzipped tarball (tarball-check.ts): what is not is refused
+ * with 422 before its first chunk is stored, or, when only its end is broken, never completed.
  */
 import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
@@ -11,6 +13,7 @@ import type { Request, Response } from 'express';
 import type { ControlPlaneClients } from '../control-plane.js';
 import { DeploymentPath, UploadOut } from '../deployment-schemas.js';
 import { deploymentIdOf } from './deployments.js';
+import { NotATarballError, TarballCheck, UnpackedTooLargeError } from './tarball-check.js';
 
 /** Largest chunk of one UploadSource call (well below gRPC's 4 MiB message limit). */
 export const UPLOAD_CHUNK_BYTES = 1024 * 1024;
@@ -49,7 +52,8 @@ export function uploadRoutes(api: Api<Principal>, deps: UploadRouteDeps): void {
     summary: 'Upload a project tarball',
     description:
       'Send the gzipped tarball as the raw body (`Content-Type: application/gzip` or `application/octet-stream`, ' +
-      `at most ${maxBytes} bytes, else 413). When the deployment's latest revision waits for its source ` +
+      `at most ${maxBytes} bytes, else 413). A body that is not a gzipped tar archive is a 422 and is not kept. ` +
+      "When the deployment's latest revision waits for its source " +
       '(a new internal_source deployment), the upload is attached to it and its build starts: `revision_id` names it. ' +
       'Otherwise make a revision from it with `PATCH /v2/deployments/{deployment_id}` and ' +
       '`source_revision_config.source_tarball_path` set to the returned `object_path`.',
@@ -57,7 +61,7 @@ export function uploadRoutes(api: Api<Principal>, deps: UploadRouteDeps): void {
     params: DeploymentPath,
     status: 201,
     response: UploadOut,
-    errors: [404, 413, 415, 503],
+    errors: [404, 413, 415, 422, 503],
     handler: async ({ params, auth, req, res }) => {
       const deploymentId = deploymentIdOf(params.deployment_id);
       const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
@@ -77,6 +81,14 @@ export function uploadRoutes(api: Api<Principal>, deps: UploadRouteDeps): void {
         // The client hung up: nobody is left to answer, and nothing failed on our side.
         if (res.destroyed) {
           deps.logger.info({ deploymentId }, 'upload abandoned by the client');
+          return;
+        }
+        if (error instanceof NotATarballError) {
+          refuse(res, 422, error.issues);
+          return;
+        }
+        if (error instanceof UnpackedTooLargeError) {
+          refuse(res, 413, error.message);
           return;
         }
         // The rest of the body is not wanted: do not read (and discard) up to 200 MB of it.
@@ -121,7 +133,10 @@ async function streamUpload(
   let total = 0;
   let buffer = Buffer.allocUnsafe(UPLOAD_CHUNK_BYTES);
   let filled = 0;
+  const check = new TarballCheck();
   const send = async (data: Buffer, last: boolean) => {
+    // Nothing is stored before the start is known to be a tarball.
+    if (!uploadId) check.assertStartsAsTarball();
     const answer = await rpc.uploadSource({ tenantId, deploymentId, uploadId, data, last }, { signal: controller.signal, timeoutMs: 120_000 });
     uploadId ||= answer.uploadId;
     return answer;
@@ -131,6 +146,7 @@ async function streamUpload(
     for await (const piece of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
       total += piece.length;
       if (total > maxBytes) return 'too_large';
+      await check.write(piece);
       let at = 0;
       while (at < piece.length) {
         if (filled === UPLOAD_CHUNK_BYTES) {
@@ -146,10 +162,13 @@ async function streamUpload(
       }
     }
     if (total === 0) return 'empty';
+    // A body whose end is broken (truncated, bad CRC) is refused here, its upload never completed.
+    await check.end();
     const answer = await send(buffer.subarray(0, filled), true);
     deps.logger.info({ deploymentId, tenantId, bytes: total, objectPath: answer.objectPath }, 'project tarball uploaded');
     return { object_path: answer.objectPath, revision_id: answer.revisionId || null };
   } finally {
+    check.destroy();
     res.off('close', onClose);
   }
 }

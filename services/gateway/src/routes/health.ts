@@ -1,5 +1,5 @@
 import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
+import { RETRY_AFTER_SECONDS, type Api } from '@berth/http';
 import { z } from 'zod';
 
 /**
@@ -49,13 +49,15 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
               const detail = await withTimeout(check(), timeoutMs);
               return [name, { status: 'ok' as const, ...(detail ? { detail } : {}) }] as const;
             } catch (error) {
-              return [name, { status: 'failing' as const, detail: (error as Error).message }] as const;
+              // Public: the reason (hosts, driver text) is not shown, only that the check failed.
+              return [name, { status: 'failing' as const, detail: error instanceof CheckTimeout ? error.message : 'does not answer' }] as const;
             }
           }),
         );
         const ok = results.every(([, r]) => r.status === 'ok');
         const unhealthy = await counting;
         res.status(ok ? 200 : 503);
+        if (!ok) res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
         return {
           status: ok ? ('ok' as const) : ('failing' as const),
           checks: Object.fromEntries(results),
@@ -65,12 +67,16 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
     });
 }
 
+class CheckTimeout extends Error {
+  override name = 'CheckTimeout';
+}
+
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     promise,
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      timer = setTimeout(() => reject(new CheckTimeout(`no answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -18,7 +18,7 @@ import type { ControlPlaneClients } from '../control-plane.js';
 import { approvalForm, message, sendPage } from '../login-html.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { LoginApproveBody, LoginPagePath } from '../schemas.js';
-import { publicOrigin } from './auth-flows.js';
+import { publicOrigin } from '../public-url.js';
 
 export interface LoginPageDeps {
   store: AuthStore;

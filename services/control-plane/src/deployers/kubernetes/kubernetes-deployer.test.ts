@@ -87,7 +87,12 @@ describe('KubernetesDeployer', () => {
       deploymentType: 'prod',
       artifact: { kind: 'image', imageUri: GOOD },
       secrets: { OPENAI_API_KEY: 'sk-test', EMPTY: '' },
-      env: { DATABASE_URL: 'postgres://db/berth', BERTH_AGENT_SCHEMA: 'agent_x', PORT: '1234' },
+      env: {
+        DATABASE_URL: 'postgres://agent_x:role-password@db/berth',
+        BERTH_AGENT_SCHEMA: 'agent_x',
+        BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_deployment_credential',
+        PORT: '1234',
+      },
       resources: { replicas: 2, cpu: 0.5, memoryMb: 512, workers: 4 },
       ...overrides,
     } as ImageRevisionSpec;
@@ -102,7 +107,12 @@ describe('KubernetesDeployer', () => {
 
     const expected = buildManifests(revision, { namespace: NAMESPACE });
     const secret = fake.store.get('secrets', NAMESPACE, name);
-    expect(Object.fromEntries(Object.entries(secret['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))).toEqual(revision.secrets);
+    // The deployment's secrets and the platform's env; PORT is the manifest's own.
+    const { PORT: _port, ...platformEnv } = revision.env;
+    expect(Object.fromEntries(Object.entries(secret['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]))).toEqual({
+      ...revision.secrets,
+      ...platformEnv,
+    });
     const deployment = fake.store.get('apps/deployments', NAMESPACE, name);
     expect(deployment.metadata.labels).toEqual(expected.deployment.metadata!.labels);
     expect(deployment['spec']).toMatchObject(JSON.parse(JSON.stringify(expected.deployment.spec)) as Record<string, unknown>);
@@ -118,6 +128,32 @@ describe('KubernetesDeployer', () => {
     expect(log.text()).toContain(`creating Deployment ${name}`);
     expect(log.text()).toContain('waiting for rollout');
     expect(fake.requestsTo('POST', `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`).length).toBeGreaterThan(0);
+  });
+
+  it('gives the pods it creates no service-account token and no secret literal, as a non-root user', async () => {
+    const revision = spec();
+    await deployer.deploy(revision, collectLog().log);
+    const name = objectName(revision.name, revision.deploymentId);
+    const stored = JSON.stringify(fake.store.get('apps/deployments', NAMESPACE, name));
+    for (const value of ['sk-test', 'role-password', 'bdc_deployment_credential']) expect(stored).not.toContain(value);
+    const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.revisionId}=${revision.revisionId}` });
+    expect(pods.length).toBeGreaterThan(0);
+    for (const pod of pods) {
+      const podSpec = pod['spec'] as {
+        automountServiceAccountToken?: boolean;
+        enableServiceLinks?: boolean;
+        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+        containers: Array<{ volumeMounts?: Array<{ mountPath: string }>; securityContext?: { allowPrivilegeEscalation?: boolean } }>;
+      };
+      expect(podSpec.automountServiceAccountToken).toBe(false);
+      expect(podSpec.enableServiceLinks).toBe(false);
+      expect(podSpec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: expect.any(Number) });
+      expect(podSpec.securityContext!.runAsUser).not.toBe(0);
+      for (const container of podSpec.containers) {
+        expect((container.volumeMounts ?? []).map((m) => m.mountPath)).not.toContain('/var/run/secrets/kubernetes.io/serviceaccount');
+        expect(container.securityContext?.allowPrivilegeEscalation).toBe(false);
+      }
+    }
   });
 
   it('rolls out every revision, also one with the same image, replacing the objects at their resourceVersion', async () => {

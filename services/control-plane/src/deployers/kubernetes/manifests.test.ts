@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { ObjectStore } from '@berth/fake-kube';
 import type { KubeObject } from '@berth/fake-kube';
-import { buildManifests, cpuQuantity, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
+import { AGENT_HOME, AGENT_UID, buildManifests, cpuQuantity, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
@@ -40,6 +40,7 @@ const CASES: Record<string, { spec: ImageRevisionSpec; options: ManifestOptions 
         DATABASE_URL: 'postgres://berth@db:5432/berth',
         BERTH_AGENT_SCHEMA: 'agent_9e8d7c6b',
         REDIS_URL: 'redis://redis:6379/0',
+        BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_test_credential',
         LOG_LEVEL: 'warn',
         // The platform's PORT wins over the spec's.
         PORT: '3000',
@@ -96,6 +97,60 @@ describe('kubernetes manifests (golden)', () => {
       store.create('services', options.namespace, asObject(m.service));
     }
     expect(store.list('apps/deployments', undefined)).toHaveLength(Object.keys(CASES).length);
+  });
+});
+
+describe('what a deployment\'s pods get', () => {
+  const podSpecs = Object.entries(CASES).map(([name, { spec, options }]) => ({ name, spec, manifests: buildManifests(spec, options) }));
+
+  it('no service-account token, no other Services\' addresses', () => {
+    for (const { manifests } of podSpecs) {
+      const pod = manifests.deployment.spec!.template.spec!;
+      expect(pod.automountServiceAccountToken).toBe(false);
+      expect(pod.enableServiceLinks).toBe(false);
+      expect(pod.containers.flatMap((c) => c.volumeMounts ?? []).map((m) => m.mountPath)).not.toContain('/var/run/secrets/kubernetes.io/serviceaccount');
+    }
+  });
+
+  it('every value of the spec only in the deployment\'s own Secret, never as a literal in the Deployment', () => {
+    for (const { name, spec, manifests } of podSpecs) {
+      const container = manifests.deployment.spec!.template.spec!.containers[0]!;
+      // Only the manifest's own, non-secret settings are literals.
+      expect({ name, env: container.env!.map((e) => e.name) }).toEqual({ name, env: ['HOME', 'N_JOBS_PER_WORKER', 'PORT'] });
+      expect(container.env!.every((e) => e.valueFrom === undefined)).toBe(true);
+      expect(container.envFrom).toEqual([{ secretRef: { name: manifests.secret.metadata!.name } }]);
+      const deploymentJson = JSON.stringify(manifests.deployment);
+      const secret = Object.fromEntries(Object.entries(manifests.secret.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      for (const [key, value] of Object.entries({ ...spec.secrets, ...spec.env })) {
+        if (['PORT', 'HOME', 'N_JOBS_PER_WORKER'].includes(key)) {
+          expect(secret).not.toHaveProperty(key);
+          continue;
+        }
+        expect({ name, key, value: secret[key] }).toEqual({ name, key, value: spec.env[key] ?? spec.secrets[key] });
+        if (value.length > 4) expect({ name, key, inDeployment: deploymentJson.includes(JSON.stringify(value)) }).toEqual({ name, key, inDeployment: false });
+      }
+    }
+  });
+
+  it('the platform\'s env wins over a secret of the same name', () => {
+    const { spec, options } = CASES['prod-full']!;
+    const manifests = buildManifests({ ...spec, secrets: { ...spec.secrets, DATABASE_URL: 'postgres://elsewhere/db' } }, options);
+    expect(Buffer.from(manifests.secret.data!['DATABASE_URL']!, 'base64').toString()).toBe(spec.env['DATABASE_URL']);
+  });
+
+  it('a non-root, unprivileged, capability-less container with a read-only root and writable /tmp and HOME', () => {
+    for (const { manifests } of podSpecs) {
+      const pod = manifests.deployment.spec!.template.spec!;
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: AGENT_UID, runAsGroup: AGENT_UID, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.securityContext!.runAsUser).toBeGreaterThan(0);
+      const container = pod.containers[0]!;
+      expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(container.securityContext).not.toHaveProperty('runAsUser', 0);
+      const mounts = Object.fromEntries(container.volumeMounts!.map((m) => [m.mountPath, m.name]));
+      expect(Object.keys(mounts).sort()).toEqual([AGENT_HOME, '/tmp'].sort());
+      expect(container.env!.find((e) => e.name === 'HOME')?.value).toBe(AGENT_HOME);
+      for (const volume of Object.values(mounts)) expect(pod.volumes!.find((v) => v.name === volume)?.emptyDir).toBeDefined();
+    }
   });
 });
 

@@ -1,10 +1,15 @@
 /**
  * The Kubernetes objects of one deployment, as pure functions of its revision spec: a Secret (the
- * deployment's secrets), a Deployment (agent server replicas: API + queue workers in one
- * container) and a ClusterIP Service. Golden tests pin their exact shape (`__golden__/`).
+ * deployment's secrets and every platform setting of its agent server), a Deployment (agent server
+ * replicas: API + queue workers in one container) and a ClusterIP Service. Golden tests pin their
+ * exact shape (`__golden__/`).
+ *
+ * The pods run other people's code, so they get nothing beyond their own deployment: no
+ * service-account token, no other Services' addresses, no value of their Secret in the Deployment
+ * (which more roles may read than Secrets), and a non-root, capability-less, read-only container.
  */
 import { createHash } from 'node:crypto';
-import type { V1Deployment, V1EnvVar, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1EnvVar, V1PodSecurityContext, V1SecurityContext, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RevisionSpec } from '../deployer.js';
 
 /** Where the agent server listens in its container, and on its Service. */
@@ -26,6 +31,16 @@ export const ANNOTATIONS = {
   revisionId: 'berth.dev/revision-id',
   deploymentName: 'berth.dev/deployment-name',
 } as const;
+
+/**
+ * The user and group agent servers run as, whatever the image declares: a fixed non-root id keeps
+ * `runAsNonRoot` satisfiable for images whose USER is a name or root (as LangGraph images' is).
+ */
+export const AGENT_UID = 10001;
+/** HOME of the agent server: a writable emptyDir, since the root filesystem is read-only. */
+export const AGENT_HOME = '/home/berth';
+/** Size limit of each writable emptyDir (/tmp and HOME), so one pod cannot fill the node's disk. */
+export const SCRATCH_SIZE_LIMIT = '1Gi';
 
 export const APP_NAME = 'berth-agent-server';
 export const MANAGED_BY = 'berth';
@@ -52,7 +67,10 @@ export interface ManifestOptions {
   namespace: string;
   /** Secrets (of type `kubernetes.io/dockerconfigjson`) for pulling private images. */
   imagePullSecrets?: string[];
-  /** The pods' service account; unset, the namespace default (with no token mounted). */
+  /**
+   * The pods' service account; unset, the namespace default. Either way no token is mounted
+   * (`automountServiceAccountToken: false` on the pod wins over the account's setting).
+   */
   serviceAccountName?: string;
 }
 
@@ -143,26 +161,65 @@ export function memoryQuantity(mb: number): string {
   return `${Math.max(1, Math.round(mb))}Mi`;
 }
 
+/**
+ * The env the manifest itself sets, as literals in the Deployment: values that are not secret and
+ * that the pod's layout depends on. They win over the spec's env and the deployment's secrets.
+ */
+function literalEnv(spec: RevisionSpec): Record<string, string> {
+  return {
+    HOME: AGENT_HOME,
+    // LangGraph's name for runs per replica, which the agent server reads.
+    N_JOBS_PER_WORKER: String(spec.resources.workers ?? DEFAULT_WORKERS),
+    PORT: String(AGENT_PORT),
+  };
+}
+
+/**
+ * The Secret holds the deployment's secrets and the platform's env for its agent server
+ * (`DATABASE_URL` with its role's password, the deployment credential, …): everything of the
+ * spec, since which platform value is sensitive is not the manifest's to guess. The platform's
+ * values win over a secret of the same name, as they did when they were container env.
+ */
 export function buildSecret(spec: RevisionSpec, options: ManifestOptions): V1Secret {
+  const values: Record<string, string> = { ...spec.secrets, ...spec.env };
+  for (const name of Object.keys(literalEnv(spec))) delete values[name];
   const data = Object.fromEntries(
-    Object.keys(spec.secrets)
+    Object.keys(values)
       .sort()
-      .map((key) => [key, Buffer.from(spec.secrets[key]!, 'utf8').toString('base64')]),
+      .map((key) => [key, Buffer.from(values[key]!, 'utf8').toString('base64')]),
   );
   return { apiVersion: 'v1', kind: 'Secret', metadata: objectMeta(spec, options), type: 'Opaque', data };
 }
 
 function containerEnv(spec: RevisionSpec): V1EnvVar[] {
-  const platform: Record<string, string> = {
-    // LangGraph's name for runs per replica, which the agent server reads.
-    N_JOBS_PER_WORKER: String(spec.resources.workers ?? DEFAULT_WORKERS),
-    PORT: String(AGENT_PORT),
-  };
-  const merged = { ...spec.env, ...platform };
-  return Object.keys(merged)
+  const literals = literalEnv(spec);
+  return Object.keys(literals)
     .sort()
-    .map((name) => ({ name, value: merged[name]! }));
+    .map((name) => ({ name, value: literals[name]! }));
 }
+
+const POD_SECURITY_CONTEXT: V1PodSecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: AGENT_UID,
+  runAsGroup: AGENT_UID,
+  // The emptyDirs belong to the agent's group, so it can write them.
+  fsGroup: AGENT_UID,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+/** What only a container can say; user, group and seccomp profile come from the pod's. */
+const CONTAINER_SECURITY_CONTEXT: V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  privileged: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+/** Writable scratch space on a read-only root filesystem: LangGraph projects write to /tmp and HOME. */
+const SCRATCH_VOLUMES = [
+  { name: 'tmp', mountPath: '/tmp' },
+  { name: 'home', mountPath: AGENT_HOME },
+] as const;
 
 export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOptions): V1Deployment {
   const meta = objectMeta(spec, options);
@@ -194,8 +251,11 @@ export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOption
               image: spec.artifact.imageUri,
               imagePullPolicy: 'IfNotPresent',
               ports: [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }],
+              // Literal env wins over envFrom, so the Secret cannot move the port or HOME.
               env: containerEnv(spec),
               envFrom: [{ secretRef: { name: meta.name } }],
+              securityContext: CONTAINER_SECURITY_CONTEXT,
+              volumeMounts: SCRATCH_VOLUMES.map(({ name, mountPath }) => ({ name, mountPath })),
               resources: {
                 requests: { cpu: cpuQuantity(cpu), memory: memoryQuantity(memoryMb) },
                 limits: { cpu: cpuQuantity(cpu * 2), memory: memoryQuantity(memoryMb * 2) },
@@ -208,9 +268,15 @@ export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOption
               },
             },
           ],
-          // Agent code gets no cluster credentials, and no env vars for every Service in the namespace.
+          // Agent code gets no cluster credentials. The pod-level switch wins over any service account's
+          // own setting, so the namespace default (or the operator's `serviceAccountName`, e.g. for
+          // cloud workload identity) is enough: a ServiceAccount per deployment would add nothing while
+          // no token is mounted, and would need the control plane to be allowed to create accounts.
           automountServiceAccountToken: false,
+          // No env vars with the address of every Service in the namespace (the platform's included).
           enableServiceLinks: false,
+          securityContext: POD_SECURITY_CONTEXT,
+          volumes: SCRATCH_VOLUMES.map(({ name }) => ({ name, emptyDir: { sizeLimit: SCRATCH_SIZE_LIMIT } })),
           // Room for in-flight requests and runs to finish when a rollout replaces a pod.
           terminationGracePeriodSeconds: 60,
           ...(options.serviceAccountName ? { serviceAccountName: options.serviceAccountName } : {}),

@@ -17,6 +17,7 @@ import {
   type RevisionHealthListener,
   type RevisionSpec,
 } from '../deployer.js';
+import type { DeploymentUser, OsUsers } from './os-users.js';
 import { SupervisedServer, freePort, type RestartPolicy } from './supervised-server.js';
 
 export type { RestartPolicy } from './supervised-server.js';
@@ -43,6 +44,12 @@ export interface LocalDeployerOptions {
   drainMs?: number;
   /** How crashed agent servers are restarted (see {@link RestartPolicy} for the defaults). */
   restart?: RestartPolicy;
+  /**
+   * Runs each deployment's agent servers as an OS user of its own, with a private home and
+   * read-only access to its builds (needs root; see os-users.ts).
+   * @default none: agent servers run as this process's user
+   */
+  users?: OsUsers;
   /** Receives what agent servers print once they run (their runtime log). */
   onOutput?: (spec: { deploymentId: string; revisionId: string }, line: string, stream: 'stdout' | 'stderr') => void;
 }
@@ -67,9 +74,11 @@ export class LocalDeployer implements Deployer {
     await this.stop(spec.revisionId, log); // a re-run of the same step starts clean
     const ids = { deploymentId: spec.deploymentId, revisionId: spec.revisionId };
     const built = { ...spec, artifact: spec.artifact };
+    const user = await this.userFor(spec.deploymentId);
+    if (user) log(`running as OS user ${user.uid} (home ${user.home})`);
     const server = new SupervisedServer(await freePort(), {
       ...ids,
-      spawn: (port) => this.spawnAgentServer(built, port),
+      spawn: (port) => this.spawnAgentServer(built, port, user),
       log,
       logger: this.options.logger,
       onOutput: (line, stream) => this.options.onOutput?.(ids, line, stream),
@@ -104,6 +113,7 @@ export class LocalDeployer implements Deployer {
   async remove(deploymentId: string, log: DeployLog): Promise<void> {
     const revisions = [...this.servers].filter(([, entry]) => entry.deploymentId === deploymentId);
     await Promise.all(revisions.map(([revisionId]) => this.stop(revisionId, log)));
+    await this.options.users?.remove(deploymentId);
   }
 
   onHealth(listener: RevisionHealthListener): () => void {
@@ -124,11 +134,14 @@ export class LocalDeployer implements Deployer {
    * Starts one agent server process for a revision: the only place that spawns one (first start
    * and restarts alike).
    */
-  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number): ChildProcess {
+  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number, user: DeploymentUser | undefined): ChildProcess {
     return spawn(process.execPath, [this.options.serveScript], {
       cwd: spec.artifact.path,
+      // Node drops supplementary groups when it changes the user.
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
       env: {
         ...(this.options.baseEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' }),
+        ...(user ? { HOME: user.home, TMPDIR: user.home } : {}),
         ...spec.secrets,
         ...spec.env,
         BERTH_AGENT_CONFIG: join(spec.artifact.path, spec.artifact.configPath),
@@ -140,6 +153,15 @@ export class LocalDeployer implements Deployer {
       },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+  }
+
+  /** The deployment's OS user, with access to its builds, when agent servers are isolated. */
+  private async userFor(deploymentId: string): Promise<DeploymentUser | undefined> {
+    const users = this.options.users;
+    if (!users) return undefined;
+    const user = await users.userFor(deploymentId);
+    await users.grantArtifacts(deploymentId, user);
+    return user;
   }
 
   private report(event: RevisionHealthEvent): void {

@@ -1,0 +1,26 @@
+/**
+ * The per-deployment credential: a deployed agent server answers only requests that carry it.
+ * The gateway adds it to every request it forwards (clients never see it), so a caller that
+ * reaches the agent server's port directly — another deployment's code on the same machine or
+ * in the same cluster — gets 401. `GET /ok` stays open: it is the liveness probe and says
+ * nothing but "up".
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+
+/** The header the gateway sends the credential in. */
+export const DEPLOYMENT_CREDENTIAL_HEADER = 'x-berth-deployment-credential';
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+export function requireDeploymentCredential(credential: string): RequestHandler {
+  const expected = digest(credential);
+  return (req, res, next) => {
+    const sent = req.headers[DEPLOYMENT_CREDENTIAL_HEADER];
+    // Graph code and the project's own auth handler never see it.
+    delete req.headers[DEPLOYMENT_CREDENTIAL_HEADER];
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/ok') return next();
+    if (typeof sent === 'string' && timingSafeEqual(digest(sent), expected)) return next();
+    res.status(401).json({ detail: 'This agent server answers only requests forwarded by the Berth gateway: call it through the deployment URL.' });
+  };
+}

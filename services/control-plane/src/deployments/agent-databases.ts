@@ -1,0 +1,162 @@
+/**
+ * Each deployment's agent servers get a Postgres database of their own and roles that reach only
+ * it — never the platform's superuser. Per deployment:
+ *
+ * - `berth_agent_<id>`: a NOLOGIN role that owns the database `berth_agent_<id>` (and so every
+ *   schema and table the agent server creates in it); nobody else may connect to that database.
+ * - `berth_agent_<id>_a` / `_b`: two LOGIN roles, members of the owner, whose sessions act as it
+ *   (`ALTER ROLE … SET role`), each limited to `connectionLimit` connections. Every deploy gives
+ *   the login that the running revision does not use a fresh random password: the new revision
+ *   gets it, the old one keeps working with its own until it is retired — the password rotates
+ *   with every revision without cutting off the one still serving.
+ *
+ * A database of its own (rather than a schema in the platform's) is what keeps deployments apart:
+ * LISTEN/NOTIFY channels, advisory locks and catalogs are per database, and a role can be kept out
+ * of a database with CONNECT. The platform's own database is closed to PUBLIC here as well.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { withAdvisoryLock } from '@berth/db';
+
+export interface AgentDatabasesOptions {
+  /** A role that may create roles and databases (the platform's superuser), on the platform's database. */
+  adminUrl: string;
+  /**
+   * Where agent servers reach Postgres (only its host and port are used).
+   * @default adminUrl
+   */
+  agentUrl?: string;
+  /**
+   * Connections each login role may hold (an agent server's pools, queue and event listener).
+   * @default 60
+   */
+  connectionLimit?: number;
+}
+
+/** What an agent server of one revision connects with. */
+export interface AgentDatabaseLogin {
+  /** `postgres://login:password@host:port/database`. */
+  url: string;
+  database: string;
+  role: string;
+}
+
+const NAME = /^berth_agent_[0-9a-f]{32}$/;
+
+/** The names of a deployment's database and owner role (they are the same). */
+export function agentDatabaseName(deploymentId: string): string {
+  const name = `berth_agent_${deploymentId.replace(/-/g, '').toLowerCase()}`;
+  if (!NAME.test(name)) throw new TypeError(`not a deployment id: ${deploymentId}`);
+  return name;
+}
+
+export class AgentDatabases {
+  private readonly connectionLimit: number;
+
+  constructor(private readonly options: AgentDatabasesOptions) {
+    this.connectionLimit = options.connectionLimit ?? 60;
+  }
+
+  /** Closes the platform's own database to every role not granted it explicitly (agents included). */
+  async lockPlatformDatabase(): Promise<void> {
+    await this.admin(async (client) => {
+      const { rows } = await client.query<{ db: string }>('SELECT current_database() AS db');
+      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${quote(rows[0]!.db)} FROM PUBLIC`);
+    });
+  }
+
+  /**
+   * Creates the deployment's database and roles when missing, gives the login not in use a fresh
+   * password, and returns it: the connection of the revision about to start.
+   */
+  async provision(deploymentId: string): Promise<AgentDatabaseLogin> {
+    const owner = agentDatabaseName(deploymentId);
+    const password = randomBytes(24).toString('base64url');
+    // Two control planes deploying the same deployment take turns.
+    const role = await withAdvisoryLock(this.options.adminUrl, `berth.agent-database.${owner}`, () =>
+      this.admin(async (client) => {
+        await this.ensureRoles(client, owner);
+        await this.ensureDatabase(client, owner);
+        const login = await idleLogin(client, owner);
+        await client.query(`ALTER ROLE ${quote(login)} PASSWORD ${literal(password)}`);
+        return login;
+      }),
+    );
+    const url = new URL(this.options.agentUrl ?? this.options.adminUrl);
+    url.username = role;
+    url.password = password;
+    url.pathname = `/${owner}`;
+    url.search = '';
+    return { url: url.toString(), database: owner, role };
+  }
+
+  /** Drops the deployment's database (ending its sessions) and roles. Unknown deployments are a no-op. */
+  async drop(deploymentId: string): Promise<void> {
+    const owner = agentDatabaseName(deploymentId);
+    await this.admin(async (client) => {
+      await client.query(`DROP DATABASE IF EXISTS ${quote(owner)} WITH (FORCE)`);
+      for (const login of logins(owner)) await client.query(`DROP ROLE IF EXISTS ${quote(login)}`);
+      await client.query(`DROP ROLE IF EXISTS ${quote(owner)}`);
+    });
+  }
+
+  private async ensureRoles(client: pg.Client, owner: string): Promise<void> {
+    const existing = new Set(
+      (await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY($1)', [[owner, ...logins(owner)]])).rows.map((r) => r.rolname),
+    );
+    if (!existing.has(owner)) await client.query(`CREATE ROLE ${quote(owner)} NOLOGIN NOINHERIT`);
+    for (const login of logins(owner)) {
+      if (!existing.has(login)) {
+        // No password until a revision needs it: a login nobody was given cannot be used.
+        await client.query(`CREATE ROLE ${quote(login)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION CONNECTION LIMIT ${this.connectionLimit} IN ROLE ${quote(owner)}`);
+        // Its sessions act as the owner, so what either login creates belongs to the deployment.
+        await client.query(`ALTER ROLE ${quote(login)} SET role = ${literal(owner)}`);
+      } else {
+        await client.query(`ALTER ROLE ${quote(login)} CONNECTION LIMIT ${this.connectionLimit}`);
+      }
+    }
+  }
+
+  private async ensureDatabase(client: pg.Client, owner: string): Promise<void> {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [owner]);
+    if (!rowCount) {
+      // template0: template1 may have sessions (CREATE DATABASE from it would then fail).
+      await client.query(`CREATE DATABASE ${quote(owner)} OWNER ${quote(owner)} TEMPLATE template0 ENCODING 'UTF8'`);
+    }
+    await client.query(`REVOKE ALL ON DATABASE ${quote(owner)} FROM PUBLIC`);
+  }
+
+  private async admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: this.options.adminUrl, application_name: 'berth-control-plane-agent-databases' });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  }
+}
+
+function logins(owner: string): [string, string] {
+  return [`${owner}_a`, `${owner}_b`];
+}
+
+/** The login with fewer sessions: the serving revision holds connections on the other one. */
+async function idleLogin(client: pg.Client, owner: string): Promise<string> {
+  const [a, b] = logins(owner);
+  const { rows } = await client.query<{ usename: string; n: string }>(
+    'SELECT usename, count(*) AS n FROM pg_stat_activity WHERE usename = ANY($1) GROUP BY usename',
+    [[a, b]],
+  );
+  const count = (login: string) => Number(rows.find((r) => r.usename === login)?.n ?? 0);
+  return count(b) < count(a) ? b : a;
+}
+
+/** Identifiers here are generated (`berth_agent_<hex>`), quoted anyway. */
+function quote(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
+}
+
+function literal(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,45 @@
+/**
+ * A gateway with a real agent server behind its deployment URL, for tests that drive both: the
+ * gateway (fake DeploymentService for routing, Postgres for API keys) and the agent server of the
+ * agent runtime's own tests, one tenant with an API key, one deployment routed to the server.
+ */
+import { randomUUID } from 'node:crypto';
+import { silentLogger } from '@berth/log';
+import { startTestServer } from '../../../agent-runtime/src/__tests__/fixtures.js';
+import { start, type RunningGateway } from '../index.js';
+import { FakeDeploymentService } from './fake-deployments.js';
+import { testGatewayConfig } from './test-config.js';
+
+export interface AgentStack {
+  gateway: RunningGateway;
+  agent: Awaited<ReturnType<typeof startTestServer>>;
+  /** An admin API key of the tenant that owns the deployment. */
+  key: string;
+  deploymentId: string;
+  /** `{gateway}/d/{deploymentId}` */
+  deploymentUrl: string;
+  close(): Promise<void>;
+}
+
+/** Gateway and agent server on `databaseUrl` (their own schemas); the agent server runs one worker. */
+export async function startAgentStack(databaseUrl: string): Promise<AgentStack> {
+  const fake = await new FakeDeploymentService().start();
+  const gateway = await start(testGatewayConfig(databaseUrl, fake.address), silentLogger());
+  const agent = await startTestServer(databaseUrl, { workers: 1 });
+  const tenant = await gateway.store.createTenant({ name: 'stack' });
+  const { key } = await gateway.store.createApiKey({ tenantId: tenant.id, name: 'stack', role: 'admin' });
+  const deploymentId = randomUUID();
+  fake.routes.set(deploymentId, { tenantId: tenant.id, upstreamUrl: agent.url, customAuth: false });
+  return {
+    gateway,
+    agent,
+    key,
+    deploymentId,
+    deploymentUrl: `${gateway.url}/d/${deploymentId}`,
+    close: async () => {
+      await gateway.close();
+      await agent.close();
+      await fake.close();
+    },
+  };
+}
