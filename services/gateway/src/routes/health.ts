@@ -1,5 +1,6 @@
 import type { Principal } from '@berth/auth';
 import { RETRY_AFTER_SECONDS, type Api } from '@berth/http';
+import { RpcCredentialsRefusedError } from '@berth/rpc';
 import { z } from 'zod';
 
 /**
@@ -49,8 +50,7 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
               const detail = await withTimeout(check(), timeoutMs);
               return [name, { status: 'ok' as const, ...(detail ? { detail } : {}) }] as const;
             } catch (error) {
-              // Public: the reason (hosts, driver text) is not shown, only that the check failed.
-              return [name, { status: 'failing' as const, detail: error instanceof CheckTimeout ? error.message : 'does not answer' }] as const;
+              return [name, { status: 'failing' as const, detail: publicReason(error) }] as const;
             }
           }),
         );
@@ -65,6 +65,17 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
         };
       },
     });
+}
+
+/**
+ * Why a check failed, as the public may see it: not the reason itself (hosts, driver text), only
+ * the fixed texts of a timeout and of an internal service refusing the platform's credentials
+ * (a misconfiguration worth naming).
+ */
+function publicReason(error: unknown): string {
+  if (error instanceof CheckTimeout) return error.message;
+  if (error instanceof RpcCredentialsRefusedError || (error as Error | undefined)?.cause instanceof RpcCredentialsRefusedError) return RpcCredentialsRefusedError.MESSAGE;
+  return 'does not answer';
 }
 
 class CheckTimeout extends Error {
