@@ -71,10 +71,20 @@ async function settled(deploymentId: string, revisionId: string, timeoutMs = 90_
   }
 }
 
+/** Each upstream's credential (per revision), as the gateway learns it from the route. */
+const credentials = new Map<string, string>();
+
+/** The deployment's route, as the gateway resolves it. */
+async function route(deploymentId: string) {
+  const target = await deployments.resolve(deploymentId);
+  if (target.upstream_url) credentials.set(target.upstream_url, target.credential);
+  return target;
+}
+
 async function echo(upstream: string, text: string): Promise<string> {
   const response = await fetch(`${upstream}/runs/wait`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': credentials.get(upstream) ?? '' },
     body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } }),
   });
   const body = (await response.json()) as { messages: { content: string }[] };
@@ -104,7 +114,7 @@ describe('deployments on the local deployer', () => {
     expect(objectPath).toMatch(new RegExp(`^uploads/${deploymentId}/`));
     expect(await settled(deploymentId, first)).toBe('DEPLOYED');
 
-    const target = await deployments.resolve(deploymentId);
+    const target = await route(deploymentId);
     expect(target).toMatchObject({ tenant_id: tenant, custom_auth: false });
     firstUpstream = target.upstream_url!;
     expect(await echo(firstUpstream, 'hi')).toBe('echo: hi');
@@ -121,7 +131,7 @@ describe('deployments on the local deployer', () => {
     const loop = (async () => {
       while (looping) {
         calls += 1;
-        const { upstream_url } = await deployments.resolve(deploymentId);
+        const { upstream_url } = await route(deploymentId);
         await echo(upstream_url!, 'x').catch(() => (failures += 1));
       }
     })();
@@ -131,7 +141,7 @@ describe('deployments on the local deployer', () => {
       const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath } });
       second = updated.latest_revision_id!;
       expect(await settled(deploymentId, second)).toBe('DEPLOYED');
-      ({ upstream_url } = await deployments.resolve(deploymentId));
+      ({ upstream_url } = await route(deploymentId));
       // The replaced revision keeps serving for a moment, then is retired.
       await new Promise((resolve) => setTimeout(resolve, 4500));
     } finally {
@@ -148,14 +158,14 @@ describe('deployments on the local deployer', () => {
   }, 120_000);
 
   it('fails the build of a project that does not load, and the old revision keeps serving', async () => {
-    const before = (await deployments.resolve(deploymentId)).upstream_url!;
+    const before = (await route(deploymentId)).upstream_url!;
     const { objectPath } = await upload(deploymentId, project('export const graph = ;\n'));
     const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } });
     const broken = updated.latest_revision_id!;
     expect(await settled(deploymentId, broken)).toBe('BUILD_FAILED');
     const revision = await deployments.revision(tenant, deploymentId, broken);
     expect(revision.status_message).toMatch(/graph\.ts/);
-    expect((await deployments.resolve(deploymentId)).upstream_url).toBe(before);
+    expect((await route(deploymentId)).upstream_url).toBe(before);
     expect(await echo(before, 'still')).toBe('echo v2: still');
   }, 120_000);
 
@@ -165,7 +175,7 @@ describe('deployments on the local deployer', () => {
     const b = (await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } })).latest_revision_id!;
     expect((await deployments.revision(tenant, deploymentId, a)).status).toBe('INTERRUPTED');
     expect(await settled(deploymentId, b)).toBe('DEPLOYED');
-    expect(await echo((await deployments.resolve(deploymentId)).upstream_url!, 'hi')).toBe('echo: hi');
+    expect(await echo((await route(deploymentId)).upstream_url!, 'hi')).toBe('echo: hi');
   }, 120_000);
 
   it('rejects bad input with field-level errors and hides other tenants', async () => {
@@ -198,7 +208,7 @@ describe('deployments on the local deployer', () => {
   });
 
   it('brings the serving revision back when the control plane starts again', async () => {
-    const before = (await deployments.resolve(deploymentId)).upstream_url!;
+    const before = (await route(deploymentId)).upstream_url!;
     await plane.close(); // its local agent servers stop with it
     await expect(fetch(`${before}/ok`)).rejects.toThrow();
     plane = await start(config, silentLogger());
@@ -207,7 +217,7 @@ describe('deployments on the local deployer', () => {
     let upstream: string | null = null;
     while (!upstream && Date.now() < deadline) {
       // Until it is back the route has no upstream (the gateway answers 503).
-      upstream = (await deployments.resolve(deploymentId)).upstream_url;
+      upstream = (await route(deploymentId)).upstream_url;
       if (!upstream) await new Promise((r) => setTimeout(r, 200));
     }
     expect(upstream).toBeTruthy();
@@ -215,7 +225,7 @@ describe('deployments on the local deployer', () => {
   }, 60_000);
 
   it('deletes a deployment: its route is gone at once and its agent server stops', async () => {
-    const { upstream_url } = await deployments.resolve(deploymentId);
+    const { upstream_url } = await route(deploymentId);
     await deployments.delete(tenant, deploymentId);
     await expect(deployments.resolve(deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);

@@ -68,10 +68,16 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(deployment!.spec).toMatchObject({ replicas: 2 }); // prod: two replicas by default
   const container = (deployment!.spec as { template: { spec: { containers: { image: string; env: { name: string; value: string }[] }[] } } }).template.spec.containers[0]!;
   expect(container.image).toBe('registry.test/agent:1');
-  expect(container.env).toEqual(expect.arrayContaining([{ name: 'HOST', value: '0.0.0.0' }, expect.objectContaining({ name: 'BERTH_AGENT_SCHEMA' })]));
-  // The secret's value lives in a Secret, not in the Deployment.
+  // The secret's value, and the platform's values for the agent server (its own database login and
+  // credential among them), live in the deployment's Secret, not in the Deployment.
+  expect(container.env.map((e) => e.name).sort()).toEqual(['HOME', 'N_JOBS_PER_WORKER', 'PORT']);
   expect(JSON.stringify(deployment)).not.toContain('sk-test');
-  expect(fake.store.list('secrets', 'berth')).toHaveLength(1);
+  const secrets = fake.store.list('secrets', 'berth');
+  expect(secrets).toHaveLength(1);
+  const data = (secrets[0] as { data?: Record<string, string>; stringData?: Record<string, string> });
+  expect(Object.keys({ ...data.data, ...data.stringData })).toEqual(
+    expect.arrayContaining(['OPENAI_API_KEY', 'HOST', 'BERTH_AGENT_SCHEMA', 'DATABASE_URL', 'BERTH_DEPLOYMENT_CREDENTIAL']),
+  );
 
   const broken = await deployments.update({ tenantId: tenant, deploymentId: created.id, sourceRevisionConfig: { image_uri: 'registry.test/agent:broken' } });
   expect(await settled(created.id, broken.latest_revision_id!)).toBe('DEPLOY_FAILED');

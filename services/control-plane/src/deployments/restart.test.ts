@@ -103,10 +103,10 @@ it('resumes a build whose control plane was killed, and deploys the revision', a
     expect(status).toBe('DEPLOYED');
     const { logs } = await clientB.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'build', limit: 1000 });
     expect(logs.filter((l) => l.message.startsWith('building ')).length).toBe(2);
-    const { upstreamUrl } = await clientB.resolveDeployment({ deploymentId });
+    const { upstreamUrl, upstreamCredential } = await clientB.resolveDeployment({ deploymentId });
     const response = await fetch(`${upstreamUrl}/runs/wait`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': upstreamCredential },
       body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'back' }] } }),
     });
     expect(((await response.json()) as { messages: { content: string }[] }).messages.at(-1)!.content).toBe('echo: back');

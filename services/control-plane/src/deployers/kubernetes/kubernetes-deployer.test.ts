@@ -20,9 +20,9 @@ function ready(pod: KubeObject): boolean {
   return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-/** A fake with the rollout outcomes every test here relies on. */
+/** A fake with the rollout outcomes every test here relies on (rollouts take longer than one poll). */
 async function startFake(options: { token?: string; namespaces?: string[] } = {}): Promise<FakeKube> {
-  const fake = await FakeKube.start({ namespaces: options.namespaces ?? ['default', NAMESPACE], rollouts: { delayMs: 25 }, ...(options.token ? { token: options.token } : {}) });
+  const fake = await FakeKube.start({ namespaces: options.namespaces ?? ['default', NAMESPACE], rollouts: { delayMs: 200 }, ...(options.token ? { token: options.token } : {}) });
   fake.rollouts.failImage(BROKEN, { logs: `starting agent server\nloading graph agent:graph\n${BROKEN_REASON}\n` });
   fake.rollouts.stallImage(SLOW);
   return fake;

@@ -43,8 +43,8 @@ export type IsolationMode = { kind: 'os-user' } | { kind: 'none'; reason: string
 
 /**
  * `os-user` when this process is root, every file an agent server must load (the node binary, the
- * agent server script and the installation around it) is readable by other users, and the folders
- * on the way to `stateDir` (where builds and homes go; it may not exist yet) let them pass.
+ * agent server script and the installation around it) is readable by other users, and `stateDir`
+ * (where builds and homes go; it may not exist yet) and the folders on the way to it let them pass.
  */
 export async function detectIsolation(runtimeFiles: string[], stateDir?: string): Promise<IsolationMode> {
   if (process.getuid?.() !== 0) {
@@ -56,7 +56,7 @@ export async function detectIsolation(runtimeFiles: string[], stateDir?: string)
       return { kind: 'none', reason: `${blocked} is not readable by other users, so agent servers cannot run as users of their own: install Berth in a folder others can read (not under /root or a 0700 folder)` };
     }
   }
-  const closed = stateDir ? await closedFolder(dirname(stateDir)) : undefined;
+  const closed = stateDir ? await closedFolder(stateDir) : undefined;
   if (closed) {
     return { kind: 'none', reason: `${closed} does not let other users pass, so agent servers cannot reach their builds under ${stateDir}: keep the state folder in a folder others can traverse` };
   }
