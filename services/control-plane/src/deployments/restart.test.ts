@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,8 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   db = await createTestDatabase('cp_restart');
   work = await mkdtemp(join(tmpdir(), 'berth-restart-test-'));
+  // As `berth up` keeps its state folder: deployments' OS users (as root) pass through to theirs.
+  await chmod(work, 0o711);
 });
 afterAll(async () => {
   for (const child of children) {
@@ -103,10 +105,10 @@ it('resumes a build whose control plane was killed, and deploys the revision', a
     expect(status).toBe('DEPLOYED');
     const { logs } = await clientB.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'build', limit: 1000 });
     expect(logs.filter((l) => l.message.startsWith('building ')).length).toBe(2);
-    const { upstreamUrl } = await clientB.resolveDeployment({ deploymentId });
+    const { upstreamUrl, upstreamCredential } = await clientB.resolveDeployment({ deploymentId });
     const response = await fetch(`${upstreamUrl}/runs/wait`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': upstreamCredential },
       body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'back' }] } }),
     });
     expect(((await response.json()) as { messages: { content: string }[] }).messages.at(-1)!.content).toBe('echo: back');
