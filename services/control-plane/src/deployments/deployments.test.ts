@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +43,8 @@ let config: Parameters<typeof start>[0];
 beforeAll(async () => {
   db = await createTestDatabase('cp_deploy');
   work = await mkdtemp(join(tmpdir(), 'berth-deployments-test-'));
+  // As `berth up` keeps its state folder: deployments' OS users (as root) pass through to theirs.
+  await chmod(work, 0o711);
   config = testControlPlaneConfig(db.url, join(work, 'artifacts'));
   plane = await start(config, silentLogger());
   deployments = plane.deployments!;
@@ -71,20 +73,11 @@ async function settled(deploymentId: string, revisionId: string, timeoutMs = 90_
   }
 }
 
-/** Each upstream's credential (per revision), as the gateway learns it from the route. */
-const credentials = new Map<string, string>();
-
-/** The deployment's route, as the gateway resolves it. */
-async function route(deploymentId: string) {
-  const target = await deployments.resolve(deploymentId);
-  if (target.upstream_url) credentials.set(target.upstream_url, target.credential);
-  return target;
-}
-
-async function echo(upstream: string, text: string): Promise<string> {
-  const response = await fetch(`${upstream}/runs/wait`, {
+/** Calls the agent server a route points at, with the credential it requires (as the gateway does). */
+async function echo(route: { upstream_url: string | null; credential: string }, text: string): Promise<string> {
+  const response = await fetch(`${route.upstream_url}/runs/wait`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': credentials.get(upstream) ?? '' },
+    headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': route.credential },
     body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } }),
   });
   const body = (await response.json()) as { messages: { content: string }[] };
@@ -114,10 +107,10 @@ describe('deployments on the local deployer', () => {
     expect(objectPath).toMatch(new RegExp(`^uploads/${deploymentId}/`));
     expect(await settled(deploymentId, first)).toBe('DEPLOYED');
 
-    const target = await route(deploymentId);
+    const target = await deployments.resolve(deploymentId);
     expect(target).toMatchObject({ tenant_id: tenant, custom_auth: false });
     firstUpstream = target.upstream_url!;
-    expect(await echo(firstUpstream, 'hi')).toBe('echo: hi');
+    expect(await echo(target, 'hi')).toBe('echo: hi');
     const { logs } = await deployments.logs(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
     expect(logs.map((l) => l.message).join('\n')).toMatch(/built: graphs echo/);
   }, 120_000);
@@ -131,25 +124,24 @@ describe('deployments on the local deployer', () => {
     const loop = (async () => {
       while (looping) {
         calls += 1;
-        const { upstream_url } = await route(deploymentId);
-        await echo(upstream_url!, 'x').catch(() => (failures += 1));
+        await echo(await deployments.resolve(deploymentId), 'x').catch(() => (failures += 1));
       }
     })();
     let second: string;
-    let upstream_url: string | null;
+    let latest: Awaited<ReturnType<Deployments['resolve']>>;
     try {
       const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath } });
       second = updated.latest_revision_id!;
       expect(await settled(deploymentId, second)).toBe('DEPLOYED');
-      ({ upstream_url } = await route(deploymentId));
+      latest = await deployments.resolve(deploymentId);
       // The replaced revision keeps serving for a moment, then is retired.
       await new Promise((resolve) => setTimeout(resolve, 4500));
     } finally {
       looping = false;
       await loop;
     }
-    expect(upstream_url).not.toBe(firstUpstream);
-    expect(await echo(upstream_url!, 'hi')).toBe('echo v2: hi');
+    expect(latest.upstream_url).not.toBe(firstUpstream);
+    expect(await echo(latest, 'hi')).toBe('echo v2: hi');
     expect(calls).toBeGreaterThan(5);
     expect(failures).toBe(0);
     await expect(fetch(`${firstUpstream}/ok`)).rejects.toThrow();
@@ -158,14 +150,14 @@ describe('deployments on the local deployer', () => {
   }, 120_000);
 
   it('fails the build of a project that does not load, and the old revision keeps serving', async () => {
-    const before = (await route(deploymentId)).upstream_url!;
+    const before = await deployments.resolve(deploymentId);
     const { objectPath } = await upload(deploymentId, project('export const graph = ;\n'));
     const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } });
     const broken = updated.latest_revision_id!;
     expect(await settled(deploymentId, broken)).toBe('BUILD_FAILED');
     const revision = await deployments.revision(tenant, deploymentId, broken);
     expect(revision.status_message).toMatch(/graph\.ts/);
-    expect((await route(deploymentId)).upstream_url).toBe(before);
+    expect((await deployments.resolve(deploymentId)).upstream_url).toBe(before.upstream_url);
     expect(await echo(before, 'still')).toBe('echo v2: still');
   }, 120_000);
 
@@ -175,7 +167,7 @@ describe('deployments on the local deployer', () => {
     const b = (await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } })).latest_revision_id!;
     expect((await deployments.revision(tenant, deploymentId, a)).status).toBe('INTERRUPTED');
     expect(await settled(deploymentId, b)).toBe('DEPLOYED');
-    expect(await echo((await route(deploymentId)).upstream_url!, 'hi')).toBe('echo: hi');
+    expect(await echo(await deployments.resolve(deploymentId), 'hi')).toBe('echo: hi');
   }, 120_000);
 
   it('rejects bad input with field-level errors and hides other tenants', async () => {
@@ -208,24 +200,24 @@ describe('deployments on the local deployer', () => {
   });
 
   it('brings the serving revision back when the control plane starts again', async () => {
-    const before = (await route(deploymentId)).upstream_url!;
+    const before = (await deployments.resolve(deploymentId)).upstream_url!;
     await plane.close(); // its local agent servers stop with it
     await expect(fetch(`${before}/ok`)).rejects.toThrow();
     plane = await start(config, silentLogger());
     deployments = plane.deployments!;
     const deadline = Date.now() + 30_000;
-    let upstream: string | null = null;
-    while (!upstream && Date.now() < deadline) {
+    let route = await deployments.resolve(deploymentId);
+    while (!route.upstream_url && Date.now() < deadline) {
       // Until it is back the route has no upstream (the gateway answers 503).
-      upstream = (await route(deploymentId)).upstream_url;
-      if (!upstream) await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200));
+      route = await deployments.resolve(deploymentId);
     }
-    expect(upstream).toBeTruthy();
-    expect(await echo(upstream!, 'again')).toBe('echo: again');
+    expect(route.upstream_url).toBeTruthy();
+    expect(await echo(route, 'again')).toBe('echo: again');
   }, 60_000);
 
   it('deletes a deployment: its route is gone at once and its agent server stops', async () => {
-    const { upstream_url } = await route(deploymentId);
+    const { upstream_url } = await deployments.resolve(deploymentId);
     await deployments.delete(tenant, deploymentId);
     await expect(deployments.resolve(deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,8 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   db = await createTestDatabase('cp_restart');
   work = await mkdtemp(join(tmpdir(), 'berth-restart-test-'));
+  // As `berth up` keeps its state folder: deployments' OS users (as root) pass through to theirs.
+  await chmod(work, 0o711);
 });
 afterAll(async () => {
   for (const child of children) {

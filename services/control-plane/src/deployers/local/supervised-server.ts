@@ -56,7 +56,7 @@ export class SupervisedServer {
   private port: number;
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
-  /** Output of the current process; flushed when its streams end. */
+  /** The last lines the current process printed. */
   private tail: string[] = [];
   private outputEnded: Promise<unknown> = Promise.resolve();
   /** Set once the first start answered: from then on, an exit is a crash. */

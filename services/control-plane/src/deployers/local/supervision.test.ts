@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -194,6 +194,22 @@ it('waits the initial delay again once a restarted server stayed up long enough'
   await new Promise((resolve) => setTimeout(resolve, 3000));
   await killAndWait(3); // after it stayed up
   expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual(['0.2 s', '0.4 s', '0.2 s']);
+}, 60_000);
+
+it('keeps trying an agent server that cannot even be spawned (its folder is gone) until it can', async () => {
+  const { deployer, events } = supervisor({ initialDelayMs: 500, maxDelayMs: 1000 });
+  const revision = await spec(oneGraph(slowGraph));
+  const folder = (revision.artifact as { path: string }).path;
+  const log = collectLog();
+  const { url } = await deployer.deploy(revision, log.log);
+  await rename(folder, `${folder}.away`);
+  process.kill(lastPid(log.text()), 'SIGKILL');
+  const failed = await until('a failed spawn', () => events.find((e) => !e.healthy && e.reason.includes('could not be started')), 10_000);
+  expect(failed.healthy || failed.reason).toMatch(/^the agent server could not be started \(.*ENOENT\); restarting in (0\.5|1) s$/);
+  await rename(`${folder}.away`, folder);
+  const up = await until('the restart', () => events.find((e) => e.healthy), 20_000);
+  expect(up.healthy && up.url).toBe(url);
+  expect(await answers(url)).toBe(true);
 }, 60_000);
 
 it('moves to a new port, reported with the recovery, when its port was taken while it was down', async () => {
