@@ -20,6 +20,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { rawTar } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
+import { answers, until } from '../__tests__/until.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
 const tarball = rawTar(['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({ path, body: readFileSync(join(example, path), 'utf8') })));
@@ -52,17 +53,7 @@ async function startPlane(): Promise<RpcClient<typeof DeploymentService>> {
   return client;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
-const answers = (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
 
 it('reports a killed agent server as UNHEALTHY with the reason until it serves again, also after a control-plane restart', async () => {
   let rpc = await startPlane();

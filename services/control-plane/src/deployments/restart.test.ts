@@ -15,6 +15,7 @@ import { createRpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { rawTar } from '../build/__tests__/tarballs.js';
 import { SecretBox } from './secret-box.js';
+import { until } from '../__tests__/until.js';
 
 const script = fileURLToPath(new URL('../__tests__/control-plane-process.ts', import.meta.url));
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
@@ -59,15 +60,6 @@ function controlPlane(): Promise<{ child: ChildProcess; address: string }> {
   });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 it('resumes a build whose control plane was killed, and deploys the revision', async () => {
   const tenantId = randomUUID();

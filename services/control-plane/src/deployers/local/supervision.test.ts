@@ -20,6 +20,7 @@ import { collectLog } from '../contract.js';
 import type { RevisionHealthEvent, RevisionSpec } from '../deployer.js';
 import { oneGraph, projectMaker } from './__tests__/projects.js';
 import { LocalDeployer, type RestartPolicy } from './local-deployer.js';
+import { answers, until } from '../../__tests__/until.js';
 
 const slowGraph = readFileSync(fileURLToPath(new URL('../../../../agent-runtime/test-projects/slow/src/graph.ts', import.meta.url)), 'utf8');
 
@@ -80,17 +81,7 @@ function lastPid(text: string): number {
   return Number([...text.matchAll(/starting the agent server \(pid (\d+)\)/g)].at(-1)![1]);
 }
 
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
-const answers = (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
 
 async function call<T>(url: string, path: string, body?: unknown): Promise<T> {
   const response = await fetch(`${url}${path}`, {
