@@ -11,3 +11,4 @@ export { SseWriter } from './sse.js';
 export type { SseEvent, SseOptions } from './sse.js';
 export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart } from './validation.js';
 export type { RequestPart } from './validation.js';
+export { DEPLOYMENT_CREDENTIAL_HEADER } from './headers.js';

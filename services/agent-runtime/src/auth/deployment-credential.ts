@@ -6,10 +6,8 @@
  * nothing but "up".
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
 import type { RequestHandler } from 'express';
-
-/** The header the gateway sends the credential in. */
-export const DEPLOYMENT_CREDENTIAL_HEADER = 'x-berth-deployment-credential';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 

@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import { authenticateHeaders, type AuthStore } from '@berth/auth';
-import { httpErrorBody } from '@berth/http';
+import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
@@ -38,8 +38,6 @@ export interface DeploymentProxyDeps {
   publicUrl?: string;
 }
 
-/** The header carrying the serving revision's credential to its agent server. */
-export const DEPLOYMENT_CREDENTIAL_HEADER = 'x-berth-deployment-credential';
 
 /** Seconds a client is asked to wait while an agent server is (re)starting. */
 const RETRY_AFTER_SECONDS = '5';
