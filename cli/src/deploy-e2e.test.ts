@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { AuthStore, type AuthTables } from '@berth/auth';
-import { createDatabase } from '@berth/db';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { loadCliEnv } from './env.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
+import { bootstrapKey } from './__tests__/bootstrap-key.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -79,12 +78,7 @@ beforeAll(async () => {
     },
     silentLogger(),
   );
-  const database = createDatabase<AuthTables>({ connectionString: testDb.url, schema: 'gateway', max: 1 });
-  try {
-    apiKey = (await new AuthStore(database.db).bootstrap()).key;
-  } finally {
-    await database.close();
-  }
+  apiKey = await bootstrapKey(testDb.url);
   project = join(temp, 'echo-agent');
   await cp(join(repo, 'examples/echo-agent'), project, { recursive: true, filter: (path) => !path.includes('node_modules') });
   await writeFile(join(project, '.env'), `BERTH_API_KEY=${apiKey}\nBERTH_HOST_URL=${platform.url}\nECHO_MODE=plain\n`);

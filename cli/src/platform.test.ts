@@ -8,14 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuthStore, type AuthTables } from '@berth/auth';
-import { createDatabase } from '@berth/db';
 import { silentLogger } from '@berth/log';
 import { AuthFlowService, DeploymentService, Health } from '@berth/proto';
 import { checkHealth, createRpcClient, RpcCredentialsRefusedError } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import grpc from '@grpc/grpc-js';
 import { startPlatform, type RunningPlatform } from './platform.js';
+import { bootstrapKey } from './__tests__/bootstrap-key.js';
 
 let testDb: TestDatabase;
 let platform: RunningPlatform;
@@ -29,12 +28,7 @@ beforeAll(async () => {
     { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', stateDir: join(temp, 'state') },
     silentLogger(),
   );
-  const database = createDatabase<AuthTables>({ connectionString: testDb.url, schema: 'gateway', max: 1 });
-  try {
-    apiKey = (await new AuthStore(database.db).bootstrap()).key;
-  } finally {
-    await database.close();
-  }
+  apiKey = await bootstrapKey(testDb.url);
 }, 120_000);
 afterAll(async () => {
   await platform?.close();
