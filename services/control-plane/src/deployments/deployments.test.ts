@@ -16,22 +16,13 @@ import { silentLogger } from '@berth/log';
 import { DeploymentService } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { rawTar } from '../build/__tests__/tarballs.js';
+import { echoProject as project } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
 import type { Deployments } from './service.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
-const exampleFiles = ['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'];
 
-function project(graphSource?: string): Buffer {
-  return rawTar(
-    exampleFiles.map((path) => ({
-      path,
-      body: path === 'src/graph.ts' && graphSource !== undefined ? graphSource : readFileSync(join(example, path), 'utf8'),
-    })),
-  );
-}
 
 const tenant = randomUUID();
 let db: TestDatabase;

@@ -8,22 +8,19 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { silentLogger } from '@berth/log';
 import { DeploymentService } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { rawTar } from '../build/__tests__/tarballs.js';
+import { echoProject } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
 import { answers, until } from '../__tests__/until.js';
 
-const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
-const tarball = rawTar(['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({ path, body: readFileSync(join(example, path), 'utf8') })));
+const tarball = echoProject();
 const tenantId = randomUUID();
 
 let db: TestDatabase;

@@ -5,19 +5,16 @@
  * database, build, home or agent server. Every probe below is what a hostile graph tried.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, testEnv, type TestDatabase } from '@berth/testing';
-import { rawTar } from '../build/__tests__/tarballs.js';
+import { echoProject as project } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
 import type { Deployments } from './service.js';
 
-const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
 
 /** The graph of the attacker: every probe's outcome, as JSON in its reply. */
 const hostileGraph = `
@@ -72,14 +69,6 @@ async function probe(state: typeof State.State) {
 export const graph = new StateGraph(State).addNode('probe', probe).addEdge('__start__', 'probe').addEdge('probe', '__end__').compile();
 `;
 
-function project(graphSource?: string): Buffer {
-  return rawTar(
-    ['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({
-      path,
-      body: path === 'src/graph.ts' && graphSource !== undefined ? graphSource : readFileSync(join(example, path), 'utf8'),
-    })),
-  );
-}
 
 const tenant = randomUUID();
 let db: TestDatabase;

@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,13 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { DeploymentService } from '@berth/proto';
 import { createRpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { rawTar } from '../build/__tests__/tarballs.js';
+import { echoProject } from '../build/__tests__/tarballs.js';
 import { SecretBox } from './secret-box.js';
 import { until } from '../__tests__/until.js';
 
 const script = fileURLToPath(new URL('../__tests__/control-plane-process.ts', import.meta.url));
-const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
-const tarball = rawTar(['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({ path, body: readFileSync(join(example, path), 'utf8') })));
+const tarball = echoProject();
 
 let db: TestDatabase;
 let work: string;

@@ -2,13 +2,16 @@
  * Tarballs for tests, written header by header so they can hold what no well-behaved tool writes
  * (`..` paths, links leading out, device files).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { Header } from 'tar';
 
 export interface RawEntry {
   path: string;
   type?: 'File' | 'Directory' | 'SymbolicLink' | 'Link' | 'CharacterDevice' | 'FIFO';
-  body?: string;
+  body?: string | Buffer;
   linkpath?: string;
 }
 
@@ -32,4 +35,16 @@ export function rawTar(entries: RawEntry[]): Buffer {
   }
   blocks.push(Buffer.alloc(1024));
   return gzipSync(Buffer.concat(blocks));
+}
+
+const echoExample = fileURLToPath(new URL('../../../../../examples/echo-agent/', import.meta.url));
+
+/** examples/echo-agent as an upload (`src/graph.ts` replaced by `graphSource` when given). */
+export function echoProject(graphSource?: string): Buffer {
+  return rawTar(
+    ['package.json', 'package-lock.json', 'langgraph.json', 'src/graph.ts'].map((path) => ({
+      path,
+      body: path === 'src/graph.ts' && graphSource !== undefined ? graphSource : readFileSync(join(echoExample, path), 'utf8'),
+    })),
+  );
 }
