@@ -2,10 +2,27 @@
 // Runs the whole jest suite and ends with the one line CI reads: `N passed, N failed[, N skipped]`.
 // Extra arguments go to jest (e.g. a path filter).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, constants, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
+
+// As root, the tests run deployed code as OS users of its own (docs/security.md), which must be able
+// to load Berth from this checkout. A checkout made private (e.g. cloned into `mktemp -d`) is opened
+// for traversal only; a private folder above it cannot be fixed from here, so say so.
+if (process.getuid?.() === 0) {
+  const checkout = resolve(root);
+  if (!(statSync(checkout).mode & constants.S_IXOTH)) {
+    chmodSync(checkout, statSync(checkout).mode | 0o011);
+    console.log(`run-tests: ${checkout} may now be traversed by other users (the deployments' OS users load Berth from it)`);
+  }
+  for (let dir = dirname(checkout); dir !== dirname(dir); dir = dirname(dir)) {
+    if (!(statSync(dir).mode & constants.S_IXOTH)) {
+      console.log(`run-tests: ${dir} cannot be traversed by other users: the isolation tests will fail (move the checkout)`);
+      break;
+    }
+  }
+}
 mkdirSync(join(root, '.berth'), { recursive: true });
 const resultsFile = join(root, '.berth', 'jest-results.json');
 rmSync(resultsFile, { force: true });

@@ -12,7 +12,7 @@ import { silentLogger } from '@berth/log';
 import { createTestDatabase, testEnv, type TestDatabase } from '@berth/testing';
 import { echoProject as project } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
-import { start, type RunningControlPlane } from '../index.js';
+import { detectLocalIsolation, start, type RunningControlPlane } from '../index.js';
 import type { Deployments } from './service.js';
 
 
@@ -109,6 +109,8 @@ async function deploy(name: string, tarball: Buffer): Promise<{ id: string; url:
 
 describe('a deployed graph on the local deployer', () => {
   it('reaches nothing of the platform or of another deployment', async () => {
+    // As root, with Berth readable by other users (scripts/run-tests.mjs sees to the checkout).
+    expect(await detectLocalIsolation(stateDir)).toEqual({ kind: 'os-user' });
     const victim = await deploy('victim', project());
     const attacker = await deploy('attacker', project(hostileGraph));
     const target = {
