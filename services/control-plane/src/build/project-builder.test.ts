@@ -186,6 +186,18 @@ describe('ProjectBuilder', () => {
     expect(existsSync(join(work, 'escaped.txt'))).toBe(false);
   });
 
+  it('names the cause when the lockfile is out of date with package.json, not npm\'s usage text', async () => {
+    const files = await exampleFiles();
+    const manifest = JSON.parse(files['package.json']!) as { dependencies: Record<string, string> };
+    manifest.dependencies['date-fns'] = '^4.1.0';
+    files['package.json'] = JSON.stringify(manifest);
+    const outcome = await build(files);
+    await expectFailure(outcome, /npm ci failed with exit code 1: .*in sync.* — Missing: date-fns@[\d.]+ from lock file/);
+    expect(outcome.error!.message).not.toMatch(/Usage|--install-strategy|Clean install|\n/);
+    // The last lines a client shows (`berth deploy` prints 30) hold the cause too.
+    expect(outcome.lines.slice(-30).map((l) => l.line).join('\n')).toMatch(/Missing: date-fns@/);
+  }, 120_000);
+
   it('says which package manager is missing', async () => {
     const bare = new ProjectBuilder({ artifactsDir: artifacts, env: { PATH: join(work, 'empty-bin') } });
     const lines: string[] = [];

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { accessSync, constants } from 'node:fs';
 import { BuildCancelledError, BuildFailedError } from './errors.js';
+import { FirstErrorFinder } from './first-error.js';
 
 /** Where build progress goes: one line per call. */
 export type BuildLog = (line: string, level?: 'info' | 'warn' | 'error') => void;
@@ -89,6 +90,7 @@ export async function runCommand(file: string, args: string[], options: RunComma
   const { log, label } = options;
   options.signal?.throwIfAborted();
   const tail = new LogTail();
+  const firstError = new FirstErrorFinder();
   const child = spawn(file, args, {
     cwd: options.cwd,
     env: options.env,
@@ -99,10 +101,12 @@ export async function runCommand(file: string, args: string[], options: RunComma
   });
   const out = new LineSplitter((line) => {
     tail.add(line);
+    firstError.add(line);
     log(line, 'info');
   });
   const err = new LineSplitter((line) => {
     tail.add(line);
+    firstError.add(line);
     log(line, /\b(error|ERR!)\b/.test(line) ? 'error' : 'warn');
   });
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => out.push(chunk));
@@ -153,6 +157,8 @@ export async function runCommand(file: string, args: string[], options: RunComma
   if (result.error) throw new BuildFailedError(`${label} could not start: ${result.error.message}`, { cause: result.error });
   if (result.code !== 0) {
     const how = result.code === null ? `was killed by ${result.signal}` : `failed with exit code ${result.code}`;
+    const cause = firstError.cause;
+    if (cause) throw new BuildFailedError(`${label} ${how}: ${cause}`, { logTail: tail.lines });
     const last = tail.lines.slice(-10).join('\n');
     throw new BuildFailedError(`${label} ${how}${last ? `:\n${last}` : ''}`, { logTail: tail.lines });
   }
