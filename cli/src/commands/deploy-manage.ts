@@ -9,7 +9,8 @@ import type { CliEnv } from '../env.js';
 import { DeploymentsApi, type Deployment, type LogEntry, type Revision } from '../deploy/api.js';
 import { deployClient, explain, type DeployConnectionFlags } from '../deploy/connection.js';
 import { formatLog } from '../deploy/progress.js';
-import { normaliseName, readDotEnv } from '../deploy/project.js';
+import { toDeploymentName } from '@berth/ids';
+import { readDotEnv } from '../deploy/project.js';
 import { table } from '../table.js';
 
 type Print = (line: string) => void;
@@ -103,7 +104,7 @@ export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cw
   if (!Number.isInteger(limit) || limit < 1) throw new CliError('--limit must be a positive whole number');
   if (flags.name && flags.deploymentId) throw new CliError('give --name or --deployment-id, not both');
   return withApi(env, flags, cwd, async (api) => {
-    const deploymentId = flags.deploymentId ?? (await deploymentIdByName(api, flags.name ?? normaliseName(basename(cwd)) ?? ''));
+    const deploymentId = flags.deploymentId ?? (await deploymentIdByName(api, flags.name ?? toDeploymentName(basename(cwd)) ?? ''));
     const show = (entry: LogEntry) => print(flags.json ? JSON.stringify(entry) : formatLog(entry));
     const query = { ...(flags.revisionId ? { revisionId: flags.revisionId } : {}), ...(flags.type ? { type: flags.type } : {}) };
     // The API reads forward from an offset: page to the end, keep the last `limit` entries.

@@ -12,7 +12,8 @@ import { DeploymentsApi, type Deployment, type Secret } from '../deploy/api.js';
 import { deployClient, explain } from '../deploy/connection.js';
 import { packProject, type PackedProject } from '../deploy/pack.js';
 import { formatBytes, formatLog, Reporter, watchRevision, type WatchOutcome } from '../deploy/progress.js';
-import { DEPLOYMENT_NAME, loadProject, normaliseName, secretsFromEnv, type Project } from '../deploy/project.js';
+import { isDeploymentName, toDeploymentName } from '@berth/ids';
+import { loadProject, secretsFromEnv, type Project } from '../deploy/project.js';
 
 type Print = (line: string) => void;
 
@@ -41,12 +42,12 @@ export interface DeployOutcome {
 /** The deployment name: --name as given (checked), else the directory's name normalised. */
 export function deploymentName(flag: string | undefined, dir: string): string {
   if (flag !== undefined) {
-    if (!DEPLOYMENT_NAME.test(flag)) {
-      throw new CliError(`--name must be lower-case letters, digits and - (at most 63, not starting with -), e.g. ${normaliseName(flag) ?? 'my-agent'}`);
+    if (!isDeploymentName(flag)) {
+      throw new CliError(`--name must be lower-case letters, digits and - (at most 63, not starting with -), e.g. ${toDeploymentName(flag) ?? 'my-agent'}`);
     }
     return flag;
   }
-  const name = normaliseName(basename(dir));
+  const name = toDeploymentName(basename(dir));
   if (!name) throw new CliError(`cannot make a deployment name from the folder name ${JSON.stringify(basename(dir))}: pass --name`);
   return name;
 }

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deploymentName } from '../commands/deploy.js';
-import { isReserved, loadProject, normaliseName, parseDotEnv, ProjectConfigError, secretsFromEnv } from './project.js';
+import { isReserved, loadProject, parseDotEnv, ProjectConfigError, secretsFromEnv } from './project.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -21,20 +21,7 @@ async function tempProject(files: Record<string, string>, name = 'proj'): Promis
   return dir;
 }
 
-describe('normaliseName', () => {
-  it('turns a folder name into a deployment name', () => {
-    expect(normaliseName('my-agent')).toBe('my-agent');
-    expect(normaliseName('My Agent_v2')).toBe('my-agent-v2');
-    expect(normaliseName('--Weird..Name!!')).toBe('weird-name');
-    expect(normaliseName('Café Crème')).toBe('cafe-creme');
-    expect(normaliseName('2024 project')).toBe('2024-project');
-    expect(normaliseName('a'.repeat(80))).toBe('a'.repeat(63));
-    // Cut at 63, then no dash may end it.
-    expect(normaliseName(`${'a'.repeat(62)}-b`)).toBe('a'.repeat(62));
-    expect(normaliseName('___')).toBeUndefined();
-    expect(normaliseName('日本語')).toBeUndefined();
-  });
-
+describe('deployment name', () => {
   it('checks --name instead of changing it, and falls back to the folder name', () => {
     expect(deploymentName('ok-name', '/x/y')).toBe('ok-name');
     expect(() => deploymentName('Bad_Name', '/x/y')).toThrow(/--name must be lower-case.*e\.g\. bad-name/);

@@ -5,13 +5,9 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { isSecretName } from '@berth/ids';
 import { CliError } from '../client.js';
 
-/** A deployment name as the gateway accepts it (also a DNS label). */
-export const DEPLOYMENT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
-/** Secret (environment variable) names the gateway accepts. */
-const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
 
 /**
  * Variables the platform sets itself, or that are credentials of the platform rather than of the
@@ -121,22 +117,6 @@ export async function readDotEnv(file: string): Promise<Record<string, string> |
   return parseDotEnv(text);
 }
 
-/**
- * A deployment name from a directory name: lower-case, every run of other characters becomes
- * one `-`, no `-` at either end, at most 63 characters. `undefined` when nothing is left.
- */
-export function normaliseName(value: string): string | undefined {
-  const name = value
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+/, '')
-    .slice(0, 63)
-    .replace(/-+$/, '');
-  return name && DEPLOYMENT_NAME.test(name) ? name : undefined;
-}
-
 /** Whether a variable is the platform's rather than the project's. */
 export function isReserved(name: string): boolean {
   return RESERVED.has(name) || RESERVED_PREFIXES.some((prefix) => name.startsWith(prefix));
@@ -153,7 +133,7 @@ export function secretsFromEnv(env: Record<string, string>): SecretSplit {
   const secrets: { name: string; value: string }[] = [];
   const skipped: string[] = [];
   for (const name of Object.keys(env).sort()) {
-    if (isReserved(name) || !SECRET_NAME.test(name)) skipped.push(name);
+    if (isReserved(name) || !isSecretName(name)) skipped.push(name);
     else secrets.push({ name, value: env[name]! });
   }
   return { secrets, skipped };

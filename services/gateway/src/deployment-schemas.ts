@@ -4,12 +4,12 @@
  * misspelt field is a 422, never silently dropped); response objects strip what they do not
  * declare, so nothing the control plane adds later leaks unreviewed (secret values above all).
  */
+import { DeploymentName, SecretName } from '@berth/ids';
 import { z } from 'zod';
 
 const timestamp = z.iso.datetime({ offset: true });
 
 /** A deployment name: also a DNS label, the way Kubernetes and hostnames need it. */
-export const DEPLOYMENT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Revision statuses, in pipeline order, then the terminal failures. */
 export const REVISION_STATUSES = [
@@ -77,9 +77,7 @@ export const SourceRevisionConfig = z.strictObject({
 });
 
 const SecretIn = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { error: 'Secret names are environment variable names: letters, digits and _' }),
+  name: SecretName,
   value: z.string().max(65_536),
 });
 
@@ -97,10 +95,7 @@ const Secrets = z
 
 export const CreateDeploymentBody = z
   .strictObject({
-    name: z
-      .string()
-      .regex(DEPLOYMENT_NAME, { error: 'Input should match ^[a-z0-9][a-z0-9-]{0,62}$ (lower-case letters, digits and -)' })
-      .describe('Unique in the tenant; immutable'),
+    name: DeploymentName.describe('Unique in the tenant; immutable'),
     source: z.enum(['internal_source', 'external_docker']).describe('An uploaded project tarball, or a container image'),
     source_config: SourceConfig.nullable().optional(),
     source_revision_config: SourceRevisionConfig.nullable().optional(),

@@ -2,15 +2,14 @@
  * Name-based UUIDs (RFC 4122 §4.3, version 5: SHA-1) and the ids of system assistants.
  */
 import { createHash } from 'node:crypto';
+import { isUuid } from '@berth/ids';
 
 /** Namespace of system assistant ids, as used by the LangGraph servers. */
 export const GRAPH_ASSISTANT_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The version-5 UUID of `name` (UTF-8) in `namespace` (a UUID string), lower-case. */
 export function uuidv5(name: string, namespace: string): string {
-  if (!UUID.test(namespace)) throw new TypeError(`not a UUID: ${namespace}`);
+  if (!isUuid(namespace)) throw new TypeError(`not a UUID: ${namespace}`);
   const hash = createHash('sha1')
     .update(Buffer.from(namespace.replaceAll('-', ''), 'hex'))
     .update(name, 'utf8')

@@ -7,6 +7,7 @@ import { InvalidArgumentError, NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { FlowNotifier } from './notifier.js';
 import { digestId } from './secrets.js';
+import { isUuid } from '@berth/ids';
 import type { AuthFlowStore, FlowRecord } from './store.js';
 
 export interface AuthFlowsOptions {
@@ -33,7 +34,6 @@ export type WaitOutcome = { status: 'completed'; token?: string } | { status: 'p
 export const MAX_TTL_SECONDS = 3600;
 const MAX_CLIENT_NAME = 200;
 const MAX_TOKEN_LENGTH = 1024;
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // When the database says "still pending" right at the expiry instant (clocks a hair apart), look
 // again shortly instead of spinning.
 const MIN_RECHECK_MS = 25;
@@ -75,7 +75,7 @@ export class AuthFlows {
 
   async complete(input: { approvalId: string; token: string; tenantId: string }): Promise<FlowRecord> {
     if (!input.token || input.token.length > MAX_TOKEN_LENGTH) throw new InvalidArgumentError('token must be 1 to 1024 characters');
-    if (input.tenantId && !uuidPattern.test(input.tenantId)) throw new InvalidArgumentError('tenant_id must be a UUID');
+    if (input.tenantId && !isUuid(input.tenantId)) throw new InvalidArgumentError('tenant_id must be a UUID');
     const flow = await this.store.complete({ approvalId: input.approvalId, token: input.token, tenantId: input.tenantId || null });
     this.log.info({ tenantId: flow.tenantId }, 'login flow completed');
     return flow;

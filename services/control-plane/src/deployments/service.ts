@@ -6,13 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
+import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName } from '@berth/ids';
 import type { RevisionPipeline } from './pipeline.js';
 import type { SecretBox } from './secret-box.js';
 import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
-export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
 /** Marks the first revision of an internal_source deployment until its tarball is uploaded. */
 export const WAITING_FOR_SOURCE = 'waiting for the project upload';
 
@@ -67,7 +66,7 @@ export class Deployments {
   }
 
   async create(input: CreateDeploymentInput): Promise<DeploymentView> {
-    if (!NAME_PATTERN.test(input.name)) throw problem(['body', 'name'], 'name must be 1-63 characters of a-z, 0-9 and -, starting with a letter or digit');
+    if (!isDeploymentName(input.name)) throw problem(['body', 'name'], `a deployment name is ${DEPLOYMENT_NAME_RULE}`);
     if (input.source !== 'internal_source' && input.source !== 'external_docker') {
       throw problem(['body', 'source'], 'source must be internal_source or external_docker');
     }
@@ -217,7 +216,7 @@ export class Deployments {
   private seal(secrets: { name: string; value: string }[]): { name: string; sealed: Buffer }[] {
     const seen = new Set<string>();
     return secrets.map((secret, index) => {
-      if (!SECRET_NAME.test(secret.name)) throw problem(['body', 'secrets', index, 'name'], 'a secret name is a letter or _ followed by letters, digits or _');
+      if (!isSecretName(secret.name)) throw problem(['body', 'secrets', index, 'name'], SECRET_NAME_RULE);
       if (seen.has(secret.name)) throw problem(['body', 'secrets', index, 'name'], `secret ${secret.name} is given twice`);
       seen.add(secret.name);
       return { name: secret.name, sealed: this.secretBox.seal(secret.value) };

@@ -5,6 +5,7 @@
  */
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { sql, type Kysely, type Selectable } from '@berth/db';
+import { isUuid } from '@berth/ids';
 import type { DeploymentTables, DeploymentsTable, RevisionStatus, RevisionsTable } from './tables.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
@@ -47,12 +48,6 @@ export interface ResolvedDeployment {
   unavailable_reason: string | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Ids reach SQL only as UUIDs: anything else is simply not found. */
-function isUuid(id: string): boolean {
-  return UUID.test(id);
-}
 
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string }).code === '23505';

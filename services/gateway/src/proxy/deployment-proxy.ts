@@ -28,6 +28,7 @@ import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
+import { isUuid } from '@berth/ids';
 import type { DeploymentResolver } from './resolver.js';
 
 export interface DeploymentProxyDeps {
@@ -44,7 +45,6 @@ const RETRY_AFTER_SECONDS = '5';
 
 /** `/d/{id}` with an optional rest of path and query. */
 const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -126,7 +126,7 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
       res.writableFinished ? 'proxied request completed' : 'proxied request aborted',
     );
   });
-  const target = UUID.test(id) ? await deps.resolver.resolve(id) : undefined;
+  const target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
 
   const headers = endToEndHeaders(req.headers);
   delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
@@ -134,7 +134,7 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
     // Throws the same 401 for a missing or bad credential whatever the id names.
     const principal = await authenticateHeaders(deps.store, req.headers);
     // Another tenant's key learns nothing, not even that the deployment exists.
-    if (!target || principal.tenantId !== target.tenantId) return notFound(res, UUID.test(id) ? id : rawId);
+    if (!target || principal.tenantId !== target.tenantId) return notFound(res, isUuid(id) ? id : rawId);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];
   }
   if (target.unavailableReason) {

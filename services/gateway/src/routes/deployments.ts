@@ -30,6 +30,7 @@ import {
   RevisionPath,
   UpdateDeploymentBody,
 } from '../deployment-schemas.js';
+import { isUuid } from '@berth/ids';
 import { publicOrigin } from './auth-flows.js';
 
 export interface DeploymentRouteDeps {
@@ -38,16 +39,14 @@ export interface DeploymentRouteDeps {
   publicUrl?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The id as the control plane stores it, or a 404 for text that cannot be an id. */
 export function deploymentIdOf(id: string): string {
-  if (!UUID.test(id)) throw new NotFoundError(`Deployment ID ${id} not found.`);
+  if (!isUuid(id)) throw new NotFoundError(`Deployment ID ${id} not found.`);
   return id.toLowerCase();
 }
 
 function revisionIdOf(id: string): string {
-  if (!UUID.test(id)) throw new NotFoundError(`Revision ID ${id} not found.`);
+  if (!isUuid(id)) throw new NotFoundError(`Revision ID ${id} not found.`);
   return id.toLowerCase();
 }
 

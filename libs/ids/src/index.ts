@@ -1,0 +1,52 @@
+/**
+ * What counts as an id or a name anywhere in Berth: UUIDs, deployment names, secret names. Every
+ * service, the CLI and the request schemas check them here, so a value one accepts is never one
+ * another refuses.
+ */
+import { z } from 'zod';
+
+/**
+ * A UUID as the request schemas accept it (`z.uuid()`: RFC 9562 versions 1–8, nil and max), any
+ * letter case.
+ */
+export const Uuid = z.uuid();
+
+export function isUuid(value: string): boolean {
+  return Uuid.safeParse(value).success;
+}
+
+/** The rule for deployment names, in words, for error messages. */
+export const DEPLOYMENT_NAME_RULE = '1-63 characters of a-z, 0-9 and -, starting with a letter or digit';
+
+/** A deployment name: also a DNS label, so it can name Kubernetes objects and hosts. */
+export const DeploymentName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: `a deployment name is ${DEPLOYMENT_NAME_RULE}` });
+
+export function isDeploymentName(value: string): boolean {
+  return DeploymentName.safeParse(value).success;
+}
+
+/**
+ * The deployment name a folder name suggests: lower-case, accents dropped, every run of other
+ * characters one `-`, no `-` at either end, at most 63 characters; `undefined` when nothing is left.
+ */
+export function toDeploymentName(value: string): string | undefined {
+  const name = value
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+/, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
+  return isDeploymentName(name) ? name : undefined;
+}
+
+/** The rule for secret names, in words, for error messages. */
+export const SECRET_NAME_RULE = 'a secret name is an environment variable name: a letter or _, then letters, digits or _ (at most 255)';
+
+/** A secret's name: it becomes an environment variable of the agent server. */
+export const SecretName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { error: SECRET_NAME_RULE });
+
+export function isSecretName(value: string): boolean {
+  return SecretName.safeParse(value).success;
+}
