@@ -15,7 +15,7 @@ interface Readable {
 }
 
 /** The level and text of a message: parsed when it is a pino line, else the entry's own. */
-export function readable(entry: Pick<LogEntry, 'level' | 'message'>): Readable {
+function readable(entry: Pick<LogEntry, 'level' | 'message'>): Readable {
   const line = pinoLine(entry.message);
   if (!line) return { level: entry.level, text: entry.message };
   const level = typeof line.level === 'number' ? (PINO_LEVELS[line.level] ?? entry.level) : typeof line.level === 'string' ? line.level : entry.level;
@@ -55,7 +55,7 @@ function quote(value: string): string {
 }
 
 /** `12:01:02` in local time. */
-export function clockTime(timestamp: string): string {
+function clockTime(timestamp: string): string {
   const date = new Date(timestamp);
   return Number.isNaN(date.getTime()) ? timestamp : date.toTimeString().slice(0, 8);
 }
