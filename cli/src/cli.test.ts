@@ -122,6 +122,6 @@ describe('berth up / down', () => {
     );
     await rm(empty, { recursive: true, force: true });
     expect(res.code).toBe(1);
-    expect(res.stderr).toContain('no credentials: run `berth login` or `berth up`');
+    expect(res.stderr).toContain('no credentials for http://127.0.0.1:8080: pass --api-key or set BERTH_API_KEY, or run `berth login`');
   });
 });

@@ -10,12 +10,7 @@ export class CliError extends Error {
 
 /** Nothing answered at the gateway's address (refused, unknown host, no answer in time). */
 export class GatewayUnreachableError extends CliError {
-  constructor(
-    message: string,
-    /** Why, in the system's words, e.g. ` (ECONNREFUSED)`. */
-    readonly why: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'GatewayUnreachableError';
   }
@@ -96,10 +91,10 @@ export class GatewayClient {
         ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
       } as RequestInit);
     } catch (error) {
-      const why = reason(error);
-      throw new GatewayUnreachableError(`cannot reach the gateway at ${this.connection.url}${why}: is Berth running? (make up)`, why, {
-        cause: error,
-      });
+      throw new GatewayUnreachableError(
+        `cannot reach Berth at ${this.connection.url}${reason(error)}: check --url or BERTH_HOST_URL, or start the platform with \`berth up\``,
+        { cause: error },
+      );
     }
     const text = await response.text();
     let payload: unknown;
@@ -115,6 +110,13 @@ export class GatewayClient {
     }
     if (!response.ok) {
       const detail = describeDetail(payload);
+      if (apiKey && (response.status === 401 || response.status === 403)) {
+        throw new GatewayHttpError(
+          `${this.connection.url} refused the API key (${response.status}: ${detail}): check --api-key or BERTH_API_KEY, or run \`berth login\``,
+          response.status,
+          detail,
+        );
+      }
       throw new GatewayHttpError(`${method} ${path} failed (${response.status}): ${detail}`, response.status, detail);
     }
     return payload as T;
@@ -122,7 +124,7 @@ export class GatewayClient {
 }
 
 /** ` (ECONNREFUSED)` and the like: why fetch failed, in the words of the system. */
-export function reason(error: unknown): string {
+function reason(error: unknown): string {
   if ((error as Error)?.name === 'TimeoutError') return ' (no answer in time)';
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   const code = cause?.code ?? cause?.message;

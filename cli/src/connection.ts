@@ -1,40 +1,68 @@
 /**
- * Which gateway and credential a command uses, first match wins:
- * 1. `--url` / `--api-key` flags, then BERTH_HOST_URL / BERTH_API_KEY / BERTH_TENANT_ID;
- * 2. the bearer token `berth login` stored (user config dir), for its own host only;
- * 3. the credentials `berth up` wrote (`.berth/credentials.json`).
+ * Which gateway and credential a command uses: the one place that decides. First match wins.
+ * - URL: `--url` (or its alias `--host`), BERTH_HOST_URL from the environment, then from the
+ *   project's `.env` (deploy commands), the host of `berth login`, the platform `berth up` started
+ *   here (`.berth/credentials.json`, `.berth/platform.json`), else http://127.0.0.1:8080.
+ * - Credential: `--api-key`, BERTH_API_KEY (environment, then the project's `.env`), the token of
+ *   `berth login`, the key `berth up` wrote. A stored credential goes only to its own gateway.
  */
 import { CliError, GatewayClient } from './client.js';
 import type { CliEnv } from './env.js';
-import { LoginFile, sameHost } from './login-credentials.js';
+import { LoginFile, normalizeHost, sameHost } from './login-credentials.js';
 import { StateDir } from './state.js';
 
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/** The connection flags of every command that calls a gateway (defined once, in index.ts). */
 export interface ConnectionFlags {
   url?: string;
+  /** Alias of `url`. */
+  host?: string;
   apiKey?: string;
+  /** Sent as X-Tenant-Id (keys commands: also the tenant acted on). */
   tenant?: string;
 }
 
-export async function gatewayClient(env: CliEnv, flags: ConnectionFlags): Promise<GatewayClient> {
-  const stored = await new StateDir(env.stateDir).readCredentials();
-  const login = await new LoginFile(env.loginFile).read();
-  const url = flags.url ?? env.BERTH_HOST_URL ?? login?.host ?? stored?.gateway_url;
-  const explicitKey = flags.apiKey ?? env.BERTH_API_KEY;
+/** Variables of a project's `.env` (deploy commands read BERTH_HOST_URL / BERTH_API_KEY there). */
+export type ProjectEnv = Record<string, string | undefined>;
+
+/** The gateway URL, normalised (`localhost:8080` → `http://localhost:8080`). */
+export async function gatewayUrl(env: CliEnv, flags: Pick<ConnectionFlags, 'url' | 'host'>, projectEnv: ProjectEnv = {}): Promise<string> {
+  const explicit = (
+    [
+      [flags.url, '--url'],
+      [flags.host, '--host'],
+      [env.BERTH_HOST_URL, 'BERTH_HOST_URL'],
+      [projectEnv.BERTH_HOST_URL, 'BERTH_HOST_URL in .env'],
+    ] as const
+  ).find(([value]) => value !== undefined);
+  const state = new StateDir(env.stateDir);
+  const given =
+    explicit?.[0] ??
+    (await new LoginFile(env.loginFile).read())?.host ??
+    (await state.readCredentials())?.gateway_url ??
+    (await state.readPlatform())?.url ??
+    DEFAULT_URL;
+  const url = normalizeHost(given);
+  if (!url) throw new CliError(`${explicit?.[1] ?? 'the stored gateway URL'} must be an http(s) URL such as ${DEFAULT_URL}, not ${JSON.stringify(given)}`);
+  return url;
+}
+
+export async function gatewayClient(env: CliEnv, flags: ConnectionFlags, projectEnv: ProjectEnv = {}): Promise<GatewayClient> {
+  const url = await gatewayUrl(env, flags, projectEnv);
+  const apiKey = flags.apiKey ?? env.BERTH_API_KEY ?? projectEnv.BERTH_API_KEY;
   const explicitTenant = flags.tenant ?? env.BERTH_TENANT_ID;
-  if (url && explicitKey) {
-    return new GatewayClient({ url, apiKey: explicitKey, ...(explicitTenant ? { tenantId: explicitTenant } : {}) });
-  }
-  // A login token goes only to the host that issued it.
-  if (url && login && sameHost(login.host, url)) {
-    const tenantId = explicitTenant ?? login.tenant_id;
-    return new GatewayClient({ url, token: login.token, ...(tenantId ? { tenantId } : {}) });
-  }
-  if (url && stored?.api_key) {
-    const tenantId = explicitTenant ?? stored.tenant_id;
-    return new GatewayClient({ url, apiKey: stored.api_key, ...(tenantId ? { tenantId } : {}) });
+  const tenant = (tenantId: string | undefined) => (tenantId ? { tenantId } : {});
+  if (apiKey) return new GatewayClient({ url, apiKey, ...tenant(explicitTenant) });
+  const login = await new LoginFile(env.loginFile).read();
+  if (login && sameHost(login.host, url)) return new GatewayClient({ url, token: login.token, ...tenant(explicitTenant ?? login.tenant_id) });
+  const state = new StateDir(env.stateDir);
+  const stored = await state.readCredentials();
+  if (stored?.api_key && sameHost(stored.gateway_url, url)) {
+    return new GatewayClient({ url, apiKey: stored.api_key, ...tenant(explicitTenant ?? stored.tenant_id) });
   }
   throw new CliError(
-    `no credentials: run \`berth login\` or \`berth up\` (writes ${new StateDir(env.stateDir).credentialsFile}), or set BERTH_HOST_URL and BERTH_API_KEY`,
+    `no credentials for ${url}: pass --api-key or set BERTH_API_KEY, or run \`berth login\` (or \`berth up\`, which writes ${state.credentialsFile})`,
   );
 }
 

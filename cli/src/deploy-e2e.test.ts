@@ -143,7 +143,7 @@ describe('berth deploy (end to end)', () => {
     expect(revisions.stdout).toContain('DEPLOYED (serving)');
     expect(revisions.stdout).toContain('REPLACED');
 
-    expect((await berth(['deploy', 'delete', id])).stdout).toContain(`Deleted deployment ${id}.`);
+    expect((await berth(['deploy', 'delete', id, '--yes'])).stdout).toContain(`Deleted deployment echo-agent (${id}).`);
     let status = 0;
     for (let i = 0; i < 40 && status !== 404; i++) {
       status = (await fetch(`${url}/ok`, { headers: { 'x-api-key': apiKey } })).status;

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { CliError } from './client.js';
 import { loadCliEnv } from './env.js';
+import { choiceOption, integerOption } from './flags.js';
 
 export type { PlatformConfig, RunningPlatform } from './platform.js';
 
@@ -30,16 +31,29 @@ const load = {
 
 const print = (line: string) => console.log(line);
 
-function connectionOptions(command: Command): Command {
-  return command
-    .addOption(new Option('--url <url>', 'gateway URL (default: BERTH_HOST_URL, berth login, or .berth/credentials.json)'))
-    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY, the berth login token, or .berth/credentials.json)'))
-    .addOption(new Option('--json', 'print JSON'));
+/**
+ * The one definition of how a command reaches a gateway (resolved by connection.ts): `--url` (or
+ * its alias `--host`), `--api-key`, and `--json` where the command prints a list or a result.
+ */
+function connectionOptions(command: Command, include: { apiKey?: false; json?: false } = {}): Command {
+  command
+    .addOption(new Option('--url <url>', 'gateway URL, alias --host (default: BERTH_HOST_URL, the berth login host, the platform berth up started, else http://127.0.0.1:8080)'))
+    .addOption(new Option('--host <url>', 'the same as --url').hideHelp());
+  if (include.apiKey !== false) {
+    command.addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY, the berth login token, the key berth up wrote)'));
+  }
+  if (include.json !== false) command.addOption(new Option('--json', 'print JSON'));
+  return command;
 }
 
 export function program(): Command {
   const env = () => loadCliEnv();
-  const cli = new Command('berth').description('Berth: a self-hostable agent deployment platform').version(BERTH_VERSION, '-v, --version');
+  const cli = new Command('berth')
+    .description('Berth: a self-hostable agent deployment platform')
+    .version(BERTH_VERSION, '-v, --version')
+    // Options belong to the command they follow: without this, `berth deploy list --json` hands
+    // --json to `deploy` (which has one too) and `list` never sees it.
+    .enablePositionalOptions();
 
   cli
     .command('up')
@@ -55,26 +69,25 @@ export function program(): Command {
     .command('serve')
     .description('run the whole platform in the foreground (needs DATABASE_URL)')
     .action(async () => (await load.serve()).serve(env()));
-  cli
-    .command('status')
-    .description('show whether the platform runs and each readiness check')
-    .action(async () => {
-      if (!(await (await load.status()).status(env(), print))) process.exitCode = 1;
-    });
+  connectionOptions(cli.command('status').description('show whether the platform runs and each readiness check (of another gateway with --url)'), {
+    apiKey: false,
+  }).action(async (o) => {
+    if (!(await (await load.status()).status(env(), o, print))) process.exitCode = 1;
+  });
   cli
     .command('dev')
     .description('serve a LangGraph.js project (langgraph.json) with durable state under its .berth/')
     .option('-c, --config <path>', 'path to langgraph.json', './langgraph.json')
-    .option('-p, --port <port>', 'port to listen on (a free one when taken)', '2024')
+    .addOption(integerOption('-p, --port <port>', 'port to listen on (a free one when taken)', { min: 0, max: 65535 }).default(2024))
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
-    .option('-n, --workers <count>', 'runs executed at the same time, per process', '10')
-    .option('--processes <count>', 'processes serving the port (API + workers each), for more than one core', '1')
+    .addOption(integerOption('-n, --workers <count>', 'runs executed at the same time, per process', { min: 1, max: 1000 }).default(10))
+    .addOption(integerOption('--processes <count>', 'processes serving the port (API + workers each), for more than one core', { min: 1, max: 64 }).default(1))
     .action(async (o) => (await load.dev()).dev(env(), o, print));
-  cli
-    .command('login')
-    .description('log in to a Berth gateway: approve in a browser with an API key, keep the token in ~/.config/berth')
-    .option('--host <url>', 'gateway URL (default: BERTH_HOST_URL, the platform `berth up` started, or http://127.0.0.1:8080)')
-    .option('--timeout <seconds>', 'give up waiting for the approval after this long (default: when the link expires)')
+  connectionOptions(cli.command('login').description('log in to a Berth gateway: approve in a browser with an API key, keep the token in ~/.config/berth'), {
+    apiKey: false,
+    json: false,
+  })
+    .addOption(integerOption('--timeout <seconds>', 'give up waiting for the approval after this long (default: when the link expires)', { min: 1, max: 3600 }))
     .action(async (o) => {
       await (await load.login()).login(env(), o, print);
     });
@@ -94,7 +107,7 @@ export function program(): Command {
   const keys = cli.command('keys').description('manage API keys');
   connectionOptions(keys.command('create').description('create an API key (shown once)'))
     .requiredOption('--name <name>', 'a name to recognise the key by')
-    .addOption(new Option('--role <role>', 'admin keys manage keys of their tenant').choices(['admin', 'member']).default('member'))
+    .addOption(choiceOption('--role <role>', 'admin keys manage keys of their tenant', ['admin', 'member']).default('member'))
     .option('--expires-at <time>', 'ISO 8601 time after which the key stops working')
     .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
     .action(async (o) => {
@@ -123,16 +136,8 @@ export function program(): Command {
   return cli;
 }
 
-/** Options of every deploy command: which gateway, which credential. */
-function deployConnectionOptions(command: Command): Command {
-  return command
-    .addOption(new Option('--host <url>', 'gateway URL (default: BERTH_HOST_URL from the environment or .env, berth login, berth up)'))
-    .addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY from the environment or .env, else the berth login token)'))
-    .addOption(new Option('--json', 'print JSON'));
-}
-
 function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>): void {
-  const deploy = deployConnectionOptions(
+  const deploy = connectionOptions(
     cli
       .command('deploy')
       .description('deploy the LangGraph project in this directory (creates the deployment, or updates the one of that name)')
@@ -140,38 +145,43 @@ function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>):
       .enablePositionalOptions(),
   )
     .option('--name <name>', 'deployment name (default: this directory’s name, as [a-z0-9-])')
-    .addOption(new Option('--deployment-type <type>', 'for a new deployment (default: dev)').choices(['dev', 'prod']))
+    .addOption(choiceOption('--deployment-type <type>', 'for a new deployment (default: dev)', ['dev', 'prod']))
     .option('-c, --config <path>', 'path to langgraph.json', 'langgraph.json')
     .option('--no-wait', 'return once the project is uploaded')
-    .option('--timeout <seconds>', 'stop waiting for the revision after this long', '900')
+    .addOption(integerOption('--timeout <seconds>', 'stop waiting for the revision after this long', { min: 1, max: 86_400 }).default(900))
+    // `berth deploy --json list` would leave --json with `deploy`: say where it goes instead of ignoring it.
+    .hook('preSubcommand', (command, subcommand) => {
+      const given = command.options.filter((o) => command.getOptionValueSource(o.attributeName()) === 'cli').map((o) => o.long ?? o.short);
+      if (given.length) throw new CliError(`put ${given.join(', ')} after the subcommand: berth deploy ${subcommand.name()} ${given.join(' ')} …`);
+    })
     .action(async (o) => {
       await (await load.deploy()).deploy(env(), o, print);
     });
-  deployConnectionOptions(deploy.command('list').description('list deployments: id, name, type, status, URL'))
+  connectionOptions(deploy.command('list').description('list deployments: id, name, type, status, URL'))
     .option('--name-contains <text>', 'only deployments whose name contains this')
     .action(async (o) => {
       await (await load.deployManage()).deployList(env(), o, print);
     });
-  deployConnectionOptions(deploy.command('revisions').description('list the revisions of a deployment, newest first').argument('<deployment_id>'))
-    .option('--limit <count>', 'revisions to show', '10')
-    .action(async (deploymentId: string, o) => {
-      await (await load.deployManage()).deployRevisions(env(), { ...o, deploymentId }, print);
+  connectionOptions(deploy.command('revisions').description('list the revisions of a deployment, newest first').argument('<deployment>', 'deployment name or id'))
+    .addOption(integerOption('--limit <count>', 'revisions to show', { min: 1, max: 100 }).default(10))
+    .action(async (deployment: string, o) => {
+      await (await load.deployManage()).deployRevisions(env(), { ...o, deployment }, print);
     });
-  deployConnectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)'))
+  connectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)'))
     .option('--name <name>', 'deployment name (default: this directory’s name)')
     .option('--deployment-id <id>', 'deployment id, instead of --name')
     .option('--revision-id <id>', 'a revision other than the latest')
-    .addOption(new Option('--type <type>', 'only build or deploy logs').choices(['build', 'deploy']))
-    .option('--limit <count>', 'last lines to show', '100')
+    .addOption(choiceOption('--type <type>', 'only build or deploy logs', ['build', 'deploy']))
+    .addOption(integerOption('--limit <count>', 'last lines to show', { min: 1, max: 100_000 }).default(100))
     .option('-f, --follow', 'keep printing new lines (polls every 2 s; Ctrl-C stops)')
     .action(async (o) => {
       await (await load.deployManage()).deployLogs(env(), o, print);
     });
-  deployConnectionOptions(deploy.command('delete').description('delete a deployment (its agent server stops)').argument('<deployment_id>')).action(
-    async (deploymentId: string, o) => {
-      await (await load.deployManage()).deployDelete(env(), { ...o, deploymentId }, print);
-    },
-  );
+  connectionOptions(deploy.command('delete').description('delete a deployment (its agent server stops); asks first').argument('<deployment>', 'deployment name or id'))
+    .option('-y, --yes', 'do not ask (needed when stdin is not a terminal)')
+    .action(async (deployment: string, o) => {
+      await (await load.deployManage()).deployDelete(env(), { ...o, deployment }, print);
+    });
 }
 
 export async function main(argv: string[]): Promise<number> {

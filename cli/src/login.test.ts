@@ -121,14 +121,14 @@ describe('berth login', () => {
     // The token is never sent to another host.
     const elsewhere = await berth('keys', 'list', '--url', `http://127.0.0.1:${await freePort()}`);
     expect(elsewhere.code).toBe(1);
-    expect(elsewhere.stderr).toContain('no credentials');
+    expect(elsewhere.stderr).toContain('no credentials for');
 
     const out = await berth('logout');
     expect(out.stdout).toContain(`Logged out of ${gateway.url}`);
     await expect(stat(credentialsFile())).rejects.toThrow();
     const after = await berth('keys', 'list');
     expect(after.code).toBe(1);
-    expect(after.stderr).toContain('no credentials: run `berth login`');
+    expect(after.stderr).toContain('or run `berth login`');
     expect((await berth('logout')).stdout).toContain('Not logged in.');
   }, 60_000);
 
@@ -143,15 +143,15 @@ describe('berth login', () => {
     await berth('logout');
   }, 60_000);
 
-  it('explains an unreachable host, a bad --host, and a link nobody approved', async () => {
+  it('explains an unreachable host, a bad --url, and a link nobody approved', async () => {
     const port = await freePort();
     const unreachable = await berth('login', '--host', `http://127.0.0.1:${port}`);
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toContain(`cannot reach Berth at http://127.0.0.1:${port} (ECONNREFUSED): check --host`);
+    expect(unreachable.stderr).toContain(`cannot reach Berth at http://127.0.0.1:${port} (ECONNREFUSED): check --url`);
 
-    const bad = await berth('login', '--host', 'ftp://example.com');
+    const bad = await berth('login', '--url', 'ftp://example.com');
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('--host must be an http(s) URL');
+    expect(bad.stderr).toContain('--url must be an http(s) URL');
 
     const unapproved = await loginApprovedWith(undefined, '--host', gateway.url.replace('http://', ''), '--timeout', '1');
     expect(unapproved.code).toBe(1);

@@ -3,31 +3,27 @@
  * same gateway and credential as `berth deploy` (the project's `.env` included, when run in one).
  */
 import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CliError, GatewayHttpError, type GatewayClient } from '../client.js';
+import { CliError, GatewayHttpError } from '../client.js';
+import { gatewayClient, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
 import { DeploymentsApi, type Deployment, type LogEntry, type Revision } from '../deploy/api.js';
-import { deployClient, explain, type DeployConnectionFlags } from '../deploy/connection.js';
-import { formatLog } from '../deploy/progress.js';
 import { toDeploymentName } from '@berth/ids';
+import { formatLog, localDay } from '../deploy/log-line.js';
 import { readDotEnv } from '../deploy/project.js';
 import { table } from '../table.js';
 
 type Print = (line: string) => void;
 
-interface CommonFlags extends DeployConnectionFlags {
+interface CommonFlags extends ConnectionFlags {
   json?: boolean;
 }
 
-/** Runs `body` with a client for the current directory's gateway, explaining refusals. */
+/** Runs `body` with a client for the current directory's gateway. */
 async function withApi<T>(env: CliEnv, flags: CommonFlags, cwd: string, body: (api: DeploymentsApi) => Promise<T>): Promise<T> {
   const projectEnv = (await readDotEnv(join(cwd, '.env'))) ?? {};
-  const client: GatewayClient = await deployClient(env, flags, projectEnv);
-  try {
-    return await body(new DeploymentsApi(client));
-  } catch (error) {
-    throw explain(error, client);
-  }
+  return body(new DeploymentsApi(await gatewayClient(env, flags, projectEnv)));
 }
 
 /** A 404 from the gateway as a message about the id the person gave. */
@@ -62,13 +58,28 @@ export async function deployList(env: CliEnv, flags: CommonFlags & { nameContain
   });
 }
 
-export async function deployRevisions(env: CliEnv, flags: CommonFlags & { deploymentId: string; limit?: string }, print: Print, cwd = process.cwd()): Promise<Revision[]> {
-  const limit = Number(flags.limit ?? 10);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new CliError('--limit must be a whole number from 1 to 100');
+/** The deployment named `ref`, else the one whose id is `ref`. */
+async function findDeployment(api: DeploymentsApi, ref: string): Promise<Deployment> {
+  const named = await api.findByName(ref);
+  if (named) return named;
+  try {
+    return await api.get(ref);
+  } catch (error) {
+    throw error instanceof GatewayHttpError && error.status === 404
+      ? new CliError(`no deployment named ${ref} or with that id (\`berth deploy list\` shows your deployments)`)
+      : error;
+  }
+}
+
+export async function deployRevisions(
+  env: CliEnv,
+  flags: CommonFlags & { deployment: string; /** Checked by its flag parser. @default 10 */ limit?: number },
+  print: Print,
+  cwd = process.cwd(),
+): Promise<Revision[]> {
   return withApi(env, flags, cwd, async (api) => {
-    const [deployment, page] = await Promise.all([api.get(flags.deploymentId), api.revisions(flags.deploymentId, limit)]).catch((error: unknown) => {
-      throw missing(error, `deployment ${flags.deploymentId}`);
-    });
+    const deployment = await findDeployment(api, flags.deployment);
+    const page = await api.revisions(deployment.id, flags.limit ?? 10);
     if (flags.json) print(JSON.stringify(page.resources));
     else {
       table(
@@ -91,7 +102,8 @@ export interface LogsFlags extends CommonFlags {
   deploymentId?: string;
   revisionId?: string;
   type?: 'build' | 'deploy';
-  limit?: string;
+  /** Checked by its flag parser. @default 100 */
+  limit?: number;
   follow?: boolean;
   /** Milliseconds between polls with --follow (tests). @default 2000 */
   pollMs?: number;
@@ -100,12 +112,17 @@ export interface LogsFlags extends CommonFlags {
 }
 
 export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cwd = process.cwd()): Promise<LogEntry[]> {
-  const limit = Number(flags.limit ?? 100);
-  if (!Number.isInteger(limit) || limit < 1) throw new CliError('--limit must be a positive whole number');
+  const limit = flags.limit ?? 100;
   if (flags.name && flags.deploymentId) throw new CliError('give --name or --deployment-id, not both');
   return withApi(env, flags, cwd, async (api) => {
     const deploymentId = flags.deploymentId ?? (await deploymentIdByName(api, flags.name ?? toDeploymentName(basename(cwd)) ?? ''));
-    const show = (entry: LogEntry) => print(flags.json ? JSON.stringify(entry) : formatLog(entry));
+    let day = '';
+    const show = (entry: LogEntry) => {
+      if (flags.json) return print(JSON.stringify(entry));
+      // Lines show the time of day; a line of its own says the date when it changes.
+      if (localDay(entry.timestamp) !== day) print(`# ${(day = localDay(entry.timestamp))}`);
+      print(formatLog(entry));
+    };
     const query = { ...(flags.revisionId ? { revisionId: flags.revisionId } : {}), ...(flags.type ? { type: flags.type } : {}) };
     // The API reads forward from an offset: page to the end, keep the last `limit` entries.
     const tail: LogEntry[] = [];
@@ -153,11 +170,45 @@ async function deploymentIdByName(api: DeploymentsApi, name: string): Promise<st
   return found.id;
 }
 
-export async function deployDelete(env: CliEnv, flags: CommonFlags & { deploymentId: string }, print: Print, cwd = process.cwd()): Promise<void> {
-  await withApi(env, flags, cwd, async (api) => {
-    await api.delete(flags.deploymentId).catch((error: unknown) => {
-      throw missing(error, `deployment ${flags.deploymentId}`);
+export interface DeleteFlags extends CommonFlags {
+  /** A deployment name or id. */
+  deployment: string;
+  /** Delete without asking. */
+  yes?: boolean;
+}
+
+/** Asks a question on the terminal; undefined when stdin is not one (a script, a pipe). */
+function askOnTerminal(question: string): Promise<string | undefined> {
+  if (!process.stdin.isTTY) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const terminal = createInterface({ input: process.stdin, output: process.stderr });
+    let answered = false;
+    const answer = (text: string) => {
+      if (answered) return;
+      answered = true;
+      terminal.close();
+      resolve(text);
+    };
+    // Ctrl-C or Ctrl-D is a no.
+    terminal.once('SIGINT', () => answer(''));
+    terminal.once('close', () => answer(''));
+    terminal.question(question, answer);
+  });
+}
+
+export async function deployDelete(env: CliEnv, flags: DeleteFlags, print: Print, cwd = process.cwd()): Promise<Deployment> {
+  return withApi(env, flags, cwd, async (api) => {
+    const deployment = await findDeployment(api, flags.deployment);
+    const what = `deployment ${deployment.name} (${deployment.id})`;
+    if (!flags.yes) {
+      const answer = await askOnTerminal(`Delete ${what}? [y/N] `);
+      if (answer === undefined) throw new CliError(`not deleting ${what} without confirmation: stdin is not a terminal, so pass --yes`);
+      if (!/^y(es)?$/i.test(answer.trim())) throw new CliError(`cancelled: ${what} was not deleted`);
+    }
+    await api.delete(deployment.id).catch((error: unknown) => {
+      throw missing(error, `deployment ${deployment.id}`);
     });
-    print(flags.json ? JSON.stringify({ deleted: flags.deploymentId }) : `Deleted deployment ${flags.deploymentId}.`);
+    print(flags.json ? JSON.stringify({ deleted: deployment.id, name: deployment.name }) : `Deleted ${what}.`);
+    return deployment;
   });
 }

@@ -7,17 +7,18 @@
  */
 import { basename } from 'node:path';
 import { CliError } from '../client.js';
+import { gatewayClient, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
 import { DeploymentsApi, type Deployment, type Secret } from '../deploy/api.js';
-import { deployClient, explain } from '../deploy/connection.js';
+import { formatLog } from '../deploy/log-line.js';
 import { packProject, type PackedProject } from '../deploy/pack.js';
-import { formatBytes, formatLog, Reporter, watchRevision, type WatchOutcome } from '../deploy/progress.js';
+import { formatBytes, Reporter, watchRevision, type WatchOutcome } from '../deploy/progress.js';
 import { isDeploymentName, toDeploymentName } from '@berth/ids';
 import { loadProject, secretsFromEnv, type Project } from '../deploy/project.js';
 
 type Print = (line: string) => void;
 
-export interface DeployFlags {
+export interface DeployFlags extends ConnectionFlags {
   name?: string;
   deploymentType?: 'dev' | 'prod';
   /** Path of langgraph.json. @default 'langgraph.json' */
@@ -25,10 +26,8 @@ export interface DeployFlags {
   /** `--no-wait` sets it false. @default true */
   wait?: boolean;
   json?: boolean;
-  host?: string;
-  apiKey?: string;
-  /** Seconds to follow the revision before giving up. @default '900' */
-  timeout?: string;
+  /** Seconds to follow the revision before giving up (checked by its flag parser). @default 900 */
+  timeout?: number;
   /** Milliseconds between polls (tests). @default 1000 */
   pollMs?: number;
 }
@@ -54,12 +53,10 @@ export function deploymentName(flag: string | undefined, dir: string): string {
 
 export async function deploy(env: CliEnv, flags: DeployFlags, print: Print, cwd: string = process.cwd()): Promise<DeployOutcome> {
   const reporter = new Reporter(flags.json === true, print);
-  const timeoutSeconds = Number(flags.timeout ?? 900);
-  if (!(timeoutSeconds > 0)) throw new CliError('--timeout must be a positive number of seconds');
+  const timeoutSeconds = flags.timeout ?? 900;
   const project = await loadProject(cwd, flags.config ?? 'langgraph.json');
   const name = deploymentName(flags.name, project.dir);
-  const client = await deployClient(env, flags, project.env);
-  const api = new DeploymentsApi(client);
+  const api = new DeploymentsApi(await gatewayClient(env, flags, project.env));
   const { secrets, skipped } = secretsFromEnv(project.env);
   if (skipped.length) reporter.note(`not sent as secrets (the platform's own settings, or not variable names): ${skipped.join(', ')}`);
   if (secrets.length) reporter.step(`Secrets from ${project.envSource}: ${secrets.map((s) => s.name).join(', ')}`);
@@ -76,16 +73,14 @@ export async function deploy(env: CliEnv, flags: DeployFlags, print: Print, cwd:
     if (flags.wait === false) {
       reporter.emit({ type: 'result', status: 'submitted', deployment_id: deployment.id, revision_id: revisionId, deployment_url: deployment.deployment_url });
       if (!reporter.json) {
-        print(`Revision ${revisionId} of ${name} is on its way; follow it with \`berth deploy logs --name ${name} --follow\`.`);
+        print(`Revision ${revisionId} of ${name} is on its way; follow it with \`${followCommand(name, flags)}\`.`);
         print(`It will answer at ${deployment.deployment_url}`);
       }
       return { deployment, revisionId, status: 'submitted' };
     }
     reporter.step(`Waiting for revision ${revisionId} to deploy (Ctrl-C stops waiting; the deployment goes on)...`);
     const outcome = await watchRevision(api, deployment.id, revisionId, reporter, { timeoutMs: timeoutSeconds * 1000, ...(flags.pollMs ? { pollMs: flags.pollMs } : {}) });
-    return finish(deployment, revisionId, outcome, reporter, print, timeoutSeconds);
-  } catch (error) {
-    throw explain(error, client);
+    return finish(deployment, revisionId, outcome, reporter, print, { timeoutSeconds, follow: followCommand(name, flags) });
   } finally {
     await packed?.dispose();
   }
@@ -155,7 +150,23 @@ async function updateExisting(
   return { deployment, revisionId: deployment.latest_revision_id! };
 }
 
-function finish(deployment: Deployment, revisionId: string, outcome: WatchOutcome, reporter: Reporter, print: Print, timeoutSeconds: number): DeployOutcome {
+/**
+ * The command that follows the deployment's logs from here. The connection is resolved the same
+ * way again, so only flags need repeating (a key given as a flag is not printed).
+ */
+function followCommand(name: string, flags: DeployFlags): string {
+  const url = flags.url ?? flags.host;
+  return `berth deploy logs --name ${name} --follow${url ? ` --url ${url}` : ''}${flags.apiKey ? ' --api-key <key>' : ''}`;
+}
+
+function finish(
+  deployment: Deployment,
+  revisionId: string,
+  outcome: WatchOutcome,
+  reporter: Reporter,
+  print: Print,
+  hint: { timeoutSeconds: number; follow: string },
+): DeployOutcome {
   const { revision } = outcome;
   const base = { deployment_id: deployment.id, revision_id: revisionId, deployment_url: deployment.deployment_url, revision_status: revision.status };
   if (revision.status === 'DEPLOYED') {
@@ -171,7 +182,7 @@ function finish(deployment: Deployment, revisionId: string, outcome: WatchOutcom
   if (outcome.timedOut) {
     reporter.emit({ type: 'result', status: 'timed_out', ...base, status_message: revision.status_message });
     throw new CliError(
-      `revision ${revisionId} is still ${revision.status} after ${timeoutSeconds} s; it goes on: \`berth deploy logs --deployment-id ${deployment.id} --follow\``,
+      `revision ${revisionId} is still ${revision.status} after ${hint.timeoutSeconds} s; it goes on: \`${hint.follow}\``,
     );
   }
   reporter.emit({ type: 'result', status: 'failed', ...base, status_message: revision.status_message });

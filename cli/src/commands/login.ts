@@ -5,17 +5,16 @@
  */
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CliError, GatewayClient, GatewayUnreachableError } from '../client.js';
+import { CliError, GatewayClient } from '../client.js';
+import { gatewayUrl, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
-import { LoginFile, normalizeHost, type LoginCredentials } from '../login-credentials.js';
-import { StateDir } from '../state.js';
+import { LoginFile, type LoginCredentials } from '../login-credentials.js';
 
 type Print = (line: string) => void;
 
-export interface LoginFlags {
-  host?: string;
-  /** Give up after this many seconds (default: when the approval link expires). */
-  timeout?: string;
+export interface LoginFlags extends Pick<ConnectionFlags, 'url' | 'host'> {
+  /** Give up after this many seconds (checked by its flag parser; default: when the approval link expires). */
+  timeout?: number;
 }
 
 interface LoginStarted {
@@ -39,28 +38,13 @@ interface Me {
 const POLL_SECONDS = 30;
 /** Consecutive failed polls tolerated (a restarting gateway) before giving up. */
 const MAX_POLL_FAILURES = 5;
-const DEFAULT_HOST = 'http://127.0.0.1:8080';
-
-/** The gateway to log in to: --host, BERTH_HOST_URL, the one `berth up` started here, or the default. */
-async function chooseHost(env: CliEnv, flags: LoginFlags): Promise<string> {
-  const state = new StateDir(env.stateDir);
-  const given = flags.host ?? env.BERTH_HOST_URL ?? (await state.readCredentials())?.gateway_url ?? (await state.readPlatform())?.url ?? DEFAULT_HOST;
-  const host = normalizeHost(given);
-  if (!host) throw new CliError(`--host must be an http(s) URL such as ${DEFAULT_HOST}, not ${JSON.stringify(given)}`);
-  return host;
-}
 
 export async function login(env: CliEnv, flags: LoginFlags, print: Print): Promise<LoginCredentials> {
-  const host = await chooseHost(env, flags);
-  const overallMs = flags.timeout !== undefined ? Number(flags.timeout) * 1000 : Infinity;
-  if (!(overallMs > 0)) throw new CliError('--timeout must be a positive number of seconds');
+  // The gateway to log in to: the URL every command resolves, without a credential.
+  const host = await gatewayUrl(env, flags);
+  const overallMs = flags.timeout !== undefined ? flags.timeout * 1000 : Infinity;
   const gateway = new GatewayClient({ url: host });
-  let started: LoginStarted;
-  try {
-    started = await gateway.request<LoginStarted>('POST', '/v2/auth/login', { client_name: `berth CLI on ${hostname()}`.slice(0, 200) }, { timeoutMs: 15_000 });
-  } catch (error) {
-    throw unreachable(host, error);
-  }
+  const started = await gateway.request<LoginStarted>('POST', '/v2/auth/login', { client_name: `berth CLI on ${hostname()}`.slice(0, 200) }, { timeoutMs: 15_000 });
   print('Open this link in a browser and approve with an API key of your tenant:');
   print('');
   print(`  ${started.url}`);
@@ -100,7 +84,7 @@ async function waitForToken(host: string, authId: string, deadline: number): Pro
       failures = 0;
     } catch (error) {
       // A gateway restarting mid-wait: try again a few times before giving up.
-      if (++failures >= MAX_POLL_FAILURES) throw unreachable(host, error);
+      if (++failures >= MAX_POLL_FAILURES) throw error;
       await sleep(1000);
       continue;
     }
@@ -118,12 +102,6 @@ async function waitForToken(host: string, authId: string, deadline: number): Pro
         break;
     }
   }
-}
-
-/** A clearer message than the generic one when the host itself does not answer. */
-function unreachable(host: string, error: unknown): unknown {
-  if (!(error instanceof GatewayUnreachableError)) return error;
-  return new CliError(`cannot reach Berth at ${host}${error.why}: check --host, or start the platform with \`berth up\``, { cause: error });
 }
 
 export async function logout(env: CliEnv, print: Print): Promise<boolean> {

@@ -7,11 +7,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { start as startGateway, type RunningGateway } from '@berth/gateway';
 import { freePort } from '@berth/local-stack';
-import { silentLogger } from '@berth/log';
+import { createLogger, silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { until } from '../../../services/control-plane/src/__tests__/until.js';
 // The gateway's own test double of the control plane, reused rather than copied.
 import { FakeDeploymentService } from '../../../services/gateway/src/__tests__/fake-deployments.js';
 import { deploy } from '../commands/deploy.js';
@@ -26,25 +28,53 @@ let key: string;
 let tenantId: string;
 let home: string;
 let ticker: NodeJS.Timeout;
-/** Revision ids that fail their build instead of deploying. */
-const failing = new Set<string>();
+/** Deployments whose builds fail instead of deploying. */
+const FAILING = new Set(['broken']);
+/** How many times the CLI had read each revision when it last moved (see advance). */
+const readsWhenMoved = new Map<string, number>();
+/** Lines as an agent server's logger (pino) writes them to stdout, which the control plane stores as deploy log messages. */
+let pino: { listening: string; crashed: string };
+
+function pinoLines(): typeof pino {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const logger = createLogger({ name: 'agent-server', destination });
+  logger.info({ url: 'http://127.0.0.1:4100', graphs: ['echo', 'chat'], workers: 10, customAuth: null }, 'agent server listening');
+  logger.error({ err: new TypeError('Cannot read properties of undefined'), runId: 'run 1' }, 'graph failed to load');
+  return { listening: lines[0]!, crashed: lines[1]! };
+}
 
 const NEXT: Record<string, string> = { QUEUED: 'BUILDING', BUILDING: 'AWAITING_DEPLOY', AWAITING_DEPLOY: 'DEPLOYING', DEPLOYING: 'DEPLOYED' };
 
-/** Moves every revision one step along its pipeline, writing log lines like a build would. */
+/**
+ * Moves every revision one step along its pipeline, writing log lines like a build would. A
+ * revision moves only once the CLI has read its status since it last moved, so the CLI sees every
+ * status however slowly the machine runs it.
+ */
 function advance(): void {
+  const reads = fake.callsOf('getRevision');
   for (const revision of fake.revisions.values()) {
     const next = NEXT[revision.status];
     if (!next) continue;
-    if (revision.status === 'BUILDING' && failing.has(revision.id)) {
+    const read = reads.filter((call) => call.revisionId === revision.id).length;
+    if (read <= (readsWhenMoved.get(revision.id) ?? 0)) continue;
+    readsWhenMoved.set(revision.id, read);
+    if (revision.status === 'BUILDING' && FAILING.has(fake.deployments.get(revision.deploymentId)?.name ?? '')) {
       for (let i = 1; i <= 40; i++) fake.addLog(revision.id, 'build', `compile step ${i}`);
       fake.addLog(revision.id, 'build', 'error TS2304: Cannot find name "grpah"', 'error');
+      fake.addLog(revision.id, 'build', pino.crashed);
       revision.status = 'BUILD_FAILED';
       revision.statusMessage = 'the graphs failed to load';
       continue;
     }
     if (next === 'BUILDING') fake.addLog(revision.id, 'build', 'npm ci');
     if (next === 'DEPLOYING') fake.addLog(revision.id, 'deploy', 'starting agent server');
+    if (next === 'DEPLOYED') fake.addLog(revision.id, 'deploy', pino.listening);
     if (next === 'DEPLOYED') {
       fake.addLog(revision.id, 'deploy', 'agent server ready');
       const deployment = fake.deployments.get(revision.deploymentId);
@@ -55,6 +85,7 @@ function advance(): void {
 }
 
 beforeAll(async () => {
+  pino = pinoLines();
   testDb = await createTestDatabase('cli_deploy');
   fake = await new FakeDeploymentService().start();
   gateway = await startGateway(
@@ -128,8 +159,10 @@ describe('berth deploy', () => {
     expect(text).toContain('Secrets from .env: OPENAI_API_KEY');
     expect(text).toMatch(/Packed 2 files/);
     for (const status of ['BUILDING', 'DEPLOYING', 'DEPLOYED']) expect(text).toContain(`Revision ${result.revisionId}: ${status}`);
-    expect(text).toMatch(/build\s+npm ci/);
-    expect(text).toMatch(/deploy\s+agent server ready/);
+    expect(text).toMatch(/build {2}INFO {2}npm ci/);
+    expect(text).toMatch(/deploy INFO {2}agent server ready/);
+    // The agent server's pino line, readable: level, message, fields.
+    expect(text).toMatch(/^ {2}\d\d:\d\d:\d\d deploy INFO {2}agent server listening url=http:\/\/127\.0\.0\.1:4100 graphs=echo,chat workers=10$/m);
     expect(out.lines.at(-2)).toBe(`  ${gateway.url}/d/${result.deployment.id}`);
     // Status lines and log lines come in the order they happened.
     expect(text.indexOf('npm ci')).toBeLessThan(text.indexOf(': DEPLOYED'));
@@ -172,23 +205,17 @@ describe('berth deploy', () => {
   it('fails with exit status, the status message and the last 30 log lines when the build fails', async () => {
     const dir = await project('broken');
     const env = cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url });
-    // The first revision waits for the upload, so it is marked to fail before it builds.
     const out = capture();
-    const marking = setInterval(() => {
-      for (const d of fake.deployments.values()) if (d.name === 'broken' && d.latestRevisionId) failing.add(d.latestRevisionId);
-    }, 5);
-    try {
-      await expect(deploy(env, fast, out.print, dir)).rejects.toThrow('the deployment of broken failed (BUILD_FAILED)');
-    } finally {
-      clearInterval(marking);
-    }
+    await expect(deploy(env, fast, out.print, dir)).rejects.toThrow('the deployment of broken failed (BUILD_FAILED)');
     const text = out.text();
     expect(text).toMatch(/Revision \S+ ended BUILD_FAILED: the graphs failed to load/);
     const summary = out.lines.slice(out.lines.findIndex((l) => l.startsWith('Last 30 log lines')));
     expect(summary).toHaveLength(31);
-    expect(summary.at(-1)).toMatch(/build\s+ERROR error TS2304/);
-    expect(summary.join('\n')).not.toContain('compile step 11\n');
-    expect(summary[1]).toMatch(/compile step 12$/);
+    expect(summary.at(-2)).toMatch(/build  ERROR error TS2304/);
+    // The pino line of the graph check: its level, message and the error's first stack line.
+    expect(summary.at(-1)).toMatch(/build  ERROR graph failed to load err="TypeError: Cannot read properties of undefined" runId="run 1"$/);
+    expect(summary.join('\n')).not.toContain('compile step 12\n');
+    expect(summary[1]).toMatch(/compile step 13$/);
   });
 
   it('explains a missing langgraph.json, a refused key and an unreachable host', async () => {
@@ -203,8 +230,8 @@ describe('berth deploy', () => {
       /refused the API key \(401: Invalid API key\): check --api-key or BERTH_API_KEY/,
     );
     const closed = await freePort();
-    await expect(deploy(cliEnv(dir, { BERTH_API_KEY: key }), { ...fast, host: `127.0.0.1:${closed}` }, () => undefined, dir)).rejects.toThrow(
-      `cannot reach Berth at http://127.0.0.1:${closed} (ECONNREFUSED): check --host`,
+    await expect(deploy(cliEnv(dir, { BERTH_API_KEY: key }), { ...fast, url: `127.0.0.1:${closed}` }, () => undefined, dir)).rejects.toThrow(
+      `cannot reach Berth at http://127.0.0.1:${closed} (ECONNREFUSED): check --url`,
     );
     await expect(deploy(cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url }), { ...fast, name: 'Not_Valid' }, () => undefined, dir)).rejects.toThrow(
       /--name must be lower-case/,
@@ -227,15 +254,21 @@ describe('berth deploy list / revisions / logs / delete', () => {
     expect(list.lines[1]).toContain(`${gateway.url}/d/${first.deployment.id}`);
 
     const revs = capture();
-    const revisions = await deployRevisions(env, { deploymentId: first.deployment.id, limit: '10' }, revs.print, dir);
+    const revisions = await deployRevisions(env, { deployment: first.deployment.id, limit: 10 }, revs.print, dir);
     expect(revisions).toHaveLength(2);
     expect(revs.lines[1]).toContain('DEPLOYED (serving)');
     expect(revs.lines[2]).toContain('REPLACED');
 
     const logs = capture();
-    const entries = await deployLogs(env, { limit: '2' }, logs.print, dir);
-    expect(entries.map((e) => e.message)).toEqual(['starting agent server', 'agent server ready']);
+    const entries = await deployLogs(env, { limit: 2 }, logs.print, dir);
+    expect(entries.map((e) => e.message)).toEqual([pino.listening, 'agent server ready']);
     expect(logs.lines[0]).toMatch(/^# logs of revision /);
+    expect(logs.lines[1]).toMatch(/^# \d{4}-\d\d-\d\d$/);
+    expect(logs.lines[2]).toMatch(/^\d\d:\d\d:\d\d deploy INFO {2}agent server listening url=http:\/\/127\.0\.0\.1:4100 graphs=echo,chat workers=10$/);
+    // --json: the entries as stored, the raw line included.
+    const raw = capture();
+    await deployLogs(env, { limit: 2, json: true }, raw.print, dir);
+    expect(raw.lines.map((l) => JSON.parse(l) as { message: string }).map((e) => e.message)).toEqual([pino.listening, 'agent server ready']);
     const build = await deployLogs(env, { name: 'managed', type: 'build', revisionId: first.revisionId }, () => undefined, dir);
     expect(build.map((e) => e.message)).toEqual(['npm ci']);
 
@@ -243,10 +276,10 @@ describe('berth deploy list / revisions / logs / delete', () => {
     const follow = capture();
     const controller = new AbortController();
     const following = deployLogs(env, { deploymentId: first.deployment.id, follow: true, pollMs: 50, signal: controller.signal }, follow.print, dir);
-    await new Promise((r) => setTimeout(r, 200));
+    await until('the first lines', () => (follow.lines.length ? true : undefined), 10_000, 20);
     const latest = fake.deployments.get(first.deployment.id)!.latestRevisionId;
     fake.addLog(latest, 'deploy', 'GET /ok 200');
-    await new Promise((r) => setTimeout(r, 300));
+    await until('the new line', () => (follow.lines.some((l) => l.includes('GET /ok 200')) ? true : undefined), 10_000, 20);
     controller.abort();
     const followed = await following;
     expect(followed.at(-1)!.message).toBe('GET /ok 200');
@@ -255,10 +288,10 @@ describe('berth deploy list / revisions / logs / delete', () => {
     await expect(deployLogs(env, { name: 'nope' }, () => undefined, dir)).rejects.toThrow(/no deployment named nope/);
 
     const deleted = capture();
-    await deployDelete(env, { deploymentId: first.deployment.id }, deleted.print, dir);
-    expect(deleted.lines).toEqual([`Deleted deployment ${first.deployment.id}.`]);
-    await expect(deployDelete(env, { deploymentId: first.deployment.id }, () => undefined, dir)).rejects.toThrow(
-      `deployment ${first.deployment.id} not found (\`berth deploy list\` shows your deployments)`,
+    await deployDelete(env, { deployment: 'managed', yes: true }, deleted.print, dir);
+    expect(deleted.lines).toEqual([`Deleted deployment managed (${first.deployment.id}).`]);
+    await expect(deployDelete(env, { deployment: first.deployment.id, yes: true }, () => undefined, dir)).rejects.toThrow(
+      `no deployment named ${first.deployment.id} or with that id (\`berth deploy list\` shows your deployments)`,
     );
   });
 });

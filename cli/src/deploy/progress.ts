@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayHttpError } from '../client.js';
 import { isTerminal, type DeploymentsApi, type LogEntry, type Revision } from './api.js';
+import { formatLog } from './log-line.js';
 
 type Print = (line: string) => void;
 
@@ -29,13 +30,6 @@ export function formatBytes(bytes: number): string {
   if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
   if (bytes >= 1024) return `${(bytes / 1024).toFixed(1)} KB`;
   return `${bytes} B`;
-}
-
-/** One log entry as a line: time, build/deploy, level when not info, message. */
-export function formatLog(entry: Pick<LogEntry, 'timestamp' | 'type' | 'level' | 'message'>): string {
-  const time = entry.timestamp.replace('T', ' ').replace(/\.\d+Z$|Z$/, '');
-  const level = entry.level && entry.level !== 'info' ? `${entry.level.toUpperCase()} ` : '';
-  return `${time} ${entry.type.padEnd(6)} ${level}${entry.message}`;
 }
 
 export class Reporter {
