@@ -8,12 +8,7 @@ import type { ThreadStore } from '../storage/threads.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
-
-export interface ContextProblem {
-  path: (string | number)[];
-  message: string;
-  type: string;
-}
+import type { ContextProblem } from '../project/index.js';
 
 export interface ServerContext {
   assistants: AssistantStore;
