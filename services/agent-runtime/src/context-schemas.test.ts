@@ -18,7 +18,7 @@ let server: RunningAgentServer;
 
 beforeAll(async () => {
   db = await createTestDatabase('agentctx');
-  server = await startTestServer(db.url, { configPath });
+  server = await startTestServer(db.url, { configPath, leaseMs: 30_000 });
 }, 60_000);
 afterAll(async () => {
   await server?.close();
