@@ -75,7 +75,9 @@ export async function captureContextDeclarations(fromFile?: string): Promise<voi
   try {
     manifestPath = createRequire(fromFile).resolve('@langchain/langgraph/package.json');
   } catch {
-    return; // The project has no copy of its own: it imports the server's.
+    // No copy of its own (it imports the server's, wrapped above), or one that does not export its
+    // manifest: then only its zod context schemas are known, as LangGraph keeps those.
+    return;
   }
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { exports?: Record<string, unknown>; module?: string; main?: string };
   const entry = esmEntry(manifest.exports?.['.']) ?? manifest.module ?? manifest.main;
