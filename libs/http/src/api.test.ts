@@ -83,6 +83,7 @@ api
     path: '/events',
     summary: 'Stream events',
     public: true,
+    events: 'A metadata event, then values',
     handler: ({ res }) => {
       const sse = new SseWriter(res);
       sse.send({ event: 'metadata', data: { run_id: 'r1' }, id: '1' });
@@ -216,9 +217,39 @@ describe('OpenAPI', () => {
       expect.arrayContaining([expect.objectContaining({ name: 'item_id', in: 'path' }), expect.objectContaining({ name: 'verbose', in: 'query' })]),
     );
     expect(doc.paths['/healthz']!.get!.security).toBeUndefined();
+    expect(doc.paths['/events']!.get!.responses).toEqual({
+      '200': { description: 'A metadata event, then values', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+    });
     const page = await call('/docs');
     expect(await page.text()).toContain('swagger-ui-bundle.js');
     expect((await call('/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+  });
+
+  it('documents the other success statuses a handler may choose', () => {
+    const doc = openApiDocument(
+      [new Api().route({ method: 'post', path: '/jobs/{id}/cancel', summary: 'Cancel', status: 202, otherStatuses: { 204: 'with wait=true' }, handler: () => undefined })],
+      { title: 'T', version: '1' },
+    ) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    expect(doc.paths['/jobs/{id}/cancel']!.post!.responses).toEqual({ '202': { description: 'Success' }, '204': { description: 'Success, with wait=true' } });
+  });
+
+  it('keeps named schemas (zod .meta({ id }), recursive ones too) in components, referenced from the operations', () => {
+    const Node = z.strictObject({ name: z.string(), get children(): z.ZodArray<typeof Node> { return z.array(Node); } }).meta({ id: 'TestNode' });
+    const doc = openApiDocument(
+      [
+        new Api()
+          .route({ method: 'get', path: '/tree', summary: 'Tree', response: Node, handler: () => ({ name: 'root', children: [] }) })
+          .route({ method: 'get', path: '/trees', summary: 'Trees', response: z.array(Node), handler: () => [] }),
+      ],
+      { title: 'T', version: '1' },
+    ) as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>; components: { schemas: Record<string, unknown> } };
+    const schemaOf = (path: string) => doc.paths[path]!.get!.responses['200']!.content['application/json']!.schema;
+    expect(schemaOf('/tree')).toEqual({ $ref: '#/components/schemas/TestNode' });
+    expect(schemaOf('/trees')).toEqual({ type: 'array', items: { $ref: '#/components/schemas/TestNode' } });
+    expect(doc.components.schemas.TestNode).toMatchObject({
+      type: 'object',
+      properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/components/schemas/TestNode' } } },
+    });
   });
 
   it('rejects a non-strict top-level body schema at registration', () => {

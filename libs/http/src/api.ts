@@ -42,6 +42,13 @@ export interface RouteSpec<
   status?: number;
   /** Response body schema (`z.object`, which strips): the handler's value is parsed with it, so nothing undeclared leaks. */
   response?: R;
+  /**
+   * The route answers with server-sent events that its handler writes (e.g. with `SseWriter`);
+   * says what they are. Documented as 200 `text/event-stream`; not combined with `response`.
+   */
+  events?: string;
+  /** Other success statuses the handler may set itself, without a body, and when, e.g. `{ 204: 'with wait=true' }`. */
+  otherStatuses?: Record<number, string>;
   /** Error statuses worth documenting besides 401/403/422, e.g. `[404, 409]`. */
   errors?: number[];
   handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, Ctx>): Promise<z.input<R> | void> | z.input<R> | void;
@@ -84,6 +91,7 @@ export class Api<Ctx = undefined> {
     const where = `${spec.method.toUpperCase()} ${spec.path}`;
     assertStrict(spec.query, `${where} query`);
     assertStrict(spec.body, `${where} body`);
+    if (spec.events !== undefined && spec.response) throw new Error(`${where}: a route answering with events has no response schema`);
     this.specs.push(spec as unknown as RouteSpec<Ctx>);
     return this;
   }

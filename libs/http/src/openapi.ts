@@ -1,6 +1,7 @@
 /**
  * OpenAPI 3.1 document built from the same zod schemas that validate requests.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Api, RouteSpec } from './api.js';
 
@@ -43,14 +44,37 @@ const statusText: Record<number, string> = {
   503: 'Unavailable',
 };
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
+/** Schemas named with zod's `.meta({ id })`, shared by the document's operations. */
+type Components = Record<string, unknown>;
+
+/** `#/$defs/X` (where zod puts named schemas) → `#/components/schemas/X` (where the document keeps them). */
+function componentRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(componentRefs);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [key, key === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : componentRefs(v)]),
+  );
 }
 
-function parameters(spec: RouteSpec, where: 'path' | 'query', schema: z.ZodType | undefined) {
+/**
+ * A schema as JSON Schema, its named parts moved to `components` (a `$ref` inside an operation
+ * resolves against the document, not the schema). A recursive schema needs a name (`.meta({ id })`).
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): Record<string, unknown> {
+  const { $schema: _ignored, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  for (const [name, def] of Object.entries(($defs as Record<string, unknown> | undefined) ?? {})) {
+    const named = componentRefs(def);
+    if (name in components && !isDeepStrictEqual(components[name], named)) {
+      throw new Error(`OpenAPI: two different schemas are named ${name} (a schema named with .meta({ id }) must be one, and used in one direction: request or response)`);
+    }
+    components[name] = named;
+  }
+  return componentRefs(rest) as Record<string, unknown>;
+}
+
+function parameters(spec: RouteSpec, where: 'path' | 'query', schema: z.ZodType | undefined, components: Components) {
   if (!schema) return [];
-  const json = jsonSchema(schema, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+  const json = jsonSchema(schema, 'input', components) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
   return Object.entries(json.properties ?? {}).map(([name, prop]) => ({
     name,
     in: where,
@@ -62,14 +86,18 @@ function parameters(spec: RouteSpec, where: 'path' | 'query', schema: z.ZodType 
 
 export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const components: Components = {};
   const securityNames = Object.keys(info.securitySchemes ?? {});
   for (const api of apis) {
     for (const spec of api.routes as RouteSpec[]) {
       const responses: Record<string, unknown> = {};
-      const success = spec.status ?? (spec.response ? 200 : 204);
+      const success = spec.status ?? (spec.response || spec.events !== undefined ? 200 : 204);
       responses[String(success)] = spec.response
-        ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(spec.response, 'output') } } }
-        : { description: 'Success' };
+        ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(spec.response, 'output', components) } } }
+        : spec.events !== undefined
+          ? { description: spec.events, content: { 'text/event-stream': { schema: { type: 'string' } } } }
+          : { description: 'Success' };
+      for (const [status, when] of Object.entries(spec.otherStatuses ?? {})) responses[status] = { description: `Success, ${when}` };
       const authenticated = !spec.public && api.hasAuthentication;
       const errorStatuses = new Set([...(authenticated ? [401, 403] : []), ...(spec.errors ?? [])]);
       for (const status of [...errorStatuses].sort()) {
@@ -86,9 +114,9 @@ export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record
         ...(spec.description ? { description: spec.description } : {}),
         ...(spec.tags ? { tags: spec.tags } : {}),
         operationId: spec.operationId ?? operationId(spec),
-        parameters: [...parameters(spec, 'path', spec.params), ...parameters(spec, 'query', spec.query)],
+        parameters: [...parameters(spec, 'path', spec.params, components), ...parameters(spec, 'query', spec.query, components)],
         ...(spec.body
-          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } } }
+          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input', components) } } } }
           : {}),
         responses,
         ...(authenticated && securityNames.length ? { security: securityNames.map((n) => ({ [n]: [] })) } : {}),
@@ -101,7 +129,7 @@ export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record
     info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
     paths,
     components: {
-      schemas: { HTTPValidationError: validationError },
+      schemas: { HTTPValidationError: validationError, ...components },
       ...(info.securitySchemes ? { securitySchemes: info.securitySchemes } : {}),
     },
   };

@@ -14,15 +14,20 @@ import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import {
-  AnyJson,
+  Assistant,
   AssistantCount,
   AssistantCreate,
   AssistantLatest,
   AssistantPatch,
   AssistantPath,
   AssistantSearch,
+  AssistantVersion,
   AssistantVersions,
+  GraphDrawing,
+  GraphSchemas,
+  Selected,
   assistantJson,
+  assistantVersionJson,
 } from './schemas.js';
 
 export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
@@ -38,7 +43,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       summary: 'Create an assistant',
       tags,
       body: AssistantCreate,
-      response: AnyJson,
+      response: Assistant,
       errors: [404, 409],
       handler: async ({ body, auth }) => {
         const graph = ctx.graph(body.graph_id);
@@ -63,7 +68,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       summary: 'Search assistants',
       tags,
       body: AssistantSearch,
-      response: AnyJson,
+      response: Selected(Assistant),
       handler: async ({ body, res, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'assistants:search', { ...body });
         const query = { ...body, metadata: body.metadata as JsonObject | undefined, filter };
@@ -92,7 +97,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       summary: 'Get an assistant',
       tags,
       params: AssistantPath,
-      response: AnyJson,
+      response: Assistant,
       errors: [404],
       handler: async ({ params, auth }) => assistantJson(await readable(auth, params.assistant_id)),
     })
@@ -104,7 +109,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       tags,
       params: AssistantPath,
       body: AssistantPatch,
-      response: AnyJson,
+      response: Assistant,
       errors: [404],
       handler: async ({ params, body, auth }) => {
         const request = { assistant_id: params.assistant_id, ...body };
@@ -144,7 +149,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       tags,
       params: AssistantPath,
       body: AssistantLatest,
-      response: AnyJson,
+      response: Assistant,
       errors: [404],
       handler: async ({ params, body, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'assistants:update', { assistant_id: params.assistant_id, version: body.version });
@@ -159,13 +164,13 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       tags,
       params: AssistantPath,
       body: AssistantVersions,
-      response: AnyJson,
+      response: z.array(AssistantVersion),
       errors: [404],
       handler: async ({ params, body, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'assistants:read', { assistant_id: params.assistant_id });
         const assistant = await ctx.resolveAssistant(params.assistant_id, filter);
         const versions = await ctx.assistants.versions(assistant.assistant_id, { ...body, metadata: body.metadata as JsonObject | undefined }, filter);
-        return versions.map(assistantJson);
+        return versions.map(assistantVersionJson);
       },
     })
     .route({
@@ -174,7 +179,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       summary: "JSON Schemas of the assistant's graph",
       tags,
       params: AssistantPath,
-      response: AnyJson,
+      response: GraphSchemas,
       errors: [404],
       handler: async ({ params, auth }) => {
         const assistant = await readable(auth, params.assistant_id);
@@ -188,7 +193,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
       tags,
       params: AssistantPath,
       query: z.strictObject({ xray: z.string().regex(/^(true|false|\d+)$/).optional() }),
-      response: AnyJson,
+      response: GraphDrawing,
       errors: [404],
       handler: async ({ params, query, auth }) => {
         const assistant = await readable(auth, params.assistant_id);

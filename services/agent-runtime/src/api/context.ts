@@ -8,12 +8,7 @@ import type { ThreadStore } from '../storage/threads.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
-
-export interface ContextProblem {
-  path: (string | number)[];
-  message: string;
-  type: string;
-}
+import type { ContextProblem, GraphDrawing, GraphSchemas } from '../project/index.js';
 
 export interface ServerContext {
   assistants: AssistantStore;
@@ -29,8 +24,8 @@ export interface ServerContext {
   resolveAssistant(ref: string, filter?: MetadataFilter): Promise<Assistant>;
   /** Context keys the graph's context schema does not accept. */
   contextProblems(graphId: string, context: Record<string, unknown>): ContextProblem[];
-  schemas(graphId: string): Promise<unknown>;
+  schemas(graphId: string): Promise<GraphSchemas>;
   deleteCheckpoints(threadId: string): Promise<void>;
   copyCheckpoints(fromThreadId: string, toThreadId: string): Promise<void>;
-  drawing(assistant: Assistant, xray: boolean | number): Promise<unknown>;
+  drawing(assistant: Assistant, xray: boolean | number): Promise<GraphDrawing>;
 }

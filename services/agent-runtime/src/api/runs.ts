@@ -14,7 +14,7 @@ import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
 import type { Run } from '../storage/runs.js';
 import type { ServerContext } from './context.js';
-import { AnyJson, Flag, RunCreate, RunPath, ThreadPath, runJson } from './schemas.js';
+import { Flag, Run as RunSchema, RunCreate, RunOutput, RunPath, ThreadPath, runJson } from './schemas.js';
 
 const RunPage = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
@@ -22,6 +22,11 @@ const RunPage = z.strictObject({
   status: z.enum(['pending', 'running', 'success', 'error', 'timeout', 'interrupted']).optional(),
   select: z.union([z.string(), z.array(z.string())]).optional(),
 });
+
+/** What the SSE routes send, for the OpenAPI document. */
+const STREAM_EVENTS =
+  'Server-sent events: `metadata` {run_id, attempt} first, then one event per chunk of the requested stream modes ' +
+  '(`values`, `updates`, `messages`, `custom`, …; `<mode>|<namespace>` for subgraphs with stream_subgraphs), `error` {error, message} when the run fails';
 
 function dropSdkAssistantAlias(item: unknown): unknown {
   if (item && typeof item === 'object' && 'assistantId' in item) {
@@ -91,7 +96,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         tags,
         ...(params ? { params } : {}),
         body: RunCreate,
-        response: AnyJson,
+        response: RunSchema,
         errors: [404, 409],
         handler: async ({ params: p, body, req, res, auth }) => {
           const run = await create(threadOf(p), body, req, auth);
@@ -106,6 +111,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         tags,
         ...(params ? { params } : {}),
         body: RunCreate,
+        events: STREAM_EVENTS,
         errors: [404, 409],
         handler: async ({ params: p, body, req, res, auth }) => {
           const run = await create(threadOf(p), body, req, auth);
@@ -119,7 +125,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         tags,
         ...(params ? { params } : {}),
         body: RunCreate,
-        response: AnyJson,
+        response: RunOutput,
         errors: [404, 409],
         handler: async ({ params: p, body, req, res, auth }) => {
           const run = await create(threadOf(p), body, req, auth);
@@ -144,7 +150,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       // The SDK's createBatch sends each payload's own `assistantId` beside `assistant_id`.
       body: z.array(z.preprocess(dropSdkAssistantAlias, RunCreate)).min(1),
-      response: AnyJson,
+      response: z.array(RunSchema),
       handler: async ({ body, req, auth }) => {
         const runs = [];
         for (const item of body) runs.push(runJson(await create(undefined, item, req, auth)));
@@ -158,7 +164,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       query: RunPage,
-      response: AnyJson,
+      response: z.array(RunSchema),
       errors: [404],
       handler: async ({ params, query, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'threads:read', { thread_id: params.thread_id });
@@ -172,7 +178,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'Get a run',
       tags,
       params: RunPath,
-      response: AnyJson,
+      response: RunSchema,
       errors: [404],
       handler: async ({ params, auth }) => runJson(await readableRun(auth, params.thread_id, params.run_id)),
     })
@@ -195,7 +201,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: RunPath,
       query: z.strictObject({ cancel_on_disconnect: Flag.optional() }),
-      response: AnyJson,
+      response: RunOutput,
       errors: [404],
       handler: async ({ params, query, res, auth }) => {
         const run = await readableRun(auth, params.thread_id, params.run_id);
@@ -213,6 +219,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: "Join a run's event stream (Last-Event-ID resumes a resumable stream)",
       tags,
       params: RunPath,
+      events: STREAM_EVENTS,
       query: z.strictObject({
         cancel_on_disconnect: Flag.optional(),
         stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
@@ -239,6 +246,8 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         action: z.enum(['interrupt', 'rollback']).default('interrupt'),
         reason: z.string().optional(),
       }),
+      status: 202,
+      otherStatuses: { 204: 'with wait=true: the run has stopped' },
       errors: [404, 409],
       handler: async ({ params, query, res, auth }) => {
         const request = { thread_id: params.thread_id, run_id: params.run_id, action: query.action };

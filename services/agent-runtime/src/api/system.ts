@@ -15,7 +15,7 @@ export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; lan
       tags: ['system'],
       public: true,
       query: z.strictObject({ check_db: Flag.optional() }),
-      response: z.object({ ok: z.literal(true) }),
+      response: z.strictObject({ ok: z.literal(true) }),
       handler: async ({ query }) => {
         if (query.check_db) await deps.checkDb();
         return { ok: true as const };
@@ -27,11 +27,17 @@ export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; lan
       summary: 'Server version and features',
       tags: ['system'],
       public: true,
-      response: z.unknown(),
+      response: z.strictObject({
+        version: z.string(),
+        langgraph_js_version: z.string(),
+        context: z.literal('js'),
+        flags: z.strictObject({ assistants: z.boolean(), crons: z.boolean(), langsmith: z.boolean(), langsmith_tracing_replicas: z.boolean() }),
+        metadata: z.strictObject({ server: z.string() }),
+      }),
       handler: () => ({
         version: deps.version,
         langgraph_js_version: deps.langgraphVersion,
-        context: 'js',
+        context: 'js' as const,
         flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
         metadata: { server: 'berth' },
       }),

@@ -11,19 +11,35 @@ import { z } from 'zod';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
-import { AnyJson, Flag, ThreadCount, ThreadCreate, ThreadPatch, ThreadPath, ThreadSearch, threadJson } from './schemas.js';
+import {
+  CheckpointBody,
+  Flag,
+  JsonObject as JsonObjectSchema,
+  Selected,
+  StateUpdateResult,
+  Thread,
+  ThreadCount,
+  ThreadCreate,
+  ThreadPatch,
+  ThreadPath,
+  ThreadSearch,
+  ThreadState,
+  UserData,
+  threadJson,
+} from './schemas.js';
 
 const StateUpdate = z.strictObject({
-  values: z.unknown().optional(),
+  /** State values to write: the graph's own shape (checked against its channels). */
+  values: UserData.optional(),
   as_node: z.string().optional(),
-  checkpoint: z.strictObject({ checkpoint_id: z.string().optional(), checkpoint_ns: z.string().optional(), checkpoint_map: z.unknown().optional(), thread_id: z.string().optional() }).nullable().optional(),
+  checkpoint: CheckpointBody.nullable().optional(),
   checkpoint_id: z.string().optional(),
 });
 const HistoryBody = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(10),
-  before: z.union([z.string(), z.strictObject({ checkpoint_id: z.string() }).catchall(z.unknown())]).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  checkpoint: z.record(z.string(), z.unknown()).optional(),
+  before: z.union([z.string(), CheckpointBody]).optional(),
+  metadata: JsonObjectSchema.optional(),
+  checkpoint: CheckpointBody.optional(),
   select: z.array(z.string()).optional(),
 });
 
@@ -39,7 +55,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'Create a thread',
       tags,
       body: ThreadCreate,
-      response: AnyJson,
+      response: Thread,
       errors: [409],
       handler: async ({ body, auth }) => {
         const request = { thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists };
@@ -53,7 +69,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'Search threads',
       tags,
       body: ThreadSearch,
-      response: AnyJson,
+      response: Selected(Thread),
       handler: async ({ body, res, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'threads:search', { ...body });
         const query = { ...body, metadata: body.metadata as JsonObject | undefined, values: body.values as JsonObject | undefined, filter };
@@ -85,7 +101,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       query: z.strictObject({ include: z.union([z.string(), z.array(z.string())]).optional() }),
-      response: AnyJson,
+      response: Thread,
       errors: [404],
       handler: async ({ params, auth }) => threadJson(await ctx.threads.get(params.thread_id, await readable(auth, params.thread_id))),
     })
@@ -96,7 +112,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       body: ThreadPatch,
-      response: AnyJson,
+      response: Thread,
       errors: [404],
       handler: async ({ params, body, auth }) => {
         const request = { thread_id: params.thread_id, metadata: body.metadata as JsonObject | undefined };
@@ -124,7 +140,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'Copy a thread with its checkpoints',
       tags,
       params: ThreadPath,
-      response: AnyJson,
+      response: Thread,
       errors: [404],
       handler: async ({ params, auth }) => {
         const copy = await ctx.threads.copy(params.thread_id, randomUUID(), await readable(auth, params.thread_id));
@@ -139,7 +155,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       query: z.strictObject({ subgraphs: Flag.optional(), select: z.union([z.string(), z.array(z.string())]).optional() }),
-      response: AnyJson,
+      response: ThreadState,
       errors: [404],
       handler: async ({ params, query, auth }) =>
         ctx.state.state(params.thread_id, { subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
@@ -151,7 +167,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       body: StateUpdate,
-      response: AnyJson,
+      response: StateUpdateResult,
       errors: [404, 409],
       handler: async ({ params, body, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'threads:update', { thread_id: params.thread_id });
@@ -173,7 +189,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: z.strictObject({ thread_id: z.uuid(), checkpoint_id: z.string().min(1) }),
       query: z.strictObject({ subgraphs: Flag.optional() }),
-      response: AnyJson,
+      response: ThreadState,
       errors: [404],
       handler: async ({ params, query, auth }) =>
         ctx.state.state(params.thread_id, { checkpointId: params.checkpoint_id, subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
@@ -184,8 +200,8 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'The state of a thread at a checkpoint',
       tags,
       params: ThreadPath,
-      body: z.strictObject({ checkpoint: z.strictObject({ checkpoint_id: z.string() }).catchall(z.unknown()), subgraphs: z.boolean().optional() }),
-      response: AnyJson,
+      body: z.strictObject({ checkpoint: CheckpointBody.extend({ checkpoint_id: z.string() }), subgraphs: z.boolean().optional() }),
+      response: ThreadState,
       errors: [404],
       handler: async ({ params, body, auth }) =>
         ctx.state.state(params.thread_id, { checkpointId: body.checkpoint.checkpoint_id, subgraphs: body.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
@@ -197,7 +213,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       query: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }),
-      response: AnyJson,
+      response: z.array(ThreadState),
       errors: [404],
       handler: async ({ params, query, auth }) =>
         ctx.state.history(params.thread_id, { limit: query.limit, ...(query.before ? { before: query.before } : {}), filter: await readable(auth, params.thread_id) }),
@@ -209,7 +225,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       tags,
       params: ThreadPath,
       body: HistoryBody,
-      response: AnyJson,
+      response: z.array(ThreadState),
       errors: [404],
       handler: async ({ params, body, auth }) => {
         const before = typeof body.before === 'string' ? body.before : body.before?.checkpoint_id;

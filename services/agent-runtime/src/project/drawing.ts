@@ -9,7 +9,8 @@ import type { LoadedGraph } from './graphs.js';
 export interface DrawingNode {
   id: string | number;
   type: 'runnable' | 'schema' | string;
-  data: Record<string, unknown> | string;
+  /** `{id, name}` of a runnable node; the JSON Schema of the graph's input or output for a schema node. */
+  data: Record<string, unknown>;
   metadata?: Record<string, unknown>;
 }
 
@@ -17,7 +18,8 @@ export interface DrawingNode {
 export interface DrawingEdge {
   source: string | number;
   target: string | number;
-  data?: unknown;
+  /** The label of a conditional edge. */
+  data?: string;
   conditional?: boolean;
 }
 

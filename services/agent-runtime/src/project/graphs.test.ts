@@ -133,6 +133,7 @@ describe('loadGraphs', () => {
       ['echo', 'compiled'],
       ['slow', 'compiled'],
       ['interrupt', 'compiled'],
+      ['nested_interrupt', 'compiled'],
       ['subgraph', 'compiled'],
       ['builder', 'builder'],
       ['factory', 'factory'],

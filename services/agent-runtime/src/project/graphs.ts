@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import type { BaseCheckpointSaver, BaseStore, LangGraphRunnableConfig, Pregel } from '@langchain/langgraph';
 import type { GraphSpec, ProjectConfig } from './config.js';
 import { GraphLoadError } from './errors.js';
+import { captureContextDeclarations } from './context-schema.js';
 import { importSourceFile } from './import-module.js';
 
 /** A compiled graph (`CompiledStateGraph`, or any Pregel such as a functional-API entrypoint). */
@@ -157,6 +158,8 @@ export async function loadGraph(spec: GraphSpec, options: { tsconfig?: string | 
   const { graphId } = spec;
   let namespace: Record<string, unknown>;
   try {
+    // Before the module builds its graphs: context schemas LangGraph would drop are remembered.
+    await captureContextDeclarations(spec.sourceFile);
     namespace = await importSourceFile(spec.sourceFile, options);
   } catch (error) {
     const hint = commonJsHint(spec.sourceFile);

@@ -1,11 +1,16 @@
 import { describe, expect, test } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { type BaseMessage } from '@langchain/core/messages';
 import { Annotation, MessagesZodMeta, StateGraph } from '@langchain/langgraph';
 import { withLangGraph } from '@langchain/langgraph/zod';
 import { z } from 'zod';
 import {
+  captureContextDeclarations,
   contextValidator,
   graphDrawing,
   graphSchemas,
@@ -17,6 +22,7 @@ import {
 } from './index.js';
 
 const fixtures = fileURLToPath(new URL('../../test-projects/', import.meta.url));
+const repoModules = fileURLToPath(new URL('../../../../node_modules/', import.meta.url));
 
 async function loadOne(name: string, graphId: string): Promise<LoadedGraph> {
   return (await loadGraphs(loadProjectConfig(join(fixtures, name, 'langgraph.json')))).get(graphId)!;
@@ -64,12 +70,29 @@ describe('graphSchemas', () => {
     expect(schemas.state_schema).toMatchObject({ type: 'object', properties: { messages: {}, count: { type: 'number' } } });
   });
 
-  test('an Annotation.Root context schema leaves no runtime trace → null', async () => {
-    const graph = new StateGraph(Annotation.Root({ a: Annotation<string> }), Annotation.Root({ model: Annotation<string> }))
+  test('context schemas declared any way LangGraph.js accepts: the same JSON Schema', async () => {
+    const graphs = await loadGraphs(loadProjectConfig(join(fixtures, 'context', 'langgraph.json')));
+    const contextSchema = async (id: string) => (await graphSchemas(graphs.get(id)!)).context_schema;
+    for (const id of ['annotation', 'zod4', 'zod3', 'state_schema']) {
+      const schema = await contextSchema(id);
+      expect({ id, schema }).toMatchObject({ id, schema: { type: 'object', properties: { model: expect.any(Object), temperature: expect.any(Object) } } });
+      expect(Object.keys((schema as { properties: object }).properties)).toEqual(['model', 'temperature']);
+      expect({ id, additional: schema!.additionalProperties }).toEqual({ id, additional: false });
+      expect((await graphSchemas(graphs.get(id)!)).config_schema).toEqual(schema);
+    }
+    // Value types are known where the declaration has them at runtime (not Annotation.Root's).
+    expect((await contextSchema('zod3'))!.properties).toEqual({ model: { type: 'string' }, temperature: { type: 'number' } });
+    expect((await contextSchema('state_schema'))!.properties).toMatchObject({ model: { type: 'string' }, temperature: { type: 'number' } });
+    expect((await contextSchema('annotation'))!.properties).toEqual({ model: {}, temperature: {} });
+  });
+
+  test('an Annotation.Root context passed in the options object counts too', async () => {
+    await captureContextDeclarations();
+    const graph = new StateGraph(Annotation.Root({ a: Annotation<string> }), { context: Annotation.Root({ model: Annotation<string> }) })
       .addNode('n', () => ({}))
       .addEdge('__start__', 'n')
       .compile();
-    expect((await graphSchemas(inline(graph))).context_schema).toBeNull();
+    expect((await graphSchemas(inline(graph))).context_schema).toEqual({ type: 'object', properties: { model: {} }, additionalProperties: false });
   });
 });
 
@@ -97,6 +120,38 @@ describe('contextValidator', () => {
     expect(validate({ anything: 1 })).toEqual([]);
   });
 
+  test('every context declaration refuses unknown keys and checks the values it can', async () => {
+    const graphs = await loadGraphs(loadProjectConfig(join(fixtures, 'context', 'langgraph.json')));
+    for (const id of ['annotation', 'zod4', 'zod3', 'state_schema']) {
+      const validate = contextValidator(graphs.get(id)!);
+      expect({ id, problems: validate({ model: 'm', temperature: 0.2 }) }).toEqual({ id, problems: [] });
+      expect({ id, problems: validate({ model: 'm', modle: 'x' }) }).toEqual({
+        id,
+        problems: [{ path: ['modle'], message: "Extra inputs are not permitted; the graph's context accepts: model, temperature", type: 'extra_forbidden' }],
+      });
+    }
+    for (const id of ['zod4', 'zod3', 'state_schema']) {
+      expect({ id, problems: contextValidator(graphs.get(id)!)({ temperature: 'hot' }) }).toEqual({
+        id,
+        problems: [{ path: ['temperature'], message: expect.stringMatching(/number/i), type: expect.any(String) }],
+      });
+    }
+  });
+
+  test('another Standard Schema (here a zod pipe, which LangGraph does not keep) is its own judge', async () => {
+    await captureContextDeclarations();
+    // LangGraph's runtime takes any Standard Schema as context (valibot, arktype, ...); its types want an object schema.
+    const context = z.object({ model: z.string() }).transform((c) => ({ ...c, upper: c.model.toUpperCase() })) as unknown as z.ZodObject;
+    const graph = new StateGraph({ state: Annotation.Root({ a: Annotation<string> }), context })
+      .addNode('n', () => ({}))
+      .addEdge('__start__', 'n')
+      .compile();
+    const validate = contextValidator(inline(graph));
+    expect(validate({ model: 'm' })).toEqual([]);
+    expect(validate({ model: 1 })).toEqual([{ path: ['model'], message: expect.stringMatching(/string/), type: 'value_error' }]);
+    expect((await graphSchemas(inline(graph))).context_schema).toMatchObject({ type: 'object', properties: { model: { type: 'string' } } });
+  });
+
   test('a loose context schema accepts extra keys', async () => {
     const graph = new StateGraph(Annotation.Root({ a: Annotation<string> }), { context: z.looseObject({ k: z.string().optional() }) })
       .addNode('n', () => ({}))
@@ -104,6 +159,26 @@ describe('contextValidator', () => {
       .compile();
     expect(contextValidator(inline(graph))({ k: 'v', other: 1 })).toEqual([]);
   });
+  test('a project with its own copy of @langchain/langgraph: its context declarations are captured too', async () => {
+    // The context fixture in a folder whose node_modules has a copy of LangGraph (everything else linked).
+    const dir = mkdtempSync(join(tmpdir(), 'berth-own-langgraph-'));
+    try {
+      mkdirSync(join(dir, 'node_modules', '@langchain'), { recursive: true });
+      for (const name of readdirSync(repoModules)) if (name !== '@langchain' && !name.startsWith('.')) symlinkSync(join(repoModules, name), join(dir, 'node_modules', name));
+      for (const name of readdirSync(join(repoModules, '@langchain'))) {
+        const from = join(repoModules, '@langchain', name);
+        if (name === 'langgraph') cpSync(from, join(dir, 'node_modules', '@langchain', name), { recursive: true });
+        else symlinkSync(from, join(dir, 'node_modules', '@langchain', name));
+      }
+      cpSync(join(fixtures, 'context'), dir, { recursive: true });
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+      const { stdout } = await promisify(execFile)(process.execPath, [join(fixtures, 'context-load.mjs'), join(dir, 'langgraph.json')], { cwd: fixtures, timeout: 60_000 });
+      const expected = { contextKeys: ['model', 'temperature'], problems: ['bogus: extra_forbidden'], ownCopy: true };
+      expect(JSON.parse(stdout.trim())).toEqual({ annotation: expected, zod4: expected, zod3: expected, state_schema: expected });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('graphDrawing', () => {

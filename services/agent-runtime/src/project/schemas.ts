@@ -5,9 +5,9 @@
  * Sources, in order: `@langchain/langgraph/zod/schema` (zod and `StateSchema` states, zod context
  * schemas, honouring `withLangGraph` metadata such as `langgraph_type: "messages"`); then a plain
  * zod v4 conversion that renders unrepresentable parts (`z.custom`) as `{}`; then, for
- * `Annotation.Root` states, an object schema listing the channel names. LangGraph 1.7 keeps a
- * context schema at runtime only when it is a zod object (`builder._configRuntimeSchema`); an
- * `Annotation.Root` context leaves no trace, so such graphs report `context_schema: null`.
+ * `Annotation.Root` states, an object schema listing the channel names. Context schemas declared
+ * any other way than as a zod object (`Annotation.Root`, `StateSchema`, other Standard Schemas)
+ * come from `context-schema.ts`.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import {
@@ -17,10 +17,10 @@ import {
   getStateTypeSchema,
 } from '@langchain/langgraph/zod/schema';
 import { toJSONSchema, type ZodType } from 'zod';
+import { contextSchemaOf, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
 
-/** A JSON Schema document. */
-export type JsonSchema = Record<string, unknown>;
+export type { ContextProblem, JsonSchema };
 
 /** The body of GET /assistants/{id}/schemas. */
 export interface GraphSchemas {
@@ -31,13 +31,6 @@ export interface GraphSchemas {
   /** Same as `context_schema`: the LangGraph.js server reports the context schema for both. */
   config_schema: JsonSchema | null;
   context_schema: JsonSchema | null;
-}
-
-/** One problem with a `context` value; `path` is relative to the context object. */
-export interface ContextProblem {
-  path: (string | number)[];
-  message: string;
-  type: string;
 }
 
 /** Checks a `context` object against a graph's context schema. */
@@ -51,7 +44,6 @@ interface BuilderInternals {
   _schemaRuntimeDefinition?: unknown;
   _inputRuntimeDefinition?: unknown;
   _outputRuntimeDefinition?: unknown;
-  _configRuntimeSchema?: unknown;
 }
 
 type SchemaFn = (graph: unknown, registry?: never) => unknown;
@@ -69,6 +61,17 @@ function asSchema(value: unknown): JsonSchema | null {
   return typeof value === 'object' && value !== null ? (value as JsonSchema) : null;
 }
 
+/** LangGraph's own conversion of one of a graph's schemas, with the graph's registry (a project with its own copy of LangGraph has its own). */
+function langGraphJson(graph: RunnableGraph, fn: SchemaFn): JsonSchema | null {
+  const builder = builderOf(graph);
+  if (!builder) return null;
+  try {
+    return asSchema(fn(graph, builder._metaRegistry as never));
+  } catch {
+    return null; // The callers fall back to simpler conversions.
+  }
+}
+
 /** One schema: LangGraph's converter, then plain zod v4, then the channel names. */
 function derive(
   graph: RunnableGraph,
@@ -77,15 +80,9 @@ function derive(
   channels: Record<string, unknown> | undefined,
   io: 'input' | 'output',
 ): JsonSchema | null {
-  const builder = builderOf(graph);
-  if (!builder) return null;
-  try {
-    // The graph's own registry: a project with its own copy of LangGraph has its own.
-    const schema = asSchema(fn(graph, builder._metaRegistry as never));
-    if (schema) return schema;
-  } catch {
-    // Fall through to the simpler conversions.
-  }
+  if (!builderOf(graph)) return null;
+  const schema = langGraphJson(graph, fn);
+  if (schema) return schema;
   if (isZodV4(runtimeDefinition)) {
     try {
       return asSchema(toJSONSchema(runtimeDefinition, { unrepresentable: 'any', io }));
@@ -100,12 +97,17 @@ function derive(
   return null;
 }
 
-/** The schemas of one compiled graph. */
-function schemasOf(graph: RunnableGraph, graphId: string): GraphSchemas {
+/** What is derived from one compiled graph: its schemas and its context schema's check. */
+interface Derived {
+  schemas: GraphSchemas;
+  context: ContextSchema | null;
+}
+
+function schemasOf(graph: RunnableGraph, graphId: string): Derived {
   const b = builderOf(graph) ?? {};
   const input = b._inputRuntimeDefinition;
-  const context = derive(graph, getConfigTypeSchema as SchemaFn, b._configRuntimeSchema, undefined, 'input');
-  return {
+  const context = contextSchemaOf(b as Record<string, unknown>, () => langGraphJson(graph, getConfigTypeSchema as SchemaFn));
+  const schemas: GraphSchemas = {
     graph_id: graphId,
     input_schema: derive(
       graph,
@@ -122,17 +124,18 @@ function schemasOf(graph: RunnableGraph, graphId: string): GraphSchemas {
       'output',
     ),
     state_schema: derive(graph, getStateTypeSchema as SchemaFn, b._schemaRuntimeDefinition, b._schemaDefinition, 'output'),
-    config_schema: context,
-    context_schema: context,
+    config_schema: context?.json ?? null,
+    context_schema: context?.json ?? null,
   };
+  return { schemas, context };
 }
 
-const cache = new WeakMap<RunnableGraph, GraphSchemas>();
+const cache = new WeakMap<RunnableGraph, Derived>();
 
-function cachedSchemasOf(graph: RunnableGraph, graphId: string): GraphSchemas {
-  let schemas = cache.get(graph);
-  if (!schemas) cache.set(graph, (schemas = schemasOf(graph, graphId)));
-  return schemas;
+function cachedSchemasOf(graph: RunnableGraph, graphId: string): Derived {
+  let derived = cache.get(graph);
+  if (!derived) cache.set(graph, (derived = schemasOf(graph, graphId)));
+  return derived;
 }
 
 /**
@@ -146,73 +149,27 @@ export async function graphSchemas(
   options: { config?: LangGraphRunnableConfig } = {},
 ): Promise<GraphSchemas> {
   if (loaded.template && (options.config === undefined || loaded.kind !== 'factory')) {
-    return cachedSchemasOf(loaded.template, loaded.graphId);
+    return cachedSchemasOf(loaded.template, loaded.graphId).schemas;
   }
   const graph = await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null });
-  return schemasOf(graph, loaded.graphId);
-}
-
-interface SafeParser {
-  safeParse(value: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string; code?: string }[] } };
+  return schemasOf(graph, loaded.graphId).schemas;
 }
 
 /**
- * A validator for `context` values of a graph, built from its `template`. It reports keys the
- * context schema does not define (`extra_forbidden`, unless the schema allows additional
- * properties) and values of defined keys that do not match (the zod issue code as `type`).
- * Keys the schema requires but the context lacks are not reported: assistant contexts may be
- * partial. A graph without a (zod) context schema, or a factory without a template, accepts any
- * object; `null`/`undefined` are always accepted.
+ * A validator for `context` values of a graph, built from its `template`, for every way LangGraph.js
+ * accepts a context schema (see `context-schema.ts`). It reports keys the schema does not define
+ * (`extra_forbidden`, unless a zod object allows unknown keys) and values of defined keys that do
+ * not match (zod's issue code as `type`, else `value_error`). Keys the schema requires but the
+ * context lacks are not reported: assistant contexts may be partial. A graph without a context
+ * schema, or a factory without a template, accepts any object; `null`/`undefined` are always accepted.
  */
 export function contextValidator(loaded: LoadedGraph): ContextValidator {
-  const schema = loaded.template ? cachedSchemasOf(loaded.template, loaded.graphId).context_schema : null;
-  if (!schema) return (context) => (context == null || isPlainObject(context) ? [] : [notAnObject()]);
-  const runtime = builderOf(loaded.template!)?._configRuntimeSchema;
-  const parser = typeof (runtime as SafeParser | undefined)?.safeParse === 'function' ? (runtime as SafeParser) : undefined;
-  const properties = asSchema(schema.properties) ?? {};
-  const known = Object.keys(properties);
-  const allowsExtra = allowsUnknownKeys(runtime, schema);
-
+  const schema = loaded.template ? cachedSchemasOf(loaded.template, loaded.graphId).context : null;
   return (context) => {
     if (context == null) return [];
     if (!isPlainObject(context)) return [notAnObject()];
-    const problems: ContextProblem[] = [];
-    if (!allowsExtra) {
-      for (const key of Object.keys(context)) {
-        if (Object.hasOwn(properties, key)) continue;
-        const hint = known.length ? `; the graph's context accepts: ${known.join(', ')}` : '';
-        problems.push({ path: [key], message: `Extra inputs are not permitted${hint}`, type: 'extra_forbidden' });
-      }
-    }
-    const result = parser?.safeParse(context);
-    for (const issue of result && !result.success ? (result.error?.issues ?? []) : []) {
-      const top = issue.path[0];
-      // Missing keys are fine (partial contexts); unknown keys are reported above.
-      if (typeof top !== 'string' || !Object.hasOwn(context, top) || !Object.hasOwn(properties, top)) continue;
-      problems.push({
-        path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
-        message: issue.message,
-        type: issue.code ?? 'value_error',
-      });
-    }
-    return problems;
+    return schema ? schema.check(context) : [];
   };
-}
-
-/**
- * Whether a context schema accepts keys it does not define: from the zod object itself when
- * there is one (LangGraph's JSON Schema conversion drops `.loose()`/`.catchall()`), else from
- * `additionalProperties`.
- */
-function allowsUnknownKeys(runtime: unknown, schema: JsonSchema): boolean {
-  const v4 = (runtime as { _zod?: { def?: { catchall?: { _zod?: { def?: { type?: string } } } } } } | undefined)?._zod;
-  if (v4?.def) return v4.def.catchall !== undefined && v4.def.catchall._zod?.def?.type !== 'never';
-  const v3 = (runtime as { _def?: { unknownKeys?: string; catchall?: { _def?: { typeName?: string } } } } | undefined)?._def;
-  if (v3?.unknownKeys !== undefined) {
-    return v3.unknownKeys === 'passthrough' || (v3.catchall?._def?.typeName ?? 'ZodNever') !== 'ZodNever';
-  }
-  const additional = schema.additionalProperties;
-  return additional === true || (typeof additional === 'object' && additional !== null);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

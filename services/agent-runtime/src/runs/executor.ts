@@ -56,6 +56,11 @@ export class RunCancelledError extends Error {
   }
 }
 
+/** The `{__interrupt__: [...]}` chunk LangGraph streams (values and updates) when a run stops at an interrupt. */
+function isInterruptChunk(data: unknown): boolean {
+  return typeof data === 'object' && data !== null && '__interrupt__' in data;
+}
+
 export class RunExecutor {
   constructor(private readonly deps: ExecutorDeps) {}
 
@@ -107,8 +112,8 @@ export class RunExecutor {
           continue;
         }
         if (namespace.length === 0) {
-          if (mode === 'values') seen.values = data;
-          else if (mode === 'updates' && data && typeof data === 'object' && '__interrupt__' in data) seen.interrupted = true;
+          if (isInterruptChunk(data)) seen.interrupted = true;
+          else if (mode === 'values') seen.values = data;
         }
         if (namespace.length && !kwargs.stream_subgraphs) continue;
         for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
@@ -145,16 +150,19 @@ export class RunExecutor {
       await events.flush();
       return { status: 'error', interrupted: false, values, interrupts, error };
     }
+    // LangGraph itself streams the `values` and `updates` chunks `{__interrupt__: [...]}` when a run
+    // stops at an interrupt, as the LangGraph API sends them: nothing is added here.
     const interrupted = Object.keys(interrupts).length > 0 || (state.next?.length ?? 0) > 0;
-    if (interrupted && requested.includes('values')) events.push('values', { __interrupt__: Object.values(interrupts).flat() });
     await events.flush();
     return { status: 'success', interrupted, values, interrupts };
   }
 
   /**
    * `[namespace, mode, chunk]` tuples of the graph's stream modes. With the `events` mode the graph
-   * runs under streamEvents (v2): its root `on_chain_stream` events carry the same tuples, and every
-   * callback event is also passed on as `[[], 'events', record]`.
+   * runs under streamEvents (v2): its root `on_chain_stream` events carry the same tuples, and the
+   * other callback events are passed on as `[[], 'events', record]` — as the LangGraph API does, not
+   * those root stream events (they hold internal modes the client did not ask for) nor events of
+   * runs tagged `langsmith:hidden` (LangGraph's own plumbing, e.g. the `__start__` node).
    */
   private async *chunks(
     graph: { stream(i: unknown, c: object): Promise<AsyncIterable<unknown>>; streamEvents(i: unknown, c: object): AsyncIterable<unknown> },
@@ -168,9 +176,11 @@ export class RunExecutor {
     }
     const rootRunId = (config.metadata as { run_id: string }).run_id;
     for await (const raw of graph.streamEvents(input, { ...config, version: 'v2', runId: rootRunId })) {
-      const event = raw as { event: string; run_id: string; data?: { chunk?: unknown } };
+      const event = raw as { event: string; run_id: string; tags?: string[]; data?: { chunk?: unknown } };
+      if (event.tags?.includes('langsmith:hidden')) continue;
       if (event.event === 'on_chain_stream' && event.run_id === rootRunId && Array.isArray(event.data?.chunk)) {
         yield event.data.chunk as [string[], string, unknown];
+        continue;
       }
       yield [[], 'events', toWire(event)];
     }

@@ -13,12 +13,14 @@ import { toWire } from './serialize.js';
 interface Snapshot {
   values: unknown;
   next: string[];
-  tasks: { id: string; name: string; path?: unknown; error?: unknown; interrupts?: unknown[]; state?: unknown; result?: unknown }[];
-  config?: { configurable?: Record<string, unknown> };
-  parentConfig?: { configurable?: Record<string, unknown> };
+  tasks: { id: string; name: string; path?: unknown; error?: unknown; interrupts?: unknown[]; state?: Snapshot | RunnableConfig; result?: unknown }[];
+  config?: RunnableConfig;
+  parentConfig?: RunnableConfig;
   metadata?: Record<string, unknown>;
   createdAt?: string;
 }
+
+type RunnableConfig = { configurable?: Record<string, unknown> };
 
 type StateGraph = {
   getState(config: object, options?: object): Promise<Snapshot>;
@@ -58,35 +60,82 @@ function stateUpdateIssues(graph: StateGraph, values: unknown, asNode: string | 
   return issues;
 }
 
-function checkpointOf(threadId: string, config: Snapshot['config']) {
+/** A checkpoint as the LangGraph API shows it; null for a config naming none. */
+function checkpointOf(threadId: string, config: RunnableConfig | undefined) {
   const c = config?.configurable;
   if (!c?.checkpoint_id) return null;
-  return { thread_id: threadId, checkpoint_ns: c.checkpoint_ns ?? '', checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
+  return {
+    thread_id: threadId,
+    checkpoint_ns: String(c.checkpoint_ns ?? ''),
+    checkpoint_id: String(c.checkpoint_id),
+    checkpoint_map: (c.checkpoint_map as Record<string, string> | undefined) ?? null,
+  };
 }
 
-export function stateJson(threadId: string, s: Snapshot) {
+function isSnapshot(state: Snapshot | RunnableConfig | undefined): state is Snapshot {
+  return state !== undefined && 'values' in state && 'next' in state;
+}
+
+/** The namespace (and checkpoint, when known) of a subgraph task whose state was not read. */
+function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
+  const c = config?.configurable;
+  if (!c) return null;
+  return {
+    thread_id: threadId,
+    checkpoint_ns: String(c.checkpoint_ns ?? ''),
+    ...(c.checkpoint_id ? { checkpoint_id: String(c.checkpoint_id) } : {}),
+    ...(c.checkpoint_map ? { checkpoint_map: c.checkpoint_map as Record<string, string> } : {}),
+  };
+}
+
+/** A StateSnapshot as the LangGraph API's ThreadState; a subgraph task's state nests one (with subgraphs=true). */
+function stateJson(threadId: string, s: Snapshot): ThreadStateJson {
   return {
     values: toWire(s.values) ?? {},
     next: s.next ?? [],
     tasks: (s.tasks ?? []).map((t) => ({
       id: t.id,
       name: t.name,
-      path: t.path ?? null,
+      path: (toWire(t.path ?? null) as unknown[] | null) ?? null,
       error: t.error ? String(t.error) : null,
-      interrupts: toWire(t.interrupts ?? []),
-      checkpoint: null,
-      state: t.state ? toWire(t.state) : null,
+      interrupts: toWire(t.interrupts ?? []) as Interrupt[],
+      checkpoint: isSnapshot(t.state) ? null : taskCheckpoint(threadId, t.state),
+      state: isSnapshot(t.state) ? stateJson(threadId, t.state) : null,
       result: toWire(t.result ?? null),
     })),
     checkpoint: checkpointOf(threadId, s.config),
-    metadata: toWire(s.metadata ?? null),
+    metadata: (toWire(s.metadata ?? null) as Record<string, unknown> | null) ?? null,
     created_at: s.createdAt ?? null,
     parent_checkpoint: checkpointOf(threadId, s.parentConfig),
-    interrupts: toWire((s.tasks ?? []).flatMap((t) => t.interrupts ?? [])),
+    interrupts: toWire((s.tasks ?? []).flatMap((t) => t.interrupts ?? [])) as Interrupt[],
   };
 }
 
-const EMPTY = { values: {}, next: [], tasks: [], checkpoint: null, metadata: null, created_at: null, parent_checkpoint: null, interrupts: [] };
+type Interrupt = { id: string; value: unknown };
+type CheckpointJson = NonNullable<ReturnType<typeof checkpointOf>>;
+
+/** The JSON of a thread's state (GET /threads/{id}/state; its schema is ThreadState in api/schemas.ts). */
+export interface ThreadStateJson {
+  values: unknown;
+  next: string[];
+  tasks: {
+    id: string;
+    name: string;
+    path: unknown[] | null;
+    error: string | null;
+    interrupts: Interrupt[];
+    checkpoint: ReturnType<typeof taskCheckpoint>;
+    state: ThreadStateJson | null;
+    result: unknown;
+  }[];
+  checkpoint: CheckpointJson | null;
+  metadata: Record<string, unknown> | null;
+  created_at: string | null;
+  parent_checkpoint: CheckpointJson | null;
+  interrupts: Interrupt[];
+}
+
+const EMPTY: ThreadStateJson = { values: {}, next: [], tasks: [], checkpoint: null, metadata: null, created_at: null, parent_checkpoint: null, interrupts: [] };
 
 export class ThreadStateService {
   constructor(
