@@ -69,6 +69,7 @@ export function program(): Command {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('-n, --workers <count>', 'runs executed at the same time, per process', '10')
     .option('--processes <count>', 'processes serving the port (API + workers each), for more than one core', '1')
+    .option('--no-reload', 'keep serving the code as it was at start when the project’s files change')
     .action(async (o) => (await load.dev()).dev(env(), o, print));
   cli
     .command('login')
