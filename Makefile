@@ -1,10 +1,10 @@
-# The two commands a newcomer needs: `make up` and `make test`. See README.md.
+# The two commands a newcomer needs: `make up` and `make test`; `make install` puts `berth` on the PATH. See README.md.
 SHELL := /bin/bash
 export TURBO_TELEMETRY_DISABLED := 1
 export DO_NOT_TRACK := 1
 BERTH := node cli/dist/bin.js
 
-.PHONY: up down test install build typecheck clean
+.PHONY: up down test install uninstall deps build typecheck clean
 
 ## Install, provision Postgres under .berth/, start every service in one process, print URL and key.
 up: build
@@ -19,18 +19,27 @@ test: build typecheck
 	@scripts/ensure-redis.sh
 	@node scripts/run-tests.mjs
 
-install: node_modules/.berth-installed
+## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
+## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.
+install: build
+	@BINDIR='$(BINDIR)' PREFIX='$(PREFIX)' scripts/install-cli.sh install
+
+## Remove that link (the same BINDIR/PREFIX as for install).
+uninstall:
+	@BINDIR='$(BINDIR)' PREFIX='$(PREFIX)' scripts/install-cli.sh uninstall
+
+deps: node_modules/.berth-installed
 
 # npm ci only when the lockfile changed since the last install.
 node_modules/.berth-installed: package-lock.json
 	npm ci --no-fund --no-audit
 	@touch $@
 
-build: install
+build: deps
 	@npx turbo run build --output-logs=errors-only
 
 ## Type-check tests too (the build skips them; jest strips types without checking).
-typecheck: install
+typecheck: deps
 	@npx tsc -p tsconfig.tests.json
 
 clean:

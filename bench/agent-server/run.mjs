@@ -311,7 +311,7 @@ async function startBerth() {
   const logFile = join(tempDir, 'berth.log');
   const log = openSync(logFile, 'a');
   const port = await freePort();
-  const child = spawn(process.execPath, [BERTH_BIN, 'dev', '--config', config, '--port', String(port), '--host', '127.0.0.1', '--processes', String(BERTH_PROCESSES)], {
+  const child = spawn(process.execPath, [BERTH_BIN, 'dev', '--config', config, '--port', String(port), '--host', '127.0.0.1', '--processes', String(BERTH_PROCESSES), '--no-reload'], {
     cwd: dir,
     env: cleanEnv({}),
     detached: true,
@@ -357,7 +357,7 @@ async function startBerth() {
     entry,
     logFile,
     postmaster: () => postmasterPid(dir),
-    version: `Berth ${info.version} (\`node cli/dist/bin.js dev --processes ${BERTH_PROCESSES}\`, default 10 workers per process, LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info'}), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
+    version: `Berth ${info.version} (\`node cli/dist/bin.js dev --processes ${BERTH_PROCESSES} --no-reload\`, default 10 workers per process, LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info'}), @langchain/langgraph ${info.langgraph_js_version}, Postgres ${pgMajor} (${pgBinaries}, \`berth dev\`'s default durable mode), queue and run events on Postgres`,
   };
 }
 

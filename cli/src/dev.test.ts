@@ -1,9 +1,9 @@
 /**
- * `berth dev` through the built binary, on a copy of the echo test project.
+ * `berth dev` through the built binary, on a copy of the echo test project (plus a graph that waits).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,19 +12,47 @@ const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 let project: string;
 let dev: ChildProcess | undefined;
+/** What `berth dev` printed so far. */
+let output = '';
 
 beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'berth-dev-'));
   await cp(join(repo, 'services/agent-runtime/test-projects/echo'), project, { recursive: true });
+  // A graph whose run lasts until the test creates the file its input names; it notes the pid that ran it.
+  await writeFile(
+    join(project, 'src', 'gate.ts'),
+    [
+      "import { existsSync } from 'node:fs';",
+      "import { Annotation, StateGraph } from '@langchain/langgraph';",
+      'const State = Annotation.Root({',
+      '  gate: Annotation<string>,',
+      '  pids: Annotation<number[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),',
+      '});',
+      'export const graph = new StateGraph(State)',
+      "  .addNode('wait', async (state) => {",
+      '    while (!existsSync(state.gate)) await new Promise((resolve) => setTimeout(resolve, 50));',
+      '    return { pids: [process.pid] };',
+      '  })',
+      "  .addEdge('__start__', 'wait')",
+      '  .compile();',
+      '',
+    ].join('\n'),
+  );
+  const config = JSON.parse(await readFile(join(project, 'langgraph.json'), 'utf8')) as { graphs: Record<string, unknown> };
+  config.graphs.gate = './src/gate.ts:graph';
+  await writeFile(join(project, 'langgraph.json'), JSON.stringify(config, null, 2));
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'echo', type: 'module' }));
   await symlink(join(repo, 'node_modules'), join(project, 'node_modules'));
 });
-afterAll(async () => {
+// A test that failed half-way leaves its berth dev running: stop it before the next starts.
+afterEach(async () => {
   if (dev && dev.exitCode === null && dev.signalCode === null) {
     const exited = new Promise((resolve) => dev!.once('exit', resolve));
     dev.kill('SIGTERM');
     await exited;
   }
+}, 30_000);
+afterAll(async () => {
   // As root the cluster may live outside the (private) temp folder, linked from .berth/postgres.
   const cluster = await realpath(join(project, '.berth', 'postgres')).catch(() => undefined);
   if (cluster && !cluster.startsWith(project)) await rm(cluster, { recursive: true, force: true });
@@ -35,17 +63,52 @@ afterAll(async () => {
 function startDev(args: string[], ready: RegExp): Promise<string> {
   const child = spawn(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   dev = child;
+  output = '';
   return new Promise<string>((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d) => (err += String(d)));
+    child.stderr!.on('data', (d) => (output += String(d)));
     child.stdout!.on('data', (d) => {
-      out += String(d);
-      const match = ready.exec(out);
+      output += String(d);
+      const match = ready.exec(output);
       if (match) resolve(match[1]!);
     });
-    child.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${out}\n${err}`)));
+    child.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${output}`)));
   });
+}
+
+async function stopDev(): Promise<void> {
+  const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
+  dev!.kill('SIGTERM');
+  expect(await exited).toBe(0);
+}
+
+async function post<T>(url: string, body: unknown): Promise<T> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as T;
+}
+
+/** The echo graph's reply to `text` in a run without a thread. */
+async function reply(url: string, text: string): Promise<string | undefined> {
+  const state = await post<{ messages: { content: string }[] }>(`${url}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } });
+  return state.messages.at(-1)?.content;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; berth dev printed:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const graphFile = () => join(project, 'src', 'graph.ts');
+
+/** Makes the echo graph reply `<prefix>: <text>` from now on (an edit as an editor saves it). */
+async function setPrefix(prefix: string): Promise<void> {
+  const source = await readFile(graphFile(), 'utf8');
+  await writeFile(graphFile(), source.replace(/const text = `[^:`]*: /, `const text = \`${prefix}: `));
 }
 
 describe('berth dev', () => {
@@ -87,6 +150,63 @@ describe('berth dev', () => {
     dev!.kill('SIGTERM');
     expect(await exited).toBe(0);
     for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
+  }, 60_000);
+
+  it('reloads the graphs when a file changes, on the same port, keeping threads and runs; prints the Studio link', async () => {
+    // Once it says so, it watches the project.
+    const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
+    expect(output).toContain(`Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
+    const thread = await post<{ thread_id: string }>(`${url}/threads`, {});
+    await post(`${url}/threads/${thread.thread_id}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'before' }] } });
+    // A run executing across the reload, and one queued behind it on its thread.
+    const gate = join(project, 'gate-open');
+    const busy = await post<{ thread_id: string }>(`${url}/threads`, {});
+    const inFlight = await post<{ run_id: string }>(`${url}/threads/${busy.thread_id}/runs`, { assistant_id: 'gate', input: { gate } });
+    const queued = await post<{ run_id: string }>(`${url}/threads/${busy.thread_id}/runs`, { assistant_id: 'gate', input: { gate } });
+    const status = async (runId: string) =>
+      ((await (await fetch(`${url}/threads/${busy.thread_id}/runs/${runId}`)).json()) as { status: string }).status;
+    await until('the first run to start', async () => ((await status(inFlight.run_id)) === 'running' ? true : undefined));
+
+    await setPrefix('echo v2');
+    expect(await until('the new code', async () => ((await reply(url, 'x')) === 'echo v2: x' ? true : undefined), 20_000)).toBe(true);
+    expect(output).toContain('src/graph.ts changed: reloading');
+    expect(output).toContain(`reloaded: ${url} serves the new code`);
+    expect(await status(inFlight.run_id)).toBe('running');
+    await writeFile(gate, '');
+    // The thread made before the reload, with its state.
+    const state = (await (await fetch(`${url}/threads/${thread.thread_id}/state`)).json()) as { values: { messages: { content: string }[] } };
+    expect(state.values.messages.map((m) => m.content)).toEqual(['before', 'echo: before']);
+    // Both runs complete: the one in flight in the old process (which let it finish), the queued one in the new.
+    for (const run of [inFlight, queued]) {
+      expect(await until(`run ${run.run_id}`, async () => {
+        const now = await status(run.run_id);
+        return now === 'pending' || now === 'running' ? undefined : now;
+      })).toBe('success');
+    }
+    const ran = (await (await fetch(`${url}/threads/${busy.thread_id}/state`)).json()) as { values: { pids: number[] } };
+    expect(ran.values.pids).toHaveLength(2);
+    expect(ran.values.pids[0]).not.toBe(ran.values.pids[1]);
+
+    // Code that does not load: said so; the previous code keeps serving.
+    await appendFile(graphFile(), '\nexport const broken = ;\n');
+    await until('the failed reload', async () => (output.includes('reload failed') ? true : undefined), 20_000);
+    expect(output).toContain('src/graph.ts');
+    expect(await reply(url, 'y')).toBe('echo v2: y');
+    // The next save that fixes it reloads.
+    await writeFile(graphFile(), (await readFile(graphFile(), 'utf8')).replace('\nexport const broken = ;\n', ''));
+    await setPrefix('echo v3');
+    expect(await until('the fixed code', async () => ((await reply(url, 'z')) === 'echo v3: z' ? true : undefined), 20_000)).toBe(true);
+    await stopDev();
+  }, 120_000);
+
+  it('does not reload with --no-reload', async () => {
+    const url = await startDev(['--no-reload'], /ready at (http:\/\/127\.0\.0\.1:\d+)/);
+    const before = await reply(url, 'same');
+    await setPrefix('echo v4');
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(await reply(url, 'same')).toBe(before);
+    expect(output).not.toContain('reloading');
+    await stopDev();
   }, 60_000);
 
   it('explains a missing langgraph.json', async () => {

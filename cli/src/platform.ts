@@ -50,6 +50,8 @@ async function secretKey(stateDir: string): Promise<string> {
 export interface RunningPlatform {
   url: string;
   port: number;
+  /** The gateway's id for this start, also in its `/readyz` body. */
+  instanceId: string;
   /** The internal services' gRPC addresses (`host:port`) by name; they answer only the platform. */
   services: Readonly<Record<string, string>>;
   close(): Promise<void>;
@@ -111,7 +113,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
       createLogger({ name: 'gateway', level: config.logLevel }),
     );
     started.push(gateway);
-    return { url: gateway.url, port: gateway.port, services, close: closeAll };
+    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

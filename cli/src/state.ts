@@ -3,6 +3,7 @@
  */
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CliError } from './client.js';
 
 export interface Credentials {
   gateway_url: string;
@@ -14,6 +15,8 @@ export interface PlatformState {
   pid: number;
   port: number;
   url: string;
+  /** The gateway's id for this start (its `/readyz` answers it): tells this platform from another process on the port. */
+  instance_id: string;
   started_at: string;
 }
 
@@ -28,6 +31,10 @@ export class StateDir {
   }
   get platformFile(): string {
     return join(this.root, 'platform.json');
+  }
+  /** The gateway's port, kept across `down`/`up`: deployment URLs and saved credentials use it. */
+  get gatewayPortFile(): string {
+    return join(this.root, 'gateway-port');
   }
   get logFile(): string {
     return join(this.root, 'logs', 'platform.log');
@@ -60,6 +67,23 @@ export class StateDir {
 
   async clearPlatform(): Promise<void> {
     await rm(this.platformFile, { force: true });
+  }
+
+  async readGatewayPort(): Promise<number | undefined> {
+    let text: string;
+    try {
+      text = (await readFile(this.gatewayPortFile, 'utf8')).trim();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const port = Number(text);
+    if (!/^\d+$/.test(text) || port < 1 || port > 65535) throw new CliError(`${this.gatewayPortFile} holds "${text}", not a port: fix or delete it`);
+    return port;
+  }
+
+  async writeGatewayPort(port: number): Promise<void> {
+    await writeFile(this.gatewayPortFile, `${port}\n`);
   }
 }
 

@@ -1,126 +1,186 @@
 /**
  * `berth dev`: serve a LangGraph.js project on the embedded stack — a private Postgres under the
- * project's `.berth/` (state survives restarts), the agent server with API and workers in this
- * process — until Ctrl-C.
+ * project's `.berth/` (state survives restarts), agent server processes with API and run workers —
+ * until Ctrl-C. When a source file, langgraph.json or the env file changes, new processes load
+ * the project on the same port and the old ones finish their runs and exit (`--no-reload`: never).
  */
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { startAgentServer } from '@berth/agent-runtime';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { loadProjectConfig, startAgentServer } from '@berth/agent-runtime';
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
 import { CliError } from '../client.js';
+import { DevServers, type DrainRequest, type ServerReady } from '../dev/servers.js';
+import { ProjectWatcher } from '../dev/watch.js';
 import type { CliEnv } from '../env.js';
 
 export interface DevOptions {
   config: string;
-  port: string;
+  /** Checked by the flag's parser (flags.ts), as are the other numbers. */
+  port: number;
   host: string;
-  workers: string;
-  processes: string;
+  workers: number;
+  processes: number;
+  /** Reload on changes (`--no-reload` sets it false). */
+  reload: boolean;
 }
+
+/** Quiet time after the last change of a burst (a save, a git checkout) before reloading. */
+const DEBOUNCE_MS = 200;
+/**
+ * How long replaced processes may take to finish their runs; a run still executing then is taken
+ * over from its last checkpoint by the new processes once its lease lapses.
+ */
+const DRAIN_MS = 15_000;
+/** Files whose change reloads: sources and JSON (langgraph.json, package.json, tsconfig.json). */
+const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx|json)$/;
 
 export async function dev(env: CliEnv, options: DevOptions, print: (line: string) => void): Promise<void> {
   const configPath = resolve(options.config);
   if (!existsSync(configPath)) throw new CliError(`no ${options.config} here: run berth dev in a LangGraph.js project or pass --config`);
-  const stateDir = join(dirname(configPath), '.berth');
-  const logger = createLogger({ name: 'agent-server', level: env.LOG_LEVEL });
+  const projectDir = dirname(configPath);
+  const stateDir = join(projectDir, '.berth');
 
-  const processes = Number(options.processes);
-  if (!Number.isInteger(processes) || processes < 1 || processes > 64) throw new CliError(`--processes must be 1-64, got ${options.processes}`);
+  const { processes } = options;
   // A process forked by the one below: serve on the port and database it was given.
-  if (cluster.isWorker) return serveForked(env, options, configPath, logger);
+  if (cluster.isWorker) return serveForked(env, options, configPath);
 
+  const requested = options.port;
   let databaseUrl = env.DATABASE_URL;
   let postgres: PostgresServer | undefined;
   if (!databaseUrl) {
     postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
     databaseUrl = (await postgres.start()).connectionString;
   }
-  const requested = Number(options.port);
-  if (!Number.isInteger(requested) || requested < 0 || requested > 65535) throw new CliError(`--port must be a port number, got ${options.port}`);
   const port = await portOrFree(requested);
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
-  let server: { url: string; close(): Promise<void> };
+
+  let stopped!: (error?: CliError) => void;
+  const stopping = new Promise<CliError | undefined>((done) => (stopped = done));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopped());
+  const servers = new DevServers({
+    processes,
+    env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port) },
+    drainMs: DRAIN_MS,
+    onExit: (how, remaining) => {
+      if (remaining > 0) print(`an agent server process exited (${how}); ${remaining} still serve`);
+      else if (options.reload) print(`the agent server exited (${how}): save a file to start it again`);
+      else stopped(new CliError(`the agent server exited (${how})`));
+    },
+  });
+  let url: string;
   try {
-    server =
-      processes > 1
-        ? await startForked(processes, { DATABASE_URL: databaseUrl, BERTH_PORT: String(port) })
-        : await startAgentServer(
-            {
-              configPath,
-              databaseUrl,
-              host: options.host,
-              port,
-              workers: Number(options.workers),
-              ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
-            },
-            logger,
-          );
+    url = await servers.start();
   } catch (error) {
     // A project that does not load must not leave its Postgres running.
+    await servers.stop();
     await postgres?.stop();
     throw error;
   }
-  print(`Agent server ready at ${server.url}  (API docs: ${server.url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
+  print(`Agent server ready at ${url}  (API docs: ${url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
+  print(`  Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
   print(`  state in ${stateDir}; stop with Ctrl-C`);
-  print(`  try: new Client({ apiUrl: "${server.url}" }) from @langchain/langgraph-sdk`);
-  await new Promise<void>((done) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done());
-  });
-  await server.close();
+  print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
+
+  let watcher: ProjectWatcher | undefined;
+  if (options.reload) {
+    const reloader = new Reloader(servers, configPath, url, print);
+    watcher = new ProjectWatcher(projectDir, {
+      debounceMs: DEBOUNCE_MS,
+      matters: (path) => reloader.matters(path),
+      onChange: (paths) => reloader.reload(paths),
+      onError: (error) => print(`not watching part of the project: ${error.message}`),
+    });
+    await watcher.start();
+    await reloader.readConfig();
+    print('  reloads when the project changes (--no-reload: never)');
+  }
+
+  const failure = await stopping;
+  // At once (before the processes' exits are seen), so that a Ctrl-C, which they get too, is no crash.
+  const stoppingServers = servers.stop();
+  watcher?.close();
+  await stoppingServers;
   await postgres?.stop();
+  if (failure) throw failure;
 }
 
-/**
- * `--processes N`: N processes serve one port (node:cluster hands connections out in turn), each
- * with its API and run workers, on the one database: throughput beyond one core.
- */
-async function startForked(processes: number, env: Record<string, string>): Promise<{ url: string; close(): Promise<void> }> {
-  const forked = Array.from({ length: processes }, () => cluster.fork(env));
-  const stop = async () => {
-    await Promise.all(
-      forked.map((worker) =>
-        worker.isDead() ? undefined : new Promise<void>((done) => {
-          worker.once('exit', () => done());
-          worker.process.kill('SIGTERM');
-        }),
-      ),
-    );
-  };
-  try {
-    const urls = await Promise.all(
-      forked.map(
-        (worker) =>
-          new Promise<string>((resolve, reject) => {
-            worker.on('message', (message: { ready?: string }) => message.ready && resolve(message.ready));
-            worker.once('exit', (code) => reject(new CliError(`an agent server process exited (code ${code}) before it was ready`)));
-          }),
-      ),
-    );
-    return { url: urls[0]!, close: stop };
-  } catch (error) {
-    await stop();
-    throw error;
+/** Reloads on changes, one reload at a time; changes made during one reload the next. */
+class Reloader {
+  private running: Promise<void> | undefined;
+  private queued: string[] = [];
+  /** The env file langgraph.json names, relative to the project (`/`-separated). */
+  private envFile: string | undefined;
+  private readonly configFile: string;
+
+  constructor(
+    private readonly servers: DevServers,
+    private readonly configPath: string,
+    private readonly url: string,
+    private readonly print: (line: string) => void,
+  ) {
+    this.configFile = basename(configPath);
+  }
+
+  matters(path: string): boolean {
+    return SOURCE_FILE.test(path) || path === this.configFile || path === this.envFile;
+  }
+
+  /** Learns which env file to watch; a config that does not parse keeps the last one (the reload reports why). */
+  async readConfig(): Promise<void> {
+    try {
+      const { envFile } = await loadProjectConfig(this.configPath);
+      this.envFile = envFile ? relative(dirname(this.configPath), envFile).split(sep).join('/') : undefined;
+    } catch {
+      // The processes that load it say what is wrong.
+    }
+  }
+
+  reload(paths: string[]): void {
+    if (this.running) {
+      this.queued.push(...paths);
+      return;
+    }
+    this.running = this.run(paths).finally(() => {
+      this.running = undefined;
+      const next = [...new Set(this.queued.splice(0))];
+      if (next.length) this.reload(next);
+    });
+  }
+
+  private async run(paths: string[]): Promise<void> {
+    const shown = paths.length > 3 ? `${paths.slice(0, 3).join(', ')} and ${paths.length - 3} more` : paths.join(', ');
+    this.print(`${shown} changed: reloading…`);
+    try {
+      await this.servers.reload();
+      this.print(`reloaded: ${this.url} serves the new code`);
+    } catch (error) {
+      this.print(`reload failed: ${(error as Error).message} (its error is above); the previous code keeps serving. Save again to retry.`);
+    }
+    await this.readConfig();
   }
 }
 
-async function serveForked(env: CliEnv, options: DevOptions, configPath: string, logger: ReturnType<typeof createLogger>): Promise<void> {
+/** One agent server process (forked by `dev`): serves until a signal, or until asked to drain. */
+async function serveForked(env: CliEnv, options: DevOptions, configPath: string): Promise<void> {
   if (!env.DATABASE_URL || env.BERTH_PORT === undefined) throw new CliError('a forked berth dev process needs DATABASE_URL and BERTH_PORT');
+  const logger = createLogger({ name: 'agent-server', level: env.LOG_LEVEL });
   const server = await startAgentServer(
     {
       configPath,
       databaseUrl: env.DATABASE_URL,
       host: options.host,
       port: env.BERTH_PORT,
-      workers: Number(options.workers),
+      workers: options.workers,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
     },
     logger,
   );
-  process.send?.({ ready: server.url });
-  await new Promise<void>((done) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done());
+  process.send?.({ ready: server.url } satisfies ServerReady);
+  const close = await new Promise<{ drainMs?: number }>((done) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done({}));
+    process.on('message', (message: Partial<DrainRequest>) => typeof message?.drain === 'number' && done({ drainMs: message.drain }));
   });
-  await server.close();
+  await server.close(close);
 }

@@ -7,23 +7,38 @@ import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
 import { startPlatform } from '../platform.js';
 
+/**
+ * What a platform started by `berth up` tells it over IPC: where it listens and the id its `/readyz`
+ * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
+ */
+export type ServeReport =
+  | { ready: { url: string; port: number; instance_id: string } }
+  | { failed: { message: string; code?: string } };
+
 export async function serve(env: CliEnv): Promise<void> {
   if (!env.DATABASE_URL) throw new CliError('serve needs DATABASE_URL (berth up provides it)');
   const logger = createLogger({ name: 'berth', level: env.LOG_LEVEL });
-  const platform = await startPlatform(
-    {
-      databaseUrl: env.DATABASE_URL,
-      host: env.BERTH_HOST,
-      port: env.BERTH_PORT ?? 8080,
-      logLevel: env.LOG_LEVEL,
-      stateDir: env.stateDir,
-      processEnv: env.processEnv,
-      ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
-      ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
-    },
-    logger,
-  );
+  let platform;
+  try {
+    platform = await startPlatform(
+      {
+        databaseUrl: env.DATABASE_URL,
+        host: env.BERTH_HOST,
+        port: env.BERTH_PORT ?? 8080,
+        logLevel: env.LOG_LEVEL,
+        stateDir: env.stateDir,
+        processEnv: env.processEnv,
+        ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+        ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
+      },
+      logger,
+    );
+  } catch (error) {
+    await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
+    throw error;
+  }
   logger.info({ url: platform.url, pid: process.pid }, 'platform ready');
+  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId } });
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
@@ -33,4 +48,12 @@ export async function serve(env: CliEnv): Promise<void> {
     }
   });
   await platform.close();
+}
+
+/** Sends to the process that started this one, when it listens (`berth up`); the process may exit right after. */
+function report(message: ServeReport): Promise<void> {
+  const send = process.send?.bind(process);
+  if (!send || !process.connected) return Promise.resolve();
+  // A parent gone meanwhile is no reason to fail: it only stops listening.
+  return new Promise((resolve) => send(message, undefined, {}, () => resolve()));
 }

@@ -90,7 +90,12 @@ export interface AgentServerConfig {
 export interface RunningAgentServer {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Stops the server. With `drainMs` (a newer server of the project already serves, as after
+   * `berth dev` reloads): it takes no new connections or runs first and lets the runs executing
+   * here finish, for at most that long.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 export const AGENT_SERVER_VERSION: string = (
@@ -241,7 +246,12 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   return {
     url: server.url,
     port: server.port,
-    close: async () => {
+    close: async (options = {}) => {
+      if (options.drainMs !== undefined) {
+        // Connections in flight (a run's stream, a /wait) stay open while their runs finish.
+        server.server.close();
+        await worker?.close({ drainMs: options.drainMs });
+      }
       await server.close();
       await worker?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.

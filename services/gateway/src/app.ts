@@ -27,6 +27,8 @@ export interface GatewayAppDeps {
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
+  /** This start's id, answered by `/readyz` (see RunningGateway.instanceId). */
+  instanceId?: string;
   /** See GatewayConfig.publicUrl. */
   publicUrl?: string;
   /** @default 2592000 */
@@ -54,7 +56,7 @@ export const securitySchemes = {
 
 export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   const api = new Api<Principal>({ authenticate: (req) => authenticateHeaders(deps.store, req.headers) });
-  healthRoutes(api, deps.readiness, async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments);
+  healthRoutes(api, deps.readiness, async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments, deps.instanceId);
   meRoutes(api, deps.store);
   tenantRoutes(api, deps.store);
   apiKeyRoutes(api, deps.store);

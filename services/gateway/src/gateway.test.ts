@@ -148,6 +148,7 @@ describe('health and docs', () => {
       body: {
         status: 'ok',
         checks: { postgres: { status: 'ok' }, queue: { status: 'ok', detail: 'redis' }, 'control-plane': { status: 'ok' } },
+        instance_id: gateway.instanceId,
       },
     });
     await service.close();

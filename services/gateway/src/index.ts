@@ -2,6 +2,7 @@
  * The gateway service: `start(config)` migrates its schema, serves the public HTTP API, and
  * reports readiness of Postgres and the internal services.
  */
+import { randomUUID } from 'node:crypto';
 import { AuthStore, authMigrationsDir, type AuthTables } from '@berth/auth';
 import { createDatabase, migrate, sql } from '@berth/db';
 import { listen } from '@berth/http';
@@ -25,6 +26,11 @@ export interface RunningGateway {
   url: string;
   port: number;
   store: AuthStore;
+  /**
+   * A fresh id per start, also in the body of `/readyz`: whoever started this gateway (`berth up`)
+   * can tell it from another process answering on the same port.
+   */
+  instanceId: string;
   close(): Promise<void>;
 }
 
@@ -54,8 +60,10 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     };
   }
   const controlPlane = new ControlPlaneClients(config.services['control-plane'], config.internalToken);
+  const instanceId = randomUUID();
   const app = createGatewayApp({
     logger,
+    instanceId,
     store,
     readiness,
     controlPlane,
@@ -69,6 +77,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     url: server.url,
     port: server.port,
     store,
+    instanceId,
     close: async () => {
       await server.close();
       controlPlane.close();

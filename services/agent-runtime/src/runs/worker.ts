@@ -82,6 +82,10 @@ export class RunWorker {
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
   private readonly backlog: string[] = [];
   private sweeper?: NodeJS.Timeout;
+  /** Set by close(): no new runs start here. */
+  private closing?: Promise<void>;
+  /** Resolves a draining close() once no run executes in a local slot. */
+  private idle?: () => void;
   /** Runs this process has taken on, resolved with how they ended (for waiters in this process). */
   private readonly outcomes = new Map<string, { promise: Promise<RunResult | undefined>; settle(result: RunResult | undefined): void }>();
 
@@ -102,11 +106,38 @@ export class RunWorker {
     this.sweeper.unref();
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops taking runs: this process starts none from now on (the runs that follow go through the
+   * queue, to any worker), and the runs waiting here for a slot go back to the queue. Then waits
+   * for the runs executing here — at most `drainMs` when given: those still executing after it
+   * are taken over from their last checkpoint by another worker once their lease lapses.
+   */
+  close(options: { drainMs?: number } = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.drainMs);
+    return this.closing;
+  }
+
+  private async shutdown(drainMs: number | undefined): Promise<void> {
     clearInterval(this.sweeper);
-    // Waiting runs stay pending in the database, for another worker's sweeper.
-    for (const runId of this.backlog.splice(0)) this.settle(runId, undefined);
-    await this.jobs?.close();
+    const waiting = this.backlog.splice(0);
+    for (const runId of waiting) this.settle(runId, undefined);
+    for (const runId of waiting) {
+      // Still pending in the database: a sweep finds them anyway, only later.
+      await this.deps.dispatcher.dispatch(runId).catch((error: unknown) => this.deps.log.warn({ err: error, runId }, 'could not hand a waiting run to the queue'));
+    }
+    const closed = this.jobs?.close();
+    if (drainMs === undefined) {
+      await closed;
+      return;
+    }
+    const executing = this.local === 0 ? undefined : new Promise<void>((resolve) => (this.idle = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      Promise.all([closed, executing]).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), drainMs))),
+    ]);
+    clearTimeout(timer);
+    if (!drained) this.deps.log.warn({ drainMs }, 'runs still executing after the drain: another worker takes them over');
   }
 
   /**
@@ -116,7 +147,7 @@ export class RunWorker {
    * start is still found by the sweeper of some worker.
    */
   tryLocal(runId: string): boolean {
-    if (!this.jobs) return false;
+    if (!this.jobs || this.closing) return false;
     const concurrency = this.options.concurrency ?? 10;
     if (this.local < concurrency) {
       this.startLocal(runId);
@@ -130,7 +161,7 @@ export class RunWorker {
 
   /** Holds a free slot of this process for a run about to be created; undefined when all are busy. */
   reserve(): LocalSlot | undefined {
-    if (!this.jobs || this.local >= (this.options.concurrency ?? 10)) return undefined;
+    if (!this.jobs || this.closing || this.local >= (this.options.concurrency ?? 10)) return undefined;
     this.local += 1;
     let used = false;
     return {
@@ -165,6 +196,7 @@ export class RunWorker {
     this.local -= 1;
     const next = this.backlog.shift();
     if (next) this.startLocal(next);
+    else if (this.local === 0) this.idle?.();
   }
 
   /**

@@ -19,7 +19,13 @@ const CheckOut = z.object({ status: z.enum(['ok', 'failing']), detail: z.string(
  * make the gateway unready: one tenant's crashing code must not take the gateway out of its load
  * balancer. The count is left out when it cannot be had (the control plane's check says why).
  */
-export function healthRoutes(api: Api<Principal>, checks: Record<string, ReadinessCheck>, unhealthyDeployments?: UnhealthyDeploymentsCount, timeoutMs = 2000): void {
+export function healthRoutes(
+  api: Api<Principal>,
+  checks: Record<string, ReadinessCheck>,
+  unhealthyDeployments?: UnhealthyDeploymentsCount,
+  instanceId?: string,
+  timeoutMs = 2000,
+): void {
   api
     .route({
       method: 'get',
@@ -40,6 +46,7 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
         status: z.enum(['ok', 'failing']),
         checks: z.record(z.string(), CheckOut),
         unhealthy_deployments: z.number().int().optional().describe('Deployments whose agent server is down now (they do not make the gateway unready)'),
+        instance_id: z.string().optional().describe('Differs at every start of the gateway: lets whoever started it tell its own process from another on the port'),
       }),
       errors: [503],
       handler: async ({ res }) => {
@@ -62,6 +69,7 @@ export function healthRoutes(api: Api<Principal>, checks: Record<string, Readine
           status: ok ? ('ok' as const) : ('failing' as const),
           checks: Object.fromEntries(results),
           ...(unhealthy !== undefined ? { unhealthy_deployments: unhealthy } : {}),
+          ...(instanceId ? { instance_id: instanceId } : {}),
         };
       },
     });
