@@ -16,6 +16,8 @@ const syntaxRules = {
   // An empty catch swallows the error; a comment saying why it may be ignored is enough.
   'no-empty': ['error', { allowEmptyCatch: false }],
   'no-constant-binary-expression': 'error',
+  // A control character in a regex is usually a typo (an intended one says so with a disable comment).
+  'no-control-regex': 'error',
 };
 
 export default [

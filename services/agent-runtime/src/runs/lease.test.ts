@@ -9,7 +9,8 @@ import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/tes
 import { startAgentServer, type RunningAgentServer } from '../server.js';
 import { serverProject, sleep, until } from '../__tests__/fixtures.js';
 
-const LEASE_MS = 1000;
+// Long enough that a renewal answers in time on a busy machine (renewals go every third of it).
+const LEASE_MS = 2000;
 let db: TestDatabase;
 let server: RunningAgentServer;
 let sql: pg.Pool;

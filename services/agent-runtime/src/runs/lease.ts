@@ -69,7 +69,13 @@ export class RunLease {
   }
 
   #arm(): NodeJS.Timeout {
-    return setTimeout(() => this.#lose('expired'), Math.max(0, this.#expiresAt - Date.now()));
+    // After a stalled event loop, due timers run before the I/O that arrived meanwhile: the check
+    // waits one turn (setImmediate runs after I/O callbacks) so that a renewal already answered counts.
+    return setTimeout(() => setImmediate(() => this.#expire()), Math.max(0, this.#expiresAt - Date.now()));
+  }
+
+  #expire(): void {
+    if (Date.now() >= this.#expiresAt) this.#lose('expired');
   }
 
   async #renew(): Promise<void> {
