@@ -247,8 +247,9 @@ export class JobWorker<C extends AnyJobCatalog> {
   #onLockLost(jobIds: string[]): void {
     for (const jobId of jobIds) {
       const running = this.#inflight.get(jobId);
-      this.#log.error({ jobId, job: running?.name }, 'job lock lost: stopping the job here; another worker runs it');
-      running?.controller.abort(new JobLockLostError(running.name, jobId));
+      if (!running) continue; // it ended meanwhile
+      this.#log.error({ jobId, job: running.name }, 'job lock lost: stopping the job here; another worker runs it');
+      running.controller.abort(new JobLockLostError(running.name, jobId));
     }
   }
 

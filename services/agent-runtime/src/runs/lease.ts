@@ -11,13 +11,11 @@ export class RunLeaseLostError extends Error {
   constructor(
     readonly runId: string,
     readonly reason: 'taken' | 'expired',
-    options?: { cause?: unknown },
   ) {
     super(
       reason === 'taken'
         ? `lease lost on run ${runId}: another worker holds it (or it ended) — it finishes the run`
         : `lease lost on run ${runId}: it could not be renewed before it expired — another worker takes the run over`,
-      options,
     );
     this.name = 'RunLeaseLostError';
   }
@@ -46,7 +44,6 @@ export class RunLease {
   #expiresAt: number;
   #renewing = false;
   #failures = 0;
-  #lost = false;
   #stopped = false;
   readonly #ticker: NodeJS.Timeout;
   #watchdog: NodeJS.Timeout;
@@ -104,8 +101,7 @@ export class RunLease {
   }
 
   #lose(reason: 'taken' | 'expired'): void {
-    if (this.#lost || this.#stopped) return;
-    this.#lost = true;
+    if (this.#stopped) return;
     this.stop();
     const error = new RunLeaseLostError(this.#options.runId, reason);
     this.#log.error({ reason, failedRenewals: this.#failures }, 'lease lost: stopping the run here');
