@@ -15,7 +15,7 @@ down:
 	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
 
 ## Provision Postgres, Redis and S3 servers and run every test; the last line is `N passed, N failed`.
-test: build typecheck
+test: build typecheck lint
 	@scripts/ensure-redis.sh
 	@node scripts/run-tests.mjs
 
@@ -41,6 +41,11 @@ build: deps
 ## Type-check tests too (the build skips them; jest strips types without checking).
 typecheck: deps
 	@npx tsc -p tsconfig.tests.json
+
+## ESLint (tools/lint/eslint.config.mjs): floating promises, swallowed errors, import cycles.
+.PHONY: lint
+lint: install
+	@npx eslint --cache --cache-location node_modules/.cache/eslint/ .
 
 clean:
 	rm -rf node_modules .turbo */*/dist */dist */*/*.tsbuildinfo */*.tsbuildinfo

@@ -89,6 +89,7 @@ export class PostgresEventBroker extends BaseEventBroker {
       // Events are a stream buffer for live and reconnecting clients; a machine crash may lose
       // the last fraction of a second of them, and publishing must not wait for an fsync.
       synchronousCommit: false,
+      log: this.log,
     });
     this.#listener = new PgListener({
       connectionString: options.connectionString,
@@ -102,7 +103,7 @@ export class PostgresEventBroker extends BaseEventBroker {
 
   /** Creates or updates the broker's tables; returns the migration versions applied now. Idempotent. */
   migrate(): Promise<number[]> {
-    this.#migrated ??= migrate({ connectionString: this.#connectionString, schema: this.#schema, directory: brokerMigrationsDir }).catch(
+    this.#migrated ??= migrate({ connectionString: this.#connectionString, schema: this.#schema, directory: brokerMigrationsDir, log: this.log }).catch(
       (error: unknown) => {
         this.#migrated = undefined;
         throw error;
@@ -196,7 +197,7 @@ export class PostgresEventBroker extends BaseEventBroker {
   protected async disconnect(): Promise<void> {
     clearInterval(this.#sweepTimer);
     await this.#listener.close();
-    await this.#pool.end().catch(() => undefined);
+    await this.#pool.end().catch((error: unknown) => this.log.warn({ err: error }, 'error while closing the event broker\'s pool'));
   }
 
   #onNotification(channel: string, payload: string): void {

@@ -49,10 +49,11 @@ export class PgListener {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
+    // A connect in flight failed for its callers already (ensure): only its end is awaited here.
     await this.#connecting?.catch(() => undefined);
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch(() => undefined);
+    await client?.end().catch((error: unknown) => this.#options.log.warn({ err: error }, 'error while closing the event broker\'s LISTEN connection'));
   }
 
   async #connect(): Promise<void> {
@@ -65,13 +66,15 @@ export class PgListener {
       await client.connect();
       for (const channel of channels) await client.query(`LISTEN "${channel.replaceAll('"', '""')}"`);
     } catch (error) {
+      // The connect failed and `error` says why (thrown to ensure's callers): whatever the dying
+      // client reports after it is the same failure.
       client.removeAllListeners('end');
       client.on('error', () => undefined);
       await client.end().catch(() => undefined);
       throw error;
     }
     if (this.#closed) {
-      await client.end().catch(() => undefined);
+      await client.end().catch((error: unknown) => this.#options.log.warn({ err: error }, 'error while closing the event broker\'s LISTEN connection'));
       throw new Error('the listener is closed');
     }
     this.#client = client;
@@ -83,6 +86,7 @@ export class PgListener {
   #lost(client: pg.Client, error: unknown): void {
     if (this.#client !== client) return;
     this.#client = undefined;
+    // Logged below (once, with the reconnect); later errors of the same dead client add nothing.
     client.on('error', () => undefined);
     if (this.#closed) return;
     this.#options.log.warn({ err: error }, 'event broker lost its LISTEN connection; reconnecting');

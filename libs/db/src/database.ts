@@ -5,6 +5,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { createLogger, type Logger } from '@berth/log';
 
 export interface DatabaseOptions {
   /** `postgres://user:pass@host:port/db` */
@@ -30,6 +31,11 @@ export interface DatabaseOptions {
    * @default true
    */
   synchronousCommit?: boolean;
+  /**
+   * Where the pool logs a connection it lost while idle (the server restarted, a network cut).
+   * @default a logger named `db` on stdout
+   */
+  log?: Logger;
 }
 
 export interface Database<DB> {
@@ -37,6 +43,13 @@ export interface Database<DB> {
   pool: pg.Pool;
   schema: string;
   close(): Promise<void>;
+}
+
+let fallbackLog: Logger | undefined;
+
+/** The logger of callers that pass none. */
+export function defaultLogger(): Logger {
+  return (fallbackLog ??= createLogger({ name: 'db' }));
 }
 
 export function assertIdentifier(name: string): string {
@@ -66,8 +79,10 @@ export function createPool(options: DatabaseOptions): pg.Pool {
     application_name: options.applicationName ?? `berth-${schema}`,
     options: `-c search_path=${schema},public${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
   });
-  // An idle client that loses its server emits on the pool; without a listener Node would crash.
-  pool.on('error', () => undefined);
+  // An idle client that loses its server emits on the pool (without a listener Node would crash);
+  // the pool drops it and connects anew for the next query, so this is worth a warning only.
+  const log = options.log ?? defaultLogger();
+  pool.on('error', (error) => log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'idle Postgres connection lost; the pool replaces it'));
   if (options.prepareStatements) {
     pool.on('connect', (client) => {
       const plain = client.query.bind(client) as (...args: unknown[]) => unknown;

@@ -6,7 +6,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { assertIdentifier } from './database.js';
+import type { Logger } from '@berth/log';
+import { assertIdentifier, defaultLogger } from './database.js';
 
 export interface MigrationFile {
   version: number;
@@ -19,6 +20,11 @@ export interface MigrateOptions {
   schema: string;
   /** Folder holding `NNNN_description.sql` files. */
   directory: string;
+  /**
+   * Where failures to clean up after an error are logged (the error itself is thrown).
+   * @default a logger named `db` on stdout
+   */
+  log?: Logger;
 }
 
 export class MigrationError extends Error {
@@ -47,8 +53,9 @@ export async function listMigrations(directory: string): Promise<MigrationFile[]
 /** Applies pending migrations; returns the versions applied by this call. */
 export async function migrate(options: MigrateOptions): Promise<number[]> {
   const schema = assertIdentifier(options.schema);
+  const log = options.log ?? defaultLogger();
   const migrations = await listMigrations(options.directory);
-  const client = new pg.Client({ connectionString: options.connectionString });
+  const client = sessionClient(options.connectionString, `berth.migrate.${schema}`, log);
   await client.connect();
   const applied: number[] = [];
   try {
@@ -88,14 +95,17 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
         ]);
         await client.query('COMMIT');
       } catch (error) {
-        await client.query('ROLLBACK');
+        // A failed ROLLBACK must not replace the error that says which migration failed; the
+        // transaction ends with the session below anyway.
+        await client.query('ROLLBACK').catch((rollbackError: unknown) =>
+          log.warn({ err: rollbackError, schema, migration: migration.version }, 'rollback of a failed migration failed'),
+        );
         throw new MigrationError(`${schema} migration ${migration.version}_${migration.name} failed`, { cause: error });
       }
       applied.push(migration.version);
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`berth.migrate.${schema}`]).catch(() => undefined);
-    await client.end();
+    await endLocked(client, `berth.migrate.${schema}`, log);
   }
   return applied;
 }
@@ -105,14 +115,47 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
  * that third-party code does without a lock of its own (`CREATE TABLE IF NOT EXISTS` from two
  * processes at once can fail), so that processes starting together take turns.
  */
-export async function withAdvisoryLock<T>(connectionString: string, name: string, fn: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString });
+export async function withAdvisoryLock<T>(
+  connectionString: string,
+  name: string,
+  fn: () => Promise<T>,
+  log: Logger = defaultLogger(),
+): Promise<T> {
+  const client = sessionClient(connectionString, name, log);
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
     return await fn();
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]).catch(() => undefined);
+    await endLocked(client, name, log);
+  }
+}
+
+/**
+ * A client for a session holding an advisory lock. A session that dies (server restart, network
+ * cut) fails the query in flight, which the caller throws; the client also emits the failure as an
+ * event, which would crash the process without a listener.
+ */
+function sessionClient(connectionString: string, lock: string, log: Logger): pg.Client {
+  const client = new pg.Client({ connectionString });
+  client.on('error', (error) => log.warn({ err: error, lock }, 'the session holding an advisory lock was lost'));
+  return client;
+}
+
+/**
+ * Releases a session-level advisory lock and ends the session. Runs in `finally` blocks, so it
+ * does not throw over the error being thrown: the lock ends with the session in any case, and a
+ * failure here is logged instead.
+ */
+async function endLocked(client: pg.Client, name: string, log: Logger): Promise<void> {
+  try {
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+  } catch (error) {
+    log.warn({ err: error, lock: name }, 'could not release an advisory lock; it ends with the session');
+  }
+  try {
     await client.end();
+  } catch (error) {
+    log.warn({ err: error, lock: name }, 'could not end the session of an advisory lock');
   }
 }

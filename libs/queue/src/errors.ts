@@ -3,6 +3,7 @@
  * mappings already know them.
  */
 import {
+  ConflictError,
   DeadlineExceededError,
   InvalidArgumentError,
   RequestValidationError,
@@ -68,6 +69,22 @@ export class JobTimeoutError extends DeadlineExceededError {
     this.jobId = jobId;
     this.jobName = jobName;
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The worker lost the lock of a job it was running (the lock expired and the job was recovered
+ * by another worker, or the job was removed): the handler's signal aborts with it, since the job
+ * now runs, or has run, elsewhere.
+ */
+export class JobLockLostError extends ConflictError {
+  readonly jobId: string;
+  readonly jobName: string;
+
+  constructor(jobName: string, jobId: string) {
+    super(`job '${jobName}' (${jobId}) lost its lock to another worker`);
+    this.jobId = jobId;
+    this.jobName = jobName;
   }
 }
 

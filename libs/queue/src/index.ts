@@ -28,6 +28,7 @@ export type {
 export {
   InvalidJobPayloadError,
   InvalidJobResultError,
+  JobLockLostError,
   JobTimeoutError,
   QueueBackendError,
   QueueClosedError,

@@ -24,6 +24,7 @@ export async function pingQueueBackend(config: QueueBackendConfig, timeoutMs = 2
         maxRetriesPerRequest: 0,
         retryStrategy: () => null,
       });
+      // Connection errors reject connect()/ping() below, which is what this reports.
       redis.on('error', () => undefined);
       try {
         await redis.connect();
@@ -37,6 +38,7 @@ export async function pingQueueBackend(config: QueueBackendConfig, timeoutMs = 2
         await client.connect();
         await client.query('SELECT 1');
       } finally {
+        // After a failed connect end() fails too; the connect's error is the one reported.
         await client.end().catch(() => undefined);
       }
     }

@@ -90,6 +90,7 @@ export class JobQueue<C extends AnyJobCatalog> {
   readonly name: string;
   readonly backend: QueueBackendConfig['kind'];
   readonly #queue: BullQueue;
+  readonly #log: Logger;
   readonly #inflight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
@@ -104,9 +105,9 @@ export class JobQueue<C extends AnyJobCatalog> {
     this.catalog = catalog;
     this.name = name;
     this.backend = backend.kind;
-    const log = (options.log ?? silentLogger()).child({ queue: name, backend: backend.kind });
+    this.#log = (options.log ?? silentLogger()).child({ queue: name, backend: backend.kind });
     this.#queue = createBullQueue(backend, name);
-    this.#queue.on('error', (err: Error) => log.warn({ err }, 'queue backend error'));
+    this.#queue.on('error', (err: Error) => this.#log.warn({ err }, 'queue backend error'));
   }
 
   /** Resolves once the backend is reachable (and, on Postgres, its schema is migrated). */
@@ -191,7 +192,7 @@ export class JobQueue<C extends AnyJobCatalog> {
   close(): Promise<void> {
     this.#closing ??= Promise.allSettled([...this.#inflight])
       .then(() => this.#queue.close())
-      .catch(() => undefined);
+      .catch((err: unknown) => this.#log.warn({ err }, 'error while closing the queue'));
     return this.#closing;
   }
 

@@ -9,7 +9,7 @@ import { silentLogger, type Logger } from '@berth/log';
 import { assertQueueName, createBullWorker, type BullWorker, type QueueBackendConfig } from './backend.js';
 import { definitionOf, type AnyJobCatalog, type JobName, type JobPayload } from './catalog.js';
 import { originalError, recordable, storableResult, withTimeout } from './attempt.js';
-import { InvalidJobPayloadError, QueueClosedError, UnknownJobError } from './errors.js';
+import { InvalidJobPayloadError, JobLockLostError, QueueClosedError, UnknownJobError } from './errors.js';
 
 /** What a handler gets besides the payload. */
 export interface JobContext {
@@ -19,8 +19,10 @@ export interface JobContext {
   /** 1 for the first attempt, 2 for the first retry, … (a run restarted after a stall keeps its number). */
   attempt: number;
   /**
-   * Aborted when the attempt times out (reason: `JobTimeoutError`) or the worker is closed with
-   * `force` (reason: `QueueClosedError`). Handlers should pass it on to their I/O.
+   * Aborted when the attempt times out (reason: `JobTimeoutError`), the worker is closed with
+   * `force` (reason: `QueueClosedError`), or the worker could not renew the job's lock because the
+   * job was taken from it (reason: `JobLockLostError`; the job runs again elsewhere). Handlers
+   * should pass it on to their I/O.
    */
   signal: AbortSignal;
   /** A logger bound to `queue`, `job`, `jobId` and `attempt`. */
@@ -114,7 +116,8 @@ export class JobWorker<C extends AnyJobCatalog> {
   readonly #handlers: JobHandlers<C>;
   readonly #log: Logger;
   readonly #events = new EventEmitter<JobWorkerEvents>();
-  readonly #inflight = new Set<AbortController>();
+  /** The running attempts' controllers, by job id. */
+  readonly #inflight = new Map<string, { controller: AbortController; name: string }>();
   readonly #attempts = new WeakMap<Job, number>();
   readonly backend: QueueBackendConfig['kind'];
   readonly #worker: BullWorker;
@@ -156,6 +159,7 @@ export class JobWorker<C extends AnyJobCatalog> {
     });
     this.#worker.on('failed', (job: Job | undefined, err: Error) => this.#onFailed(job, err));
     this.#worker.on('stalled', (jobId: string) => this.#events.emit('stalled', { jobId }));
+    this.#worker.on('lockRenewalFailed', (jobIds: string[]) => this.#onLockLost(jobIds));
     this.#worker.on('error', (err: Error) => {
       this.#log.warn({ err }, 'queue worker error');
       if (this.#events.listenerCount('error') > 0) this.#events.emit('error', err);
@@ -193,14 +197,15 @@ export class JobWorker<C extends AnyJobCatalog> {
         // BullMQ's Postgres backend does not end a fetch blocked on LISTEN when closed with
         // `force`: its timer (up to the next delayed job's due time, at most an hour) would keep
         // the process alive. disconnect() cancels that wait; the close above owns the rest.
-        void this.#worker.disconnect().catch(() => undefined);
+        // Fire and forget, its failure logged: the close below must not wait for it.
+        void this.#worker.disconnect().catch((err: unknown) => this.#log.warn({ err }, 'error while disconnecting the queue worker'));
       }
       this.#closing = closed
         .catch((err: unknown) => this.#log.warn({ err }, 'error while closing the queue worker'))
         .then(() => {
           // Only once the backend is closed: an attempt failing now must not be recorded as a
           // failure (which would consume an attempt); its job is left for stalled recovery.
-          for (const controller of this.#inflight) controller.abort(new QueueClosedError(this.name));
+          for (const { controller } of this.#inflight.values()) controller.abort(new QueueClosedError(this.name));
         });
     }
     return this.#closing;
@@ -219,7 +224,7 @@ export class JobWorker<C extends AnyJobCatalog> {
     const controller = new AbortController();
     const forward = () => controller.abort(bullSignal?.reason);
     bullSignal?.addEventListener('abort', forward, { once: true });
-    this.#inflight.add(controller);
+    this.#inflight.set(jobId, { controller, name: job.name });
     const log = this.#log.child({ job: job.name, jobId, attempt });
     let result: unknown;
     try {
@@ -229,9 +234,23 @@ export class JobWorker<C extends AnyJobCatalog> {
       throw recordable(err);
     } finally {
       bullSignal?.removeEventListener('abort', forward);
-      this.#inflight.delete(controller);
+      this.#inflight.delete(jobId);
     }
     return storableResult(job.name, result);
+  }
+
+  /**
+   * BullMQ found jobs' locks held by someone else (their lock expired and another worker recovered
+   * them, or they were removed) and goes on running their handlers: stop them, since each job now
+   * runs elsewhere.
+   */
+  #onLockLost(jobIds: string[]): void {
+    for (const jobId of jobIds) {
+      const running = this.#inflight.get(jobId);
+      if (!running) continue; // it ended meanwhile
+      this.#log.error({ jobId, job: running.name }, 'job lock lost: stopping the job here; another worker runs it');
+      running.controller.abort(new JobLockLostError(running.name, jobId));
+    }
   }
 
   #onFailed(job: Job | undefined, err: Error): void {
@@ -239,7 +258,8 @@ export class JobWorker<C extends AnyJobCatalog> {
     const error = originalError(err) ?? err;
     // BullMQ has already counted this attempt in job.attemptsMade when it emits 'failed'.
     const willRetry = err.name !== 'UnrecoverableError' && job.attemptsMade < (job.opts.attempts ?? 1);
-    this.#log.debug({ err: error, jobId: job.id, willRetry }, 'job attempt failed');
+    // A retried attempt is worth a warning; the last one failing is an error.
+    this.#log[willRetry ? 'warn' : 'error']({ err: error, job: job.name, jobId: job.id, attempt: this.#attemptOf(job), willRetry }, 'job attempt failed');
     this.#events.emit('failed', { jobId: job.id ?? '', name: job.name, attempt: this.#attemptOf(job), error, willRetry });
   }
 

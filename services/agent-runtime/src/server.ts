@@ -106,10 +106,10 @@ const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function startAgentServer(config: AgentServerConfig, log: Logger): Promise<RunningAgentServer> {
   const schema = assertIdentifier(config.schema ?? 'agent');
-  const project = await loadProjectConfig(config.configPath);
+  const project = loadProjectConfig(config.configPath);
   if (config.applyProjectEnv !== false) {
     // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
-    for (const [key, value] of Object.entries(await loadProjectEnv(project))) process.env[key] ??= value;
+    for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
   }
   const graphs = await loadGraphs(project);
   // A broken auth module stops the server here, before it serves anything unprotected.
@@ -121,11 +121,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     return found;
   };
 
-  await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir });
-  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true });
+  await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir, log });
+  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true, log });
   // Checkpoint writes of async-durability runs go through this one (no wait for the WAL flush).
-  const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false });
-  const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool);
+  const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false, log });
+  const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool, { log });
   const broker = createEventBroker(
     config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
     { log },
@@ -135,13 +135,19 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const dispatcher = new RunDispatcher(queueBackend, log);
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
-  await withAdvisoryLock(config.databaseUrl, `berth.agent-setup.${schema}`, async () => {
-    await checkpointer.setup();
-    await broker.ready?.();
-    await dispatcher.ready();
-  });
+  await withAdvisoryLock(
+    config.databaseUrl,
+    `berth.agent-setup.${schema}`,
+    async () => {
+      await checkpointer.setup();
+      await broker.ready?.();
+      await dispatcher.ready();
+    },
+    log,
+  );
 
-  // Whole-thread checkpoint operations, after the writes a run may still have queued behind.
+  // Whole-thread checkpoint operations, after the writes a run may still have queued behind. A
+  // failed write was logged by the checkpointer and failed its run; the operation goes on.
   const settled = (threadId: string) => checkpointer.flushThread(threadId).catch(() => undefined);
   const checkpointRows = {
     async delete(threadId: string) {

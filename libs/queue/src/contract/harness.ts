@@ -104,6 +104,7 @@ export class Harness {
   /** Closes everything this harness created, most recent first. */
   async close(): Promise<void> {
     const closers = this.#closers.splice(0).reverse();
+    // Best effort after a test: one closer failing must not leave the others open.
     for (const close of closers) await close().catch(() => undefined);
   }
 }

@@ -4,8 +4,9 @@
  * {@link describeQueueContract} with a factory that provides an isolated namespace on a real server.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { captureLogger } from '@berth/testing';
 import type { QueueBackendConfig } from '../backend.js';
-import { JobTimeoutError } from '../errors.js';
+import { JobLockLostError, JobTimeoutError } from '../errors.js';
 import { Harness } from './harness.js';
 import { sleep, waitFor } from './jobs.js';
 import { validationCases } from './validation-cases.js';
@@ -14,6 +15,8 @@ import { validationCases } from './validation-cases.js';
 export interface QueueContractTarget {
   backend: QueueBackendConfig;
   teardown?: () => Promise<void>;
+  /** Gives an active job's lock to someone else, in the backend's storage (as a worker that recovered it would). */
+  stealLock(queue: string, jobId: string): Promise<void>;
 }
 
 /** Registers the queue contract tests for the backend that `setup` provides. */
@@ -196,6 +199,35 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       await waitFor('the job to complete', () => h.recorder.completedOf(id), 5_000);
       expect(h.recorder.callsOf(id).map((c) => c.worker)).toEqual(['runner']);
       expect(h.recorder.stalled).toEqual([]);
+    });
+
+    it('stops a handler whose job lock was taken from its worker: JobLockLostError on its signal, logged', async () => {
+      const queue = h.queue();
+      const logs = captureLogger();
+      const reasons: unknown[] = [];
+      const work = async ({ sleepMs }: { sleepMs: number }, { signal }: { signal: AbortSignal }) => {
+        signal.addEventListener('abort', () => reasons.push(signal.reason));
+        await sleep(sleepMs, signal);
+      };
+      // Renewed every 150 ms; no stalled check of its own meanwhile.
+      await h.worker({ work }, { lockDurationMs: 600, stalledIntervalMs: 60_000, log: logs.logger }, 'runner');
+      const id = await queue.enqueue('work', { index: 0, sleepMs: 10_000 });
+      await waitFor('the job to start', () => h.recorder.callsOf(id).length > 0);
+      await target!.stealLock(h.queueName, id);
+      const stolenAt = Date.now();
+
+      await waitFor('the handler to be stopped', () => reasons.length > 0, 3_000);
+      expect(Date.now() - stolenAt).toBeLessThan(1_000);
+      expect(reasons).toHaveLength(1);
+      expect(reasons[0]).toBeInstanceOf(JobLockLostError);
+      expect(logs.lines().filter((l) => l.msg === 'job lock lost: stopping the job here; another worker runs it')).toMatchObject([
+        { level: 50, jobId: id, job: 'work' },
+      ]);
+      // The attempt is not recorded as this worker's: the job belongs to whoever holds its lock.
+      await sleep(300);
+      expect(h.recorder.completedOf(id)).toBeUndefined();
+      expect(h.recorder.failedOf(id)).toEqual([]);
+      expect(await queue.getJob(id)).toMatchObject({ state: 'active', attemptsMade: 0 });
     });
 
     it('lets the process exit right after close, forced or not, even with a delayed job pending', async () => {

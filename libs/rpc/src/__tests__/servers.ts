@@ -1,29 +1,13 @@
 /** Test helpers: real servers on 127.0.0.1 port 0, closed after each test. */
-import { PassThrough } from 'node:stream';
-import { createLogger, type Logger } from '@berth/log';
+import type { Logger } from '@berth/log';
 import { createRpcServer, type RpcServer } from '../server.js';
+
+export { captureLogger } from '@berth/testing';
 
 export interface StartedServer {
   server: RpcServer;
   address: string;
   port: number;
-}
-
-/** Collects the JSON log lines a logger writes. */
-export function captureLogger(): { logger: Logger; lines: () => Record<string, unknown>[] } {
-  const stream = new PassThrough();
-  const chunks: string[] = [];
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')));
-  const logger = createLogger({ name: 'rpc-test', level: 'debug', destination: stream });
-  return {
-    logger,
-    lines: () =>
-      chunks
-        .join('')
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>),
-  };
 }
 
 /** Tracks servers and clients so `afterEach` can close them all. */

@@ -13,6 +13,7 @@ import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
 import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor.js';
+import { RunLease, RunLeaseLostError } from './lease.js';
 
 export interface RunWorkerOptions {
   /**
@@ -58,6 +59,12 @@ export class RunTimeoutError extends Error {
     super(`run exceeded its time limit of ${timeoutMs} ms`);
     this.name = 'RunTimeoutError';
   }
+}
+
+/** A run claimed before the worker got it (by the statement that created it), and when its slot was taken. */
+interface ClaimedBefore {
+  claimed: ClaimedRun;
+  at: number;
 }
 
 export interface RunWorkerDeps {
@@ -164,13 +171,15 @@ export class RunWorker {
     if (!this.jobs || this.closing || this.local >= (this.options.concurrency ?? 10)) return undefined;
     this.local += 1;
     let used = false;
+    // The run is claimed after this (by the statement creating it): its lease runs from no earlier.
+    const reservedAt = Date.now();
     return {
       owner: this.owner,
       leaseMs: this.leaseMs,
       start: (claimed) => {
         if (used) return;
         used = true;
-        this.run(claimed.run.run_id, claimed);
+        this.run(claimed.run.run_id, { claimed, at: reservedAt });
       },
       release: () => {
         if (used) return;
@@ -186,7 +195,8 @@ export class RunWorker {
   }
 
   /** Executes a run in a slot already counted in `local`, then frees the slot. */
-  private run(runId: string, claimed?: ClaimedRun): void {
+  private run(runId: string, claimed?: ClaimedBefore): void {
+    // Fire and forget: the run's outcome is recorded by handle; a failure of that is logged here.
     void this.handle(runId, claimed)
       .catch((error: unknown) => this.deps.log.error({ err: error, runId }, 'local run failed'))
       .finally(() => this.freeSlot());
@@ -228,15 +238,16 @@ export class RunWorker {
     }
   }
 
-  private handle(runId: string, claimedBefore?: ClaimedRun): Promise<void> {
+  private handle(runId: string, claimedBefore?: ClaimedBefore): Promise<void> {
     this.expect(runId);
     // Waiters get the outcome as soon as it is recorded, before the stream's end is published.
     return this.execute(runId, (result) => this.settle(runId, result), claimedBefore).finally(() => this.settle(runId, undefined));
   }
 
-  private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedRun): Promise<void> {
+  private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedBefore): Promise<void> {
     const { runs, broker, log } = this.deps;
-    const claimed = claimedBefore ?? (await runs.claim(runId, this.owner, this.leaseMs));
+    const claimedAt = claimedBefore?.at ?? Date.now();
+    const claimed = claimedBefore?.claimed ?? (await runs.claim(runId, this.owner, this.leaseMs));
     if (!claimed) {
       const pending = await runs.getById(runId);
       // Not due yet: come back when it is. Blocked behind another run: that run's end dispatches it.
@@ -250,12 +261,19 @@ export class RunWorker {
     // A cancel recorded before the claim came with it; one sent from now on arrives as a message.
     if (claimed.cancel) controller.abort(new RunCancelledError(claimed.cancel));
     const stopControl = await broker.onControl(runId, (message) => controller.abort(new RunCancelledError(message.action)));
-    const beat = () =>
-      runs.heartbeat(runId, this.owner, this.leaseMs).then(({ held, cancel }) => {
-        if (!held) controller.abort(new Error('lost the lease on this run'));
-        else if (cancel) controller.abort(new RunCancelledError(cancel));
-      });
-    const heartbeat = setInterval(() => void beat().catch(() => undefined), Math.max(200, Math.floor(this.leaseMs / 3)));
+    // Losing the lease aborts the graph: the worker that takes the run over executes it instead.
+    const lease = new RunLease(
+      {
+        runs,
+        runId,
+        owner: this.owner,
+        leaseMs: this.leaseMs,
+        log,
+        onLost: (error) => controller.abort(error),
+        onCancel: (action) => controller.abort(new RunCancelledError(action)),
+      },
+      claimedAt,
+    );
     const timeoutMs = this.options.timeoutMs ?? 3_600_000;
     const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
     let outcome: RunOutcome | undefined;
@@ -269,17 +287,17 @@ export class RunWorker {
       else if (error instanceof RunTimeoutError) {
         timedOut = error;
         const message = { error: error.name, message: error.message };
-        await broker.publish(runId, 'error', message).catch(() => undefined);
+        await this.publishError(runId, message);
         outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
-      } else if (controller.signal.aborted) return; // lease lost: the new holder finishes the run
+      } else if (controller.signal.reason instanceof RunLeaseLostError) return; // logged by the lease; the new holder finishes the run
       else {
         log.error({ err: error, runId }, 'run crashed');
         const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
-        await broker.publish(runId, 'error', message).catch(() => undefined);
+        await this.publishError(runId, message);
         outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
       }
     } finally {
-      clearInterval(heartbeat);
+      lease.stop();
       clearTimeout(deadline);
       await stopControl();
     }
@@ -308,7 +326,11 @@ export class RunWorker {
       ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
       error: outcome?.error ?? null,
     });
-    if (!finished) return;
+    if (!finished) {
+      // Its lease expired while it ended (or was taken over): the new holder's outcome stands.
+      this.deps.log.warn({ runId: run.run_id, status }, 'lease lost: the run ended here after another worker took it over; this outcome is discarded');
+      return;
+    }
     if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
     else report({ status, output: outcome?.values ?? null });
     await broker.end(run.run_id);
@@ -318,10 +340,28 @@ export class RunWorker {
     else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);
   }
 
+  /**
+   * The run's stream ends with its error. Publishing is best effort: the run's outcome (recorded
+   * next) is what waiters read, so a broker failure here is logged and the run still completes.
+   */
+  private async publishError(runId: string, message: { error: string; message: string }): Promise<void> {
+    try {
+      await this.deps.broker.publish(runId, 'error', message);
+    } catch (error) {
+      this.deps.log.warn({ err: error, runId }, 'could not publish the run\'s error event');
+    }
+  }
+
   private async deleteTemporaryThread(threadId: string): Promise<void> {
-    const thread = await this.deps.threads.get(threadId).catch(() => undefined);
+    const thread = await this.deps.threads.find(threadId);
     if (!thread?.temporary || (await this.deps.runs.hasUnfinished(threadId))) return;
-    await this.deps.threads.delete(threadId).catch(() => undefined);
+    try {
+      await this.deps.threads.delete(threadId);
+    } catch (error) {
+      // Deleted meanwhile by its client, who deletes its checkpoints too.
+      if (error instanceof NotFoundError) return;
+      throw error;
+    }
     await this.deps.deleteCheckpoints(threadId);
   }
 }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { createPool } from '@berth/db';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/testing';
 import type pg from 'pg';
 import { BerthPostgresSaver } from './checkpointer.js';
 
@@ -128,5 +128,17 @@ describe('BerthPostgresSaver', () => {
     await saver.flushAll();
     release();
     expect(await savedSteps('t-all')).toBe(1);
+  });
+
+  it('logs a failed write that no one waits for (written behind, flushed at shutdown)', async () => {
+    const logs = captureLogger();
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000, log: logs.logger });
+    const release = saver.runDurability('t-lost\u0000', 'async');
+    await saver.put(config('t-lost\u0000'), checkpoint(0), meta(0), { step: 1 });
+    release();
+    await saver.flushAll();
+    expect(logs.lines()).toMatchObject([
+      { level: 50, msg: 'checkpoint write failed', threadIds: ['t-lost\u0000'], operations: 1, err: { message: expect.stringMatching(/0x00|invalid byte/) } },
+    ]);
   });
 });

@@ -16,6 +16,7 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { silentLogger, type Logger } from '@berth/log';
 import type pg from 'pg';
 
 /** Rows of one batch, column by column (they go to Postgres as arrays and come out with unnest). */
@@ -71,6 +72,12 @@ export interface BerthPostgresSaverOptions {
    * @default 10
    */
   lazyDelayMs?: number;
+  /**
+   * Where a failed write is logged, once for its batch (its writers get the error too, a run
+   * writing behind at its end).
+   * @default silentLogger()
+   */
+  log?: Logger;
 }
 
 /** Most operations (puts + putWrites calls) in one statement. */
@@ -108,6 +115,7 @@ export class BerthPostgresSaver extends PostgresSaver {
   /** The last queued or in-flight batch holding writes of a thread. */
   private readonly threadTail = new Map<string, Batch>();
   private readonly lazyDelayMs: number;
+  private readonly log: Logger;
 
   /**
    * @param writePool the pool of the service's schema
@@ -116,6 +124,7 @@ export class BerthPostgresSaver extends PostgresSaver {
   constructor(private readonly writePool: pg.Pool, schema: string, private readonly lazyPool?: pg.Pool, options: BerthPostgresSaverOptions = {}) {
     super(writePool, undefined, { schema });
     this.lazyDelayMs = options.lazyDelayMs ?? 10;
+    this.log = options.log ?? silentLogger();
   }
 
   /**
@@ -181,7 +190,7 @@ export class BerthPostgresSaver extends PostgresSaver {
     }
   }
 
-  /** Sends every queued write now and resolves once they are written (failures go to their writers). */
+  /** Sends every queued write now and resolves once they are written (failures are logged and go to their writers). */
   async flushAll(): Promise<void> {
     const last = this.queue.at(-1);
     if (!last) return this.pumping;
@@ -269,6 +278,7 @@ export class BerthPostgresSaver extends PostgresSaver {
       for (const waiter of batch.waiters) waiter.resolve();
       this.forget(batch, () => true);
     } catch (error) {
+      this.log.error({ err: error, threadIds: [...batch.threads], operations: batch.operations }, 'checkpoint write failed');
       batch.settle(error);
       for (const waiter of batch.waiters) waiter.reject(error);
       // A run writing behind learns of the failure from flushThread; other writers had their waiters.

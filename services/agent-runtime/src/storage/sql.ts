@@ -59,6 +59,8 @@ export async function inTransaction<T>(pool: import('pg').Pool, fn: (client: imp
     await client.query('COMMIT');
     return result;
   } catch (error) {
+    // ROLLBACK fails only with the connection gone, which the pool then discards: the error that
+    // failed the transaction is the one to report.
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {

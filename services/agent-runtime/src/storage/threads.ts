@@ -148,7 +148,8 @@ export class ThreadStore {
     );
   }
 
-  private async find(threadId: string, filter: MetadataFilter | undefined): Promise<Thread | undefined> {
+  /** The thread, or undefined when it does not exist or does not match `filter`. */
+  async find(threadId: string, filter?: MetadataFilter): Promise<Thread | undefined> {
     const params: unknown[] = [threadId];
     const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await this.pool.query<Thread>(`SELECT ${COLUMNS} FROM threads WHERE ${where}`, params);

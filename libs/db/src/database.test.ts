@@ -1,0 +1,64 @@
+/**
+ * Connection failures on the database paths are logged and surfaced, never swallowed: a pool that
+ * loses an idle connection says so (and keeps working); a migration whose session dies is reported
+ * as that migration's failure.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createPool, migrate, MigrationError } from './index.js';
+
+let db: TestDatabase;
+let admin: pg.Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase('db_paths');
+  admin = new pg.Pool({ connectionString: db.url, max: 1 });
+});
+afterAll(async () => {
+  await admin?.end();
+  await db?.drop();
+});
+
+const waitFor = async (check: () => boolean, timeoutMs = 5000) => {
+  for (const deadline = Date.now() + timeoutMs; !check() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+};
+
+it('logs an idle connection the server ended, and serves the next query on a new one', async () => {
+  const logs = captureLogger();
+  const pool = createPool({ connectionString: db.url, schema: 'app', applicationName: 'berth-idle-test', log: logs.logger });
+  try {
+    await pool.query('SELECT 1');
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'berth-idle-test'");
+    const lost = () => logs.lines().filter((l) => l.msg === 'idle Postgres connection lost; the pool replaces it');
+    await waitFor(() => lost().length > 0);
+    expect(lost()).toMatchObject([{ level: 40, schema: 'app', pool: 'berth-idle-test', err: { message: expect.stringMatching(/terminat/) } }]);
+    expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  } finally {
+    await pool.end();
+  }
+});
+
+it('reports a migration whose session died as that migration failing, and logs the cleanup it could not do', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-migrations-'));
+  const logs = captureLogger();
+  try {
+    await writeFile(join(dir, '0001_create_things.sql'), 'CREATE TABLE things (id int);');
+    await writeFile(join(dir, '0002_lose_the_session.sql'), 'SELECT pg_terminate_backend(pg_backend_pid());');
+    const failure = await migrate({ connectionString: db.url, schema: 'dying', directory: dir, log: logs.logger }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(MigrationError);
+    expect((failure as Error).message).toBe('dying migration 2_lose_the_session failed');
+    expect(((failure as Error).cause as Error).message).toMatch(/terminat/);
+    expect(logs.lines().map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['rollback of a failed migration failed', 'could not release an advisory lock; it ends with the session']),
+    );
+    // The first migration stays applied; the lock died with the session, so the next run is not blocked.
+    await writeFile(join(dir, '0002_lose_the_session.sql'), 'SELECT 1;');
+    await expect(migrate({ connectionString: db.url, schema: 'dying', directory: dir, log: logs.logger })).resolves.toEqual([2]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
