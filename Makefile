@@ -44,7 +44,7 @@ typecheck: deps
 
 ## ESLint (tools/lint/eslint.config.mjs): floating promises, swallowed errors, import cycles.
 .PHONY: lint
-lint: install
+lint: deps
 	@npx eslint --cache --cache-location node_modules/.cache/eslint/ .
 
 clean:
