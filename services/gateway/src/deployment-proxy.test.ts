@@ -119,7 +119,7 @@ let tokenA: string;
 /** A deployment id routed as given (a fresh id per test: routing is cached for a second). */
 function route(
   upstreamUrl: string,
-  options: { tenantId?: string; customAuth?: boolean; upstreamCredential?: string; unavailableReason?: string } = {},
+  options: { tenantId?: string; customAuth?: boolean; upstreamCredential?: string; status?: string; statusMessage?: string } = {},
 ): string {
   const id = randomUUID();
   fake.routes.set(id, { ...options, tenantId: options.tenantId ?? tenantA, upstreamUrl, customAuth: options.customAuth ?? false });
@@ -303,7 +303,7 @@ describe('answers of its own', () => {
   });
 
   it('503 with Retry-After while the agent server restarts, without trying to reach it', async () => {
-    const id = route(upstreamA.url, { unavailableReason: 'the agent server exited (code 1); restarting' });
+    const id = route(upstreamA.url, { status: 'UNHEALTHY', statusMessage: 'the agent server exited (code 1); restarting' });
     const res = await get(`/d/${id}/ok`);
     expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
     expect(res.headers.get('retry-after')).toBe('5');
@@ -311,7 +311,7 @@ describe('answers of its own', () => {
     expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
     expect((await get(`/d/${id}/ok`, {})).status).toBe(401);
     // A custom-auth project's callers may be anyone: they learn that it restarts, not why.
-    const custom = route(upstreamA.url, { customAuth: true, unavailableReason: 'the agent server exited (code 1)' });
+    const custom = route(upstreamA.url, { customAuth: true, status: 'UNHEALTHY', statusMessage: 'the agent server exited (code 1)' });
     const open = await get(`/d/${custom}/ok`, {});
     expect(open).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
     expect(open.body.detail).not.toContain('exited');
@@ -344,6 +344,23 @@ describe('answers of its own', () => {
     expect(res.headers.get('retry-after')).toBe('5');
     // Without a key, a 401 comes first: the state of a deployment is not for outsiders.
     expect((await get(`/d/${waiting}/ok`, {})).status).toBe(401);
+  });
+
+  it('503 without Retry-After, saying why, when the latest revision failed and none serves (waiting will not help)', async () => {
+    const why = 'the latest revision 6f1c failed to build (BUILD_FAILED: graph.ts: Unexpected token) and no revision serves';
+    const failed = route('', { status: 'FAILED', statusMessage: why });
+    const res = await get(`/d/${failed}/ok`);
+    expect(res).toMatchObject({ status: 503, body: { detail: `Deployment ${failed} cannot answer: ${why}. Deploy a fixed revision to bring it up.` } });
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect((await get(`/d/${failed}/ok`, {})).status).toBe(401);
+    // A custom-auth project's callers learn that it failed, not the build's output.
+    const custom = route('', { customAuth: true, status: 'FAILED', statusMessage: why });
+    const open = await get(`/d/${custom}/ok`, {});
+    expect(open).toMatchObject({ status: 503, body: { detail: `Deployment ${custom} cannot answer: its latest revision failed and no revision serves. Deploy a fixed revision to bring it up.` } });
+    expect(open.headers.get('retry-after')).toBeNull();
+    // An older revision that still serves is served (LATEST_FAILED).
+    const older = route(upstreamA.url, { status: 'LATEST_FAILED', statusMessage: 'the latest revision 6f1c failed to build; revision 1a2b still serves' });
+    expect((await get(`/d/${older}/ok`)).status).toBe(200);
   });
 });
 
