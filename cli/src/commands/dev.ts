@@ -130,7 +130,7 @@ class Reloader {
   /** Learns which env file to watch; a config that does not parse keeps the last one (the reload reports why). */
   async readConfig(): Promise<void> {
     try {
-      const { envFile } = await loadProjectConfig(this.configPath);
+      const { envFile } = loadProjectConfig(this.configPath);
       this.envFile = envFile ? relative(dirname(this.configPath), envFile).split(sep).join('/') : undefined;
     } catch {
       // The processes that load it say what is wrong.

@@ -81,21 +81,24 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   // Agent servers (and builds) run as OS users of their own where this machine allows it.
   const isolation = await detectLocalIsolation(dirname(settings.artifactsDir));
   const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
-  if (isolation.kind === 'none' && settings.deployer?.kind !== 'kubernetes') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
-  const deployer: Deployer =
-    settings.deployer?.kind === 'kubernetes'
-      ? new KubernetesDeployer({
-          cluster: settings.deployer.server ? { server: settings.deployer.server, ...(settings.deployer.token ? { token: settings.deployer.token } : {}) } : inClusterConfig(),
-          ...(settings.deployer.namespace ? { namespace: settings.deployer.namespace } : {}),
-        })
-      : new LocalDeployer({
-          serveScript: AGENT_SERVE_SCRIPT,
-          ...(users ? { users } : {}),
-          logger,
-          baseEnv: processEnv,
-          // What a running agent server prints is its revision's runtime (deploy) log.
-          onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
-        });
+  // Wiring picks the adapter; how adapters differ is the deployer port's business, not the pipeline's.
+  let deployer: Deployer;
+  if (settings.deployer?.kind === 'kubernetes') {
+    deployer = new KubernetesDeployer({
+      cluster: settings.deployer.server ? { server: settings.deployer.server, ...(settings.deployer.token ? { token: settings.deployer.token } : {}) } : inClusterConfig(),
+      ...(settings.deployer.namespace ? { namespace: settings.deployer.namespace } : {}),
+    });
+  } else {
+    if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
+    deployer = new LocalDeployer({
+      serveScript: AGENT_SERVE_SCRIPT,
+      ...(users ? { users } : {}),
+      logger,
+      baseEnv: processEnv,
+      // What a running agent server prints is its revision's runtime (deploy) log.
+      onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
+    });
+  }
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
   const databases = new AgentDatabases({
     adminUrl: config.databaseUrl,
@@ -116,11 +119,8 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     log: logger,
     databases,
     // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
-    // queues and run events in their own database.
-    agentEnv: {
-      LOG_LEVEL: settings.agentLogLevel ?? 'info',
-      ...(settings.deployer?.kind === 'kubernetes' ? { HOST: '0.0.0.0' } : {}),
-    },
+    // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
+    agentEnv: { LOG_LEVEL: settings.agentLogLevel ?? 'info' },
   }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();
   return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };

@@ -109,7 +109,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
         upstreamUrl: answer.upstreamUrl,
         customAuth: answer.customAuth,
         upstreamCredential: answer.upstreamCredential,
-        unavailableReason: answer.unavailableReason,
+        status: answer.status,
+        statusMessage: answer.statusMessage,
       };
     },
     { ttlMs: deps.resolveCacheMs ?? 1000 },

@@ -37,7 +37,10 @@ async function startUpstream(name: string): Promise<Upstream> {
   const seen: Seen[] = [];
   let onHangClosed: () => void = () => undefined;
   const hangClosed = new Promise<void>((resolve) => (onHangClosed = resolve));
-  const server = http.createServer(async (req: IncomingMessage, res: ServerResponse) => {
+  const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    answer(req, res).catch((error: unknown) => res.destroy(error as Error));
+  });
+  async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     if (!req.url!.startsWith('/hang')) for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString();
@@ -89,7 +92,7 @@ async function startUpstream(name: string): Promise<Upstream> {
     }
     res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': name });
     res.end(JSON.stringify({ upstream: name, method: req.method, url: req.url, headers: req.headers, body }));
-  });
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -119,7 +122,7 @@ let tokenA: string;
 /** A deployment id routed as given (a fresh id per test: routing is cached for a second). */
 function route(
   upstreamUrl: string,
-  options: { tenantId?: string; customAuth?: boolean; upstreamCredential?: string; unavailableReason?: string } = {},
+  options: { tenantId?: string; customAuth?: boolean; upstreamCredential?: string; status?: string; statusMessage?: string } = {},
 ): string {
   const id = randomUUID();
   fake.routes.set(id, { ...options, tenantId: options.tenantId ?? tenantA, upstreamUrl, customAuth: options.customAuth ?? false });
@@ -303,7 +306,7 @@ describe('answers of its own', () => {
   });
 
   it('503 with Retry-After while the agent server restarts, without trying to reach it', async () => {
-    const id = route(upstreamA.url, { unavailableReason: 'the agent server exited (code 1); restarting' });
+    const id = route(upstreamA.url, { status: 'UNHEALTHY', statusMessage: 'the agent server exited (code 1); restarting' });
     const res = await get(`/d/${id}/ok`);
     expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
     expect(res.headers.get('retry-after')).toBe('5');
@@ -311,7 +314,7 @@ describe('answers of its own', () => {
     expect(upstreamA.seen.filter((s) => s.headers['x-forwarded-prefix'] === `/d/${id}`)).toEqual([]);
     expect((await get(`/d/${id}/ok`, {})).status).toBe(401);
     // A custom-auth project's callers may be anyone: they learn that it restarts, not why.
-    const custom = route(upstreamA.url, { customAuth: true, unavailableReason: 'the agent server exited (code 1)' });
+    const custom = route(upstreamA.url, { customAuth: true, status: 'UNHEALTHY', statusMessage: 'the agent server exited (code 1)' });
     const open = await get(`/d/${custom}/ok`, {});
     expect(open).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
     expect(open.body.detail).not.toContain('exited');
@@ -344,6 +347,23 @@ describe('answers of its own', () => {
     expect(res.headers.get('retry-after')).toBe('5');
     // Without a key, a 401 comes first: the state of a deployment is not for outsiders.
     expect((await get(`/d/${waiting}/ok`, {})).status).toBe(401);
+  });
+
+  it('503 without Retry-After, saying why, when the latest revision failed and none serves (waiting will not help)', async () => {
+    const why = 'the latest revision 6f1c failed to build (BUILD_FAILED: graph.ts: Unexpected token) and no revision serves';
+    const failed = route('', { status: 'FAILED', statusMessage: why });
+    const res = await get(`/d/${failed}/ok`);
+    expect(res).toMatchObject({ status: 503, body: { detail: `Deployment ${failed} cannot answer: ${why}. Deploy a fixed revision to bring it up.` } });
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect((await get(`/d/${failed}/ok`, {})).status).toBe(401);
+    // A custom-auth project's callers learn that it failed, not the build's output.
+    const custom = route('', { customAuth: true, status: 'FAILED', statusMessage: why });
+    const open = await get(`/d/${custom}/ok`, {});
+    expect(open).toMatchObject({ status: 503, body: { detail: `Deployment ${custom} cannot answer: its latest revision failed and no revision serves. Deploy a fixed revision to bring it up.` } });
+    expect(open.headers.get('retry-after')).toBeNull();
+    // An older revision that still serves is served (LATEST_FAILED).
+    const older = route(upstreamA.url, { status: 'LATEST_FAILED', statusMessage: 'the latest revision 6f1c failed to build; revision 1a2b still serves' });
+    expect((await get(`/d/${older}/ok`)).status).toBe(200);
   });
 });
 

@@ -5,24 +5,20 @@
  * declare, so nothing the control plane adds later leaks unreviewed (secret values above all).
  */
 import { DeploymentName, SecretName } from '@berth/ids';
+import { wireEnum } from '@berth/lifecycle';
+import { DeploymentStatus, RevisionStatus } from '@berth/proto';
 import { z } from 'zod';
 
 const timestamp = z.iso.datetime({ offset: true });
 
-/** A deployment name: also a DNS label, the way Kubernetes and hostnames need it. */
-
-/** Revision statuses, in pipeline order, then the terminal failures. */
-export const REVISION_STATUSES = [
-  'QUEUED',
-  'AWAITING_BUILD',
-  'BUILDING',
-  'AWAITING_DEPLOY',
-  'DEPLOYING',
-  'DEPLOYED',
-  'BUILD_FAILED',
-  'DEPLOY_FAILED',
-  'INTERRUPTED',
-] as const;
+/**
+ * Revision and deployment statuses: REST spells each as the name of its value in the control
+ * plane's enum (`berth.controlplane.v1.RevisionStatus`, `DeploymentStatus`), so this list is the
+ * enum's. A value this gateway does not know (a newer control plane's) is answered as UNKNOWN.
+ */
+export const revisionStatuses = wireEnum(RevisionStatus);
+export const deploymentStatuses = wireEnum(DeploymentStatus);
+export const UNKNOWN_STATUS = 'UNKNOWN';
 
 const integerText = /^\s*[+-]?\d+\s*$/;
 
@@ -123,8 +119,12 @@ export const DeploymentOut = z.object({
   source_config: z.record(z.string(), z.unknown()),
   source_revision_config: z.record(z.string(), z.unknown()),
   status: z
-    .string()
-    .describe('READY (a revision serves), UNHEALTHY (the serving revision is down and being restarted: see health_message), AWAITING_DEPLOY (none serves yet) or AWAITING_DELETE'),
+    .enum([...deploymentStatuses.states, UNKNOWN_STATUS])
+    .describe(
+      'AWAITING_DEPLOY (no revision serves yet; the latest is on its way), READY (a revision serves), UNHEALTHY (the serving ' +
+        'revision is down and being restarted), FAILED (the latest revision failed and none serves: its URL answers 503 until ' +
+        'a new revision deploys) or LATEST_FAILED (the latest revision failed; an older one still serves). See status_message',
+    ),
   latest_revision_id: z.string().nullable(),
   active_revision_id: z.string().nullable().describe('The revision serving traffic; null until one is DEPLOYED'),
   secrets: z.array(z.object({ name: z.string() })).describe('Names only'),
@@ -133,15 +133,19 @@ export const DeploymentOut = z.object({
   created_at: timestamp,
   updated_at: timestamp,
   health_message: z.string().nullable().describe('Why the serving revision does not answer now (status UNHEALTHY); null otherwise'),
+  status_message: z
+    .string()
+    .nullable()
+    .describe('Why the deployment has its status: the serving revision\'s health (UNHEALTHY), or which revision failed and why (FAILED, LATEST_FAILED); null otherwise'),
 });
 
 export const RevisionOut = z.object({
   id: z.string(),
   deployment_id: z.string(),
-  status: z.string().describe(REVISION_STATUSES.join(', ')),
+  status: z.enum([...revisionStatuses.states, UNKNOWN_STATUS]).describe('Where the revision is in its lifecycle (docs/deployments.md)'),
   source: z.string(),
   source_revision_config: z.record(z.string(), z.unknown()),
-  status_message: z.string().describe('Why it failed or what it waits for; empty otherwise'),
+  status_message: z.string().describe('Why it failed or was interrupted; empty otherwise'),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -197,7 +201,7 @@ export const ListRevisionsQuery = z.strictObject({
         .map((s) => s.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(z.enum(REVISION_STATUSES)))
+    .pipe(z.array(z.enum(revisionStatuses.states)))
     .optional()
     .describe('Only revisions in these statuses (comma-separated)'),
 });

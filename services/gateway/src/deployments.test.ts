@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { listen, type RunningServer } from '@berth/http';
+import { RevisionStatus } from '@berth/proto';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
@@ -101,6 +102,7 @@ describe('POST /v2/deployments', () => {
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       health_message: null,
+      status_message: null,
     });
     expect(JSON.stringify(body)).not.toContain('sk-secret');
     const sent = fake.callsOf('createDeployment').at(-1)!;
@@ -247,6 +249,20 @@ describe('GET/PATCH/DELETE /v2/deployments/{id}', () => {
   });
 });
 
+describe('deployment status', () => {
+  it('shows the status the control plane derived, with its message: FAILED when the only revision failed', async () => {
+    const d = await create('only-failed');
+    const why = `the latest revision ${d.latest_revision_id} failed to build (BUILD_FAILED: npm ci failed) and no revision serves`;
+    Object.assign(fake.deployments.get(d.id)!, { status: 'FAILED', statusMessage: why });
+    expect((await call(`/v2/deployments/${d.id}`)).body).toMatchObject({ status: 'FAILED', status_message: why, active_revision_id: null });
+    const listed = await call('/v2/deployments?name_contains=only-failed');
+    expect(listed.body.resources).toMatchObject([{ name: 'only-failed', status: 'FAILED', status_message: why }]);
+    // A status this gateway does not know (a newer control plane's) reads UNKNOWN, not a 500.
+    Object.assign(fake.deployments.get(d.id)!, { status: 'UNSPECIFIED', statusMessage: '' });
+    expect((await call(`/v2/deployments/${d.id}`)).body).toMatchObject({ status: 'UNKNOWN', status_message: null });
+  });
+});
+
 describe('revisions', () => {
   it('lists newest first with paging and a status filter, gets one, redeploys it', async () => {
     const d = await create('revs', { source_revision_config: { langgraph_config_path: 'langgraph.json' } });
@@ -258,10 +274,10 @@ describe('revisions', () => {
     expect(list.body.resources[1]).toEqual({
       id: d.latest_revision_id,
       deployment_id: d.id,
-      status: 'AWAITING_BUILD',
+      status: 'AWAITING_SOURCE',
       source: 'internal_source',
       source_revision_config: { langgraph_config_path: 'langgraph.json' },
-      status_message: 'waiting for the project upload',
+      status_message: '',
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -269,14 +285,14 @@ describe('revisions', () => {
     expect(page.body).toMatchObject({ resources: [{ id: d.latest_revision_id }], offset: 2 });
     const queued = await call(`/v2/deployments/${d.id}/revisions?status=QUEUED,%20DEPLOYED`);
     expect(queued.body.resources.map((r: Json) => r.id)).toEqual([second.body.latest_revision_id]);
-    expect(fake.callsOf('listRevisions').at(-1)).toMatchObject({ statuses: ['QUEUED', 'DEPLOYED'] });
+    expect(fake.callsOf('listRevisions').at(-1)).toMatchObject({ statuses: [RevisionStatus.QUEUED, RevisionStatus.DEPLOYED] });
 
     expect(await invalid(`/v2/deployments/${d.id}/revisions?status=QUEUED,NOPE`, {})).toEqual([['query', 'status', 1]]);
     expect(await invalid(`/v2/deployments/${d.id}/revisions?limit=500`, {})).toEqual([['query', 'limit']]);
     expect(await invalid(`/v2/deployments/${d.id}/revisions?remote_reconciled=true`, {})).toEqual([['query', 'remote_reconciled']]);
 
     const one = await call(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`);
-    expect(one).toMatchObject({ status: 200, body: { id: d.latest_revision_id, status: 'AWAITING_BUILD' } });
+    expect(one).toMatchObject({ status: 200, body: { id: d.latest_revision_id, status: 'AWAITING_SOURCE' } });
     expect((await call(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`, { key: keyB })).status).toBe(404);
     expect(await call(`/v2/deployments/${d.id}/revisions/nope`)).toEqual({ status: 404, body: { detail: 'Revision ID nope not found.' } });
     expect((await call(`/v2/deployments/${d.id}/revisions/${randomUUID()}`)).status).toBe(404);

@@ -178,7 +178,7 @@ export async function loadGraph(spec: GraphSpec, options: { tsconfig?: string | 
   // A module may export a promise of a graph (top-level async setup); langgraphjs awaits it.
   if (isObject(value) && typeof value.then === 'function') {
     try {
-      value = await value;
+      value = await (value as unknown as PromiseLike<unknown>);
     } catch (error) {
       throw new GraphLoadError(graphId, `export "${spec.exportName}" of ${spec.spec} rejected`, { cause: error });
     }

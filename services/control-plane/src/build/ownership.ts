@@ -46,20 +46,17 @@ export async function takeBack(path: string): Promise<void> {
  * either is thrown; both when both fail).
  */
 export async function whileOwnedBy<T>(dir: string, user: { uid: number; gid: number }, work: () => Promise<T>): Promise<T> {
-  let failure: unknown;
+  let result: T;
   try {
     await handOver(dir, user.uid, user.gid);
-    return await work();
-  } catch (error) {
-    failure = error;
-    throw error;
-  } finally {
-    try {
-      await takeBack(dir);
-    } catch (error) {
+    result = await work();
+  } catch (failure) {
+    await takeBack(dir).catch((error: unknown) => {
       // Both matter: why the work failed, and that the folder may still be the user's.
-      if (failure === undefined) throw error;
       throw new AggregateError([failure, error], `${(failure as Error).message}; taking ${dir} back from uid ${user.uid} failed too: ${(error as Error).message}`);
-    }
+    });
+    throw failure;
   }
+  await takeBack(dir);
+  return result;
 }

@@ -7,11 +7,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { DeployFailedError, type DeployLog, type Deployer, type RevisionArtifact, type RevisionSpec } from './deployer.js';
+import { DeployFailedError, type DeployLog, type DeployedRevision, type Deployer, type RevisionArtifact, type RevisionSpec } from './deployer.js';
 
 /** What the contract needs from one adapter's test setup. */
 export interface DeployerHarness {
   deployer: Deployer;
+  /**
+   * Another deployer on the same target, configured like `deployer`: what a restarted control
+   * plane creates. The suite closes it.
+   */
+  reopen(): Deployer | Promise<Deployer>;
   /**
    * An artifact whose revision comes up healthy. Called once per revision, so it may hand out a
    * fresh copy (a process adapter can return a new directory each time).
@@ -184,6 +189,23 @@ export function deployerContract(name: string, setup: () => Promise<DeployerHarn
       await deployer.remove(id, collectLog().log);
       expect(await exists(id)).toBe(false);
     });
+
+    it('keeps its revisions serving after close() exactly when revisionsSurviveClose says so, and deploy brings one back', async () => {
+      const { answers } = harness();
+      const before = await harness().reopen();
+      const revision = spec(await harness().goodArtifact());
+      let deployed: DeployedRevision;
+      try {
+        deployed = await before.deploy(revision, collectLog().log);
+        expect(await answers(deployed.url)).toBe(true);
+      } finally {
+        await before.close();
+      }
+      expect(await answers(deployed.url)).toBe(before.revisionsSurviveClose);
+      // What a restarted control plane does with the revision that serves: deploy it again.
+      const back = await harness().deployer.deploy(revision, collectLog().log);
+      expect(await answers(back.url)).toBe(true);
+    }, timeout * 3);
 
     it('rejects an aborted deploy, promptly, and one whose signal was aborted before it started', async () => {
       const { deployer } = harness();

@@ -82,8 +82,21 @@ export class DeployFailedError extends Error {
   }
 }
 
+/**
+ * The port. What differs between adapters is told by their capabilities below, never by which
+ * adapter it is: callers do not branch on the adapter.
+ */
 export interface Deployer {
-  readonly kind: 'local' | 'kubernetes';
+  /** Where revisions run, for logs and messages only (`local`, `kubernetes`). */
+  readonly name: string;
+  /**
+   * Whether deployed revisions keep serving after `close()` — across a restart of the control
+   * plane. `false` (`local`: agent servers are its child processes): they stop, so the control
+   * plane counts every serving revision down when it starts, until `deploy` brought it back, and
+   * keeps trying one that does not come back. `true` (`kubernetes`): they serve on, so a revision
+   * that cannot be deployed again at start is left serving as it was.
+   */
+  readonly revisionsSurviveClose: boolean;
   /**
    * Brings the revision up beside whatever serves the deployment now and resolves once it is
    * healthy (for kubernetes: once the rollout has finished). Rejects with `DeployFailedError`;

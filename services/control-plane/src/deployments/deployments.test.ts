@@ -1,8 +1,10 @@
 /**
  * Deployments end to end on the local deployer, against real Postgres and real npm: create →
- * upload → BUILDING → DEPLOYED with a working agent server; a new revision replaces the old one
- * without a gap; a broken project is BUILD_FAILED and the old revision keeps serving; a revision
- * replaced before it finished is INTERRUPTED; delete stops everything. Plus the gRPC face.
+ * AWAITING_SOURCE → upload → BUILDING → DEPLOYED with a working agent server; a new revision
+ * replaces the old one without a gap; a broken project is BUILD_FAILED and the old revision keeps
+ * serving (the deployment says LATEST_FAILED); a deployment whose only build failed is FAILED, with
+ * no route; a revision replaced before it finished is INTERRUPTED; delete stops everything. Plus
+ * the gRPC face.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
@@ -13,12 +15,13 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { DeploymentService } from '@berth/proto';
+import { DeploymentService, DeploymentStatus } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { echoProject as project } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { start, type RunningControlPlane } from '../index.js';
+import { revisionLifecycle } from './revision-lifecycle.js';
 import type { Deployments } from './service.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
@@ -58,7 +61,7 @@ async function settled(deploymentId: string, revisionId: string, timeoutMs = 90_
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { status } = await deployments.revision(tenant, deploymentId, revisionId);
-    if (!['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING'].includes(status)) return status;
+    if (revisionLifecycle.isTerminal(status)) return status;
     if (Date.now() > deadline) throw new Error(`revision ${revisionId} still ${status}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -91,7 +94,10 @@ describe('deployments on the local deployer', () => {
     expect(created.secret_names).toEqual(['ECHO_PREFIX']);
     expect(JSON.stringify(created)).not.toContain('hush');
     const first = created.latest_revision_id!;
-    expect((await deployments.revision(tenant, deploymentId, first)).status).toBe('QUEUED');
+    // Waiting for its source is a state of its own, not a QUEUED revision with a message.
+    expect(await deployments.revision(tenant, deploymentId, first)).toMatchObject({ status: 'AWAITING_SOURCE', status_message: '' });
+    expect(created).toMatchObject({ status: 'AWAITING_DEPLOY', status_message: null });
+    await expect(deployments.redeploy(tenant, deploymentId, first)).rejects.toThrow(/has no source to deploy yet/);
 
     const { objectPath, revisionId } = await upload(deploymentId, project());
     expect(revisionId).toBe(first);
@@ -148,8 +154,27 @@ describe('deployments on the local deployer', () => {
     expect(await settled(deploymentId, broken)).toBe('BUILD_FAILED');
     const revision = await deployments.revision(tenant, deploymentId, broken);
     expect(revision.status_message).toMatch(/graph\.ts/);
-    expect((await deployments.resolve(deploymentId)).upstream_url).toBe(before.upstream_url);
+    expect(await deployments.resolve(deploymentId)).toMatchObject({ upstream_url: before.upstream_url, status: 'LATEST_FAILED' });
     expect(await echo(before, 'still')).toBe('echo v2: still');
+    // The deployment says that what serves is older than its latest revision, and why.
+    const deployment = await deployments.get(tenant, deploymentId);
+    expect(deployment.status).toBe('LATEST_FAILED');
+    expect(deployment.status_message).toBe(
+      `the latest revision ${broken} failed to build (BUILD_FAILED: ${revision.status_message}); revision ${before.revision_id} still serves`,
+    );
+  }, 120_000);
+
+  it('says FAILED, with no route, for a deployment whose only build failed (not AWAITING_DEPLOY forever)', async () => {
+    const created = await deployments.create({ tenantId: tenant, name: 'broken', source: 'internal_source', secrets: [] });
+    const { revisionId } = await upload(created.id, project('export const graph = ;\n'));
+    expect(await settled(created.id, revisionId!)).toBe('BUILD_FAILED');
+    const { status_message } = await deployments.revision(tenant, created.id, revisionId!);
+    const why = `the latest revision ${revisionId} failed to build (BUILD_FAILED: ${status_message}) and no revision serves`;
+    expect(await deployments.get(tenant, created.id)).toMatchObject({ status: 'FAILED', status_message: why, active_revision_id: null });
+    const { resources } = await deployments.list(tenant, { nameContains: 'broken', limit: 10, offset: 0 });
+    expect(resources.map((d) => [d.name, d.status])).toEqual([['broken', 'FAILED']]);
+    expect(await deployments.resolve(created.id)).toMatchObject({ upstream_url: null, status: 'FAILED', status_message: why });
+    await deployments.delete(tenant, created.id);
   }, 120_000);
 
   it('interrupts a revision replaced before it finished', async () => {
@@ -178,7 +203,7 @@ describe('deployments on the local deployer', () => {
     try {
       const { resources } = await client.listDeployments({ tenantId: tenant, nameContains: 'ech', limit: 10 });
       expect(resources.map((d) => d.name)).toEqual(['echo']);
-      expect(resources[0]!.status).toBe('READY');
+      expect(resources[0]!.status).toBe(DeploymentStatus.READY);
       const { revisionId, logs } = await client.getRevisionLogs({ tenantId: tenant, deploymentId, type: 'deploy', limit: 5 });
       expect(revisionId).toBe(resources[0]!.latestRevisionId);
       expect(logs.length).toBeGreaterThan(0);

@@ -70,13 +70,14 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(container.image).toBe('registry.test/agent:1');
   // The secret's value, and the platform's values for the agent server (its own database login and
   // credential among them), live in the deployment's Secret, not in the Deployment.
-  expect(container.env.map((e) => e.name).sort()).toEqual(['HOME', 'N_JOBS_PER_WORKER', 'PORT']);
+  expect(container.env.map((e) => e.name).sort()).toEqual(['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT']);
+  expect(container.env.find((e) => e.name === 'HOST')!.value).toBe('0.0.0.0');
   expect(JSON.stringify(deployment)).not.toContain('sk-test');
   const secrets = fake.store.list('secrets', 'berth');
   expect(secrets).toHaveLength(1);
   const data = (secrets[0] as { data?: Record<string, string>; stringData?: Record<string, string> });
   expect(Object.keys({ ...data.data, ...data.stringData })).toEqual(
-    expect.arrayContaining(['OPENAI_API_KEY', 'HOST', 'BERTH_AGENT_SCHEMA', 'DATABASE_URL', 'BERTH_DEPLOYMENT_CREDENTIAL']),
+    expect.arrayContaining(['OPENAI_API_KEY', 'BERTH_AGENT_SCHEMA', 'DATABASE_URL', 'BERTH_DEPLOYMENT_CREDENTIAL']),
   );
 
   const broken = await deployments.update({ tenantId: tenant, deploymentId: created.id, sourceRevisionConfig: { image_uri: 'registry.test/agent:broken' } });
@@ -84,13 +85,16 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   const failed = await deployments.revision(tenant, created.id, broken.latest_revision_id!);
   const { logs } = await deployments.logs(tenant, created.id, { revisionId: failed.id, type: 'deploy', offset: 0, limit: 1000 });
   expect(logs.map((l) => l.message).join('\n')).toContain('OPENAI_API_KEY is not set');
-  expect((await deployments.resolve(created.id)).upstream_url).toBe(route.upstream_url);
+  expect(await deployments.resolve(created.id)).toMatchObject({ upstream_url: route.upstream_url, status: 'LATEST_FAILED' });
+  expect((await deployments.get(tenant, created.id)).status_message).toContain(`the latest revision ${failed.id} failed to deploy (DEPLOY_FAILED`);
   const image = (d: unknown) => (d as { spec: { template: { spec: { containers: { image: string }[] } } } }).spec.template.spec.containers[0]!.image;
   expect(image(fake.store.list('deployments', 'berth')[0])).toBe('registry.test/agent:1');
 
   await deployments.delete(tenant, created.id);
   const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline && fake.store.list('deployments', 'berth').length) await new Promise((r) => setTimeout(r, 100));
+  const left = () => ['deployments', 'secrets', 'services'].flatMap((kind) => fake.store.list(kind, 'berth'));
+  // The deployer deletes the Deployment, then the Service, then the Secret.
+  while (Date.now() < deadline && left().length) await new Promise((r) => setTimeout(r, 100));
   expect(fake.store.list('deployments', 'berth')).toEqual([]);
   expect(fake.store.list('secrets', 'berth')).toEqual([]);
   expect(fake.store.list('services', 'berth')).toEqual([]);

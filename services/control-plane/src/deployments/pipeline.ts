@@ -1,14 +1,17 @@
 /**
  * The revision pipeline: BullMQ jobs move a revision QUEUED → AWAITING_BUILD → BUILDING →
  * AWAITING_DEPLOY → DEPLOYING → DEPLOYED (or BUILD_FAILED / DEPLOY_FAILED, the reason in its
- * logs). Each step is a job, and each job starts from the status the revision is in, so a job
- * re-run after a control-plane restart (a stalled job) resumes the revision. A revision that a
- * newer one replaced is INTERRUPTED: its job notices and stops.
+ * logs), each move checked against the revision lifecycle (revision-lifecycle.ts) by the store.
+ * Each step is a job, and each job starts from the status the revision is in, so a job re-run
+ * after a control-plane restart (a stalled job) resumes the revision. A revision that a newer one
+ * replaced is INTERRUPTED: its job notices (the lifecycle refuses its next move) and stops.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { NotFoundError } from '@berth/errors';
+import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
 import type { Logger } from '@berth/log';
 import { z } from 'zod';
@@ -17,7 +20,8 @@ import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionH
 import type { AgentDatabases } from './agent-databases.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from './secret-box.js';
-import type { DeploymentRow, DeploymentStore, RevisionRow } from './store.js';
+import type { RevisionStatus } from './revision-lifecycle.js';
+import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 
 export const REVISION_QUEUE = 'control-plane-revisions';
 
@@ -142,9 +146,9 @@ export class RevisionPipeline {
     sweeper.unref();
     this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();
-    // Local agent servers went down with the control plane: until one is back its deployment is
+    // Agent servers that went down with the control plane: until one is back its deployment is
     // UNHEALTHY and answers 503 (retry) rather than pointing at a dead port.
-    if (this.deps.deployer.kind === 'local') {
+    if (!this.deps.deployer.revisionsSurviveClose) {
       for (const revision of serving) await this.deps.store.setHealth(revision.id, 'the control plane restarted: the agent server is starting again', null);
     }
     void this.restore(serving);
@@ -162,10 +166,9 @@ export class RevisionPipeline {
     await this.healthWrites;
   }
 
-  /** Queues the build of a revision. */
+  /** Queues the build of a QUEUED revision (none when it was interrupted meanwhile). */
   async build(revisionId: string): Promise<void> {
-    await this.deps.store.transition(revisionId, ['QUEUED'], 'AWAITING_BUILD');
-    await this.queue.enqueue('revision.build', { revision_id: revisionId });
+    if (await this.advance(revisionId, 'AWAITING_BUILD')) await this.queue.enqueue('revision.build', { revision_id: revisionId });
   }
 
   /** Stops a revision's step if it runs in this process (others notice within a second). */
@@ -185,11 +188,12 @@ export class RevisionPipeline {
   private async runBuild(revisionId: string, jobSignal: AbortSignal): Promise<void> {
     const { store, builder } = this.deps;
     const revision = await store.revisionById(revisionId);
-    if (!revision || !(await store.transition(revisionId, ['QUEUED', 'AWAITING_BUILD', 'BUILDING'], 'BUILDING'))) return;
+    if (!revision || !(await this.advance(revisionId, 'BUILDING'))) return;
     const log = this.logs.for(revisionId, 'build');
     await this.step(revisionId, jobSignal, async (signal) => {
       const config = revision.source_revision_config;
       try {
+        let built: MoveChange = {};
         if (revision.source === 'external_docker') {
           log(`image ${String(config.image_uri)}: nothing to build`);
         } else {
@@ -208,35 +212,43 @@ export class RevisionPipeline {
             signal,
           );
           log(`built: graphs ${artifact.graphs.join(', ')}`);
-          const customAuth = await hasCustomAuth(join(artifact.path, artifact.configPath));
-          if (!(await store.transition(revisionId, ['BUILDING'], 'BUILDING', { artifact_path: artifact.path, custom_auth: customAuth }))) return;
+          built = { artifact_path: artifact.path, custom_auth: await hasCustomAuth(join(artifact.path, artifact.configPath)) };
         }
-        if (await store.transition(revisionId, ['BUILDING'], 'AWAITING_DEPLOY')) await this.queue.enqueue('revision.deploy', { revision_id: revisionId });
+        if (await this.advance(revisionId, 'AWAITING_DEPLOY', built)) await this.queue.enqueue('revision.deploy', { revision_id: revisionId });
       } catch (error) {
         if (error instanceof BuildFailedError) {
           log(error.message, 'error');
-          await store.transition(revisionId, ['BUILDING'], 'BUILD_FAILED', { status_message: error.message });
+          await this.advance(revisionId, 'BUILD_FAILED', { status_message: error.message });
           return;
         }
         if (error instanceof BuildCancelledError && signal.aborted) throw signal.reason;
         throw error;
       }
-    }).catch(async (error: unknown) => this.failed(revisionId, 'BUILDING', 'BUILD_FAILED', error, log));
+    }).catch(async (error: unknown) => this.failed(revisionId, 'BUILD_FAILED', error, log));
   }
 
   private async runDeploy(revisionId: string, jobSignal: AbortSignal): Promise<void> {
     const { store, deployer } = this.deps;
     const revision = await store.revisionById(revisionId);
-    if (!revision || !(await store.transition(revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], 'DEPLOYING'))) return;
+    if (!revision || !(await this.advance(revisionId, 'DEPLOYING'))) return;
     const deployment = await store.byId(revision.deployment_id);
     if (!deployment) return;
     const log = this.logs.for(revisionId, 'deploy');
     await this.step(revisionId, jobSignal, async (signal) => {
       try {
         const spec = await this.spec(deployment, revision);
-        log(`deploying on ${deployer.kind}`);
+        log(`deploying on ${deployer.name}`);
         const deployed = await deployer.deploy(spec, log, signal);
-        const { active, previous } = await store.activate(revisionId, deployed.url);
+        const activation = await store.activate(revisionId, deployed.url).catch((error: unknown) => {
+          if (error instanceof IllegalTransitionError) return undefined; // interrupted while it came up
+          throw error;
+        });
+        if (!activation) {
+          log('interrupted while it came up (a newer revision replaced it, or the deployment was deleted): stopping it', 'warn');
+          await deployer.retire(deployment.id, revisionId, log);
+          return;
+        }
+        const { active, previous } = activation;
         if (!active) {
           log('a newer revision serves already: stopping this one', 'warn');
           await deployer.retire(deployment.id, revisionId, log);
@@ -247,12 +259,12 @@ export class RevisionPipeline {
       } catch (error) {
         if (error instanceof DeployFailedError) {
           log(error.message, 'error');
-          await store.transition(revisionId, ['DEPLOYING'], 'DEPLOY_FAILED', { status_message: error.message });
+          await this.advance(revisionId, 'DEPLOY_FAILED', { status_message: error.message });
           return;
         }
         throw error;
       }
-    }).catch(async (error: unknown) => this.failed(revisionId, 'DEPLOYING', 'DEPLOY_FAILED', error, log));
+    }).catch(async (error: unknown) => this.failed(revisionId, 'DEPLOY_FAILED', error, log));
   }
 
   private async runRemove(deploymentId: string): Promise<void> {
@@ -285,17 +297,33 @@ export class RevisionPipeline {
     }
   }
 
+  /**
+   * Moves a revision on (the store checks the move against the lifecycle). False when the
+   * lifecycle refused it because the revision moved on meanwhile — a newer revision interrupted
+   * it, its deployment was deleted, or another control plane ran this step — and the caller stops.
+   */
+  private async advance(revisionId: string, to: RevisionStatus, change?: MoveChange): Promise<boolean> {
+    try {
+      await this.deps.store.move({ revisionId }, to, change);
+      return true;
+    } catch (error) {
+      if (!(error instanceof IllegalTransitionError || error instanceof NotFoundError)) throw error;
+      this.deps.log.info({ revisionId, to, reason: error.message }, 'the revision moved on meanwhile: this step stops');
+      return false;
+    }
+  }
+
   /** A step that ended with an unexpected error or an interruption. */
-  private async failed(revisionId: string, step: 'BUILDING' | 'DEPLOYING', failedStatus: 'BUILD_FAILED' | 'DEPLOY_FAILED', error: unknown, log: (line: string, level?: 'info' | 'warn' | 'error') => void): Promise<void> {
+  private async failed(revisionId: string, failedStatus: 'BUILD_FAILED' | 'DEPLOY_FAILED', error: unknown, log: (line: string, level?: 'info' | 'warn' | 'error') => void): Promise<void> {
     if (error instanceof RevisionInterruptedError || (error as Error)?.name === 'RevisionInterruptedError') {
       log('interrupted: a newer revision replaced this one', 'warn');
       await this.logs.flush();
       return;
     }
     const message = error instanceof Error ? error.message : String(error);
-    this.deps.log.error({ err: error, revisionId }, `revision ${step.toLowerCase()} failed`);
+    this.deps.log.error({ err: error, revisionId, status: failedStatus }, 'a revision step failed');
     log(`failed: ${message}`, 'error');
-    await this.deps.store.transition(revisionId, [step], failedStatus, { status_message: message });
+    await this.advance(revisionId, failedStatus, { status_message: message });
     await this.logs.flush();
   }
 
@@ -351,8 +379,8 @@ export class RevisionPipeline {
       await this.writeHealth(revision.id, null, deployed.url);
     } catch (error) {
       this.deps.log.error({ err: error, revisionId: revision.id }, 'bringing a deployed revision back failed');
-      // Kubernetes workloads may well still serve: only a local revision is known to be down.
-      if (deployer.kind !== 'local') {
+      // Revisions that outlive the control plane may well still serve: only others are known to be down.
+      if (deployer.revisionsSurviveClose) {
         log(`could not bring it back: ${(error as Error).message}`, 'error');
         return;
       }

@@ -9,10 +9,11 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DeploymentService } from '@berth/proto';
+import { DeploymentService, RevisionStatus } from '@berth/proto';
 import { createRpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { echoProject } from '../build/__tests__/tarballs.js';
+import { revisionLifecycle, revisionStatusWire } from './revision-lifecycle.js';
 import { SecretBox } from './secret-box.js';
 import { until } from '../__tests__/until.js';
 
@@ -83,16 +84,16 @@ it('resumes a build whose control plane was killed, and deploys the revision', a
   const b = await controlPlane();
   const clientB = createRpcClient(DeploymentService, b.address);
   try {
-    expect((await clientB.getRevision({ tenantId, deploymentId, revisionId })).revision!.status).toBe('BUILDING');
+    expect((await clientB.getRevision({ tenantId, deploymentId, revisionId })).revision!.status).toBe(RevisionStatus.BUILDING);
     const status = await until(
       'the revision to settle',
       async () => {
         const { revision } = await clientB.getRevision({ tenantId, deploymentId, revisionId });
-        return ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(revision!.status) ? revision!.status : undefined;
+        return revisionLifecycle.isTerminal(revisionStatusWire.decode(revision!.status)!) ? revision!.status : undefined;
       },
       120_000,
     );
-    expect(status).toBe('DEPLOYED');
+    expect(status).toBe(RevisionStatus.DEPLOYED);
     const { logs } = await clientB.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'build', limit: 1000 });
     expect(logs.filter((l) => l.message.startsWith('building ')).length).toBe(2);
     const { upstreamUrl, upstreamCredential } = await clientB.resolveDeployment({ deploymentId });

@@ -4,6 +4,8 @@
 import { InvalidArgumentError } from '@berth/errors';
 import { DeploymentService, timestampFromDate, type JsonObject } from '@berth/proto';
 import type { ServiceImplementation } from '@berth/rpc';
+import { deploymentStatusWire } from './deployment-status.js';
+import { revisionStatusWire, type RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentView, Deployments } from './service.js';
 import type { LogEntryRow, RevisionRow } from './store.js';
 
@@ -15,7 +17,8 @@ function deploymentMessage(d: DeploymentView) {
     source: d.source,
     sourceConfig: d.source_config as JsonObject,
     sourceRevisionConfig: d.source_revision_config as JsonObject,
-    status: !d.active_revision_id ? 'AWAITING_DEPLOY' : d.health_message ? 'UNHEALTHY' : 'READY',
+    status: deploymentStatusWire.encode(d.status),
+    statusMessage: d.status_message ?? '',
     latestRevisionId: d.latest_revision_id ?? '',
     activeRevisionId: d.active_revision_id ?? '',
     secretNames: d.secret_names,
@@ -30,7 +33,7 @@ function revisionMessage(r: RevisionRow) {
   return {
     id: r.id,
     deploymentId: r.deployment_id,
-    status: r.status,
+    status: revisionStatusWire.encode(r.status),
     source: r.source,
     sourceRevisionConfig: r.source_revision_config as JsonObject,
     statusMessage: r.status_message,
@@ -41,6 +44,15 @@ function revisionMessage(r: RevisionRow) {
 
 function logMessage(l: LogEntryRow) {
   return { id: BigInt(l.id), timestamp: timestampFromDate(l.created_at), level: l.level, message: l.message, type: l.type };
+}
+
+/** The statuses a ListRevisions filter names; a number that names none is refused. */
+function statusFilter(values: number[]): RevisionStatus[] {
+  return values.map((value) => {
+    const status = revisionStatusWire.decode(value);
+    if (!status) throw new InvalidArgumentError(`${value} is not a revision status`);
+    return status;
+  });
 }
 
 function page(limit: number, offset: number, max = 100): { limit: number; offset: number } {
@@ -89,7 +101,7 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
     listRevisions: async (r) => {
       const { resources, offset } = await deployments.revisions(r.tenantId, r.deploymentId, {
         ...page(r.limit, r.offset),
-        ...(r.statuses.length ? { statuses: r.statuses } : {}),
+        ...(r.statuses.length ? { statuses: statusFilter(r.statuses) } : {}),
       });
       return { resources: resources.map(revisionMessage), offset };
     },
@@ -122,7 +134,8 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
         upstreamUrl: target.upstream_url ?? '',
         customAuth: target.custom_auth,
         upstreamCredential: target.credential,
-        unavailableReason: target.unavailable_reason ?? '',
+        status: deploymentStatusWire.encode(target.status),
+        statusMessage: target.status_message ?? '',
       };
     },
     getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),

@@ -7,13 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName } from '@berth/ids';
+import { IllegalTransitionError } from '@berth/lifecycle';
+import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import type { RevisionPipeline } from './pipeline.js';
+import type { RevisionStatus } from './revision-lifecycle.js';
 import type { SecretBox } from './secret-box.js';
 import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
-/** Marks the first revision of an internal_source deployment until its tarball is uploaded. */
-export const WAITING_FOR_SOURCE = 'waiting for the project upload';
 
 export interface DeploymentView extends DeploymentRow {
   secret_names: string[];
@@ -21,6 +22,10 @@ export interface DeploymentView extends DeploymentRow {
   source_revision_config: Record<string, unknown>;
   /** Why the serving revision's agent server does not answer now; null while it does. */
   health_message: string | null;
+  /** Derived from its serving and latest revisions (deployment-status.ts). */
+  status: DeploymentStatus;
+  /** Why it has that status; null while READY or AWAITING_DEPLOY. */
+  status_message: string | null;
 }
 
 export interface CreateDeploymentInput {
@@ -81,7 +86,7 @@ export class Deployments {
       revision,
       this.seal(input.secrets),
     );
-    if (revision.status === 'QUEUED' && revision.status_message !== WAITING_FOR_SOURCE) await this.pipeline.build(revision.id);
+    if (revision.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(row);
   }
 
@@ -115,7 +120,7 @@ export class Deployments {
       ...(input.secrets ? { secrets: this.seal(input.secrets) } : {}),
     });
     for (const revisionId of interrupted) this.pipeline.interrupt(revisionId);
-    if (revision && revision.status_message !== WAITING_FOR_SOURCE) await this.pipeline.build(revision.id);
+    if (revision?.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(deployment);
   }
 
@@ -124,7 +129,7 @@ export class Deployments {
     await this.pipeline.remove(id);
   }
 
-  async revisions(tenantId: string, deploymentId: string, query: { limit: number; offset: number; statuses?: string[] }): Promise<{ resources: RevisionRow[]; offset: number }> {
+  async revisions(tenantId: string, deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<{ resources: RevisionRow[]; offset: number }> {
     await this.store.get(tenantId, deploymentId);
     const rows = await this.store.revisions(deploymentId, query);
     return { resources: rows, offset: query.offset + rows.length };
@@ -138,7 +143,7 @@ export class Deployments {
   /** Deploys what a revision deployed again, as a new revision. */
   async redeploy(tenantId: string, deploymentId: string, revisionId: string): Promise<DeploymentView> {
     const revision = await this.revision(tenantId, deploymentId, revisionId);
-    if (revision.status_message === WAITING_FOR_SOURCE) throw new ConflictError(`Revision ${revisionId} has no source to deploy yet`);
+    if (revision.status === 'AWAITING_SOURCE') throw new ConflictError(`Revision ${revisionId} has no source to deploy yet`);
     return this.update({ tenantId, deploymentId, sourceRevisionConfig: revision.source_revision_config });
   }
 
@@ -171,14 +176,16 @@ export class Deployments {
     await this.store.completeUpload(uploadId);
     const objectPath = `uploads/${deployment.id}/${uploadId}.tar.gz`;
     const latest = deployment.latest_revision_id ? await this.store.revisionById(deployment.latest_revision_id) : undefined;
-    if (latest?.status === 'QUEUED' && latest.status_message === WAITING_FOR_SOURCE) {
-      const config = { ...latest.source_revision_config, source_tarball_path: objectPath };
-      if (await this.store.transition(latest.id, ['QUEUED'], 'QUEUED', { status_message: '', source_revision_config: config })) {
-        await this.pipeline.build(latest.id);
-        return { uploadId, objectPath, revisionId: latest.id };
-      }
+    if (latest?.status !== 'AWAITING_SOURCE') return { uploadId, objectPath };
+    try {
+      await this.store.move({ revisionId: latest.id }, 'QUEUED', { source_revision_config: { ...latest.source_revision_config, source_tarball_path: objectPath } });
+    } catch (error) {
+      // Another upload (or a PATCH) gave it a source first: this one is stored, for a revision to name.
+      if (error instanceof IllegalTransitionError) return { uploadId, objectPath };
+      throw error;
     }
-    return { uploadId, objectPath };
+    await this.pipeline.build(latest.id);
+    return { uploadId, objectPath, revisionId: latest.id };
   }
 
   /** Where the gateway sends a deployment's traffic, and the credential its agent server requires. */
@@ -203,7 +210,7 @@ export class Deployments {
     const path = config.source_tarball_path;
     if (path === undefined || path === null) {
       // The CLI creates a deployment first and uploads its source to it next.
-      if (first) return { ...revision, status_message: WAITING_FOR_SOURCE };
+      if (first) return { ...revision, status: 'AWAITING_SOURCE' };
       throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'a new revision of an internal_source deployment needs source_tarball_path (upload the project first)');
     }
     const uploadId = typeof path === 'string' ? /^uploads\/[0-9a-f-]{36}\/([0-9a-f-]{36})\.tar\.gz$/.exec(path)?.[1] : undefined;
@@ -232,11 +239,18 @@ export class Deployments {
       this.store.secretNames(rows.map((r) => r.id)),
       this.store.revisionDetails(rows.flatMap((r) => [r.latest_revision_id, r.active_revision_id].filter((id): id is string => id !== null))),
     ]);
-    return rows.map((row) => ({
-      ...row,
-      secret_names: names.get(row.id) ?? [],
-      source_revision_config: (row.latest_revision_id && revisions.get(row.latest_revision_id)?.source_revision_config) || {},
-      health_message: (row.active_revision_id && revisions.get(row.active_revision_id)?.health_message) || null,
-    }));
+    return rows.map((row) => {
+      const latest = (row.latest_revision_id && revisions.get(row.latest_revision_id)) || null;
+      const serving = (row.active_revision_id && revisions.get(row.active_revision_id)) || null;
+      const { status, message } = deploymentStatus({ serving, latest });
+      return {
+        ...row,
+        secret_names: names.get(row.id) ?? [],
+        source_revision_config: latest?.source_revision_config ?? {},
+        health_message: serving?.health_message ?? null,
+        status,
+        status_message: message,
+      };
+    });
   }
 }

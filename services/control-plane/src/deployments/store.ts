@@ -1,25 +1,42 @@
 /**
  * Deployments, revisions, their logs, secrets and uploaded sources in Postgres (the control
- * plane's schema). Status moves are conditional updates, so a job that lost a race (its revision
- * was interrupted meanwhile) changes nothing.
+ * plane's schema). Every status change of a revision is `move`: one conditional update checked
+ * against the revision lifecycle, so a job that lost a race (its revision was interrupted
+ * meanwhile) changes nothing and is told so.
  */
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
-import type { DeploymentTables, DeploymentsTable, RevisionStatus, RevisionsTable } from './tables.js';
+import { IllegalTransitionError } from '@berth/lifecycle';
+import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
+import { revisionLifecycle, type RevisionStatus } from './revision-lifecycle.js';
+import type { DeploymentTables, DeploymentsTable, RevisionsTable } from './tables.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type RevisionRow = Selectable<RevisionsTable>;
 
-/** Statuses of a revision still on its way (a newer revision interrupts them). */
-export const UNFINISHED: readonly RevisionStatus[] = ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING'];
-
 export interface NewRevision {
   id: string;
+  /** One of the lifecycle's initial states. */
   status: RevisionStatus;
   source: DeploymentsTable['source'];
   source_revision_config: Record<string, unknown>;
+}
+
+/** Which revisions a move applies to: one, or every revision of a deployment that may make it. */
+export type MoveTarget = { revisionId: string } | { deploymentId: string };
+
+/** What a move writes besides the status. */
+export interface MoveChange {
+  /**
+   * Why it moved (a failure, an interruption). Cleared when not given, so that it always explains
+   * the status the revision is in.
+   */
   status_message?: string;
+  artifact_path?: string;
+  custom_auth?: boolean;
+  upstream_url?: string;
+  source_revision_config?: Record<string, unknown>;
 }
 
 export interface LogLine {
@@ -44,10 +61,10 @@ export interface ResolvedDeployment {
   revision_id: string | null;
   upstream_url: string | null;
   custom_auth: boolean;
-  /** Why the serving revision does not answer now; null while it does (or none serves). */
-  unavailable_reason: string | null;
+  status: DeploymentStatus;
+  /** Why the deployment has its status (see deployment-status.ts); null while READY or AWAITING_DEPLOY. */
+  status_message: string | null;
 }
-
 
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string }).code === '23505';
@@ -70,10 +87,7 @@ export class DeploymentStore {
           .values({ ...deployment, source_config: JSON.stringify(deployment.source_config), latest_revision_id: revision.id, active_revision_id: null })
           .returningAll()
           .executeTakeFirstOrThrow();
-        await tx
-          .insertInto('revisions')
-          .values({ ...revision, deployment_id: row.id, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
-          .execute();
+        await this.insertRevision(tx, row.id, revision);
         if (secrets.length) {
           await tx.insertInto('deployment_secrets').values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed }))).execute();
         }
@@ -132,24 +146,9 @@ export class DeploymentStore {
       if (!current) throw new NotFoundError(`Deployment ID ${id} not found.`);
       let interrupted: string[] = [];
       if (change.revision) {
-        const rows = await tx
-          .updateTable('revisions')
-          .set({ status: 'INTERRUPTED', status_message: `replaced by revision ${change.revision.id}`, updated_at: new Date() })
-          .where('deployment_id', '=', id)
-          .where('status', 'in', UNFINISHED)
-          .returning('id')
-          .execute();
+        const rows = await this.move({ deploymentId: id }, 'INTERRUPTED', { status_message: `replaced by revision ${change.revision.id}` }, tx);
         interrupted = rows.map((r) => r.id);
-        await tx
-          .insertInto('revisions')
-          .values({
-            ...change.revision,
-            deployment_id: id,
-            source_revision_config: JSON.stringify(change.revision.source_revision_config),
-            artifact_path: null,
-            upstream_url: null,
-          })
-          .execute();
+        await this.insertRevision(tx, id, change.revision);
       }
       if (change.secrets) {
         await tx.deleteFrom('deployment_secrets').where('deployment_id', '=', id).execute();
@@ -182,14 +181,7 @@ export class DeploymentStore {
       .where('deleting', '=', false)
       .returning('id')
       .execute();
-    if (rows.length) {
-      await this.db
-        .updateTable('revisions')
-        .set({ status: 'INTERRUPTED', status_message: 'the deployment was deleted', updated_at: new Date() })
-        .where('deployment_id', '=', id)
-        .where('status', 'in', UNFINISHED)
-        .execute();
-    }
+    if (rows.length) await this.move({ deploymentId: id }, 'INTERRUPTED', { status_message: 'the deployment was deleted' });
     return rows.length === 1;
   }
 
@@ -205,11 +197,15 @@ export class DeploymentStore {
     return names;
   }
 
-  /** source_revision_config and health of each of these revisions, by revision id (one query for a page of deployments). */
-  async revisionDetails(revisionIds: string[]): Promise<Map<string, Pick<RevisionRow, 'source_revision_config' | 'health_message'>>> {
+  /** Status, source_revision_config and health of each of these revisions, by revision id (one query for a page of deployments). */
+  async revisionDetails(revisionIds: string[]): Promise<Map<string, Pick<RevisionRow, 'id' | 'status' | 'status_message' | 'source_revision_config' | 'health_message'>>> {
     if (!revisionIds.length) return new Map();
-    const rows = await this.db.selectFrom('revisions').select(['id', 'source_revision_config', 'health_message']).where('id', 'in', revisionIds).execute();
-    return new Map(rows.map(({ id, ...details }) => [id, details]));
+    const rows = await this.db
+      .selectFrom('revisions')
+      .select(['id', 'status', 'status_message', 'source_revision_config', 'health_message'])
+      .where('id', 'in', revisionIds)
+      .execute();
+    return new Map(rows.map((details) => [details.id, details]));
   }
 
   async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
@@ -217,9 +213,9 @@ export class DeploymentStore {
     return rows.map((r) => ({ name: r.name, sealed: r.value_encrypted }));
   }
 
-  async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: string[] }): Promise<RevisionRow[]> {
+  async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<RevisionRow[]> {
     let q = this.db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId);
-    if (query.statuses?.length) q = q.where('status', 'in', query.statuses as RevisionStatus[]);
+    if (query.statuses?.length) q = q.where('status', 'in', query.statuses);
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
   }
 
@@ -235,24 +231,40 @@ export class DeploymentStore {
   }
 
   /**
-   * Moves a revision to `status` when it is in one of `from`; false when it was not (interrupted
-   * meanwhile, or already past that step).
+   * THE one place a revision's status changes. Moves the revision (or every revision of the
+   * deployment) to `to` if its status may move there by the revision lifecycle, in one conditional
+   * UPDATE (`WHERE status IN (the states that may move to it)`), so that a move that lost a race
+   * changes nothing. One revision that may not move is refused with IllegalTransitionError (its
+   * `from` is the status it is in; NotFoundError when there is no such revision); a deployment's
+   * revisions that may not move (finished ones) are left as they are. `db` may be a transaction.
    */
-  async transition(
-    revisionId: string,
-    from: readonly RevisionStatus[],
-    status: RevisionStatus,
-    extra: { status_message?: string; artifact_path?: string; custom_auth?: boolean; upstream_url?: string; source_revision_config?: Record<string, unknown> } = {},
-  ): Promise<boolean> {
-    const { source_revision_config, ...rest } = extra;
-    const rows = await this.db
-      .updateTable('revisions')
-      .set({ status, updated_at: new Date(), ...rest, ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}) })
-      .where('id', '=', revisionId)
-      .where('status', 'in', from)
-      .returning('id')
-      .execute();
-    return rows.length === 1;
+  async move(target: { revisionId: string }, to: RevisionStatus, change?: MoveChange, db?: Kysely<DeploymentTables>): Promise<RevisionRow>;
+  async move(target: { deploymentId: string }, to: RevisionStatus, change?: MoveChange, db?: Kysely<DeploymentTables>): Promise<RevisionRow[]>;
+  async move(target: MoveTarget, to: RevisionStatus, change: MoveChange = {}, db: Kysely<DeploymentTables> = this.db): Promise<RevisionRow | RevisionRow[]> {
+    const sources = revisionLifecycle.sourcesOf(to);
+    const { source_revision_config, status_message = '', ...rest } = change;
+    // The one write of the column, whose update type is `never` everywhere else (tables.ts).
+    const status = { status: to } as object;
+    const rows = sources.length
+      ? await db
+          .updateTable('revisions')
+          .set({
+            ...status,
+            status_message,
+            updated_at: new Date(),
+            ...rest,
+            ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}),
+          })
+          .where('revisions.status', 'in', sources)
+          .where((eb) => ('revisionId' in target ? eb('id', '=', target.revisionId) : eb('deployment_id', '=', target.deploymentId)))
+          .returningAll()
+          .execute()
+      : [];
+    if (!('revisionId' in target)) return rows;
+    if (rows[0]) return rows[0];
+    const current = await db.selectFrom('revisions').select('status').where('id', '=', target.revisionId).executeTakeFirst();
+    if (!current) throw new NotFoundError(`Revision ID ${target.revisionId} not found.`);
+    throw new IllegalTransitionError({ entity: revisionLifecycle.entity, id: target.revisionId, from: current.status, to });
   }
 
   /**
@@ -265,14 +277,8 @@ export class DeploymentStore {
       if (!revision) return { active: false, previous: null };
       const deployment = await tx.selectFrom('deployments').selectAll().where('id', '=', revision.deployment_id).forUpdate().executeTakeFirst();
       if (!deployment || deployment.deleting) return { active: false, previous: null };
-      const moved = await tx
-        .updateTable('revisions')
-        .set({ status: 'DEPLOYED', upstream_url: upstreamUrl, status_message: '', updated_at: new Date() })
-        .where('id', '=', revisionId)
-        .where('status', '=', 'DEPLOYING')
-        .returning('id')
-        .execute();
-      if (!moved.length) return { active: false, previous: null };
+      // Refused (IllegalTransitionError) when it was interrupted meanwhile.
+      await this.move({ revisionId }, 'DEPLOYED', { upstream_url: upstreamUrl }, tx);
       const current = deployment.active_revision_id
         ? await tx.selectFrom('revisions').select(['id', 'created_at']).where('id', '=', deployment.active_revision_id).executeTakeFirst()
         : undefined;
@@ -316,25 +322,48 @@ export class DeploymentStore {
       .execute();
   }
 
-  /** Where a deployment's traffic goes, and why it cannot go there now (the serving revision is down). */
+  /** Where a deployment's traffic goes, and its status (why it cannot go there now: the serving revision is down, or none serves). */
   async resolve(id: string): Promise<ResolvedDeployment | undefined> {
     if (!isUuid(id)) return undefined;
     const row = await this.db
       .selectFrom('deployments')
-      .leftJoin('revisions', 'revisions.id', 'deployments.active_revision_id')
-      .select(['deployments.tenant_id', 'deployments.active_revision_id', 'revisions.upstream_url', 'revisions.custom_auth', 'revisions.health_message'])
+      .leftJoin('revisions as active', 'active.id', 'deployments.active_revision_id')
+      .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
+      .select([
+        'deployments.tenant_id',
+        'deployments.active_revision_id',
+        'deployments.latest_revision_id',
+        'active.upstream_url',
+        'active.custom_auth',
+        'active.health_message',
+        'latest.status as latest_status',
+        'latest.status_message as latest_status_message',
+      ])
       .where('deployments.id', '=', id)
       .where('deployments.deleting', '=', false)
       .executeTakeFirst();
-    return row
-      ? {
-          tenant_id: row.tenant_id,
-          revision_id: row.active_revision_id,
-          upstream_url: row.upstream_url ?? null,
-          custom_auth: row.custom_auth ?? false,
-          unavailable_reason: row.health_message ?? null,
-        }
-      : undefined;
+    if (!row) return undefined;
+    const { status, message } = deploymentStatus({
+      serving: row.active_revision_id ? { id: row.active_revision_id, health_message: row.health_message ?? null } : null,
+      latest: row.latest_revision_id && row.latest_status ? { id: row.latest_revision_id, status: row.latest_status, status_message: row.latest_status_message ?? '' } : null,
+    });
+    return {
+      tenant_id: row.tenant_id,
+      revision_id: row.active_revision_id,
+      upstream_url: row.upstream_url ?? null,
+      custom_auth: row.custom_auth ?? false,
+      status,
+      status_message: message,
+    };
+  }
+
+  /** Inserts a new revision of a deployment, in one of the lifecycle's initial states. */
+  private async insertRevision(db: Kysely<DeploymentTables>, deploymentId: string, revision: NewRevision): Promise<void> {
+    revisionLifecycle.assertInitial(revision.status, revision.id);
+    await db
+      .insertInto('revisions')
+      .values({ ...revision, deployment_id: deploymentId, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
+      .execute();
   }
 
   async appendLogs(lines: LogLine[]): Promise<void> {

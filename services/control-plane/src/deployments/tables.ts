@@ -1,18 +1,8 @@
 import type { ColumnType, Generated } from '@berth/db';
+import type { RevisionStatus } from './revision-lifecycle.js';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<Record<string, unknown>, string, string>;
-
-export type RevisionStatus =
-  | 'QUEUED'
-  | 'AWAITING_BUILD'
-  | 'BUILDING'
-  | 'AWAITING_DEPLOY'
-  | 'DEPLOYING'
-  | 'DEPLOYED'
-  | 'BUILD_FAILED'
-  | 'DEPLOY_FAILED'
-  | 'INTERRUPTED';
 
 export type DeploymentSource = 'internal_source' | 'external_docker';
 
@@ -34,7 +24,11 @@ export interface DeploymentsTable {
 export interface RevisionsTable {
   id: string;
   deployment_id: string;
-  status: RevisionStatus;
+  /**
+   * Set on insert; changed only by DeploymentStore.move, which checks the move against
+   * revision-lifecycle.ts (an update type of `never` keeps every other update from writing it).
+   */
+  status: ColumnType<RevisionStatus, RevisionStatus, never>;
   source: DeploymentSource;
   source_revision_config: Json;
   status_message: ColumnType<string, string | undefined, string>;

@@ -2,16 +2,23 @@
  * An in-process fake of the control plane's DeploymentService (gRPC, through @berth/rpc) for the
  * gateway's tests: deployments and revisions in memory, tenant-scoped like the real one, every
  * request recorded, upload chunks kept, and routing (`ResolveDeployment`) set by the test.
+ * Statuses are kept as REST spells them (the enum value names) and sent as the enums.
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { DeploymentService, Health, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
+import { DeploymentService, DeploymentStatus, Health, RevisionStatus, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
 import { HealthService, createRpcServer, type RpcServer } from '@berth/rpc';
 import type { JsonObject } from '@bufbuild/protobuf';
 
-type DeploymentInit = Omit<Deployment, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt'> & { createdAt: Date; updatedAt: Date };
-type RevisionInit = Omit<Revision, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt'> & { createdAt: Date };
+/** Statuses as REST spells them: the names of the enum values. */
+type DeploymentInit = Omit<Deployment, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt' | 'status'> & { status: string; createdAt: Date; updatedAt: Date };
+type RevisionInit = Omit<Revision, '$typeName' | '$unknown' | 'createdAt' | 'updatedAt' | 'status'> & { status: string; createdAt: Date };
+
+/** The enum value a status name names (UNSPECIFIED for none). */
+function wire<E extends Record<string, string | number>>(protoEnum: E, name: string): E[keyof E] {
+  return (typeof protoEnum[name] === 'number' ? protoEnum[name] : 0) as E[keyof E];
+}
 
 export interface FakeLog {
   id: bigint;
@@ -37,8 +44,9 @@ export interface Route {
   customAuth: boolean;
   /** Sent upstream as x-berth-deployment-credential; none when unset. */
   upstreamCredential?: string;
-  /** Set while the agent server is down (restarting). */
-  unavailableReason?: string;
+  /** @default READY with an upstream, AWAITING_DEPLOY without */
+  status?: string;
+  statusMessage?: string;
 }
 
 export class FakeDeploymentService {
@@ -97,7 +105,7 @@ export class FakeDeploymentService {
       status,
       source: deployment.source,
       sourceRevisionConfig: config,
-      statusMessage: status === 'AWAITING_BUILD' ? 'waiting for the project upload' : '',
+      statusMessage: '',
       createdAt: new Date(Date.now() + this.revisions.size),
     };
     this.revisions.set(revision.id, revision);
@@ -109,6 +117,7 @@ export class FakeDeploymentService {
   private out(d: DeploymentInit) {
     return {
       ...d,
+      status: wire(DeploymentStatus, d.status),
       secretNames: [...(this.secrets.get(d.id)?.keys() ?? [])].sort(),
       createdAt: timestampFromDate(d.createdAt),
       updatedAt: timestampFromDate(d.updatedAt),
@@ -116,7 +125,7 @@ export class FakeDeploymentService {
   }
 
   private revisionOut(r: RevisionInit) {
-    return { ...r, createdAt: timestampFromDate(r.createdAt), updatedAt: timestampFromDate(r.createdAt) };
+    return { ...r, status: wire(RevisionStatus, r.status), createdAt: timestampFromDate(r.createdAt), updatedAt: timestampFromDate(r.createdAt) };
   }
 
   private implementation() {
@@ -142,13 +151,14 @@ export class FakeDeploymentService {
           secretNames: [],
           sessionId: randomUUID(),
           healthMessage: '',
+          statusMessage: '',
           createdAt: now,
           updatedAt: now,
         };
         this.deployments.set(deployment.id, deployment);
         this.secrets.set(deployment.id, new Map(req.secrets.map((s) => [s.name, s.value])));
         const waits = req.source === 'internal_source' && !req.sourceRevisionConfig?.source_tarball_path;
-        this.newRevision(deployment, req.sourceRevisionConfig ?? {}, waits ? 'AWAITING_BUILD' : 'QUEUED');
+        this.newRevision(deployment, req.sourceRevisionConfig ?? {}, waits ? 'AWAITING_SOURCE' : 'QUEUED');
         return { deployment: this.out(deployment) };
       },
       listDeployments: async (req: { tenantId: string; nameContains: string; deploymentType: string; limit: number; offset: number }) => {
@@ -190,11 +200,11 @@ export class FakeDeploymentService {
         this.routes.delete(req.deploymentId);
         return {};
       },
-      listRevisions: async (req: { tenantId: string; deploymentId: string; limit: number; offset: number; statuses: string[] }) => {
+      listRevisions: async (req: { tenantId: string; deploymentId: string; limit: number; offset: number; statuses: RevisionStatus[] }) => {
         record('listRevisions', req);
         this.deployment(req.tenantId, req.deploymentId);
         const all = [...this.revisions.values()]
-          .filter((r) => r.deploymentId === req.deploymentId && (req.statuses.length === 0 || req.statuses.includes(r.status)))
+          .filter((r) => r.deploymentId === req.deploymentId && (req.statuses.length === 0 || req.statuses.includes(wire(RevisionStatus, r.status))))
           .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
         const page = all.slice(req.offset, req.offset + req.limit);
         return { resources: page.map((r) => this.revisionOut(r)), offset: req.offset + page.length };
@@ -246,7 +256,7 @@ export class FakeDeploymentService {
         upload.complete = true;
         const latest = this.revisions.get(deployment.latestRevisionId);
         let revisionId = '';
-        if (latest?.status === 'AWAITING_BUILD') {
+        if (latest?.status === 'AWAITING_SOURCE') {
           latest.status = 'QUEUED';
           revisionId = latest.id;
         }
@@ -257,10 +267,13 @@ export class FakeDeploymentService {
         this.resolveCalls += 1;
         if (this.resolveDelayMs) await new Promise((r) => setTimeout(r, this.resolveDelayMs));
         const route = this.routes.get(req.deploymentId);
-        if (route) return route;
+        if (route) {
+          const { status = route.upstreamUrl ? 'READY' : 'AWAITING_DEPLOY', ...rest } = route;
+          return { ...rest, status: wire(DeploymentStatus, status) };
+        }
         const deployment = this.deployments.get(req.deploymentId);
         if (!deployment) throw new NotFoundError(`Deployment ID ${req.deploymentId} not found.`);
-        return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false };
+        return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false, status: wire(DeploymentStatus, deployment.status), statusMessage: deployment.statusMessage };
       },
       getDeploymentsHealth: async () => {
         record('getDeploymentsHealth', {});

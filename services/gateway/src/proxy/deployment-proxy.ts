@@ -18,7 +18,10 @@
  *   header (it is dropped) nor see it (it is dropped from answers too).
  * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
  *   deleted deployment, or a malformed id), 502 (the agent server's answer is malformed), 503 with
- *   Retry-After (no revision serves yet, or its agent server is down or restarting).
+ *   Retry-After (no revision serves yet, or its agent server is down or restarting), 503 without
+ *   Retry-After (status FAILED: the latest revision failed and none serves, so waiting will not
+ *   help — the deployment exists, so not a 404, and it answers again without a new URL once a
+ *   fixed revision deploys).
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -26,6 +29,7 @@ import https from 'node:https';
 import { authenticateHeaders, type AuthStore } from '@berth/auth';
 import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
+import { DeploymentStatus } from '@berth/proto';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
@@ -137,12 +141,17 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
     if (!target || principal.tenantId !== target.tenantId) return notFound(res, isUuid(id) ? id : rawId);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];
   }
-  if (target.unavailableReason) {
-    // The reason is for the deployment's tenant; a custom-auth project's callers may be anyone.
-    const reason = target.customAuth ? '' : ` (${target.unavailableReason})`;
-    return unavailable(res, `The agent server of deployment ${id} is restarting${reason}; retry shortly`);
+  // Reasons are for the deployment's tenant; a custom-auth project's callers may be anyone.
+  const why = target.customAuth ? '' : target.statusMessage;
+  if (target.status === DeploymentStatus.UNHEALTHY) {
+    return unavailable(res, `The agent server of deployment ${id} is restarting${why ? ` (${why})` : ''}; retry shortly`);
   }
-  if (!target.upstreamUrl) return unavailable(res, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
+  if (!target.upstreamUrl) {
+    if (target.status === DeploymentStatus.FAILED) {
+      return sendJson(res, 503, `Deployment ${id} cannot answer: ${why || 'its latest revision failed and no revision serves'}. Deploy a fixed revision to bring it up.`);
+    }
+    return unavailable(res, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
+  }
   if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;
   forward(deps, req, res, id, target.upstreamUrl, path, headers, requestId);
 }

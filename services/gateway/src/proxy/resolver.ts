@@ -6,6 +6,7 @@
  * one call (no stampede on the control plane when a popular entry expires).
  */
 import { NotFoundError } from '@berth/errors';
+import type { DeploymentStatus } from '@berth/proto';
 
 export interface ResolvedDeployment {
   tenantId: string;
@@ -15,8 +16,10 @@ export interface ResolvedDeployment {
   customAuth: boolean;
   /** The serving revision's own credential, sent upstream as `x-berth-deployment-credential`; empty for none. */
   upstreamCredential: string;
-  /** Why the serving revision's agent server is down (restarting); empty while it serves. */
-  unavailableReason: string;
+  /** What to answer when nothing serves: UNHEALTHY (restarting), AWAITING_DEPLOY (on its way) or FAILED (nothing will until a new revision deploys). */
+  status: DeploymentStatus;
+  /** Why the deployment has its status (for its tenant); empty while READY or AWAITING_DEPLOY. */
+  statusMessage: string;
 }
 
 /** Asks the control plane; throws NotFoundError for an unknown (or deleted) deployment. */

@@ -18,6 +18,7 @@ import type { z } from 'zod';
 import type { ControlPlaneClients } from '../control-plane.js';
 import {
   CreateDeploymentBody,
+  deploymentStatuses,
   DeploymentListOut,
   DeploymentOut,
   DeploymentPath,
@@ -28,6 +29,8 @@ import {
   RevisionListOut,
   RevisionOut,
   RevisionPath,
+  revisionStatuses,
+  UNKNOWN_STATUS,
   UpdateDeploymentBody,
 } from '../deployment-schemas.js';
 import { isUuid } from '@berth/ids';
@@ -65,7 +68,7 @@ export function deploymentJson(d: Deployment, url: string): z.input<typeof Deplo
     source: d.source,
     source_config: d.sourceConfig ?? {},
     source_revision_config: d.sourceRevisionConfig ?? {},
-    status: d.status,
+    status: deploymentStatuses.decode(d.status) ?? UNKNOWN_STATUS,
     latest_revision_id: d.latestRevisionId || null,
     active_revision_id: d.activeRevisionId || null,
     secrets: d.secretNames.map((name) => ({ name })),
@@ -74,6 +77,7 @@ export function deploymentJson(d: Deployment, url: string): z.input<typeof Deplo
     created_at: iso(d.createdAt),
     updated_at: iso(d.updatedAt),
     health_message: d.healthMessage || null,
+    status_message: d.statusMessage || null,
   };
 }
 
@@ -81,7 +85,7 @@ export function revisionJson(r: Revision): z.input<typeof RevisionOut> {
   return {
     id: r.id,
     deployment_id: r.deploymentId,
-    status: r.status,
+    status: revisionStatuses.decode(r.status) ?? UNKNOWN_STATUS,
     source: r.source,
     source_revision_config: r.sourceRevisionConfig ?? {},
     status_message: r.statusMessage,
@@ -120,7 +124,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
       path: '/v2/deployments',
       summary: 'Create a deployment (and its first revision)',
       description:
-        'The first revision of an `internal_source` deployment without a `source_tarball_path` waits (AWAITING_BUILD) ' +
+        'The first revision of an `internal_source` deployment without a `source_tarball_path` waits (AWAITING_SOURCE) ' +
         'for `POST /v2/deployments/{deployment_id}/upload`, whose upload starts its build. `deployment_type` defaults ' +
         'to dev. `deployment_url` is where the deployment answers once a revision is DEPLOYED.',
       tags,
@@ -229,7 +233,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
           deploymentId: deploymentIdOf(params.deployment_id),
           limit: query.limit,
           offset: query.offset,
-          statuses: query.status ?? [],
+          statuses: (query.status ?? []).map((status) => revisionStatuses.encode(status)),
         });
         return { resources: answer.resources.map(revisionJson), offset: answer.offset };
       },

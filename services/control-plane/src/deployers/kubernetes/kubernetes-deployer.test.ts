@@ -41,6 +41,7 @@ deployerContract('kubernetes (fake API server)', async () => {
   const fake = await startFake();
   return {
     deployer: deployerFor(fake),
+    reopen: () => deployerFor(fake),
     goodArtifact: () => ({ kind: 'image', imageUri: GOOD }),
     failingArtifact: () => ({ artifact: { kind: 'image', imageUri: BROKEN }, reason: BROKEN_REASON }),
     slowArtifact: () => ({ kind: 'image', imageUri: SLOW }),

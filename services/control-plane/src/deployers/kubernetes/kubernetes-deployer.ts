@@ -131,7 +131,9 @@ function writable<T extends Named>(object: T): T {
 }
 
 export class KubernetesDeployer implements Deployer {
-  readonly kind = 'kubernetes' as const;
+  readonly name = 'kubernetes';
+  /** Workloads are the cluster's: they run on while the control plane is away. */
+  readonly revisionsSurviveClose = true;
   readonly namespace: string;
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;

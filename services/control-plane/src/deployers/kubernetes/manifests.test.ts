@@ -116,7 +116,7 @@ describe('what a deployment\'s pods get', () => {
     for (const { name, spec, manifests } of podSpecs) {
       const container = manifests.deployment.spec!.template.spec!.containers[0]!;
       // Only the manifest's own, non-secret settings are literals.
-      expect({ name, env: container.env!.map((e) => e.name) }).toEqual({ name, env: ['HOME', 'N_JOBS_PER_WORKER', 'PORT'] });
+      expect({ name, env: container.env!.map((e) => e.name) }).toEqual({ name, env: ['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT'] });
       expect(container.env!.every((e) => e.valueFrom === undefined)).toBe(true);
       expect(container.envFrom).toEqual([{ secretRef: { name: manifests.secret.metadata!.name } }]);
       const deploymentJson = JSON.stringify(manifests.deployment);

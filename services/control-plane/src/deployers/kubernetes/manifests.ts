@@ -168,6 +168,8 @@ export function memoryQuantity(mb: number): string {
 function literalEnv(spec: RevisionSpec): Record<string, string> {
   return {
     HOME: AGENT_HOME,
+    // Every interface of the pod: the Service and the kubelet's probes reach it by the pod's IP.
+    HOST: '0.0.0.0',
     // LangGraph's name for runs per replica, which the agent server reads.
     N_JOBS_PER_WORKER: String(spec.resources.workers ?? DEFAULT_WORKERS),
     PORT: String(AGENT_PORT),

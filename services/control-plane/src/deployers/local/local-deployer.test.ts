@@ -24,10 +24,13 @@ deployerContract('local (child processes)', async () => {
   const work = await mkdtemp(join(tmpdir(), 'berth-local-deployer-'));
   const project = projectMaker(work);
   const projectWith = (graph: string) => project(oneGraph(graph));
-  const deployer = new LocalDeployer({ serveScript: AGENT_SERVE_SCRIPT, logger: silentLogger(), baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, healthTimeoutMs: 20_000, drainMs: 5_000 });
+  const newDeployer = () =>
+    new LocalDeployer({ serveScript: AGENT_SERVE_SCRIPT, logger: silentLogger(), baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, healthTimeoutMs: 20_000, drainMs: 5_000 });
+  const deployer = newDeployer();
   const answers = async (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
   return {
     deployer,
+    reopen: newDeployer,
     goodArtifact: () => projectWith(GOOD_GRAPH),
     failingArtifact: async () => ({ artifact: await projectWith(`throw new Error(${JSON.stringify(FAILING_REASON)});\n`), reason: FAILING_REASON }),
     // Loads forever: the server never listens.

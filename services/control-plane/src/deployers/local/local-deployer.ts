@@ -60,7 +60,9 @@ interface Entry {
 }
 
 export class LocalDeployer implements Deployer {
-  readonly kind = 'local' as const;
+  readonly name = 'local';
+  /** Agent servers are child processes: they stop with the control plane. */
+  readonly revisionsSurviveClose = false;
   private readonly servers = new Map<string, Entry>();
   private readonly listeners = new Set<RevisionHealthListener>();
 

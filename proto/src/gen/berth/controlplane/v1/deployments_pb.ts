@@ -8,8 +8,8 @@
 // @generated from file berth/controlplane/v1/deployments.proto (package berth.controlplane.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file berth/controlplane/v1/deployments.proto.
  */
 export const file_berth_controlplane_v1_deployments: GenFile = /*@__PURE__*/
-  fileDesc("CidiZXJ0aC9jb250cm9scGxhbmUvdjEvZGVwbG95bWVudHMucHJvdG8SFWJlcnRoLmNvbnRyb2xwbGFuZS52MSKcAwoKRGVwbG95bWVudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZzb3VyY2UYBCABKAkSLgoNc291cmNlX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAcgASgJEhoKEmxhdGVzdF9yZXZpc2lvbl9pZBgIIAEoCRIaChJhY3RpdmVfcmV2aXNpb25faWQYCSABKAkSFAoMc2VjcmV0X25hbWVzGAogAygJEhIKCnNlc3Npb25faWQYCyABKAkSLgoKY3JlYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaGVhbHRoX21lc3NhZ2UYDiABKAki/gEKCFJldmlzaW9uEgoKAmlkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBnNvdXJjZRgEIAEoCRI3ChZzb3VyY2VfcmV2aXNpb25fY29uZmlnGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5zdGF0dXNfbWVzc2FnZRgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIlCgZTZWNyZXQSDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSLjAQoXQ3JlYXRlRGVwbG95bWVudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc291cmNlGAMgASgJEi4KDXNvdXJjZV9jb25maWcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjcKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KB3NlY3JldHMYBiADKAsyHS5iZXJ0aC5jb250cm9scGxhbmUudjEuU2VjcmV0InoKFkxpc3REZXBsb3ltZW50c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDW5hbWVfY29udGFpbnMYAiABKAkSFwoPZGVwbG95bWVudF90eXBlGAMgASgJEg0KBWxpbWl0GAQgASgFEg4KBm9mZnNldBgFIAEoBSJfChdMaXN0RGVwbG95bWVudHNSZXNwb25zZRI0CglyZXNvdXJjZXMYASADKAsyIS5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudBIOCgZvZmZzZXQYAiABKAUiQAoUR2V0RGVwbG95bWVudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkirAIKF1VwZGF0ZURlcGxveW1lbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJEjMKDXNvdXJjZV9jb25maWcYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESPAoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAYgBARIXCg9yZXBsYWNlX3NlY3JldHMYBSABKAgSLgoHc2VjcmV0cxgGIAMoCzIdLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5TZWNyZXRCEAoOX3NvdXJjZV9jb25maWdCGQoXX3NvdXJjZV9yZXZpc2lvbl9jb25maWciQwoXRGVsZXRlRGVwbG95bWVudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkiGgoYRGVsZXRlRGVwbG95bWVudFJlc3BvbnNlInEKFExpc3RSZXZpc2lvbnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRIQCghzdGF0dXNlcxgFIAMoCSJbChVMaXN0UmV2aXNpb25zUmVzcG9uc2USMgoJcmVzb3VyY2VzGAEgAygLMh8uYmVydGguY29udHJvbHBsYW5lLnYxLlJldmlzaW9uEg4KBm9mZnNldBgCIAEoBSJTChJHZXRSZXZpc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkiWAoXUmVkZXBsb3lSZXZpc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkicwoITG9nRW50cnkSCgoCaWQYASABKAMSLQoJdGltZXN0YW1wGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsZXZlbBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEgwKBHR5cGUYBSABKAkihAEKFkdldFJldmlzaW9uTG9nc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkSDAoEdHlwZRgEIAEoCRIOCgZvZmZzZXQYBSABKAMSDQoFbGltaXQYBiABKAUicgoXR2V0UmV2aXNpb25Mb2dzUmVzcG9uc2USLQoEbG9ncxgBIAMoCzIfLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5Mb2dFbnRyeRITCgtuZXh0X29mZnNldBgCIAEoAxITCgtyZXZpc2lvbl9pZBgDIAEoCSJuChNVcGxvYWRTb3VyY2VSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJEhEKCXVwbG9hZF9pZBgDIAEoCRIMCgRkYXRhGAQgASgMEgwKBGxhc3QYBSABKAgiUwoUVXBsb2FkU291cmNlUmVzcG9uc2USEQoJdXBsb2FkX2lkGAEgASgJEhMKC29iamVjdF9wYXRoGAIgASgJEhMKC3JldmlzaW9uX2lkGAMgASgJIjEKGFJlc29sdmVEZXBsb3ltZW50UmVxdWVzdBIVCg1kZXBsb3ltZW50X2lkGAEgASgJIpIBChlSZXNvbHZlRGVwbG95bWVudFJlc3BvbnNlEhEKCXRlbmFudF9pZBgBIAEoCRIUCgx1cHN0cmVhbV91cmwYAiABKAkSEwoLY3VzdG9tX2F1dGgYAyABKAgSGwoTdXBzdHJlYW1fY3JlZGVudGlhbBgEIAEoCRIaChJ1bmF2YWlsYWJsZV9yZWFzb24YBSABKAkiHQobR2V0RGVwbG95bWVudHNIZWFsdGhSZXF1ZXN0Ij0KHEdldERlcGxveW1lbnRzSGVhbHRoUmVzcG9uc2USHQoVdW5oZWFsdGh5X2RlcGxveW1lbnRzGAEgASgFIlEKGENyZWF0ZURlcGxveW1lbnRSZXNwb25zZRI1CgpkZXBsb3ltZW50GAEgASgLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQiTgoVR2V0RGVwbG95bWVudFJlc3BvbnNlEjUKCmRlcGxveW1lbnQYASABKAsyIS5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudCJRChhVcGRhdGVEZXBsb3ltZW50UmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50IlEKGFJlZGVwbG95UmV2aXNpb25SZXNwb25zZRI1CgpkZXBsb3ltZW50GAEgASgLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQiSAoTR2V0UmV2aXNpb25SZXNwb25zZRIxCghyZXZpc2lvbhgBIAEoCzIfLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZXZpc2lvbjLrCgoRRGVwbG95bWVudFNlcnZpY2UScwoQQ3JlYXRlRGVwbG95bWVudBIuLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5DcmVhdGVEZXBsb3ltZW50UmVxdWVzdBovLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5DcmVhdGVEZXBsb3ltZW50UmVzcG9uc2UScAoPTGlzdERlcGxveW1lbnRzEi0uYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3REZXBsb3ltZW50c1JlcXVlc3QaLi5iZXJ0aC5jb250cm9scGxhbmUudjEuTGlzdERlcGxveW1lbnRzUmVzcG9uc2USagoNR2V0RGVwbG95bWVudBIrLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXREZXBsb3ltZW50UmVxdWVzdBosLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXREZXBsb3ltZW50UmVzcG9uc2UScwoQVXBkYXRlRGVwbG95bWVudBIuLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5VcGRhdGVEZXBsb3ltZW50UmVxdWVzdBovLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5VcGRhdGVEZXBsb3ltZW50UmVzcG9uc2UScwoQRGVsZXRlRGVwbG95bWVudBIuLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZWxldGVEZXBsb3ltZW50UmVxdWVzdBovLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZWxldGVEZXBsb3ltZW50UmVzcG9uc2USagoNTGlzdFJldmlzaW9ucxIrLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5MaXN0UmV2aXNpb25zUmVxdWVzdBosLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5MaXN0UmV2aXNpb25zUmVzcG9uc2USZAoLR2V0UmV2aXNpb24SKS5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25SZXF1ZXN0GiouYmVydGguY29udHJvbHBsYW5lLnYxLkdldFJldmlzaW9uUmVzcG9uc2UScwoQUmVkZXBsb3lSZXZpc2lvbhIuLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZWRlcGxveVJldmlzaW9uUmVxdWVzdBovLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZWRlcGxveVJldmlzaW9uUmVzcG9uc2UScAoPR2V0UmV2aXNpb25Mb2dzEi0uYmVydGguY29udHJvbHBsYW5lLnYxLkdldFJldmlzaW9uTG9nc1JlcXVlc3QaLi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25Mb2dzUmVzcG9uc2USZwoMVXBsb2FkU291cmNlEiouYmVydGguY29udHJvbHBsYW5lLnYxLlVwbG9hZFNvdXJjZVJlcXVlc3QaKy5iZXJ0aC5jb250cm9scGxhbmUudjEuVXBsb2FkU291cmNlUmVzcG9uc2USdgoRUmVzb2x2ZURlcGxveW1lbnQSLy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmVzb2x2ZURlcGxveW1lbnRSZXF1ZXN0GjAuYmVydGguY29udHJvbHBsYW5lLnYxLlJlc29sdmVEZXBsb3ltZW50UmVzcG9uc2USfwoUR2V0RGVwbG95bWVudHNIZWFsdGgSMi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0RGVwbG95bWVudHNIZWFsdGhSZXF1ZXN0GjMuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRzSGVhbHRoUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CidiZXJ0aC9jb250cm9scGxhbmUvdjEvZGVwbG95bWVudHMucHJvdG8SFWJlcnRoLmNvbnRyb2xwbGFuZS52MSLdAwoKRGVwbG95bWVudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZzb3VyY2UYBCABKAkSLgoNc291cmNlX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoGc3RhdHVzGAcgASgOMicuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnRTdGF0dXMSGgoSbGF0ZXN0X3JldmlzaW9uX2lkGAggASgJEhoKEmFjdGl2ZV9yZXZpc2lvbl9pZBgJIAEoCRIUCgxzZWNyZXRfbmFtZXMYCiADKAkSEgoKc2Vzc2lvbl9pZBgLIAEoCRIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5oZWFsdGhfbWVzc2FnZRgOIAEoCRIWCg5zdGF0dXNfbWVzc2FnZRgPIAEoCSKlAgoIUmV2aXNpb24SCgoCaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRI1CgZzdGF0dXMYAyABKA4yJS5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb25TdGF0dXMSDgoGc291cmNlGAQgASgJEjcKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnN0YXR1c19tZXNzYWdlGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiUKBlNlY3JldBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIuMBChdDcmVhdGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkSLgoNc291cmNlX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoHc2VjcmV0cxgGIAMoCzIdLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5TZWNyZXQiegoWTGlzdERlcGxveW1lbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNbmFtZV9jb250YWlucxgCIAEoCRIXCg9kZXBsb3ltZW50X3R5cGUYAyABKAkSDQoFbGltaXQYBCABKAUSDgoGb2Zmc2V0GAUgASgFIl8KF0xpc3REZXBsb3ltZW50c1Jlc3BvbnNlEjQKCXJlc291cmNlcxgBIAMoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50Eg4KBm9mZnNldBgCIAEoBSJAChRHZXREZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCSKsAgoXVXBkYXRlRGVwbG95bWVudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSMwoNc291cmNlX2NvbmZpZxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBARI8ChZzb3VyY2VfcmV2aXNpb25fY29uZmlnGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgBiAEBEhcKD3JlcGxhY2Vfc2VjcmV0cxgFIAEoCBIuCgdzZWNyZXRzGAYgAygLMh0uYmVydGguY29udHJvbHBsYW5lLnYxLlNlY3JldEIQCg5fc291cmNlX2NvbmZpZ0IZChdfc291cmNlX3JldmlzaW9uX2NvbmZpZyJDChdEZWxldGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCSIaChhEZWxldGVEZXBsb3ltZW50UmVzcG9uc2UimAEKFExpc3RSZXZpc2lvbnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRI3CghzdGF0dXNlcxgFIAMoDjIlLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZXZpc2lvblN0YXR1cyJbChVMaXN0UmV2aXNpb25zUmVzcG9uc2USMgoJcmVzb3VyY2VzGAEgAygLMh8uYmVydGguY29udHJvbHBsYW5lLnYxLlJldmlzaW9uEg4KBm9mZnNldBgCIAEoBSJTChJHZXRSZXZpc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkiWAoXUmVkZXBsb3lSZXZpc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkicwoITG9nRW50cnkSCgoCaWQYASABKAMSLQoJdGltZXN0YW1wGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsZXZlbBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEgwKBHR5cGUYBSABKAkihAEKFkdldFJldmlzaW9uTG9nc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkSDAoEdHlwZRgEIAEoCRIOCgZvZmZzZXQYBSABKAMSDQoFbGltaXQYBiABKAUicgoXR2V0UmV2aXNpb25Mb2dzUmVzcG9uc2USLQoEbG9ncxgBIAMoCzIfLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5Mb2dFbnRyeRITCgtuZXh0X29mZnNldBgCIAEoAxITCgtyZXZpc2lvbl9pZBgDIAEoCSJuChNVcGxvYWRTb3VyY2VSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJEhEKCXVwbG9hZF9pZBgDIAEoCRIMCgRkYXRhGAQgASgMEgwKBGxhc3QYBSABKAgiUwoUVXBsb2FkU291cmNlUmVzcG9uc2USEQoJdXBsb2FkX2lkGAEgASgJEhMKC29iamVjdF9wYXRoGAIgASgJEhMKC3JldmlzaW9uX2lkGAMgASgJIjEKGFJlc29sdmVEZXBsb3ltZW50UmVxdWVzdBIVCg1kZXBsb3ltZW50X2lkGAEgASgJIuEBChlSZXNvbHZlRGVwbG95bWVudFJlc3BvbnNlEhEKCXRlbmFudF9pZBgBIAEoCRIUCgx1cHN0cmVhbV91cmwYAiABKAkSEwoLY3VzdG9tX2F1dGgYAyABKAgSGwoTdXBzdHJlYW1fY3JlZGVudGlhbBgEIAEoCRI3CgZzdGF0dXMYBiABKA4yJy5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudFN0YXR1cxIWCg5zdGF0dXNfbWVzc2FnZRgHIAEoCUoECAUQBlISdW5hdmFpbGFibGVfcmVhc29uIh0KG0dldERlcGxveW1lbnRzSGVhbHRoUmVxdWVzdCI9ChxHZXREZXBsb3ltZW50c0hlYWx0aFJlc3BvbnNlEh0KFXVuaGVhbHRoeV9kZXBsb3ltZW50cxgBIAEoBSJRChhDcmVhdGVEZXBsb3ltZW50UmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50Ik4KFUdldERlcGxveW1lbnRSZXNwb25zZRI1CgpkZXBsb3ltZW50GAEgASgLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQiUQoYVXBkYXRlRGVwbG95bWVudFJlc3BvbnNlEjUKCmRlcGxveW1lbnQYASABKAsyIS5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudCJRChhSZWRlcGxveVJldmlzaW9uUmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50IkgKE0dldFJldmlzaW9uUmVzcG9uc2USMQoIcmV2aXNpb24YASABKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb24q/AIKDlJldmlzaW9uU3RhdHVzEh8KG1JFVklTSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1JFVklTSU9OX1NUQVRVU19BV0FJVElOR19TT1VSQ0UQARIaChZSRVZJU0lPTl9TVEFUVVNfUVVFVUVEEAISIgoeUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0JVSUxEEAMSHAoYUkVWSVNJT05fU1RBVFVTX0JVSUxESU5HEAQSIwofUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0RFUExPWRAFEh0KGVJFVklTSU9OX1NUQVRVU19ERVBMT1lJTkcQBhIcChhSRVZJU0lPTl9TVEFUVVNfREVQTE9ZRUQQBxIgChxSRVZJU0lPTl9TVEFUVVNfQlVJTERfRkFJTEVEEAgSIQodUkVWSVNJT05fU1RBVFVTX0RFUExPWV9GQUlMRUQQCRIfChtSRVZJU0lPTl9TVEFUVVNfSU5URVJSVVBURUQQCirdAQoQRGVwbG95bWVudFN0YXR1cxIhCh1ERVBMT1lNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEiUKIURFUExPWU1FTlRfU1RBVFVTX0FXQUlUSU5HX0RFUExPWRABEhsKF0RFUExPWU1FTlRfU1RBVFVTX1JFQURZEAISHwobREVQTE9ZTUVOVF9TVEFUVVNfVU5IRUFMVEhZEAMSHAoYREVQTE9ZTUVOVF9TVEFUVVNfRkFJTEVEEAQSIwofREVQTE9ZTUVOVF9TVEFUVVNfTEFURVNUX0ZBSUxFRBAFMusKChFEZXBsb3ltZW50U2VydmljZRJzChBDcmVhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXNwb25zZRJwCg9MaXN0RGVwbG95bWVudHMSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuTGlzdERlcGxveW1lbnRzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5MaXN0RGVwbG95bWVudHNSZXNwb25zZRJqCg1HZXREZXBsb3ltZW50EisuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXNwb25zZRJzChBVcGRhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXNwb25zZRJzChBEZWxldGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXNwb25zZRJqCg1MaXN0UmV2aXNpb25zEisuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXNwb25zZRJkCgtHZXRSZXZpc2lvbhIpLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvblJlcXVlc3QaKi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25SZXNwb25zZRJzChBSZWRlcGxveVJldmlzaW9uEi4uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXNwb25zZRJwCg9HZXRSZXZpc2lvbkxvZ3MSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25Mb2dzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvbkxvZ3NSZXNwb25zZRJnCgxVcGxvYWRTb3VyY2USKi5iZXJ0aC5jb250cm9scGxhbmUudjEuVXBsb2FkU291cmNlUmVxdWVzdBorLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5VcGxvYWRTb3VyY2VSZXNwb25zZRJ2ChFSZXNvbHZlRGVwbG95bWVudBIvLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZXNvbHZlRGVwbG95bWVudFJlcXVlc3QaMC5iZXJ0aC5jb250cm9scGxhbmUudjEuUmVzb2x2ZURlcGxveW1lbnRSZXNwb25zZRJ/ChRHZXREZXBsb3ltZW50c0hlYWx0aBIyLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXREZXBsb3ltZW50c0hlYWx0aFJlcXVlc3QaMy5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0RGVwbG95bWVudHNIZWFsdGhSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One deployment. Secret values are never returned: only their names.
@@ -65,12 +65,9 @@ export type Deployment = Message<"berth.controlplane.v1.Deployment"> & {
   sourceRevisionConfig?: JsonObject | undefined;
 
   /**
-   * READY (a revision serves), UNHEALTHY (the serving revision's agent server is down and being
-   * restarted), AWAITING_DEPLOY (none serves yet), AWAITING_DELETE.
-   *
-   * @generated from field: string status = 7;
+   * @generated from field: berth.controlplane.v1.DeploymentStatus status = 7;
    */
-  status: string;
+  status: DeploymentStatus;
 
   /**
    * @generated from field: string latest_revision_id = 8;
@@ -112,6 +109,14 @@ export type Deployment = Message<"berth.controlplane.v1.Deployment"> & {
    * @generated from field: string health_message = 14;
    */
   healthMessage: string;
+
+  /**
+   * Why the deployment has its status: the serving revision's health (UNHEALTHY) or which revision
+   * failed and why (FAILED, LATEST_FAILED); empty while READY or AWAITING_DEPLOY.
+   *
+   * @generated from field: string status_message = 15;
+   */
+  statusMessage: string;
 };
 
 /**
@@ -138,12 +143,9 @@ export type Revision = Message<"berth.controlplane.v1.Revision"> & {
   deploymentId: string;
 
   /**
-   * QUEUED, AWAITING_BUILD, BUILDING, AWAITING_DEPLOY, DEPLOYING, DEPLOYED, BUILD_FAILED,
-   * DEPLOY_FAILED, INTERRUPTED.
-   *
-   * @generated from field: string status = 3;
+   * @generated from field: berth.controlplane.v1.RevisionStatus status = 3;
    */
-  status: string;
+  status: RevisionStatus;
 
   /**
    * @generated from field: string source = 4;
@@ -156,7 +158,7 @@ export type Revision = Message<"berth.controlplane.v1.Revision"> & {
   sourceRevisionConfig?: JsonObject | undefined;
 
   /**
-   * Why it failed or what it waits for; empty otherwise.
+   * Why it failed or was interrupted; empty otherwise.
    *
    * @generated from field: string status_message = 6;
    */
@@ -431,9 +433,11 @@ export type ListRevisionsRequest = Message<"berth.controlplane.v1.ListRevisionsR
   offset: number;
 
   /**
-   * @generated from field: repeated string statuses = 5;
+   * Only revisions in these statuses; all when empty.
+   *
+   * @generated from field: repeated berth.controlplane.v1.RevisionStatus statuses = 5;
    */
-  statuses: string[];
+  statuses: RevisionStatus[];
 };
 
 /**
@@ -767,12 +771,20 @@ export type ResolveDeploymentResponse = Message<"berth.controlplane.v1.ResolveDe
   upstreamCredential: string;
 
   /**
-   * Non-empty while the serving revision's agent server is down (crashed, restarting): the reason,
-   * for a 503 with Retry-After instead of a connection error.
+   * What the gateway answers when upstream_url is empty or the status is UNHEALTHY: 503 with
+   * Retry-After while one is on its way (AWAITING_DEPLOY) or restarting (UNHEALTHY), 503 without
+   * Retry-After once the latest revision failed and none serves (FAILED).
    *
-   * @generated from field: string unavailable_reason = 5;
+   * @generated from field: berth.controlplane.v1.DeploymentStatus status = 6;
    */
-  unavailableReason: string;
+  status: DeploymentStatus;
+
+  /**
+   * Deployment.status_message: why (for the deployment's tenant; not for a custom-auth caller).
+   *
+   * @generated from field: string status_message = 7;
+   */
+  statusMessage: string;
 };
 
 /**
@@ -900,6 +912,157 @@ export type GetRevisionResponse = Message<"berth.controlplane.v1.GetRevisionResp
  */
 export const GetRevisionResponseSchema: GenMessage<GetRevisionResponse> = /*@__PURE__*/
   messageDesc(file_berth_controlplane_v1_deployments, 27);
+
+/**
+ * The lifecycle of a revision. Its allowed moves are declared in one table in the control plane
+ * (services/control-plane/src/deployments/revision-lifecycle.ts); REST spells each status as its
+ * name without the prefix (QUEUED, ...).
+ *
+ * @generated from enum berth.controlplane.v1.RevisionStatus
+ */
+export enum RevisionStatus {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: REVISION_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The first revision of an internal_source deployment created without a source: it waits for
+   * the deployment's first upload, which attaches itself to it and queues its build.
+   *
+   * @generated from enum value: REVISION_STATUS_AWAITING_SOURCE = 1;
+   */
+  AWAITING_SOURCE = 1,
+
+  /**
+   * Created with its source; its build is about to be queued.
+   *
+   * @generated from enum value: REVISION_STATUS_QUEUED = 2;
+   */
+  QUEUED = 2,
+
+  /**
+   * Its build job is queued.
+   *
+   * @generated from enum value: REVISION_STATUS_AWAITING_BUILD = 3;
+   */
+  AWAITING_BUILD = 3,
+
+  /**
+   * Being built (unpacked, dependencies installed, graphs loaded).
+   *
+   * @generated from enum value: REVISION_STATUS_BUILDING = 4;
+   */
+  BUILDING = 4,
+
+  /**
+   * Built; its deploy job is queued.
+   *
+   * @generated from enum value: REVISION_STATUS_AWAITING_DEPLOY = 5;
+   */
+  AWAITING_DEPLOY = 5,
+
+  /**
+   * Its agent server is starting beside the serving one.
+   *
+   * @generated from enum value: REVISION_STATUS_DEPLOYING = 6;
+   */
+  DEPLOYING = 6,
+
+  /**
+   * It answered and became the deployment's serving revision (an older DEPLOYED one was replaced).
+   *
+   * @generated from enum value: REVISION_STATUS_DEPLOYED = 7;
+   */
+  DEPLOYED = 7,
+
+  /**
+   * The build failed: status_message says why.
+   *
+   * @generated from enum value: REVISION_STATUS_BUILD_FAILED = 8;
+   */
+  BUILD_FAILED = 8,
+
+  /**
+   * The agent server did not come up: status_message says why.
+   *
+   * @generated from enum value: REVISION_STATUS_DEPLOY_FAILED = 9;
+   */
+  DEPLOY_FAILED = 9,
+
+  /**
+   * A newer revision replaced it, or the deployment was deleted, before it finished.
+   *
+   * @generated from enum value: REVISION_STATUS_INTERRUPTED = 10;
+   */
+  INTERRUPTED = 10,
+}
+
+/**
+ * Describes the enum berth.controlplane.v1.RevisionStatus.
+ */
+export const RevisionStatusSchema: GenEnum<RevisionStatus> = /*@__PURE__*/
+  enumDesc(file_berth_controlplane_v1_deployments, 0);
+
+/**
+ * A deployment's status, derived from its serving revision and its latest revision (in one place
+ * in the control plane: deployments/deployment-status.ts). REST spells each as its name without
+ * the prefix.
+ *
+ * @generated from enum berth.controlplane.v1.DeploymentStatus
+ */
+export enum DeploymentStatus {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * No revision serves yet; the latest one is on its way.
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_AWAITING_DEPLOY = 1;
+   */
+  AWAITING_DEPLOY = 1,
+
+  /**
+   * A revision serves and answers; the latest one is it, or is on its way.
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_READY = 2;
+   */
+  READY = 2,
+
+  /**
+   * The serving revision's agent server is down and being restarted (status_message says why).
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_UNHEALTHY = 3;
+   */
+  UNHEALTHY = 3,
+
+  /**
+   * No revision serves and the latest one failed (status_message names it and why): nothing will
+   * serve until a new revision deploys.
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_FAILED = 4;
+   */
+  FAILED = 4,
+
+  /**
+   * The latest revision failed (status_message names it and why); an older one still serves.
+   *
+   * @generated from enum value: DEPLOYMENT_STATUS_LATEST_FAILED = 5;
+   */
+  LATEST_FAILED = 5,
+}
+
+/**
+ * Describes the enum berth.controlplane.v1.DeploymentStatus.
+ */
+export const DeploymentStatusSchema: GenEnum<DeploymentStatus> = /*@__PURE__*/
+  enumDesc(file_berth_controlplane_v1_deployments, 1);
 
 /**
  * @generated from service berth.controlplane.v1.DeploymentService
