@@ -59,6 +59,13 @@ describe('a run stopping at interrupt()', () => {
     expect((await client.threads.get(thread.thread_id)).status).toBe('interrupted');
   });
 
+  it('answers /wait and /join with the __interrupt__ chunk, as the LangGraph API does', async () => {
+    const thread = await client.threads.create();
+    expect(await client.runs.wait(thread.thread_id, 'interrupt', { input: question })).toEqual(asked);
+    const resumed = await client.runs.create(thread.thread_id, 'interrupt', { command: { resume: 'yes' }, interruptBefore: ['finish'] });
+    expect(await client.runs.join(thread.thread_id, resumed.run_id)).toEqual(paused);
+  });
+
   it('then streams the resumed run, an interrupt_before pause, and the rest', async () => {
     const thread = await client.threads.create();
     const streamMode: StreamMode[] = ['values', 'updates'];

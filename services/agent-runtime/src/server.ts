@@ -38,6 +38,7 @@ import { RunWorker } from './runs/worker.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
+import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { ThreadStore } from './storage/threads.js';
@@ -172,7 +173,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
   const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {
     if (graphs.has(ref)) return assistants.get(systemAssistantId(ref), filter);
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
+    if (!isUuid(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
     return assistants.get(ref, filter);
   };
   const ctx: ServerContext = {
@@ -188,6 +189,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     copyCheckpoints: checkpointRows.copy,
     state: new ThreadStateService(threads, graph, checkpointer),
     authz,
+    log,
     runService: undefined as unknown as RunService,
   };
   ctx.runService = new RunService({
@@ -199,6 +201,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     resolveAssistant: async (ref) => (graphs.has(ref) ? { assistant_id: systemAssistantId(ref), graph_id: ref } : resolveAssistant(ref)),
     checkContext: (graphId, context) => checkContext(ctx, graphId, context, ['body', 'context']),
     authz,
+    log,
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,
     reserveLocal: () => worker?.reserve(),
     localResult: (runId) => worker?.localResult(runId),

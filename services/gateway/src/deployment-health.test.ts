@@ -54,6 +54,7 @@ it('shows a deployment whose agent server is down as UNHEALTHY with why; /readyz
       status: 'ok',
       checks: { postgres: { status: 'ok' }, queue: { status: 'ok', detail: 'redis' }, 'control-plane': { status: 'ok' } },
       unhealthy_deployments: 1,
+      instance_id: expect.any(String),
     },
   });
 

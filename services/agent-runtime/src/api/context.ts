@@ -1,6 +1,7 @@
 /**
  * What the HTTP routes of the agent server need: stores, the project's graphs, the executor.
  */
+import type { Logger } from '@berth/log';
 import type { Authorizer } from '../auth/index.js';
 import type { Assistant, AssistantStore } from '../storage/assistants.js';
 import type { RunStore } from '../storage/runs.js';
@@ -18,6 +19,8 @@ export interface ServerContext {
   state: ThreadStateService;
   /** Runs the project's authorization handlers (allows everything without custom auth). */
   authz: Authorizer;
+  /** For failures no client hears of (a cancel after the client went away). */
+  log: Logger;
   /** The loaded graph of that id; NotFoundError (404) when the project has none. */
   graph(graphId: string): { graphId: string };
   /** An assistant by UUID, or a graph name for that graph's system assistant; 404 otherwise (also when it does not match `filter`). */

@@ -46,6 +46,16 @@ function passHeaders(req: Request): Record<string, string> {
   return out;
 }
 
+/** `cancel_on_disconnect`: the client left, so nobody hears of a failure to cancel but the log. */
+async function cancelLeftRun(ctx: ServerContext, runId: string): Promise<void> {
+  try {
+    const run = await ctx.runs.getById(runId);
+    if (run) await ctx.runService.cancel(run, 'interrupt', false);
+  } catch (error) {
+    ctx.log.warn({ err: error, runId }, 'could not cancel the run its client disconnected from');
+  }
+}
+
 function locate(res: Response, run: Run, threadless: boolean): void {
   const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
   res.setHeader('Content-Location', path);
@@ -67,7 +77,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     const sse = new SseWriter(res, { headers: { 'Content-Location': path, Location: `${path}/stream` } });
     sse.onClose(() => {
       abort.abort();
-      if (cancelOnDisconnect && !res.writableFinished) void ctx.runs.getById(run.run_id).then((r) => r && ctx.runService.cancel(r, 'interrupt', false).catch(() => undefined));
+      if (cancelOnDisconnect && !res.writableFinished) void cancelLeftRun(ctx, run.run_id);
     });
     const resumable = run.kwargs.stream_resumable;
     try {
@@ -134,7 +144,10 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
           res.on('close', () => abort.abort());
           const { status, output } = await ctx.runService.join(run, abort.signal);
           if (status === 'error') {
-            const thread = await ctx.threads.get(run.thread_id).catch(() => undefined);
+            const thread = await ctx.threads.get(run.thread_id).catch((error: unknown) => {
+              ctx.log.warn({ err: error, runId: run.run_id }, 'could not read the failed run\'s thread for its error');
+              return undefined;
+            });
             return { __error__: thread?.error ?? { error: 'Error', message: 'run failed' } };
           }
           return output ?? {};
@@ -208,7 +221,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         const abort = new AbortController();
         res.on('close', () => {
           abort.abort();
-          if (query.cancel_on_disconnect && !res.writableFinished) void ctx.runService.cancel(run, 'interrupt', false).catch(() => undefined);
+          if (query.cancel_on_disconnect && !res.writableFinished) void cancelLeftRun(ctx, run.run_id);
         });
         return (await ctx.runService.join(run, abort.signal)).output ?? {};
       },

@@ -19,6 +19,11 @@ export interface RunOutcome {
   status: 'success' | 'error';
   interrupted: boolean;
   values: Json | null;
+  /**
+   * What `/wait` and `/join` answer: the last root `values` chunk — `{__interrupt__: [...]}` when
+   * the run stopped at an interrupt, as the LangGraph API answers — else `values`.
+   */
+  output: Json | null;
   /** Open interrupts by task id. */
   interrupts: JsonObject;
   error?: { error: string; message: string };
@@ -26,8 +31,10 @@ export interface RunOutcome {
 
 /** What the root stream showed of how the run ended. */
 interface StreamOutcome {
-  /** The last root `values` chunk. */
+  /** The last root `values` chunk that is state (not an `__interrupt__` one). */
   values?: unknown;
+  /** The last root `values` chunk of any kind. */
+  output?: unknown;
   /** A root `__interrupt__` update came by. */
   interrupted: boolean;
 }
@@ -112,6 +119,7 @@ export class RunExecutor {
           continue;
         }
         if (namespace.length === 0) {
+          if (mode === 'values') seen.output = data;
           if (isInterruptChunk(data)) seen.interrupted = true;
           else if (mode === 'values') seen.values = data;
         }
@@ -148,13 +156,13 @@ export class RunExecutor {
       this.deps.log.warn({ err: failure, runId: run.run_id }, 'run failed');
       events.push('error', error);
       await events.flush();
-      return { status: 'error', interrupted: false, values, interrupts, error };
+      return { status: 'error', interrupted: false, values, output: values, interrupts, error };
     }
     // LangGraph itself streams the `values` and `updates` chunks `{__interrupt__: [...]}` when a run
     // stops at an interrupt, as the LangGraph API sends them: nothing is added here.
     const interrupted = Object.keys(interrupts).length > 0 || (state.next?.length ?? 0) > 0;
     await events.flush();
-    return { status: 'success', interrupted, values, interrupts };
+    return { status: 'success', interrupted, values, output: seen.output === undefined ? values : (toWire(seen.output) as Json), interrupts };
   }
 
   /**

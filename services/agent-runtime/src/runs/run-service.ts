@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError } from '@berth/errors';
+import type { Logger } from '@berth/log';
 import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
@@ -50,6 +51,7 @@ export interface RunServiceDeps {
   checkContext(graphId: string, context: Record<string, unknown>): void;
   /** Runs the `threads:create_run` handler of custom auth; without it every run is allowed. */
   authz?: Authorizer;
+  log: Logger;
   /** Starts a due run in this process when a local worker has room; false to use the queue. */
   runLocally?: (runId: string) => boolean;
   /** Holds a slot of a local worker for a run about to be created, which may then claim it at once. */
@@ -155,7 +157,9 @@ export class RunService {
       .catch(async (error: unknown) => {
         slot?.release();
         // A threadless run that could not be created (its assistant is gone) leaves no thread.
-        if (temporary) await threads.delete(thread_id).catch(() => undefined);
+        if (temporary) {
+          await threads.delete(thread_id).catch((cleanup: unknown) => this.deps.log.warn({ err: cleanup, threadId: thread_id }, 'could not delete the thread of a threadless run that was not created'));
+        }
         throw error;
       });
     if (claimed) slot!.start(claimed);

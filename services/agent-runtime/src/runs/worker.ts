@@ -288,13 +288,13 @@ export class RunWorker {
         timedOut = error;
         const message = { error: error.name, message: error.message };
         await this.publishError(runId, message);
-        outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
+        outcome = { status: 'error', interrupted: false, values: null, output: null, interrupts: {}, error: message };
       } else if (controller.signal.reason instanceof RunLeaseLostError) return; // logged by the lease; the new holder finishes the run
       else {
         log.error({ err: error, runId }, 'run crashed');
         const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
         await this.publishError(runId, message);
-        outcome = { status: 'error', interrupted: false, values: null, interrupts: {}, error: message };
+        outcome = { status: 'error', interrupted: false, values: null, output: null, interrupts: {}, error: message };
       }
     } finally {
       lease.stop();
@@ -319,7 +319,7 @@ export class RunWorker {
       runId: run.run_id,
       owner: this.owner,
       status,
-      output: outcome?.values ?? null,
+      output: outcome?.output ?? null,
       failed: outcome?.status === 'error',
       interrupted: outcome?.interrupted ?? false,
       // A run that crashed or timed out has no final values: the thread keeps its last ones.
@@ -332,7 +332,7 @@ export class RunWorker {
       return;
     }
     if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
-    else report({ status, output: outcome?.values ?? null });
+    else report({ status, output: outcome?.output ?? null });
     await broker.end(run.run_id);
     if (nextRunId) {
       if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId);
