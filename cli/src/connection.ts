@@ -2,7 +2,8 @@
  * Which gateway and credential a command uses: the one place that decides. First match wins.
  * - URL: `--url` (or its alias `--host`), BERTH_HOST_URL from the environment, then from the
  *   project's `.env` (deploy commands), the host of `berth login`, the platform `berth up` started
- *   here (`.berth/credentials.json`, `.berth/platform.json`), else http://127.0.0.1:8080.
+ *   here (`.berth/credentials.json`, `.berth/platform.json`) or else in the checkout this CLI runs
+ *   from, else http://127.0.0.1:8080.
  * - Credential: `--api-key`, BERTH_API_KEY (environment, then the project's `.env`), the token of
  *   `berth login`, the key `berth up` wrote. A stored credential goes only to its own gateway.
  */
@@ -12,6 +13,14 @@ import { LoginFile, normalizeHost, sameHost } from './login-credentials.js';
 import { StateDir } from './state.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/** The state folder of the platform `berth up` started: this folder's, else the CLI's checkout's. */
+async function localPlatform(env: CliEnv): Promise<StateDir> {
+  const here = new StateDir(env.stateDir);
+  if (!env.checkoutStateDir || (await here.readCredentials()) || (await here.readPlatform())) return here;
+  const checkout = new StateDir(env.checkoutStateDir);
+  return (await checkout.readCredentials()) ? checkout : here;
+}
 
 /** The connection flags of every command that calls a gateway (defined once, in index.ts). */
 export interface ConnectionFlags {
@@ -36,7 +45,7 @@ export async function gatewayUrl(env: CliEnv, flags: Pick<ConnectionFlags, 'url'
       [projectEnv.BERTH_HOST_URL, 'BERTH_HOST_URL in .env'],
     ] as const
   ).find(([value]) => value !== undefined);
-  const state = new StateDir(env.stateDir);
+  const state = await localPlatform(env);
   const given =
     explicit?.[0] ??
     (await new LoginFile(env.loginFile).read())?.host ??
@@ -56,7 +65,7 @@ export async function gatewayClient(env: CliEnv, flags: ConnectionFlags, project
   if (apiKey) return new GatewayClient({ url, apiKey, ...tenant(explicitTenant) });
   const login = await new LoginFile(env.loginFile).read();
   if (login && sameHost(login.host, url)) return new GatewayClient({ url, token: login.token, ...tenant(explicitTenant ?? login.tenant_id) });
-  const state = new StateDir(env.stateDir);
+  const state = await localPlatform(env);
   const stored = await state.readCredentials();
   if (stored?.api_key && sameHost(stored.gateway_url, url)) {
     return new GatewayClient({ url, apiKey: stored.api_key, ...tenant(explicitTenant ?? stored.tenant_id) });

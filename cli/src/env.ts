@@ -4,6 +4,7 @@
 import { envLogLevel, envOptionalString, envPort, parseEnv } from '@berth/config';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -31,6 +32,12 @@ const schema = z.object({
 
 export type CliEnv = z.output<typeof schema> & {
   stateDir: string;
+  /**
+   * The state folder of the Berth checkout this CLI runs from (`make up` there), whose platform
+   * commands fall back to when `stateDir` has none — so that an installed `berth` (`make install`)
+   * finds it from any folder. Unset when BERTH_STATE_DIR is set or it is `stateDir` itself.
+   */
+  checkoutStateDir: string | undefined;
   /** The user's Berth config folder: `$XDG_CONFIG_HOME/berth` or `~/.config/berth`. */
   configDir: string;
   /** The credentials `berth login` writes (mode 0600). */
@@ -42,16 +49,24 @@ export type CliEnv = z.output<typeof schema> & {
 /** Variables passed on to builds and agent servers; everything else stays with the CLI. */
 const INHERITED = /^(PATH|HOME|TMPDIR|LANG|npm_config_[a-z_]+|NPM_CONFIG_[A-Z_]+|NODE_EXTRA_CA_CERTS|HTTPS?_PROXY|NO_PROXY)$/;
 
-export function loadCliEnv(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): CliEnv {
+/** @param checkoutDir the Berth checkout the CLI runs from: two folders up from cli/src/env.ts and cli/dist/env.js alike (tests give another). */
+export function loadCliEnv(
+  env: Record<string, string | undefined> = process.env,
+  cwd = process.cwd(),
+  checkoutDir = fileURLToPath(new URL('../..', import.meta.url)),
+): CliEnv {
   const parsed = parseEnv(schema, env);
   // The XDG spec says a relative XDG_CONFIG_HOME is invalid and to be ignored.
   const configHome =
     parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
   const configDir = join(configHome, 'berth');
   const processEnv = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => INHERITED.test(e[0]) && e[1] !== undefined));
+  const stateDir = resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth');
+  const checkoutStateDir = join(checkoutDir, '.berth');
   return {
     ...parsed,
-    stateDir: resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth'),
+    stateDir,
+    checkoutStateDir: parsed.BERTH_STATE_DIR === undefined && checkoutStateDir !== stateDir ? checkoutStateDir : undefined,
     configDir,
     loginFile: join(configDir, 'credentials.json'),
     processEnv,

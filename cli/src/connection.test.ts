@@ -1,0 +1,49 @@
+/**
+ * Which platform a command reaches from a folder of the user's own (an installed `berth`): the one
+ * `make up` started in the checkout the CLI runs from, unless the folder or the flags say otherwise.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gatewayClient } from './connection.js';
+import { loadCliEnv } from './env.js';
+import { StateDir } from './state.js';
+
+let temp: string;
+let checkout: string;
+let project: string;
+const checkoutPlatform = { gateway_url: 'http://127.0.0.1:18080', tenant_id: 't-checkout', api_key: 'brt_key_checkout' };
+
+beforeAll(async () => {
+  temp = await mkdtemp(join(tmpdir(), 'berth-connection-test-'));
+  checkout = join(temp, 'berth');
+  project = join(temp, 'my-agent');
+  await mkdir(join(checkout, '.berth'), { recursive: true });
+  await mkdir(project);
+  await new StateDir(join(checkout, '.berth')).writeCredentials(checkoutPlatform);
+});
+afterAll(async () => {
+  await rm(temp, { recursive: true, force: true });
+});
+
+const home = () => ({ HOME: temp, XDG_CONFIG_HOME: join(temp, 'config') });
+
+describe('the platform of the checkout', () => {
+  it('is what a command in another folder reaches, with its key', async () => {
+    const client = await gatewayClient(loadCliEnv(home(), project, checkout), {});
+    expect(client).toMatchObject({ url: checkoutPlatform.gateway_url, credential: 'api_key', tenantId: 't-checkout' });
+  });
+
+  it('gives way to the platform of the folder itself, and to --url (its key stays with its own gateway)', async () => {
+    const here = join(temp, 'with-own');
+    await mkdir(join(here, '.berth'), { recursive: true });
+    await new StateDir(join(here, '.berth')).writeCredentials({ gateway_url: 'http://127.0.0.1:19090', tenant_id: 't-own', api_key: 'brt_key_own' });
+    expect(await gatewayClient(loadCliEnv(home(), here, checkout), {})).toMatchObject({ url: 'http://127.0.0.1:19090', tenantId: 't-own' });
+    await expect(gatewayClient(loadCliEnv(home(), project, checkout), { url: 'http://127.0.0.1:1' })).rejects.toThrow(/no credentials for http:\/\/127\.0\.0\.1:1/);
+  });
+
+  it('is not used when BERTH_STATE_DIR names the state folder', async () => {
+    await expect(gatewayClient(loadCliEnv({ ...home(), BERTH_STATE_DIR: join(temp, 'elsewhere') }, project, checkout), {})).rejects.toThrow(/no credentials/);
+  });
+});
