@@ -6,13 +6,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@berth/local-stack';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { StateDir } from './state.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 let testDb: TestDatabase;
@@ -129,6 +130,24 @@ describe('berth up', () => {
     const status = await run(['status']);
     expect(status.code).toBe(1);
   }, 120_000);
+
+  it('status does not take another program on the recorded port for the platform', async () => {
+    stateDir = join(temp, 'gone');
+    await mkdir(stateDir, { recursive: true });
+    const state = new StateDir(stateDir);
+    const port = await freePort();
+    impostor = await listenImpostor(port);
+    // What an earlier `berth up` recorded, with a process id that is alive again (reused).
+    await state.writePlatform({ pid: process.pid, port, url: `http://127.0.0.1:${port}`, instance_id: 'a-start-that-is-gone', started_at: new Date().toISOString() });
+    try {
+      const status = await run(['status']);
+      expect(status.code).toBe(1);
+      expect(status.stdout).toContain(`Berth is not running: another program answers at http://127.0.0.1:${port}`);
+    } finally {
+      // `down` after each test must not take this test's own process for the platform.
+      await state.clearPlatform();
+    }
+  });
 
   it('shows the end of the platform log when the platform dies during start', async () => {
     stateDir = join(temp, 'dies');

@@ -13,6 +13,8 @@ export interface StatusFlags extends Pick<ConnectionFlags, 'url' | 'host'> {
 interface Readiness {
   status: string;
   checks: Record<string, { status: string; detail?: string }>;
+  /** New at every start of a gateway: tells the platform `berth up` started from another program on its port. */
+  instance_id?: string;
 }
 
 /** What `--json` prints. */
@@ -22,6 +24,8 @@ interface StatusReport {
   ready: boolean;
   platform?: Pick<PlatformState, 'pid' | 'started_at'>;
   checks?: Readiness['checks'];
+  /** Something else answers at the URL of the platform `berth up` started (it is gone). */
+  impostor?: true;
 }
 
 export async function status(env: CliEnv, flags: StatusFlags, print: (line: string) => void): Promise<boolean> {
@@ -32,6 +36,10 @@ export async function status(env: CliEnv, flags: StatusFlags, print: (line: stri
   }
   if (!report.url) {
     print('Berth is not running (start it with `make up`)');
+    return false;
+  }
+  if (report.impostor) {
+    print(`Berth is not running: another program answers at ${report.url} (start Berth with \`make up\`)`);
     return false;
   }
   print(report.platform ? `Berth is running at ${report.url} (pid ${report.platform.pid}, since ${report.platform.started_at})` : `Berth at ${report.url}`);
@@ -56,6 +64,7 @@ async function check(env: CliEnv, flags: StatusFlags): Promise<StatusReport> {
     url = platform.url;
   }
   const readiness = await readyz(url);
+  if (platform?.instance_id && readiness && readiness.instance_id !== platform.instance_id) return { url, running: false, ready: false, impostor: true };
   return {
     url,
     running: platform !== undefined || readiness !== undefined,
