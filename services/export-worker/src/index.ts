@@ -2,11 +2,18 @@
  * Export worker: trace store and bulk exports to S3 (its API arrives with the bulk-export issue).
  * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
  */
+import { fileURLToPath } from 'node:url';
 import type { GrpcServerConfig } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 
 export { loadExportWorkerConfig } from './env.js';
+export { TRACE_STORE_SCHEMA, TraceStore, partitionName } from './traces/trace-store.js';
+export type { RunRow, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
+export type { RunFields, RunWrite } from './traces/run-fields.js';
+
+/** Numbered SQL migrations of the trace store (`NNNN_description.sql`). */
+export const exportWorkerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.exportworker.v1';
