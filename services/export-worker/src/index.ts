@@ -11,6 +11,9 @@ export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName } from './traces/trace-store.js';
 export type { RunRow, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
 export type { RunFields, RunWrite } from './traces/run-fields.js';
+export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
+export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
+export { compileFilter } from './filter/compile.js';
 
 /** Numbered SQL migrations of the trace store (`NNNN_description.sql`). */
 export const exportWorkerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
