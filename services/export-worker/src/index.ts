@@ -8,8 +8,8 @@ import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 
 export { loadExportWorkerConfig } from './env.js';
-export { TRACE_STORE_SCHEMA, TraceStore, partitionName } from './traces/trace-store.js';
-export type { RunRow, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
+export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
+export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
 export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createDatabase, migrate, sql, type Database } from '@berth/db';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { parseFilter } from '../filter/parse.js';
 import { exportWorkerMigrationsDir } from '../index.js';
-import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './trace-store.js';
+import { TRACE_STORE_SCHEMA, TraceStore, runScanQuery, type RunRow, type TraceTables } from './trace-store.js';
 
 let testDb: TestDatabase;
 let database: Database<TraceTables>;
@@ -149,5 +150,43 @@ describe('create and patch converge', () => {
     expect(result.rejected).toHaveLength(1);
     await expect(store.getRun(other, id)).rejects.toMatchObject({ code: 'not_found' });
     expect((await store.getRun(tenant, id)).name).toBe('agent');
+  });
+});
+
+describe('keyset scan of one project', () => {
+  it('pages through a time range in (start_time, id) order, every run once, with a filter', async () => {
+    const scanned = (await store.createSession(tenant, { name: 'paging' })).id;
+    const writes = Array.from({ length: 150 }, (_, i) => ({
+      op: 'create' as const,
+      id: randomUUID(),
+      session_id: scanned,
+      name: `run-${i}`,
+      run_type: i % 3 === 0 ? 'llm' : 'chain',
+      // 50 runs a day over three days, several sharing a start_time (the id breaks the tie)
+      start_time: new Date(Date.UTC(2026, 5, 1 + Math.floor(i / 50), 1, Math.floor((i % 50) / 2))).toISOString(),
+    }));
+    expect((await store.upsertRuns(tenant, writes)).rejected).toEqual([]);
+    const range = { sessionId: scanned, start: new Date('2026-06-01T00:00:00Z'), end: new Date('2026-06-03T00:00:00Z') };
+
+    const seen: RunRow[] = [];
+    for (let page = await store.scanRuns(tenant, { ...range, limit: 17 }); page.length > 0; ) {
+      seen.push(...page);
+      const last = page.at(-1)!;
+      page = await store.scanRuns(tenant, { ...range, limit: 17, after: { start_time: last.start_time, id: last.id } });
+    }
+    const expected = writes.slice(0, 100).map((w) => [new Date(w.start_time).getTime(), w.id]).sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : String(a[1]) < String(b[1]) ? -1 : 1));
+    expect(seen.map((r) => [r.start_time.getTime(), r.id])).toEqual(expected);
+
+    const llm = await store.scanRuns(tenant, { ...range, limit: 1000, filter: parseFilter('eq(run_type, "llm")') });
+    expect(llm.map((r) => r.name).sort()).toEqual(writes.slice(0, 100).filter((w) => w.run_type === 'llm').map((w) => w.name).sort());
+    expect(await store.scanRuns(randomUUID(), { ...range, limit: 1000 })).toEqual([]);
+
+    // the scan itself, with its bound parameters, reads only the two days' partitions, by the paging index
+    const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${runScanQuery(tenant, { ...range, limit: 17, after: { start_time: seen[20]!.start_time, id: seen[20]!.id } })}`.execute(database.db);
+    const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(text).toMatch(/runs_20260601/);
+    expect(text).toMatch(/runs_20260602/);
+    expect(text).not.toMatch(/runs_20260603/);
+    expect(text).toMatch(/Index Scan using runs_\d+_session_id_start_time_id_idx/);
   });
 });

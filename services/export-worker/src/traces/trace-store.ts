@@ -15,6 +15,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Database, type Kysely, type RawBuilder } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
+import { compileFilter } from '../filter/compile.js';
+import type { FilterNode } from '../filter/parse.js';
 import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
 
 /** The schema of the trace store. */
@@ -50,6 +52,19 @@ export interface UpsertResult {
   pending: string[];
   /** Writes refused (the rest of the batch is kept), with the reason in words. */
   rejected: { index: number; id: string; reason: string }[];
+}
+
+/** One page of a project's runs in a time range, in (start_time, id) order. */
+export interface RunScan {
+  sessionId: string;
+  /** Inclusive bound on start_time. */
+  start: Date;
+  /** Exclusive bound on start_time. */
+  end: Date;
+  filter?: FilterNode;
+  /** The last run of the previous page (keyset paging: no OFFSET, each page is an index range). */
+  after?: { start_time: Date; id: string };
+  limit: number;
 }
 
 /** Run row as stored (JSON columns parsed, numeric columns as strings as pg returns them). */
@@ -93,6 +108,11 @@ export class TraceStore {
     if (!startTime) throw new NotFoundError(`run ${id} not found`);
     const run = await sql<RunRow>`SELECT * FROM runs WHERE id = ${id}::uuid AND start_time = ${startTime}`.execute(this.db);
     return run.rows[0]!;
+  }
+
+  /** A page of runs; only the partitions of [start, end) are read. */
+  async scanRuns(tenantId: string, scan: RunScan): Promise<RunRow[]> {
+    return (await runScanQuery(tenantId, scan).execute(this.db)).rows;
   }
 
   /** Applies a batch of creates and patches of `tenantId`'s runs, in order. */
@@ -145,6 +165,19 @@ export class TraceStore {
     });
     for (const day of missing) this.partitions.add(day);
   }
+}
+
+/** The query of {@link TraceStore.scanRuns}: bounds on start_time first, so the planner prunes partitions. */
+export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow> {
+  const conditions = [
+    sql`tenant_id = ${tenantId}::uuid`,
+    sql`session_id = ${scan.sessionId}::uuid`,
+    sql`start_time >= ${scan.start.toISOString()}::timestamptz`,
+    sql`start_time < ${scan.end.toISOString()}::timestamptz`,
+  ];
+  if (scan.after) conditions.push(sql`(start_time, id) > (${scan.after.start_time.toISOString()}::timestamptz, ${scan.after.id}::uuid)`);
+  if (scan.filter) conditions.push(compileFilter(scan.filter));
+  return sql<RunRow>`SELECT * FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
 }
 
 /** The partition holding runs that started on `day` (`YYYY-MM-DD`, UTC). */
