@@ -1,0 +1,100 @@
+/**
+ * The writable fields of a run (LangSmith's run shape) and how each is stored. One list drives the
+ * store's INSERT and UPDATE statements, so a new field is added here once.
+ */
+
+/** A run as a create or a patch carries it; absent or null fields leave the stored value alone. */
+export interface RunFields {
+  id: string;
+  session_id?: string | null;
+  trace_id?: string | null;
+  dotted_order?: string | null;
+  parent_run_id?: string | null;
+  parent_run_ids?: string[] | null;
+  reference_example_id?: string | null;
+  name?: string | null;
+  run_type?: string | null;
+  start_time?: Date | string | null;
+  end_time?: Date | string | null;
+  inputs?: unknown;
+  outputs?: unknown;
+  error?: string | null;
+  extra?: Record<string, unknown> | null;
+  events?: unknown[] | null;
+  tags?: string[] | null;
+  feedback_stats?: Record<string, unknown> | null;
+  prompt_tokens?: number | null;
+  completion_tokens?: number | null;
+  total_tokens?: number | null;
+  prompt_cost?: number | string | null;
+  completion_cost?: number | string | null;
+  total_cost?: number | string | null;
+  first_token_time?: Date | string | null;
+  trace_tier?: string | null;
+}
+
+/** A create (POST /runs, `post` of a batch) or a patch (PATCH /runs/{id}, `patch` of a batch). */
+export type RunWrite = RunFields & { op: 'create' | 'patch' };
+
+type StoredType = 'uuid' | 'uuid[]' | 'text' | 'text[]' | 'jsonb' | 'timestamptz' | 'bigint' | 'numeric';
+
+/** Every stored column a write may set, except id and start_time (the row's key). */
+export const RUN_COLUMNS = {
+  session_id: 'uuid',
+  trace_id: 'uuid',
+  dotted_order: 'text',
+  parent_run_id: 'uuid',
+  parent_run_ids: 'uuid[]',
+  reference_example_id: 'uuid',
+  name: 'text',
+  run_type: 'text',
+  end_time: 'timestamptz',
+  inputs: 'jsonb',
+  outputs: 'jsonb',
+  error: 'text',
+  extra: 'jsonb',
+  events: 'jsonb',
+  tags: 'text[]',
+  feedback_stats: 'jsonb',
+  prompt_tokens: 'bigint',
+  completion_tokens: 'bigint',
+  total_tokens: 'bigint',
+  prompt_cost: 'numeric',
+  completion_cost: 'numeric',
+  total_cost: 'numeric',
+  first_token_time: 'timestamptz',
+  trace_tier: 'text',
+} as const satisfies Record<string, StoredType>;
+
+export type RunColumn = keyof typeof RUN_COLUMNS;
+export const RUN_COLUMN_NAMES = Object.keys(RUN_COLUMNS) as RunColumn[];
+
+/** The value bound for a column: JSON columns as JSON text, times as ISO strings. */
+export function columnValue(column: RunColumn, value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  switch (RUN_COLUMNS[column]) {
+    case 'jsonb':
+      return JSON.stringify(value);
+    case 'timestamptz':
+      return toDate(value, column).toISOString();
+    default:
+      return value;
+  }
+}
+
+export function toDate(value: unknown, field: string): Date {
+  const date = value instanceof Date ? value : new Date(String(value));
+  if (Number.isNaN(date.getTime())) throw new Error(`${field} is not a time: ${JSON.stringify(value)}`);
+  return date;
+}
+
+/**
+ * The ancestors named by a dotted order (`<time><uuid>` segments joined by `.`, the run itself
+ * last), for writers that send dotted_order but not parent_run_ids.
+ */
+export function ancestorsFromDottedOrder(dottedOrder: string): string[] {
+  return dottedOrder
+    .split('.')
+    .slice(0, -1)
+    .map((segment) => segment.slice(-36));
+}

@@ -1,0 +1,282 @@
+/**
+ * The trace store: tracing projects (sessions) and runs, in the export-worker's Postgres schema.
+ *
+ * A run arrives as a create and, usually, a later patch — in either order, and possibly twice. The
+ * record converges to the same row whatever the order: a create only fills fields the row lacks
+ * (so a repeated create, or a create that comes after its patch, changes nothing the patch set),
+ * and a patch overwrites the fields it carries (later patches win per field). Absent or null fields
+ * never erase a stored value.
+ *
+ * Runs are partitioned by the day of start_time, but a patch usually has no start_time. The store
+ * therefore keeps `run_keys` (run id → tenant, start_time): a patch finds its row's partition
+ * there, and a patch whose create has not arrived yet waits in `pending_run_patches` and is
+ * applied when the create comes. start_time is fixed by the first create.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Database, type Kysely, type RawBuilder } from '@berth/db';
+import { ConflictError, NotFoundError } from '@berth/errors';
+import { compileFilter } from '../filter/compile.js';
+import type { FilterNode } from '../filter/parse.js';
+import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
+
+/** The schema of the trace store. */
+export const TRACE_STORE_SCHEMA = 'berth_export';
+
+export interface SessionRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  metadata: Record<string, unknown>;
+  reference_dataset_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TraceTables {
+  sessions: SessionRow;
+}
+
+export interface SessionCreate {
+  id?: string;
+  name: string;
+  description?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+/** What became of each write of a batch. */
+export interface UpsertResult {
+  /** Runs whose row now reflects the write. */
+  stored: string[];
+  /** Patches kept until their run's create arrives. */
+  pending: string[];
+  /** Writes refused (the rest of the batch is kept), with the reason in words. */
+  rejected: { index: number; id: string; reason: string }[];
+}
+
+/** One page of a project's runs in a time range, in (start_time, id) order. */
+export interface RunScan {
+  sessionId: string;
+  /** Inclusive bound on start_time. */
+  start: Date;
+  /** Exclusive bound on start_time. */
+  end: Date;
+  filter?: FilterNode;
+  /** The last run of the previous page (keyset paging: no OFFSET, each page is an index range). */
+  after?: { start_time: Date; id: string };
+  limit: number;
+}
+
+/** Run row as stored (JSON columns parsed, numeric columns as strings as pg returns them). */
+export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
+
+export class TraceStore {
+  private readonly db: Kysely<TraceTables>;
+  /** Day partitions known to exist (they are never dropped while the process runs). */
+  private readonly partitions = new Set<string>();
+
+  constructor(database: Database<TraceTables>) {
+    this.db = database.db;
+  }
+
+  async createSession(tenantId: string, input: SessionCreate): Promise<SessionRow> {
+    const row = await this.db
+      .insertInto('sessions')
+      .values({
+        id: input.id ?? randomUUID(),
+        tenant_id: tenantId,
+        name: input.name,
+        description: input.description ?? null,
+        metadata: JSON.stringify(input.metadata ?? {}) as unknown as Record<string, unknown>,
+      } as SessionRow)
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new ConflictError(`a tracing project named ${JSON.stringify(input.name)} (or with this id) already exists`);
+    return row;
+  }
+
+  async getSession(tenantId: string, id: string): Promise<SessionRow> {
+    const row = await this.db.selectFrom('sessions').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    if (!row) throw new NotFoundError(`tracing project ${id} not found`);
+    return row;
+  }
+
+  async getRun(tenantId: string, id: string): Promise<RunRow> {
+    const key = await sql<{ start_time: Date }>`SELECT start_time FROM run_keys WHERE id = ${id}::uuid AND tenant_id = ${tenantId}::uuid`.execute(this.db);
+    const startTime = key.rows[0]?.start_time;
+    if (!startTime) throw new NotFoundError(`run ${id} not found`);
+    const run = await sql<RunRow>`SELECT * FROM runs WHERE id = ${id}::uuid AND start_time = ${startTime}`.execute(this.db);
+    return run.rows[0]!;
+  }
+
+  /** A page of runs; only the partitions of [start, end) are read. */
+  async scanRuns(tenantId: string, scan: RunScan): Promise<RunRow[]> {
+    return (await runScanQuery(tenantId, scan).execute(this.db)).rows;
+  }
+
+  /** Applies a batch of creates and patches of `tenantId`'s runs, in order. */
+  async upsertRuns(tenantId: string, writes: RunWrite[]): Promise<UpsertResult> {
+    const result: UpsertResult = { stored: [], pending: [], rejected: [] };
+    const valid: RunWrite[] = [];
+    const sessions = [...new Set(writes.flatMap((w) => (w.session_id ? [w.session_id] : [])))];
+    const known = new Set(
+      sessions.length === 0
+        ? []
+        : (await this.db.selectFrom('sessions').select('id').where('tenant_id', '=', tenantId).where('id', 'in', sessions).execute()).map((s) => s.id),
+    );
+    writes.forEach((write, index) => {
+      const reason = invalidReason(write, known);
+      if (reason) result.rejected.push({ index, id: String(write.id), reason });
+      else valid.push(write);
+    });
+    const days = valid.filter((w) => w.op === 'create').map((w) => dayOf(toDate(w.start_time, 'start_time')));
+    await this.ensurePartitions(days);
+
+    await this.db.transaction().execute(async (trx) => {
+      // One writer per run at a time (concurrent batches carrying the same run), in a fixed
+      // order so that two batches never wait on each other.
+      for (const id of [...new Set(valid.map((w) => w.id))].sort()) {
+        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 7411))`.execute(trx);
+      }
+      for (const write of valid) {
+        const outcome = await applyWrite(trx, tenantId, write);
+        if (outcome === 'foreign') {
+          result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run' });
+        } else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
+      }
+    });
+    return result;
+  }
+
+  /** Creates the day partitions of `days` (`YYYY-MM-DD`) that do not exist yet. */
+  private async ensurePartitions(days: string[]): Promise<void> {
+    const missing = [...new Set(days)].filter((d) => !this.partitions.has(d));
+    if (missing.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      // Several replicas may meet a new day at once: CREATE TABLE IF NOT EXISTS alone can still fail.
+      await sql`SELECT pg_advisory_xact_lock(hashtext('berth_export.run_partitions'))`.execute(trx);
+      for (const day of missing) {
+        const from = `${day}T00:00:00Z`;
+        const to = new Date(Date.parse(from) + 86_400_000).toISOString();
+        // Names and bounds come from a validated date (digits and dashes only), never from input.
+        await sql`CREATE TABLE IF NOT EXISTS ${sql.id(partitionName(day))} PARTITION OF runs FOR VALUES FROM (${sql.lit(from)}) TO (${sql.lit(to)})`.execute(trx);
+      }
+    });
+    for (const day of missing) this.partitions.add(day);
+  }
+}
+
+/** The query of {@link TraceStore.scanRuns}: bounds on start_time first, so the planner prunes partitions. */
+export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow> {
+  const conditions = [
+    sql`tenant_id = ${tenantId}::uuid`,
+    sql`session_id = ${scan.sessionId}::uuid`,
+    sql`start_time >= ${scan.start.toISOString()}::timestamptz`,
+    sql`start_time < ${scan.end.toISOString()}::timestamptz`,
+  ];
+  if (scan.after) conditions.push(sql`(start_time, id) > (${scan.after.start_time.toISOString()}::timestamptz, ${scan.after.id}::uuid)`);
+  if (scan.filter) conditions.push(compileFilter(scan.filter));
+  return sql<RunRow>`SELECT * FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
+}
+
+/** The partition holding runs that started on `day` (`YYYY-MM-DD`, UTC). */
+export function partitionName(day: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`not a day: ${day}`);
+  return `runs_${day.replaceAll('-', '')}`;
+}
+
+function dayOf(date: Date): string {
+  return date.toISOString().slice(0, 10);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Why a write cannot be stored, or undefined. */
+function invalidReason(write: RunWrite, knownSessions: Set<string>): string | undefined {
+  if (typeof write.id !== 'string' || !UUID.test(write.id)) return 'id must be a UUID';
+  for (const column of ['session_id', 'trace_id', 'parent_run_id', 'reference_example_id'] as const) {
+    const value = write[column];
+    if (value != null && !UUID.test(value)) return `${column} must be a UUID`;
+  }
+  for (const column of ['start_time', 'end_time', 'first_token_time'] as const) {
+    try {
+      if (write[column] != null) toDate(write[column], column);
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+  if (write.session_id && !knownSessions.has(write.session_id)) return `tracing project ${write.session_id} not found`;
+  if (write.op === 'create') {
+    const missing = (['session_id', 'name', 'run_type', 'start_time'] as const).filter((f) => write[f] == null);
+    if (missing.length > 0) return `a new run needs ${missing.join(', ')}`;
+    if (write.parent_run_id && !write.trace_id && !write.dotted_order) return 'a child run needs trace_id or dotted_order';
+  }
+  return undefined;
+}
+
+type Outcome = 'stored' | 'pending' | 'foreign';
+
+async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite): Promise<Outcome> {
+  const key = (await sql<{ tenant_id: string; start_time: Date }>`SELECT tenant_id, start_time FROM run_keys WHERE id = ${write.id}::uuid`.execute(trx)).rows[0];
+  if (key && key.tenant_id !== tenantId) return 'foreign';
+  if (key) {
+    await mergeInto(trx, write, key.start_time, write.op === 'create' ? 'fill' : 'overwrite');
+    return 'stored';
+  }
+  if (write.op === 'patch') {
+    await sql`INSERT INTO pending_run_patches (run_id, tenant_id, patch) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${JSON.stringify(write)}::jsonb)`.execute(trx);
+    return 'pending';
+  }
+  const startTime = toDate(write.start_time, 'start_time');
+  await sql`INSERT INTO run_keys (id, tenant_id, start_time) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()})`.execute(trx);
+  await insertRun(trx, tenantId, write, startTime);
+  const pending = await sql<{ seq: string; patch: RunWrite }>`
+    DELETE FROM pending_run_patches WHERE run_id = ${write.id}::uuid AND tenant_id = ${tenantId}::uuid RETURNING seq, patch`.execute(trx);
+  const ordered = [...pending.rows].sort((a, b) => Number(a.seq) - Number(b.seq));
+  for (const { patch } of ordered) await mergeInto(trx, patch, startTime, 'overwrite');
+  return 'stored';
+}
+
+function derived(write: RunFields): RunFields {
+  const filled = { ...write };
+  if (filled.parent_run_ids == null && filled.dotted_order) filled.parent_run_ids = ancestorsFromDottedOrder(filled.dotted_order);
+  if (filled.trace_id == null) {
+    if (!filled.parent_run_id && !filled.dotted_order && (write as RunWrite).op === 'create') filled.trace_id = filled.id;
+    else if (filled.dotted_order) filled.trace_id = filled.dotted_order.split('.')[0]!.slice(-36);
+  }
+  return filled;
+}
+
+function bound(column: RunColumn, value: unknown): RawBuilder<unknown> {
+  return sql`${columnValue(column, value)}::${sql.raw(RUN_COLUMNS[column])}`;
+}
+
+async function insertRun(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, startTime: Date): Promise<void> {
+  const run = derived(write);
+  const values = RUN_COLUMN_NAMES.map((column) => {
+    const value = run[column];
+    if ((column === 'tags' || column === 'parent_run_ids') && value == null) return bound(column, []);
+    return bound(column, value);
+  });
+  await sql`INSERT INTO runs (id, tenant_id, start_time, ${sql.join(RUN_COLUMN_NAMES.map((c) => sql.id(c)))})
+    VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz, ${sql.join(values)})`.execute(trx);
+}
+
+/**
+ * Merges the fields a write carries into the stored row: `fill` sets only what the row lacks (a
+ * create), `overwrite` replaces what the write carries (a patch).
+ */
+async function mergeInto(trx: Kysely<TraceTables>, write: RunFields, startTime: Date, mode: 'fill' | 'overwrite'): Promise<void> {
+  const run = derived(write);
+  const sets = RUN_COLUMN_NAMES.filter((column) => run[column] != null).map((column) => {
+    const col = sql.id(column);
+    const value = bound(column, run[column]);
+    const isArray = RUN_COLUMNS[column].endsWith('[]');
+    if (mode === 'overwrite') return sql`${col} = ${value}`;
+    return isArray ? sql`${col} = CASE WHEN cardinality(${col}) = 0 THEN ${value} ELSE ${col} END` : sql`${col} = COALESCE(${col}, ${value})`;
+  });
+  if (sets.length === 0) return;
+  await sql`UPDATE runs SET ${sql.join([...sets, sql`updated_at = now()`])}
+    WHERE id = ${write.id}::uuid AND start_time = ${startTime.toISOString()}::timestamptz`.execute(trx);
+}
