@@ -6,6 +6,7 @@
  * the position of the offending text before any query runs.
  */
 import { RequestValidationError } from '@berth/errors';
+import { isUuid } from '@berth/ids';
 
 /** A filter that does not parse or does not fit its fields; the gateway answers it with a 422. */
 export class FilterSyntaxError extends RequestValidationError {
@@ -66,7 +67,6 @@ const MAX_LENGTH = 20_000;
 const ORDERED: Record<FieldType, boolean> = {
   uuid: false, text: false, nullable_text: false, time: true, nullable_time: true, duration: true, number: true, tags: false, bool: false,
 };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
 const SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 };
@@ -244,7 +244,7 @@ class Parser {
     }
     switch (type) {
       case 'uuid':
-        return token.type === 'string' && UUID.test(token.value) ? token.value.toLowerCase() : fail(`a UUID string for ${field}`);
+        return token.type === 'string' && isUuid(token.value) ? token.value.toLowerCase() : fail(`a UUID string for ${field}`);
       case 'text':
       case 'nullable_text':
         if (token.type === 'string') return token.value;

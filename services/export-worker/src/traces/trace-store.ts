@@ -18,6 +18,7 @@ import { ConflictError, NotFoundError } from '@berth/errors';
 import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
 import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
+import { isUuid } from '@berth/ids';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -190,14 +191,13 @@ function dayOf(date: Date): string {
   return date.toISOString().slice(0, 10);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Why a write cannot be stored, or undefined. */
 function invalidReason(write: RunWrite, knownSessions: Set<string>): string | undefined {
-  if (typeof write.id !== 'string' || !UUID.test(write.id)) return 'id must be a UUID';
+  if (typeof write.id !== 'string' || !isUuid(write.id)) return 'id must be a UUID';
   for (const column of ['session_id', 'trace_id', 'parent_run_id', 'reference_example_id'] as const) {
     const value = write[column];
-    if (value != null && !UUID.test(value)) return `${column} must be a UUID`;
+    if (value != null && !isUuid(value)) return `${column} must be a UUID`;
   }
   for (const column of ['start_time', 'end_time', 'first_token_time'] as const) {
     try {
