@@ -7,6 +7,7 @@ import { appendFile, cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until as waitUntil } from '@berth/testing';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -93,14 +94,11 @@ async function reply(url: string, text: string): Promise<string | undefined> {
   return state.messages.at(-1)?.content;
 }
 
+/** `until`, with what `berth dev` printed when it times out. */
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; berth dev printed:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return waitUntil(what, probe, timeoutMs, 200).catch((error: Error) => {
+    throw new Error(`${error.message}; berth dev printed:\n${output}`);
+  });
 }
 
 const graphFile = () => join(project, 'src', 'graph.ts');

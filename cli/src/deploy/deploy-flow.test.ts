@@ -13,7 +13,7 @@ import { start as startGateway, type RunningGateway } from '@berth/gateway';
 import { freePort } from '@berth/local-stack';
 import { createLogger, silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { until } from '../../../services/control-plane/src/__tests__/until.js';
+import { until } from '@berth/testing';
 // The gateway's own test double of the control plane, reused rather than copied.
 import { FakeDeploymentService } from '../../../services/gateway/src/__tests__/fake-deployments.js';
 import { deploy } from '../commands/deploy.js';

@@ -6,3 +6,4 @@ export type { TestS3 } from './s3.js';
 export { testEnv } from './env.js';
 export { captureLogger } from './logs.js';
 export type { CapturedLogs } from './logs.js';
+export { until } from './until.js';
