@@ -33,7 +33,7 @@ export interface PlatformConfig {
   processEnv?: Record<string, string>;
 }
 
-/** The key deployment secrets are encrypted with: made on first start, kept (0600) in the state folder. */
+/** The key deployment secrets and export destination credentials are encrypted with: made on first start, kept (0600) in the state folder. */
 async function secretKey(stateDir: string): Promise<string> {
   const file = join(stateDir, 'secret-key');
   try {
@@ -72,6 +72,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     const internalToken = randomBytes(32).toString('base64url');
     const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken };
     const services: Record<string, string> = {};
+    const key = await secretKey(config.stateDir);
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
       'control-plane': async (logger) =>
@@ -80,7 +81,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
             ...grpc,
             databaseUrl: config.databaseUrl,
             deployments: {
-              secretKey: await secretKey(config.stateDir),
+              secretKey: key,
               artifactsDir: join(config.stateDir, 'artifacts'),
               deployer: { kind: 'local' },
               ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
@@ -92,7 +93,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
         ),
       'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
       'sandbox-manager': (logger) => startSandboxManager(grpc, logger),
-      'export-worker': (logger) => startExportWorker(grpc, logger),
+      'export-worker': (logger) => startExportWorker({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key }, logger),
     };
     for (const [name, startService] of Object.entries(starters)) {
       const service = await startService(createLogger({ name, level: config.logLevel }));

@@ -36,6 +36,11 @@ export interface Principal {
   /** An admin of the system tenant: may administer every tenant. */
   platformAdmin: boolean;
   credential: { type: 'api_key'; id: string; prefix: string } | { type: 'access_token'; id: string; apiKeyId: string };
+  /**
+   * Set for a deployment's tracing credential (what its agent server traces with): it may only
+   * write and read runs of this one tracing project, and call nothing else.
+   */
+  tracingProject?: { id: string; name: string };
 }
 
 const keyColumns = ['id', 'tenant_id', 'name', 'role', 'prefix', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'] as const;

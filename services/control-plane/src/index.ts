@@ -25,13 +25,13 @@ import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/
 import { AgentDatabases } from './deployments/agent-databases.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
-import { SecretBox } from './deployments/secret-box.js';
+import { SecretBox } from '@berth/secret-box';
 import { Deployments } from './deployments/service.js';
 import { DeploymentStore } from './deployments/store.js';
 import type { ControlPlaneTables } from './tables.js';
 
 export type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
-export { SecretBox } from './deployments/secret-box.js';
+export { SecretBox } from '@berth/secret-box';
 export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
 export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';

@@ -1,9 +1,19 @@
 /**
- * The export-worker's environment (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN): the only place it reads process.env.
+ * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
+ * BERTH_INTERNAL_TOKEN): the only place it reads process.env.
  */
-import { parseGrpcServerEnv } from '@berth/config';
-import type { ExportWorkerConfig } from './index.js';
+import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { z } from 'zod';
+import type { ExportWorkerConfig } from './config.js';
+
+const schema = z.object({
+  /** Postgres holding the berth_export schema (trace store, destinations, exports). */
+  DATABASE_URL: z.string().min(1),
+  /** 32 bytes, base64: encrypts export destination credentials at rest. */
+  BERTH_SECRET_KEY: z.string().min(1),
+});
 
 export function loadExportWorkerConfig(env: Record<string, string | undefined> = process.env): ExportWorkerConfig {
-  return parseGrpcServerEnv(env);
+  const e = parseEnv(schema, env);
+  return { ...parseGrpcServerEnv(env), databaseUrl: e.DATABASE_URL, secretKey: e.BERTH_SECRET_KEY };
 }

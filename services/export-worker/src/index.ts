@@ -1,12 +1,16 @@
 /**
- * Export worker: trace store and bulk exports to S3 (its API arrives with the bulk-export issue).
- * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
+ * Export worker: the trace store (tracing projects and their runs) and bulk exports to S3.
+ * `start(config)` migrates its schema and serves its gRPC services (and the standard health
+ * service, which the gateway's /readyz checks).
  */
 import { fileURLToPath } from 'node:url';
-import type { GrpcServerConfig } from '@berth/config';
+import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
+import type { ExportWorkerConfig } from './config.js';
+import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
 
+export type { ExportWorkerConfig } from './config.js';
 export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
 export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
@@ -15,17 +19,51 @@ export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
 export { compileFilter } from './filter/compile.js';
 
-/** Numbered SQL migrations of the trace store (`NNNN_description.sql`). */
+/** Numbered SQL migrations of the export-worker's schema (`NNNN_description.sql`). */
 export const exportWorkerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.exportworker.v1';
 
-export type ExportWorkerConfig = GrpcServerConfig;
+export interface RunningExportWorker extends RunningGrpcService {
+  traces: TraceStore;
+}
+
+/** Applies the export-worker's migrations (safe to call from many processes at once). */
+export async function migrateExportWorker(databaseUrl: string): Promise<void> {
+  await migrate({ connectionString: databaseUrl, schema: TRACE_STORE_SCHEMA, directory: exportWorkerMigrationsDir });
+}
 
 export async function start(
   config: ExportWorkerConfig,
   logger: Logger = createLogger({ name: 'export-worker', level: config.logLevel }),
-): Promise<RunningGrpcService> {
-  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger, internalToken: config.internalToken });
+): Promise<RunningExportWorker> {
+  if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
+  const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
+  const traces = new TraceStore(database);
+  let service: RunningGrpcService;
+  try {
+    service = await startGrpcService({
+      name: SERVICE_NAME,
+      host: config.grpcHost,
+      port: config.grpcPort,
+      logger,
+      internalToken: config.internalToken,
+      setup: () => {
+        // The trace and bulk-export services register here.
+      },
+    });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const grpc = service;
+  return {
+    ...grpc,
+    traces,
+    close: async () => {
+      await grpc.close();
+      await database.close();
+    },
+  };
 }

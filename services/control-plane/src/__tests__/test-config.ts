@@ -4,7 +4,7 @@
  */
 import { tmpdir } from 'node:os';
 import type { ControlPlaneConfig, DeploymentsConfig } from '../config.js';
-import { SecretBox } from '../deployments/secret-box.js';
+import { SecretBox } from '@berth/secret-box';
 
 export function testControlPlaneConfig(databaseUrl: string, artifactsDir: string, deployments: Partial<DeploymentsConfig> = {}): ControlPlaneConfig {
   return {

@@ -19,7 +19,7 @@ import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../b
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
 import { RevisionLogWriter } from './log-writer.js';
-import type { SecretBox } from './secret-box.js';
+import type { SecretBox } from '@berth/secret-box';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 

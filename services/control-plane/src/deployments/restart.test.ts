@@ -14,7 +14,7 @@ import { createRpcClient } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { echoProject } from '../build/__tests__/tarballs.js';
 import { revisionLifecycle, revisionStatusWire } from './revision-lifecycle.js';
-import { SecretBox } from './secret-box.js';
+import { SecretBox } from '@berth/secret-box';
 import { until } from '../__tests__/until.js';
 
 const script = fileURLToPath(new URL('../__tests__/control-plane-process.ts', import.meta.url));

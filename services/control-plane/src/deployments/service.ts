@@ -11,7 +11,7 @@ import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import type { RevisionPipeline } from './pipeline.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
-import type { SecretBox } from './secret-box.js';
+import type { SecretBox } from '@berth/secret-box';
 import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 

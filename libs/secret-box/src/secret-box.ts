@@ -1,6 +1,7 @@
 /**
- * Deployment secrets at rest: AES-256-GCM with the control plane's secret key. A sealed value is
- * iv (12 bytes) || tag (16 bytes) || ciphertext; tampering or a wrong key fails to open.
+ * Secrets at rest (deployment secrets, export destination credentials): AES-256-GCM with the
+ * platform's secret key. A sealed value is iv (12 bytes) || tag (16 bytes) || ciphertext; tampering or
+ * a wrong key fails to open.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '@berth/errors';
