@@ -34,6 +34,7 @@ export type { ControlPlaneConfig, DeploymentsConfig, TracingEndpoint } from './c
 export { SecretBox } from '@berth/secret-box';
 export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
+export { deploymentTracingCredential } from './deployments/service.js';
 export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
 export { AuthFlowStore } from './auth-flows/store.js';
 export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js';
