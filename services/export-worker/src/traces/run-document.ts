@@ -72,11 +72,11 @@ function parseJson(text: string, what: string): unknown {
 }
 
 /** The value of `column` checked against its stored type (throws Malformed with the reason). */
-function checked(column: RunColumn, value: unknown): unknown {
+function checked(column: RunColumn, value: unknown, field: string = column): unknown {
   if (value === null || value === undefined) return null;
   const type = RUN_COLUMNS[column];
   const fail = (expected: string): never => {
-    throw new Malformed(`${column} must be ${expected}, not ${JSON.stringify(value)?.slice(0, 80)}`);
+    throw new Malformed(`${field} must be ${expected}, not ${JSON.stringify(value)?.slice(0, 80)}`);
   };
   switch (type) {
     case 'uuid':
@@ -88,7 +88,7 @@ function checked(column: RunColumn, value: unknown): unknown {
       return Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : fail('a list of strings');
     case 'timestamptz':
       try {
-        return toDate(value, column).toISOString();
+        return toDate(value, field).toISOString();
       } catch (error) {
         throw new Malformed((error as Error).message);
       }
@@ -158,7 +158,9 @@ export function parseOperation(op: RunOperationInput): ParsedOperation {
     const unrecognized: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(doc)) {
       if (key === 'id' || SESSION_FIELDS.has(key) || IGNORED.has(key)) continue;
-      if (key in RUN_COLUMNS) (write as unknown as Record<string, unknown>)[key] = checked(key as RunColumn, value);
+      // start_time is the row's key, not one of the columns a write sets; it is a time all the same.
+      const column = (key === 'start_time' ? 'end_time' : key) as RunColumn;
+      if (key in RUN_COLUMNS || key === 'start_time') (write as unknown as Record<string, unknown>)[key] = checked(column, value, key);
       else if (value !== undefined) unrecognized[key] = value;
     }
     // A patch replaces extra whole: one without extra must not wipe the run's by carrying these.
