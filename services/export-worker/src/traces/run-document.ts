@@ -33,9 +33,6 @@ export type ParsedOperation =
 /** LangSmith's default project, where runs naming none go. */
 export const DEFAULT_PROJECT_NAME = 'default';
 
-/** The fields a multipart request may send as parts of their own. */
-export const SEPARATE_FIELDS = ['inputs', 'outputs', 'events', 'extra', 'error', 'serialized'] as const;
-
 /**
  * Accepted and not stored: the serialized runnable (large, only for LangSmith's playground),
  * fields the store derives itself, and transport details.
