@@ -72,3 +72,6 @@ export type { HealthCheckRequest, HealthCheckResponse } from './gen/grpc/health/
 // berth.controlplane.v1 — deployments and revisions of the control plane (configs are Struct: JsonObject).
 export type { JsonObject } from '@bufbuild/protobuf';
 export * from './gen/berth/controlplane/v1/deployments_pb.js';
+
+// berth.exportworker.v1 — the trace store: tracing projects (sessions) and their runs (run payloads are JSON text).
+export * from './gen/berth/exportworker/v1/traces_pb.js';

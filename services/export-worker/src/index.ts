@@ -9,6 +9,10 @@ import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
 import type { ExportWorkerConfig } from './config.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
+import { TraceService } from '@berth/proto';
+import { TraceIngest } from './traces/ingest.js';
+import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
+import { traceHandlers } from './traces/rpc.js';
 
 export type { ExportWorkerConfig } from './config.js';
 export { loadExportWorkerConfig } from './env.js';
@@ -18,6 +22,13 @@ export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
 export { compileFilter } from './filter/compile.js';
+export { PendingPatchSweeper } from './traces/patch-sweeper.js';
+
+/**
+ * Largest gRPC message the export-worker takes: an ingest call carries whole runs, whose inputs
+ * and outputs can be megabytes (gRPC's default is 4 MiB).
+ */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** Numbered SQL migrations of the export-worker's schema (`NNNN_description.sql`). */
 export const exportWorkerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -27,6 +38,7 @@ export const SERVICE_NAME = 'berth.exportworker.v1';
 
 export interface RunningExportWorker extends RunningGrpcService {
   traces: TraceStore;
+  sweeper: PendingPatchSweeper;
 }
 
 /** Applies the export-worker's migrations (safe to call from many processes at once). */
@@ -41,6 +53,7 @@ export async function start(
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
+  const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({
@@ -49,8 +62,9 @@ export async function start(
       port: config.grpcPort,
       logger,
       internalToken: config.internalToken,
-      setup: () => {
-        // The trace and bulk-export services register here.
+      grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
+      setup: (server) => {
+        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger)));
       },
     });
   } catch (error) {
@@ -58,10 +72,13 @@ export async function start(
     throw error;
   }
   const grpc = service;
+  sweeper.start();
   return {
     ...grpc,
     traces,
+    sweeper,
     close: async () => {
+      await sweeper.stop();
       await grpc.close();
       await database.close();
     },

@@ -9,6 +9,7 @@ import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express } from 'express';
 import type { ControlPlaneClients } from './control-plane.js';
+import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
@@ -21,6 +22,8 @@ import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
 import { meRoutes } from './routes/me.js';
 import { tenantRoutes } from './routes/tenants.js';
+import { traceJsonParser, traceRoutes } from './routes/traces/index.js';
+import type { TraceLimits } from './routes/traces/runs.js';
 import { BERTH_VERSION } from './version.js';
 
 export interface GatewayAppDeps {
@@ -28,6 +31,10 @@ export interface GatewayAppDeps {
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
+  /** The export-worker's clients; without them, the trace routes answer 503. */
+  exportWorker?: ExportWorkerClients;
+  /** Size limits of trace ingest (tests make them small). */
+  traceLimits?: Partial<TraceLimits>;
   /** This start's id, answered by `/readyz` (see RunningGateway.instanceId). */
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
@@ -76,6 +83,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
   });
   deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
+  traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
   return api;
 }
 
@@ -117,6 +125,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(deploymentProxy({ resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  // Run batches are larger than other JSON bodies: parsed by their own parser first.
+  app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
   return app;
 }
