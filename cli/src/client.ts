@@ -62,6 +62,11 @@ export class GatewayClient {
     return this.connection.url;
   }
 
+  /** The API key this client sends, if it sends one (`berth dev` traces with it). */
+  get apiKey(): string | undefined {
+    return this.connection.apiKey;
+  }
+
   /** The credential this client sends: an API key, a `berth login` token, or none. */
   get credential(): 'api_key' | 'token' | 'none' {
     return this.connection.apiKey ? 'api_key' : this.connection.token ? 'token' : 'none';

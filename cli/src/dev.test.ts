@@ -5,9 +5,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFile, cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listen } from '@berth/http';
 import { until as waitUntil } from '@berth/testing';
+import express from 'express';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,8 +63,8 @@ afterAll(async () => {
 });
 
 /** Starts `berth dev` in the project; resolves with the URL that `ready` (the first group) prints. */
-function startDev(args: string[], ready: RegExp): Promise<string> {
-  const child = spawn(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startDev(args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   dev = child;
   output = '';
   return new Promise<string>((resolve, reject) => {
@@ -214,4 +216,42 @@ describe('berth dev', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('no nope.json here');
   });
+
+  it('traces runs into the platform it finds, in a project named after the folder; --no-trace and the developer’s own LANGSMITH_* settings turn that off', async () => {
+    // The platform's side of it: the key check (/v1/me) and the trace API's ingest.
+    const sessions: string[] = [];
+    const keys: string[] = [];
+    const platform = express();
+    platform.get('/v1/me', (req, res) => void res.status(req.headers['x-api-key'] === 'brt_key_dev' ? 200 : 401).json({}));
+    platform.get('/info', (_req, res) => void res.json({}));
+    platform.post('/runs/multipart', express.raw({ type: () => true, limit: '10mb' }), (req, res) => {
+      keys.push(String(req.headers['x-api-key']));
+      sessions.push(...[...(req.body as Buffer).toString('latin1').matchAll(/"session_name":"([^"]+)"/g)].map((m) => m[1]!));
+      res.status(202).json({});
+    });
+    const server = await listen(platform, '127.0.0.1', 0);
+    const settings = { BERTH_HOST_URL: server.url, BERTH_API_KEY: 'brt_key_dev' };
+    // Ready once it said where traces go.
+    const tracesLine = /ready at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*traces: [^\n]*\n/;
+    try {
+      const url = await startDev([], tracesLine, settings);
+      const folder = basename(project);
+      expect(output).toContain(`traces: ${server.url}, project ${folder}`);
+      expect(await reply(url, 'traced')).toMatch(/: traced$/);
+      await until('the run’s trace', async () => (sessions.length ? true : undefined));
+      expect(new Set(sessions)).toEqual(new Set([folder]));
+      expect(new Set(keys)).toEqual(new Set(['brt_key_dev']));
+      await stopDev();
+
+      await startDev(['--no-trace'], tracesLine, settings);
+      expect(output).toContain('traces: off (--no-trace)');
+      await stopDev();
+
+      await startDev([], tracesLine, { ...settings, LANGSMITH_TRACING: 'false' });
+      expect(output).toContain('traces: as your LANGSMITH_TRACING say (LangSmith); Berth adds none');
+      await stopDev();
+    } finally {
+      await server.close();
+    }
+  }, 90_000);
 });

@@ -28,6 +28,15 @@ const schema = z.object({
   BERTH_API_KEY: envOptionalString,
   BERTH_HOST_URL: envOptionalString,
   BERTH_TENANT_ID: envOptionalString,
+  /** The developer's own tracing settings: `berth dev` leaves tracing to them when any is set. */
+  LANGSMITH_TRACING: envOptionalString,
+  LANGSMITH_ENDPOINT: envOptionalString,
+  LANGCHAIN_TRACING_V2: envOptionalString,
+  LANGCHAIN_ENDPOINT: envOptionalString,
+  /** Where a forked `berth dev` process traces (set by `berth dev` for its processes). */
+  BERTH_TRACING_ENDPOINT: envOptionalString,
+  BERTH_TRACING_API_KEY: envOptionalString,
+  BERTH_TRACING_PROJECT: envOptionalString,
 });
 
 export type CliEnv = z.output<typeof schema> & {

@@ -83,6 +83,7 @@ export function program(): Command {
     .addOption(integerOption('-n, --workers <count>', 'runs executed at the same time, per process', { min: 1, max: 1000 }).default(10))
     .addOption(integerOption('--processes <count>', 'processes serving the port (API + workers each), for more than one core', { min: 1, max: 64 }).default(1))
     .option('--no-reload', 'keep serving the code as it was at start when the project’s files change')
+    .option('--no-trace', 'do not trace runs into the local Berth platform (traced by default when one answers)')
     .action(async (o) => (await load.dev()).dev(env(), o, print));
   connectionOptions(cli.command('login').description('log in to a Berth gateway: approve in a browser with an API key, keep the token in ~/.config/berth'), {
     apiKey: false,

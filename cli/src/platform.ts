@@ -73,6 +73,9 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken };
     const services: Record<string, string> = {};
     const key = await secretKey(config.stateDir);
+    // Agent servers trace their runs through the gateway, which starts after the control plane:
+    // the control plane waits for its address when a revision deploys.
+    const gatewayReached = deferred<string>();
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
       'control-plane': async (logger) =>
@@ -87,6 +90,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
               ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
               processEnv: config.processEnv ?? {},
               agentLogLevel: config.logLevel,
+              tracingEndpoint: () => gatewayReached.promise,
             },
           },
           logger,
@@ -100,6 +104,8 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
       started.push(service);
       services[name] = service.address;
     }
+    // Closed before the control plane: a revision waiting for the gateway's address gives up first.
+    started.push({ close: async () => gatewayReached.reject(new Error('the platform stopped before its gateway started')) });
     const gateway = await startGateway(
       {
         databaseUrl: config.databaseUrl,
@@ -114,9 +120,27 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
       createLogger({ name: 'gateway', level: config.logLevel }),
     );
     started.push(gateway);
+    gatewayReached.resolve(localUrl(config.host, gateway.port, gateway.url));
     return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;
   }
+}
+
+/** How a process on this machine reaches a server listening on `host` (a wildcard address is reached on loopback). */
+function localUrl(host: string, port: number, url: string): string {
+  return host === '0.0.0.0' || host === '::' ? `http://127.0.0.1:${port}` : url;
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: Error): void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  // Rejected only when the platform stops; nobody may be waiting then.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }

@@ -7,11 +7,12 @@
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { loadProjectConfig, startAgentServer } from '@berth/agent-runtime';
+import { loadProjectConfig, loadProjectEnv, startAgentServer } from '@berth/agent-runtime';
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
 import { CliError } from '../client.js';
 import { DevServers, type DrainRequest, type ServerReady } from '../dev/servers.js';
+import { devTracing } from '../dev/tracing.js';
 import { ProjectWatcher } from '../dev/watch.js';
 import type { CliEnv } from '../env.js';
 
@@ -24,6 +25,8 @@ export interface DevOptions {
   processes: number;
   /** Reload on changes (`--no-reload` sets it false). */
   reload: boolean;
+  /** Trace runs into the local platform (`--no-trace` sets it false). */
+  trace: boolean;
 }
 
 /** Quiet time after the last change of a burst (a save, a git checkout) before reloading. */
@@ -53,6 +56,8 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
     postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
     databaseUrl = (await postgres.start()).connectionString;
   }
+  // Runs are traced into the Berth platform found here, in a project named after the folder.
+  const tracing = await devTracing(env, projectEnv(configPath), basename(projectDir), options.trace);
   const port = await portOrFree(requested);
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
 
@@ -61,7 +66,7 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopped());
   const servers = new DevServers({
     processes,
-    env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port) },
+    env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port), ...tracing.env },
     drainMs: DRAIN_MS,
     onExit: (how, remaining) => {
       if (remaining > 0) print(`an agent server process exited (${how}); ${remaining} still serve`);
@@ -81,6 +86,7 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   print(`Agent server ready at ${url}  (API docs: ${url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
   print(`  Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
   print(`  state in ${stateDir}; stop with Ctrl-C`);
+  print(`  ${tracing.note}`);
   print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
 
   let watcher: ProjectWatcher | undefined;
@@ -174,6 +180,9 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
       port: env.BERTH_PORT,
       workers: options.workers,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+      ...(env.BERTH_TRACING_ENDPOINT && env.BERTH_TRACING_API_KEY && env.BERTH_TRACING_PROJECT
+        ? { tracing: { endpoint: env.BERTH_TRACING_ENDPOINT, apiKey: env.BERTH_TRACING_API_KEY, project: env.BERTH_TRACING_PROJECT } }
+        : {}),
     },
     logger,
   );
@@ -183,4 +192,13 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
     process.on('message', (message: Partial<DrainRequest>) => typeof message?.drain === 'number' && done({ drainMs: message.drain }));
   });
   await server.close(close);
+}
+
+/** The project's env file, if it loads (a broken project is reported by the processes that load it). */
+function projectEnv(configPath: string): Record<string, string> {
+  try {
+    return loadProjectEnv(loadProjectConfig(configPath), { missingFileOk: true });
+  } catch {
+    return {};
+  }
 }

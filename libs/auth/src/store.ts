@@ -35,7 +35,11 @@ export interface Principal {
   role: Role;
   /** An admin of the system tenant: may administer every tenant. */
   platformAdmin: boolean;
-  credential: { type: 'api_key'; id: string; prefix: string } | { type: 'access_token'; id: string; apiKeyId: string };
+  credential:
+    | { type: 'api_key'; id: string; prefix: string }
+    | { type: 'access_token'; id: string; apiKeyId: string }
+    /** A deployment's tracing credential; `id` is the deployment's. */
+    | { type: 'tracing_credential'; id: string };
   /**
    * Set for a deployment's tracing credential (what its agent server traces with): it may only
    * write and read runs of this one tracing project, and call nothing else.

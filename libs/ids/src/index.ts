@@ -50,3 +50,19 @@ export const SecretName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { e
 export function isSecretName(value: string): boolean {
   return SecretName.safeParse(value).success;
 }
+
+/**
+ * A deployment's tracing credential, `brt_trace_<deployment id>_<mac>`: what its agent server traces
+ * with. The control plane makes it (the mac derived from the platform key); the gateway reads the
+ * deployment id from it and asks the control plane for the credential it expects.
+ */
+const TRACING_CREDENTIAL = /^brt_trace_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})_([A-Za-z0-9_-]{16,})$/;
+
+export function tracingCredential(deploymentId: string, mac: string): string {
+  return `brt_trace_${deploymentId}_${mac}`;
+}
+
+/** The deployment a tracing credential names; undefined for any other text (an API key, a token). */
+export function tracingCredentialDeployment(value: string): string | undefined {
+  return TRACING_CREDENTIAL.exec(value)?.[1];
+}

@@ -28,6 +28,15 @@ const serveSchema = z.object({
   BERTH_DEPLOYMENT_CREDENTIAL: z.string().min(16).optional(),
   /** Exit when stdin closes: a deployer's child process goes down with its parent. */
   BERTH_EXIT_WITH_PARENT: z.enum(['0', '1']).default('0'),
+  /** The trace API runs are traced to (the platform's gateway); unset: runs are not traced. */
+  BERTH_TRACING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** The deployment's tracing credential. */
+  BERTH_TRACING_API_KEY: z.string().min(1).optional(),
+  /** The tracing project (the deployment's name). */
+  BERTH_TRACING_PROJECT: z.string().min(1).optional(),
+}).refine((e) => !e.BERTH_TRACING_ENDPOINT || (e.BERTH_TRACING_API_KEY && e.BERTH_TRACING_PROJECT), {
+  path: ['BERTH_TRACING_ENDPOINT'],
+  message: 'tracing needs BERTH_TRACING_API_KEY and BERTH_TRACING_PROJECT too',
 });
 
 export interface AgentServeConfig {
@@ -50,6 +59,9 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       // Secrets arrive as environment variables; a project env file is not part of a deployment.
       applyProjectEnv: false,
       ...(e.BERTH_DEPLOYMENT_CREDENTIAL ? { deploymentCredential: e.BERTH_DEPLOYMENT_CREDENTIAL } : {}),
+      ...(e.BERTH_TRACING_ENDPOINT
+        ? { tracing: { endpoint: e.BERTH_TRACING_ENDPOINT, apiKey: e.BERTH_TRACING_API_KEY!, project: e.BERTH_TRACING_PROJECT! } }
+        : {}),
     },
     logLevel: e.LOG_LEVEL,
     exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',

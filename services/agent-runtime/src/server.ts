@@ -35,6 +35,7 @@ import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
+import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
@@ -86,6 +87,8 @@ export interface AgentServerConfig {
    * @default none: every request is served (`berth dev`)
    */
   deploymentCredential?: string;
+  /** Trace every run into this tracing project. @default none: runs are not traced */
+  tracing?: TracingConfig;
 }
 
 export interface RunningAgentServer {
@@ -208,6 +211,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   });
 
   const workers = config.workers ?? 10;
+  const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
   worker =
@@ -219,7 +223,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             broker,
             dispatcher,
             queue: queueBackend,
-            executor: new RunExecutor({ graph, checkpointer, broker, log, latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId) }),
+            executor: new RunExecutor({
+              graph,
+              checkpointer,
+              broker,
+              log,
+              latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId),
+              ...(tracing ? { tracing } : {}),
+            }),
             deleteCheckpoints: checkpointRows.delete,
             deleteCheckpointsAfter: checkpointRows.deleteAfter,
             log,
@@ -251,7 +262,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
   const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
-  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null }, 'agent server listening');
+  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
     url: server.url,
     port: server.port,
@@ -263,6 +274,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       }
       await server.close();
       await worker?.close();
+      // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
+      await tracing?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.
       await checkpointer.flushAll();
       await dispatcher.close();

@@ -53,6 +53,13 @@ export interface DeploymentsConfig {
    * @default 'info'
    */
   agentLogLevel?: string;
+  /**
+   * Where agent servers send the traces of their runs: the gateway's URL as they reach it (berth up:
+   * its loopback address; Kubernetes: its Service, `BERTH_TRACING_ENDPOINT`). A function when it is
+   * known only once the control plane runs (berth up starts the gateway after it): called whenever a
+   * revision deploys. Unset: agent servers do not trace.
+   */
+  tracingEndpoint?: TracingEndpoint;
   /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
   pipeline?: RevisionPipelineOptions;
   /**
@@ -62,3 +69,6 @@ export interface DeploymentsConfig {
    */
   unusedUploadTtlSeconds?: number;
 }
+
+/** A URL, or a function that resolves it when it is needed. */
+export type TracingEndpoint = string | (() => Promise<string>);

@@ -24,6 +24,8 @@ const schema = z.object({
   UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
   AGENT_DATABASE_URL: z.string().min(1).optional(),
+  /** The gateway's URL as agent servers reach it (e.g. its Service): where they send their traces. Unset: no tracing. */
+  BERTH_TRACING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
   HOME: z.string().default('/tmp'),
 });
@@ -45,6 +47,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.AGENT_DATABASE_URL ? { agentDatabaseUrl: e.AGENT_DATABASE_URL } : {}),
             processEnv: { PATH: e.PATH, HOME: e.HOME },
             agentLogLevel: grpc.logLevel,
+            ...(e.BERTH_TRACING_ENDPOINT ? { tracingEndpoint: e.BERTH_TRACING_ENDPOINT } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
           },
         }

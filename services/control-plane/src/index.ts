@@ -30,10 +30,11 @@ import { Deployments } from './deployments/service.js';
 import { DeploymentStore } from './deployments/store.js';
 import type { ControlPlaneTables } from './tables.js';
 
-export type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
+export type { ControlPlaneConfig, DeploymentsConfig, TracingEndpoint } from './config.js';
 export { SecretBox } from '@berth/secret-box';
 export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
+export { deploymentTracingCredential } from './deployments/service.js';
 export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
 export { AuthFlowStore } from './auth-flows/store.js';
 export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js';
@@ -121,6 +122,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
     // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
     agentEnv: { LOG_LEVEL: settings.agentLogLevel ?? 'info' },
+    ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
   }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();
   return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };

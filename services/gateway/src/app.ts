@@ -4,7 +4,7 @@
  * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
  * docs page.
  */
-import { authenticateHeaders, type AuthStore, type Principal } from '@berth/auth';
+import type { AuthStore, Principal } from '@berth/auth';
 import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express } from 'express';
@@ -13,6 +13,7 @@ import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
+import { GatewayAuthenticator } from './trace-auth.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
@@ -61,8 +62,8 @@ export const securitySchemes = {
   Bearer: { type: 'http', scheme: 'bearer', description: 'A token from POST /v1/auth/tokens' },
 };
 
-export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
-  const api = new Api<Principal>({ authenticate: (req) => authenticateHeaders(deps.store, req.headers) });
+export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator(deps.store, deploymentResolver(deps))): Api<Principal> {
+  const api = new Api<Principal>({ authenticate: (req) => auth.authenticate(req) });
   healthRoutes(api, deps.readiness, async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments, deps.instanceId);
   meRoutes(api, deps.store);
   tenantRoutes(api, deps.store);
@@ -86,8 +87,19 @@ export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   return api;
 }
 
+/** Where deployments' traffic goes and their tracing credentials, from the control plane (cached briefly). */
+function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
+  return new DeploymentResolver(async (deploymentId) => {
+    const { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId } =
+      await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
+    return { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId };
+  }, { ttlMs: deps.resolveCacheMs ?? 1000 });
+}
+
 export function createGatewayApp(deps: GatewayAppDeps): Express {
-  const api = gatewayApi(deps);
+  const resolver = deploymentResolver(deps);
+  const auth = new GatewayAuthenticator(deps.store, resolver);
+  const api = gatewayApi(deps, auth);
   const document = () => {
     const doc = openApiDocument([api as never], {
       title: 'Berth',
@@ -109,24 +121,10 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const inner = createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), forms, api.router()], logUrl: hideSecrets });
   // Deployment traffic is proxied before the common middleware: its bodies must stream through
   // untouched (createApp's JSON parser would consume them), and it logs its own requests.
-  const resolver = new DeploymentResolver(
-    async (deploymentId) => {
-      const answer = await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
-      return {
-        tenantId: answer.tenantId,
-        upstreamUrl: answer.upstreamUrl,
-        customAuth: answer.customAuth,
-        upstreamCredential: answer.upstreamCredential,
-        status: answer.status,
-        statusMessage: answer.statusMessage,
-      };
-    },
-    { ttlMs: deps.resolveCacheMs ?? 1000 },
-  );
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  app.use(deploymentProxy({ resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
   // Run batches are larger than other JSON bodies: parsed by their own parser first.
   app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);

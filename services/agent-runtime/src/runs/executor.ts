@@ -9,6 +9,7 @@ import type { Logger } from '@berth/log';
 import type { LoadedGraph } from '../project/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Run } from '../storage/runs.js';
+import type { RunTracing } from '../tracing/run-tracing.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import { toWire } from './serialize.js';
 import { EventPipe } from './event-pipe.js';
@@ -53,6 +54,8 @@ export interface ExecutorDeps {
   };
   broker: EventBroker;
   log: Logger;
+  /** Traces every run (a tracer callback per run); none: runs are not traced. */
+  tracing?: RunTracing;
 }
 
 /** Thrown into the graph's signal when a client cancels the run. */
@@ -92,6 +95,9 @@ export class RunExecutor {
       tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
       metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
       signal,
+      // The root run of the trace is named after the graph; its metadata (above) names the run.
+      runName: assistant.graph_id,
+      ...(this.deps.tracing ? { callbacks: this.deps.tracing.handlers() } : {}),
       // values and updates always: the last root values are the run's output, and a root
       // `__interrupt__` update says the run stopped at an interrupt (see `finalState`).
       streamMode: [...new Set([...graphModes(requested), 'values' as const, 'updates' as const])],

@@ -22,6 +22,8 @@ import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
+import { deploymentTracingCredential } from './service.js';
+import type { TracingEndpoint } from '../config.js';
 
 export const REVISION_QUEUE = 'control-plane-revisions';
 
@@ -52,6 +54,8 @@ export interface PipelineDeps {
   databases: AgentDatabases;
   /** Platform settings every agent server gets (LOG_LEVEL, HOST, ...); never a platform credential. */
   agentEnv: Record<string, string>;
+  /** Where agent servers send their traces (DeploymentsConfig.tracingEndpoint); none: they do not trace. */
+  tracingEndpoint?: TracingEndpoint;
 }
 
 export interface RevisionPipelineOptions {
@@ -417,12 +421,28 @@ export class RevisionPipeline {
         DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
         BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
         BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
+        ...(await this.tracingEnv(deployment)),
       },
       resources: {
         replicas: resourceSpec.min_scale ?? (deployment.deployment_type === 'prod' ? 2 : 1),
         ...(resourceSpec.cpu !== undefined ? { cpu: resourceSpec.cpu } : {}),
         ...(resourceSpec.memory_mb !== undefined ? { memoryMb: resourceSpec.memory_mb } : {}),
       },
+    };
+  }
+
+  /**
+   * What the agent server traces its runs with: the gateway's trace API, the deployment's own tracing
+   * credential (never a tenant's API key: it may write and read this deployment's tracing project
+   * only) and the project, named after the deployment.
+   */
+  private async tracingEnv(deployment: DeploymentRow): Promise<Record<string, string>> {
+    const endpoint = this.deps.tracingEndpoint;
+    if (endpoint === undefined) return {};
+    return {
+      BERTH_TRACING_ENDPOINT: typeof endpoint === 'string' ? endpoint : await endpoint(),
+      BERTH_TRACING_API_KEY: deploymentTracingCredential(this.deps.secretBox, deployment.id),
+      BERTH_TRACING_PROJECT: deployment.name,
     };
   }
 }

@@ -136,6 +136,9 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
         upstreamCredential: target.credential,
         status: deploymentStatusWire.encode(target.status),
         statusMessage: target.status_message ?? '',
+        tracingCredential: target.tracingCredential,
+        name: target.name,
+        sessionId: target.session_id,
       };
     },
     getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
-import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName } from '@berth/ids';
+import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, tracingCredential } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import type { RevisionPipeline } from './pipeline.js';
@@ -188,11 +188,18 @@ export class Deployments {
     return { uploadId, objectPath, revisionId: latest.id };
   }
 
-  /** Where the gateway sends a deployment's traffic, and the credential its agent server requires. */
-  async resolve(deploymentId: string): Promise<ResolvedDeployment & { credential: string }> {
+  /**
+   * Where the gateway sends a deployment's traffic, the credential its agent server requires, and
+   * the one its agent servers trace with.
+   */
+  async resolve(deploymentId: string): Promise<ResolvedDeployment & { credential: string; tracingCredential: string }> {
     const target = await this.store.resolve(deploymentId);
     if (!target) throw new NotFoundError(`Deployment ID ${deploymentId} not found.`);
-    return { ...target, credential: target.revision_id ? this.secretBox.deploymentCredential(target.revision_id) : '' };
+    return {
+      ...target,
+      credential: target.revision_id ? this.secretBox.deploymentCredential(target.revision_id) : '',
+      tracingCredential: deploymentTracingCredential(this.secretBox, deploymentId),
+    };
   }
 
   /** How many deployments (of all tenants) have their serving revision down now. */
@@ -253,4 +260,13 @@ export class Deployments {
       };
     });
   }
+}
+
+/**
+ * The credential a deployment's agent servers trace with: derived from the platform key, so it needs
+ * no storage; the same for every revision, and it stops working when the deployment is deleted
+ * (the gateway resolves it through `resolve`).
+ */
+export function deploymentTracingCredential(secretBox: SecretBox, deploymentId: string): string {
+  return tracingCredential(deploymentId, secretBox.derive(`tracing-credential/${deploymentId}`));
 }

@@ -57,6 +57,9 @@ export interface LogEntryRow {
 /** Where a deployment's traffic goes (ResolveDeployment). */
 export interface ResolvedDeployment {
   tenant_id: string;
+  name: string;
+  /** Its tracing project's id. */
+  session_id: string;
   /** The serving revision; null until one is DEPLOYED. */
   revision_id: string | null;
   upstream_url: string | null;
@@ -331,6 +334,8 @@ export class DeploymentStore {
       .leftJoin('revisions as latest', 'latest.id', 'deployments.latest_revision_id')
       .select([
         'deployments.tenant_id',
+        'deployments.name',
+        'deployments.session_id',
         'deployments.active_revision_id',
         'deployments.latest_revision_id',
         'active.upstream_url',
@@ -349,6 +354,8 @@ export class DeploymentStore {
     });
     return {
       tenant_id: row.tenant_id,
+      name: row.name,
+      session_id: row.session_id,
       revision_id: row.active_revision_id,
       upstream_url: row.upstream_url ?? null,
       custom_auth: row.custom_auth ?? false,

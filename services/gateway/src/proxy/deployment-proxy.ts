@@ -26,7 +26,6 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { authenticateHeaders, type AuthStore } from '@berth/auth';
 import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { DeploymentStatus } from '@berth/proto';
@@ -34,10 +33,12 @@ import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
 import type { DeploymentResolver } from './resolver.js';
+import type { GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
   resolver: DeploymentResolver;
-  store: AuthStore;
+  /** Refuses a deployment's tracing credential (403): it may call the trace API only. */
+  auth: GatewayAuthenticator;
   logger: Logger;
   /** Told to agent servers as X-Forwarded-Host/-Proto; see GatewayConfig.publicUrl. */
   publicUrl?: string;
@@ -136,7 +137,7 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
   delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
   if (!target?.customAuth) {
     // Throws the same 401 for a missing or bad credential whatever the id names.
-    const principal = await authenticateHeaders(deps.store, req.headers);
+    const principal = await deps.auth.authenticate(req);
     // Another tenant's key learns nothing, not even that the deployment exists.
     if (!target || principal.tenantId !== target.tenantId) return notFound(res, isUuid(id) ? id : rawId);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];

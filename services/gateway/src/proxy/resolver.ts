@@ -20,6 +20,11 @@ export interface ResolvedDeployment {
   status: DeploymentStatus;
   /** Why the deployment has its status (for its tenant); empty while READY or AWAITING_DEPLOY. */
   statusMessage: string;
+  /** The credential its agent servers trace with (see trace-auth.ts). */
+  tracingCredential: string;
+  /** Its name and its tracing project's id (the project is named after it). */
+  name: string;
+  sessionId: string;
 }
 
 /** Asks the control plane; throws NotFoundError for an unknown (or deleted) deployment. */

@@ -1,0 +1,186 @@
+/**
+ * Every run of an agent server with a tracing endpoint is traced through the `langsmith` tracer:
+ * a real HTTP receiver takes the Client's requests (multipart ingest, as the trace API does) and
+ * the test reads the runs back from them. With the endpoint unreachable, runs take no longer and
+ * one warning counts the dropped runs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
+import { listen, type RunningServer } from '@berth/http';
+import { captureLogger, createTestDatabase, until, type CapturedLogs, type TestDatabase } from '@berth/testing';
+import express from 'express';
+import { startAgentServer, type RunningAgentServer } from '../server.js';
+
+const tracedProject = fileURLToPath(new URL('../../test-projects/traced/langgraph.json', import.meta.url));
+
+type TracedRun = Record<string, any> & { id: string };
+
+/** A trace API stand-in: answers /info and takes multipart batches, keeping each run's latest fields. */
+class TraceReceiver {
+  readonly runs = new Map<string, TracedRun>();
+  readonly apiKeys = new Set<string>();
+  private server?: RunningServer;
+
+  async start(): Promise<string> {
+    const app = express();
+    app.get('/info', (_req, res) => void res.json({ version: 'test' }));
+    app.post('/runs/multipart', express.raw({ type: () => true, limit: '50mb' }), async (req, res) => {
+      this.apiKeys.add(String(req.headers['x-api-key']));
+      const form = await new Response(req.body as Buffer, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
+      for (const [name, value] of form.entries()) {
+        const [, id, field] = /^(?:post|patch)\.([^.]+)(?:\.(.+))?$/.exec(name) ?? [];
+        if (!id) continue;
+        const json = JSON.parse(typeof value === 'string' ? value : await value.text()) as Record<string, unknown>;
+        const run = this.runs.get(id) ?? { id };
+        this.runs.set(id, field ? { ...run, [field]: json } : { ...run, ...json });
+      }
+      res.status(202).json({});
+    });
+    this.server = await listen(app, '127.0.0.1', 0);
+    return this.server.url;
+  }
+
+  close(): Promise<void> {
+    return this.server?.close() ?? Promise.resolve();
+  }
+
+  /** The runs of the trace whose root is the run with `metadata.run_id` = `runId`, once it ended. */
+  async trace(runId: string): Promise<TracedRun[]> {
+    const ended = () => [...this.runs.values()].find((r) => r.extra?.metadata?.run_id === runId && !r.parent_run_id && r.end_time);
+    const root = await until(`the trace of run ${runId}`, ended, 15_000);
+    const runs = [...this.runs.values()].filter((r) => r.trace_id === root.id);
+    // Children end before their parent; wait until every run of the trace has ended too.
+    await until('every run of the trace to end', () => (runs.every((r) => this.runs.get(r.id)?.end_time) ? true : undefined), 5000);
+    return runs.map((r) => this.runs.get(r.id)!);
+  }
+}
+
+/** Runs LangGraph hides from traces (its own plumbing, e.g. `__start__`). */
+const visible = (runs: TracedRun[]) => runs.filter((r) => !(r.tags ?? []).includes('langsmith:hidden'));
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase('agent_tracing');
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('a traced agent server', () => {
+  let receiver: TraceReceiver;
+  let server: RunningAgentServer;
+  let client: Client;
+
+  beforeAll(async () => {
+    receiver = new TraceReceiver();
+    const endpoint = await receiver.start();
+    server = await startAgentServer(
+      {
+        configPath: tracedProject,
+        databaseUrl: db.url,
+        schema: 'traced',
+        host: '127.0.0.1',
+        port: 0,
+        workers: 2,
+        tracing: { endpoint, apiKey: 'brt_trace_test-credential', project: 'my-deployment' },
+      },
+      captureLogger().logger,
+    );
+    client = new Client({ apiUrl: server.url });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it('records the root run, a child run per node and the llm run with its token usage', async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'traced', { input: { messages: [{ role: 'user', content: 'hi' }] } });
+    await client.runs.join(thread.thread_id, run.run_id);
+
+    const runs = visible(await receiver.trace(run.run_id));
+    const root = runs.find((r) => !r.parent_run_id)!;
+    expect(root).toMatchObject({ name: 'traced', run_type: 'chain', session_name: 'my-deployment' });
+    expect(root.extra.metadata).toMatchObject({ run_id: run.run_id, thread_id: thread.thread_id, graph_id: 'traced', assistant_id: run.assistant_id });
+    expect(root.error ?? null).toBeNull();
+
+    const nodes = runs.filter((r) => r.parent_run_id === root.id);
+    expect(nodes.map((r) => r.name).sort()).toEqual(['answer', 'plan']);
+    const answer = nodes.find((r) => r.name === 'answer')!;
+    const llm = runs.find((r) => r.run_type === 'llm')!;
+    expect(llm.parent_run_ids ?? [llm.parent_run_id]).toContain(answer.id);
+    expect(llm.extra.metadata.usage_metadata).toMatchObject({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
+    expect(JSON.stringify(llm.outputs)).toContain('model: planned: hi');
+    expect(receiver.apiKeys).toEqual(new Set(['brt_trace_test-credential']));
+  });
+
+  it('records a failing run with its error, on the root run and on the node that threw', async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'traced', { input: { messages: [{ role: 'user', content: 'fail' }] } });
+    await client.runs.join(thread.thread_id, run.run_id);
+    expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe('error');
+
+    const runs = visible(await receiver.trace(run.run_id));
+    const root = runs.find((r) => !r.parent_run_id)!;
+    expect(root.error).toContain('the answer node failed on purpose');
+    expect(runs.find((r) => r.name === 'answer')?.error).toContain('the answer node failed on purpose');
+    expect(runs.find((r) => r.name === 'plan')?.error ?? null).toBeNull();
+  });
+});
+
+describe('tracing to an unreachable trace store', () => {
+  let server: RunningAgentServer;
+  let logs: CapturedLogs;
+  let client: Client;
+
+  beforeAll(async () => {
+    // A port nothing listens on any more.
+    const closed = await listen(express(), '127.0.0.1', 0);
+    await closed.close();
+    logs = captureLogger('agent-server');
+    server = await startAgentServer(
+      {
+        configPath: tracedProject,
+        databaseUrl: db.url,
+        schema: 'traced_down',
+        host: '127.0.0.1',
+        port: 0,
+        workers: 4,
+        tracing: {
+          endpoint: closed.url,
+          apiKey: 'brt_trace_test-credential',
+          project: 'down',
+          delivery: { attempts: 2, retryDelayMs: 50, warnIntervalMs: 1500 },
+        },
+      },
+      logs.logger,
+    );
+    client = new Client({ apiUrl: server.url });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('completes runs at normal speed and logs one warning with the number of dropped runs', async () => {
+    const started = Date.now();
+    for (let i = 0; i < 5; i += 1) {
+      const values = (await client.runs.wait(null, 'traced', { input: { messages: [{ role: 'user', content: `run ${i}` }] } })) as { messages: { content: string }[] };
+      expect(values.messages.at(-1)?.content).toBe(`model: planned: run ${i}`);
+    }
+    // Five runs of a two-node graph: well under a second each, whatever the trace store does.
+    expect(Date.now() - started).toBeLessThan(5000);
+
+    const warnings = () => logs.lines().filter((l) => typeof l.droppedRuns === 'number');
+    await until('a warning about dropped traces', () => warnings()[0], 10_000);
+    // Nothing more is dropped: no second warning follows.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(warnings()).toHaveLength(1);
+    const [warning] = warnings();
+    expect(warning).toMatchObject({ level: 40, msg: expect.stringMatching(/^dropped the traces of \d+ runs/) });
+    // Each run is a root, its nodes and the llm call (created and updated): at least 5 × 4.
+    expect(warning!.droppedRuns).toBeGreaterThanOrEqual(20);
+    expect(String(warning!.reason)).toMatch(/ECONNREFUSED/);
+  }, 30_000);
+});
