@@ -105,7 +105,10 @@ export function exportSchema(fields: readonly ExportField[]): Schema {
   return new Schema(fields.map((f) => new Field(f, arrowType(kindOf(f)), !REQUIRED.has(f))));
 }
 
-/** One page of runs as a record batch of `schema` (from {@link exportSchema}). */
+/**
+ * One page of runs as a record batch of `schema` (from {@link exportSchema}). The rows are read with
+ * `jsonText`, so JSON columns and lists already are the JSON text to write.
+ */
 export function runsToBatch(schema: Schema, rows: readonly RunRow[]): RecordBatch {
   const children = schema.fields.map((field) => columnData(field.name as ExportField, field.type, rows));
   const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
@@ -121,7 +124,7 @@ function columnData(field: ExportField, type: DataType, rows: readonly RunRow[])
   switch (kind) {
     case 'text':
     case 'json': {
-      const strings = values.map((v) => (v === null ? '' : kind === 'json' ? JSON.stringify(v) : String(v)));
+      const strings = values.map((v) => (v === null ? '' : String(v)));
       const [valueOffsets, data] = utf8Buffers(strings);
       return makeData({ type: type as Utf8, ...common, valueOffsets, data });
     }

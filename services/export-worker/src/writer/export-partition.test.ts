@@ -293,6 +293,23 @@ describe('options', () => {
     expect(await countAndDistinct(run.prefix)).toEqual({ n: 8, distinct: 8 });
   });
 
+  it('S3 errors come through unchanged, also when the multipart upload cannot be aborted', async () => {
+    const session = await newSession();
+    await seedRuns(session, 3);
+    await expect(exportDay(session, { target: { client, bucket: 'no-such-bucket-here', folder: 'x' } })).rejects.toMatchObject({ name: 'NoSuchBucket' });
+
+    const big = await newSession();
+    await seedRuns(big, 8, () => ({ inputs: { blob: randomBytes(900_000).toString('base64') } }));
+    commands.length = 0;
+    const failingSave = async () => {
+      throw new Error('the export record could not be saved');
+    };
+    // s3rver refuses AbortMultipartUpload: the error that stopped the export is still the one seen.
+    await expect(exportDay(big, { save: failingSave }, { partBytes: 5 * 1024 * 1024, rowGroupRows: 2 })).rejects.toThrow('the export record could not be saved');
+    expect(commands).toContain('AbortMultipartUploadCommand');
+    expect(commands).not.toContain('CompleteMultipartUploadCommand');
+  });
+
   it('an aborted signal stops the export; it resumes from what was saved', async () => {
     const session = await newSession();
     await seedRuns(session, 12);

@@ -123,6 +123,7 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
       filter: options.filter,
       after: after ? { start_time: new Date(after.start_time), id: after.id } : undefined,
       limit,
+      jsonText: true,
     });
   };
 
