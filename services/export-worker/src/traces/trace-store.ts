@@ -67,9 +67,9 @@ export interface RunScan {
   after?: { start_time: Date; id: string };
   limit: number;
   /**
-   * JSON columns, parent_run_ids and tags come back as their JSON text, unparsed: for callers that
-   * only pass them on (exports), which then skip a parse and a re-serialisation and keep numbers
-   * exactly as stored.
+   * The run's fields only (not created_at/updated_at), with the JSON columns, parent_run_ids and
+   * tags as their JSON text, unparsed: for callers that only pass them on (exports), which then skip
+   * a parse and a re-serialisation and keep numbers exactly as stored.
    */
   jsonText?: boolean;
 }
@@ -188,11 +188,11 @@ export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow
   return sql<RunRow>`SELECT ${columns} FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
 }
 
-/** Every column of runs, with the JSON ones (and the lists) as JSON text. */
+/** The run's fields, with the JSON ones (and the lists) as JSON text. */
 const JSON_TEXT_COLUMNS = `id, tenant_id, session_id, trace_id, dotted_order, parent_run_id, array_to_json(parent_run_ids)::text AS parent_run_ids,
   reference_example_id, name, run_type, start_time, end_time, inputs::text AS inputs, outputs::text AS outputs, error, extra::text AS extra,
   events::text AS events, array_to_json(tags)::text AS tags, feedback_stats::text AS feedback_stats, prompt_tokens, completion_tokens,
-  total_tokens, prompt_cost, completion_cost, total_cost, first_token_time, trace_tier, status, is_root, created_at, updated_at`;
+  total_tokens, prompt_cost, completion_cost, total_cost, first_token_time, trace_tier, status, is_root`;
 
 /** The partition holding runs that started on `day` (`YYYY-MM-DD`, UTC). */
 export function partitionName(day: string): string {

@@ -202,12 +202,12 @@ function finiteDecimal(value: unknown): string | null {
 
 /** A Postgres numeric's text as an integer of {@link COST_SCALE} decimals (rounded half away from zero). */
 export function scaleDecimal(text: string, field: string): bigint {
-  const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim());
+  // Postgres prints numerics as plain decimals; exponents are accepted for any other source.
+  const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
   if (!match || (match[2] === '' && (match[3] ?? '') === '')) throw new InvalidArgumentError(`${field} is not a finite decimal: ${text}`);
   const [, sign, whole = '', fraction = '', exponent = '0'] = match;
-  const shift = COST_SCALE + Number(exponent);
+  const scale = COST_SCALE + Number(exponent) - fraction.length;
   let digits = BigInt(`${whole}${fraction}` || '0');
-  const scale = shift - fraction.length;
   if (scale >= 0) digits *= 10n ** BigInt(scale);
   else {
     const divisor = 10n ** BigInt(-scale);

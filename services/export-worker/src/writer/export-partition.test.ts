@@ -253,6 +253,14 @@ describe('options', () => {
     expect(run.result.rows_written).toBe(3);
   });
 
+  it('a cost Postgres holds as NaN is written as null instead of failing the export', async () => {
+    const session = await newSession();
+    await seedRuns(session, 2, (i) => ({ total_cost: i === 0 ? 'NaN' : '0.5' }));
+    const run = await exportDay(session, { fields: ['id', 'total_cost'] });
+    const { rows } = await readExport(client, bucket, run.prefix, 'SELECT total_cost::VARCHAR AS cost FROM {runs} ORDER BY cost NULLS FIRST');
+    expect(rows.map((r) => r.cost)).toEqual([null, '0.500000000000']);
+  });
+
   it('unknown fields are refused before anything is written', async () => {
     const session = await newSession();
     await expect(exportDay(session, { fields: ['id', 'secret' as never] })).rejects.toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('secret') });
