@@ -22,6 +22,8 @@ export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
 export { compileFilter } from './filter/compile.js';
+export { EXPORT_FIELDS, emptyCheckpoint, exportPartition, partitionFileKey, partitionFolder } from './writer/export-partition.js';
+export type { ExportField, ExportPartitionOptions, ExportTarget, ExportTuning, PartitionCheckpoint, RunCursor } from './writer/export-partition.js';
 export { PendingPatchSweeper } from './traces/patch-sweeper.js';
 
 /**

@@ -95,6 +95,12 @@ export interface RunScan {
   /** The last run of the previous page (keyset paging: no OFFSET, each page is an index range). */
   after?: { start_time: Date; id: string };
   limit: number;
+  /**
+   * The run's fields only (not created_at/updated_at), with the JSON columns, parent_run_ids and
+   * tags as their JSON text, unparsed: for callers that only pass them on (exports), which then skip
+   * a parse and a re-serialisation and keep numbers exactly as stored.
+   */
+  jsonText?: boolean;
 }
 
 /** Run row as stored (JSON columns parsed, numeric columns as strings as pg returns them). */
@@ -310,8 +316,15 @@ export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow
   ];
   if (scan.after) conditions.push(sql`(start_time, id) > (${scan.after.start_time.toISOString()}::timestamptz, ${scan.after.id}::uuid)`);
   if (scan.filter) conditions.push(compileFilter(scan.filter));
-  return sql<RunRow>`SELECT * FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
+  const columns = scan.jsonText ? sql.raw(JSON_TEXT_COLUMNS) : sql`*`;
+  return sql<RunRow>`SELECT ${columns} FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
 }
+
+/** The run's fields, with the JSON ones (and the lists) as JSON text. */
+const JSON_TEXT_COLUMNS = `id, tenant_id, session_id, trace_id, dotted_order, parent_run_id, array_to_json(parent_run_ids)::text AS parent_run_ids,
+  reference_example_id, name, run_type, start_time, end_time, inputs::text AS inputs, outputs::text AS outputs, error, extra::text AS extra,
+  events::text AS events, array_to_json(tags)::text AS tags, feedback_stats::text AS feedback_stats, prompt_tokens, completion_tokens,
+  total_tokens, prompt_cost, completion_cost, total_cost, first_token_time, trace_tier, status, is_root`;
 
 /** The partition holding runs that started on `day` (`YYYY-MM-DD`, UTC). */
 export function partitionName(day: string): string {
