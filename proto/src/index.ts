@@ -72,3 +72,6 @@ export type { HealthCheckRequest, HealthCheckResponse } from './gen/grpc/health/
 // berth.controlplane.v1 — deployments and revisions of the control plane (configs are Struct: JsonObject).
 export type { JsonObject } from '@bufbuild/protobuf';
 export * from './gen/berth/controlplane/v1/deployments_pb.js';
+
+// berth.exportworker.v1 — bulk export: destinations, exports, schedules and export runs.
+export * from './gen/berth/exportworker/v1/bulk_exports_pb.js';

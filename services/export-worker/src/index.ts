@@ -7,10 +7,27 @@ import { fileURLToPath } from 'node:url';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
+import { BulkExportService } from '@berth/proto';
+import { SecretBox } from '@berth/secret-box';
 import type { ExportWorkerConfig } from './config.js';
+import { Destinations } from './destinations/destinations.js';
+import { Exports } from './exports/exports.js';
+import { bulkExportHandlers } from './exports/rpc.js';
+import { ExportRunner } from './exports/runner.js';
+import { ExportScheduler } from './exports/scheduler.js';
+import { ExportStore } from './exports/store.js';
+import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
 
-export type { ExportWorkerConfig } from './config.js';
+export type { BulkExportSettings, ExportWorkerConfig } from './config.js';
+export { Destinations, DestinationGoneError } from './destinations/destinations.js';
+export { Exports } from './exports/exports.js';
+export { ExportRunner } from './exports/runner.js';
+export { ExportScheduler, SPAWN_DELAY_MS } from './exports/scheduler.js';
+export { ExportStore, LeaseLostError, dayPartitions } from './exports/store.js';
+export type { BulkExportTables } from './exports/tables.js';
+export { StorageError, classifyStorageError, storageClient } from './storage/s3.js';
+export type { StorageErrorKind, StorageLocation, StorageCredentials } from './storage/s3.js';
 export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
 export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
@@ -27,6 +44,8 @@ export const SERVICE_NAME = 'berth.exportworker.v1';
 
 export interface RunningExportWorker extends RunningGrpcService {
   traces: TraceStore;
+  /** Bulk export parts of this process (tests drive the runner and scheduler with them). */
+  bulkExports: { destinations: Destinations; exports: Exports; store: ExportStore; runner: ExportRunner; scheduler: ExportScheduler };
 }
 
 /** Applies the export-worker's migrations (safe to call from many processes at once). */
@@ -41,6 +60,27 @@ export async function start(
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
+  const settings = config.bulkExports ?? {};
+  const exportDb = database.db.withTables<BulkExportTables>();
+  const now = settings.now ?? (() => new Date());
+  const exportStore = new ExportStore(exportDb);
+  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), { logger });
+  const exports = new Exports(exportDb, exportStore, traces, { now });
+  const runner = new ExportRunner({
+    store: exportStore,
+    destinations,
+    traces,
+    logger,
+    now,
+    ...(settings.workerConcurrency ? { concurrency: settings.workerConcurrency } : {}),
+    ...(settings.tenantConcurrency ? { tenantConcurrency: settings.tenantConcurrency } : {}),
+    ...(settings.leaseMs ? { leaseMs: settings.leaseMs } : {}),
+    ...(settings.pollMs ? { pollMs: settings.pollMs } : {}),
+    ...(settings.maxRetries !== undefined ? { maxRetries: settings.maxRetries } : {}),
+    ...(settings.timeoutMs ? { timeoutMs: settings.timeoutMs } : {}),
+    ...(settings.fileRows ? { fileRows: settings.fileRows } : {}),
+  });
+  const scheduler = new ExportScheduler({ store: exportStore, logger, now, ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}) });
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({
@@ -49,8 +89,8 @@ export async function start(
       port: config.grpcPort,
       logger,
       internalToken: config.internalToken,
-      setup: () => {
-        // The trace and bulk-export services register here.
+      setup: (server) => {
+        server.add(BulkExportService, bulkExportHandlers(destinations, exports));
       },
     });
   } catch (error) {
@@ -58,10 +98,17 @@ export async function start(
     throw error;
   }
   const grpc = service;
+  if (settings.background !== false) {
+    runner.start();
+    scheduler.start();
+  }
   return {
     ...grpc,
     traces,
+    bulkExports: { destinations, exports, store: exportStore, runner, scheduler },
     close: async () => {
+      await scheduler.stop();
+      await runner.stop();
       await grpc.close();
       await database.close();
     },

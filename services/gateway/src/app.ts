@@ -9,11 +9,13 @@ import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express } from 'express';
 import type { ControlPlaneClients } from './control-plane.js';
+import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
+import { bulkExportRoutes } from './routes/bulk-exports/index.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
@@ -27,6 +29,8 @@ export interface GatewayAppDeps {
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
+  /** The export-worker's clients; without them, the bulk-export routes answer 503. */
+  exportWorker?: ExportWorkerClients;
   /** This start's id, answered by `/readyz` (see RunningGateway.instanceId). */
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
@@ -75,6 +79,7 @@ export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   });
   deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
+  bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   return api;
 }
 

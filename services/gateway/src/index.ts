@@ -12,12 +12,14 @@ import { checkHealth } from '@berth/rpc';
 import { createGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
 import { ControlPlaneClients } from './control-plane.js';
+import { ExportWorkerClients } from './export-worker.js';
 import type { ReadinessCheck } from './routes/health.js';
 
 export type { GatewayConfig } from './config.js';
 export { loadGatewayConfig } from './env.js';
 export { createGatewayApp, gatewayApi } from './app.js';
 export { ControlPlaneClients } from './control-plane.js';
+export { ExportWorkerClients } from './export-worker.js';
 export { BERTH_VERSION } from './version.js';
 
 export const GATEWAY_SCHEMA = 'gateway';
@@ -60,6 +62,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     };
   }
   const controlPlane = new ControlPlaneClients(config.services['control-plane'], config.internalToken);
+  const exportWorker = new ExportWorkerClients(config.services['export-worker'], config.internalToken);
   const instanceId = randomUUID();
   const app = createGatewayApp({
     logger,
@@ -67,6 +70,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     store,
     readiness,
     controlPlane,
+    exportWorker,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
@@ -81,6 +85,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     close: async () => {
       await server.close();
       controlPlane.close();
+      exportWorker.close();
       await database.close();
     },
   };
