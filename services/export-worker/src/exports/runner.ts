@@ -55,7 +55,8 @@ export class ExportRunner {
   private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
-  private stopped = true;
+  /** idle: driven by hand (tick); started: polls by itself; stopped: claims nothing more. */
+  private state: 'idle' | 'started' | 'stopped' = 'idle';
 
   constructor(options: ExportRunnerOptions) {
     this.now = options.now ?? (() => new Date());
@@ -66,13 +67,13 @@ export class ExportRunner {
   }
 
   start(): void {
-    this.stopped = false;
+    this.state = 'started';
     this.schedule(0);
   }
 
   /** Stops claiming, aborts the runs in progress (their checkpoints stay; another worker resumes them) and waits for them. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.state = 'stopped';
     clearTimeout(this.timer);
     await this.ticking;
     for (const { abort } of this.active.values()) abort.abort(new Error('the export worker is stopping'));
@@ -82,14 +83,14 @@ export class ExportRunner {
   /** One pass: times out late exports and fills free slots with claimed runs (tests call it directly). */
   async tick(): Promise<void> {
     await this.o.store.expire(this.now(), this.o.timeoutMs);
-    while (!this.stopped && this.active.size < this.o.concurrency) {
+    while (this.state !== 'stopped' && this.active.size < this.o.concurrency) {
       const claimed = await this.o.store.claim(this.owner, this.now(), this.o.leaseMs, this.o.tenantConcurrency);
       if (!claimed) break;
       const abort = new AbortController();
       const done = this.execute(claimed, abort).finally(() => {
         this.active.delete(claimed.run.id);
         // A slot is free: look for more work now rather than at the next poll.
-        if (!this.stopped) this.schedule(0);
+        if (this.state === 'started') this.schedule(0);
       });
       this.active.set(claimed.run.id, { abort, done });
     }
@@ -107,7 +108,7 @@ export class ExportRunner {
         .catch((error: unknown) => this.o.logger.error({ err: error }, 'looking for export work failed'))
         .finally(() => {
           this.ticking = undefined;
-          if (!this.stopped) this.schedule(this.o.pollMs);
+          if (this.state === 'started') this.schedule(this.o.pollMs);
         });
     }, delayMs);
     this.timer.unref();
