@@ -4,6 +4,7 @@
  */
 import type { Logger } from '@berth/log';
 import { Health } from '@berth/proto';
+import type grpc from '@grpc/grpc-js';
 import { HealthService } from './health.js';
 import { createRpcServer, type RpcServer } from './server.js';
 
@@ -28,6 +29,8 @@ export interface GrpcServiceOptions {
    * @default none: no check — for tests and development only
    */
   internalToken?: string;
+  /** Extra grpc-js server options, e.g. a larger `grpc.max_receive_message_length`. */
+  grpcOptions?: grpc.ServerOptions;
 }
 
 /** A started service. */
@@ -44,8 +47,8 @@ export interface RunningGrpcService {
 /** Starts a gRPC server with the health service and the service's handlers, listening at once. */
 export async function startGrpcService(options: GrpcServiceOptions): Promise<RunningGrpcService> {
   const health = new HealthService({ '': 'SERVING', [options.name]: 'SERVING' });
-  const { logger, shutdownTimeoutMs, internalToken } = options;
-  const server = createRpcServer({ logger, shutdownTimeoutMs, internalToken });
+  const { logger, shutdownTimeoutMs, internalToken, grpcOptions } = options;
+  const server = createRpcServer({ logger, shutdownTimeoutMs, internalToken, ...(grpcOptions ? { grpcOptions } : {}) });
   server.add(Health, health.implementation);
   options.setup?.(server);
   const { address, port } = await server.listen(options.host, options.port);

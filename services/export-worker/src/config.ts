@@ -10,6 +10,12 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default true
    */
   migrate?: boolean;
+  /**
+   * How long a run patch waits for its run's create before it is deleted, in hours
+   * (`TRACE_PENDING_PATCH_MAX_AGE_HOURS`): a client that lost the create never sends it.
+   * @default 24
+   */
+  pendingPatchMaxAgeHours?: number;
   /** Limits of bulk exports. */
   bulkExports?: BulkExportSettings;
 }

@@ -1,6 +1,6 @@
 /**
  * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
- * BERTH_INTERNAL_TOKEN, BULK_EXPORT_*): the only place it reads process.env.
+ * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, BULK_EXPORT_*): the only place it reads process.env.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
@@ -11,6 +11,8 @@ const schema = z.object({
   DATABASE_URL: z.string().min(1),
   /** 32 bytes, base64: encrypts export destination credentials at rest. */
   BERTH_SECRET_KEY: z.string().min(1),
+  /** Hours a run patch waits for its create before it is swept. */
+  TRACE_PENDING_PATCH_MAX_AGE_HOURS: z.coerce.number().positive().optional(),
   /** Exports of one tenant running at once (all replicas). */
   BULK_EXPORT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   /** Export runs this process executes at once. */
@@ -35,5 +37,11 @@ export function loadExportWorkerConfig(env: Record<string, string | undefined> =
     ...(e.BULK_EXPORT_LEASE_SECONDS ? { leaseMs: e.BULK_EXPORT_LEASE_SECONDS * 1000 } : {}),
     ...(e.BULK_EXPORT_FILE_ROWS ? { fileRows: e.BULK_EXPORT_FILE_ROWS } : {}),
   };
-  return { ...parseGrpcServerEnv(env), databaseUrl: e.DATABASE_URL, secretKey: e.BERTH_SECRET_KEY, bulkExports };
+  return {
+    ...parseGrpcServerEnv(env),
+    databaseUrl: e.DATABASE_URL,
+    secretKey: e.BERTH_SECRET_KEY,
+    ...(e.TRACE_PENDING_PATCH_MAX_AGE_HOURS ? { pendingPatchMaxAgeHours: e.TRACE_PENDING_PATCH_MAX_AGE_HOURS } : {}),
+    bulkExports,
+  };
 }

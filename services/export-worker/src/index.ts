@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
-import { BulkExportService } from '@berth/proto';
 import { SecretBox } from '@berth/secret-box';
 import type { ExportWorkerConfig } from './config.js';
 import { Destinations } from './destinations/destinations.js';
@@ -18,6 +17,10 @@ import { ExportScheduler } from './exports/scheduler.js';
 import { ExportStore } from './exports/store.js';
 import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
+import { BulkExportService, TraceService } from '@berth/proto';
+import { TraceIngest } from './traces/ingest.js';
+import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
+import { traceHandlers } from './traces/rpc.js';
 
 export type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 export { Destinations, DestinationGoneError } from './destinations/destinations.js';
@@ -35,6 +38,13 @@ export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
 export { compileFilter } from './filter/compile.js';
+export { PendingPatchSweeper } from './traces/patch-sweeper.js';
+
+/**
+ * Largest gRPC message the export-worker takes: an ingest call carries whole runs, whose inputs
+ * and outputs can be megabytes (gRPC's default is 4 MiB).
+ */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** Numbered SQL migrations of the export-worker's schema (`NNNN_description.sql`). */
 export const exportWorkerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -46,6 +56,7 @@ export interface RunningExportWorker extends RunningGrpcService {
   traces: TraceStore;
   /** Bulk export parts of this process (tests drive the runner and scheduler with them). */
   bulkExports: { destinations: Destinations; exports: Exports; store: ExportStore; runner: ExportRunner; scheduler: ExportScheduler };
+  sweeper: PendingPatchSweeper;
 }
 
 /** Applies the export-worker's migrations (safe to call from many processes at once). */
@@ -60,6 +71,7 @@ export async function start(
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
+  const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
   const settings = config.bulkExports ?? {};
   const exportDb = database.db.withTables<BulkExportTables>();
   const now = settings.now ?? (() => new Date());
@@ -89,7 +101,9 @@ export async function start(
       port: config.grpcPort,
       logger,
       internalToken: config.internalToken,
+      grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
+        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger)));
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
       },
     });
@@ -98,6 +112,7 @@ export async function start(
     throw error;
   }
   const grpc = service;
+  sweeper.start();
   if (settings.background !== false) {
     runner.start();
     scheduler.start();
@@ -105,8 +120,10 @@ export async function start(
   return {
     ...grpc,
     traces,
+    sweeper,
     bulkExports: { destinations, exports, store: exportStore, runner, scheduler },
     close: async () => {
+      await sweeper.stop();
       await scheduler.stop();
       await runner.stop();
       await grpc.close();

@@ -22,6 +22,8 @@ import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
 import { meRoutes } from './routes/me.js';
 import { tenantRoutes } from './routes/tenants.js';
+import { traceJsonParser, traceRoutes } from './routes/traces/index.js';
+import type { TraceLimits } from './routes/traces/runs.js';
 import { BERTH_VERSION } from './version.js';
 
 export interface GatewayAppDeps {
@@ -29,8 +31,10 @@ export interface GatewayAppDeps {
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
-  /** The export-worker's clients; without them, the bulk-export routes answer 503. */
+  /** The export-worker's clients; without them, the trace and bulk-export routes answer 503. */
   exportWorker?: ExportWorkerClients;
+  /** Size limits of trace ingest (tests make them small). */
+  traceLimits?: Partial<TraceLimits>;
   /** This start's id, answered by `/readyz` (see RunningGateway.instanceId). */
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
@@ -79,6 +83,7 @@ export function gatewayApi(deps: GatewayAppDeps): Api<Principal> {
   });
   deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
+  traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   return api;
 }
@@ -124,6 +129,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(deploymentProxy({ resolver, store: deps.store, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  // Run batches are larger than other JSON bodies: parsed by their own parser first.
+  app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
   return app;
 }

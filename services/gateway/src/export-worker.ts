@@ -1,12 +1,19 @@
 /**
- * The gateway's gRPC clients of the export-worker. One channel per process, shared by every
- * route; each service of the export-worker (`berth.exportworker.v1`) gets a typed client here.
+ * The gateway's gRPC clients of the export-worker (`berth.exportworker.v1`). One channel per
+ * process, shared by every route; without an address, calls answer 503 with Retry-After.
  */
 import { UnavailableError } from '@berth/errors';
-import { BulkExportService } from '@berth/proto';
+import { BulkExportService, TraceService } from '@berth/proto';
 import { createRpcClient, type RpcClient, type RpcClientOptions } from '@berth/rpc';
 
+/**
+ * Largest gRPC message between the gateway and the export-worker: runs (and pages of runs) carry
+ * whole inputs and outputs (gRPC's default is 4 MiB). The export-worker takes as much.
+ */
+export const EXPORT_WORKER_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 export class ExportWorkerClients {
+  private traceClient: RpcClient<typeof TraceService> | undefined;
   private bulkExportClient: RpcClient<typeof BulkExportService> | undefined;
 
   private readonly options: RpcClientOptions;
@@ -19,7 +26,16 @@ export class ExportWorkerClients {
     private readonly address: string | undefined,
     internalToken?: string,
   ) {
-    this.options = { internalToken };
+    this.options = {
+      internalToken,
+      channelOptions: { 'grpc.max_receive_message_length': EXPORT_WORKER_MESSAGE_BYTES, 'grpc.max_send_message_length': EXPORT_WORKER_MESSAGE_BYTES },
+    };
+  }
+
+  /** The trace store: runs and tracing projects. Throws UnavailableError when no export-worker is configured. */
+  get traces(): RpcClient<typeof TraceService> {
+    this.traceClient ??= createRpcClient(TraceService, this.requireAddress(), this.options);
+    return this.traceClient;
   }
 
   /** Export destinations, exports and their runs. Throws UnavailableError when no export-worker is configured. */
@@ -29,12 +45,14 @@ export class ExportWorkerClients {
   }
 
   close(): void {
+    this.traceClient?.close();
+    this.traceClient = undefined;
     this.bulkExportClient?.close();
     this.bulkExportClient = undefined;
   }
 
   private requireAddress(): string {
-    if (!this.address) throw new UnavailableError('The export worker is not configured (EXPORT_WORKER_GRPC_ADDRESS)');
+    if (!this.address) throw new UnavailableError('The export-worker is not configured (EXPORT_WORKER_GRPC_ADDRESS)');
     return this.address;
   }
 }

@@ -34,7 +34,15 @@ export interface RunFields {
 }
 
 /** A create (POST /runs, `post` of a batch) or a patch (PATCH /runs/{id}, `patch` of a batch). */
-export type RunWrite = RunFields & { op: 'create' | 'patch' };
+export type RunWrite = RunFields & {
+  op: 'create' | 'patch';
+  /**
+   * Set for a writer bound to one project: the write applies only to a run of that project (a
+   * run of another is refused), and a patch waiting for its create applies only if the create
+   * lands there.
+   */
+  scope_session_id?: string;
+};
 
 type StoredType = 'uuid' | 'uuid[]' | 'text' | 'text[]' | 'jsonb' | 'timestamptz' | 'bigint' | 'numeric';
 
@@ -82,8 +90,16 @@ export function columnValue(column: RunColumn, value: unknown): unknown {
   }
 }
 
+/**
+ * A time as writers send it: a Date, epoch milliseconds (the langsmith client's `Date.now()`), or
+ * ISO 8601 text; text without a zone is UTC, as LangSmith reads it.
+ */
 export function toDate(value: unknown, field: string): Date {
-  const date = value instanceof Date ? value : new Date(String(value));
+  let date: Date;
+  if (value instanceof Date) date = value;
+  else if (typeof value === 'number') date = new Date(Number.isFinite(value) ? value : NaN);
+  else if (typeof value === 'string') date = new Date(/T.*(Z|[+-]\d{2}:?\d{2})$|^\d{4}-\d{2}-\d{2}$/i.test(value) ? value : `${value}Z`);
+  else date = new Date(NaN);
   if (Number.isNaN(date.getTime())) throw new Error(`${field} is not a time: ${JSON.stringify(value)}`);
   return date;
 }

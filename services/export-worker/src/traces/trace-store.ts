@@ -19,6 +19,7 @@ import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
 import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
 import { isUuid } from '@berth/ids';
+import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -29,7 +30,10 @@ export interface SessionRow {
   name: string;
   description: string | null;
   metadata: Record<string, unknown>;
+  /** LangSmith's `extra` object of the project, as clients send it (metadata under `extra.metadata`). */
+  extra: Record<string, unknown>;
   reference_dataset_id: string | null;
+  end_time: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -43,6 +47,31 @@ export interface SessionCreate {
   name: string;
   description?: string | null;
   metadata?: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+  reference_dataset_id?: string | null;
+  end_time?: Date | null;
+}
+
+export interface SessionUpdate {
+  name?: string;
+  description?: string | null;
+  extra?: Record<string, unknown>;
+  end_time?: Date | null;
+}
+
+export interface SessionList {
+  ids?: string[];
+  name?: string;
+  nameContains?: string;
+  referenceDatasetId?: string;
+  limit: number;
+  offset: number;
+}
+
+/** Runs of a project: how many, and when the last one started. */
+export interface SessionStats {
+  run_count: number;
+  last_run_start_time: Date | null;
 }
 
 /** What became of each write of a batch. */
@@ -81,20 +110,24 @@ export class TraceStore {
   }
 
   async createSession(tenantId: string, input: SessionCreate): Promise<SessionRow> {
-    const row = await this.db
-      .insertInto('sessions')
-      .values({
-        id: input.id ?? randomUUID(),
-        tenant_id: tenantId,
-        name: input.name,
-        description: input.description ?? null,
-        metadata: JSON.stringify(input.metadata ?? {}) as unknown as Record<string, unknown>,
-      } as SessionRow)
-      .onConflict((oc) => oc.doNothing())
-      .returningAll()
-      .executeTakeFirst();
+    const row = await this.insertSession(tenantId, input);
     if (!row) throw new ConflictError(`a tracing project named ${JSON.stringify(input.name)} (or with this id) already exists`);
     return row;
+  }
+
+  /**
+   * The tenant's project named `input.name`, created when missing (concurrent callers all get
+   * the same one). `created` tells whether this call made it.
+   */
+  async ensureSession(tenantId: string, input: SessionCreate): Promise<{ session: SessionRow; created: boolean }> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const existing = await this.findSessionByName(tenantId, input.name);
+      if (existing) return { session: existing, created: false };
+      const row = await this.insertSession(tenantId, input);
+      if (row) return { session: row, created: true };
+      // Lost a race with another creator of the same name: read theirs.
+    }
+    throw new ConflictError(`a tracing project with the id of ${JSON.stringify(input.name)} already exists under another name`);
   }
 
   async getSession(tenantId: string, id: string): Promise<SessionRow> {
@@ -103,12 +136,111 @@ export class TraceStore {
     return row;
   }
 
-  async getRun(tenantId: string, id: string): Promise<RunRow> {
+  async findSessionByName(tenantId: string, name: string): Promise<SessionRow | undefined> {
+    return this.db.selectFrom('sessions').selectAll().where('tenant_id', '=', tenantId).where('name', '=', name).executeTakeFirst();
+  }
+
+  /** The tenant's projects, newest first. */
+  async listSessions(tenantId: string, list: SessionList): Promise<SessionRow[]> {
+    let query = this.db.selectFrom('sessions').selectAll().where('tenant_id', '=', tenantId);
+    if (list.ids && list.ids.length > 0) query = query.where('id', 'in', list.ids);
+    if (list.name !== undefined) query = query.where('name', '=', list.name);
+    if (list.nameContains) query = query.where(sql<boolean>`strpos(lower(name), lower(${list.nameContains})) > 0`);
+    if (list.referenceDatasetId) query = query.where('reference_dataset_id', '=', list.referenceDatasetId);
+    return query.orderBy('created_at', 'desc').orderBy('id').limit(list.limit).offset(list.offset).execute();
+  }
+
+  async updateSession(tenantId: string, id: string, update: SessionUpdate): Promise<SessionRow> {
+    const values: Record<string, unknown> = {};
+    if (update.name !== undefined) values.name = update.name;
+    if (update.description !== undefined) values.description = update.description;
+    if (update.extra !== undefined) values.extra = JSON.stringify(update.extra);
+    if (update.end_time !== undefined) values.end_time = update.end_time;
+    if (Object.keys(values).length === 0) return this.getSession(tenantId, id);
+    let row: SessionRow | undefined;
+    try {
+      row = await this.db
+        .updateTable('sessions')
+        .set({ ...values, updated_at: sql`now()` } as never)
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') throw new ConflictError(`a tracing project named ${JSON.stringify(update.name)} already exists`, { cause: error });
+      throw error;
+    }
+    if (!row) throw new NotFoundError(`tracing project ${id} not found`);
+    return row;
+  }
+
+  /** Deletes a project with all its runs; answers how many runs went. */
+  async deleteSession(tenantId: string, id: string): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const session = await trx.selectFrom('sessions').select('id').where('tenant_id', '=', tenantId).where('id', '=', id).forUpdate().executeTakeFirst();
+      if (!session) throw new NotFoundError(`tracing project ${id} not found`);
+      // run_keys is not partitioned and not tied to sessions: without this, a deleted run's id
+      // would still route later writes to a row that is gone.
+      const keys = await sql`DELETE FROM run_keys k USING runs r
+        WHERE r.session_id = ${id}::uuid AND r.tenant_id = ${tenantId}::uuid AND k.id = r.id AND k.start_time = r.start_time`.execute(trx);
+      await trx.deleteFrom('sessions').where('id', '=', id).execute(); // its runs go by ON DELETE CASCADE
+      return Number(keys.numAffectedRows ?? 0n);
+    });
+  }
+
+  /** Run counts of projects (all-time), by project id. */
+  async sessionStats(tenantId: string, ids: string[]): Promise<Map<string, SessionStats>> {
+    const stats = new Map<string, SessionStats>();
+    if (ids.length === 0) return stats;
+    const rows = await sql<{ session_id: string; run_count: string; last_run_start_time: Date | null }>`
+      SELECT session_id, count(*) AS run_count, max(start_time) AS last_run_start_time FROM runs
+      WHERE tenant_id = ${tenantId}::uuid AND session_id = ANY(${ids}::uuid[]) GROUP BY session_id`.execute(this.db);
+    for (const row of rows.rows) stats.set(row.session_id, { run_count: Number(row.run_count), last_run_start_time: row.last_run_start_time });
+    return stats;
+  }
+
+  /** A run of the tenant (of `sessionId` when given), or NotFoundError. */
+  async getRun(tenantId: string, id: string, sessionId?: string): Promise<RunRow> {
     const key = await sql<{ start_time: Date }>`SELECT start_time FROM run_keys WHERE id = ${id}::uuid AND tenant_id = ${tenantId}::uuid`.execute(this.db);
     const startTime = key.rows[0]?.start_time;
-    if (!startTime) throw new NotFoundError(`run ${id} not found`);
-    const run = await sql<RunRow>`SELECT * FROM runs WHERE id = ${id}::uuid AND start_time = ${startTime}`.execute(this.db);
-    return run.rows[0]!;
+    const run = startTime ? (await sql<RunRow>`SELECT * FROM runs WHERE id = ${id}::uuid AND start_time = ${startTime}`.execute(this.db)).rows[0] : undefined;
+    if (!run || (sessionId !== undefined && run.session_id !== sessionId)) throw new NotFoundError(`run ${id} not found`);
+    return run;
+  }
+
+  /** A page of runs matching `query` (see run-query.ts), newest first unless `ascending`. */
+  async queryRuns(tenantId: string, query: RunQuery): Promise<RunQueryPage> {
+    const rows = (await runQuery(tenantId, query).execute(this.db)).rows;
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return { runs: page, next: rows.length > query.limit && last ? { start_time: last.start_time, id: last.id } : undefined };
+  }
+
+  /**
+   * Deletes patches that waited longer than `maxAgeMs` for their run's create: a client that
+   * lost the create never sends it, and the table must not grow forever. Answers how many went.
+   */
+  async sweepPendingPatches(maxAgeMs: number): Promise<number> {
+    const result = await sql`DELETE FROM pending_run_patches WHERE received_at < now() - make_interval(secs => ${maxAgeMs / 1000})`.execute(this.db);
+    return Number(result.numAffectedRows ?? 0n);
+  }
+
+  private async insertSession(tenantId: string, input: SessionCreate): Promise<SessionRow | undefined> {
+    return this.db
+      .insertInto('sessions')
+      .values({
+        id: input.id ?? randomUUID(),
+        tenant_id: tenantId,
+        name: input.name,
+        description: input.description ?? null,
+        metadata: JSON.stringify(input.metadata ?? {}) as unknown as Record<string, unknown>,
+        extra: JSON.stringify(input.extra ?? {}) as unknown as Record<string, unknown>,
+        reference_dataset_id: input.reference_dataset_id ?? null,
+        end_time: input.end_time ?? null,
+      } as SessionRow)
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /** A page of runs; only the partitions of [start, end) are read. */
@@ -143,7 +275,7 @@ export class TraceStore {
       for (const write of valid) {
         const outcome = await applyWrite(trx, tenantId, write);
         if (outcome === 'foreign') {
-          result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run' });
+          result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run (or another project)' });
         } else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
       }
     });
@@ -220,6 +352,10 @@ type Outcome = 'stored' | 'pending' | 'foreign';
 async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite): Promise<Outcome> {
   const key = (await sql<{ tenant_id: string; start_time: Date }>`SELECT tenant_id, start_time FROM run_keys WHERE id = ${write.id}::uuid`.execute(trx)).rows[0];
   if (key && key.tenant_id !== tenantId) return 'foreign';
+  if (key && write.scope_session_id) {
+    const stored = await sql<{ session_id: string }>`SELECT session_id FROM runs WHERE id = ${write.id}::uuid AND start_time = ${key.start_time}`.execute(trx);
+    if (stored.rows[0]?.session_id !== write.scope_session_id) return 'foreign';
+  }
   if (key) {
     await mergeInto(trx, write, key.start_time, write.op === 'create' ? 'fill' : 'overwrite');
     return 'stored';
@@ -234,7 +370,10 @@ async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: Run
   const pending = await sql<{ seq: string; patch: RunWrite }>`
     DELETE FROM pending_run_patches WHERE run_id = ${write.id}::uuid AND tenant_id = ${tenantId}::uuid RETURNING seq, patch`.execute(trx);
   const ordered = [...pending.rows].sort((a, b) => Number(a.seq) - Number(b.seq));
-  for (const { patch } of ordered) await mergeInto(trx, patch, startTime, 'overwrite');
+  for (const { patch } of ordered) {
+    if (patch.scope_session_id && patch.scope_session_id !== write.session_id) continue;
+    await mergeInto(trx, patch, startTime, 'overwrite');
+  }
   return 'stored';
 }
 

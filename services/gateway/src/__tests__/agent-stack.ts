@@ -1,9 +1,11 @@
 /**
  * A gateway with a real agent server behind its deployment URL, for tests that drive both: the
  * gateway (fake DeploymentService for routing, Postgres for API keys) and the agent server of the
- * agent runtime's own tests, one tenant with an API key, one deployment routed to the server.
+ * agent runtime's own tests, one tenant with an API key, one deployment routed to the server; a
+ * real export-worker behind the trace routes.
  */
 import { randomUUID } from 'node:crypto';
+import { start as startExportWorker } from '@berth/export-worker';
 import { silentLogger } from '@berth/log';
 import { startTestServer } from '../../../agent-runtime/src/__tests__/fixtures.js';
 import { start, type RunningGateway } from '../index.js';
@@ -24,7 +26,12 @@ export interface AgentStack {
 /** Gateway and agent server on `databaseUrl` (their own schemas); the agent server runs one worker. */
 export async function startAgentStack(databaseUrl: string): Promise<AgentStack> {
   const fake = await new FakeDeploymentService().start();
-  const gateway = await start(testGatewayConfig(databaseUrl, fake.address), silentLogger());
+  const exportWorker = await startExportWorker(
+    { databaseUrl, secretKey: Buffer.alloc(32, 1).toString('base64'), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent' },
+    silentLogger(),
+  );
+  const config = testGatewayConfig(databaseUrl, fake.address);
+  const gateway = await start({ ...config, services: { ...config.services, 'export-worker': exportWorker.address } }, silentLogger());
   const agent = await startTestServer(databaseUrl, { workers: 1 });
   const tenant = await gateway.store.createTenant({ name: 'stack' });
   const { key } = await gateway.store.createApiKey({ tenantId: tenant.id, name: 'stack', role: 'admin' });
@@ -40,6 +47,7 @@ export async function startAgentStack(databaseUrl: string): Promise<AgentStack> 
       await gateway.close();
       await agent.close();
       await fake.close();
+      await exportWorker.close();
     },
   };
 }

@@ -1,0 +1,115 @@
+/**
+ * A batch of run operations from a LangSmith client into the store: each parsed on its own (a
+ * malformed one is refused with its reason, the rest go on), creates routed to their project —
+ * got or created by name, as LangSmith does — and the whole batch written in one transaction.
+ */
+import { ConflictError, isBerthError } from '@berth/errors';
+import type { Logger } from '@berth/log';
+import { parseOperation, type RunOperationInput, type SessionRef } from './run-document.js';
+import type { RunWrite } from './run-fields.js';
+import type { TraceStore, UpsertResult } from './trace-store.js';
+
+/** The one project a writer is bound to (a deployment's tracing credential). */
+export interface ProjectBinding {
+  id: string;
+  name: string;
+}
+
+export class TraceIngest {
+  constructor(
+    private readonly store: TraceStore,
+    private readonly logger: Logger,
+  ) {}
+
+  async ingest(tenantId: string, operations: RunOperationInput[], binding?: ProjectBinding): Promise<UpsertResult> {
+    const refused: UpsertResult['rejected'] = [];
+    const writes: { index: number; write: RunWrite; session: SessionRef | undefined }[] = [];
+    operations.forEach((operation, index) => {
+      const parsed = parseOperation(operation);
+      if (parsed.ok) writes.push({ index, write: parsed.write, session: parsed.session });
+      else refused.push({ index, id: parsed.id, reason: parsed.reason });
+    });
+
+    const sessions = await this.resolveSessions(tenantId, writes, binding);
+    const accepted: typeof writes = [];
+    for (const entry of writes) {
+      const { write, session } = entry;
+      // A patch never moves a run to another project.
+      delete write.session_id;
+      if (binding) write.scope_session_id = binding.id;
+      if (write.op === 'create') {
+        const resolved = sessions.get(refKey(binding ? { id: binding.id } : session!));
+        if (typeof resolved === 'object') {
+          refused.push({ index: entry.index, id: write.id, reason: resolved.reason });
+          continue;
+        }
+        write.session_id = resolved ?? (session as { id: string }).id;
+      }
+      accepted.push(entry);
+    }
+
+    const result = await this.store.upsertRuns(
+      tenantId,
+      accepted.map((a) => a.write),
+    );
+    for (const rejected of result.rejected) refused.push({ ...rejected, index: accepted[rejected.index]!.index });
+    refused.sort((a, b) => a.index - b.index);
+    if (refused.length > 0) {
+      this.logger.warn({ tenantId, refused: refused.slice(0, 20), refusedCount: refused.length, total: operations.length }, 'runs refused at ingest');
+    }
+    return { stored: result.stored, pending: result.pending, rejected: refused };
+  }
+
+  /**
+   * The project id of every project the creates name by name (created when missing), or why it
+   * cannot be had. Projects named by id are checked by the store.
+   */
+  private async resolveSessions(
+    tenantId: string,
+    writes: { write: RunWrite; session: SessionRef | undefined }[],
+    binding: ProjectBinding | undefined,
+  ): Promise<Map<string, string | { reason: string }>> {
+    const resolved = new Map<string, string | { reason: string }>();
+    if (!writes.some((w) => w.write.op === 'create')) return resolved;
+    if (binding) {
+      resolved.set(refKey({ id: binding.id }), await this.bindingSession(tenantId, binding));
+      return resolved;
+    }
+    const names = new Set(writes.flatMap((w) => (w.session && 'name' in w.session ? [w.session.name] : [])));
+    for (const name of names) {
+      try {
+        const { session, created } = await this.store.ensureSession(tenantId, { name });
+        if (created) this.logger.info({ tenantId, sessionId: session.id, name }, 'tracing project created by ingest');
+        resolved.set(refKey({ name }), session.id);
+      } catch (error) {
+        if (!isBerthError(error)) throw error;
+        resolved.set(refKey({ name }), { reason: error.message });
+      }
+    }
+    return resolved;
+  }
+
+  /** The bound project, created with its id and name when missing. */
+  private async bindingSession(tenantId: string, binding: ProjectBinding): Promise<string | { reason: string }> {
+    try {
+      await this.store.getSession(tenantId, binding.id);
+      return binding.id;
+    } catch (error) {
+      if (!isBerthError(error) || error.code !== 'not_found') throw error;
+    }
+    try {
+      await this.store.createSession(tenantId, { id: binding.id, name: binding.name });
+      this.logger.info({ tenantId, sessionId: binding.id, name: binding.name }, 'bound tracing project created by ingest');
+      return binding.id;
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      // Created by a concurrent batch: fine. Otherwise another project holds the name.
+      const again = await this.store.getSession(tenantId, binding.id).catch(() => undefined);
+      return again ? binding.id : { reason: `the tracing project name ${JSON.stringify(binding.name)} is taken by another project` };
+    }
+  }
+}
+
+function refKey(ref: SessionRef): string {
+  return 'id' in ref ? `id:${ref.id}` : `name:${ref.name}`;
+}

@@ -1,0 +1,174 @@
+/**
+ * The gRPC face of the trace store: `berth.exportworker.v1.TraceService`. Ids that cannot be ids
+ * are NOT_FOUND here (as an unknown one is), filters that do not parse are validation errors
+ * with `loc: ['body', <field>]`, the gateway's 422.
+ */
+import { NotFoundError, RequestValidationError } from '@berth/errors';
+import { isUuid } from '@berth/ids';
+import { RunOperationKind, TraceService, timestampDate, timestampFromDate, type SessionSchema, type Timestamp } from '@berth/proto';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { ServiceImplementation } from '@berth/rpc';
+import { FilterSyntaxError, parseFilter, type FilterNode } from '../filter/parse.js';
+import type { TraceIngest } from './ingest.js';
+import { runDocument } from './run-document.js';
+import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
+import type { SessionRow, SessionStats, TraceStore } from './trace-store.js';
+
+type SessionMessage = MessageInitShape<typeof SessionSchema>;
+
+/** Largest page of runs or projects one call answers. */
+export const MAX_PAGE = 100;
+
+function sessionMessage(row: SessionRow, stats?: SessionStats): SessionMessage {
+  // Projects made before `extra` existed, or by writers that set metadata only.
+  const extra = Object.keys(row.extra ?? {}).length > 0 || Object.keys(row.metadata ?? {}).length === 0 ? row.extra : { metadata: row.metadata };
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    ...(row.description !== null ? { description: row.description } : {}),
+    extraJson: JSON.stringify(extra ?? {}),
+    ...(row.reference_dataset_id ? { referenceDatasetId: row.reference_dataset_id } : {}),
+    startTime: timestampFromDate(row.created_at),
+    ...(row.end_time ? { endTime: timestampFromDate(row.end_time) } : {}),
+    ...(stats
+      ? {
+          runCount: BigInt(stats.run_count),
+          ...(stats.last_run_start_time ? { lastRunStartTime: timestampFromDate(stats.last_run_start_time) } : {}),
+        }
+      : {}),
+  };
+}
+
+function uuidOrNotFound(id: string, what: string): string {
+  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
+  return id.toLowerCase();
+}
+
+function invalid(field: string, msg: string): RequestValidationError {
+  return new RequestValidationError([{ loc: ['body', field], msg, type: 'value_error' }]);
+}
+
+function uuidField(field: string, value: string): string {
+  if (!isUuid(value)) throw invalid(field, 'must be a UUID');
+  return value.toLowerCase();
+}
+
+/** A filter of the request, parsed; its errors point at the request field. */
+function filterOf(field: string, text: string): FilterNode | undefined {
+  if (!text) return undefined;
+  try {
+    return parseFilter(text);
+  } catch (error) {
+    if (error instanceof FilterSyntaxError) throw new RequestValidationError(error.issues.map((i) => ({ ...i, loc: ['body', field] })), { cause: error });
+    throw error;
+  }
+}
+
+function extraOf(text: string | undefined): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('extra', 'must be an object');
+  return value as Record<string, unknown>;
+}
+
+const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
+
+export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceImplementation<typeof TraceService> {
+  const withStats = async (tenantId: string, rows: SessionRow[], include: boolean): Promise<SessionMessage[]> => {
+    const stats = include ? await store.sessionStats(tenantId, rows.map((r) => r.id)) : undefined;
+    return rows.map((row) => sessionMessage(row, stats ? (stats.get(row.id) ?? { run_count: 0, last_run_start_time: null }) : undefined));
+  };
+  return {
+    ingestRuns: async (r) => {
+      const result = await ingest.ingest(
+        r.tenantId,
+        r.operations.map((op) => ({
+          kind: op.kind === RunOperationKind.PATCH ? 'patch' : 'create',
+          runJson: op.runJson,
+          fieldJson: { ...op.fieldJson },
+          ...(op.id ? { id: op.id } : {}),
+        })),
+        r.project?.id ? { id: r.project.id, name: r.project.name } : undefined,
+      );
+      return { storedIds: result.stored, pendingIds: result.pending, refused: result.rejected };
+    },
+    getRun: async (r) => {
+      const id = uuidOrNotFound(r.id, 'run');
+      const run = await store.getRun(r.tenantId, id, r.sessionId || undefined);
+      return { runJson: JSON.stringify(runDocument(run)) };
+    },
+    queryRuns: async (r) => {
+      const limit = r.limit || MAX_PAGE;
+      if (limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be 1-${MAX_PAGE}`);
+      const after = r.cursor ? decodeCursor(r.cursor) : undefined;
+      if (r.cursor && !after) throw invalid('cursor', 'is not a cursor of this API (pass back cursors.next as it came)');
+      const query: RunQuery = {
+        sessionIds: r.sessionIds.map((id) => uuidField('session', id)),
+        ids: r.ids.map((id) => uuidField('id', id)),
+        ...(r.traceId ? { traceId: uuidField('trace', r.traceId) } : {}),
+        ...(r.parentRunId ? { parentRunId: uuidField('parent_run', r.parentRunId) } : {}),
+        ...(r.referenceExampleId ? { referenceExampleId: uuidField('reference_example', r.referenceExampleId) } : {}),
+        ...(r.runType ? { runType: r.runType } : {}),
+        ...(r.error !== undefined ? { error: r.error } : {}),
+        ...(r.isRoot !== undefined ? { isRoot: r.isRoot } : {}),
+        ...(r.startTime ? { start: timestampDate(r.startTime) } : {}),
+        ...(r.endTime ? { end: timestampDate(r.endTime) } : {}),
+        ...(r.query ? { search: { kind: 'search' as const, field: null, value: r.query } } : {}),
+        ascending: r.ascending,
+        limit,
+        ...(after ? { after } : {}),
+      };
+      const filters = { filter: filterOf('filter', r.filter), traceFilter: filterOf('trace_filter', r.traceFilter), treeFilter: filterOf('tree_filter', r.treeFilter) };
+      for (const [key, node] of Object.entries(filters)) if (node) (query as unknown as Record<string, unknown>)[key] = node;
+      const page = await store.queryRuns(r.tenantId, query);
+      return { runsJson: page.runs.map((run) => JSON.stringify(runDocument(run))), nextCursor: page.next ? encodeCursor(page.next) : '' };
+    },
+    createSession: async (r) => {
+      const input = {
+        ...(r.id ? { id: uuidField('id', r.id) } : {}),
+        name: r.name,
+        ...(r.description !== undefined ? { description: r.description } : {}),
+        extra: extraOf(r.extraJson) ?? {},
+        ...(r.referenceDatasetId ? { reference_dataset_id: uuidField('reference_dataset_id', r.referenceDatasetId) } : {}),
+        ...(r.endTime ? { end_time: timestampDate(r.endTime) } : {}),
+      };
+      if (r.upsert) {
+        const { session, created } = await store.ensureSession(r.tenantId, input);
+        return { session: sessionMessage(session), created };
+      }
+      return { session: sessionMessage(await store.createSession(r.tenantId, input)), created: true };
+    },
+    getSession: async (r) => {
+      const row = await store.getSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'));
+      return { session: (await withStats(r.tenantId, [row], r.includeStats))[0]! };
+    },
+    listSessions: async (r) => {
+      const limit = r.limit || MAX_PAGE;
+      if (limit < 1 || limit > MAX_PAGE || r.offset < 0) throw invalid('limit', `limit must be 1-${MAX_PAGE} and offset at least 0`);
+      const ids = r.ids.filter(isUuid);
+      // Ids asked for that cannot exist match nothing, rather than every project.
+      if (r.ids.length > 0 && ids.length === 0) return { sessions: [] };
+      const rows = await store.listSessions(r.tenantId, {
+        ...(ids.length > 0 ? { ids } : {}),
+        ...(r.name ? { name: r.name } : {}),
+        ...(r.nameContains ? { nameContains: r.nameContains } : {}),
+        ...(r.referenceDatasetId ? { referenceDatasetId: uuidField('reference_dataset', r.referenceDatasetId) } : {}),
+        limit,
+        offset: r.offset,
+      });
+      return { sessions: await withStats(r.tenantId, rows, r.includeStats) };
+    },
+    updateSession: async (r) => {
+      const extra = extraOf(r.extraJson);
+      const row = await store.updateSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'), {
+        ...(r.name !== undefined ? { name: r.name } : {}),
+        ...(r.description !== undefined ? { description: r.description } : {}),
+        ...(extra ? { extra } : {}),
+        ...(r.endTime ? { end_time: dateOf(r.endTime)! } : {}),
+      });
+      return { session: sessionMessage(row) };
+    },
+    deleteSession: async (r) => ({ deletedRuns: BigInt(await store.deleteSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'))) }),
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * The LangSmith-compatible trace API at the gateway's root (`/info`, `/runs…`, `/sessions…`):
+ * point the `langsmith` client at the gateway (LANGSMITH_ENDPOINT) with a Berth API key
+ * (LANGSMITH_API_KEY) and it records and reads traces unchanged. Runs and projects live in the
+ * export-worker's trace store.
+ */
+import type { Principal } from '@berth/auth';
+import { httpErrorBody, type Api } from '@berth/http';
+import type { Logger } from '@berth/log';
+import express, { type RequestHandler } from 'express';
+import type { ExportWorkerClients } from '../../export-worker.js';
+import { BERTH_VERSION } from '../../version.js';
+import { runRoutes, type TraceLimits } from './runs.js';
+import { InfoOut } from './schemas.js';
+import { sessionRoutes } from './sessions.js';
+
+export const DEFAULT_TRACE_LIMITS: TraceLimits = {
+  maxBodyBytes: 100 * 1024 * 1024,
+  maxCallBytes: 16 * 1024 * 1024,
+  maxRunBytes: 60 * 1024 * 1024,
+};
+
+/**
+ * What clients are told to send per request (uncompressed): well below the body limit, so a
+ * batch plus one large run still fits.
+ */
+export const BATCH_SIZE_LIMIT_BYTES = 20 * 1024 * 1024;
+
+export interface TraceRouteDeps {
+  exportWorker: ExportWorkerClients;
+  logger: Logger;
+  limits?: Partial<TraceLimits>;
+}
+
+export function traceRoutes(api: Api<Principal>, deps: TraceRouteDeps): void {
+  const limits = { ...DEFAULT_TRACE_LIMITS, ...deps.limits };
+  api.route({
+    method: 'get',
+    path: '/info',
+    public: true,
+    summary: 'What this server supports (LangSmith clients read it first)',
+    description:
+      'Ingest through `POST /runs/multipart`, gzip bodies accepted (zstd is not), at most `size_limit` runs and ' +
+      '`size_limit_bytes` per request.',
+    tags: ['traces'],
+    response: InfoOut,
+    handler: () => ({
+      version: BERTH_VERSION,
+      license_expiration_time: null,
+      batch_ingest_config: {
+        use_multipart_endpoint: true,
+        scale_up_qsize_trigger: 1000,
+        scale_up_nthreads_limit: 16,
+        scale_down_nempty_trigger: 4,
+        size_limit: 100,
+        size_limit_bytes: Math.min(BATCH_SIZE_LIMIT_BYTES, limits.maxBodyBytes),
+      },
+      instance_flags: {
+        gzip_body_enabled: true,
+        zstd_compression_enabled: false,
+        dataset_examples_multipart_enabled: false,
+        examples_multipart_enabled: false,
+      },
+    }),
+  });
+  runRoutes(api, { exportWorker: deps.exportWorker, logger: deps.logger, limits });
+  sessionRoutes(api, { exportWorker: deps.exportWorker });
+}
+
+declare global {
+  interface String {
+    /** ES2024 (Node 20 has it; the ES2023 lib does not declare it). */
+    toWellFormed(): string;
+  }
+}
+
+/** Postgres cannot store U+0000 or a lone surrogate: the trace JSON parser cleans such strings instead of refusing a batch. */
+function cleanString(value: string): string {
+  const clean = value.includes('\0') ? value.replaceAll('\0', '') : value;
+  return clean.isWellFormed() ? clean : clean.toWellFormed();
+}
+
+/**
+ * The JSON parser of the run ingest routes, mounted before the app's own: their batches are larger
+ * than other requests (up to the trace body limit), and a run's odd string must not fail its batch.
+ */
+export function traceJsonParser(limits: Partial<TraceLimits> = {}): RequestHandler {
+  const parse = express.json({
+    limit: limits.maxBodyBytes ?? DEFAULT_TRACE_LIMITS.maxBodyBytes,
+    type: ['application/json', 'application/*+json'],
+    reviver: (_key, value: unknown) => (typeof value === 'string' ? cleanString(value) : value),
+  });
+  return (req, res, next) => {
+    const path = req.path;
+    if (!(path === '/runs' || path === '/runs/batch' || (req.method === 'PATCH' && path.startsWith('/runs/')))) return next();
+    parse(req, res, (error?: unknown) => {
+      if (!error) return next();
+      // Mounted ahead of the app's error handler: answer through the same one mapping.
+      const answer = httpErrorBody(error);
+      res.set(answer.headers).status(answer.status).json(answer.body);
+    });
+  };
+}
