@@ -66,11 +66,6 @@ export class StorageError extends Error {
     super(message, options);
     this.name = 'StorageError';
   }
-
-  /** Worth trying again later: the same request may well succeed (not so for the other kinds). */
-  get transient(): boolean {
-    return this.kind === 'transient';
-  }
 }
 
 const CREDENTIAL_CODES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired', 'AllAccessDisabled', 'AccountProblem', 'Forbidden']);
