@@ -75,3 +75,6 @@ export * from './gen/berth/controlplane/v1/deployments_pb.js';
 
 // berth.exportworker.v1 — the trace store: tracing projects (sessions) and their runs (run payloads are JSON text).
 export * from './gen/berth/exportworker/v1/traces_pb.js';
+
+// berth.exportworker.v1 — bulk export: destinations, exports, schedules and export runs.
+export * from './gen/berth/exportworker/v1/bulk_exports_pb.js';

@@ -16,4 +16,56 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default 24
    */
   pendingPatchMaxAgeHours?: number;
+  /** Limits of bulk exports. */
+  bulkExports?: BulkExportSettings;
+}
+
+/** Bulk-export limits of one export-worker (every field optional). */
+export interface BulkExportSettings {
+  /**
+   * Exports of one tenant that run at once, across all replicas; the rest wait as CREATED.
+   * @default 3
+   */
+  tenantConcurrency?: number;
+  /**
+   * Export runs (day partitions) this process executes at once.
+   * @default 2
+   */
+  workerConcurrency?: number;
+  /**
+   * An export not finished this long after it was created becomes TIMEDOUT.
+   * @default 259200000 (72 h)
+   */
+  timeoutMs?: number;
+  /**
+   * Retries of an export run after transient storage failures before it, and its export, fail.
+   * @default 20
+   */
+  maxRetries?: number;
+  /**
+   * A worker's claim on a run lasts this long unless renewed; a killed worker's runs are taken over after it.
+   * @default 60000
+   */
+  leaseMs?: number;
+  /**
+   * Rows per Parquet file (the writer's default when unset).
+   */
+  fileRows?: number;
+  /**
+   * How often each replica looks for due intervals of scheduled exports.
+   * @default 30000
+   */
+  scheduleIntervalMs?: number;
+  /**
+   * How often an idle worker looks for export work.
+   * @default 1000
+   */
+  pollMs?: number;
+  /**
+   * Run the export runner and the scheduler in this process (tests drive them by hand instead).
+   * @default true
+   */
+  background?: boolean;
+  /** The clock of exports, runs and schedules (tests move it). @default () => new Date() */
+  now?: () => Date;
 }

@@ -1,10 +1,10 @@
 /**
  * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
- * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS): the only place it reads process.env.
+ * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, BULK_EXPORT_*): the only place it reads process.env.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
-import type { ExportWorkerConfig } from './config.js';
+import type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 
 const schema = z.object({
   /** Postgres holding the berth_export schema (trace store, destinations, exports). */
@@ -13,14 +13,35 @@ const schema = z.object({
   BERTH_SECRET_KEY: z.string().min(1),
   /** Hours a run patch waits for its create before it is swept. */
   TRACE_PENDING_PATCH_MAX_AGE_HOURS: z.coerce.number().positive().optional(),
+  /** Exports of one tenant running at once (all replicas). */
+  BULK_EXPORT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).optional(),
+  /** Export runs this process executes at once. */
+  BULK_EXPORT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).optional(),
+  /** Hours after which an unfinished export is TIMEDOUT. */
+  BULK_EXPORT_TIMEOUT_HOURS: z.coerce.number().positive().optional(),
+  /** Retries of an export run after transient storage failures. */
+  BULK_EXPORT_MAX_RETRIES: z.coerce.number().int().min(0).optional(),
+  /** Seconds a worker's claim on an export run lasts unless renewed. */
+  BULK_EXPORT_LEASE_SECONDS: z.coerce.number().positive().optional(),
+  /** Rows per Parquet file. */
+  BULK_EXPORT_FILE_ROWS: z.coerce.number().int().min(1).optional(),
 });
 
 export function loadExportWorkerConfig(env: Record<string, string | undefined> = process.env): ExportWorkerConfig {
   const e = parseEnv(schema, env);
+  const bulkExports: BulkExportSettings = {
+    ...(e.BULK_EXPORT_TENANT_CONCURRENCY ? { tenantConcurrency: e.BULK_EXPORT_TENANT_CONCURRENCY } : {}),
+    ...(e.BULK_EXPORT_WORKER_CONCURRENCY ? { workerConcurrency: e.BULK_EXPORT_WORKER_CONCURRENCY } : {}),
+    ...(e.BULK_EXPORT_TIMEOUT_HOURS ? { timeoutMs: e.BULK_EXPORT_TIMEOUT_HOURS * 3_600_000 } : {}),
+    ...(e.BULK_EXPORT_MAX_RETRIES !== undefined ? { maxRetries: e.BULK_EXPORT_MAX_RETRIES } : {}),
+    ...(e.BULK_EXPORT_LEASE_SECONDS ? { leaseMs: e.BULK_EXPORT_LEASE_SECONDS * 1000 } : {}),
+    ...(e.BULK_EXPORT_FILE_ROWS ? { fileRows: e.BULK_EXPORT_FILE_ROWS } : {}),
+  };
   return {
     ...parseGrpcServerEnv(env),
     databaseUrl: e.DATABASE_URL,
     secretKey: e.BERTH_SECRET_KEY,
     ...(e.TRACE_PENDING_PATCH_MAX_AGE_HOURS ? { pendingPatchMaxAgeHours: e.TRACE_PENDING_PATCH_MAX_AGE_HOURS } : {}),
+    bulkExports,
   };
 }

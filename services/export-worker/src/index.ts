@@ -7,14 +7,30 @@ import { fileURLToPath } from 'node:url';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
+import { SecretBox } from '@berth/secret-box';
 import type { ExportWorkerConfig } from './config.js';
+import { Destinations } from './destinations/destinations.js';
+import { Exports } from './exports/exports.js';
+import { bulkExportHandlers } from './exports/rpc.js';
+import { ExportRunner } from './exports/runner.js';
+import { ExportScheduler } from './exports/scheduler.js';
+import { ExportStore } from './exports/store.js';
+import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
-import { TraceService } from '@berth/proto';
+import { BulkExportService, TraceService } from '@berth/proto';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
 import { traceHandlers } from './traces/rpc.js';
 
-export type { ExportWorkerConfig } from './config.js';
+export type { BulkExportSettings, ExportWorkerConfig } from './config.js';
+export { Destinations, DestinationGoneError } from './destinations/destinations.js';
+export { Exports } from './exports/exports.js';
+export { ExportRunner } from './exports/runner.js';
+export { ExportScheduler, SPAWN_DELAY_MS } from './exports/scheduler.js';
+export { ExportStore, LeaseLostError, dayPartitions } from './exports/store.js';
+export type { BulkExportTables } from './exports/tables.js';
+export { StorageError, classifyStorageError, storageClient } from './storage/s3.js';
+export type { StorageErrorKind, StorageLocation, StorageCredentials } from './storage/s3.js';
 export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
 export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
@@ -40,6 +56,8 @@ export const SERVICE_NAME = 'berth.exportworker.v1';
 
 export interface RunningExportWorker extends RunningGrpcService {
   traces: TraceStore;
+  /** Bulk export parts of this process (tests drive the runner and scheduler with them). */
+  bulkExports: { destinations: Destinations; exports: Exports; store: ExportStore; runner: ExportRunner; scheduler: ExportScheduler };
   sweeper: PendingPatchSweeper;
 }
 
@@ -56,6 +74,27 @@ export async function start(
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
   const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
+  const settings = config.bulkExports ?? {};
+  const exportDb = database.db.withTables<BulkExportTables>();
+  const now = settings.now ?? (() => new Date());
+  const exportStore = new ExportStore(exportDb);
+  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), { logger });
+  const exports = new Exports(exportDb, exportStore, traces, { now });
+  const runner = new ExportRunner({
+    store: exportStore,
+    destinations,
+    traces,
+    logger,
+    now,
+    ...(settings.workerConcurrency ? { concurrency: settings.workerConcurrency } : {}),
+    ...(settings.tenantConcurrency ? { tenantConcurrency: settings.tenantConcurrency } : {}),
+    ...(settings.leaseMs ? { leaseMs: settings.leaseMs } : {}),
+    ...(settings.pollMs ? { pollMs: settings.pollMs } : {}),
+    ...(settings.maxRetries !== undefined ? { maxRetries: settings.maxRetries } : {}),
+    ...(settings.timeoutMs ? { timeoutMs: settings.timeoutMs } : {}),
+    ...(settings.fileRows ? { fileRows: settings.fileRows } : {}),
+  });
+  const scheduler = new ExportScheduler({ store: exportStore, logger, now, ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}) });
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({
@@ -67,6 +106,7 @@ export async function start(
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
         server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger)));
+        server.add(BulkExportService, bulkExportHandlers(destinations, exports));
       },
     });
   } catch (error) {
@@ -75,12 +115,19 @@ export async function start(
   }
   const grpc = service;
   sweeper.start();
+  if (settings.background !== false) {
+    runner.start();
+    scheduler.start();
+  }
   return {
     ...grpc,
     traces,
     sweeper,
+    bulkExports: { destinations, exports, store: exportStore, runner, scheduler },
     close: async () => {
       await sweeper.stop();
+      await scheduler.stop();
+      await runner.stop();
       await grpc.close();
       await database.close();
     },

@@ -16,6 +16,7 @@ import { RateLimiter } from './rate-limit.js';
 import { GatewayAuthenticator } from './trace-auth.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
+import { bulkExportRoutes } from './routes/bulk-exports/index.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
@@ -31,7 +32,7 @@ export interface GatewayAppDeps {
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
-  /** The export-worker's clients; without them, the trace routes answer 503. */
+  /** The export-worker's clients; without them, the trace and bulk-export routes answer 503. */
   exportWorker?: ExportWorkerClients;
   /** Size limits of trace ingest (tests make them small). */
   traceLimits?: Partial<TraceLimits>;
@@ -84,6 +85,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
   deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
+  bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   return api;
 }
 

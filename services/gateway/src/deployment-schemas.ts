@@ -26,7 +26,7 @@ const integerText = /^\s*[+-]?\d+\s*$/;
  * An integer query parameter: query values arrive as text and only an integer literal counts
  * ("", "1.5", "1e2" are 422s, which `z.coerce` would let through as 0, 1.5 and 100).
  */
-function intQuery(min: number, max: number, fallback: number, description: string) {
+export function intQuery(min: number, max: number, fallback: number, description: string) {
   return z
     .preprocess(
       (v) => (typeof v === 'string' && integerText.test(v) ? Number(v) : v),

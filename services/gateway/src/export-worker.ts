@@ -3,7 +3,7 @@
  * process, shared by every route; without an address, calls answer 503 with Retry-After.
  */
 import { UnavailableError } from '@berth/errors';
-import { TraceService } from '@berth/proto';
+import { BulkExportService, TraceService } from '@berth/proto';
 import { createRpcClient, type RpcClient, type RpcClientOptions } from '@berth/rpc';
 
 /**
@@ -14,6 +14,7 @@ export const EXPORT_WORKER_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export class ExportWorkerClients {
   private traceClient: RpcClient<typeof TraceService> | undefined;
+  private bulkExportClient: RpcClient<typeof BulkExportService> | undefined;
 
   private readonly options: RpcClientOptions;
 
@@ -37,9 +38,17 @@ export class ExportWorkerClients {
     return this.traceClient;
   }
 
+  /** Export destinations, exports and their runs. Throws UnavailableError when no export-worker is configured. */
+  get bulkExports(): RpcClient<typeof BulkExportService> {
+    this.bulkExportClient ??= createRpcClient(BulkExportService, this.requireAddress(), this.options);
+    return this.bulkExportClient;
+  }
+
   close(): void {
     this.traceClient?.close();
     this.traceClient = undefined;
+    this.bulkExportClient?.close();
+    this.bulkExportClient = undefined;
   }
 
   private requireAddress(): string {
