@@ -103,7 +103,7 @@ export interface RunScan {
   jsonText?: boolean;
 }
 
-/** Run row as stored (JSON columns parsed, numeric columns as strings as pg returns them). */
+/** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
 export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
 
 export class TraceStore {
