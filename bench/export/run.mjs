@@ -11,7 +11,7 @@
  * Ingest (runs/s through the langsmith client into the gateway) is a separate measurement with its
  * own script and section (bench:ingest), added with the ingest API; this script does not touch it.
  *
- * Usage (after `make build`): node bench/export/run.mjs [--runs 1000000] [--days 10] [--page-rows 1000]
+ * Usage (after `make build`): node bench/export/run.mjs [--runs 1000000] [--days 10] [--partitions 2] [--page-rows 1000]
  *   [--file-rows 100000] [--no-write] [--keep]
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,6 +26,7 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { PostgresServer, S3Server } from '@berth/local-stack';
 import { createDatabase, sql } from '@berth/db';
 import { TRACE_STORE_SCHEMA, TraceStore, migrateExportWorker, partitionName } from '@berth/export-worker';
+import { texts } from './payloads.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -39,6 +40,7 @@ const { values: opts } = parseArgs({
   options: {
     runs: { type: 'string', default: '1000000' },
     days: { type: 'string', default: '10' },
+    partitions: { type: 'string', default: '2' },
     'page-rows': { type: 'string', default: '1000' },
     'file-rows': { type: 'string', default: '100000' },
     'no-write': { type: 'boolean', default: false },
@@ -47,9 +49,10 @@ const { values: opts } = parseArgs({
 });
 const RUNS = Number(opts.runs);
 const DAYS = Number(opts.days);
+const PARTITIONS = Number(opts.partitions);
 const PAGE_ROWS = Number(opts['page-rows']);
 const FILE_ROWS = Number(opts['file-rows']);
-for (const [name, value] of Object.entries({ runs: RUNS, days: DAYS, 'page-rows': PAGE_ROWS, 'file-rows': FILE_ROWS })) {
+for (const [name, value] of Object.entries({ runs: RUNS, days: DAYS, partitions: PARTITIONS, 'page-rows': PAGE_ROWS, 'file-rows': FILE_ROWS })) {
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a positive integer`);
 }
 if (!existsSync(join(ROOT, 'services/export-worker/dist/index.js'))) throw new Error('services/export-worker/dist is missing: run `make build` first');
@@ -64,19 +67,6 @@ chmodSync(dumpDir, 0o777);
 const log = (line) => console.log(line);
 const secondsSince = (t) => (performance.now() - t) / 1000;
 const days = Array.from({ length: DAYS }, (_, i) => new Date(Date.parse(`${FIRST_DAY}T00:00:00Z`) + i * 86_400_000).toISOString().slice(0, 10));
-
-/** A pool of texts of ~1.5 KB made of pseudo-words: payloads zstd can compress about as well as prose. */
-function texts(count) {
-  let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-  const letters = 'etaoinshrdlcumwfgypbvkjxqz';
-  const words = Array.from({ length: 5000 }, () => Array.from({ length: 2 + Math.floor(random() * 9) }, () => letters[Math.floor(random() * random() * 26)]).join(''));
-  return Array.from({ length: count }, () => {
-    let text = '';
-    while (text.length < 1500) text += `${words[Math.floor(random() * words.length)]}${random() < 0.1 ? '. ' : ' '}`;
-    return text;
-  });
-}
 
 /** Runs `node script arg…`; resolves with its last stdout line as JSON. */
 function child(script, args) {
@@ -173,6 +163,7 @@ try {
       tenantId,
       sessionId: session.id,
       days,
+      partitions: PARTITIONS,
       pageRows: PAGE_ROWS,
       fileRows: FILE_ROWS,
     }),
