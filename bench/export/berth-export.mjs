@@ -4,7 +4,7 @@
  * and where the time went. Runs alone in its process so that its peak RSS is the writer's own.
  *
  * Argument: a JSON object { databaseUrl, s3: {endpoint, accessKeyId, secretAccessKey}, bucket,
- * tenantId, sessionId, days: ["YYYY-MM-DD", …], partitions, pageRows, fileRows }.
+ * exportId, tenantId, sessionId, days: ["YYYY-MM-DD", …], partitions, pageRows, fileRows }.
  */
 import { performance } from 'node:perf_hooks';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -59,7 +59,7 @@ async function exportDays() {
       sessionId: args.sessionId,
       start,
       end: new Date(start.getTime() + 86_400_000),
-      target: { client, bucket: args.bucket, folder: partitionFolder({ prefix: 'bench', exportId: 'berth', tenantId: args.tenantId, sessionId: args.sessionId, day }) },
+      target: { client, bucket: args.bucket, folder: partitionFolder({ prefix: 'bench', exportId: args.exportId, tenantId: args.tenantId, sessionId: args.sessionId, day }) },
       checkpoint: emptyCheckpoint(),
       // The platform saves checkpoints in the export run's record; here they are kept in memory.
       save: async () => {},

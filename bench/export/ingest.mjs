@@ -9,6 +9,7 @@
  * docs/benchmarks.md (section bench:ingest).
  *
  * Usage (after `make build`): node bench/export/ingest.mjs [--traces 10000] [--concurrency 50] [--no-write] [--keep-logs]
+ * `BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR"` profiles the gateway and the export-worker.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, openSync } from 'node:fs';
@@ -63,11 +64,17 @@ function freePort() {
 /** Starts a service's dist/main.js with `env`; its output goes to a log file in the temp folder. */
 function service(name, env) {
   const out = openSync(join(temp, `${name}.log`), 'a');
-  const proc = spawn(process.execPath, [join(ROOT, `services/${name}/dist/main.js`)], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', out, out] });
+  const proc = spawn(process.execPath, [...(process.env.BENCH_SERVICE_NODE_OPTIONS ?? '').split(' ').filter(Boolean), join(ROOT, `services/${name}/dist/main.js`)], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', out, out] });
   proc.on('exit', (code, signal) => {
     if (!stopping) console.error(`${name} exited (${code ?? signal}); see ${join(temp, `${name}.log`)}`);
   });
   return proc;
+}
+
+/** CPU seconds (user + system) a live process has used so far. */
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Peak resident set (VmHWM) of a live process, in MiB. */
@@ -128,6 +135,7 @@ try {
 
   log(`sending ${TRACES} traces (${RUNS} runs), ${CONCURRENCY} at a time…`);
   const clientCpu = process.cpuUsage();
+  const serviceCpu = { gateway: cpuSeconds(gateway.pid), worker: cpuSeconds(worker.pid) };
   const started = performance.now();
   let next = 0;
   await Promise.all(
@@ -157,6 +165,8 @@ try {
     seconds,
     calledSeconds,
     sentSeconds,
+    gatewayCpuSeconds: cpuSeconds(gateway.pid) - serviceCpu.gateway,
+    workerCpuSeconds: cpuSeconds(worker.pid) - serviceCpu.worker,
     gatewayRssMiB: peakRssMiB(gateway.pid),
     workerRssMiB: peakRssMiB(worker.pid),
     clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -199,9 +209,9 @@ then \`client.awaitPendingTraceBatches()\`. The gateway and the export-worker ru
 
 **Command:** \`node bench/export/ingest.mjs --traces ${r.traces} --concurrency ${CONCURRENCY}\`, run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}.
 
-| runs stored | seconds | runs/s | gateway peak RSS | export-worker peak RSS | client CPU s |
+| runs stored | seconds | runs/s | gateway peak RSS | export-worker peak RSS | CPU s: gateway / export-worker / client |
 |---:|---:|---:|---:|---:|---:|
-| ${r.runs.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} | ${Math.round(r.runs / r.seconds).toLocaleString('en-US')} | ${r.gatewayRssMiB.toFixed(0)} MiB | ${r.workerRssMiB.toFixed(0)} MiB | ${r.clientCpuSeconds.toFixed(0)} |
+| ${r.runs.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} | ${Math.round(r.runs / r.seconds).toLocaleString('en-US')} | ${r.gatewayRssMiB.toFixed(0)} MiB | ${r.workerRssMiB.toFixed(0)} MiB | ${r.gatewayCpuSeconds.toFixed(1)} / ${r.workerCpuSeconds.toFixed(1)} / ${r.clientCpuSeconds.toFixed(1)} |
 
 The traced functions returned after ${r.calledSeconds.toFixed(1)} s, the client's last batch was answered after ${r.sentSeconds.toFixed(1)} s.`;
 }
