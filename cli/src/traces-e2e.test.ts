@@ -94,6 +94,34 @@ function trace(runs: Run[], runId: string) {
   return { root, nodes, node: (name: string) => nodes.find((r) => r.name === name), llm: inTrace.filter((r) => r.run_type === 'llm') };
 }
 
+/** `berth deploy --json` of `folder` as tenant A (its .env names the platform and key); the result event. */
+async function deploy(folder: string): Promise<{ deployment_id: string; deployment_url: string }> {
+  await writeFile(join(folder, '.env'), `BERTH_API_KEY=${keyA}\nBERTH_HOST_URL=${platform.url}\n`);
+  const deployed = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+    execFile(
+      process.execPath,
+      [bin, 'deploy', '--json'],
+      { cwd: folder, env: { PATH: process.env.PATH ?? '', HOME: temp, XDG_CONFIG_HOME: join(temp, 'config'), BERTH_STATE_DIR: join(temp, 'cli-state') }, timeout: 240_000 },
+      (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
+    ),
+  );
+  expect({ code: deployed.code, stderr: deployed.stderr }).toEqual({ code: 0, stderr: '' });
+  const result = JSON.parse(deployed.stdout.trim().split('\n').at(-1)!) as { status: string; deployment_id: string; deployment_url: string };
+  expect(result.status).toBe('succeeded');
+  return result;
+}
+
+/** Makes a run of the `traced` graph with `text` as the human message (`fail` fails it); its id and final status. */
+function agentRun(url: string, apiKey?: string): (text: string) => Promise<{ id: string; status: string }> {
+  const agent = new AgentClient({ apiUrl: url, ...(apiKey ? { apiKey } : {}), callerOptions: { maxRetries: 0 } });
+  return async (text) => {
+    const thread = await agent.threads.create();
+    const run = await agent.runs.create(thread.thread_id, 'traced', { input: { messages: [{ role: 'user', content: text }] } });
+    await agent.runs.join(thread.thread_id, run.run_id);
+    return { id: run.run_id, status: (await agent.runs.get(thread.thread_id, run.run_id)).status };
+  };
+}
+
 beforeAll(async () => {
   testDb = await createTestDatabase('cli_traces_e2e');
   temp = await mkdtemp(join(tmpdir(), 'berth-traces-e2e-'));
@@ -121,27 +149,10 @@ afterAll(async () => {
 describe('a deployed project', () => {
   it('traces each run into the project named after the deployment: root, node and llm runs with tokens, errors; for its tenant only', async () => {
     const folder = await projectFolder('traced-agent');
-    await writeFile(join(folder, '.env'), `BERTH_API_KEY=${keyA}\nBERTH_HOST_URL=${platform.url}\n`);
-    const deployed = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        [bin, 'deploy', '--json'],
-        { cwd: folder, env: { PATH: process.env.PATH ?? '', HOME: temp, XDG_CONFIG_HOME: join(temp, 'config'), BERTH_STATE_DIR: join(temp, 'cli-state') }, timeout: 240_000 },
-        (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
-      ),
-    );
-    expect({ code: deployed.code, stderr: deployed.stderr }).toEqual({ code: 0, stderr: '' });
-    const result = JSON.parse(deployed.stdout.trim().split('\n').at(-1)!) as { status: string; deployment_id: string; deployment_url: string };
-    expect(result.status).toBe('succeeded');
+    const result = await deploy(folder);
 
     // One run that succeeds, one that fails in its second node, through the deployment URL.
-    const agent = new AgentClient({ apiUrl: result.deployment_url, apiKey: keyA, callerOptions: { maxRetries: 0 } });
-    const runOf = async (text: string) => {
-      const thread = await agent.threads.create();
-      const run = await agent.runs.create(thread.thread_id, 'traced', { input: { messages: [{ role: 'user', content: text }] } });
-      await agent.runs.join(thread.thread_id, run.run_id);
-      return { id: run.run_id, status: (await agent.runs.get(thread.thread_id, run.run_id)).status };
-    };
+    const runOf = agentRun(result.deployment_url, keyA);
     const ok = await runOf('hi');
     const failed = await runOf('fail');
     expect([ok.status, failed.status]).toEqual(['success', 'error']);
@@ -222,18 +233,25 @@ describe('berth dev', () => {
     });
     expect(output).toContain(`traces: ${platform.url}, project ${basename(folder)}`);
 
-    const agent = new AgentClient({ apiUrl: url, callerOptions: { maxRetries: 0 } });
-    const thread = await agent.threads.create();
-    const run = await agent.runs.create(thread.thread_id, 'traced', { input: { messages: [{ role: 'user', content: 'from dev' }] } });
-    await agent.runs.join(thread.thread_id, run.run_id);
-
-    const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.run_id]).catch((error: Error) => {
+    const run = await agentRun(url)('from dev');
+    const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]).catch((error: Error) => {
       throw new Error(`${error.message}; berth dev printed:\n${output}`);
     });
-    const { root, nodes, llm } = trace(runs, run.run_id);
+    const { root, nodes, llm } = trace(runs, run.id);
     expect(root).toMatchObject({ name: 'traced', status: 'success' });
     expect(nodes.map((r) => r.name).sort()).toEqual(['answer', 'plan']);
     expect(llm.map((r) => r.total_tokens)).toEqual([18]);
     await expect(traces(keyB).readProject({ projectName: 'my-dev-agent' })).rejects.toThrow(/not found/);
   }, 120_000);
+
+  it('deploying the folder berth dev traced keeps tracing into the project of that name', async () => {
+    // The usual path: `berth dev` in my-dev-agent/ (the test above) traced into project my-dev-agent,
+    // then `berth deploy` there makes the deployment my-dev-agent, whose runs trace into the same project.
+    const project = await traces(keyA).readProject({ projectName: 'my-dev-agent' });
+    const result = await deploy(folder);
+    const run = await agentRun(result.deployment_url, keyA)('deployed');
+    expect(run.status).toBe('success');
+    const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]);
+    expect(trace(runs, run.id).root).toMatchObject({ name: 'traced', status: 'success', session_id: project.id });
+  }, 300_000);
 });
