@@ -253,5 +253,8 @@ describe('berth dev', () => {
     expect(run.status).toBe('success');
     const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]);
     expect(trace(runs, run.id).root).toMatchObject({ name: 'traced', status: 'success', session_id: project.id });
+    // The deployment names that project as its own, so an export of its session_id has these runs.
+    const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as { session_id: string };
+    expect(deployment.session_id).toBe(project.id);
   }, 300_000);
 });
