@@ -48,6 +48,13 @@ export interface BulkExportSettings {
    */
   leaseMs?: number;
   /**
+   * Let destinations write to endpoints at loopback or private addresses (a local MinIO, an
+   * in-cluster object store). Off, a tenant cannot point the export-worker at the platform's own
+   * services or a cloud metadata endpoint.
+   * @default false
+   */
+  allowPrivateEndpoints?: boolean;
+  /**
    * Rows per Parquet file (the writer's default when unset).
    */
   fileRows?: number;

@@ -2,7 +2,7 @@
  * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
  * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, BULK_EXPORT_*): the only place it reads process.env.
  */
-import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envBoolean, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 
@@ -23,6 +23,8 @@ const schema = z.object({
   BULK_EXPORT_MAX_RETRIES: z.coerce.number().int().min(0).optional(),
   /** Seconds a worker's claim on an export run lasts unless renewed. */
   BULK_EXPORT_LEASE_SECONDS: z.coerce.number().positive().optional(),
+  /** Let destinations write to loopback or private addresses (a local MinIO, an in-cluster store). */
+  BULK_EXPORT_ALLOW_PRIVATE_ENDPOINTS: envBoolean.default(false),
   /** Rows per Parquet file. */
   BULK_EXPORT_FILE_ROWS: z.coerce.number().int().min(1).optional(),
 });
@@ -36,6 +38,7 @@ export function loadExportWorkerConfig(env: Record<string, string | undefined> =
     ...(e.BULK_EXPORT_MAX_RETRIES !== undefined ? { maxRetries: e.BULK_EXPORT_MAX_RETRIES } : {}),
     ...(e.BULK_EXPORT_LEASE_SECONDS ? { leaseMs: e.BULK_EXPORT_LEASE_SECONDS * 1000 } : {}),
     ...(e.BULK_EXPORT_FILE_ROWS ? { fileRows: e.BULK_EXPORT_FILE_ROWS } : {}),
+    allowPrivateEndpoints: e.BULK_EXPORT_ALLOW_PRIVATE_ENDPOINTS,
   };
   return {
     ...parseGrpcServerEnv(env),

@@ -78,7 +78,7 @@ export async function start(
   const exportDb = database.db.withTables<BulkExportTables>();
   const now = settings.now ?? (() => new Date());
   const exportStore = new ExportStore(exportDb);
-  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), { logger });
+  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), { logger, clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false } });
   const exports = new Exports(exportDb, exportStore, traces, { now });
   const runner = new ExportRunner({
     store: exportStore,

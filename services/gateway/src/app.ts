@@ -82,7 +82,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
     tokenTtlSeconds: deps.loginTokenTtlSeconds ?? 30 * 24 * 3600,
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
-  deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
+  deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });

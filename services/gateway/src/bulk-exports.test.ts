@@ -69,7 +69,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw_bulk');
   bucket = await createTestBucket('exports');
   worker = await startExportWorker(
-    { databaseUrl: testDb.url, secretKey: SecretBox.generateKey(), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', bulkExports: { background: false, now: () => clock } },
+    { databaseUrl: testDb.url, secretKey: SecretBox.generateKey(), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', bulkExports: { background: false, now: () => clock, allowPrivateEndpoints: true } },
     silentLogger(),
   );
   gateway = await start({ ...testGatewayConfig(testDb.url, '127.0.0.1:1'), services: { 'export-worker': `127.0.0.1:${worker.port}` } }, silentLogger());

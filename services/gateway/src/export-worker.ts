@@ -32,6 +32,11 @@ export class ExportWorkerClients {
     };
   }
 
+  /** Whether an export-worker is configured (without one, nothing is traced through this gateway). */
+  get configured(): boolean {
+    return this.address !== undefined;
+  }
+
   /** The trace store: runs and tracing projects. Throws UnavailableError when no export-worker is configured. */
   get traces(): RpcClient<typeof TraceService> {
     this.traceClient ??= createRpcClient(TraceService, this.requireAddress(), this.options);

@@ -71,6 +71,7 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
           ...(r.sourceConfig ? { sourceConfig: r.sourceConfig } : {}),
           ...(r.sourceRevisionConfig ? { sourceRevisionConfig: r.sourceRevisionConfig } : {}),
           secrets: r.secrets.map((s) => ({ name: s.name, value: s.value })),
+          ...(r.sessionId ? { sessionId: r.sessionId } : {}),
         }),
       ),
     }),

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
-import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, tracingCredential } from '@berth/ids';
+import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, isUuid, tracingCredential } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import type { RevisionPipeline } from './pipeline.js';
@@ -35,6 +35,8 @@ export interface CreateDeploymentInput {
   sourceConfig?: Record<string, unknown>;
   sourceRevisionConfig?: Record<string, unknown>;
   secrets: { name: string; value: string }[];
+  /** The deployment's tracing project. @default a new id */
+  sessionId?: string;
 }
 
 export interface UpdateDeploymentInput {
@@ -79,10 +81,11 @@ export class Deployments {
     const sourceConfig = { deployment_type: 'dev', ...(input.sourceConfig ?? {}) };
     const deploymentType = sourceConfig.deployment_type;
     if (deploymentType !== 'dev' && deploymentType !== 'prod') throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type must be dev or prod');
+    if (input.sessionId !== undefined && !isUuid(input.sessionId)) throw problem(['body', 'session_id'], 'session_id must be a UUID');
     const id = randomUUID();
     const revision = await this.newRevision(id, source, input.sourceRevisionConfig ?? {}, true);
     const row = await this.store.create(
-      { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: randomUUID() },
+      { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: input.sessionId ?? randomUUID() },
       revision,
       this.seal(input.secrets),
     );

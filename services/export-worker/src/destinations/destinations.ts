@@ -140,21 +140,21 @@ export class Destinations {
 
   /** Writes (and removes, when permitted) a small object under `<prefix>/tmp/`; a failure is a 400 naming the storage error. */
   private async check(location: StorageLocation, credentials: StorageCredentials): Promise<void> {
-    const client = storageClient(location, credentials, { maxAttempts: 1, connectionTimeoutMs: 5000, requestTimeoutMs: 20_000 });
     const key = `${location.prefix ? `${location.prefix}/` : ''}tmp/berth-destination-check-${randomUUID()}.txt`;
+    let client: S3Client | undefined;
     try {
-      try {
-        await client.send(new PutObjectCommand({ Bucket: location.bucket_name, Key: key, Body: 'Berth checked that it may write here. This object may be deleted.\n', ContentType: 'text/plain' }));
-      } catch (error) {
-        const reason = classifyStorageError(error, location);
-        throw new InvalidArgumentError(`the destination cannot be written: ${reason.message}`, { cause: reason });
-      }
-      try {
-        await client.send(new DeleteObjectCommand({ Bucket: location.bucket_name, Key: key }));
-      } catch (error) {
-        // Deleting is optional (PutObject is the permission exports need): the object stays.
-        this.options.logger.info({ key, reason: classifyStorageError(error, location).message }, 'the destination check object could not be removed');
-      }
+      client = storageClient(location, credentials, { ...this.options.clientOptions, maxAttempts: 1, connectionTimeoutMs: 5000, requestTimeoutMs: 20_000 });
+      await client.send(new PutObjectCommand({ Bucket: location.bucket_name, Key: key, Body: 'Berth checked that it may write here. This object may be deleted.\n', ContentType: 'text/plain' }));
+    } catch (error) {
+      client?.destroy();
+      const reason = classifyStorageError(error, location);
+      throw new InvalidArgumentError(`the destination cannot be written: ${reason.message}`, { cause: reason });
+    }
+    try {
+      await client.send(new DeleteObjectCommand({ Bucket: location.bucket_name, Key: key }));
+    } catch (error) {
+      // Deleting is optional (PutObject is the permission exports need): the object stays.
+      this.options.logger.info({ key, reason: classifyStorageError(error, location).message }, 'the destination check object could not be removed');
     } finally {
       client.destroy();
     }

@@ -81,7 +81,7 @@ beforeAll(async () => {
   const db = database.db.withTables<BulkExportTables>();
   traces = new TraceStore(database);
   store = new ExportStore(db);
-  destinations = new Destinations(db, new SecretBox(secretKey), { logger: silentLogger() });
+  destinations = new Destinations(db, new SecretBox(secretKey), { logger: silentLogger(), clientOptions: { allowPrivateEndpoints: true } });
   exports = new Exports(db, store, traces);
   session = (await traces.createSession(tenant, { name: 'agent' })).id;
   bucket = await createTestBucket('runner');
@@ -209,6 +209,7 @@ describe('a worker killed mid-export', () => {
         GRPC_PORT: '0',
         LOG_LEVEL: 'warn',
         BULK_EXPORT_FILE_ROWS: '500',
+        BULK_EXPORT_ALLOW_PRIVATE_ENDPOINTS: 'true',
         BULK_EXPORT_LEASE_SECONDS: '2',
       },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -3,6 +3,7 @@
  * failures into words a user can act on and a kind the export runner acts on (fail fast, or retry).
  */
 import { S3Client } from '@aws-sdk/client-s3';
+import { EGRESS_REFUSED, assertPublicUrl, publicOnlyAgents } from '@berth/egress';
 
 /** Where a destination writes (no secret in here). */
 export interface StorageLocation {
@@ -28,10 +29,21 @@ export interface StorageClientOptions {
   connectionTimeoutMs?: number;
   /** @default 120000 */
   requestTimeoutMs?: number;
+  /**
+   * Let an endpoint_url be (or resolve to) a loopback or private address — a local MinIO, an
+   * in-cluster object store. Otherwise a tenant's destination could make the export-worker reach
+   * the platform's own services or a cloud metadata endpoint.
+   * @default false
+   */
+  allowPrivateEndpoints?: boolean;
 }
 
-/** An S3 client for a destination: AWS by region, or an S3-compatible endpoint path-style. */
+/**
+ * An S3 client for a destination: AWS by region, or an S3-compatible endpoint path-style. Throws
+ * (an EgressRefusedError) for an endpoint at a private IP literal unless those are allowed.
+ */
 export function storageClient(location: StorageLocation, credentials: StorageCredentials, options: StorageClientOptions = {}): S3Client {
+  if (location.endpoint_url && !options.allowPrivateEndpoints) assertPublicUrl(new URL(location.endpoint_url));
   return new S3Client({
     region: location.region ?? 'us-east-1',
     // Providers behind an endpoint (MinIO, s3rver, GCS's XML API) all take path-style requests;
@@ -43,7 +55,11 @@ export function storageClient(location: StorageLocation, credentials: StorageCre
       ...(credentials.session_token ? { sessionToken: credentials.session_token } : {}),
     },
     maxAttempts: options.maxAttempts ?? 3,
-    requestHandler: { connectionTimeout: options.connectionTimeoutMs ?? 10_000, requestTimeout: options.requestTimeoutMs ?? 120_000 },
+    requestHandler: {
+      connectionTimeout: options.connectionTimeoutMs ?? 10_000,
+      requestTimeout: options.requestTimeoutMs ?? 120_000,
+      ...(options.allowPrivateEndpoints ? {} : publicOnlyAgents()),
+    },
   });
 }
 
@@ -107,6 +123,7 @@ export function classifyStorageError(error: unknown, where: StorageLocation): St
     return make('bad_endpoint', `bucket ${bucket} is not served at ${endpoint} (wrong region or endpoint)`);
   }
   const code = networkCode(e);
+  if (code === EGRESS_REFUSED) return make('bad_endpoint', `the storage endpoint ${endpoint} is not a public address, and this platform does not write to private ones (its operator can allow them)`);
   if (code && UNREACHABLE_CODES.has(code)) return make('bad_endpoint', `cannot reach the storage endpoint ${endpoint} (${code})`);
   if (THROTTLE_CODES.has(name) || (status !== undefined && (status >= 500 || status === 429)) || code) {
     return make('transient', `the storage at ${endpoint} failed this time`);

@@ -30,15 +30,17 @@ export class TraceIngest {
       else refused.push({ index, id: parsed.id, reason: parsed.reason });
     });
 
-    const sessions = await this.resolveSessions(tenantId, writes, binding);
+    // A bound writer's runs (creates and patches alike) live in its project as the store has it.
+    const bound = binding && (await this.bindingSession(tenantId, binding));
+    const sessions = binding ? new Map<string, string | { reason: string }>() : await this.resolveSessions(tenantId, writes);
     const accepted: typeof writes = [];
     for (const entry of writes) {
       const { write, session } = entry;
       // A patch never moves a run to another project.
       delete write.session_id;
-      if (binding) write.scope_session_id = binding.id;
+      if (binding) write.scope_session_id = typeof bound === 'string' ? bound : binding.id;
       if (write.op === 'create') {
-        const resolved = sessions.get(refKey(binding ? { id: binding.id } : session!));
+        const resolved = bound ?? sessions.get(refKey(session!));
         if (typeof resolved === 'object') {
           refused.push({ index: entry.index, id: write.id, reason: resolved.reason });
           continue;
@@ -64,18 +66,9 @@ export class TraceIngest {
    * The project id of every project the creates name by name (created when missing), or why it
    * cannot be had. Projects named by id are checked by the store.
    */
-  private async resolveSessions(
-    tenantId: string,
-    writes: { write: RunWrite; session: SessionRef | undefined }[],
-    binding: ProjectBinding | undefined,
-  ): Promise<Map<string, string | { reason: string }>> {
+  private async resolveSessions(tenantId: string, writes: { write: RunWrite; session: SessionRef | undefined }[]): Promise<Map<string, string | { reason: string }>> {
     const resolved = new Map<string, string | { reason: string }>();
-    if (!writes.some((w) => w.write.op === 'create')) return resolved;
-    if (binding) {
-      resolved.set(refKey({ id: binding.id }), await this.bindingSession(tenantId, binding));
-      return resolved;
-    }
-    const names = new Set(writes.flatMap((w) => (w.session && 'name' in w.session ? [w.session.name] : [])));
+    const names = new Set(writes.flatMap((w) => (w.write.op === 'create' && w.session && 'name' in w.session ? [w.session.name] : [])));
     for (const name of names) {
       try {
         const { session, created } = await this.store.ensureSession(tenantId, { name });
@@ -89,24 +82,31 @@ export class TraceIngest {
     return resolved;
   }
 
-  /** The bound project, created with its id and name when missing. */
+  /**
+   * The bound project: the one with its id, else the tenant's project with its name (a deployment
+   * named after a project that already exists — the folder `berth dev` traced, or a deleted
+   * deployment of the same name — traces into it rather than losing every run to the name clash),
+   * else created with its id and name.
+   */
   private async bindingSession(tenantId: string, binding: ProjectBinding): Promise<string | { reason: string }> {
-    try {
-      await this.store.getSession(tenantId, binding.id);
-      return binding.id;
-    } catch (error) {
-      if (!isBerthError(error) || error.code !== 'not_found') throw error;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const byId = await this.store.getSession(tenantId, binding.id).catch((error: unknown) => {
+        if (isBerthError(error) && error.code === 'not_found') return undefined;
+        throw error;
+      });
+      if (byId) return byId.id;
+      const byName = await this.store.findSessionByName(tenantId, binding.name);
+      if (byName) return byName.id;
+      try {
+        await this.store.createSession(tenantId, { id: binding.id, name: binding.name });
+        this.logger.info({ tenantId, sessionId: binding.id, name: binding.name }, 'bound tracing project created by ingest');
+        return binding.id;
+      } catch (error) {
+        // Created by a concurrent batch: found by id or name on the next attempt.
+        if (!(error instanceof ConflictError)) throw error;
+      }
     }
-    try {
-      await this.store.createSession(tenantId, { id: binding.id, name: binding.name });
-      this.logger.info({ tenantId, sessionId: binding.id, name: binding.name }, 'bound tracing project created by ingest');
-      return binding.id;
-    } catch (error) {
-      if (!(error instanceof ConflictError)) throw error;
-      // Created by a concurrent batch: fine. Otherwise another project holds the name.
-      const again = await this.store.getSession(tenantId, binding.id).catch(() => undefined);
-      return again ? binding.id : { reason: `the tracing project name ${JSON.stringify(binding.name)} is taken by another project` };
-    }
+    return { reason: `the tracing project ${JSON.stringify(binding.name)} (${binding.id}) could not be created` };
   }
 }
 

@@ -16,6 +16,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import type { Request } from 'express';
 import type { z } from 'zod';
 import type { ControlPlaneClients } from '../control-plane.js';
+import type { ExportWorkerClients } from '../export-worker.js';
 import {
   CreateDeploymentBody,
   deploymentStatuses,
@@ -38,8 +39,21 @@ import { publicOrigin } from './auth-flows.js';
 
 export interface DeploymentRouteDeps {
   controlPlane: ControlPlaneClients;
+  /** The trace store, where a new deployment's tracing project is got or created. */
+  exportWorker?: ExportWorkerClients;
   /** Base URL of deployment URLs; the request's own origin when unset. */
   publicUrl?: string;
+}
+
+/**
+ * The id of the tenant's tracing project named after a new deployment, created when missing: the
+ * project `berth dev` traced into from the same folder, or a deleted deployment of that name left,
+ * goes on. '' (the control plane picks a new id) when no export-worker is configured.
+ */
+async function tracingProjectOf(exportWorker: ExportWorkerClients | undefined, tenantId: string, name: string): Promise<string> {
+  if (!exportWorker?.configured) return '';
+  const answer = await exportWorker.traces.createSession({ tenantId, name, upsert: true });
+  return found(answer.session, 'Tracing project').id;
 }
 
 /** The id as the control plane stores it, or a 404 for text that cannot be an id. */
@@ -134,7 +148,9 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
       errors: [409, 503],
       handler: async ({ body, auth, req }) => {
         const sourceConfig = { ...(body.source_config ?? {}), deployment_type: body.source_config?.deployment_type ?? 'dev' };
+        const sessionId = await tracingProjectOf(deps.exportWorker, auth.tenantId, body.name);
         const answer = await rpc().createDeployment({
+          sessionId,
           tenantId: auth.tenantId,
           name: body.name,
           source: body.source,
