@@ -1,10 +1,10 @@
 /**
  * Child process of bench/export/run.mjs: Berth's exportPartition over every day of the loaded range,
- * one partition after another, into the S3 server. Prints one JSON line: rows, seconds, peak RSS,
+ * `partitions` days at a time, into the S3 server. Prints one JSON line: rows, seconds, peak RSS,
  * and where the time went. Runs alone in its process so that its peak RSS is the writer's own.
  *
  * Argument: a JSON object { databaseUrl, s3: {endpoint, accessKeyId, secretAccessKey}, bucket,
- * tenantId, sessionId, days: ["YYYY-MM-DD", …], pageRows, fileRows }.
+ * exportId, tenantId, sessionId, days: ["YYYY-MM-DD", …], partitions, pageRows, fileRows }.
  */
 import { performance } from 'node:perf_hooks';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -12,7 +12,7 @@ import { createDatabase } from '@berth/db';
 import { TRACE_STORE_SCHEMA, TraceStore, emptyCheckpoint, exportPartition, partitionFolder } from '@berth/export-worker';
 
 const args = JSON.parse(process.argv[2]);
-const database = createDatabase({ connectionString: args.databaseUrl, schema: TRACE_STORE_SCHEMA, max: 2 });
+const database = createDatabase({ connectionString: args.databaseUrl, schema: TRACE_STORE_SCHEMA, max: 2 * args.partitions });
 const traces = new TraceStore(database);
 const client = new S3Client({
   endpoint: args.s3.endpoint,
@@ -47,25 +47,31 @@ client.send = async (...a) => {
 
 let rows = 0;
 let files = 0;
-const started = performance.now();
-for (const day of args.days) {
-  const start = new Date(`${day}T00:00:00Z`);
-  const result = await exportPartition({
-    traces,
-    tenantId: args.tenantId,
-    sessionId: args.sessionId,
-    start,
-    end: new Date(start.getTime() + 86_400_000),
-    target: { client, bucket: args.bucket, folder: partitionFolder({ prefix: 'bench', exportId: 'berth', tenantId: args.tenantId, sessionId: args.sessionId, day }) },
-    checkpoint: emptyCheckpoint(),
-    // The platform saves checkpoints in the export run's record; here they are kept in memory.
-    save: async () => {},
-    pageRows: args.pageRows,
-    fileRows: args.fileRows,
-  });
-  rows += result.rows_written;
-  files += result.exported_files.length;
+// Day partitions run `partitions` at a time, as the export runner runs export runs (its
+// `concurrency`, default 2) — several days of one export among them.
+const queue = [...args.days];
+async function exportDays() {
+  for (let day = queue.shift(); day !== undefined; day = queue.shift()) {
+    const start = new Date(`${day}T00:00:00Z`);
+    const result = await exportPartition({
+      traces,
+      tenantId: args.tenantId,
+      sessionId: args.sessionId,
+      start,
+      end: new Date(start.getTime() + 86_400_000),
+      target: { client, bucket: args.bucket, folder: partitionFolder({ prefix: 'bench', exportId: args.exportId, tenantId: args.tenantId, sessionId: args.sessionId, day }) },
+      checkpoint: emptyCheckpoint(),
+      // The platform saves checkpoints in the export run's record; here they are kept in memory.
+      save: async () => {},
+      pageRows: args.pageRows,
+      fileRows: args.fileRows,
+    });
+    rows += result.rows_written;
+    files += result.exported_files.length;
+  }
 }
+const started = performance.now();
+await Promise.all(Array.from({ length: args.partitions }, exportDays));
 const seconds = (performance.now() - started) / 1000;
 const usage = process.resourceUsage();
 client.destroy();

@@ -2,16 +2,16 @@
 /**
  * bench/export: bulk export of runs to Parquet. Loads N runs (inputs and outputs of a few KB each)
  * into a fresh Postgres, then in the same run measures
- *   1. Berth's exportPartition, day by day over the whole range, from Postgres into a local S3
- *      server (s3rver), in a child process (bench/export/berth-export.mjs): rows/s and its peak RSS;
+ *   1. Berth's exportPartition over the whole range, once per --partitions setting (days at a time), from
+ *      Postgres into a local S3 server (s3rver), each in a child process (bench/export/berth-export.mjs): rows/s and its peak RSS;
  *   2. DuckDB writing the same rows to one zstd Parquet file from a CSV dump of them
  *      (bench/export/duckdb-copy.mjs, which says exactly what its timing covers): rows/s and peak RSS.
  * Writes the figures to docs/benchmarks.md (section bench:export).
  *
  * Ingest (runs/s through the langsmith client into the gateway) is a separate measurement with its
- * own script and section (bench:ingest), added with the ingest API; this script does not touch it.
+ * own script (bench/export/ingest.mjs) and section (bench:ingest); this script does not touch it.
  *
- * Usage (after `make build`): node bench/export/run.mjs [--runs 1000000] [--days 10] [--page-rows 1000]
+ * Usage (after `make build`): node bench/export/run.mjs [--runs 1000000] [--days 10] [--partitions 1,2] [--page-rows 1000]
  *   [--file-rows 100000] [--no-write] [--keep]
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,6 +26,7 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { PostgresServer, S3Server } from '@berth/local-stack';
 import { createDatabase, sql } from '@berth/db';
 import { TRACE_STORE_SCHEMA, TraceStore, migrateExportWorker, partitionName } from '@berth/export-worker';
+import { texts } from './payloads.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -39,6 +40,7 @@ const { values: opts } = parseArgs({
   options: {
     runs: { type: 'string', default: '1000000' },
     days: { type: 'string', default: '10' },
+    partitions: { type: 'string', default: '1,2' },
     'page-rows': { type: 'string', default: '1000' },
     'file-rows': { type: 'string', default: '100000' },
     'no-write': { type: 'boolean', default: false },
@@ -47,9 +49,10 @@ const { values: opts } = parseArgs({
 });
 const RUNS = Number(opts.runs);
 const DAYS = Number(opts.days);
+const PARTITIONS = opts.partitions.split(',').map(Number);
 const PAGE_ROWS = Number(opts['page-rows']);
 const FILE_ROWS = Number(opts['file-rows']);
-for (const [name, value] of Object.entries({ runs: RUNS, days: DAYS, 'page-rows': PAGE_ROWS, 'file-rows': FILE_ROWS })) {
+for (const [name, value] of Object.entries({ runs: RUNS, days: DAYS, ...Object.fromEntries(PARTITIONS.map((p, i) => [`partitions[${i}]`, p])), 'page-rows': PAGE_ROWS, 'file-rows': FILE_ROWS })) {
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a positive integer`);
 }
 if (!existsSync(join(ROOT, 'services/export-worker/dist/index.js'))) throw new Error('services/export-worker/dist is missing: run `make build` first');
@@ -64,19 +67,6 @@ chmodSync(dumpDir, 0o777);
 const log = (line) => console.log(line);
 const secondsSince = (t) => (performance.now() - t) / 1000;
 const days = Array.from({ length: DAYS }, (_, i) => new Date(Date.parse(`${FIRST_DAY}T00:00:00Z`) + i * 86_400_000).toISOString().slice(0, 10));
-
-/** A pool of texts of ~1.5 KB made of pseudo-words: payloads zstd can compress about as well as prose. */
-function texts(count) {
-  let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-  const letters = 'etaoinshrdlcumwfgypbvkjxqz';
-  const words = Array.from({ length: 5000 }, () => Array.from({ length: 2 + Math.floor(random() * 9) }, () => letters[Math.floor(random() * random() * 26)]).join(''));
-  return Array.from({ length: count }, () => {
-    let text = '';
-    while (text.length < 1500) text += `${words[Math.floor(random() * words.length)]}${random() < 0.1 ? '. ' : ' '}`;
-    return text;
-  });
-}
 
 /** Runs `node script arg…`; resolves with its last stdout line as JSON. */
 function child(script, args) {
@@ -164,30 +154,40 @@ try {
   await database.close();
   database = undefined;
 
-  log('Berth: exportPartition, day by day, into s3rver…');
-  const berth = await child('berth-export.mjs', [
-    JSON.stringify({
-      databaseUrl: connectionString,
-      s3: { endpoint, accessKeyId: S3Server.accessKeyId, secretAccessKey: S3Server.secretAccessKey },
-      bucket: 'bench-export',
-      tenantId,
-      sessionId: session.id,
-      days,
-      pageRows: PAGE_ROWS,
-      fileRows: FILE_ROWS,
-    }),
-  ]);
-  if (berth.rows !== RUNS) throw new Error(`Berth exported ${berth.rows} runs, expected ${RUNS}`);
+  // Each setting of --partitions (days exported at once, as the runner's `concurrency` runs them)
+  // in a child of its own, into a folder of its own, over the same rows.
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3Server.accessKeyId, secretAccessKey: S3Server.secretAccessKey } });
-  let berthBytes = 0;
-  let token;
-  do {
-    const page = await client.send(new ListObjectsV2Command({ Bucket: 'bench-export', ContinuationToken: token }));
-    for (const o of page.Contents ?? []) berthBytes += o.Size ?? 0;
-    token = page.NextContinuationToken;
-  } while (token);
+  const berths = [];
+  for (const partitions of PARTITIONS) {
+    log(`Berth: exportPartition, ${partitions} day(s) at a time, into s3rver…`);
+    const exportId = `berth-p${partitions}`;
+    const berth = await child('berth-export.mjs', [
+      JSON.stringify({
+        databaseUrl: connectionString,
+        s3: { endpoint, accessKeyId: S3Server.accessKeyId, secretAccessKey: S3Server.secretAccessKey },
+        bucket: 'bench-export',
+        exportId,
+        tenantId,
+        sessionId: session.id,
+        days,
+        partitions,
+        pageRows: PAGE_ROWS,
+        fileRows: FILE_ROWS,
+      }),
+    ]);
+    if (berth.rows !== RUNS) throw new Error(`Berth exported ${berth.rows} runs, expected ${RUNS}`);
+    berth.partitions = partitions;
+    berth.bytes = 0;
+    let token;
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: 'bench-export', Prefix: `bench/export_id=${exportId}/`, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) berth.bytes += o.Size ?? 0;
+      token = page.NextContinuationToken;
+    } while (token);
+    log(`  ${berth.rows} runs in ${berth.seconds.toFixed(1)} s = ${Math.round(berth.rows / berth.seconds)} runs/s, peak RSS ${berth.maxRssMiB.toFixed(0)} MiB`);
+    berths.push(berth);
+  }
   client.destroy();
-  log(`  ${berth.rows} runs in ${berth.seconds.toFixed(1)} s = ${Math.round(berth.rows / berth.seconds)} runs/s, peak RSS ${berth.maxRssMiB.toFixed(0)} MiB`);
 
   log('dumping the runs to CSV for DuckDB…');
   t = performance.now();
@@ -207,7 +207,7 @@ try {
   if (duck.rows !== RUNS) throw new Error(`DuckDB wrote ${duck.rows} runs, expected ${RUNS}`);
   log(`  ${duck.rows} runs in ${duck.seconds.toFixed(1)} s = ${Math.round(duck.rows / duck.seconds)} runs/s, peak RSS ${duck.maxRssMiB.toFixed(0)} MiB`);
 
-  const result = { berth, berthBytes, duck, loadSeconds, tableSize, dumpSeconds, csvBytes };
+  const result = { berths, duck, loadSeconds, tableSize, dumpSeconds, csvBytes };
   const section = render(result);
   console.log(`\n${section}`);
   if (!opts['no-write']) {
@@ -225,9 +225,9 @@ try {
   else rmSync(temp, { recursive: true, force: true });
 }
 
-function render({ berth, berthBytes, duck, loadSeconds, tableSize, dumpSeconds, csvBytes }) {
+function render({ berths, duck, loadSeconds, tableSize, dumpSeconds, csvBytes }) {
   const rate = (r) => Math.round(r.rows / r.seconds).toLocaleString('en-US');
-  const share = berth.rows / berth.seconds / (duck.rows / duck.seconds);
+  const share = (berth) => berth.rows / berth.seconds / (duck.rows / duck.seconds);
   const mib = (b) => `${(b / 2 ** 20).toFixed(0)} MiB`;
   const met = (ok) => (ok ? 'met' : '**missed**');
   const revision = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
@@ -239,10 +239,12 @@ into the trace store's day partitions (${loadSeconds.toFixed(0)} s; ${tableSize}
 set as an LLM run would: inputs (system prompt of ~1.5 KB of pseudo-words + a question) and outputs (~1.5 KB) as
 JSON, extra, events, tags, tokens, costs, times; every 50th has an error and every 10th feedback.
 
-**Berth:** \`exportPartition\` (services/export-worker/src/writer) over the whole range, one day partition after another,
-${PAGE_ROWS} rows per Postgres page, files of up to ${FILE_ROWS.toLocaleString('en-US')} rows, zstd, into a local s3rver (the same machine, its
-own process is the benchmark's parent; objects on disk); checkpoints kept in memory. Timed from the first page read to the
-last object completed, in a child process of its own whose peak RSS is \`process.resourceUsage().maxRSS\`.
+**Berth:** \`exportPartition\` (services/export-worker/src/writer) over the whole range, one day partition at a time, then
+again two at a time (as the export runner runs export runs: its \`concurrency\`, default 2), ${PAGE_ROWS} rows per Postgres page,
+files of up to ${FILE_ROWS.toLocaleString('en-US')} rows, zstd (encoded on a thread of its own per partition), into a local s3rver (the same
+machine, its own process is the benchmark's parent; objects on disk); checkpoints kept in memory. Each timed from the first
+page read to the last object completed, in a child process of its own whose peak RSS is
+\`process.resourceUsage().maxRSS\` (all of its threads).
 **DuckDB:** ${'`'}@duckdb/node-api${'`'} 1.5.6, ${duck.threads} threads, one statement \`COPY (SELECT * FROM read_csv('runs.csv', columns = {…the
 same 29 column types…})) TO 'runs.parquet' (FORMAT parquet, COMPRESSION zstd)\`: its timing covers reading and parsing a CSV
 dump of the same rows from local disk, encoding, and writing one file to local disk — not reading Postgres (the dump
@@ -256,12 +258,12 @@ took ${dumpSeconds.toFixed(0)} s and is not counted) and no upload. Peak RSS of 
 
 | writer | rows | seconds | rows/s | peak RSS | CPU s | output | target |
 |---|---:|---:|---:|---:|---:|---:|---|
-| Berth \`exportPartition\` (Postgres → Parquet → S3) | ${berth.rows.toLocaleString('en-US')} | ${berth.seconds.toFixed(1)} | ${rate(berth)} | ${berth.maxRssMiB.toFixed(0)} MiB | ${berth.cpuSeconds.toFixed(0)} | ${mib(berthBytes)} in ${berth.files} files | ${(share * 100).toFixed(0)} % of DuckDB: ${met(share >= TARGET.rateShare)}; RSS: ${met(berth.maxRssMiB * 2 ** 20 < TARGET.rssMiB * 1e6)} |
+${berths.map((berth) => `| Berth \`exportPartition\`, ${berth.partitions} day(s) at a time (Postgres → Parquet → S3) | ${berth.rows.toLocaleString('en-US')} | ${berth.seconds.toFixed(1)} | ${rate(berth)} | ${berth.maxRssMiB.toFixed(0)} MiB | ${berth.cpuSeconds.toFixed(0)} | ${mib(berth.bytes)} in ${berth.files} files | ${(share(berth) * 100).toFixed(0)} % of DuckDB: ${met(share(berth) >= TARGET.rateShare)}; RSS: ${met(berth.maxRssMiB * 2 ** 20 < TARGET.rssMiB * 1e6)} |`).join('\n')}
 | DuckDB \`COPY … TO parquet\` (CSV → Parquet) | ${duck.rows.toLocaleString('en-US')} | ${duck.seconds.toFixed(1)} | ${rate(duck)} | ${duck.maxRssMiB.toFixed(0)} MiB | ${duck.cpuSeconds.toFixed(0)} | ${mib(duck.parquetBytes)} in 1 file (CSV ${mib(csvBytes)}) | |
 
-Berth's time, awaited (overlapping: the next page is read while the current one is encoded): Postgres pages
-${berth.awaitedScanSeconds.toFixed(1)} s over ${berth.scans} queries, S3 requests ${berth.awaitedS3Seconds.toFixed(1)} s over ${berth.s3Requests} requests.
+Berth's time, awaited (overlapping: the next page is read while the current one is converted and earlier ones are encoded on
+the encoder's thread; with several days at a time their waits add up): ${berths.map((b) => `${b.partitions} day(s) at a time: Postgres pages ${b.awaitedScanSeconds.toFixed(1)} s over ${b.scans} queries, S3 requests ${b.awaitedS3Seconds.toFixed(1)} s over ${b.s3Requests} requests`).join('; ')}.
 
-Ingest (runs/s through the langsmith client into the gateway) is measured separately, in section \`bench:ingest\`, once the
-ingest API exists; it is not part of this figure.`;
+Ingest (runs/s through the langsmith client into the gateway) is measured separately (\`bench/export/ingest.mjs\`, section
+\`bench:ingest\`); it is not part of this figure.`;
 }

@@ -40,9 +40,12 @@ const CASTS: Partial<Record<FilterField, string>> = {
   is_root: 'boolean',
 };
 
-/** Run metadata lives in `extra.metadata`, as LangSmith clients send it. */
-const METADATA = sql`(CASE WHEN jsonb_typeof(extra->'metadata') = 'object' THEN extra->'metadata' ELSE '{}'::jsonb END)`;
-const FEEDBACK = sql`(CASE WHEN jsonb_typeof(feedback_stats) = 'object' THEN feedback_stats ELSE '{}'::jsonb END)`;
+/**
+ * Run metadata lives in `extra.metadata`, as LangSmith clients send it. The payload columns are
+ * stored as `json` (text; cheap to export), so the object a filter tests is cast to jsonb here.
+ */
+const METADATA = sql`(CASE WHEN json_typeof(extra->'metadata') = 'object' THEN (extra->'metadata')::jsonb ELSE '{}'::jsonb END)`;
+const FEEDBACK = sql`(CASE WHEN json_typeof(feedback_stats) = 'object' THEN feedback_stats::jsonb ELSE '{}'::jsonb END)`;
 
 export function compileFilter(node: FilterNode): Condition {
   switch (node.kind) {

@@ -94,7 +94,7 @@ function checked(column: RunColumn, value: unknown, field: string = column): unk
     case 'numeric':
       if (typeof value === 'number' && Number.isFinite(value)) return value;
       return typeof value === 'string' && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value) ? value : fail('a number');
-    case 'jsonb':
+    case 'json':
       if (column === 'extra' || column === 'feedback_stats') return isObject(value) ? value : fail('an object');
       if (column === 'events') return Array.isArray(value) ? value : fail('a list');
       return value;

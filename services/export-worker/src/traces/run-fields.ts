@@ -44,7 +44,7 @@ export type RunWrite = RunFields & {
   scope_session_id?: string;
 };
 
-type StoredType = 'uuid' | 'uuid[]' | 'text' | 'text[]' | 'jsonb' | 'timestamptz' | 'bigint' | 'numeric';
+type StoredType = 'uuid' | 'uuid[]' | 'text' | 'text[]' | 'json' | 'timestamptz' | 'bigint' | 'numeric';
 
 /** Every stored column a write may set, except id and start_time (the row's key). */
 export const RUN_COLUMNS = {
@@ -57,13 +57,13 @@ export const RUN_COLUMNS = {
   name: 'text',
   run_type: 'text',
   end_time: 'timestamptz',
-  inputs: 'jsonb',
-  outputs: 'jsonb',
+  inputs: 'json',
+  outputs: 'json',
   error: 'text',
-  extra: 'jsonb',
-  events: 'jsonb',
+  extra: 'json',
+  events: 'json',
   tags: 'text[]',
-  feedback_stats: 'jsonb',
+  feedback_stats: 'json',
   prompt_tokens: 'bigint',
   completion_tokens: 'bigint',
   total_tokens: 'bigint',
@@ -81,7 +81,7 @@ export const RUN_COLUMN_NAMES = Object.keys(RUN_COLUMNS) as RunColumn[];
 export function columnValue(column: RunColumn, value: unknown): unknown {
   if (value === undefined || value === null) return null;
   switch (RUN_COLUMNS[column]) {
-    case 'jsonb':
+    case 'json':
       return JSON.stringify(value);
     case 'timestamptz':
       return toDate(value, column).toISOString();

@@ -251,7 +251,12 @@ export class TraceStore {
 
   /** A page of runs; only the partitions of [start, end) are read. */
   async scanRuns(tenantId: string, scan: RunScan): Promise<RunRow[]> {
-    return (await runScanQuery(tenantId, scan).execute(this.db)).rows;
+    const { rows } = await runScanQuery(tenantId, scan).execute(this.db);
+    if (scan.jsonText) {
+      // Times come as epoch milliseconds (see JSON_TEXT_COLUMNS).
+      for (const row of rows) for (const column of TIME_COLUMNS) if (row[column] !== null) row[column] = new Date(row[column] as number);
+    }
+    return rows;
   }
 
   /** Applies a batch of creates and patches of `tenantId`'s runs, in order. */
@@ -272,14 +277,17 @@ export class TraceStore {
     const days = valid.filter((w) => w.op === 'create').map((w) => dayOf(toDate(w.start_time, 'start_time')));
     await this.ensurePartitions(days);
 
+    if (valid.length === 0) return result;
     await this.db.transaction().execute(async (trx) => {
       // One writer per run at a time (concurrent batches carrying the same run), in a fixed
-      // order so that two batches never wait on each other.
-      for (const id of [...new Set(valid.map((w) => w.id))].sort()) {
-        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 7411))`.execute(trx);
-      }
+      // order so that two batches never wait on each other. One statement for the whole batch:
+      // statements per run, not rows, were what limited ingest (docs/benchmarks.md, "Trace ingest").
+      const ids = [...new Set(valid.map((w) => w.id))].sort();
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS locked`.execute(trx);
+      const stored = await sql<RunKey & { id: string }>`SELECT id, tenant_id, start_time FROM run_keys WHERE id = ANY(${ids}::uuid[])`.execute(trx);
+      const keys = new Map(stored.rows.map(({ id, ...key }) => [id, key]));
       for (const write of valid) {
-        const outcome = await applyWrite(trx, tenantId, write);
+        const outcome = await applyWrite(trx, tenantId, write, keys);
         if (outcome === 'foreign') {
           result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run (or another project)' });
         } else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
@@ -306,7 +314,11 @@ export class TraceStore {
   }
 }
 
-/** The query of {@link TraceStore.scanRuns}: bounds on start_time first, so the planner prunes partitions. */
+/**
+ * The query of {@link TraceStore.scanRuns}: bounds on start_time first, so the planner prunes
+ * partitions. The order names the table's columns: with `jsonText` the output's start_time is a
+ * number, and ordering by it would sort the range instead of walking the index.
+ */
 export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow> {
   const conditions = [
     sql`tenant_id = ${tenantId}::uuid`,
@@ -317,14 +329,21 @@ export function runScanQuery(tenantId: string, scan: RunScan): RawBuilder<RunRow
   if (scan.after) conditions.push(sql`(start_time, id) > (${scan.after.start_time.toISOString()}::timestamptz, ${scan.after.id}::uuid)`);
   if (scan.filter) conditions.push(compileFilter(scan.filter));
   const columns = scan.jsonText ? sql.raw(JSON_TEXT_COLUMNS) : sql`*`;
-  return sql<RunRow>`SELECT ${columns} FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY start_time, id LIMIT ${scan.limit}`;
+  return sql<RunRow>`SELECT ${columns} FROM runs WHERE ${sql.join(conditions, sql` AND `)} ORDER BY runs.start_time, runs.id LIMIT ${scan.limit}`;
 }
 
-/** The run's fields, with the JSON ones (and the lists) as JSON text. */
+const TIME_COLUMNS = ['start_time', 'end_time', 'first_token_time'] as const;
+const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8 AS ${column}`;
+
+/**
+ * The run's fields, with the JSON ones (and the lists) as JSON text, and times as epoch
+ * milliseconds: node-postgres parses timestamp text with a regular expression per value, a
+ * tenth of an export's CPU; a float is cheap.
+ */
 const JSON_TEXT_COLUMNS = `id, tenant_id, session_id, trace_id, dotted_order, parent_run_id, array_to_json(parent_run_ids)::text AS parent_run_ids,
-  reference_example_id, name, run_type, start_time, end_time, inputs::text AS inputs, outputs::text AS outputs, error, extra::text AS extra,
-  events::text AS events, array_to_json(tags)::text AS tags, feedback_stats::text AS feedback_stats, prompt_tokens, completion_tokens,
-  total_tokens, prompt_cost, completion_cost, total_cost, first_token_time, trace_tier, status, is_root`;
+  reference_example_id, name, run_type, ${epochMs('start_time')}, ${epochMs('end_time')}, inputs::text AS inputs, outputs::text AS outputs, error,
+  extra::text AS extra, events::text AS events, array_to_json(tags)::text AS tags, feedback_stats::text AS feedback_stats, prompt_tokens,
+  completion_tokens, total_tokens, prompt_cost, completion_cost, total_cost, ${epochMs('first_token_time')}, trace_tier, status, is_root`;
 
 /** The partition holding runs that started on `day` (`YYYY-MM-DD`, UTC). */
 export function partitionName(day: string): string {
@@ -362,8 +381,15 @@ function invalidReason(write: RunWrite, knownSessions: Set<string>): string | un
 
 type Outcome = 'stored' | 'pending' | 'foreign';
 
-async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite): Promise<Outcome> {
-  const key = (await sql<{ tenant_id: string; start_time: Date }>`SELECT tenant_id, start_time FROM run_keys WHERE id = ${write.id}::uuid`.execute(trx)).rows[0];
+/** Where a stored run lives (its run_keys row). */
+interface RunKey {
+  tenant_id: string;
+  start_time: Date;
+}
+
+/** Applies one write; `keys` holds the batch's runs already stored, and gains the ones it creates. */
+async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, keys: Map<string, RunKey>): Promise<Outcome> {
+  const key = keys.get(write.id);
   if (key && key.tenant_id !== tenantId) return 'foreign';
   if (key && write.scope_session_id) {
     const stored = await sql<{ session_id: string }>`SELECT session_id FROM runs WHERE id = ${write.id}::uuid AND start_time = ${key.start_time}`.execute(trx);
@@ -378,11 +404,9 @@ async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: Run
     return 'pending';
   }
   const startTime = toDate(write.start_time, 'start_time');
-  await sql`INSERT INTO run_keys (id, tenant_id, start_time) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()})`.execute(trx);
-  await insertRun(trx, tenantId, write, startTime);
-  const pending = await sql<{ seq: string; patch: RunWrite }>`
-    DELETE FROM pending_run_patches WHERE run_id = ${write.id}::uuid AND tenant_id = ${tenantId}::uuid RETURNING seq, patch`.execute(trx);
-  const ordered = [...pending.rows].sort((a, b) => Number(a.seq) - Number(b.seq));
+  const pending = await insertRun(trx, tenantId, write, startTime);
+  keys.set(write.id, { tenant_id: tenantId, start_time: startTime });
+  const ordered = [...pending].sort((a, b) => Number(a.seq) - Number(b.seq));
   for (const { patch } of ordered) {
     if (patch.scope_session_id && patch.scope_session_id !== write.session_id) continue;
     await mergeInto(trx, patch, startTime, 'overwrite');
@@ -404,15 +428,20 @@ function bound(column: RunColumn, value: unknown): RawBuilder<unknown> {
   return sql`${columnValue(column, value)}::${sql.raw(RUN_COLUMNS[column])}`;
 }
 
-async function insertRun(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, startTime: Date): Promise<void> {
+/** Stores a new run (and its key) in one statement; returns the patches that were waiting for it. */
+async function insertRun(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, startTime: Date): Promise<{ seq: string; patch: RunWrite }[]> {
   const run = derived(write);
   const values = RUN_COLUMN_NAMES.map((column) => {
     const value = run[column];
     if ((column === 'tags' || column === 'parent_run_ids') && value == null) return bound(column, []);
     return bound(column, value);
   });
-  await sql`INSERT INTO runs (id, tenant_id, start_time, ${sql.join(RUN_COLUMN_NAMES.map((c) => sql.id(c)))})
-    VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz, ${sql.join(values)})`.execute(trx);
+  const { rows } = await sql<{ seq: string; patch: RunWrite }>`
+    WITH new_key AS (INSERT INTO run_keys (id, tenant_id, start_time) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz)),
+      new_run AS (INSERT INTO runs (id, tenant_id, start_time, ${sql.join(RUN_COLUMN_NAMES.map((c) => sql.id(c)))})
+        VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz, ${sql.join(values)}))
+    DELETE FROM pending_run_patches WHERE run_id = ${write.id}::uuid AND tenant_id = ${tenantId}::uuid RETURNING seq, patch`.execute(trx);
+  return rows;
 }
 
 /**

@@ -15,7 +15,7 @@
  *   0.1000000000000000055…; 12 decimals hold a price per token of a millionth of a cent, 26 integer
  *   digits any total. Values with more decimals are rounded half away from zero.
  */
-import { Bool, Data, Decimal, Field, Int64, RecordBatch, Schema, Struct, TimestampMicrosecond, Utf8, makeData, type DataType } from 'apache-arrow';
+import { Bool, Decimal, Field, Int64, RecordBatch, Schema, Struct, TimestampMicrosecond, Utf8, makeData, type DataType } from 'apache-arrow';
 import { InvalidArgumentError } from '@berth/errors';
 import type { RunRow } from '../traces/trace-store.js';
 
@@ -106,27 +106,54 @@ export function exportSchema(fields: readonly ExportField[]): Schema {
 }
 
 /**
- * One page of runs as a record batch of `schema` (from {@link exportSchema}). The rows are read with
- * `jsonText`, so JSON columns and lists already are the JSON text to write.
+ * A page of runs as plain column buffers, in the order of the fields they were made for: what an
+ * Arrow column holds, without Arrow's objects, so that a page can move to the encoder's thread (its
+ * buffers are transferred, not copied; each owns its memory) and become a record batch there.
  */
-export function runsToBatch(schema: Schema, rows: readonly RunRow[]): RecordBatch {
-  const children = schema.fields.map((field) => columnData(field.name as ExportField, field.type, rows));
-  const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
+export interface ColumnPage {
+  length: number;
+  columns: ColumnBuffers[];
+}
+
+export interface ColumnBuffers {
+  nullCount: number;
+  /** Arrow's validity bitmap; absent when nothing is null. */
+  nullBitmap?: Uint8Array;
+  /** Utf8 columns: where each value starts in `data` (length + 1 entries). */
+  valueOffsets?: Int32Array;
+  data: Uint8Array | Int32Array | Uint32Array | BigInt64Array;
+}
+
+/**
+ * One page of runs as column buffers for `fields`. The rows are read with `jsonText`, so JSON
+ * columns and lists already are the JSON text to write.
+ */
+export function runsToColumns(fields: readonly ExportField[], rows: readonly RunRow[]): ColumnPage {
+  return { length: rows.length, columns: fields.map((field) => columnBuffers(field, rows)) };
+}
+
+/** A page of {@link runsToColumns} as a record batch of `schema` (from {@link exportSchema} of the same fields). */
+export function columnsToBatch(schema: Schema, page: ColumnPage): RecordBatch {
+  const children = schema.fields.map((field, i) => {
+    const { nullCount, nullBitmap, valueOffsets, data } = page.columns[i]!;
+    return makeData({ type: field.type as DataType, length: page.length, nullCount, nullBitmap, valueOffsets, data } as Parameters<typeof makeData>[0]);
+  });
+  const data = makeData({ type: new Struct(schema.fields), length: page.length, nullCount: 0, children });
   return new RecordBatch(schema, data);
 }
 
-function columnData(field: ExportField, type: DataType, rows: readonly RunRow[]): Data {
+function columnBuffers(field: ExportField, rows: readonly RunRow[]): ColumnBuffers {
   const kind = kindOf(field);
   const values = rows.map((row) => (kind === 'decimal' ? finiteDecimal(row[field]) : (row[field] ?? null)));
   const nullBitmap = validity(values);
   const nullCount = nullBitmap ? values.reduce<number>((n, v) => (v === null ? n + 1 : n), 0) : 0;
-  const common = { length: rows.length, nullCount, nullBitmap };
+  const common = { nullCount, ...(nullBitmap ? { nullBitmap } : {}) };
   switch (kind) {
     case 'text':
     case 'json': {
       const strings = values.map((v) => (v === null ? '' : String(v)));
       const [valueOffsets, data] = utf8Buffers(strings);
-      return makeData({ type: type as Utf8, ...common, valueOffsets, data });
+      return { ...common, valueOffsets, data };
     }
     case 'time': {
       // Int64 micros written as (low, high) 32-bit words: a time in ms times 1000 stays below 2^53.
@@ -138,14 +165,14 @@ function columnData(field: ExportField, type: DataType, rows: readonly RunRow[])
         words[2 * i] = micros % 0x1_0000_0000;
         words[2 * i + 1] = Math.floor(micros / 0x1_0000_0000);
       });
-      return makeData({ type: type as TimestampMicrosecond, ...common, data: micros64 });
+      return { ...common, data: micros64 };
     }
     case 'int64': {
       const ints = new BigInt64Array(values.length);
       values.forEach((v, i) => {
         if (v !== null) ints[i] = BigInt(v as string | number);
       });
-      return makeData({ type: type as Int64, ...common, data: ints });
+      return { ...common, data: ints };
     }
     case 'decimal': {
       const words = new BigUint64Array(values.length * 2);
@@ -155,14 +182,14 @@ function columnData(field: ExportField, type: DataType, rows: readonly RunRow[])
         words[2 * i] = BigInt.asUintN(64, scaled);
         words[2 * i + 1] = scaled >> 64n;
       });
-      return makeData({ type: type as Decimal, ...common, data: new Uint32Array(words.buffer) });
+      return { ...common, data: new Uint32Array(words.buffer) };
     }
     case 'bool': {
       const bits = new Uint8Array(Math.ceil(values.length / 8));
       values.forEach((v, i) => {
         if (v === true) bits[i >> 3]! |= 1 << (i & 7);
       });
-      return makeData({ type: type as Bool, ...common, data: bits });
+      return { ...common, data: bits };
     }
   }
 }
@@ -185,7 +212,8 @@ function utf8Buffers(strings: readonly string[]): [Int32Array, Uint8Array] {
     offsets[i + 1] = total;
   });
   if (total > 0x7fff_ffff) throw new InvalidArgumentError(`a page of runs holds more than 2 GiB of text; export with a smaller page size`);
-  const data = Buffer.allocUnsafe(total);
+  // Memory of its own, not a slice of Node's shared pool: the page's buffers move to the encoder's thread.
+  const data = Buffer.allocUnsafeSlow(total);
   strings.forEach((s, i) => data.write(s, offsets[i]!, 'utf8'));
   return [offsets, new Uint8Array(data.buffer, data.byteOffset, data.byteLength)];
 }
@@ -208,13 +236,17 @@ export function scaleDecimal(text: string, field: string): bigint {
   const [, sign, whole = '', fraction = '', exponent = '0'] = match;
   const scale = COST_SCALE + Number(exponent) - fraction.length;
   let digits = BigInt(`${whole}${fraction}` || '0');
-  if (scale >= 0) digits *= 10n ** BigInt(scale);
+  if (scale >= 0) digits *= power(scale);
   else {
-    const divisor = 10n ** BigInt(-scale);
+    const divisor = power(-scale);
     const remainder = digits % divisor;
     digits /= divisor;
     if (remainder * 2n >= divisor) digits += 1n;
   }
-  if (digits >= 10n ** BigInt(COST_PRECISION)) throw new InvalidArgumentError(`${field} ${text} does not fit DECIMAL(${COST_PRECISION}, ${COST_SCALE})`);
+  if (digits >= power(COST_PRECISION)) throw new InvalidArgumentError(`${field} ${text} does not fit DECIMAL(${COST_PRECISION}, ${COST_SCALE})`);
   return sign === '-' ? -digits : digits;
 }
+
+// Powers of ten by exponent, computed once: this runs for three columns of every exported run.
+const POWERS = Array.from({ length: 64 }, (_, i) => 10n ** BigInt(i));
+const power = (exponent: number): bigint => POWERS[exponent] ?? 10n ** BigInt(exponent);

@@ -261,6 +261,15 @@ describe('options', () => {
     expect(rows.map((r) => r.cost)).toEqual([null, '0.500000000000']);
   });
 
+  it('JSON fields are written as the text the run was sent with: its key order, no added spaces', async () => {
+    const session = await newSession();
+    const inputs = { zeta: 'last key first', a: [1.5, { y: true, b: null }], messages: [{ role: 'user', content: 'hi' }] };
+    await seedRuns(session, 1, () => ({ inputs, extra: { metadata: { z: 1, a: 2 } } }));
+    const run = await exportDay(session, { fields: ['inputs', 'extra'] });
+    const { rows } = await readExport(client, bucket, run.prefix, 'SELECT inputs, extra FROM {runs}');
+    expect(rows).toEqual([{ inputs: JSON.stringify(inputs), extra: '{"metadata":{"z":1,"a":2}}' }]);
+  });
+
   it('unknown fields are refused before anything is written', async () => {
     const session = await newSession();
     await expect(exportDay(session, { fields: ['id', 'secret' as never] })).rejects.toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('secret') });

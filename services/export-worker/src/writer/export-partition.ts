@@ -17,9 +17,9 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { InvalidArgumentError } from '@berth/errors';
 import type { FilterNode } from '../filter/parse.js';
 import type { RunRow, TraceStore } from '../traces/trace-store.js';
-import { exportSchema, runsToBatch, selectFields, type ExportField } from './columns.js';
+import { runsToColumns, selectFields, type ExportField } from './columns.js';
 import { ObjectUpload, objectExists } from './object-upload.js';
-import { encodeParquet, type ParquetOptions } from './parquet-stream.js';
+import { ParquetEncoder, type ParquetOptions } from './parquet-stream.js';
 
 export { EXPORT_FIELDS, type ExportField } from './columns.js';
 
@@ -113,7 +113,6 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     await options.save(checkpoint);
   }
 
-  const schema = exportSchema(fields);
   const readPage = (after: RunCursor | null, limit: number): Promise<RunRow[]> => {
     signal?.throwIfAborted();
     return options.traces.scanRuns(options.tenantId, {
@@ -127,17 +126,30 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     });
   };
 
-  for (;;) {
+  // Started with the first page to write; one per partition, for all of its files.
+  let encoder: ParquetEncoder | undefined;
+  try {
+    for (;;) {
+      const full = await exportFile();
+      if (!full) return checkpoint;
+    }
+  } finally {
+    await encoder?.close();
+  }
+
+  /** Writes the next file from the cursor; true when it is full (more runs may follow). */
+  async function exportFile(): Promise<boolean> {
     let limit = Math.min(pageRows, fileRows);
     const first = await readPage(checkpoint.cursor, limit);
-    if (first.length === 0) return checkpoint;
+    if (first.length === 0) return false;
+    encoder ??= new ParquetEncoder(fields, tuning);
     const key = partitionFileKey(target.folder, checkpoint.exported_files.length);
     const upload = new ObjectUpload(target.client, target.bucket, key, tuning.partBytes);
     let rows = 0;
     let last = first.at(-1)!;
 
-    // The next page is read while the current one is encoded (Postgres and the encoder then work
-    // at the same time); at most two pages are held.
+    // The next page is read while the current one is converted, and pages are encoded on the
+    // encoder's thread meanwhile: Postgres, this thread and the encoder work at the same time.
     async function* batches() {
       let page = first;
       for (;;) {
@@ -148,7 +160,7 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
         const next = more ? readPage(cursorOf(last), limit) : undefined;
         // Marks a failed read as handled while the encoder works; it is still thrown below.
         next?.catch(() => undefined);
-        yield runsToBatch(schema, page);
+        yield runsToColumns(fields, page);
         if (!next) return;
         page = await next;
         if (page.length === 0) return;
@@ -156,7 +168,7 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     }
 
     try {
-      await encodeParquet(batches(), (bytes) => upload.write(bytes), tuning);
+      await encoder.encode(batches(), (bytes) => upload.write(bytes));
       signal?.throwIfAborted();
       checkpoint = { ...checkpoint, pending_upload: { file_path: key, target_cursor: cursorOf(last), rows_count: rows } };
       await options.save(checkpoint);
@@ -167,7 +179,7 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     }
     checkpoint = committed(checkpoint);
     await options.save(checkpoint);
-    if (rows < fileRows) return checkpoint;
+    return rows === fileRows;
   }
 }
 
