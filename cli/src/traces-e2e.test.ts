@@ -166,7 +166,7 @@ describe('a deployed project', () => {
     expect(new Set(runs.map((r) => r.session_id))).toEqual(new Set([project.id]));
 
     const good = trace(runs, ok.id);
-    expect(good.root).toMatchObject({ name: 'traced', run_type: 'chain', status: 'success' });
+    expect(good.root).toMatchObject({ name: 'LangGraph', run_type: 'chain', status: 'success' });
     expect(good.root.error ?? null).toBeNull();
     expect(good.nodes.map((r) => r.name).sort()).toEqual(['answer', 'plan']);
     expect(good.llm).toHaveLength(1);
@@ -176,7 +176,7 @@ describe('a deployed project', () => {
     expect(JSON.stringify(llm!.outputs)).toContain('model: planned: hi');
 
     const bad = trace(runs, failed.id);
-    expect(bad.root).toMatchObject({ name: 'traced', status: 'error' });
+    expect(bad.root).toMatchObject({ name: 'LangGraph', status: 'error' });
     expect(bad.root.error).toContain(FAILURE);
     expect(bad.node('answer')).toMatchObject({ status: 'error' });
     expect(bad.node('answer')!.error).toContain(FAILURE);
@@ -238,7 +238,7 @@ describe('berth dev', () => {
       throw new Error(`${error.message}; berth dev printed:\n${output}`);
     });
     const { root, nodes, llm } = trace(runs, run.id);
-    expect(root).toMatchObject({ name: 'traced', status: 'success' });
+    expect(root).toMatchObject({ name: 'LangGraph', status: 'success' });
     expect(nodes.map((r) => r.name).sort()).toEqual(['answer', 'plan']);
     expect(llm.map((r) => r.total_tokens)).toEqual([18]);
     await expect(traces(keyB).readProject({ projectName: 'my-dev-agent' })).rejects.toThrow(/not found/);
@@ -252,7 +252,7 @@ describe('berth dev', () => {
     const run = await agentRun(result.deployment_url, keyA)('deployed');
     expect(run.status).toBe('success');
     const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]);
-    expect(trace(runs, run.id).root).toMatchObject({ name: 'traced', status: 'success', session_id: project.id });
+    expect(trace(runs, run.id).root).toMatchObject({ name: 'LangGraph', status: 'success', session_id: project.id });
     // The deployment names that project as its own, so an export of its session_id has these runs.
     const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as { session_id: string };
     expect(deployment.session_id).toBe(project.id);

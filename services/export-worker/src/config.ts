@@ -29,7 +29,7 @@ export interface BulkExportSettings {
   tenantConcurrency?: number;
   /**
    * Export runs (day partitions) this process executes at once.
-   * @default 2
+   * @default 1 (each has its own encoder thread: ~130 MiB more at peak per run)
    */
   workerConcurrency?: number;
   /**

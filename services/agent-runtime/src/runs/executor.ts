@@ -95,8 +95,8 @@ export class RunExecutor {
       tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
       metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
       signal,
-      // The root run of the trace is named after the graph; its metadata (above) names the run.
-      runName: assistant.graph_id,
+      // The trace's root run is LangGraph's (named "LangGraph", as the anchor's traces and streamed
+      // events are); its metadata (above) names the graph, assistant, thread and run.
       ...(this.deps.tracing ? { callbacks: this.deps.tracing.handlers() } : {}),
       // values and updates always: the last root values are the run's output, and a root
       // `__interrupt__` update says the run stopped at an interrupt (see `finalState`).

@@ -102,7 +102,7 @@ describe('a traced agent server', () => {
 
     const runs = visible(await receiver.trace(run.run_id));
     const root = runs.find((r) => !r.parent_run_id)!;
-    expect(root).toMatchObject({ name: 'traced', run_type: 'chain', session_name: 'my-deployment' });
+    expect(root).toMatchObject({ name: 'LangGraph', run_type: 'chain', session_name: 'my-deployment' });
     expect(root.extra.metadata).toMatchObject({ run_id: run.run_id, thread_id: thread.thread_id, graph_id: 'traced', assistant_id: run.assistant_id });
     expect(root.error ?? null).toBeNull();
 

@@ -23,7 +23,11 @@ export interface ExportRunnerOptions {
   logger: Logger;
   /** The clock (tests move it). @default () => new Date() */
   now?: () => Date;
-  /** Runs this worker executes at once. @default 2 */
+  /**
+   * Runs this worker executes at once. Each has its own Parquet encoder thread (~130 MiB at peak):
+   * one keeps a worker under 500 MB; two export ~10 % faster on 2 CPUs (docs/benchmarks.md).
+   * @default 1
+   */
   concurrency?: number;
   /** Exports of one tenant RUNNING at once across all workers; the rest wait as CREATED. @default 3 */
   tenantConcurrency?: number;
@@ -61,7 +65,7 @@ export class ExportRunner {
   constructor(options: ExportRunnerOptions) {
     this.now = options.now ?? (() => new Date());
     this.o = {
-      concurrency: 2, tenantConcurrency: 3, leaseMs: 60_000, pollMs: 1000, maxRetries: 20, retryBaseMs: 1000, retryMaxMs: 60_000,
+      concurrency: 1, tenantConcurrency: 3, leaseMs: 60_000, pollMs: 1000, maxRetries: 20, retryBaseMs: 1000, retryMaxMs: 60_000,
       timeoutMs: 72 * 3_600_000, exportPartition: writePartition, ...options,
     };
   }
