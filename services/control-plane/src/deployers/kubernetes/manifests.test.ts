@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { ObjectStore } from '@berth/fake-kube';
 import type { KubeObject } from '@berth/fake-kube';
-import { AGENT_HOME, AGENT_UID, buildManifests, cpuQuantity, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
+import { AGENT_HOME, AGENT_UID, buildManifests, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
@@ -171,9 +171,5 @@ describe('object names', () => {
     expect(labelValue('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10')).toBe('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10');
     expect(labelValue('has space')).toMatch(/^h-[0-9a-f]{40}$/);
     expect(labelValue('x'.repeat(64))).toMatch(/^h-/);
-  });
-
-  it('writes CPU as whole cores or millicores', () => {
-    expect([cpuQuantity(1), cpuQuantity(0.5), cpuQuantity(1.5), cpuQuantity(3), cpuQuantity(0.0001)]).toEqual(['1', '500m', '1500m', '3', '1m']);
   });
 });

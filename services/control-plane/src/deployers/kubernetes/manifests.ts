@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Deployment, V1EnvVar, V1PodSecurityContext, V1SecurityContext, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RevisionSpec } from '../deployer.js';
+import { cpuQuantity, memoryQuantity } from '@berth/quantity';
 
 /** Where the agent server listens in its container, and on its Service. */
 export const AGENT_PORT = 8000;
@@ -148,17 +149,6 @@ function objectMeta(spec: RevisionSpec, options: ManifestOptions) {
     labels: commonLabels(spec),
     annotations: { [ANNOTATIONS.deploymentName]: spec.name },
   };
-}
-
-/** CPU cores as a Kubernetes quantity: whole cores plain, fractions in millicores. */
-export function cpuQuantity(cores: number): string {
-  const millis = Math.max(1, Math.round(cores * 1000));
-  return millis % 1000 === 0 ? String(millis / 1000) : `${millis}m`;
-}
-
-/** MiB as a Kubernetes quantity. */
-export function memoryQuantity(mb: number): string {
-  return `${Math.max(1, Math.round(mb))}Mi`;
 }
 
 /**
