@@ -6,21 +6,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { loadCliEnv } from './env.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
-import { bootstrapKey } from './__tests__/bootstrap-key.js';
+import type { RunningPlatform } from './platform.js';
+import { startTestPlatform, type TestPlatform } from './__tests__/test-platform.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 
-let testDb: TestDatabase;
+let stack: TestPlatform;
 let platform: RunningPlatform;
 let temp: string;
 let project: string;
@@ -65,28 +61,15 @@ async function reply(url: string, text: string): Promise<unknown> {
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('cli_deploy_e2e');
-  temp = await mkdtemp(join(tmpdir(), 'berth-deploy-e2e-'));
-  platform = await startPlatform(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      stateDir: join(temp, 'platform'),
-      processEnv: loadCliEnv().processEnv,
-    },
-    silentLogger(),
-  );
-  apiKey = await bootstrapKey(testDb.url);
+  stack = await startTestPlatform('deploy-e2e');
+  ({ platform, temp } = stack);
+  apiKey = stack.adminKey;
   project = join(temp, 'echo-agent');
   await cp(join(repo, 'examples/echo-agent'), project, { recursive: true, filter: (path) => !path.includes('node_modules') });
   await writeFile(join(project, '.env'), `BERTH_API_KEY=${apiKey}\nBERTH_HOST_URL=${platform.url}\nECHO_MODE=plain\n`);
 }, 120_000);
 afterAll(async () => {
-  await platform?.close();
-  await testDb?.drop();
-  await rm(temp, { recursive: true, force: true });
+  await stack?.close();
 });
 
 describe('berth deploy (end to end)', () => {

@@ -8,24 +8,21 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client as AgentClient } from '@langchain/langgraph-sdk';
-import { silentLogger } from '@berth/log';
-import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { until } from '@berth/testing';
 import { Client as TraceClient, type Run } from 'langsmith';
-import { loadCliEnv } from './env.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
-import { bootstrapKey } from './__tests__/bootstrap-key.js';
+import type { RunningPlatform } from './platform.js';
+import { startTestPlatform, type TestPlatform } from './__tests__/test-platform.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const tracedProject = join(repo, 'services/agent-runtime/test-projects/traced');
 const FAILURE = 'the answer node failed on purpose';
 
-let testDb: TestDatabase;
+let stack: TestPlatform;
 let platform: RunningPlatform;
 let temp: string;
 /** API keys of two tenants: A deploys and traces, B must see none of it. */
@@ -123,27 +120,14 @@ function agentRun(url: string, apiKey?: string): (text: string) => Promise<{ id:
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('cli_traces_e2e');
-  temp = await mkdtemp(join(tmpdir(), 'berth-traces-e2e-'));
-  platform = await startPlatform(
-    {
-      databaseUrl: testDb.url,
-      host: '127.0.0.1',
-      port: 0,
-      logLevel: 'silent',
-      stateDir: join(temp, 'platform'),
-      processEnv: loadCliEnv().processEnv,
-    },
-    silentLogger(),
-  );
-  const admin = await bootstrapKey(testDb.url);
+  stack = await startTestPlatform('traces-e2e');
+  ({ platform, temp } = stack);
+  const admin = stack.adminKey;
   keyA = await tenantKey(admin, 'traces-a');
   keyB = await tenantKey(admin, 'traces-b');
 }, 120_000);
 afterAll(async () => {
-  await platform?.close();
-  await testDb?.drop();
-  await rm(temp, { recursive: true, force: true });
+  await stack?.close();
 });
 
 describe('a deployed project', () => {

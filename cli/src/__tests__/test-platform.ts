@@ -1,0 +1,43 @@
+/**
+ * The whole platform as `berth up` starts it, for end-to-end tests: its own database, a temporary
+ * folder (the platform's state lives in `<temp>/platform`) and the bootstrap tenant's admin key.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { loadCliEnv } from '../env.js';
+import { startPlatform, type RunningPlatform } from '../platform.js';
+import { bootstrapKey } from './bootstrap-key.js';
+
+export interface TestPlatform {
+  platform: RunningPlatform;
+  testDb: TestDatabase;
+  /** A temporary folder the test may use; removed by close(). */
+  temp: string;
+  /** The bootstrap tenant's admin API key. */
+  adminKey: string;
+  close(): Promise<void>;
+}
+
+export async function startTestPlatform(name: string): Promise<TestPlatform> {
+  const testDb = await createTestDatabase(`cli_${name.replaceAll('-', '_')}`);
+  const temp = await mkdtemp(join(tmpdir(), `berth-${name}-`));
+  let platform: RunningPlatform | undefined;
+  const close = async () => {
+    await platform?.close();
+    await testDb.drop();
+    await rm(temp, { recursive: true, force: true });
+  };
+  try {
+    platform = await startPlatform(
+      { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', stateDir: join(temp, 'platform'), processEnv: loadCliEnv().processEnv },
+      silentLogger(),
+    );
+    return { platform, testDb, temp, adminKey: await bootstrapKey(testDb.url), close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
