@@ -57,6 +57,7 @@ class AgentConnection {
   readonly socket: Socket;
   private readonly decoder = new FrameDecoder();
   private ended = false;
+  private sending: Promise<void> = Promise.resolve();
 
   constructor(
     socketPath: string,
@@ -86,22 +87,30 @@ class AgentConnection {
     this.socket.on('close', () => this.fail(new AgentError(`sandbox agent at ${socketPath} closed the connection`)));
   }
 
-  /** Writes frames; resolves once the socket takes more (backpressure for large payloads). */
-  async send(frames: Buffer[]): Promise<void> {
-    for (const frame of frames) {
-      if (this.ended) return;
-      if (!this.socket.write(frame)) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            this.socket.off('drain', done);
-            this.socket.off('close', done);
-            resolve();
-          };
-          this.socket.on('drain', done);
-          this.socket.on('close', done);
-        });
+  /**
+   * Writes frames after everything sent before, waiting for the socket to drain when it is full
+   * (backpressure for large payloads); a later call never overtakes an earlier one.
+   */
+  send(frames: Buffer[]): Promise<void> {
+    this.sending = this.sending.then(async () => {
+      for (const frame of frames) {
+        if (this.ended) return;
+        if (!this.socket.write(frame)) await this.drained();
       }
-    }
+    });
+    return this.sending;
+  }
+
+  private drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      this.socket.on('drain', done);
+      this.socket.on('close', done);
+    });
   }
 
   /** A running command may be silent for hours. */

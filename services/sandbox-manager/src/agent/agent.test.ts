@@ -117,6 +117,24 @@ describe('commands', () => {
     expect(stdout.toString()).toBe('round trip');
   });
 
+  it('carries 5 MB through stdin and back', async () => {
+    const cat = await client.spawn({ argv: ['cat'], env: {} });
+    const result = collect(cat);
+    const bytes = randomBytes(5 * 1024 * 1024);
+    cat.write(bytes);
+    cat.closeStdin();
+    const { stdout } = await result;
+    expect(stdout.equals(bytes)).toBe(true);
+  });
+
+  it('reports the exit without waiting for a background child that keeps stdout open', async () => {
+    const started = Date.now();
+    const result = await run('sleep 30 & echo started');
+    expect(result).toMatchObject({ exitCode: 0 });
+    expect(result.stdout.toString()).toBe('started\n');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
   it('applies env over the agent environment, and cwd', async () => {
     mkdirSync(join(dir, 'work'), { recursive: true });
     const result = await run('echo "$BERTH_AGENT_TEST $GREETING $(pwd)"', { env: { GREETING: 'hi there' }, cwd: join(dir, 'work') });

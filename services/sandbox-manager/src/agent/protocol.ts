@@ -56,12 +56,16 @@ export interface Frame {
   payload: Buffer;
 }
 
-export function encodeFrame(type: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  if (payload.length > MAX_PAYLOAD) throw new RangeError(`frame payload of ${payload.length} bytes exceeds ${MAX_PAYLOAD}`);
+function frameHeader(type: number, payloadBytes: number): Buffer {
+  if (payloadBytes > MAX_PAYLOAD) throw new RangeError(`frame payload of ${payloadBytes} bytes exceeds ${MAX_PAYLOAD}`);
   const header = Buffer.allocUnsafe(HEADER_BYTES);
-  header.writeUInt32BE(payload.length + 1, 0);
+  header.writeUInt32BE(payloadBytes + 1, 0);
   header.writeUInt8(type, 4);
-  return Buffer.concat([header, payload]);
+  return header;
+}
+
+export function encodeFrame(type: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  return Buffer.concat([frameHeader(type, payload.length), payload]);
 }
 
 export interface SpawnRequest {
@@ -92,13 +96,17 @@ export function encodeSpawn(spec: SpawnRequest): Buffer {
   return encodeFrame(FrameType.SPAWN, Buffer.concat(parts));
 }
 
-/** Data frames for `data`, split into DATA_CHUNK pieces (none for an empty buffer). */
+/**
+ * DATA frames for `data` in DATA_CHUNK pieces (none for an empty buffer), as header and payload
+ * buffers to write in order: the payloads are views of `data`, not copies (files of hundreds of MiB).
+ */
 export function encodeData(data: Buffer): Buffer[] {
-  const frames: Buffer[] = [];
+  const pieces: Buffer[] = [];
   for (let at = 0; at < data.length; at += DATA_CHUNK) {
-    frames.push(encodeFrame(FrameType.DATA, data.subarray(at, at + DATA_CHUNK)));
+    const payload = data.subarray(at, at + DATA_CHUNK);
+    pieces.push(frameHeader(FrameType.DATA, payload.length), payload);
   }
-  return frames;
+  return pieces;
 }
 
 export interface ExitFrame {
