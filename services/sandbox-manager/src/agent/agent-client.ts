@@ -233,7 +233,13 @@ export class AgentClient {
 
   /** Starts a command; SpawnError when it cannot start, AgentError when the agent is unreachable. */
   async spawn(spec: SpawnRequest): Promise<SandboxProcess> {
-    const request = encodeSpawn(spec);
+    let request: Buffer;
+    try {
+      request = encodeSpawn(spec);
+    } catch (error) {
+      // A NUL in the command, an empty argv: the caller's input, not the agent's fault.
+      throw new SpawnError('bad_request', (error as Error).message);
+    }
     return new Promise<SandboxProcess>((resolve, reject) => {
       let process: AgentProcess | undefined;
       const connection = new AgentConnection(

@@ -155,6 +155,7 @@ describe('commands', () => {
     await expect(client.spawn({ argv: ['/bin/no-such-program'], env: {} })).rejects.toThrow(
       'cannot run /bin/no-such-program: No such file or directory',
     );
+    await expect(run('echo a\0b')).rejects.toThrow(new SpawnError('bad_request', 'argv[2] must not contain a NUL character'));
   });
 
   it('delivers 5 MB of binary output intact, all before the exit', async () => {
