@@ -27,8 +27,6 @@ export interface PodmanServiceOptions {
   storage?: 'overlay' | 'btrfs-loop';
   /** @default 4 GiB (sparse: only what is written takes disk space) */
   btrfsSizeBytes?: number;
-  /** Registries (`host:port`) reached over plain HTTP, written to the private registries.conf. */
-  insecureRegistries?: string[];
   /** @default 'podman' on PATH */
   binary?: string;
 }
@@ -61,6 +59,10 @@ export class PodmanService {
     return this.storage === 'btrfs-loop';
   }
 
+  private get runRoot(): string {
+    return join(this.options.directory, 'run');
+  }
+
   private get storageDir(): string {
     return join(this.options.directory, 'storage');
   }
@@ -80,7 +82,7 @@ export class PodmanService {
   get cliArgs(): string[] {
     return [
       '--root', join(this.storageDir, 'root'),
-      '--runroot', join(this.options.directory, 'runroot'),
+      '--runroot', this.runRoot,
       '--storage-driver', this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay',
     ];
   }
@@ -92,6 +94,9 @@ export class PodmanService {
 
   async start(): Promise<{ socketPath: string }> {
     const dir = this.options.directory;
+    if (this.runRoot.length > 50) {
+      throw new Error(`podman refuses a runroot path over 50 characters (${this.runRoot}): give PodmanService a shorter directory`);
+    }
     await mkdir(join(dir, 'tmp'), { recursive: true });
     await mkdir(join(dir, 'net'), { recursive: true });
     await mkdir(this.storageDir, { recursive: true });
@@ -162,20 +167,14 @@ export class PodmanService {
       `network_config_dir = ${JSON.stringify(join(dir, 'net'))}`,
       '',
     ].join('\n');
-    const registriesConf = [
-      'unqualified-search-registries = []',
-      ...(this.options.insecureRegistries ?? []).flatMap((location) => [
-        '[[registry]]',
-        `location = ${JSON.stringify(location)}`,
-        'insecure = true',
-      ]),
-      '',
-    ].join('\n');
+    // Not the system's registries.conf: no short-name search (references are always full), and
+    // plain-HTTP registries are chosen per pull (the driver's tlsVerify=false), not here.
+    const registriesConf = 'unqualified-search-registries = []\n';
     const storageConf = [
       '[storage]',
       `driver = "${this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay'}"`,
       `graphroot = ${JSON.stringify(join(this.storageDir, 'root'))}`,
-      `runroot = ${JSON.stringify(join(dir, 'runroot'))}`,
+      `runroot = ${JSON.stringify(this.runRoot)}`,
       '',
     ].join('\n');
     await writeFile(join(dir, 'containers.conf'), containersConf);
