@@ -105,6 +105,8 @@ export class PodmanService {
     // --time=0: serve until stopped (the default ends the service after 5 s without requests).
     const child = spawn(this.binary, [...this.cliArgs, 'system', 'service', '--time=0', `unix://${this.socketPath}`], {
       env: this.env,
+      // conmon leaves an `oom` marker file in its working directory after an OOM kill: not in ours.
+      cwd: dir,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child = child;
