@@ -177,9 +177,10 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       errors: [400, 404, 503],
       handler: async ({ params, query, auth, req, res }) => {
         const signal = clientGone(req, res);
-        const stream = rpc().readFile({ tenantId: auth.tenantId, sandboxId: params.sandbox_id, path: query.path }, { signal, timeoutMs: FILE_DEADLINE_MS })[Symbol.asyncIterator]();
+        let stream: AsyncIterator<{ data: Uint8Array }>;
         let next: IteratorResult<{ data: Uint8Array }>;
         try {
+          stream = rpc().readFile({ tenantId: auth.tenantId, sandboxId: params.sandbox_id, path: query.path }, { signal, timeoutMs: FILE_DEADLINE_MS })[Symbol.asyncIterator]();
           next = await stream.next();
         } catch (error) {
           if (signal.aborted) return;
