@@ -49,8 +49,13 @@ function serialNumber(): string {
   return bytes.toString('hex');
 }
 
+/** PEM ending in a newline, so that files of several (a CA bundle) can be concatenated. */
+function pem(text: string): string {
+  return text.endsWith('\n') ? text : `${text}\n`;
+}
+
 function keyToPem(x509: typeof X509, der: ArrayBuffer): string {
-  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+  return pem(x509.PemConverter.encode(der, 'PRIVATE KEY'));
 }
 
 export class ProxyCa {
@@ -102,9 +107,9 @@ export class ProxyCa {
     }
   }
 
-  /** The CA certificate that sandboxes trust. */
+  /** The CA certificate that sandboxes trust (PEM, ending in a newline). */
   get certPem(): string {
-    return this.cert.toString('pem');
+    return pem(this.cert.toString('pem'));
   }
 
   /** A leaf certificate for `host` (a DNS name or an IP), signed by this CA; cached until near expiry. */
@@ -152,7 +157,7 @@ export class ProxyCa {
       },
       crypto,
     );
-    return { certPem: cert.toString('pem'), keyPem: keys.keyPem };
+    return { certPem: pem(cert.toString('pem')), keyPem: keys.keyPem };
   }
 }
 

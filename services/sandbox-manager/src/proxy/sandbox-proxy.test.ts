@@ -104,7 +104,7 @@ function collect(res: http.IncomingMessage): Promise<Answer> {
 /** A plain-HTTP request through the proxy's Unix socket, in absolute-URI form (as HTTP_PROXY clients send). */
 function viaProxy(url: string, options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string; agent?: http.Agent } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, path: url, method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? false }, (res) => collect(res).then(resolve, reject));
+    const req = http.request({ socketPath, path: url, method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? false }, (res) => void collect(res).then(resolve, reject));
     req.on('error', reject);
     req.end(options.body);
   });
@@ -140,7 +140,7 @@ async function httpsViaProxy(host: string, port: number, ca: string, headers: ht
   const peer = tlsSocket.getPeerCertificate(true);
   const answer = await new Promise<Answer>((resolve, reject) => {
     // No agent: the request goes over the tunnel's TLS socket.
-    const req = https.request({ host, port, path: '/inside?x=1', headers, createConnection: () => tlsSocket }, (res) => collect(res).then(resolve, reject));
+    const req = https.request({ host, port, path: '/inside?x=1', headers, createConnection: () => tlsSocket }, (res) => void collect(res).then(resolve, reject));
     req.on('error', reject);
     req.end();
   });
@@ -179,7 +179,7 @@ describe('SandboxProxy over a Unix socket', () => {
     try {
       for (let i = 0; i < 3; i++) {
         const answer = await new Promise<Answer>((resolve, reject) => {
-          const req = http.get({ socketPath, path: `http://127.0.0.1:${httpPort}/${i}`, agent }, (res) => collect(res).then(resolve, reject));
+          const req = http.get({ socketPath, path: `http://127.0.0.1:${httpPort}/${i}`, agent }, (res) => void collect(res).then(resolve, reject));
           req.on('socket', (socket) => sockets.add(socket));
           req.on('error', reject);
         });
