@@ -41,7 +41,7 @@ const NOT_PUBLIC = NOT_PUBLIC_RANGES.map(([network, prefix, kind]) => {
 });
 
 /** Cloud metadata endpoints (AWS, GCP, Azure; AWS's IPv6 one): they hand out the host's credentials. */
-export const METADATA_ADDRESSES: readonly string[] = ['169.254.169.254', 'fd00:ec2::254'];
+const METADATA_ADDRESSES: readonly string[] = ['169.254.169.254', 'fd00:ec2::254'];
 
 const METADATA = new BlockList();
 for (const address of METADATA_ADDRESSES) METADATA.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
@@ -96,7 +96,6 @@ export class CidrSet {
   private readonly list = new BlockList();
   /** Addresses listed on their own (/32, /128): only these open a metadata endpoint. */
   private readonly singles = new BlockList();
-  readonly size: number;
 
   constructor(cidrs: readonly string[]) {
     for (const cidr of cidrs) {
@@ -104,7 +103,6 @@ export class CidrSet {
       this.list.addSubnet(network, prefix, type);
       if (prefix === (type === 'ipv6' ? 128 : 32)) this.singles.addAddress(network, type);
     }
-    this.size = cidrs.length;
   }
 
   has(address: string): boolean {

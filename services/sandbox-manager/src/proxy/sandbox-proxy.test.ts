@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
@@ -34,6 +35,13 @@ function echo(req: http.IncomingMessage, res: http.ServerResponse): void {
   });
 }
 
+/** Accepts any upgrade, reports the Authorization it got in a header, then echoes bytes back. */
+function echoUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\nX-Got-Auth: ${req.headers.authorization ?? 'none'}\r\n\r\n`);
+  if (head.length > 0) socket.write(head);
+  socket.pipe(socket);
+}
+
 function policy(overrides: Partial<EgressPolicy> = {}): EgressPolicy {
   return { rules: [], allowList: [], denyList: [], privateAllow: ['127.0.0.1/32'], ...overrides };
 }
@@ -56,6 +64,8 @@ beforeAll(async () => {
   const leaf = await upstreamCa.leafFor('127.0.0.1');
   httpServer = http.createServer(echo).listen(0, '127.0.0.1');
   httpsServer = https.createServer({ cert: leaf.certPem, key: leaf.keyPem }, echo).listen(0, '127.0.0.1');
+  httpServer.on('upgrade', echoUpgrade);
+  httpsServer.on('upgrade', echoUpgrade);
   await Promise.all([once(httpServer, 'listening'), once(httpsServer, 'listening')]);
   httpPort = (httpServer.address() as net.AddressInfo).port;
   httpsPort = (httpsServer.address() as net.AddressInfo).port;
@@ -222,6 +232,26 @@ describe('SandboxProxy over a Unix socket', () => {
     expect(answer.status).toBe(502);
     expect(answer.body).toMatch(/^cannot reach 127\.0\.0\.1:\d+: (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
     expect(answer.body).not.toContain(SECRET);
+  });
+
+  it('forwards WebSocket-style upgrades with the injected header, over plain HTTP and intercepted TLS', async () => {
+    await startProxy(policy({ rules: [authRule(['127.0.0.1'])] }));
+    async function roundTrip(req: http.ClientRequest): Promise<{ auth: string | string[] | undefined; echoed: string }> {
+      req.end();
+      const [res, socket] = (await once(req, 'upgrade')) as [http.IncomingMessage, Duplex];
+      socket.write('ping');
+      const [echoed] = (await once(socket, 'data')) as [Buffer];
+      socket.destroy();
+      return { auth: res.headers['x-got-auth'], echoed: echoed.toString() };
+    }
+    const upgrade = { connection: 'Upgrade', upgrade: 'echo' };
+    expect(await roundTrip(http.request({ socketPath, path: `http://127.0.0.1:${httpPort}/ws`, headers: upgrade }))).toEqual({ auth: SECRET, echoed: 'ping' });
+
+    const tunnel = await connect(`127.0.0.1:${httpsPort}`);
+    if (!('socket' in tunnel)) throw new Error(`CONNECT failed: ${tunnel.body}`);
+    const tlsSocket = tls.connect({ socket: tunnel.socket, host: '127.0.0.1', ca: [berthCa.certPem] });
+    await once(tlsSocket, 'secureConnect');
+    expect(await roundTrip(https.request({ host: '127.0.0.1', path: '/wss', headers: upgrade, createConnection: () => tlsSocket }))).toEqual({ auth: SECRET, echoed: 'ping' });
   });
 
   it('refuses loopback, private and metadata addresses by default with 403 and the reason, never showing the secret', async () => {

@@ -47,10 +47,18 @@ interface InterceptTarget {
   port: number;
 }
 
+/** Where one request goes. */
+interface Destination extends InterceptTarget {
+  secure: boolean;
+  /** Origin-form: `/path?query`. */
+  path: string;
+}
+
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1); never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection']);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 const CONNECT_OK = 'HTTP/1.1 200 Connection Established\r\n\r\n';
+const NOT_A_PROXY_REQUEST = 'this is the sandbox egress proxy: send absolute-URI requests (GET http://host/path) or CONNECT host:port';
 
 function compileRules(policy: EgressPolicy): CompiledRule[] {
   return policy.rules.map((rule) => {
@@ -123,6 +131,7 @@ export class SandboxProxy {
     // Uploads through the proxy may take long: no whole-request deadline (headers still have one).
     this.server = http.createServer({ requestTimeout: 0 }, (req, res) => void this.forward(req, res));
     this.server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.connect(req, socket, head));
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head));
     this.server.on('connection', (socket: net.Socket) => this.track(socket));
     this.server.on('clientError', (error, socket) => {
       options.logger.debug({ err: error }, 'sandbox proxy: malformed request');
@@ -130,6 +139,7 @@ export class SandboxProxy {
       else socket.destroy();
     });
     this.inner = http.createServer({ requestTimeout: 0 }, (req, res) => void this.forward(req, res, this.targets.get(req.socket)));
+    this.inner.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head, this.targets.get(socket)));
     this.inner.on('clientError', (_error, socket) => socket.destroy());
   }
 
@@ -207,46 +217,44 @@ export class SandboxProxy {
     }
   }
 
-  /** One HTTP request: an absolute-URI one from the sandbox, or one read from an intercepted CONNECT. */
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse, intercepted?: InterceptTarget): Promise<void> {
-    let host: string;
-    let port: number;
-    let secure: boolean;
-    let path: string;
-    if (intercepted) {
-      ({ host, port } = intercepted);
-      secure = true;
-      path = req.url ?? '/';
-    } else {
-      const url = URL.canParse(req.url ?? '') ? new URL(req.url!) : undefined;
-      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-        return plainText(res, 400, 'this is the sandbox egress proxy: send absolute-URI requests (GET http://host/path) or CONNECT host:port');
-      }
-      secure = url.protocol === 'https:';
-      host = normalizeHost(url.hostname);
-      port = url.port ? Number(url.port) : secure ? 443 : 80;
-      path = `${url.pathname}${url.search}`;
-    }
-    const checked = await this.check(host, port, req.method ?? 'GET');
-    if ('status' in checked) return plainText(res, checked.status, checked.message);
+  /** Where a request goes: the intercepted CONNECT's host, or the absolute URI's; undefined if neither. */
+  private destination(req: http.IncomingMessage, intercepted?: InterceptTarget): Destination | undefined {
+    if (intercepted) return { ...intercepted, secure: true, path: req.url ?? '/' };
+    const url = URL.canParse(req.url ?? '') ? new URL(req.url!) : undefined;
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
+    const secure = url.protocol === 'https:';
+    return { host: normalizeHost(url.hostname), port: url.port ? Number(url.port) : secure ? 443 : 80, secure, path: `${url.pathname}${url.search}` };
+  }
 
-    const rule = this.ruleFor(host);
-    const headers = forwardedHeaders(req.rawHeaders, rule?.headers ?? []);
-    const defaultPort = secure ? 443 : 80;
-    headers.host = port === defaultPort ? hostHeader(host) : `${hostHeader(host)}:${port}`;
-    this.options.logger.debug({ method: req.method, host, port, rule: rule?.name, intercepted: Boolean(intercepted) }, 'sandbox proxy request');
-
-    const upstream = (secure ? https : http).request({
-      host,
-      port,
+  /** The upstream request to a checked destination, with the rule's headers (and `extra` ones). */
+  private upstreamRequest(req: http.IncomingMessage, to: Destination, addresses: CheckedAddress[], extra: Record<string, string> = {}): http.ClientRequest {
+    const rule = this.ruleFor(to.host);
+    const headers = { ...forwardedHeaders(req.rawHeaders, rule?.headers ?? []), ...extra };
+    headers.host = to.port === (to.secure ? 443 : 80) ? hostHeader(to.host) : `${hostHeader(to.host)}:${to.port}`;
+    this.options.logger.debug({ method: req.method, host: to.host, port: to.port, rule: rule?.name, secure: to.secure }, 'sandbox proxy request');
+    const upstream = (to.secure ? https : http).request({
+      host: to.host,
+      port: to.port,
       method: req.method,
-      path,
+      path: to.path,
       headers,
-      agent: secure ? this.httpsAgent : this.httpAgent,
-      lookup: checkedLookup(checked.addresses),
+      agent: to.secure ? this.httpsAgent : this.httpAgent,
+      lookup: checkedLookup(addresses),
       setHost: false,
     });
     this.connectDeadline(upstream);
+    return upstream;
+  }
+
+  /** One HTTP request: an absolute-URI one from the sandbox, or one read from an intercepted CONNECT. */
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, intercepted?: InterceptTarget): Promise<void> {
+    const to = this.destination(req, intercepted);
+    if (!to) return plainText(res, 400, NOT_A_PROXY_REQUEST);
+    const { host, port } = to;
+    const checked = await this.check(host, port, req.method ?? 'GET');
+    if ('status' in checked) return plainText(res, checked.status, checked.message);
+
+    const upstream = this.upstreamRequest(req, to, checked.addresses);
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, filteredRaw(answer.rawHeaders));
       answer.pipe(res);
@@ -260,6 +268,42 @@ export class SandboxProxy {
       if (!res.writableFinished) upstream.destroy();
     });
     req.pipe(upstream);
+  }
+
+  /** A protocol upgrade (WebSocket): checked and forwarded like a request, then bytes both ways. */
+  private async upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, intercepted?: InterceptTarget): Promise<void> {
+    this.track(socket);
+    socket.on('error', () => socket.destroy());
+    const to = this.destination(req, intercepted);
+    if (!to) return rawResponse(socket, 400, 'Bad Request', NOT_A_PROXY_REQUEST);
+    const checked = await this.check(to.host, to.port, req.method ?? 'GET');
+    if ('status' in checked) return rawResponse(socket, checked.status, checked.status === 403 ? 'Forbidden' : 'Bad Gateway', checked.message);
+    const upstream = this.upstreamRequest(req, to, checked.addresses, { connection: 'Upgrade', upgrade: req.headers.upgrade ?? '' });
+    const relayHead = (answer: http.IncomingMessage) => {
+      const lines = [`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage}`];
+      for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) lines.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+    };
+    upstream.on('upgrade', (answer, upstreamSocket: net.Socket, upstreamHead: Buffer) => {
+      this.track(upstreamSocket);
+      relayHead(answer);
+      if (upstreamHead.length > 0) socket.write(upstreamHead);
+      if (head.length > 0) upstreamSocket.write(head);
+      upstreamSocket.on('error', () => socket.destroy());
+      upstreamSocket.on('close', () => socket.destroy());
+      socket.on('close', () => upstreamSocket.destroy());
+      socket.pipe(upstreamSocket).pipe(socket);
+    });
+    // The upstream declined the upgrade: relay its answer and close.
+    upstream.on('response', (answer) => {
+      relayHead(answer);
+      answer.pipe(socket);
+    });
+    upstream.on('error', (error) => {
+      this.options.logger.info({ host: to.host, port: to.port, code: (error as NodeJS.ErrnoException).code }, 'sandbox proxy: upstream upgrade failed');
+      if (socket.writable) rawResponse(socket, 502, 'Bad Gateway', unreachable(to.host, to.port, error));
+    });
+    upstream.end();
   }
 
   /** Fails a request whose upstream does not accept the connection in time (and only then). */
