@@ -6,7 +6,8 @@
 import { randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import type * as X509 from '@peculiar/x509';
-import './reflect-metadata.js';
+// @peculiar/x509 (through tsyringe) needs the Reflect metadata API loaded first.
+import 'reflect-metadata';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -36,7 +37,7 @@ export class ProxyCaError extends Error {
 let x509Module: Promise<typeof X509> | undefined;
 /**
  * @peculiar/x509, loaded on first use: tsyringe checks for the Reflect metadata API as it loads,
- * and a static import would load it before the shim runs (jest links CommonJS imports first).
+ * and a static import would load it before `reflect-metadata` runs (jest links CommonJS imports first).
  */
 function loadX509(): Promise<typeof X509> {
   x509Module ??= import('@peculiar/x509');
