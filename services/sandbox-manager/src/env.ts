@@ -3,8 +3,8 @@
  * BERTH_INTERNAL_TOKEN, BERTH_SANDBOX_PRIVATE_EGRESS, SANDBOX_*): the only place it reads process.env.
  * The driver itself is built by main.ts from `driver`.
  */
-import { BlockList } from 'node:net';
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { InvalidCidrError, parseCidr } from '@berth/egress';
 import { z } from 'zod';
 import type { SandboxManagerConfig } from './config.js';
 
@@ -17,12 +17,12 @@ const list = z
 const cidrs = list.refine(
   (items) =>
     items.every((item) => {
-      const [net, prefix] = item.split('/');
       try {
-        new BlockList().addSubnet(net ?? '', Number(prefix), (net ?? '').includes(':') ? 'ipv6' : 'ipv4');
-        return prefix !== undefined && /^\d+$/.test(prefix);
-      } catch {
-        return false;
+        parseCidr(item);
+        return true;
+      } catch (error) {
+        if (error instanceof InvalidCidrError) return false;
+        throw error;
       }
     }),
   { message: 'a comma-separated list of CIDRs such as 10.0.0.0/8,127.0.0.1/32' },
