@@ -70,9 +70,8 @@ export const ProxyConfigIn = z.strictObject({
   rules: z.array(ProxyRuleIn).max(50).default([]),
   access_control: z
     .strictObject({ allow_list: hostPatterns.optional(), deny_list: hostPatterns.optional() })
-    .refine((a) => !(a.allow_list?.length && a.deny_list?.length), { error: 'Give allow_list or deny_list, not both' })
     .optional()
-    .describe('Domains, globs, IPs, CIDRs or ~regex the sandbox may (allow_list) or may not (deny_list) reach'),
+    .describe('Domains, globs, IPs, CIDRs or ~regex the sandbox may (allow_list) or may not (deny_list) reach; one of the two (checked by the manager)'),
   no_proxy: z.array(z.string()).max(0, { error: 'no_proxy is not supported by Berth: use access_control' }).optional(),
   callbacks: unsupported('Header callbacks (callbacks)'),
 });
