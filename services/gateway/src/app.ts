@@ -114,11 +114,13 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   return createGatewayHttp(deps).app;
 }
 
-export function createGatewayHttp(deps: GatewayAppDeps): GatewayHttp {
+export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
+  // One set of sandbox-manager clients for the routes and the WebSocket endpoint.
+  const deps = { ...given, sandboxManager: given.sandboxManager ?? new SandboxManagerClients(undefined) };
   const resolver = deploymentResolver(deps);
   const auth = new GatewayAuthenticator(deps.store, resolver);
   const sockets = new ExecSockets({
-    manager: deps.sandboxManager ?? new SandboxManagerClients(undefined),
+    manager: deps.sandboxManager,
     authenticate: (req) => auth.authenticate(req),
     logger: deps.logger,
   });
