@@ -15,7 +15,7 @@ let net: NetworkingV1Api;
 const ns = 'default';
 
 beforeAll(async () => {
-  fake = await FakeKube.start({ pods: { delayMs: 10, images: ['sandbox:ok'] } });
+  fake = await FakeKube.start({ pods: { delayMs: 10, images: ['sandbox:ok'], pullBackOffMs: 50 } });
   kc = new KubeConfig();
   kc.loadFromOptions(fake.kubeConfigOptions());
   core = kc.makeApiClient(CoreV1Api);

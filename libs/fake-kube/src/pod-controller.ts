@@ -30,6 +30,11 @@ export interface PodControllerOptions {
   delayMs?: number;
   /** The images that can be pulled; unset, every image can. */
   images?: string[];
+  /**
+   * How long a failed pull shows `ErrImagePull` before `ImagePullBackOff`.
+   * @default 1000
+   */
+  pullBackOffMs?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -43,6 +48,7 @@ export class PodController {
   delayMs: number;
   /** The images that can be pulled (undefined: all). */
   images: Set<string> | undefined;
+  readonly #pullBackOffMs: number;
   readonly #failures = new Map<string, PodFailure>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #store: ObjectStore;
@@ -55,6 +61,7 @@ export class PodController {
     this.#logs = logs;
     this.delayMs = options.delayMs ?? 30;
     this.images = options.images ? new Set(options.images) : undefined;
+    this.#pullBackOffMs = options.pullBackOffMs ?? 1000;
     this.#unsubscribe = store.subscribe((event) => this.#onChange(event));
   }
 
@@ -132,7 +139,7 @@ export class PodController {
           if (waiting?.['reason'] === 'ErrImagePull') s['state'] = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${String(s['image'])}"` } };
         }
         this.#store.replace('pods', namespace, name, { ...current, status: backOff } as KubeObject, { subresource: 'status' });
-      }, this.delayMs);
+      }, this.#pullBackOffMs);
       this.#timers.add(timer);
     }
   }
