@@ -48,7 +48,8 @@ export class PodController {
   delayMs: number;
   /** The images that can be pulled (undefined: all). */
   images: Set<string> | undefined;
-  readonly #pullBackOffMs: number;
+  /** How long a failed pull shows `ErrImagePull` before `ImagePullBackOff`. */
+  pullBackOffMs: number;
   readonly #failures = new Map<string, PodFailure>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #store: ObjectStore;
@@ -61,7 +62,7 @@ export class PodController {
     this.#logs = logs;
     this.delayMs = options.delayMs ?? 30;
     this.images = options.images ? new Set(options.images) : undefined;
-    this.#pullBackOffMs = options.pullBackOffMs ?? 1000;
+    this.pullBackOffMs = options.pullBackOffMs ?? 1000;
     this.#unsubscribe = store.subscribe((event) => this.#onChange(event));
   }
 
@@ -139,7 +140,7 @@ export class PodController {
           if (waiting?.['reason'] === 'ErrImagePull') s['state'] = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${String(s['image'])}"` } };
         }
         this.#store.replace('pods', namespace, name, { ...current, status: backOff } as KubeObject, { subresource: 'status' });
-      }, this.#pullBackOffMs);
+      }, this.pullBackOffMs);
       this.#timers.add(timer);
     }
   }

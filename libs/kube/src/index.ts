@@ -20,4 +20,5 @@ export {
   type KindApi,
   type Named,
 } from './calls.js';
+export { coreKinds, deploymentKind, networkPolicyKind, type CoreKinds } from './kinds.js';
 export { labelValue, shortHash } from './labels.js';

@@ -7,7 +7,9 @@
 import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
 import {
   callOptions,
+  coreKinds,
   createOrReplace,
+  deploymentKind,
   describeApiError,
   findObject,
   formatMs,
@@ -259,34 +261,8 @@ export class KubernetesDeployer implements Deployer {
   }
 
   #kinds(signal: AbortSignal): { secret: KindApi<V1Secret>; deployment: KindApi<V1Deployment>; service: KindApi<V1Service> } {
-    const namespace = this.namespace;
-    const o = () => callOptions(signal);
-    return {
-      secret: {
-        kind: 'Secret',
-        read: (name) => this.#core.readNamespacedSecret({ name, namespace }, o()),
-        create: (body) => this.#core.createNamespacedSecret({ namespace, body }, o()),
-        replace: (name, body) => this.#core.replaceNamespacedSecret({ name, namespace, body }, o()),
-        remove: (name) => this.#core.deleteNamespacedSecret({ name, namespace }, o()),
-        list: async (labelSelector) => (await this.#core.listNamespacedSecret({ namespace, labelSelector }, o())).items,
-      },
-      deployment: {
-        kind: 'Deployment',
-        read: (name) => this.#apps.readNamespacedDeployment({ name, namespace }, o()),
-        create: (body) => this.#apps.createNamespacedDeployment({ namespace, body }, o()),
-        replace: (name, body) => this.#apps.replaceNamespacedDeployment({ name, namespace, body }, o()),
-        // Background: the pods go with it, without holding up the call.
-        remove: (name) => this.#apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' }, o()),
-        list: async (labelSelector) => (await this.#apps.listNamespacedDeployment({ namespace, labelSelector }, o())).items,
-      },
-      service: {
-        kind: 'Service',
-        read: (name) => this.#core.readNamespacedService({ name, namespace }, o()),
-        create: (body) => this.#core.createNamespacedService({ namespace, body }, o()),
-        replace: (name, body) => this.#core.replaceNamespacedService({ name, namespace, body }, o()),
-        remove: (name) => this.#core.deleteNamespacedService({ name, namespace }, o()),
-        list: async (labelSelector) => (await this.#core.listNamespacedService({ namespace, labelSelector }, o())).items,
-      },
-    };
+    const call = () => callOptions(signal);
+    const { secret, service } = coreKinds(this.#core, this.namespace, call);
+    return { secret, service, deployment: deploymentKind(this.#apps, this.namespace, call) };
   }
 }

@@ -18,19 +18,18 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1ConfigMap,
-  type V1NetworkPolicy,
-  type V1PersistentVolumeClaim,
   type V1Pod,
-  type V1Secret,
 } from '@kubernetes/client-node';
 import {
   callOptions,
+  coreKinds,
   createOrReplace,
   describeApiError,
   findObject,
   formatMs,
   isStatus,
   kubeConfigOf,
+  networkPolicyKind,
   poll,
   PollTimeoutError,
   removeObject,
@@ -424,49 +423,8 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   #kinds() {
-    const namespace = this.namespace;
-    const o = () => this.#call();
-    const core = this.#core;
-    const pod: KindApi<V1Pod> = {
-      kind: 'Pod',
-      read: (name) => core.readNamespacedPod({ name, namespace }, o()),
-      create: (body) => core.createNamespacedPod({ namespace, body }, o()),
-      replace: (name, body) => core.replaceNamespacedPod({ name, namespace, body }, o()),
-      remove: (name) => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 }, o()),
-      list: async (labelSelector) => (await core.listNamespacedPod({ namespace, labelSelector }, o())).items,
-    };
-    const secret: KindApi<V1Secret> = {
-      kind: 'Secret',
-      read: (name) => core.readNamespacedSecret({ name, namespace }, o()),
-      create: (body) => core.createNamespacedSecret({ namespace, body }, o()),
-      replace: (name, body) => core.replaceNamespacedSecret({ name, namespace, body }, o()),
-      remove: (name) => core.deleteNamespacedSecret({ name, namespace }, o()),
-      list: async (labelSelector) => (await core.listNamespacedSecret({ namespace, labelSelector }, o())).items,
-    };
-    const configMap: KindApi<V1ConfigMap> = {
-      kind: 'ConfigMap',
-      read: (name) => core.readNamespacedConfigMap({ name, namespace }, o()),
-      create: (body) => core.createNamespacedConfigMap({ namespace, body }, o()),
-      replace: (name, body) => core.replaceNamespacedConfigMap({ name, namespace, body }, o()),
-      remove: (name) => core.deleteNamespacedConfigMap({ name, namespace }, o()),
-      list: async (labelSelector) => (await core.listNamespacedConfigMap({ namespace, labelSelector }, o())).items,
-    };
-    const networkPolicy: KindApi<V1NetworkPolicy> = {
-      kind: 'NetworkPolicy',
-      read: (name) => this.#net.readNamespacedNetworkPolicy({ name, namespace }, o()),
-      create: (body) => this.#net.createNamespacedNetworkPolicy({ namespace, body }, o()),
-      replace: (name, body) => this.#net.replaceNamespacedNetworkPolicy({ name, namespace, body }, o()),
-      remove: (name) => this.#net.deleteNamespacedNetworkPolicy({ name, namespace }, o()),
-      list: async (labelSelector) => (await this.#net.listNamespacedNetworkPolicy({ namespace, labelSelector }, o())).items,
-    };
-    const claim: KindApi<V1PersistentVolumeClaim> = {
-      kind: 'PersistentVolumeClaim',
-      read: (name) => core.readNamespacedPersistentVolumeClaim({ name, namespace }, o()),
-      create: (body) => core.createNamespacedPersistentVolumeClaim({ namespace, body }, o()),
-      replace: (name, body) => core.replaceNamespacedPersistentVolumeClaim({ name, namespace, body }, o()),
-      remove: (name) => core.deleteNamespacedPersistentVolumeClaim({ name, namespace }, o()),
-      list: async (labelSelector) => (await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector }, o())).items,
-    };
-    return { pod, secret, configMap, networkPolicy, claim };
+    const call = () => this.#call();
+    const { pod, secret, configMap, persistentVolumeClaim: claim } = coreKinds(this.#core, this.namespace, call);
+    return { pod, secret, configMap, claim, networkPolicy: networkPolicyKind(this.#net, this.namespace, call) };
   }
 }
