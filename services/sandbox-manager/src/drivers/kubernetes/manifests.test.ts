@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { ObjectStore, type KubeObject } from '@berth/fake-kube';
 import type { ImageInfo, InstanceSpec } from '../driver.js';
-import { buildManifests, CA_CERT_PATH, nonRootUid, PROXY_CONFIG_DIR, PROXY_CONTAINER, PROXY_URL, SANDBOX_CONTAINER, type ManifestOptions } from './manifests.js';
+import { buildManifests, CA_CERT_PATH, nonRootUid, PROXY_CONFIG_DIR, PROXY_CONTAINER, SANDBOX_CONTAINER, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
@@ -107,7 +107,7 @@ describe('what a sandbox pod gets', () => {
 
   it('routes through the proxy whatever the spec says, and trusts the Berth CA', () => {
     const env = Object.fromEntries(sandbox.env!.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ HTTP_PROXY: PROXY_URL, HTTPS_PROXY: PROXY_URL, LANG: 'C.UTF-8', NODE_EXTRA_CA_CERTS: CA_CERT_PATH });
+    expect(env).toMatchObject({ HTTP_PROXY: 'http://127.0.0.1:3128', HTTPS_PROXY: 'http://127.0.0.1:3128', LANG: 'C.UTF-8', NODE_EXTRA_CA_CERTS: CA_CERT_PATH });
   });
 
   it('no token, no service links, no escalation or capabilities, RuntimeDefault seccomp, non-root for a uid image', () => {

@@ -20,13 +20,15 @@
  */
 import type { V1ConfigMap, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
 import { labelValue } from '@berth/kube';
+import { proxyEnvironment, type PemPair } from '../../proxy/proxy-ca.js';
+import type { SidecarConfigFile } from '../../proxy/sidecar.js';
 import type { EgressPolicy, ImageInfo, InstanceSpec, Resources } from '../driver.js';
 
 export const SANDBOX_CONTAINER = 'sandbox';
 export const PROXY_CONTAINER = 'proxy';
 /** Where the sidecar listens, inside the pod's network namespace. */
-export const PROXY_LISTEN = '127.0.0.1:3128';
-export const PROXY_URL = `http://${PROXY_LISTEN}`;
+export const PROXY_PORT = 3128;
+export const PROXY_LISTEN = `127.0.0.1:${PROXY_PORT}`;
 export const PROXY_CONFIG_DIR = '/etc/berth-proxy';
 /** Where the sandbox finds the CA certificate of the proxy's intercepted HTTPS. */
 export const CA_CERT_DIR = '/etc/berth/ca';
@@ -69,7 +71,7 @@ export interface ManifestOptions {
   /** The Berth platform image, which has the proxy sidecar (`services/sandbox-manager/dist/proxy/sidecar.js`). */
   platformImage: string;
   /** The CA the proxy signs intercepted HTTPS with (PEM). */
-  proxyCa: { certPem: string; keyPem: string };
+  proxyCa: PemPair;
   /** A RuntimeClass for sandboxes, e.g. gVisor's `runsc` or `kata-qemu`. */
   runtimeClassName?: string;
   /** StorageClass of the volumes' claims (unset: the cluster default). */
@@ -146,19 +148,8 @@ const CONTAINER_SECURITY: V1SecurityContext = {
 export const PROXY_UID = 10001;
 
 function sandboxEnv(spec: InstanceSpec): V1EnvVar[] {
-  const proxy: Record<string, string> = {
-    HTTP_PROXY: PROXY_URL,
-    HTTPS_PROXY: PROXY_URL,
-    http_proxy: PROXY_URL,
-    https_proxy: PROXY_URL,
-    NO_PROXY: 'localhost,127.0.0.1,::1',
-    no_proxy: 'localhost,127.0.0.1,::1',
-    // Node adds it to its roots; the path is there for other tools' variables.
-    NODE_EXTRA_CA_CERTS: CA_CERT_PATH,
-    BERTH_PROXY_CA_CERT: CA_CERT_PATH,
-  };
   // The platform's variables win: the spec cannot route around the proxy.
-  const env = { ...spec.env, ...proxy };
+  const env = { ...spec.env, ...proxyEnvironment({ port: PROXY_PORT, caPath: CA_CERT_PATH }) };
   return Object.keys(env)
     .sort()
     .map((name) => ({ name, value: env[name]! }));
@@ -223,7 +214,7 @@ export function buildPod(spec: InstanceSpec, options: ManifestOptions, image: Im
 }
 
 /** The sidecar's config file (see `src/proxy/sidecar.ts`). */
-export function proxyConfig(policy: EgressPolicy): { listen: string; policy: EgressPolicy; caCertPath: string; caKeyPath: string } {
+export function proxyConfig(policy: EgressPolicy): SidecarConfigFile {
   return { listen: PROXY_LISTEN, policy, caCertPath: `${PROXY_CONFIG_DIR}/ca.crt`, caKeyPath: `${PROXY_CONFIG_DIR}/ca.key` };
 }
 
