@@ -154,6 +154,8 @@ describe('lifecycle', () => {
     expect(info.user).toBe(uid === 0 ? '' : String(uid));
     await expect(driver.pullImage({ reference: 'registry.test/nope:2' })).rejects.toBeInstanceOf(ImagePullError);
     expect(fake.store.list('pods', NS).filter((p) => p.metadata.name!.startsWith('berth-pull-'))).toEqual([]);
+    // The image's own /bin/sh ran there: with no network at all.
+    expect(fake.store.get('networking.k8s.io/networkpolicies', NS, 'sandbox-image-pull')['spec']).toMatchObject({ policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] });
   });
 
   it('says why sandboxes cannot run when the API refuses it', async () => {
@@ -266,6 +268,13 @@ describe('commands and files', () => {
     expect(missing).toMatchObject({ kind: 'not_found' });
     await expect(driver.readFile(s.instance, dir)).rejects.toMatchObject({ kind: 'is_directory' });
     await expect(driver.writeFile(s.instance, dir, Buffer.from('x'))).rejects.toMatchObject({ kind: 'is_directory' });
+  });
+
+  it('closing the driver ends its exec connections: a running command\'s exited rejects', async () => {
+    const own = new KubernetesDriver(options());
+    const process = await own.exec(s.instance, sh('cat'));
+    await own.close();
+    await expect(process.exited).rejects.toThrow(/closed before the command finished/);
   });
 
   it('runs many commands at once, each with its own output', async () => {

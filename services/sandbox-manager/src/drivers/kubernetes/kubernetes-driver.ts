@@ -53,6 +53,7 @@ import {
 import { EXEC_WRAPPER, ExecStream, fileError, KILL_SCRIPT, PodProcess, READ_SCRIPT, runToEnd, WRITE_SCRIPT, type ExecTarget } from './exec.js';
 import {
   buildManifests,
+  buildPullNetworkPolicy,
   COMPONENT_IMAGE_PULL,
   INSTANCE_SELECTOR,
   LABELS,
@@ -128,6 +129,8 @@ export class KubernetesDriver implements SandboxDriver {
   /** What `pullImage` learnt of each image (its user decides runAsNonRoot). */
   readonly #images = new Map<string, ImageInfo>();
   readonly #server: string;
+  /** Exec connections open now, closed with the driver. */
+  readonly #streams = new Set<ExecStream>();
 
   constructor(options: KubernetesDriverOptions) {
     const { cluster, namespace, readyTimeoutMs, pollIntervalMs, ...manifests } = options;
@@ -155,7 +158,8 @@ export class KubernetesDriver implements SandboxDriver {
   /**
    * Pulls the image onto a node by running it in a short-lived pod (the cluster pulls, not us), and
    * reads what it runs as by exec: the user's uid (`id -u`), its working directory, and the digest
-   * the node resolved.
+   * the node resolved. The pod has no network (a NetworkPolicy denying all) and a deadline.
+   * `insecureRegistries` is the nodes' container runtime configuration on Kubernetes, not ours.
    */
   async pullImage(image: ImageSource): Promise<ImageInfo> {
     const instance = `berth-pull-${shortHash(`${image.reference}\n${randomUUID()}`, 12)}`;
@@ -178,6 +182,8 @@ export class KubernetesDriver implements SandboxDriver {
     pod.spec.containers[0]!.env = [];
     const kinds = this.#kinds();
     try {
+      const isolation = buildPullNetworkPolicy(this.namespace);
+      await createOrReplace(kinds.networkPolicy, isolation, { existing: await findObject(kinds.networkPolicy, isolation.metadata!.name!) });
       if (pullSecret) await createOrReplace(kinds.secret, pullSecret, { existing: undefined });
       await kinds.pod.create(pod);
       const ready = await this.#waitReady(instance, image.reference);
@@ -324,6 +330,9 @@ export class KubernetesDriver implements SandboxDriver {
     const env = Object.entries(spec.env).map(([name, value]) => `${name}=${value}`);
     const argv = ['/bin/sh', '-c', EXEC_WRAPPER, 'berth-exec', spec.shell, spec.cwd ?? '', spec.command, ...env];
     const stream = await this.#inInstance(instance, () => ExecStream.open(this.#target(instance), argv));
+    this.#streams.add(stream);
+    const forget = () => this.#streams.delete(stream);
+    stream.exitCode.then(forget, forget);
     return PodProcess.start(stream, async (pid) => {
       await runToEnd(this.#target(instance), ['/bin/sh', '-c', KILL_SCRIPT, 'berth-kill', String(pid)]);
     });
@@ -341,8 +350,10 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
-    // Sandboxes are the cluster's: they run on; only our own waits stop.
+    // Sandboxes are the cluster's: they run on; our waits stop and our exec connections close
+    // (their commands lose stdin and their `exited` rejects).
     this.#closed.abort(new InstanceError('the kubernetes sandbox driver is closed'));
+    for (const stream of this.#streams) stream.close();
   }
 
   /** Applies the instance's Secrets and NetworkPolicy, creates its pod and waits until it is ready. */

@@ -277,6 +277,16 @@ export function buildNetworkPolicy(spec: InstanceSpec, options: ManifestOptions)
   };
 }
 
+/** The one NetworkPolicy of the image-pull pods: nothing in, nothing out (they only run `id` and `pwd` of the image). */
+export function buildPullNetworkPolicy(namespace: string): V1NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: COMPONENT_IMAGE_PULL, namespace, labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.component]: COMPONENT_IMAGE_PULL } },
+    spec: { podSelector: { matchLabels: { [LABELS.component]: COMPONENT_IMAGE_PULL } }, policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] },
+  };
+}
+
 /** The record of the instance: it exists from create to remove, pod or not (stopped). */
 export function buildRecord(spec: InstanceSpec, options: ManifestOptions): V1ConfigMap {
   return {
