@@ -8,6 +8,7 @@ import { RequestValidationError, type ValidationIssue } from '@berth/errors';
 import type { ProxyConfig, ProxyRule as WireRule } from '@berth/proto';
 import type { SecretBox } from '@berth/secret-box';
 import type { EgressPolicy } from '../drivers/driver.js';
+import { validateAccessControl } from '../proxy/egress-policy.js';
 import type { StoredHeader, StoredProxyConfig } from '../tables.js';
 
 export const EMPTY_PROXY_CONFIG: StoredProxyConfig = { rules: [] };
@@ -34,8 +35,8 @@ export function storeProxyConfig(config: ProxyConfig, box: SecretBox, loc: (stri
   });
   const allow = config.accessControl?.allowList ?? [];
   const deny = config.accessControl?.denyList ?? [];
-  if (allow.length > 0 && deny.length > 0) {
-    issues.push({ loc: [...loc, 'access_control'], msg: 'set allow_list or deny_list, not both', type: 'value_error' });
+  for (const issue of validateAccessControl({ allowList: allow, denyList: deny })) {
+    issues.push({ loc: [...loc, 'access_control', ...issue.path], msg: issue.message, type: 'value_error' });
   }
   if (issues.length > 0) throw new RequestValidationError(issues);
   return {
