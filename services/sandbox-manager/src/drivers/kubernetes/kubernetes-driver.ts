@@ -232,22 +232,7 @@ export class KubernetesDriver implements SandboxDriver {
 
   async stop(instance: string): Promise<void> {
     await this.#record(instance);
-    const kinds = this.#kinds();
-    try {
-      await this.#core.deleteNamespacedPod({ name: instance, namespace: this.namespace, gracePeriodSeconds: 5 }, this.#call());
-    } catch (error) {
-      if (isStatus(error, 404)) return;
-      throw new InstanceError(`could not stop sandbox instance ${instance}: ${describeApiError(error)}`, { cause: error });
-    }
-    // Gone, so that start can create it again under its name.
-    await poll(async () => ((await findObject(kinds.pod, instance)) ? undefined : true), {
-      timeoutMs: 60_000,
-      intervalMs: this.#pollIntervalMs,
-      signal: this.#closed.signal,
-      what: `the pod of sandbox instance ${instance} going away`,
-    }).catch((error: unknown) => {
-      throw new InstanceError(error instanceof Error ? error.message : String(error), { cause: error });
-    });
+    await this.#deletePod(instance, 'stop');
   }
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
@@ -265,12 +250,13 @@ export class KubernetesDriver implements SandboxDriver {
     const kinds = this.#kinds();
     try {
       // The pod first: what it mounts goes after it.
-      await removeObject(kinds.pod, instance);
+      await this.#deletePod(instance, 'remove');
       await removeObject(kinds.networkPolicy, instance);
       await removeObject(kinds.secret, proxySecretName(instance));
       await removeObject(kinds.secret, pullSecretName(instance));
       await removeObject(kinds.configMap, instance);
     } catch (error) {
+      if (error instanceof InstanceError) throw error;
       throw new InstanceError(`could not remove sandbox instance ${instance}: ${describeApiError(error)}`, { cause: error });
     }
   }
@@ -402,6 +388,25 @@ export class KubernetesDriver implements SandboxDriver {
       if (error instanceof PollTimeoutError) throw new InstanceError(`sandbox instance ${instance} did not become ready within ${formatMs(this.#readyTimeoutMs)} (${podProgress(last)})`, { cause: error });
       if (error instanceof ImagePullError || error instanceof InstanceError) throw error;
       throw new InstanceError(`sandbox instance ${instance}: ${describeApiError(error)}`, { cause: error });
+    }
+  }
+
+  /**
+   * Deletes the pod and waits until it is gone (its containers have ended), so that a pod of the
+   * same name can be created next: `start` after `stop`, `create` after `remove`.
+   */
+  async #deletePod(instance: string, action: 'stop' | 'remove'): Promise<void> {
+    const pods = this.#kinds().pod;
+    try {
+      if (!(await removeObject(pods, instance))) return;
+      await poll(async () => ((await findObject(pods, instance)) ? undefined : true), {
+        timeoutMs: 60_000,
+        intervalMs: this.#pollIntervalMs,
+        signal: this.#closed.signal,
+        what: `the pod of sandbox instance ${instance} going away`,
+      });
+    } catch (error) {
+      throw new InstanceError(`could not ${action} sandbox instance ${instance}: ${describeApiError(error)}`, { cause: error });
     }
   }
 
