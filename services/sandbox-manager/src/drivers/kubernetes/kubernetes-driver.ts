@@ -29,6 +29,7 @@ import {
   formatMs,
   isStatus,
   kubeConfigOf,
+  labelValue,
   networkPolicyKind,
   poll,
   PollTimeoutError,
@@ -198,6 +199,7 @@ export class KubernetesDriver implements SandboxDriver {
       if (error instanceof ImagePullError || error instanceof InstanceError) throw error;
       throw new InstanceError(`could not pull ${image.reference}: ${describeApiError(error)}`, { cause: error });
     } finally {
+      // The pull's outcome is what the caller needs; a pod left behind ends at its deadline.
       await removeObject(kinds.pod, instance).catch(() => undefined);
       if (pullSecret) await removeObject(kinds.secret, pullSecretName(instance)).catch(() => undefined);
     }
@@ -224,7 +226,8 @@ export class KubernetesDriver implements SandboxDriver {
     try {
       await this.#startPod(spec);
     } catch (error) {
-      // A failed create leaves nothing behind (its volumes excepted).
+      // A failed create leaves nothing behind (its volumes excepted). Should the clean-up fail too,
+      // the create's error is still the one to report; `list` finds the leftover for the reaper.
       await this.remove(spec.instance).catch(() => undefined);
       throw error;
     }
@@ -293,15 +296,16 @@ export class KubernetesDriver implements SandboxDriver {
   async claim(instance: string, sandboxId: string): Promise<boolean> {
     const pod = await findObject(this.#kinds().pod, instance);
     if (!pod || !podReady(pod) || podFailure(pod)) return false;
+    const claimant = labelValue(sandboxId);
     const owner = pod.metadata?.labels?.[LABELS.claimedBy];
-    if (owner !== undefined) return owner === sandboxId;
+    if (owner !== undefined) return owner === claimant;
     try {
       await this.#core.patchNamespacedPod(
         {
           name: instance,
           namespace: this.namespace,
           // The resourceVersion is a precondition: a claim that read an older pod loses with 409.
-          body: { metadata: { resourceVersion: pod.metadata!.resourceVersion, labels: { [LABELS.claimedBy]: sandboxId } } },
+          body: { metadata: { resourceVersion: pod.metadata!.resourceVersion, labels: { [LABELS.claimedBy]: claimant } } },
         },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch, this.#call()),
       );
