@@ -96,7 +96,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
           logger,
         ),
       'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
-      'sandbox-manager': (logger) => startSandboxManager(grpc, logger),
+      'sandbox-manager': (logger) => startSandboxManager({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key }, logger),
       'export-worker': (logger) => startExportWorker(
           // On one machine the operator is the user: a local MinIO or S3 server is a fine destination.
           { ...grpc, databaseUrl: config.databaseUrl, secretKey: key, bulkExports: { allowPrivateEndpoints: true } },

@@ -78,3 +78,6 @@ export * from './gen/berth/exportworker/v1/traces_pb.js';
 
 // berth.exportworker.v1 — bulk export: destinations, exports, schedules and export runs.
 export * from './gen/berth/exportworker/v1/bulk_exports_pb.js';
+
+// berth.sandboxmanager.v1 — templates/snapshots, registries, volumes, warm pools, sandboxes, and their data plane.
+export * from './gen/berth/sandboxmanager/v1/sandboxes_pb.js';

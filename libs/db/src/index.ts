@@ -1,4 +1,5 @@
 export { assertIdentifier, createDatabase, createPool } from './database.js';
+export { isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
 export type { Database, DatabaseOptions } from './database.js';
 export { MigrationError, listMigrations, migrate, withAdvisoryLock } from './migrate.js';
 export type { MigrateOptions, MigrationFile } from './migrate.js';

@@ -1,7 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { once } from 'node:events';
-import { EGRESS_REFUSED, EgressRefusedError, assertPublicUrl, isPrivateAddress, publicOnlyAgents } from './index.js';
+import {
+  CidrSet,
+  EGRESS_REFUSED,
+  EgressRefusedError,
+  InvalidCidrError,
+  assertPublicUrl,
+  isPrivateAddress,
+  nonPublicKind,
+  parseCidr,
+  publicOnlyAgents,
+  refusedAddressKind,
+} from './index.js';
 
 describe('isPrivateAddress', () => {
   it.each(['127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1'])(
@@ -39,5 +50,41 @@ describe('publicOnlyAgents', () => {
       httpAgent.destroy();
       server.close();
     }
+  });
+});
+
+describe('nonPublicKind and refusedAddressKind', () => {
+  it('names what kind of address is refused', () => {
+    expect(nonPublicKind('127.0.0.1')).toBe('loopback address');
+    expect(nonPublicKind('::ffff:10.0.0.1')).toBe('private address');
+    expect(nonPublicKind('169.254.169.254')).toBe('cloud metadata address');
+    expect(nonPublicKind('fd00:ec2::254')).toBe('cloud metadata address');
+    expect(nonPublicKind('169.254.1.1')).toBe('link-local address');
+    expect(nonPublicKind('100.64.0.1')).toBe('carrier-grade NAT address');
+    expect(nonPublicKind('224.0.0.1')).toBe('multicast address');
+    expect(nonPublicKind('8.8.8.8')).toBeUndefined();
+  });
+
+  it('admits private addresses inside the operator CIDRs, and metadata only when listed on its own', () => {
+    const allowed = new CidrSet(['127.0.0.1/32', '10.0.0.0/8', '169.254.0.0/16', 'fd00::/8']);
+    expect(refusedAddressKind('127.0.0.1', allowed)).toBeUndefined();
+    expect(refusedAddressKind('127.0.0.2', allowed)).toBe('loopback address');
+    expect(refusedAddressKind('10.9.8.7', allowed)).toBeUndefined();
+    expect(refusedAddressKind('::ffff:10.9.8.7', allowed)).toBeUndefined();
+    expect(refusedAddressKind('192.168.1.1', allowed)).toBe('private address');
+    expect(refusedAddressKind('169.254.169.254', allowed)).toBe('cloud metadata address');
+    expect(refusedAddressKind('fd00:ec2::254', allowed)).toBe('cloud metadata address');
+    expect(refusedAddressKind('169.254.169.254', new CidrSet(['169.254.169.254']))).toBeUndefined();
+    expect(refusedAddressKind('8.8.8.8')).toBeUndefined();
+    expect(refusedAddressKind('10.0.0.1')).toBe('private address');
+  });
+
+  it('refuses CIDRs that do not parse, naming them', () => {
+    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x', '']) {
+      expect(() => parseCidr(bad)).toThrow(InvalidCidrError);
+    }
+    expect(() => new CidrSet(['10.0.0.0/8', 'nope'])).toThrow('"nope" is not a CIDR');
+    expect(parseCidr('fd00::/8')).toEqual({ network: 'fd00::', prefix: 8, type: 'ipv6' });
+    expect(parseCidr('10.1.2.3')).toEqual({ network: '10.1.2.3', prefix: 32, type: 'ipv4' });
   });
 });

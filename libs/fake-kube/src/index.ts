@@ -1,7 +1,9 @@
 /**
  * An in-repo fake of the Kubernetes API server for tests (no cluster can run on these machines):
- * the real REST paths over node:http, a generic object store, and a simulated Deployment
- * controller whose rollouts tests can make succeed, fail or stall.
+ * the real REST paths over node:http, a generic object store, a simulated Deployment
+ * controller whose rollouts tests can make succeed, fail or stall, a simulated kubelet for pods
+ * (image pull failures included), and `pods/exec` over WebSocket backed by host processes (a
+ * protocol fake, not isolation: see pod-exec.ts).
  */
 export { FakeKube, type FakeKubeOptions, type RecordedRequest } from './server.js';
 export { ObjectStore, PATCH_CONTENT_TYPES, type ChangeType, type ListOptions, type ResourceRef, type StoreEvent, type WriteOptions } from './store.js';
@@ -15,6 +17,7 @@ export {
 } from './deployment-controller.js';
 export { PodController, type PodControllerOptions, type PodFailure } from './pod-controller.js';
 export { PodLogs } from './pod-logs.js';
+export { EXEC_PROTOCOLS, PodExec, type PodExecOptions } from './pod-exec.js';
 export { KubeApiError, type KubeStatus, type StatusDetails } from './errors.js';
 export { builtinResources, nameError, type NameRule } from './resources.js';
 export { matches, parseSelector, type Requirement } from './selectors.js';

@@ -2,8 +2,11 @@
  * A simulated kubelet for pods created through the API (the sandbox manager's, not the
  * Deployment controller's, which arrive with a status): after `delayMs` a `Pending` pod becomes
  * `Running` and Ready, or, when the test said its image fails, stays not ready with a waiting
- * reason and the logs the test gave.
+ * reason and the logs the test gave. When the test lists the images that exist (`images`), a pod
+ * with any other image fails to pull as on a real node: `ErrImagePull` with the registry's
+ * answer, then `ImagePullBackOff`.
  */
+import { createHash } from 'node:crypto';
 import type { PodLogs } from './pod-logs.js';
 import type { ObjectStore, StoreEvent } from './store.js';
 import type { KubeObject } from './types.js';
@@ -25,6 +28,13 @@ export interface PodControllerOptions {
    * @default 30
    */
   delayMs?: number;
+  /** The images that can be pulled; unset, every image can. */
+  images?: string[];
+  /**
+   * How long a failed pull shows `ErrImagePull` before `ImagePullBackOff`.
+   * @default 1000
+   */
+  pullBackOffMs?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -36,6 +46,10 @@ function now(): string {
 export class PodController {
   /** How long a pod stays `Pending`. */
   delayMs: number;
+  /** The images that can be pulled (undefined: all). */
+  images: Set<string> | undefined;
+  /** How long a failed pull shows `ErrImagePull` before `ImagePullBackOff`. */
+  pullBackOffMs: number;
   readonly #failures = new Map<string, PodFailure>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #store: ObjectStore;
@@ -47,6 +61,8 @@ export class PodController {
     this.#store = store;
     this.#logs = logs;
     this.delayMs = options.delayMs ?? 30;
+    this.images = options.images ? new Set(options.images) : undefined;
+    this.pullBackOffMs = options.pullBackOffMs ?? 1000;
     this.#unsubscribe = store.subscribe((event) => this.#onChange(event));
   }
 
@@ -82,7 +98,7 @@ export class PodController {
     const pod = this.#store.find('pods', namespace, name);
     if (!pod || pod.metadata.uid !== uid) return;
     const containers = (((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[]);
-    const failure = containers.map((c) => this.#failures.get(String(c['image']))).find((f) => f !== undefined);
+    const failure = containers.map((c) => this.#failureOf(String(c['image']))).find((f) => f !== undefined);
     const started = now();
     const crash = failure !== undefined && (failure.reason ?? 'CrashLoopBackOff') === 'CrashLoopBackOff';
     const ready = failure === undefined;
@@ -100,6 +116,8 @@ export class PodController {
       containerStatuses: containers.map((c) => ({
         name: c['name'],
         image: c['image'],
+        // What a runtime reports once pulled: the reference with the image's content digest.
+        ...(failure?.reason === 'ErrImagePull' ? {} : { imageID: `${String(c['image']).split('@')[0]}@${imageDigest(String(c['image']))}` }),
         ready,
         started: ready,
         restartCount: crash ? 4 : 0,
@@ -110,5 +128,34 @@ export class PodController {
     };
     this.#store.replace('pods', namespace, name, { ...pod, status } as KubeObject, { subresource: 'status' });
     if (failure?.logs !== undefined) this.#logs.set(namespace, name, failure.logs);
+    if (failure?.reason === 'ErrImagePull') {
+      // The kubelet retries, then backs off, which is what the pod shows from then on.
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        const current = this.#store.find('pods', namespace, name);
+        if (!current || current.metadata.uid !== uid) return;
+        const backOff = structuredClone(current['status']) as Obj;
+        for (const s of (backOff['containerStatuses'] ?? []) as Obj[]) {
+          const waiting = (s['state'] as Obj)['waiting'] as Obj | undefined;
+          if (waiting?.['reason'] === 'ErrImagePull') s['state'] = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${String(s['image'])}"` } };
+        }
+        this.#store.replace('pods', namespace, name, { ...current, status: backOff } as KubeObject, { subresource: 'status' });
+      }, this.pullBackOffMs);
+      this.#timers.add(timer);
+    }
   }
+
+  #failureOf(image: string): PodFailure | undefined {
+    const failure = this.#failures.get(image);
+    if (failure || !this.images || this.images.has(image)) return failure;
+    return {
+      reason: 'ErrImagePull',
+      message: `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`,
+    };
+  }
+}
+
+/** A stable made-up content digest of an image reference. */
+function imageDigest(image: string): string {
+  return `sha256:${createHash('sha256').update(image).digest('hex')}`;
 }

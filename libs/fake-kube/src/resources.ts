@@ -1,7 +1,8 @@
 /**
  * The resources the fake serves out of the box, with the server-side defaulting and validation
  * that clients rely on (names, labels, Secret `stringData`, Service cluster IPs, Deployment
- * selectors). Further resources can be registered on the store.
+ * selectors, PersistentVolumeClaims bound at once, NetworkPolicy CIDRs). Further resources can be
+ * registered on the store.
  */
 import type { FieldError, KubeObject, ResourceType } from './types.js';
 
@@ -70,6 +71,11 @@ export function nameRuleOf(type: ResourceType): NameRule {
   }
   return 'dns1123-subdomain';
 }
+
+type Obj = Record<string, unknown>;
+
+/** An IPv4 or IPv6 CIDR, checked by shape (the fake needs no more). */
+const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/;
 
 function record(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
@@ -236,7 +242,74 @@ const deployments: ResourceType = {
   },
 };
 
+const persistentvolumeclaims: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'persistentvolumeclaims',
+  singular: 'persistentvolumeclaim',
+  kind: 'PersistentVolumeClaim',
+  namespaced: true,
+  shortNames: ['pvc'],
+  normalize(object) {
+    // Bound at once: the fake has a provisioner for every storage class.
+    object['status'] ??= { phase: 'Bound', accessModes: record(object['spec'])['accessModes'] ?? ['ReadWriteOnce'] };
+  },
+  validate(object, previous) {
+    const spec = record(object['spec']);
+    const errors: FieldError[] = [];
+    const modes = spec['accessModes'];
+    if (!Array.isArray(modes) || modes.length === 0) errors.push({ field: 'spec.accessModes', message: 'Required value: at least 1 access mode is required' });
+    if (record(record(spec['resources'])['requests'])['storage'] === undefined) errors.push({ field: 'spec.resources[storage]', message: 'Required value' });
+    if (previous && JSON.stringify(record(previous['spec'])['accessModes']) !== JSON.stringify(modes)) {
+      errors.push({ field: 'spec', message: 'Forbidden: spec is immutable after creation except resources.requests' });
+    }
+    return errors;
+  },
+};
+
+const networkpolicies: ResourceType = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  resource: 'networkpolicies',
+  singular: 'networkpolicy',
+  kind: 'NetworkPolicy',
+  namespaced: true,
+  shortNames: ['netpol'],
+  generation: true,
+  normalize(object) {
+    const spec = record(object['spec']);
+    // Upstream defaults policyTypes from which rule lists are present.
+    spec['policyTypes'] ??= ['Ingress', ...(spec['egress'] !== undefined ? ['Egress'] : [])];
+    object['spec'] = spec;
+  },
+  validate(object) {
+    const spec = record(object['spec']);
+    const errors: FieldError[] = [];
+    if (spec['podSelector'] === undefined) errors.push({ field: 'spec.podSelector', message: 'Required value' });
+    for (const [direction, peers] of [['egress', 'to'], ['ingress', 'from']] as const) {
+      const rules = spec[direction];
+      if (rules === undefined) continue;
+      if (!Array.isArray(rules)) {
+        errors.push({ field: `spec.${direction}`, message: 'must be a list' });
+        continue;
+      }
+      for (const [k, rule] of (rules as Obj[]).entries()) {
+        for (const [j, peer] of ((rule[peers] ?? []) as Obj[]).entries()) {
+          const block = record(peer['ipBlock']);
+          if (peer['ipBlock'] !== undefined && !CIDR.test(String(block['cidr']))) {
+            errors.push({ field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.cidr`, message: `Invalid value: "${String(block['cidr'])}": must be a valid CIDR` });
+          }
+          for (const except of (block['except'] ?? []) as unknown[]) {
+            if (!CIDR.test(String(except))) errors.push({ field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.except`, message: `Invalid value: "${String(except)}": must be a valid CIDR` });
+          }
+        }
+      }
+    }
+    return errors;
+  },
+};
+
 /** Everything served unless the caller passes its own list. */
 export function builtinResources(): ResourceType[] {
-  return [namespaces, secrets, configmaps, services, pods, serviceaccounts, deployments];
+  return [namespaces, secrets, configmaps, services, pods, serviceaccounts, deployments, persistentvolumeclaims, networkpolicies];
 }

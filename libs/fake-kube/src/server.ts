@@ -5,12 +5,15 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { DeploymentController, type DeploymentControllerOptions } from './deployment-controller.js';
 import { KubeApiError } from './errors.js';
 import { PodController, type PodControllerOptions } from './pod-controller.js';
+import { PodExec, type PodExecOptions } from './pod-exec.js';
 import { PodLogs } from './pod-logs.js';
 import { builtinResources } from './resources.js';
 import { ObjectStore } from './store.js';
+import { rejectUpgrade } from './websocket.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from './types.js';
 
 export interface FakeKubeOptions {
@@ -23,13 +26,15 @@ export interface FakeKubeOptions {
   token?: string;
   /**
    * The resources served.
-   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, apps/v1 deployments)
+   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, persistentvolumeclaims, apps/v1 deployments, networking.k8s.io/v1 networkpolicies)
    */
   resources?: ResourceType[];
   /** The simulated Deployment controller's settings. */
   rollouts?: DeploymentControllerOptions;
   /** The simulated kubelet's settings (pods created through the API). */
   pods?: PodControllerOptions;
+  /** Where `pods/exec` runs commands (host processes in a scratch folder per pod: see `PodExec`). */
+  exec?: PodExecOptions;
 }
 
 /** A request the fake answered, for assertions on what a client sent. */
@@ -66,6 +71,8 @@ export class FakeKube {
   readonly rollouts: DeploymentController;
   readonly pods: PodController;
   readonly podLogs: PodLogs;
+  /** The fake container runtime behind `pods/{name}/exec`. */
+  readonly exec: PodExec;
   readonly requests: RecordedRequest[] = [];
   readonly #server: Server;
   readonly #token: string | undefined;
@@ -76,11 +83,13 @@ export class FakeKube {
     this.podLogs = new PodLogs(this.store);
     this.rollouts = new DeploymentController(this.store, this.podLogs, options.rollouts);
     this.pods = new PodController(this.store, this.podLogs, options.pods);
+    this.exec = new PodExec(this.store, options.exec);
     this.#token = options.token;
     for (const ns of options.namespaces ?? ['default', 'kube-system']) {
       this.store.create('namespaces', undefined, { metadata: { name: ns } });
     }
     this.#server = createServer((req, res) => void this.#handle(req, res));
+    this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex) => this.#upgrade(req, socket));
   }
 
   /** Starts a fake API server on 127.0.0.1 and a free port. */
@@ -130,6 +139,7 @@ export class FakeKube {
     this.rollouts.close();
     this.pods.close();
     this.podLogs.close();
+    this.exec.close();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -163,6 +173,25 @@ export class FakeKube {
     res.end(text);
   }
 
+  /** WebSocket upgrades: only `pods/{name}/exec` is served this way. */
+  #upgrade(req: IncomingMessage, socket: Duplex): void {
+    const url = new URL(req.url ?? '/', 'http://fake-kube');
+    const exec = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/.exec(url.pathname);
+    let status: number;
+    if (this.#token !== undefined && req.headers.authorization !== `Bearer ${this.#token}`) {
+      status = 401;
+      rejectUpgrade(socket, 401, JSON.stringify(new KubeApiError(401, 'Unauthorized', 'Unauthorized').toStatus()));
+    } else if (!exec) {
+      status = 404;
+      rejectUpgrade(socket, 404, JSON.stringify(KubeApiError.routeNotFound().toStatus()));
+    } else {
+      status = this.exec.handle(req, socket, decodeURIComponent(exec[1]!), decodeURIComponent(exec[2]!), url.searchParams);
+    }
+    const query: Record<string, string> = {};
+    for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]} ${v}` : v;
+    this.requests.push({ method: 'GET', path: url.pathname, query, contentType: undefined, body: undefined, status });
+  }
+
   #dispatch(method: string, path: string, params: URLSearchParams, contentType: string | undefined, body: unknown): Reply {
     const segments = path.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
     if (method === 'GET') {
@@ -187,6 +216,7 @@ export class FakeKube {
       }
       return new Reply(200, text, 'text/plain');
     }
+    if (subresource === 'exec' && type.group === '' && type.resource === 'pods') throw KubeApiError.badRequest('Upgrade request required');
     if (subresource !== undefined && (subresource !== 'status' || !type.statusSubresource)) throw KubeApiError.routeNotFound();
     const write = { dryRun, ...(subresource === 'status' ? { subresource: 'status' as const } : {}) };
 
@@ -275,7 +305,12 @@ export class FakeKube {
     const resources = served.flatMap((t) => [
       { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs, ...(t.shortNames ? { shortNames: t.shortNames } : {}) },
       ...(t.statusSubresource ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
-      ...(t.group === '' && t.resource === 'pods' ? [{ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] }] : []),
+      ...(t.group === '' && t.resource === 'pods'
+        ? [
+            { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
+            { name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] },
+          ]
+        : []),
     ]);
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(groupVersion), resources };
   }

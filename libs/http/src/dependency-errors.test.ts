@@ -36,6 +36,8 @@ async function pgQuery(connectionString: string, text: string): Promise<void> {
 async function echoServer(fail: () => Promise<void>): Promise<string> {
   const { address } = await cleanup.server((s) =>
     s.add(EchoService, {
+      collect: async () => ({}),
+      chat: async function* () {},
       echo: async () => {
         await fail();
         return { message: '' };

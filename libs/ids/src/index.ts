@@ -66,3 +66,12 @@ export function tracingCredential(deploymentId: string, mac: string): string {
 export function tracingCredentialDeployment(value: string): string | undefined {
   return TRACING_CREDENTIAL.exec(value)?.[1];
 }
+
+/** Names of sandboxes and of what they are made from (templates, snapshots, pools, volumes, registries). */
+export const SANDBOX_NAME_RULE = '1-63 characters of letters, digits, -, _ and ., starting with a letter or digit';
+
+export const SandboxName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { error: `a name is ${SANDBOX_NAME_RULE}` });
+
+export function isSandboxName(value: string): boolean {
+  return SandboxName.safeParse(value).success;
+}

@@ -8,7 +8,7 @@ import { RpcConfigurationError, RpcCredentialsRefusedError } from './errors.js';
 import { checkHealth, HealthService } from './health.js';
 import { createRpcServer } from './server.js';
 import { startGrpcService } from './service.js';
-import { Cleanup, captureLogger } from './__tests__/servers.js';
+import { Cleanup, captureLogger, streamingEcho } from './__tests__/servers.js';
 import type { CallContext } from './types.js';
 
 const cleanup = new Cleanup();
@@ -28,7 +28,7 @@ async function guardedServer(logger = captureLogger().logger) {
   const seen: CallContext[] = [];
   const server = createRpcServer({ internalToken: TOKEN, logger, shutdownTimeoutMs: 500 });
   server.add(Health, new HealthService().implementation);
-  server.add(EchoService, {
+  server.add(EchoService, { ...streamingEcho,
     echo: async (request, context) => {
       seen.push(context);
       if (request.message === 'who') throw new UnauthenticatedError('the user behind this call is unknown');
@@ -133,7 +133,7 @@ describe('internal token', () => {
       port: 0,
       internalToken: TOKEN,
       setup: (server) =>
-        server.add(EchoService, { echo: async (request) => ({ message: request.message }), count: async function* () {} }),
+        server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
     });
     cleanup.add(() => service.close());
     await refusal(client(service.address).echo({ message: 'hi' }));

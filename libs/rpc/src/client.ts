@@ -94,6 +94,95 @@ function serverStreamingMethod(client: grpc.Client, method: DescMethod, metadata
   };
 }
 
+/** Writes the requests of a streaming call, honouring backpressure, then half-closes it. */
+async function writeRequests(
+  call: grpc.ClientWritableStream<Message> | grpc.ClientDuplexStream<Message, Message>,
+  method: DescMethod,
+  requests: AsyncIterable<RequestInit>,
+): Promise<void> {
+  try {
+    for await (const request of requests) {
+      if (call.destroyed || call.writableEnded) return;
+      if (!call.write(create(method.input as DescMessage, request))) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            call.off('drain', done);
+            call.off('close', done);
+            resolve();
+          };
+          call.on('drain', done);
+          call.on('close', done);
+        });
+      }
+    }
+    if (!call.destroyed && !call.writableEnded) call.end();
+  } catch (error) {
+    // The request source failed: the call cannot go on.
+    call.cancel();
+    throw error;
+  }
+}
+
+function clientStreamingMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number, metadataOf: MetadataOf) {
+  const definition = methodDefinition(method);
+  return (requests: AsyncIterable<RequestInit>, options: CallOptions = {}): Promise<Message> => {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<Message>((resolve, reject) => {
+      const call = client.makeClientStreamRequest<Message, Message>(
+        definition.path,
+        definition.requestSerialize,
+        definition.responseDeserialize,
+        metadataOf(options),
+        grpcCallOptions(options.timeoutMs ?? defaultTimeoutMs),
+        (error, response) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (signal?.aborted) reject(signal.reason);
+          else if (error || response === undefined) reject(errorOfStatus(error, definition.path));
+          else resolve(response);
+        },
+      );
+      function onAbort() {
+        call.cancel();
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      writeRequests(call, method, requests).catch(reject);
+    });
+  };
+}
+
+function bidiStreamingMethod(client: grpc.Client, method: DescMethod, metadataOf: MetadataOf) {
+  const definition = methodDefinition(method);
+  return async function* (requests: AsyncIterable<RequestInit>, options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
+    const { signal } = options;
+    if (signal?.aborted) throw signal.reason;
+    const call = client.makeBidiStreamRequest<Message, Message>(
+      definition.path,
+      definition.requestSerialize,
+      definition.responseDeserialize,
+      metadataOf(options),
+      grpcCallOptions(options.timeoutMs),
+    );
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let sourceError: unknown;
+    writeRequests(call, method, requests).catch((error: unknown) => {
+      sourceError = error;
+    });
+    try {
+      for await (const response of call) yield response as Message;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (sourceError !== undefined) throw sourceError;
+      throw errorOfStatus(error, definition.path);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      call.on('error', () => undefined);
+      call.cancel();
+    }
+  };
+}
+
 /**
  * Creates a client of `service` at `address` (`host:port`, plaintext). Unary methods return a
  * promise of the response message; server-streaming methods return an async iterable that
@@ -125,7 +214,11 @@ export function createRpcClient<S extends DescService>(
     methods[method.localName] =
       method.methodKind === 'unary'
         ? unaryMethod(client, method, defaultTimeoutMs, metadataOf)
-        : serverStreamingMethod(client, method, metadataOf);
+        : method.methodKind === 'server_streaming'
+          ? serverStreamingMethod(client, method, metadataOf)
+          : method.methodKind === 'client_streaming'
+            ? clientStreamingMethod(client, method, defaultTimeoutMs, metadataOf)
+            : bidiStreamingMethod(client, method, metadataOf);
   }
   return methods as RpcClient<S>;
 }

@@ -13,15 +13,15 @@ export function methodPath(method: DescMethod): string {
 
 /** True for the method kinds @berth/rpc serves and calls. */
 export function isSupported(method: DescMethod): method is DescMethod & { methodKind: SupportedMethodKind } {
-  return method.methodKind === 'unary' || method.methodKind === 'server_streaming';
+  return ['unary', 'server_streaming', 'client_streaming', 'bidi_streaming'].includes(method.methodKind);
 }
 
-/** The grpc-js method definition of a unary or server-streaming method. */
+/** The grpc-js method definition of a method. */
 export function methodDefinition(method: DescMethod): grpc.MethodDefinition<Message, Message> {
   return {
     path: methodPath(method),
-    requestStream: false,
-    responseStream: method.methodKind === 'server_streaming',
+    requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
+    responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
     requestSerialize: (message) => Buffer.from(toBinary(method.input, message)),
     requestDeserialize: (bytes) => fromBinary(method.input, bytes),
     responseSerialize: (message) => Buffer.from(toBinary(method.output, message)),

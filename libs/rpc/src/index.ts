@@ -9,6 +9,7 @@ export { methodPath } from './codec.js';
 export { RpcCancelledError, RpcConfigurationError, RpcCredentialsRefusedError, RpcListenError } from './errors.js';
 export { HealthService, checkHealth } from './health.js';
 export type { CheckHealthOptions, HealthStatus, SettableHealthStatus } from './health.js';
+export { Pushable } from './pushable.js';
 export { createRpcServer } from './server.js';
 export type { ListenAddress, RpcServer, RpcServerOptions } from './server.js';
 export { startGrpcService } from './service.js';
@@ -16,7 +17,9 @@ export type { GrpcServiceOptions, RunningGrpcService } from './service.js';
 export { ERROR_DETAIL_TRAILER, INTERNAL_ERROR_MESSAGE, errorOfStatus, statusOfError } from './status.js';
 export type { ErrorSite } from './status.js';
 export type {
+  BidiStreamingMethodImpl,
   CallContext,
+  ClientStreamingMethodImpl,
   CallOptions,
   ClientMethod,
   MethodImpl,

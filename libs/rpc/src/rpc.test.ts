@@ -4,7 +4,8 @@ import { EchoResponseSchema, EchoService, Health } from '@berth/proto';
 import { createRpcClient } from './client.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { createRpcServer } from './server.js';
-import { Cleanup, aborted, sleep } from './__tests__/servers.js';
+import { Cleanup, aborted, sleep, streamingEcho } from './__tests__/servers.js';
+import { Pushable } from './pushable.js';
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -19,7 +20,7 @@ describe('createRpcServer / createRpcClient', () => {
   it('round-trips a unary call with metadata and peer', async () => {
     let peer = '';
     const { address, port } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async (request, context) => {
           peer = context.peer;
           return { message: `echo: ${request.message}`, metadata: { ...context.metadata } };
@@ -43,7 +44,7 @@ describe('createRpcServer / createRpcClient', () => {
 
   it('streams server-streaming responses in order', async () => {
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request) {
           for (let index = 0; index < request.count; index++) yield { index };
@@ -60,12 +61,35 @@ describe('createRpcServer / createRpcClient', () => {
     expect(none).toEqual([]);
   });
 
+  it('takes a client stream, and talks both ways on a bidi stream as messages arrive', async () => {
+    const { address } = await cleanup.server((server) =>
+      server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} }),
+    );
+    async function* words() {
+      yield { message: 'one' };
+      yield { message: 'two' };
+    }
+    expect((await client(address).collect(words())).message).toBe('one two');
+    expect((await client(address).collect(new Pushable<{ message: string }>().endNow())).message).toBe('');
+
+    // Each answer arrives before the next message is sent: a conversation, not a batch.
+    const requests = new Pushable<{ message: string }>();
+    const answers: string[] = [];
+    requests.push({ message: 'ping 0' });
+    for await (const answer of client(address).chat(requests)) {
+      answers.push(answer.message);
+      if (answers.length < 3) requests.push({ message: `ping ${answers.length}` });
+      else requests.end();
+    }
+    expect(answers).toEqual(['ping 0', 'ping 1', 'ping 2']);
+  });
+
   it('aborts the handler signal when the client cancels a unary call', async () => {
     let handlerSignal: AbortSignal | undefined;
     let started!: () => void;
     const startedPromise = new Promise<void>((resolve) => (started = resolve));
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async (_request, context) => {
           handlerSignal = context.signal;
           started();
@@ -91,7 +115,7 @@ describe('createRpcServer / createRpcClient', () => {
     const signals: AbortSignal[] = [];
     const finished: string[] = [];
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request, context) {
           signals.push(context.signal);
@@ -137,7 +161,7 @@ describe('createRpcServer / createRpcClient', () => {
 
   it('applies the deadline to server streams only when asked', async () => {
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request, context) {
           for (let index = 0; index < request.count; index++) {
@@ -160,12 +184,12 @@ describe('createRpcServer / createRpcClient', () => {
     cleanup.add(() => server.close());
     expect(() =>
       // @ts-expect-error -- `count` is missing
-      server.add(EchoService, { echo: async () => ({}) }),
+      server.add(EchoService, { ...streamingEcho, echo: async () => ({}) }),
     ).toThrow(RpcConfigurationError);
     server.add(Health, { check: async () => ({}), watch: async function* () {} });
     await server.listen('127.0.0.1', 0);
     await expect(server.listen('127.0.0.1', 0)).rejects.toBeInstanceOf(RpcListenError);
-    expect(() => server.add(EchoService, { echo: async () => ({}), count: async function* () {} })).toThrow(
+    expect(() => server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} })).toThrow(
       RpcConfigurationError,
     );
     await server.close();
@@ -182,7 +206,7 @@ describe('createRpcServer / createRpcClient', () => {
   it('close() cancels calls still running after the shutdown timeout', async () => {
     let handlerSignal: AbortSignal | undefined;
     const server = createRpcServer({ shutdownTimeoutMs: 100 });
-    server.add(EchoService, {
+    server.add(EchoService, { ...streamingEcho,
       echo: async () => ({}),
       count: async function* (_request, context) {
         handlerSignal = context.signal;

@@ -50,8 +50,12 @@ export interface RpcServer {
   close(): Promise<void>;
 }
 
-type AnyCall = grpc.ServerUnaryCall<Message, Message> | grpc.ServerWritableStream<Message, Message>;
-type Handler = (request: Message, context: CallContext) => unknown;
+type AnyCall =
+  | grpc.ServerUnaryCall<Message, Message>
+  | grpc.ServerWritableStream<Message, Message>
+  | grpc.ServerReadableStream<Message, Message>
+  | grpc.ServerDuplexStream<Message, Message>;
+type Handler = (request: Message | AsyncIterable<Message>, context: CallContext) => unknown;
 
 /**
  * Refuses calls without the internal token as soon as their metadata arrives: before the request
@@ -91,7 +95,9 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
         : new RpcCancelledError(`call ${call.getPath()} was cancelled`);
     controller.abort(reason);
   };
-  call.on('cancelled', onCancel);
+  // The call kinds' `on` overloads differ only in their stream events; 'cancelled' is on all.
+  const events = call as grpc.ServerUnaryCall<Message, Message>;
+  events.on('cancelled', onCancel);
   if (call.cancelled) onCancel();
   // Handlers never see the internal token, so none can log or forward it by accident.
   const { [AUTHORIZATION_METADATA]: _credentials, ...metadata } = fromGrpcMetadata(call.metadata);
@@ -104,17 +110,29 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
     },
     finish: () => {
       finished = true;
-      call.off('cancelled', onCancel);
+      events.off('cancelled', onCancel);
     },
     cancelled: () => controller.signal.aborted,
   };
 }
 
-function unaryHandler(method: DescMethod, handler: Handler, logger: Logger): grpc.handleUnaryCall<Message, Message> {
-  return (call, callback) => {
+/** The request messages of a client- or bidi-streaming call; ends when the client half-closes. */
+async function* requestsOf(call: grpc.ServerReadableStream<Message, Message> | grpc.ServerDuplexStream<Message, Message>): AsyncGenerator<Message> {
+  // A plain `for await` destroys the stream when the requests end, which on a duplex call also
+  // kills the response side before its status is sent.
+  for await (const message of call.iterator({ destroyOnReturn: false })) yield message as Message;
+}
+
+/** Unary and client-streaming calls: one response through the callback. */
+function singleResponseHandler(
+  method: DescMethod,
+  handler: Handler,
+  logger: Logger,
+): grpc.handleUnaryCall<Message, Message> & grpc.handleClientStreamingCall<Message, Message> {
+  return (call: grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
-      .then(() => handler(call.request, context))
+      .then(() => handler(method.methodKind === 'unary' ? (call as grpc.ServerUnaryCall<Message, Message>).request : requestsOf(call as grpc.ServerReadableStream<Message, Message>), context))
       .then(
         (response) => {
           finish();
@@ -134,7 +152,7 @@ function unaryHandler(method: DescMethod, handler: Handler, logger: Logger): grp
 }
 
 /** Resolves when the stream can take more data or the call ended. */
-function drained(call: grpc.ServerWritableStream<Message, Message>, signal: AbortSignal): Promise<void> {
+function drained(call: grpc.ServerWritableStream<Message, Message> | grpc.ServerDuplexStream<Message, Message>, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       call.off('drain', done);
@@ -146,16 +164,21 @@ function drained(call: grpc.ServerWritableStream<Message, Message>, signal: Abor
   });
 }
 
-function serverStreamingHandler(
+/** Server- and bidi-streaming calls: the handler's async iterable is written out. */
+function streamingResponseHandler(
   method: DescMethod,
   handler: Handler,
   logger: Logger,
-): grpc.handleServerStreamingCall<Message, Message> {
-  return (call) => {
+): grpc.handleServerStreamingCall<Message, Message> & grpc.handleBidiStreamingCall<Message, Message> {
+  return (call: grpc.ServerWritableStream<Message, Message> | grpc.ServerDuplexStream<Message, Message>) => {
     const { context, finish, cancelled } = callContext(call);
     void (async () => {
       try {
-        const responses = handler(call.request, context) as AsyncIterable<Record<string, unknown>>;
+        const input =
+          method.methodKind === 'server_streaming'
+            ? (call as grpc.ServerWritableStream<Message, Message>).request
+            : requestsOf(call as grpc.ServerDuplexStream<Message, Message>);
+        const responses = handler(input, context) as AsyncIterable<Record<string, unknown>>;
         for await (const response of responses) {
           if (context.signal.aborted) break;
           if (!call.write(create(method.output as DescMessage, response))) await drained(call, context.signal);
@@ -198,9 +221,9 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
         const bound = (handler as Handler).bind(implementation);
         definition[method.localName] = methodDefinition(method);
         handlers[method.localName] =
-          method.methodKind === 'unary'
-            ? unaryHandler(method, bound, logger)
-            : serverStreamingHandler(method, bound, logger);
+          method.methodKind === 'unary' || method.methodKind === 'client_streaming'
+            ? singleResponseHandler(method, bound, logger)
+            : streamingResponseHandler(method, bound, logger);
       }
       try {
         server.addService(definition, handlers);

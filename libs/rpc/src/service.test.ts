@@ -1,3 +1,4 @@
+import { streamingEcho } from './__tests__/servers.js';
 import { describe, expect, it } from '@jest/globals';
 import { EchoService } from '@berth/proto';
 import { createRpcClient } from './client.js';
@@ -11,7 +12,7 @@ describe('startGrpcService', () => {
       host: '127.0.0.1',
       port: 0,
       setup: (server) =>
-        server.add(EchoService, { echo: async (request) => ({ message: request.message }), count: async function* () {} }),
+        server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
     });
     try {
       expect(service.address).toBe(`127.0.0.1:${service.port}`);

@@ -19,7 +19,7 @@ import { EchoService, Health } from '@berth/proto';
 import grpc from '@grpc/grpc-js';
 import { createRpcClient } from './client.js';
 import { INTERNAL_ERROR_MESSAGE } from './status.js';
-import { Cleanup, aborted, captureLogger, closedPort, sleep } from './__tests__/servers.js';
+import { Cleanup, aborted, captureLogger, closedPort, sleep, streamingEcho } from './__tests__/servers.js';
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -34,7 +34,7 @@ function client(address: string, timeoutMs?: number) {
 async function failingServer(fail: (message: string) => unknown, logger = captureLogger().logger) {
   return cleanup.server(
     (server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async (request) => {
           throw fail(request.message);
         },
@@ -125,7 +125,7 @@ describe('error mapping', () => {
   it('maps a passed deadline to DeadlineExceededError and aborts the handler', async () => {
     let handlerSignal: AbortSignal | undefined;
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
+      server.add(EchoService, { ...streamingEcho,
         echo: async (_request, context) => {
           handlerSignal = context.signal;
           await sleep(5000, context.signal);

@@ -4,8 +4,8 @@
  */
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 
-/** The method kinds @berth/rpc serves and calls. Client- and bidi-streaming methods are skipped. */
-export type SupportedMethodKind = 'unary' | 'server_streaming';
+/** The method kinds @berth/rpc serves and calls (all four gRPC kinds). */
+export type SupportedMethodKind = 'unary' | 'server_streaming' | 'client_streaming' | 'bidi_streaming';
 
 /** What a handler knows about the call it serves. */
 export interface CallContext {
@@ -43,12 +43,34 @@ export type ServerStreamingMethodImpl<I extends DescMessage, O extends DescMessa
   context: CallContext,
 ) => AsyncIterable<MessageInitShape<O>>;
 
+/**
+ * A client-streaming handler: the requests as an async iterable (it ends when the client half-closes),
+ * one response out.
+ */
+export type ClientStreamingMethodImpl<I extends DescMessage, O extends DescMessage> = (
+  requests: AsyncIterable<MessageShape<I>>,
+  context: CallContext,
+) => Promise<MessageInitShape<O>>;
+
+/**
+ * A bidi-streaming handler: the requests as an async iterable, the responses as one. The call ends
+ * when the responses end; a throw ends it with the mapped error status.
+ */
+export type BidiStreamingMethodImpl<I extends DescMessage, O extends DescMessage> = (
+  requests: AsyncIterable<MessageShape<I>>,
+  context: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
+
 /** The handler type of one method descriptor. */
 export type MethodImpl<M extends DescMethod> = M['methodKind'] extends 'unary'
   ? UnaryMethodImpl<M['input'], M['output']>
   : M['methodKind'] extends 'server_streaming'
     ? ServerStreamingMethodImpl<M['input'], M['output']>
-    : never;
+    : M['methodKind'] extends 'client_streaming'
+      ? ClientStreamingMethodImpl<M['input'], M['output']>
+      : M['methodKind'] extends 'bidi_streaming'
+        ? BidiStreamingMethodImpl<M['input'], M['output']>
+        : never;
 
 /** Names (`localName`, e.g. `check`) of the unary and server-streaming methods of a service. */
 export type SupportedMethodName<S extends DescService> = {
@@ -73,12 +95,20 @@ export interface CallOptions {
   metadata?: Readonly<Record<string, string>>;
 }
 
-/** The client method of one method descriptor. */
+/**
+ * The client method of one method descriptor. Streaming requests are an async iterable the call
+ * reads as the server can take them (see `Pushable` for one fed from callbacks); the request stream
+ * is half-closed when the iterable ends.
+ */
 export type ClientMethod<M extends DescMethod> = M['methodKind'] extends 'unary'
   ? (request?: MessageInitShape<M['input']>, options?: CallOptions) => Promise<MessageShape<M['output']>>
   : M['methodKind'] extends 'server_streaming'
     ? (request?: MessageInitShape<M['input']>, options?: CallOptions) => AsyncIterable<MessageShape<M['output']>>
-    : never;
+    : M['methodKind'] extends 'client_streaming'
+      ? (requests: AsyncIterable<MessageInitShape<M['input']>>, options?: CallOptions) => Promise<MessageShape<M['output']>>
+      : M['methodKind'] extends 'bidi_streaming'
+        ? (requests: AsyncIterable<MessageInitShape<M['input']>>, options?: CallOptions) => AsyncIterable<MessageShape<M['output']>>
+        : never;
 
 /** A typed client of a service: one method per unary or server-streaming method, plus `close()`. */
 export type RpcClient<S extends DescService> = {

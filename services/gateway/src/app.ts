@@ -13,6 +13,7 @@ import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
+import { SandboxManagerClients } from './sandbox-manager.js';
 import { GatewayAuthenticator } from './trace-auth.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
@@ -22,6 +23,7 @@ import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
 import { meRoutes } from './routes/me.js';
+import { ExecSockets, sandboxRoutes } from './routes/sandboxes/index.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { traceJsonParser, traceRoutes } from './routes/traces/index.js';
 import type { TraceLimits } from './routes/traces/runs.js';
@@ -34,6 +36,8 @@ export interface GatewayAppDeps {
   controlPlane: ControlPlaneClients;
   /** The export-worker's clients; without them, the trace and bulk-export routes answer 503. */
   exportWorker?: ExportWorkerClients;
+  /** The sandbox-manager's clients; without them, the sandbox routes answer 503. */
+  sandboxManager?: SandboxManagerClients;
   /** Size limits of trace ingest (tests make them small). */
   traceLimits?: Partial<TraceLimits>;
   /** This start's id, answered by `/readyz` (see RunningGateway.instanceId). */
@@ -86,6 +90,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
+  sandboxRoutes(api, { manager: deps.sandboxManager ?? new SandboxManagerClients(undefined), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   return api;
 }
 
@@ -98,9 +103,27 @@ function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
   }, { ttlMs: deps.resolveCacheMs ?? 1000 });
 }
 
+/** The gateway's HTTP handling: the app, and the WebSocket endpoints its server's `upgrade` events go to. */
+export interface GatewayHttp {
+  app: Express;
+  /** The sandboxes' streaming exec; close it before the server (its sockets get 1001). */
+  sockets: ExecSockets;
+}
+
 export function createGatewayApp(deps: GatewayAppDeps): Express {
+  return createGatewayHttp(deps).app;
+}
+
+export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
+  // One set of sandbox-manager clients for the routes and the WebSocket endpoint.
+  const deps = { ...given, sandboxManager: given.sandboxManager ?? new SandboxManagerClients(undefined) };
   const resolver = deploymentResolver(deps);
   const auth = new GatewayAuthenticator(deps.store, resolver);
+  const sockets = new ExecSockets({
+    manager: deps.sandboxManager,
+    authenticate: (req) => auth.authenticate(req),
+    logger: deps.logger,
+  });
   const api = gatewayApi(deps, auth);
   const document = () => {
     const doc = openApiDocument([api as never], {
@@ -130,7 +153,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   // Run batches are larger than other JSON bodies: parsed by their own parser first.
   app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
-  return app;
+  return { app, sockets };
 }
 
 /** The proxy is not an Api route; it is documented by hand (any method, any path below the deployment). */

@@ -154,6 +154,15 @@ function requests(routes: Route[], credentials: () => Record<string, string>): f
     });
 }
 
+/**
+ * This stack runs no sandbox-manager: the sandbox routes' answer past validation is a 503 saying
+ * how to enable sandboxes (a refusal, not a failure; their validation is still fuzzed).
+ */
+function sandboxesOff(r: FuzzRequest, res: { status: number; text: string }): boolean {
+  // HEAD answers carry no body to read the reason from.
+  return res.status === 503 && r.path.startsWith('/api/v2/sandboxes/') && (r.method === 'HEAD' || /SANDBOX_MANAGER_GRPC_ADDRESS/.test(res.text));
+}
+
 /** Runs the property; returns how many answers had each status. */
 async function fuzz(baseUrl: string, routes: Route[], credentials: () => Record<string, string>, seed: number, numRuns: number): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
@@ -161,7 +170,7 @@ async function fuzz(baseUrl: string, routes: Route[], credentials: () => Record<
     fc.asyncProperty(requests(routes, credentials), async (r) => {
       const res = await send(baseUrl, r);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      if (res.status >= 500) throw new Error(`${r.method} ${r.path} answered ${res.status}: ${res.text.slice(0, 300)}`);
+      if (res.status >= 500 && !sandboxesOff(r, res)) throw new Error(`${r.method} ${r.path} answered ${res.status}: ${res.text.slice(0, 300)}`);
     }),
     { seed, numRuns, endOnFailure: true },
   );

@@ -9,10 +9,11 @@ import { listen } from '@berth/http';
 import { createLogger, type Logger } from '@berth/log';
 import { pingQueueBackend } from '@berth/queue';
 import { checkHealth } from '@berth/rpc';
-import { createGatewayApp } from './app.js';
+import { createGatewayHttp } from './app.js';
 import type { GatewayConfig } from './config.js';
 import { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
+import { SandboxManagerClients } from './sandbox-manager.js';
 import type { ReadinessCheck } from './routes/health.js';
 
 export type { GatewayConfig } from './config.js';
@@ -20,6 +21,7 @@ export { loadGatewayConfig } from './env.js';
 export { createGatewayApp, gatewayApi } from './app.js';
 export { ControlPlaneClients } from './control-plane.js';
 export { ExportWorkerClients } from './export-worker.js';
+export { SandboxManagerClients } from './sandbox-manager.js';
 export { BERTH_VERSION } from './version.js';
 
 export const GATEWAY_SCHEMA = 'gateway';
@@ -63,19 +65,22 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
   }
   const controlPlane = new ControlPlaneClients(config.services['control-plane'], config.internalToken);
   const exportWorker = new ExportWorkerClients(config.services['export-worker'], config.internalToken);
+  const sandboxManager = new SandboxManagerClients(config.services['sandbox-manager'], config.internalToken);
   const instanceId = randomUUID();
-  const app = createGatewayApp({
+  const { app, sockets } = createGatewayHttp({
     logger,
     instanceId,
     store,
     readiness,
     controlPlane,
     exportWorker,
+    sandboxManager,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
   });
   const server = await listen(app, config.host, config.port);
+  server.server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   logger.info({ url: server.url }, 'gateway listening');
   return {
     url: server.url,
@@ -83,9 +88,11 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     store,
     instanceId,
     close: async () => {
+      sockets.close();
       await server.close();
       controlPlane.close();
       exportWorker.close();
+      sandboxManager.close();
       await database.close();
     },
   };

@@ -58,3 +58,15 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, { once: true });
   });
 }
+
+/** EchoService's streaming-request methods, for tests that do not exercise them. */
+export const streamingEcho = {
+  collect: async (requests: AsyncIterable<{ message: string }>) => {
+    const parts: string[] = [];
+    for await (const request of requests) parts.push(request.message);
+    return { message: parts.join(' ') };
+  },
+  chat: async function* (requests: AsyncIterable<{ message: string }>) {
+    for await (const request of requests) yield { message: request.message };
+  },
+};

@@ -5,7 +5,7 @@
  * meanwhile) changes nothing and is told so.
  */
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { sql, type Kysely, type Selectable } from '@berth/db';
+import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
@@ -67,10 +67,6 @@ export interface ResolvedDeployment {
   status: DeploymentStatus;
   /** Why the deployment has its status (see deployment-status.ts); null while READY or AWAITING_DEPLOY. */
   status_message: string | null;
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
 }
 
 export class DeploymentStore {

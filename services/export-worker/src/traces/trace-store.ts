@@ -13,7 +13,7 @@
  * applied when the create comes. start_time is fixed by the first create.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Database, type Kysely, type RawBuilder } from '@berth/db';
+import { isUniqueViolation, sql, type Database, type Kysely, type RawBuilder } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
@@ -173,7 +173,7 @@ export class TraceStore {
         .returningAll()
         .executeTakeFirst();
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') throw new ConflictError(`a tracing project named ${JSON.stringify(update.name)} already exists`, { cause: error });
+      if (isUniqueViolation(error)) throw new ConflictError(`a tracing project named ${JSON.stringify(update.name)} already exists`, { cause: error });
       throw error;
     }
     if (!row) throw new NotFoundError(`tracing project ${id} not found`);

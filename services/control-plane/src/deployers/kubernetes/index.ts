@@ -1,4 +1,4 @@
-export { KubernetesDeployer, describeApiError, type KubernetesDeployerOptions, type KubernetesServer } from './kubernetes-deployer.js';
+export { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
 export {
   AGENT_PORT,
   ANNOTATIONS,

@@ -4,10 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { FakeKube, type KubeObject } from '@berth/fake-kube';
+import { labelValue } from '@berth/kube';
 import { collectLog, deployerContract } from '../contract.js';
 import { DeployFailedError, type RevisionSpec } from '../deployer.js';
 import { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
-import { buildManifests, LABELS, labelValue, objectName, type ImageRevisionSpec } from './manifests.js';
+import { buildManifests, LABELS, objectName, type ImageRevisionSpec } from './manifests.js';
 
 const NAMESPACE = 'berth';
 const GOOD = 'registry.test/agent:ok';

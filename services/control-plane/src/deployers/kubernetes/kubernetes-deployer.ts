@@ -4,21 +4,23 @@
  * is deployed once its rolling update has finished. A revision that fails puts the previous
  * Deployment spec and Secret back, so the revision that served keeps serving.
  */
+import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
 import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  KubeConfig,
-  Observable,
-  type ConfigurationOptions,
-  type RequestContext,
-  type ResponseContext,
-  type V1Deployment,
-  type V1ObjectMeta,
-  type V1Pod,
-  type V1Secret,
-  type V1Service,
-} from '@kubernetes/client-node';
+  callOptions,
+  coreKinds,
+  createOrReplace,
+  deploymentKind,
+  describeApiError,
+  findObject,
+  formatMs,
+  kubeConfigOf,
+  removeObject,
+  sleep,
+  writable,
+  type KindApi,
+  type KubernetesCluster,
+  type Named,
+} from '@berth/kube';
 import { DeployFailedError, type DeployedRevision, type Deployer, type DeployLog, type RevisionSpec } from '../deployer.js';
 import {
   ANNOTATIONS,
@@ -31,24 +33,9 @@ import {
 } from './manifests.js';
 import { describeProblem, podProblems, rolloutVerdict, type PodProblem } from './rollout.js';
 
-/** A cluster given by address: the API server URL and, usually, a bearer token. */
-export interface KubernetesServer {
-  /** The API server, e.g. `https://10.0.0.1:6443`. */
-  server: string;
-  token?: string;
-  /** Base64 PEM of the CA that signed the server's certificate. */
-  caData?: string;
-  /**
-   * Skip TLS verification (test clusters only). A plain `http://` server (`kubectl proxy`) has no
-   * TLS to verify, and client-node refuses it unless this is set, so it is then set for it.
-   * @default false for https, true for http
-   */
-  skipTLSVerify?: boolean;
-}
-
 export interface KubernetesDeployerOptions {
   /** The cluster: a loaded `KubeConfig` (in-cluster or a kubeconfig file), or an address and token. */
-  cluster: KubeConfig | KubernetesServer;
+  cluster: KubernetesCluster;
   /**
    * Namespace of every deployment's objects (it must exist).
    * @default 'berth'
@@ -72,64 +59,6 @@ export interface KubernetesDeployerOptions {
 
 /** Lines of a failing pod's output copied into the deploy log. */
 const LOG_TAIL_LINES = 20;
-/** Retries of a write that lost an optimistic-concurrency race. */
-const WRITE_ATTEMPTS = 4;
-
-type Named = { metadata?: V1ObjectMeta };
-
-/** One of the three kinds, as read/create/replace/delete on the typed clients. */
-interface KindApi<T extends Named> {
-  kind: string;
-  read(name: string): Promise<T>;
-  create(body: T): Promise<T>;
-  replace(name: string, body: T): Promise<T>;
-  remove(name: string): Promise<unknown>;
-  list(labelSelector: string): Promise<T[]>;
-}
-
-function isStatus(error: unknown, code: number): boolean {
-  return error instanceof ApiException && error.code === code;
-}
-
-/** The API server's own words for a failed call (the `Status` message), else the error text. */
-export function describeApiError(error: unknown): string {
-  if (error instanceof ApiException) {
-    try {
-      const status = JSON.parse(String(error.body)) as { message?: string };
-      if (status.message) return `${status.message} (HTTP ${error.code})`;
-    } catch {
-      // Not a Status object (a proxy in between, or no body): fall through.
-    }
-    // client-node drops the body of a 401.
-    if (error.code === 401) return 'Unauthorized: the Kubernetes API rejected the credentials (HTTP 401)';
-    return `HTTP ${error.code} from the Kubernetes API`;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Only what a write may carry over from a read object (no uid, status or managed fields). */
-function writable<T extends Named>(object: T): T {
-  const { name, namespace, labels, annotations } = object.metadata ?? {};
-  const { status: _status, ...rest } = object as T & { status?: unknown };
-  return { ...rest, metadata: { name, namespace, labels, annotations } } as T;
-}
-
 export class KubernetesDeployer implements Deployer {
   readonly name = 'kubernetes';
   /** Workloads are the cluster's: they run on while the control plane is away. */
@@ -147,17 +76,7 @@ export class KubernetesDeployer implements Deployer {
     this.namespace = options.namespace ?? 'berth';
     this.#rolloutTimeoutMs = options.rolloutTimeoutMs ?? 600_000;
     this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
-    let kc: KubeConfig;
-    if (options.cluster instanceof KubeConfig) {
-      kc = options.cluster;
-    } else {
-      kc = new KubeConfig();
-      const { server, token, caData, skipTLSVerify } = options.cluster;
-      kc.loadFromClusterAndUser(
-        { name: 'berth', server, skipTLSVerify: skipTLSVerify ?? server.startsWith('http://'), ...(caData ? { caData } : {}) },
-        { name: 'berth', ...(token ? { token } : {}) },
-      );
-    }
+    const kc = kubeConfigOf(options.cluster);
     this.#core = kc.makeApiClient(CoreV1Api);
     this.#apps = kc.makeApiClient(AppsV1Api);
   }
@@ -184,10 +103,10 @@ export class KubernetesDeployer implements Deployer {
     try {
       log(`deploying revision ${spec.revisionId} (image ${imageSpec.artifact.imageUri}) as ${name} in namespace ${this.namespace}`);
       // What serves now, to put back if this revision fails.
-      previous = { secret: await this.#find(kinds.secret, name), deployment: await this.#find(kinds.deployment, name) };
+      previous = { secret: await findObject(kinds.secret, name), deployment: await findObject(kinds.deployment, name) };
       await this.#apply(kinds.secret, manifests.secret, previous.secret, log);
       const applied = await this.#apply(kinds.deployment, manifests.deployment, previous.deployment, log);
-      await this.#apply(kinds.service, manifests.service, await this.#find(kinds.service, name), log, (body, existing) => ({
+      await this.#apply(kinds.service, manifests.service, await findObject(kinds.service, name), log, (body, existing) => ({
         ...body,
         // The cluster IP is immutable once assigned.
         spec: { ...body.spec, clusterIP: existing.spec?.clusterIP, clusterIPs: existing.spec?.clusterIPs },
@@ -223,12 +142,12 @@ export class KubernetesDeployer implements Deployer {
     for (const kind of [kinds.deployment, kinds.service, kinds.secret]) {
       for (const object of await kind.list(selector)) {
         const objectName = object.metadata!.name!;
-        try {
-          await kind.remove(objectName);
+        const deleted = await removeObject(kind, objectName).catch((error: unknown) => {
+          throw new DeployFailedError(`kubernetes: ${describeApiError(error)}`, { cause: error });
+        });
+        if (deleted) {
           log(`deleted ${kind.kind} ${objectName}`);
           removed++;
-        } catch (error) {
-          if (!isStatus(error, 404)) throw new DeployFailedError(`kubernetes: ${describeApiError(error)}`, { cause: error });
         }
       }
     }
@@ -241,42 +160,17 @@ export class KubernetesDeployer implements Deployer {
   }
 
   /** Creates the object, or replaces it (at the resourceVersion read) when it exists. */
-  async #apply<T extends Named>(kind: KindApi<T>, body: T, existing: T | undefined, log: DeployLog, keep?: (body: T, existing: T) => T): Promise<T> {
-    const name = body.metadata!.name!;
-    let current = existing;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (!current) {
-          log(`creating ${kind.kind} ${name}`);
-          return await kind.create(body);
-        }
-        log(`replacing ${kind.kind} ${name}`);
-        const next = keep ? keep(body, current) : body;
-        return await kind.replace(name, { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } });
-      } catch (error) {
-        // Lost a race with another writer: read again and retry.
-        if (attempt >= WRITE_ATTEMPTS || !isStatus(error, 409)) throw error;
-        current = await this.#find(kind, name);
-      }
-    }
-  }
-
-  async #find<T extends Named>(kind: KindApi<T>, name: string): Promise<T | undefined> {
-    try {
-      return await kind.read(name);
-    } catch (error) {
-      if (isStatus(error, 404)) return undefined;
-      throw error;
-    }
+  #apply<T extends Named>(kind: KindApi<T>, body: T, existing: T | undefined, log: DeployLog, keep?: (body: T, existing: T) => T): Promise<T> {
+    return createOrReplace(kind, body, { existing, onWrite: (action, kindName, name) => log(`${action} ${kindName} ${name}`), ...(keep ? { keep } : {}) });
   }
 
   async #waitForRollout(spec: RevisionSpec, name: string, generation: number, log: DeployLog, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + this.#rolloutTimeoutMs;
     const warned = new Set<string>();
     let lastMessage = '';
-    const pods = () => this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: revisionPodSelector(spec.deploymentId, spec.revisionId) }, this.#call(signal));
+    const pods = () => this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: revisionPodSelector(spec.deploymentId, spec.revisionId) }, callOptions(signal));
     for (;;) {
-      const deployment = await this.#apps.readNamespacedDeployment({ name, namespace: this.namespace }, this.#call(signal));
+      const deployment = await this.#apps.readNamespacedDeployment({ name, namespace: this.namespace }, callOptions(signal));
       const verdict = rolloutVerdict(deployment, generation);
       if (verdict.state === 'done') return;
       const revisionPods = (await pods()).items;
@@ -298,7 +192,7 @@ export class KubernetesDeployer implements Deployer {
         log(verdict.message);
       }
       if (Date.now() >= deadline) {
-        const limit = this.#rolloutTimeoutMs < 1000 ? `${this.#rolloutTimeoutMs}ms` : `${Math.round(this.#rolloutTimeoutMs / 1000)}s`;
+        const limit = formatMs(this.#rolloutTimeoutMs);
         throw await this.#failure(spec, `revision ${spec.revisionId} did not finish rolling out within ${limit} (${lastMessage})`, revisionPods, problems, log, signal);
       }
       await sleep(Math.min(this.#pollIntervalMs, Math.max(0, deadline - Date.now())), signal);
@@ -330,7 +224,7 @@ export class KubernetesDeployer implements Deployer {
     const read = (prev: boolean) =>
       this.#core.readNamespacedPodLog(
         { name: pod, namespace: this.namespace, container: CONTAINER_NAME, tailLines: LOG_TAIL_LINES, ...(prev ? { previous: true } : {}) },
-        this.#call(signal),
+        callOptions(signal),
       );
     try {
       const text = await read(previous);
@@ -351,9 +245,7 @@ export class KubernetesDeployer implements Deployer {
     try {
       if (!previous.deployment) {
         for (const kind of [kinds.deployment, kinds.service, kinds.secret] as Array<KindApi<Named>>) {
-          await kind.remove(name).catch((error: unknown) => {
-            if (!isStatus(error, 404)) throw error;
-          });
+          await removeObject(kind, name);
         }
         log(`removed the objects of the failed first revision`, 'warn');
         return;
@@ -368,51 +260,9 @@ export class KubernetesDeployer implements Deployer {
     }
   }
 
-  /** Per-call options that tie the HTTP request to `signal`. */
-  #call(signal: AbortSignal): ConfigurationOptions {
-    return {
-      middleware: [
-        {
-          pre: (context: RequestContext) => {
-            context.setSignal(signal);
-            return new Observable(Promise.resolve(context));
-          },
-          post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-        },
-      ],
-      middlewareMergeStrategy: 'append',
-    };
-  }
-
   #kinds(signal: AbortSignal): { secret: KindApi<V1Secret>; deployment: KindApi<V1Deployment>; service: KindApi<V1Service> } {
-    const namespace = this.namespace;
-    const o = () => this.#call(signal);
-    return {
-      secret: {
-        kind: 'Secret',
-        read: (name) => this.#core.readNamespacedSecret({ name, namespace }, o()),
-        create: (body) => this.#core.createNamespacedSecret({ namespace, body }, o()),
-        replace: (name, body) => this.#core.replaceNamespacedSecret({ name, namespace, body }, o()),
-        remove: (name) => this.#core.deleteNamespacedSecret({ name, namespace }, o()),
-        list: async (labelSelector) => (await this.#core.listNamespacedSecret({ namespace, labelSelector }, o())).items,
-      },
-      deployment: {
-        kind: 'Deployment',
-        read: (name) => this.#apps.readNamespacedDeployment({ name, namespace }, o()),
-        create: (body) => this.#apps.createNamespacedDeployment({ namespace, body }, o()),
-        replace: (name, body) => this.#apps.replaceNamespacedDeployment({ name, namespace, body }, o()),
-        // Background: the pods go with it, without holding up the call.
-        remove: (name) => this.#apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' }, o()),
-        list: async (labelSelector) => (await this.#apps.listNamespacedDeployment({ namespace, labelSelector }, o())).items,
-      },
-      service: {
-        kind: 'Service',
-        read: (name) => this.#core.readNamespacedService({ name, namespace }, o()),
-        create: (body) => this.#core.createNamespacedService({ namespace, body }, o()),
-        replace: (name, body) => this.#core.replaceNamespacedService({ name, namespace, body }, o()),
-        remove: (name) => this.#core.deleteNamespacedService({ name, namespace }, o()),
-        list: async (labelSelector) => (await this.#core.listNamespacedService({ namespace, labelSelector }, o())).items,
-      },
-    };
+    const call = () => callOptions(signal);
+    const { secret, service } = coreKinds(this.#core, this.namespace, call);
+    return { secret, service, deployment: deploymentKind(this.#apps, this.namespace, call) };
   }
 }

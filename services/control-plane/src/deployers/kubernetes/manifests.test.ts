@@ -5,8 +5,9 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { ObjectStore } from '@berth/fake-kube';
+import { labelValue } from '@berth/kube';
 import type { KubeObject } from '@berth/fake-kube';
-import { AGENT_HOME, AGENT_UID, buildManifests, labelValue, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
+import { AGENT_HOME, AGENT_UID, buildManifests, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.

@@ -8,9 +8,9 @@
  * service-account token, no other Services' addresses, no value of their Secret in the Deployment
  * (which more roles may read than Secrets), and a non-root, capability-less, read-only container.
  */
-import { createHash } from 'node:crypto';
 import type { V1Deployment, V1EnvVar, V1PodSecurityContext, V1SecurityContext, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RevisionSpec } from '../deployer.js';
+import { labelValue, shortHash } from '@berth/kube';
 import { cpuQuantity, memoryQuantity } from '@berth/quantity';
 
 /** Where the agent server listens in its container, and on its Service. */
@@ -79,20 +79,6 @@ export interface DeploymentManifests {
   secret: V1Secret;
   deployment: V1Deployment;
   service: V1Service;
-}
-
-function shortHash(value: string, length: number): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, length);
-}
-
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-
-/**
- * `value` when it is a valid label value, else a stable hash of it (ids are UUIDs in practice;
- * this keeps a surprising id from making every object invalid).
- */
-export function labelValue(value: string): string {
-  return value.length <= 63 && LABEL_VALUE.test(value) ? value : `h-${shortHash(value, 40)}`;
 }
 
 /**

@@ -60,10 +60,10 @@ export async function readBody(req: Request, maxBytes: number): Promise<Buffer> 
   }
 }
 
-/** The boundary of a `multipart/form-data` content type. */
-export function boundaryOf(contentType: string | undefined): string {
+/** The boundary of a `multipart/form-data` content type; `what` the body carries, for the 415's message. */
+export function boundaryOf(contentType: string | undefined, what = 'runs'): string {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'multipart/form-data') throw new TraceBodyError(415, `Send runs as multipart/form-data, not ${type || 'no content type'}`);
+  if (type !== 'multipart/form-data') throw new TraceBodyError(415, `Send ${what} as multipart/form-data, not ${type || 'no content type'}`);
   const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType!);
   const boundary = match?.[1] ?? match?.[2];
   if (!boundary || boundary.length > 200) throw new InvalidArgumentError('The multipart content type has no usable boundary');

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/testing/v1/echo.proto.
  */
 export const file_berth_testing_v1_echo: GenFile = /*@__PURE__*/
-  fileDesc("ChtiZXJ0aC90ZXN0aW5nL3YxL2VjaG8ucHJvdG8SEGJlcnRoLnRlc3RpbmcudjEiHgoLRWNob1JlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCSKQAQoMRWNob1Jlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkSPgoIbWV0YWRhdGEYAiADKAsyLC5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZS5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCgxDb3VudFJlcXVlc3QSDQoFY291bnQYASABKAUSEwoLaW50ZXJ2YWxfbXMYAiABKAUiHgoNQ291bnRSZXNwb25zZRINCgVpbmRleBgBIAEoBTKgAQoLRWNob1NlcnZpY2USRQoERWNobxIdLmJlcnRoLnRlc3RpbmcudjEuRWNob1JlcXVlc3QaHi5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZRJKCgVDb3VudBIeLmJlcnRoLnRlc3RpbmcudjEuQ291bnRSZXF1ZXN0Gh8uYmVydGgudGVzdGluZy52MS5Db3VudFJlc3BvbnNlMAFiBnByb3RvMw");
+  fileDesc("ChtiZXJ0aC90ZXN0aW5nL3YxL2VjaG8ucHJvdG8SEGJlcnRoLnRlc3RpbmcudjEiHgoLRWNob1JlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCSKQAQoMRWNob1Jlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkSPgoIbWV0YWRhdGEYAiADKAsyLC5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZS5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCgxDb3VudFJlcXVlc3QSDQoFY291bnQYASABKAUSEwoLaW50ZXJ2YWxfbXMYAiABKAUiHgoNQ291bnRSZXNwb25zZRINCgVpbmRleBgBIAEoBTK3AgoLRWNob1NlcnZpY2USRQoERWNobxIdLmJlcnRoLnRlc3RpbmcudjEuRWNob1JlcXVlc3QaHi5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZRJKCgVDb3VudBIeLmJlcnRoLnRlc3RpbmcudjEuQ291bnRSZXF1ZXN0Gh8uYmVydGgudGVzdGluZy52MS5Db3VudFJlc3BvbnNlMAESSgoHQ29sbGVjdBIdLmJlcnRoLnRlc3RpbmcudjEuRWNob1JlcXVlc3QaHi5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZSgBEkkKBENoYXQSHS5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXF1ZXN0Gh4uYmVydGgudGVzdGluZy52MS5FY2hvUmVzcG9uc2UoATABYgZwcm90bzM");
 
 /**
  * The request of EchoService.Echo.
@@ -137,6 +137,26 @@ export const EchoService: GenService<{
     methodKind: "server_streaming";
     input: typeof CountRequestSchema;
     output: typeof CountResponseSchema;
+  },
+  /**
+   * Collect answers once the client half-closes: the messages it sent, joined with spaces.
+   *
+   * @generated from rpc berth.testing.v1.EchoService.Collect
+   */
+  collect: {
+    methodKind: "client_streaming";
+    input: typeof EchoRequestSchema;
+    output: typeof EchoResponseSchema;
+  },
+  /**
+   * Chat answers every message as it arrives, until the client half-closes.
+   *
+   * @generated from rpc berth.testing.v1.EchoService.Chat
+   */
+  chat: {
+    methodKind: "bidi_streaming";
+    input: typeof EchoRequestSchema;
+    output: typeof EchoResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_testing_v1_echo, 0);

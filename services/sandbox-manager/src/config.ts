@@ -1,0 +1,42 @@
+/** What `start(config)` of the sandbox-manager takes (env.ts builds it from the environment). */
+import type { GrpcServerConfig } from '@berth/config';
+import type { SandboxDriver } from './drivers/driver.js';
+import type { ExecDefaults } from './exec/sessions.js';
+import type { SandboxDefaults } from './sandboxes/sandboxes.js';
+
+export interface SandboxSettings {
+  /** Where sandboxes run; without one every sandbox call answers 503 with `unavailableReason`. */
+  driver?: SandboxDriver;
+  /**
+   * Why sandboxes are off when no driver is given (shown to users in the 503).
+   * @default a sentence on enabling the container driver
+   */
+  unavailableReason?: string;
+  /** Private CIDRs sandboxes may reach through the auth proxy (`BERTH_SANDBOX_PRIVATE_EGRESS`). */
+  privateEgress?: string[];
+  /** Image of sandboxes created without a snapshot or template. */
+  defaultImage?: string;
+  /** Registries always pulled over plain HTTP (a registry on loopback). */
+  insecureRegistries?: string[];
+  defaults?: Partial<SandboxDefaults>;
+  exec?: Partial<ExecDefaults>;
+  /** @default 5000 */
+  reaperIntervalMs?: number;
+  /** @default 2000 */
+  poolIntervalMs?: number;
+  /** Run the reaper and the pool keeper (tests drive them by hand with false). @default true */
+  background?: boolean;
+  now?: () => Date;
+}
+
+export interface SandboxManagerConfig extends GrpcServerConfig {
+  databaseUrl: string;
+  /** The platform key (base64, 32 bytes): seals registry passwords and opaque proxy header values. */
+  secretKey: string;
+  /** @default true */
+  migrate?: boolean;
+  sandboxes?: SandboxSettings;
+}
+
+export const NO_DRIVER_REASON =
+  'sandboxes are not enabled on this platform: start it with a container engine (Docker, or Podman with `podman system service`) and set SANDBOX_DOCKER_SOCKET, or configure the kubernetes driver';

@@ -1,0 +1,214 @@
+/**
+ * Warm pools: per template, `replicas` ready instances in reserve. A sandbox created from the
+ * template takes one (`claim`: the member row is deleted under SKIP LOCKED, so two claims never get
+ * the same member, then the driver confirms it is alive) and the keeper refills the pool. Members
+ * of an older template version are never handed out and are replaced.
+ */
+import { randomUUID } from 'node:crypto';
+import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
+import { ConflictError, NotFoundError } from '@berth/errors';
+import type { Logger } from '@berth/log';
+import type { TemplateRow, Templates } from '../catalog/templates.js';
+import type { SandboxDriver } from '../drivers/driver.js';
+import { poolMemberLifecycle } from '../lifecycle.js';
+import { INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from '../sandboxes/instance-spec.js';
+import type { PoolsTable, SandboxTables } from '../tables.js';
+
+export type PoolRow = Selectable<PoolsTable>;
+export interface PoolView extends PoolRow {
+  template_name: string;
+  ready_replicas: number;
+}
+
+/** Most members one pool keeps. */
+export const MAX_REPLICAS = 100;
+
+export interface PoolsDeps extends InstanceSpecDeps {
+  db: Kysely<SandboxTables>;
+  driver: SandboxDriver;
+  templates: Templates;
+  logger: Logger;
+  /**
+   * How often the keeper checks every pool.
+   * @default 2000
+   */
+  intervalMs?: number;
+}
+
+export class Pools {
+  #timer: NodeJS.Timeout | undefined;
+  #pass: Promise<void> = Promise.resolve();
+  /** Member creations in flight (awaited on close). */
+  readonly #creating = new Set<Promise<void>>();
+
+  constructor(private readonly deps: PoolsDeps) {}
+
+  async create(tenantId: string, name: string, templateName: string, replicas: number): Promise<PoolView> {
+    const template = await this.deps.templates.get({ tenantId, kind: 'template', name: templateName });
+    if (template.volumes.length > 0) throw new ConflictError(`template "${templateName}" mounts volumes; a pool's members would share them, so it cannot be pooled`);
+    try {
+      await this.deps.db.insertInto('pools').values({ id: randomUUID(), tenant_id: tenantId, name, template_id: template.id, replicas }).execute();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError(`a pool named "${name}" already exists`, { cause: error });
+      throw error;
+    }
+    this.kick();
+    return this.get(tenantId, name);
+  }
+
+  async list(tenantId: string): Promise<PoolView[]> {
+    return this.views(tenantId);
+  }
+
+  async get(tenantId: string, name: string): Promise<PoolView> {
+    const [pool] = await this.views(tenantId, name);
+    if (!pool) throw new NotFoundError(`pool "${name}" not found`);
+    return pool;
+  }
+
+  async update(tenantId: string, name: string, replicas: number): Promise<PoolView> {
+    const updated = await this.deps.db.updateTable('pools').set({ replicas, updated_at: new Date() }).where('tenant_id', '=', tenantId).where('name', '=', name).executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) throw new NotFoundError(`pool "${name}" not found`);
+    this.kick();
+    return this.get(tenantId, name);
+  }
+
+  /** Deletes a pool and its unclaimed members (sandboxes already served from it stay). */
+  async delete(tenantId: string, name: string): Promise<void> {
+    const pool = await this.deps.db.selectFrom('pools').select('id').where('tenant_id', '=', tenantId).where('name', '=', name).executeTakeFirst();
+    if (!pool) throw new NotFoundError(`pool "${name}" not found`);
+    const members = await this.deps.db.deleteFrom('pool_members').where('pool_id', '=', pool.id).returning('instance').execute();
+    await this.deps.db.deleteFrom('pools').where('id', '=', pool.id).execute();
+    await Promise.all(members.map((m) => this.removeInstance(m.instance)));
+  }
+
+  /** Takes a ready member of the template's current version for a sandbox, or undefined. */
+  async claim(template: TemplateRow, sandboxId: string): Promise<{ instance: string; poolName: string } | undefined> {
+    for (;;) {
+      const member = await this.deps.db
+        .deleteFrom('pool_members')
+        .where('instance', '=', (eb) =>
+          eb
+            .selectFrom('pool_members as m')
+            .innerJoin('pools as p', 'p.id', 'm.pool_id')
+            .select('m.instance')
+            .where('p.template_id', '=', template.id)
+            .where('m.status', '=', 'ready')
+            .where('m.template_version', '=', template.version)
+            .orderBy('m.created_at')
+            .limit(1)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .returning(['instance', 'pool_id'])
+        .executeTakeFirst();
+      if (!member) return undefined;
+      this.kick();
+      if (await this.deps.driver.claim(member.instance, sandboxId).catch(() => false)) {
+        const pool = await this.deps.db.selectFrom('pools').select('name').where('id', '=', member.pool_id).executeTakeFirst();
+        return { instance: member.instance, poolName: pool?.name ?? '' };
+      }
+      // Dead or taken: never hand it out; try the next one.
+      this.deps.logger.warn({ instance: member.instance }, 'a warm-pool member failed its claim check; removed');
+      await this.removeInstance(member.instance);
+    }
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#pass = this.#pass.then(() => this.refill()).catch((error: unknown) => this.deps.logger.error({ err: error }, 'warm-pool pass failed'));
+      this.#timer = setTimeout(tick, this.deps.intervalMs ?? 2000);
+      this.#timer.unref();
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#pass;
+    await Promise.allSettled([...this.#creating]);
+  }
+
+  /** Runs a pass soon (after a claim or a change). */
+  kick(): void {
+    if (this.#timer === undefined) return;
+    this.#pass = this.#pass.then(() => this.refill()).catch((error: unknown) => this.deps.logger.error({ err: error }, 'warm-pool pass failed'));
+  }
+
+  /** One pass: drop stale, failed and surplus members; create the missing ones. */
+  async refill(): Promise<void> {
+    if (await this.deps.driver.unavailableReason()) return;
+    const pools = await this.deps.db.selectFrom('pools').selectAll().execute();
+    for (const pool of pools) {
+      const template = await this.deps.templates.byId(pool.template_id);
+      if (!template) continue;
+      const members = await this.deps.db.selectFrom('pool_members').selectAll().where('pool_id', '=', pool.id).orderBy('created_at').execute();
+      const current = members.filter((m) => m.template_version === template.version && m.status !== 'failed');
+      const drop = [
+        ...members.filter((m) => !current.includes(m) && m.status !== 'creating'),
+        ...current.filter((m) => m.status === 'ready').slice(0, Math.max(0, current.length - pool.replicas)),
+      ];
+      for (const member of drop) {
+        const gone = await this.deps.db.deleteFrom('pool_members').where('instance', '=', member.instance).executeTakeFirst();
+        if (gone.numDeletedRows > 0n) await this.removeInstance(member.instance);
+      }
+      if (template.status !== 'ready') continue;
+      for (let i = current.length; i < pool.replicas; i++) this.createMember(pool, template);
+    }
+  }
+
+  private createMember(pool: PoolRow, template: TemplateRow): void {
+    const instance = newInstanceName();
+    const work = (async () => {
+      await this.deps.db.insertInto('pool_members').values({ instance, pool_id: pool.id, template_version: template.version, status: poolMemberLifecycle.initial[0]! }).execute();
+      try {
+        const spec = await instanceSpec(this.deps, instance, template, { labels: { [INSTANCE_LABELS.pool]: pool.id } });
+        await this.deps.driver.create(spec);
+        const moved = await this.deps.db
+          .updateTable('pool_members')
+          .set({ status: 'ready', ready_at: new Date() })
+          .where('instance', '=', instance)
+          .where('status', 'in', poolMemberLifecycle.sourcesOf('ready'))
+          .executeTakeFirst();
+        // The pool was deleted or shrunk while it started.
+        if (moved.numUpdatedRows === 0n) await this.removeInstance(instance);
+      } catch (error) {
+        this.deps.logger.warn({ err: error, pool: pool.id, instance }, 'a warm-pool member failed to start');
+        await this.deps.db
+          .updateTable('pool_members')
+          .set({ status: 'failed', status_message: error instanceof Error ? error.message : String(error) })
+          .where('instance', '=', instance)
+          .where('status', 'in', poolMemberLifecycle.sourcesOf('failed'))
+          .execute();
+      }
+    })().catch((error: unknown) => this.deps.logger.error({ err: error, instance }, 'warm-pool bookkeeping failed'));
+    this.#creating.add(work);
+    void work.finally(() => this.#creating.delete(work));
+  }
+
+  private async removeInstance(instance: string): Promise<void> {
+    await this.deps.driver.remove(instance).catch((error: unknown) => this.deps.logger.error({ err: error, instance }, 'removing a warm-pool member failed; it is an orphan now'));
+  }
+
+  private async views(tenantId: string, name?: string): Promise<PoolView[]> {
+    let query = this.deps.db
+      .selectFrom('pools as p')
+      .innerJoin('templates as t', 't.id', 'p.template_id')
+      .selectAll('p')
+      .select('t.name as template_name')
+      .select((eb) =>
+        eb
+          .selectFrom('pool_members as m')
+          .select(sql<number>`count(*)::int`.as('n'))
+          .whereRef('m.pool_id', '=', 'p.id')
+          .where('m.status', '=', 'ready')
+          .whereRef('m.template_version', '=', 't.version')
+          .as('ready_replicas'),
+      )
+      .where('p.tenant_id', '=', tenantId);
+    if (name !== undefined) query = query.where('p.name', '=', name);
+    const rows = await query.orderBy('p.name').execute();
+    return rows.map((row) => ({ ...row, ready_replicas: Number(row.ready_replicas ?? 0) }));
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * Sandboxes: created from a template or snapshot (served from its warm pool when one is ready and
+ * the request changes nothing the pool's members were made with, else started cold), stopped,
+ * started again with their files and TTLs, deleted. Creation runs in the background; a caller that
+ * asked to wait for readiness awaits the same work. Data-plane calls go through `ensureReady`, which
+ * resumes a stopped sandbox.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely } from '@berth/db';
+import { ConflictError, DeadlineExceededError, RequestValidationError, UnavailableError, type ValidationIssue } from '@berth/errors';
+import type { Logger } from '@berth/log';
+import type { ProxyConfig } from '@berth/proto';
+import type { SecretBox } from '@berth/secret-box';
+import { storeProxyConfig } from '../catalog/proxy-config.js';
+import type { TemplateRow, Templates } from '../catalog/templates.js';
+import type { SandboxDriver } from '../drivers/driver.js';
+import type { RunConfigJson, SandboxTables } from '../tables.js';
+import { INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from './instance-spec.js';
+import { SandboxStore, type SandboxRef, type SandboxRow } from './store.js';
+
+/** A ready sandbox is not startable; a provisioning one is not stoppable: 409, with the status. */
+export class SandboxStateError extends ConflictError {}
+
+export interface SandboxDefaults {
+  /** @default 600 */
+  idleTtlSeconds: number;
+  /** @default 1_209_600 (14 days) */
+  deleteAfterStopSeconds: number;
+}
+
+export interface CreateSandboxInput {
+  name?: string;
+  source: { snapshotId: string } | { snapshotName: string } | { templateName: string } | { default: true };
+  vcpus?: number;
+  memBytes?: number;
+  fsCapacityBytes?: number;
+  idleTtlSeconds?: number;
+  deleteAfterStopSeconds?: number;
+  ttlSeconds?: number;
+  labels: Record<string, string>;
+  proxyConfig?: ProxyConfig;
+  runConfig?: RunConfigJson;
+}
+
+/** Takes a ready warm-pool member of a template for a sandbox: its instance name, or undefined. */
+export type PoolClaim = (template: TemplateRow, sandboxId: string) => Promise<{ instance: string; poolName: string } | undefined>;
+
+export interface SandboxesDeps extends InstanceSpecDeps {
+  db: Kysely<SandboxTables>;
+  box: SecretBox;
+  driver: SandboxDriver;
+  logger: Logger;
+  defaults: SandboxDefaults;
+  claim: PoolClaim;
+  /** Image of sandboxes created without a snapshot or template (a per-tenant snapshot named "default"). */
+  defaultImage?: string;
+  /** Called when a sandbox stops or goes: its running commands end. */
+  onGone: (sandboxId: string) => void;
+  now: () => Date;
+}
+
+const TTL_STEP = 60;
+
+function ttlIssues(input: CreateSandboxInput | { idleTtlSeconds?: number; deleteAfterStopSeconds?: number; ttlSeconds?: number }): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const [key, value] of [['idle_ttl_seconds', input.idleTtlSeconds], ['delete_after_stop_seconds', input.deleteAfterStopSeconds], ['ttl_seconds', (input as CreateSandboxInput).ttlSeconds]] as const) {
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 0 || value % TTL_STEP !== 0) issues.push({ loc: ['body', key], msg: `${key} must be 0 (never) or a positive multiple of ${TTL_STEP}`, type: 'value_error' });
+  }
+  return issues;
+}
+
+export class Sandboxes {
+  readonly store: SandboxStore;
+  /** Creations and starts in flight, by sandbox id. */
+  readonly #work = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: SandboxesDeps) {
+    this.store = new SandboxStore(deps.db);
+  }
+
+  /** Refuses every call when no driver can run sandboxes here. */
+  async assertAvailable(): Promise<void> {
+    const reason = await this.deps.driver.unavailableReason();
+    if (reason) throw new UnavailableError(reason);
+  }
+
+  async create(tenantId: string, input: CreateSandboxInput): Promise<SandboxRow> {
+    await this.assertAvailable();
+    const issues = ttlIssues(input);
+    if (issues.length) throw new RequestValidationError(issues);
+    const template = await this.resolveTemplate(tenantId, input.source);
+    if (template.status === 'failed') {
+      throw new RequestValidationError([{ loc: ['body', 'source' in input ? 'snapshot_id' : 'template_name'], msg: `its image cannot be used: ${template.status_message}`, type: 'value_error' }]);
+    }
+    const proxy = input.proxyConfig ? storeProxyConfig(input.proxyConfig, this.deps.box, ['body', 'proxy_config']) : null;
+    const now = this.deps.now();
+    const id = randomUUID();
+    const row = await this.store.insert({
+      id,
+      tenant_id: tenantId,
+      name: input.name ?? `sandbox-${randomBytes(4).toString('hex')}`,
+      template_id: template.id,
+      template_version: template.version,
+      instance: newInstanceName(),
+      status: 'provisioning',
+      vcpus: input.vcpus ?? null,
+      mem_bytes: input.memBytes ?? null,
+      fs_capacity_bytes: input.fsCapacityBytes ?? null,
+      idle_ttl_seconds: input.idleTtlSeconds ?? this.deps.defaults.idleTtlSeconds,
+      delete_after_stop_seconds: input.deleteAfterStopSeconds ?? this.deps.defaults.deleteAfterStopSeconds,
+      ttl_seconds: input.ttlSeconds ?? 0,
+      expires_at: input.ttlSeconds ? new Date(now.getTime() + input.ttlSeconds * 1000) : null,
+      labels: JSON.stringify(input.labels),
+      proxy_config: proxy ? JSON.stringify(proxy) : null,
+      run_config: JSON.stringify(input.runConfig ?? null),
+      last_activity_at: now,
+      created_at: now,
+      updated_at: now,
+    });
+    // Pool members were made from the template alone: a request that changes their resources or
+    // egress gets a cold start rather than a member that does not match it.
+    const poolable = input.vcpus === undefined && input.memBytes === undefined && input.fsCapacityBytes === undefined && !proxy;
+    const claimed = poolable && template.status === 'ready' ? await this.deps.claim(template, id) : undefined;
+    if (claimed) {
+      this.deps.logger.info({ sandbox: id, instance: claimed.instance, pool: claimed.poolName }, 'sandbox served from a warm pool');
+      return this.store.move(id, 'ready', { instance: claimed.instance, pool_name: claimed.poolName });
+    }
+    this.track(id, this.provision(row, 'create'));
+    return row;
+  }
+
+  /** Waits until the sandbox is ready or failed (DeadlineExceededError after `timeoutMs`). */
+  async waitSettled(row: SandboxRow, timeoutMs: number): Promise<SandboxRow> {
+    const work = this.#work.get(row.id);
+    if (work) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      });
+      const outcome = await Promise.race([work.then(() => 'done' as const), timedOut]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') throw new DeadlineExceededError(`sandbox "${row.name}" was not ready within ${Math.round(timeoutMs / 1000)} s (it is still provisioning)`);
+    }
+    return (await this.store.byId(row.id)) ?? row;
+  }
+
+  async stop(ref: SandboxRef, reason = ''): Promise<SandboxRow> {
+    const row = await this.store.get(ref);
+    if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a ready sandbox can be stopped`);
+    this.deps.onGone(row.id);
+    await this.deps.driver.stop(row.instance);
+    return this.store.move(row.id, 'stopped', { stopped_at: this.deps.now(), status_message: reason });
+  }
+
+  /** Starts a stopped (or failed) sandbox again: same files, same TTLs (the idle clock restarts). */
+  async start(ref: SandboxRef): Promise<SandboxRow> {
+    await this.assertAvailable();
+    const row = await this.store.get(ref);
+    if (row.status === 'ready' || row.status === 'provisioning') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a stopped or failed sandbox can be started`);
+    const moved = await this.store.move(row.id, 'provisioning', { stopped_at: null, last_activity_at: this.deps.now() });
+    this.track(row.id, this.provision(moved, 'start'));
+    return moved;
+  }
+
+  async delete(ref: SandboxRef, reason = 'deleted by its owner'): Promise<void> {
+    const row = await this.store.get(ref);
+    await this.remove(row, reason);
+  }
+
+  /** Tombstones a sandbox and removes its instance (the reaper's path too). */
+  async remove(row: SandboxRow, reason: string): Promise<void> {
+    if (!(await this.store.tombstone(row.id, reason, this.deps.now()))) return;
+    this.deps.onGone(row.id);
+    this.deps.logger.info({ sandbox: row.id, name: row.name, reason }, 'sandbox deleted');
+    await this.#work.get(row.id);
+    await this.deps.driver.remove(row.instance).catch((error: unknown) => this.deps.logger.error({ err: error, instance: row.instance }, 'removing a sandbox instance failed; it is an orphan now'));
+  }
+
+  /**
+   * The sandbox of a data-plane call, ready: a stopped one is started first (as the official
+   * client expects), a provisioning one awaited; a failed one is a 409 with its reason.
+   */
+  async ensureReady(tenantId: string, id: string, timeoutMs = 60_000): Promise<SandboxRow> {
+    let row = await this.store.get({ tenantId, id });
+    if (row.status === 'stopped') row = await this.start({ tenantId, id }).catch((error: unknown) => (error instanceof SandboxStateError ? row : Promise.reject(error)));
+    if (row.status === 'provisioning') row = await this.waitSettled(row, timeoutMs);
+    if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
+    return row;
+  }
+
+  /** Reconciles sandboxes a stopped manager left provisioning: ready if their instance runs. */
+  async resume(): Promise<void> {
+    for (const row of await this.store.inStatus(['provisioning'])) {
+      if (this.#work.has(row.id)) continue;
+      const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
+      if (state.state === 'running') await this.store.move(row.id, 'ready').catch(() => undefined);
+      else this.track(row.id, this.provision(row, state.state === 'stopped' ? 'start' : 'create'));
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#work.values()]);
+  }
+
+  private track(id: string, work: Promise<void>): void {
+    const tracked = work.catch((error: unknown) => this.deps.logger.error({ err: error, sandbox: id }, 'provisioning bookkeeping failed'));
+    this.#work.set(id, tracked);
+    void tracked.finally(() => {
+      if (this.#work.get(id) === tracked) this.#work.delete(id);
+    });
+  }
+
+  /** Creates (or starts) the instance; the sandbox moves to ready or failed with the reason. */
+  private async provision(row: SandboxRow, how: 'create' | 'start'): Promise<void> {
+    try {
+      const template = await this.deps.templates.settled(row.template_id ?? '');
+      if (!template) throw new Error('its template was deleted');
+      if (template.status !== 'ready') throw new Error(`its image could not be pulled: ${template.status_message}`);
+      const spec = await instanceSpec(this.deps, row.instance, template, {
+        overrides: { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) },
+        proxyConfig: row.proxy_config,
+        labels: { [INSTANCE_LABELS.sandbox]: row.id },
+      });
+      if (how === 'start' && (await this.deps.driver.inspect(row.instance)).state === 'stopped') await this.deps.driver.start(row.instance, spec);
+      else {
+        await this.deps.driver.remove(row.instance);
+        await this.deps.driver.create(spec);
+      }
+      await this.store.move(row.id, 'ready', { last_activity_at: this.deps.now() });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.deps.logger.warn({ sandbox: row.id, err: error }, 'sandbox failed to start');
+      if (await this.store.byId(row.id)) await this.store.move(row.id, 'failed', { status_message: message });
+    }
+  }
+
+  private async resolveTemplate(tenantId: string, source: CreateSandboxInput['source']): Promise<TemplateRow> {
+    const { templates } = this.deps;
+    if ('snapshotId' in source) return templates.get({ tenantId, kind: 'snapshot', id: source.snapshotId });
+    if ('snapshotName' in source) return templates.get({ tenantId, kind: 'snapshot', name: source.snapshotName });
+    if ('templateName' in source) return templates.get({ tenantId, kind: 'template', name: source.templateName });
+    if (!this.deps.defaultImage) {
+      throw new RequestValidationError([{ loc: ['body', 'snapshot_id'], msg: 'name a snapshot (snapshot_id or snapshot_name) or a template (template_name): this platform has no default image', type: 'missing' }]);
+    }
+    return templates.get({ tenantId, kind: 'snapshot', name: 'default' }).catch(async () =>
+      templates.create(tenantId, 'snapshot', { name: 'default', image: this.deps.defaultImage! }).catch(() => templates.get({ tenantId, kind: 'snapshot', name: 'default' })),
+    );
+  }
+}
