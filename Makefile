@@ -14,10 +14,15 @@ up: build
 down:
 	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
 
-## Provision Postgres, Redis and S3 servers and run every test; the last line is `N passed, N failed`.
-test: build typecheck lint
-	@scripts/ensure-redis.sh
+## Provision Postgres, Redis, S3 and a private Podman engine and run every test; the last line is `N passed, N failed`.
+# test-tools first: building the sandbox agent needs gcc, which ensure-podman.sh installs.
+test: test-tools build typecheck lint
 	@node scripts/run-tests.mjs
+
+.PHONY: test-tools
+test-tools:
+	@scripts/ensure-redis.sh
+	@scripts/ensure-podman.sh
 
 ## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
 ## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.

@@ -6,3 +6,7 @@ export { S3Server } from './s3-server.js';
 export type { S3ServerOptions } from './s3-server.js';
 export { freePort, isPortFree, portOrFree } from './ports.js';
 export { CommandError, run, sleep } from './run.js';
+export { PodmanService, podmanUnavailableReason } from './podman-service.js';
+export type { PodmanServiceOptions } from './podman-service.js';
+export { DockerRegistry } from './docker-registry.js';
+export type { DockerRegistryOptions } from './docker-registry.js';

@@ -7,6 +7,8 @@ export const TEST_ENV = {
   redisUrl: 'BERTH_TEST_REDIS_URL',
   s3Endpoint: 'BERTH_TEST_S3_ENDPOINT',
   tmpDir: 'BERTH_TEST_TMP_DIR',
+  /** JSON of `TestSandbox` (sandbox-image.ts): the Podman engine and the test registries and images. */
+  sandbox: 'BERTH_TEST_SANDBOX',
 } as const;
 
 export function testEnv(name: keyof typeof TEST_ENV): string {

@@ -7,3 +7,5 @@ export { testEnv } from './env.js';
 export { captureLogger } from './logs.js';
 export type { CapturedLogs } from './logs.js';
 export { until } from './until.js';
+export { testSandbox, SANDBOX_TEST_UID } from './sandbox-image.js';
+export type { TestSandbox } from './sandbox-image.js';

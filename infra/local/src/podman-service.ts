@@ -1,0 +1,207 @@
+/**
+ * A private Podman engine serving the Docker Engine API on a Unix socket (`podman system service`),
+ * for tests and for trying sandboxes locally. Everything it keeps — images, containers, volumes,
+ * its lock and runtime files — lives under a folder of ours, so it never touches the system's
+ * containers. Rootful only: it needs root (cgroups limits, bind mounts of the agent).
+ *
+ * `storage: 'btrfs-loop'` puts the storage on a btrfs file system in a loop-mounted image file:
+ * only there (or on XFS with project quotas) can Podman enforce a container's storage size
+ * (`HostConfig.StorageOpt.size`); on overlay over ext4 it cannot.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { run, sleep } from './run.js';
+
+export interface PodmanServiceOptions {
+  /** Folder of ours for the socket, configuration and (unless `storage` says otherwise) storage. */
+  directory: string;
+  /**
+   * `overlay`: storage in `<directory>/storage` (no storage quotas on ext4).
+   * `btrfs-loop`: a btrfs image file of `btrfsSizeBytes` loop-mounted at `<directory>/storage`
+   * (storage quotas work; needs root, loop devices and mkfs.btrfs from btrfs-progs).
+   * @default 'overlay'
+   */
+  storage?: 'overlay' | 'btrfs-loop';
+  /** @default 4 GiB (sparse: only what is written takes disk space) */
+  btrfsSizeBytes?: number;
+  /** @default 'podman' on PATH */
+  binary?: string;
+}
+
+/** Why Podman cannot run here, or undefined when it can (root and the binaries are present). */
+export function podmanUnavailableReason(binary = 'podman'): string | undefined {
+  if (process.getuid?.() !== 0) return 'the private Podman engine needs root (rootful containers with cgroup limits)';
+  const onPath = (name: string) =>
+    (process.env.PATH ?? '/usr/bin:/bin').split(':').some((dir) => existsSync(join(dir, name)));
+  const missing = [binary, 'runc'].filter((name) => !(name.startsWith('/') ? existsSync(name) : onPath(name)));
+  if (missing.length) return `${missing.join(' and ')} not found: run scripts/ensure-podman.sh (as root)`;
+  return undefined;
+}
+
+export class PodmanService {
+  private child?: ChildProcess;
+  private mounted = false;
+  readonly socketPath: string;
+  readonly storage: 'overlay' | 'btrfs-loop';
+  private readonly binary: string;
+
+  constructor(private readonly options: PodmanServiceOptions) {
+    this.socketPath = join(options.directory, 'docker.sock');
+    this.storage = options.storage ?? 'overlay';
+    this.binary = options.binary ?? 'podman';
+  }
+
+  /** Storage quotas (`StorageOpt.size`) are enforced by this engine. */
+  get enforcesStorageQuota(): boolean {
+    return this.storage === 'btrfs-loop';
+  }
+
+  private get runRoot(): string {
+    return join(this.options.directory, 'run');
+  }
+
+  private get storageDir(): string {
+    return join(this.options.directory, 'storage');
+  }
+
+  /** Environment for every podman command of this engine (the service and the CLI). */
+  get env(): NodeJS.ProcessEnv {
+    const dir = this.options.directory;
+    return {
+      ...process.env,
+      CONTAINERS_CONF: join(dir, 'containers.conf'),
+      CONTAINERS_REGISTRIES_CONF: join(dir, 'registries.conf'),
+      CONTAINERS_STORAGE_CONF: join(dir, 'storage.conf'),
+    };
+  }
+
+  /** Global podman flags that point the CLI at this engine's storage (for `podman build`, `push`). */
+  get cliArgs(): string[] {
+    return [
+      '--root', join(this.storageDir, 'root'),
+      '--runroot', this.runRoot,
+      '--storage-driver', this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay',
+    ];
+  }
+
+  /** Runs the podman CLI against this engine's storage. */
+  podman(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }> {
+    return run(this.binary, [...this.cliArgs, ...args], { env: this.env, timeoutMs });
+  }
+
+  async start(): Promise<{ socketPath: string }> {
+    const dir = this.options.directory;
+    if (this.runRoot.length > 50) {
+      throw new Error(`podman refuses a runroot path over 50 characters (${this.runRoot}): give PodmanService a shorter directory`);
+    }
+    await mkdir(join(dir, 'tmp'), { recursive: true });
+    await mkdir(join(dir, 'net'), { recursive: true });
+    await mkdir(this.storageDir, { recursive: true });
+    if (this.storage === 'btrfs-loop') await this.mountBtrfs();
+    await this.writeConfig();
+    // --time=0: serve until stopped (the default ends the service after 5 s without requests).
+    const child = spawn(this.binary, [...this.cliArgs, 'system', 'service', '--time=0', `unix://${this.socketPath}`], {
+      env: this.env,
+      // conmon leaves an `oom` marker file in its working directory after an OOM kill: not in ours.
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.child = child;
+    let stderr = '';
+    child.stderr?.on('data', (chunk) => (stderr = (stderr + String(chunk)).slice(-4000)));
+    const deadline = Date.now() + 20_000;
+    while (!(await ping(this.socketPath))) {
+      if (child.exitCode !== null) throw new Error(`podman system service exited: ${stderr.trim()}`);
+      if (Date.now() > deadline) throw new Error(`podman system service did not answer on ${this.socketPath}: ${stderr.trim()}`);
+      await sleep(50);
+    }
+    return { socketPath: this.socketPath };
+  }
+
+  /** Stops the service, removes every container and volume it made, and unmounts its storage. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    this.child = undefined;
+    if (!existsSync(join(this.storageDir, 'root'))) return;
+    // Containers outlive the service (conmon keeps them): remove them so that nothing is left
+    // running and their mounts do not keep the storage busy.
+    const errors: unknown[] = [];
+    for (const args of [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']]) {
+      await this.podman(args).catch((error: unknown) => errors.push(error));
+    }
+    if (this.mounted) {
+      await run('umount', ['--recursive', this.storageDir]).catch((error: unknown) => errors.push(error));
+      this.mounted = false;
+    }
+    if (errors.length) throw new AggregateError(errors, 'podman cleanup failed');
+  }
+
+  private async mountBtrfs(): Promise<void> {
+    const image = join(this.options.directory, 'storage.btrfs');
+    await writeFile(image, '');
+    await run('truncate', ['-s', String(this.options.btrfsSizeBytes ?? 4 * 1024 ** 3), image]);
+    await run('mkfs.btrfs', ['-q', image]);
+    await run('mount', ['-o', 'loop', image, this.storageDir]);
+    this.mounted = true;
+  }
+
+  private async writeConfig(): Promise<void> {
+    const dir = this.options.directory;
+    // Limits of the host's root (nofile 20000+, nproc 96000+) are far too generous for a sandbox;
+    // runc instead of crun (Debian's podman defaults to crun, which may be absent). tmp_dir holds the
+    // engine's lock and state: the system's /run/libpod must not be shared with another engine.
+    const containersConf = [
+      '[containers]',
+      'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]',
+      '[engine]',
+      'runtime = "runc"',
+      'events_logger = "file"',
+      `tmp_dir = ${JSON.stringify(join(dir, 'tmp'))}`,
+      '[network]',
+      `network_config_dir = ${JSON.stringify(join(dir, 'net'))}`,
+      '',
+    ].join('\n');
+    // Not the system's registries.conf: no short-name search (references are always full), and
+    // plain-HTTP registries are chosen per pull (the driver's tlsVerify=false), not here.
+    const registriesConf = 'unqualified-search-registries = []\n';
+    const storageConf = [
+      '[storage]',
+      `driver = "${this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay'}"`,
+      `graphroot = ${JSON.stringify(join(this.storageDir, 'root'))}`,
+      `runroot = ${JSON.stringify(this.runRoot)}`,
+      '',
+    ].join('\n');
+    await writeFile(join(dir, 'containers.conf'), containersConf);
+    await writeFile(join(dir, 'registries.conf'), registriesConf);
+    await writeFile(join(dir, 'storage.conf'), storageConf);
+  }
+
+  /** Removes the folder too (after stop). */
+  async destroy(): Promise<void> {
+    await this.stop();
+    await rm(this.options.directory, { recursive: true, force: true });
+  }
+}
+
+function ping(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath, path: '/_ping', timeout: 1000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.once('error', () => resolve(false));
+    req.once('timeout', () => {
+      req.destroy();
+      resolve(false);
+    });
+    req.end();
+  });
+}

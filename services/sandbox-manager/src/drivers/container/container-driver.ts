@@ -1,0 +1,419 @@
+/**
+ * The `container` sandbox driver: one container per instance through the Docker Engine API over a
+ * Unix socket (Docker, or Podman's `podman system service`). Commands and files never go through
+ * the engine (its exec costs ~230 ms): the agent inside (PID 1) answers on a Unix socket in the
+ * instance's run folder, which the host side reaches directly.
+ *
+ * Host side of an instance: `<runDir>/<instance>/` holds `agent.sock` (made by the agent),
+ * `proxy.sock` (the auth proxy, opened while the instance runs) and `stopped` / `claimed-by`
+ * markers the engine has no place for.
+ */
+import { access, chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Dockerode from 'dockerode';
+import type { Logger } from '@berth/log';
+import { AgentClient, AgentError, agentBinaryPath } from '../../agent/agent-client.js';
+import {
+  ImagePullError,
+  InstanceError,
+  InstanceNotFoundError,
+  type EgressPolicy,
+  type ExecSpec,
+  type ImageInfo,
+  type ImageSource,
+  type InstanceSpec,
+  type InstanceState,
+  type SandboxDriver,
+  type SandboxProcess,
+} from '../driver.js';
+import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, LABELS } from './container-spec.js';
+import { pullImage, withTag } from './image-pull.js';
+
+/** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
+export interface AuthProxyHandle {
+  close(): Promise<void>;
+}
+export interface AuthProxy {
+  open(instance: string, socketPath: string, policy: EgressPolicy): Promise<AuthProxyHandle>;
+  /** Environment the sandbox needs for the proxy (e.g. where its CA certificate is); optional. */
+  sandboxEnv?(instance: string, runFolder: string): Record<string, string>;
+}
+
+export interface ContainerDriverOptions {
+  /** The engine's API socket (`/var/run/docker.sock`, a `podman system service` socket). */
+  socketPath: string;
+  /** Host folder of the instances' run folders; it must be on the engine's host. */
+  runDir: string;
+  /** @default the built berth-sandboxd of this package */
+  agentBinary?: string;
+  /** Without one, sandboxes have no way out at all (the agent's proxy port leads nowhere). */
+  proxy?: AuthProxy;
+  logger: Logger;
+  /**
+   * What a storage limit does on an engine that cannot enforce one (overlay on ext4): `enforce`
+   * fails the create with an InstanceError saying so; `ignore` creates the instance without the
+   * limit and logs a warning once.
+   * @default 'enforce'
+   */
+  storageQuota?: 'enforce' | 'ignore';
+  /** Most processes one sandbox may run. @default 1024 */
+  pidsLimit?: number;
+  /** How long a new or restarted instance may take until its agent answers. @default 30000 */
+  readyTimeoutMs?: number;
+  /**
+   * oom_score_adj of each sandbox's agent (PID 1), so that a memory hog rather than the agent is
+   * killed. @default -998 when this process may lower OOM scores (see canLowerOomScore), else 0
+   */
+  agentOomScoreAdj?: number;
+}
+
+const INSTANCE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export class ContainerDriver implements SandboxDriver {
+  readonly kind = 'container' as const;
+  private readonly docker: Dockerode;
+  private readonly proxies = new Map<string, AuthProxyHandle>();
+  private engine?: Promise<{ podman: boolean }>;
+  private warnedStorage = false;
+
+  private readonly oomScoreAdj: number;
+
+  constructor(private readonly options: ContainerDriverOptions) {
+    this.docker = new Dockerode({ socketPath: options.socketPath });
+    this.oomScoreAdj = options.agentOomScoreAdj ?? (canLowerOomScore() ? AGENT_OOM_SCORE_ADJ : 0);
+    if (this.oomScoreAdj === 0) {
+      options.logger.info('cannot lower OOM scores here (no CAP_SYS_RESOURCE): a sandbox agent is as likely an OOM victim as its commands');
+    }
+  }
+
+  async unavailableReason(): Promise<string | undefined> {
+    try {
+      await this.engineInfo();
+      return undefined;
+    } catch (error) {
+      this.engine = undefined;
+      return (
+        `no container engine answers on ${this.options.socketPath} (${(error as Error).message}): ` +
+        'start Docker, or Podman with `podman system service --time=0 unix://<socket>`, and point the sandbox driver at its socket'
+      );
+    }
+  }
+
+  async pullImage(image: ImageSource): Promise<ImageInfo> {
+    const reference = withTag(image.reference);
+    const present = await this.imageInfo(reference);
+    if (present) return present;
+    const { podman } = await this.engineInfo();
+    await pullImage(this.docker, image, podman);
+    const pulled = await this.imageInfo(reference);
+    if (!pulled) throw new ImagePullError(`the engine pulled ${reference} but does not list it`);
+    return pulled;
+  }
+
+  async create(spec: InstanceSpec): Promise<void> {
+    checkName(spec.instance);
+    const runFolder = this.runFolder(spec.instance);
+    await mkdir(runFolder, { recursive: true });
+    // Sticky and world-writable: the agent runs as the image's USER, whoever that is, and makes
+    // its socket here. Only this sandbox sees the folder.
+    await chmod(runFolder, 0o1777);
+    await chmod(this.options.runDir, 0o700);
+    const layout = {
+      agentBinary: this.options.agentBinary ?? agentBinaryPath(),
+      runFolder,
+      pidsLimit: this.options.pidsLimit ?? 1024,
+      proxyEnv: this.options.proxy?.sandboxEnv?.(spec.instance, runFolder) ?? {},
+      oomScoreAdj: this.oomScoreAdj,
+    };
+    const body = containerCreateOptions(spec, layout);
+    try {
+      await this.docker.createContainer(body);
+    } catch (error) {
+      if (body.HostConfig?.StorageOpt && isStorageOptUnsupported(error)) {
+        if ((this.options.storageQuota ?? 'enforce') === 'enforce') {
+          throw new InstanceError(
+            `cannot limit the storage of sandbox ${spec.instance}: the container engine cannot enforce storage quotas ` +
+              `(${engineMessage(error)}); put its storage on btrfs or XFS with project quotas, or remove the template's storage limit`,
+            { cause: error },
+          );
+        }
+        if (!this.warnedStorage) {
+          this.warnedStorage = true;
+          this.options.logger.warn({ err: error }, 'the container engine cannot enforce storage quotas: sandboxes run without storage limits');
+        }
+        delete body.HostConfig.StorageOpt;
+        await this.docker.createContainer(body).catch((retry: unknown) => {
+          throw this.createError(spec, retry);
+        });
+      } else {
+        throw this.createError(spec, error);
+      }
+    }
+    try {
+      await this.startAndWait(spec.instance, spec.egress);
+    } catch (error) {
+      // A sandbox that never answered is of no use to anyone: do not leave it behind.
+      await this.remove(spec.instance).catch((cleanup: unknown) =>
+        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing a sandbox that failed to start failed'),
+      );
+      throw error;
+    }
+  }
+
+  async stop(instance: string): Promise<void> {
+    checkName(instance);
+    await writeFile(join(this.runFolder(instance), 'stopped'), '').catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new InstanceNotFoundError(instance, { cause: error });
+      throw error;
+    });
+    try {
+      // The agent exits on SIGTERM at once (killing its commands); 10 s is for a wedged one.
+      await this.docker.getContainer(instance).stop({ t: 10 });
+    } catch (error) {
+      if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
+      if (statusOf(error) !== 304) throw new InstanceError(`cannot stop sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+    } finally {
+      await this.closeProxy(instance);
+    }
+  }
+
+  async start(instance: string, spec: InstanceSpec): Promise<void> {
+    checkName(instance);
+    await rm(join(this.runFolder(instance), 'stopped'), { force: true });
+    await this.startAndWait(instance, spec.egress);
+  }
+
+  async remove(instance: string): Promise<void> {
+    checkName(instance);
+    await this.closeProxy(instance);
+    try {
+      // v: the image's anonymous volumes go too; named volumes outlive the instance.
+      await this.docker.getContainer(instance).remove({ force: true, v: true });
+    } catch (error) {
+      if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+    }
+    await rm(this.runFolder(instance), { recursive: true, force: true });
+  }
+
+  async removeVolume(volume: string): Promise<void> {
+    checkName(volume);
+    try {
+      await this.docker.getVolume(volume).remove();
+    } catch (error) {
+      if (statusOf(error) !== 404) throw new InstanceError(`cannot remove volume ${volume}: ${engineMessage(error)}`, { cause: error });
+    }
+  }
+
+  async inspect(instance: string): Promise<InstanceState> {
+    checkName(instance);
+    let info: Dockerode.ContainerInspectInfo;
+    try {
+      info = await this.docker.getContainer(instance).inspect();
+    } catch (error) {
+      if (statusOf(error) === 404) return { state: 'missing' };
+      throw new InstanceError(`cannot inspect sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+    }
+    const state = info.State;
+    if (state.Running || state.Paused || state.Restarting) return { state: 'running' };
+    if (await exists(join(this.runFolder(instance), 'stopped'))) return { state: 'stopped' };
+    if (state.OOMKilled) {
+      const limit = info.HostConfig.Memory ? ` (limit ${Math.round(info.HostConfig.Memory / 1024 / 1024)} MiB)` : '';
+      return { state: 'failed', reason: `out of memory${limit}` };
+    }
+    if (state.Status === 'created') return { state: 'failed', reason: 'never started' };
+    const detail = state.Error ? `: ${state.Error}` : '';
+    return { state: 'failed', reason: `exited with code ${state.ExitCode}${detail}` };
+  }
+
+  async list(): Promise<string[]> {
+    const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.instance] } });
+    return containers.map((container) => container.Labels[LABELS.instance]!).sort();
+  }
+
+  async claim(instance: string, sandboxId: string): Promise<boolean> {
+    checkName(instance);
+    if ((await this.inspect(instance)).state !== 'running') return false;
+    try {
+      await this.agent(instance).ping(2000);
+    } catch (error) {
+      this.options.logger.warn({ err: error, instance }, 'a warm sandbox does not answer; not claiming it');
+      return false;
+    }
+    // Exclusive create: of two concurrent claims exactly one makes the file.
+    try {
+      await writeFile(join(this.runFolder(instance), 'claimed-by'), sandboxId, { flag: 'wx' });
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' || code === 'ENOENT') return false;
+      throw error;
+    }
+  }
+
+  async exec(instance: string, spec: ExecSpec): Promise<SandboxProcess> {
+    checkName(instance);
+    return this.viaAgent(instance, (agent) =>
+      agent.spawn({ argv: [spec.shell, '-c', spec.command], fallbackArgv0: '/bin/sh', env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }),
+    );
+  }
+
+  async writeFile(instance: string, path: string, data: Buffer): Promise<void> {
+    checkName(instance);
+    return this.viaAgent(instance, (agent) => agent.writeFile(path, data));
+  }
+
+  async readFile(instance: string, path: string): Promise<Buffer> {
+    checkName(instance);
+    return this.viaAgent(instance, (agent) => agent.readFile(path));
+  }
+
+  async close(): Promise<void> {
+    const instances = [...this.proxies.keys()];
+    await Promise.all(instances.map((instance) => this.closeProxy(instance)));
+  }
+
+  private runFolder(instance: string): string {
+    return join(this.options.runDir, instance);
+  }
+
+  private agent(instance: string): AgentClient {
+    return new AgentClient(join(this.runFolder(instance), 'agent.sock'));
+  }
+
+  /** Runs an agent operation; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
+  private async viaAgent<T>(instance: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.agent(instance));
+    } catch (error) {
+      if (!(error instanceof AgentError)) throw error;
+      const state = await this.inspect(instance);
+      if (state.state === 'missing') throw new InstanceNotFoundError(instance, { cause: error });
+      const why = state.state === 'running' ? 'its agent does not answer' : state.state === 'failed' ? state.reason : 'it is stopped';
+      throw new InstanceError(`sandbox ${instance} cannot run commands: ${why}`, { cause: error });
+    }
+  }
+
+  private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
+    const runFolder = this.runFolder(instance);
+    await this.closeProxy(instance);
+    if (this.options.proxy) {
+      this.proxies.set(instance, await this.options.proxy.open(instance, join(runFolder, 'proxy.sock'), egress));
+    }
+    try {
+      await this.docker.getContainer(instance).start();
+    } catch (error) {
+      await this.closeProxy(instance);
+      if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
+      if (statusOf(error) !== 304) throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+    }
+    await this.waitReady(instance);
+  }
+
+  /** Until the agent answers; fails early when the container dies (wrong architecture, no agent). */
+  private async waitReady(instance: string): Promise<void> {
+    const agent = this.agent(instance);
+    const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
+    let lastError: unknown;
+    let nextCheck = Date.now() + 200;
+    while (Date.now() < deadline) {
+      try {
+        await agent.ping(Math.max(1, Math.min(1000, deadline - Date.now())));
+        return;
+      } catch (error) {
+        lastError = error;
+      }
+      if (Date.now() >= nextCheck) {
+        nextCheck = Date.now() + 200;
+        const state = await this.inspect(instance);
+        if (state.state !== 'running') {
+          const logs = await this.logsTail(instance);
+          const why = state.state === 'failed' ? state.reason : state.state;
+          throw new InstanceError(`sandbox ${instance} did not start: ${why}${logs ? ` — ${logs}` : ''}`, { cause: lastError });
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    throw new InstanceError(`sandbox ${instance} did not answer within ${this.options.readyTimeoutMs ?? 30_000} ms`, { cause: lastError });
+  }
+
+  private async logsTail(instance: string): Promise<string> {
+    try {
+      const output = await this.docker.getContainer(instance).logs({ stdout: true, stderr: true, tail: 5, follow: false });
+      return demuxText(output).trim().slice(-500);
+    } catch (error) {
+      this.options.logger.warn({ err: error, instance }, 'reading the logs of a sandbox that did not start failed');
+      return '';
+    }
+  }
+
+  private async closeProxy(instance: string): Promise<void> {
+    const handle = this.proxies.get(instance);
+    if (!handle) return;
+    this.proxies.delete(instance);
+    await handle.close();
+  }
+
+  private engineInfo(): Promise<{ podman: boolean }> {
+    this.engine ??= this.docker.version().then((version) => ({
+      podman: (version.Components ?? []).some((component) => /podman/i.test(component.Name)),
+    }));
+    return this.engine;
+  }
+
+  private async imageInfo(reference: string): Promise<ImageInfo | undefined> {
+    try {
+      const info = await this.docker.getImage(reference).inspect();
+      const digest = info.RepoDigests?.map((repoDigest) => repoDigest.split('@')[1]).find(Boolean);
+      return { ...(digest ? { digest } : {}), user: info.Config.User ?? '', workingDir: info.Config.WorkingDir ?? '', sizeBytes: info.Size };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw new ImagePullError(`cannot inspect image ${reference}: ${engineMessage(error)}`, { cause: error });
+    }
+  }
+
+  private createError(spec: InstanceSpec, error: unknown): InstanceError {
+    if (statusOf(error) === 409) return new InstanceError(`sandbox instance ${spec.instance} already exists`, { cause: error });
+    if (statusOf(error) === 404) {
+      return new InstanceError(`cannot create sandbox ${spec.instance}: image ${spec.image.reference} is not pulled`, { cause: error });
+    }
+    return new InstanceError(`cannot create sandbox ${spec.instance}: ${engineMessage(error)}`, { cause: error });
+  }
+}
+
+function checkName(name: string): void {
+  // Names become host paths (run folders): nothing but a DNS-1123 label gets that far.
+  if (!INSTANCE_NAME.test(name)) throw new InstanceError(`${JSON.stringify(name)} is not a valid instance name (a DNS-1123 label)`);
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+function engineMessage(error: unknown): string {
+  const json = (error as { json?: { message?: string } | null }).json;
+  return json?.message ?? (error instanceof Error ? error.message : String(error));
+}
+
+function isStorageOptUnsupported(error: unknown): boolean {
+  return /storage.?opt|quota|unknown option size|not supported.*size|size.*not supported/i.test(engineMessage(error));
+}
+
+function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Docker's multiplexed log stream (8-byte frame headers) or plain text, as text. */
+function demuxText(output: Buffer | NodeJS.ReadableStream): string {
+  if (!Buffer.isBuffer(output)) return '';
+  const parts: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= output.length && output[offset]! <= 2 && output.readUInt16BE(offset + 1) === 0) {
+    const size = output.readUInt32BE(offset + 4);
+    parts.push(output.subarray(offset + 8, offset + 8 + size));
+    offset += 8 + size;
+  }
+  return parts.length ? Buffer.concat(parts).toString('utf8') : output.toString('utf8');
+}

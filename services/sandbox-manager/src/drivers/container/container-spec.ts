@@ -1,0 +1,109 @@
+/**
+ * The container a sandbox instance is: its Docker Engine API create body. Isolation first — no
+ * network but loopback, no host files but the agent binary and the instance's own run folder,
+ * almost no capabilities — with the in-sandbox agent as PID 1.
+ */
+import { readFileSync } from 'node:fs';
+import type { ContainerCreateOptions } from 'dockerode';
+import type { InstanceSpec } from '../driver.js';
+
+/** Where the agent binary and the run folder appear inside every sandbox. */
+export const AGENT_PATH = '/.berth/bin/sandboxd';
+export const RUN_MOUNT = '/.berth/run';
+/** The auth proxy's address inside the sandbox (the agent bridges it to `proxy.sock`). */
+export const PROXY_LISTEN = '127.0.0.1:3128';
+
+export const LABELS = {
+  instance: 'berth.dev/sandbox-instance',
+  tenant: 'berth.dev/tenant',
+} as const;
+
+/**
+ * Capabilities root inside the sandbox keeps (all others are dropped), so that package managers
+ * and ordinary root tools work on the sandbox's own files:
+ * - CHOWN, FOWNER, FSETID, DAC_OVERRIDE: install and edit files of other owners (apt, npm -g, pip).
+ * - SETUID, SETGID: tools that drop to another user (apt's `_apt` sandbox user, su, runuser).
+ * - KILL: signal processes of other users in the sandbox.
+ * - NET_BIND_SERVICE: serve on ports below 1024 on the sandbox's loopback.
+ * Left out on purpose: NET_RAW (no network to probe), MKNOD, SYS_CHROOT, SETFCAP, AUDIT_WRITE and
+ * everything Docker grants by default beyond these.
+ */
+export const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'SETUID', 'SETGID', 'KILL', 'NET_BIND_SERVICE'];
+
+/**
+ * PID 1 (the agent) is the last thing the OOM killer picks; it resets its commands to 0. Lowering
+ * a score needs CAP_SYS_RESOURCE: rootless engines and hosts that withhold it (some VMs' and CI
+ * containers' root) cannot, and runc then fails every start ("can't get final child's PID").
+ */
+export const AGENT_OOM_SCORE_ADJ = -998;
+
+/** This process may lower OOM scores (root with CAP_SYS_RESOURCE), as a local engine then may too. */
+export function canLowerOomScore(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const effective = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    const CAP_SYS_RESOURCE = 24n;
+    return effective !== undefined && ((BigInt(`0x${effective}`) >> CAP_SYS_RESOURCE) & 1n) === 1n;
+  } catch {
+    return false;
+  }
+}
+
+export interface ContainerLayout {
+  /** Host path of the agent binary (mounted read-only). */
+  agentBinary: string;
+  /** Host path of this instance's run folder. */
+  runFolder: string;
+  /** Most processes (threads included) one sandbox may run. */
+  pidsLimit: number;
+  /** Extra environment from the auth proxy (its CA file, for instance). */
+  proxyEnv: Record<string, string>;
+  /** oom_score_adj of the agent; 0 = the engine's default. */
+  oomScoreAdj: number;
+}
+
+export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayout): ContainerCreateOptions {
+  const proxyUrl = `http://${PROXY_LISTEN}`;
+  const env: Record<string, string> = {
+    ...spec.env,
+    HTTP_PROXY: proxyUrl,
+    HTTPS_PROXY: proxyUrl,
+    http_proxy: proxyUrl,
+    https_proxy: proxyUrl,
+    NO_PROXY: 'localhost,127.0.0.1',
+    no_proxy: 'localhost,127.0.0.1',
+    ...layout.proxyEnv,
+  };
+  const { memoryBytes, cpuMillis, storageBytes } = spec.resources;
+  return {
+    name: spec.instance,
+    Image: spec.image.reference,
+    Hostname: spec.instance,
+    Entrypoint: [AGENT_PATH, '--socket', `${RUN_MOUNT}/agent.sock`, '--proxy-listen', PROXY_LISTEN, '--proxy-socket', `${RUN_MOUNT}/proxy.sock`],
+    // The image's CMD would become arguments of the agent.
+    Cmd: [],
+    Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+    Labels: { ...spec.labels, [LABELS.instance]: spec.instance, [LABELS.tenant]: spec.tenantId },
+    // No User: the image's USER runs the agent and so every command.
+    HostConfig: {
+      NetworkMode: 'none',
+      IpcMode: 'private',
+      Binds: [
+        `${layout.agentBinary}:${AGENT_PATH}:ro`,
+        `${layout.runFolder}:${RUN_MOUNT}`,
+        ...spec.volumes.map((volume) => `${volume.volume}:${volume.mountPath}`),
+      ],
+      CapDrop: ['ALL'],
+      CapAdd: CAPABILITIES,
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: false,
+      PidsLimit: layout.pidsLimit,
+      ...(layout.oomScoreAdj ? { OomScoreAdj: layout.oomScoreAdj } : {}),
+      ...(memoryBytes ? { Memory: memoryBytes, MemorySwap: memoryBytes } : {}),
+      ...(cpuMillis ? { NanoCpus: cpuMillis * 1_000_000 } : {}),
+      ...(storageBytes ? { StorageOpt: { size: String(storageBytes) } } : {}),
+      RestartPolicy: { Name: 'no' },
+    },
+  };
+}
