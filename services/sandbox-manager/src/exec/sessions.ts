@@ -8,13 +8,13 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { isBerthError } from '@berth/errors';
 import type { Logger } from '@berth/log';
-import type { ExecClientMessage, ExecServerMessageSchema, ExecStart } from '@berth/proto';
+import type { ExecuteRequest, ExecuteResponseSchema, ExecStart } from '@berth/proto';
 import { Pushable } from '@berth/rpc';
 import type { ExitInfo, SandboxDriver, SandboxProcess } from '../drivers/driver.js';
 import type { SandboxRow } from '../sandboxes/store.js';
 import { OutputBuffer } from './output-buffer.js';
 
-export type ServerMessage = MessageInitShape<typeof ExecServerMessageSchema>;
+export type ServerMessage = MessageInitShape<typeof ExecuteResponseSchema>;
 
 export interface ExecDefaults {
   /** @default 60 */
@@ -164,7 +164,7 @@ export class CommandSessions {
   }
 
   /** One exec stream: the first client message is execute or reconnect; see the module comment. */
-  async *execute(requests: AsyncIterable<ExecClientMessage>, tenantId: (first: ExecClientMessage) => string): AsyncGenerator<ServerMessage> {
+  async *execute(requests: AsyncIterable<ExecuteRequest>, tenantId: (first: ExecuteRequest) => string): AsyncGenerator<ServerMessage> {
     const iterator = requests[Symbol.asyncIterator]();
     const first = await iterator.next();
     if (first.done) return;

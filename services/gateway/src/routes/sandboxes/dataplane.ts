@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
-import type { ExecClientMessageSchema, WriteFileChunkSchema } from '@berth/proto';
+import type { ExecuteRequestSchema, WriteFileRequestSchema } from '@berth/proto';
 import { Pushable } from '@berth/rpc';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Request, Response } from 'express';
@@ -32,8 +32,8 @@ const EXEC_MARGIN_MS = 30_000;
 /** Deadline of a whole file transfer through the gateway. */
 const FILE_DEADLINE_MS = 30 * 60_000;
 
-type ExecClientInit = MessageInitShape<typeof ExecClientMessageSchema>;
-type WriteChunkInit = MessageInitShape<typeof WriteFileChunkSchema>;
+type ExecClientInit = MessageInitShape<typeof ExecuteRequestSchema>;
+type WriteChunkInit = MessageInitShape<typeof WriteFileRequestSchema>;
 
 /** Aborted when the client goes away before the answer is complete. */
 function clientGone(req: Request, res: Response): AbortSignal {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { SandboxDataService, SandboxService, SandboxStatus, type ExecClientMessage } from '@berth/proto';
+import { SandboxDataService, SandboxService, SandboxStatus, type ExecuteRequest } from '@berth/proto';
 import { createRpcServer, type RpcServer, type ServiceImplementation } from '@berth/rpc';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { SandboxClient } from 'langsmith/sandbox';
@@ -29,9 +29,9 @@ let key: string;
 let tenantId: string;
 
 /** Commands the scripted manager knows: echo (output, exit 3), cat (echoes input), sleep (never ends), timeout. */
-async function* execute(requests: AsyncIterable<ExecClientMessage>) {
+async function* execute(requests: AsyncIterable<ExecuteRequest>) {
   const iterator = requests[Symbol.asyncIterator]();
-  const first = (await iterator.next()).value as ExecClientMessage;
+  const first = (await iterator.next()).value as ExecuteRequest;
   if (first.kind.case === 'reconnect') {
     yield { kind: { case: 'error' as const, value: { errorType: 'CommandNotFound', message: `no command ${first.kind.value.commandId}` } } };
     return;

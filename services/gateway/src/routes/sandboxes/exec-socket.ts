@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { Principal } from '@berth/auth';
 import { httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
-import type { ExecClientMessageSchema, ExecServerMessage } from '@berth/proto';
+import type { ExecuteRequestSchema, ExecuteResponse } from '@berth/proto';
 import { Pushable } from '@berth/rpc';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -22,7 +22,7 @@ import type { SandboxManagerClients } from '../../sandbox-manager.js';
 import { DATAPLANE_BASE } from './dataplane.js';
 import { RunConfigIn } from './schemas.js';
 
-type ExecClientInit = MessageInitShape<typeof ExecClientMessageSchema>;
+type ExecClientInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
 /** `/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws` */
 const SOCKET_PATH = new RegExp(`^${DATAPLANE_BASE}/([^/?#]+)/execute/ws$`);
@@ -83,7 +83,7 @@ function frameProblem(error: z.ZodError): string {
 }
 
 /** A server message as the client's frame. */
-function frameOf(message: ExecServerMessage): Record<string, unknown> | undefined {
+function frameOf(message: ExecuteResponse): Record<string, unknown> | undefined {
   const kind = message.kind;
   switch (kind.case) {
     case 'started':

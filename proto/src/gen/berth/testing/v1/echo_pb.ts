@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/testing/v1/echo.proto.
  */
 export const file_berth_testing_v1_echo: GenFile = /*@__PURE__*/
-  fileDesc("ChtiZXJ0aC90ZXN0aW5nL3YxL2VjaG8ucHJvdG8SEGJlcnRoLnRlc3RpbmcudjEiHgoLRWNob1JlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCSKQAQoMRWNob1Jlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkSPgoIbWV0YWRhdGEYAiADKAsyLC5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZS5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCgxDb3VudFJlcXVlc3QSDQoFY291bnQYASABKAUSEwoLaW50ZXJ2YWxfbXMYAiABKAUiHgoNQ291bnRSZXNwb25zZRINCgVpbmRleBgBIAEoBTK3AgoLRWNob1NlcnZpY2USRQoERWNobxIdLmJlcnRoLnRlc3RpbmcudjEuRWNob1JlcXVlc3QaHi5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZRJKCgVDb3VudBIeLmJlcnRoLnRlc3RpbmcudjEuQ291bnRSZXF1ZXN0Gh8uYmVydGgudGVzdGluZy52MS5Db3VudFJlc3BvbnNlMAESSgoHQ29sbGVjdBIdLmJlcnRoLnRlc3RpbmcudjEuRWNob1JlcXVlc3QaHi5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZSgBEkkKBENoYXQSHS5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXF1ZXN0Gh4uYmVydGgudGVzdGluZy52MS5FY2hvUmVzcG9uc2UoATABYgZwcm90bzM");
+  fileDesc("ChtiZXJ0aC90ZXN0aW5nL3YxL2VjaG8ucHJvdG8SEGJlcnRoLnRlc3RpbmcudjEiHgoLRWNob1JlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCSKQAQoMRWNob1Jlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkSPgoIbWV0YWRhdGEYAiADKAsyLC5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXNwb25zZS5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCgxDb3VudFJlcXVlc3QSDQoFY291bnQYASABKAUSEwoLaW50ZXJ2YWxfbXMYAiABKAUiHgoNQ291bnRSZXNwb25zZRINCgVpbmRleBgBIAEoBSIhCg5Db2xsZWN0UmVxdWVzdBIPCgdtZXNzYWdlGAEgASgJIiIKD0NvbGxlY3RSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJIh4KC0NoYXRSZXF1ZXN0Eg8KB21lc3NhZ2UYASABKAkiHwoMQ2hhdFJlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkyvQIKC0VjaG9TZXJ2aWNlEkUKBEVjaG8SHS5iZXJ0aC50ZXN0aW5nLnYxLkVjaG9SZXF1ZXN0Gh4uYmVydGgudGVzdGluZy52MS5FY2hvUmVzcG9uc2USSgoFQ291bnQSHi5iZXJ0aC50ZXN0aW5nLnYxLkNvdW50UmVxdWVzdBofLmJlcnRoLnRlc3RpbmcudjEuQ291bnRSZXNwb25zZTABElAKB0NvbGxlY3QSIC5iZXJ0aC50ZXN0aW5nLnYxLkNvbGxlY3RSZXF1ZXN0GiEuYmVydGgudGVzdGluZy52MS5Db2xsZWN0UmVzcG9uc2UoARJJCgRDaGF0Eh0uYmVydGgudGVzdGluZy52MS5DaGF0UmVxdWVzdBoeLmJlcnRoLnRlc3RpbmcudjEuQ2hhdFJlc3BvbnNlKAEwAWIGcHJvdG8z");
 
 /**
  * The request of EchoService.Echo.
@@ -115,6 +115,78 @@ export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
 /**
  * EchoService exercises unary and server-streaming calls.
  *
+ * @generated from message berth.testing.v1.CollectRequest
+ */
+export type CollectRequest = Message<"berth.testing.v1.CollectRequest"> & {
+  /**
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message berth.testing.v1.CollectRequest.
+ * Use `create(CollectRequestSchema)` to create a new message.
+ */
+export const CollectRequestSchema: GenMessage<CollectRequest> = /*@__PURE__*/
+  messageDesc(file_berth_testing_v1_echo, 4);
+
+/**
+ * @generated from message berth.testing.v1.CollectResponse
+ */
+export type CollectResponse = Message<"berth.testing.v1.CollectResponse"> & {
+  /**
+   * The messages received, joined with spaces.
+   *
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message berth.testing.v1.CollectResponse.
+ * Use `create(CollectResponseSchema)` to create a new message.
+ */
+export const CollectResponseSchema: GenMessage<CollectResponse> = /*@__PURE__*/
+  messageDesc(file_berth_testing_v1_echo, 5);
+
+/**
+ * @generated from message berth.testing.v1.ChatRequest
+ */
+export type ChatRequest = Message<"berth.testing.v1.ChatRequest"> & {
+  /**
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message berth.testing.v1.ChatRequest.
+ * Use `create(ChatRequestSchema)` to create a new message.
+ */
+export const ChatRequestSchema: GenMessage<ChatRequest> = /*@__PURE__*/
+  messageDesc(file_berth_testing_v1_echo, 6);
+
+/**
+ * @generated from message berth.testing.v1.ChatResponse
+ */
+export type ChatResponse = Message<"berth.testing.v1.ChatResponse"> & {
+  /**
+   * The message received.
+   *
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message berth.testing.v1.ChatResponse.
+ * Use `create(ChatResponseSchema)` to create a new message.
+ */
+export const ChatResponseSchema: GenMessage<ChatResponse> = /*@__PURE__*/
+  messageDesc(file_berth_testing_v1_echo, 7);
+
+/**
  * @generated from service berth.testing.v1.EchoService
  */
 export const EchoService: GenService<{
@@ -145,8 +217,8 @@ export const EchoService: GenService<{
    */
   collect: {
     methodKind: "client_streaming";
-    input: typeof EchoRequestSchema;
-    output: typeof EchoResponseSchema;
+    input: typeof CollectRequestSchema;
+    output: typeof CollectResponseSchema;
   },
   /**
    * Chat answers every message as it arrives, until the client half-closes.
@@ -155,8 +227,8 @@ export const EchoService: GenService<{
    */
   chat: {
     methodKind: "bidi_streaming";
-    input: typeof EchoRequestSchema;
-    output: typeof EchoResponseSchema;
+    input: typeof ChatRequestSchema;
+    output: typeof ChatResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_testing_v1_echo, 0);
