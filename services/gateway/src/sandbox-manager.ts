@@ -4,9 +4,9 @@
  * files). One channel per process, shared by every route; without an address, calls answer 503
  * with Retry-After and a message saying how to enable sandboxes.
  */
-import { UnavailableError } from '@berth/errors';
 import { SandboxDataService, SandboxService } from '@berth/proto';
-import { createRpcClient, type RpcClient, type RpcClientOptions } from '@berth/rpc';
+import type { RpcClient } from '@berth/rpc';
+import { ServiceClients } from './service-clients.js';
 
 /**
  * Largest gRPC message between the gateway and the sandbox-manager: file chunks are at most
@@ -15,49 +15,27 @@ import { createRpcClient, type RpcClient, type RpcClientOptions } from '@berth/r
  */
 export const SANDBOX_MANAGER_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-export class SandboxManagerClients {
-  private sandboxClient: RpcClient<typeof SandboxService> | undefined;
-  private dataClient: RpcClient<typeof SandboxDataService> | undefined;
-
-  private readonly options: RpcClientOptions;
-
+export class SandboxManagerClients extends ServiceClients {
   /**
    * @param address `host:port` of the sandbox-manager's gRPC server; without one, calls answer 503.
    * @param internalToken sent on every call (`BERTH_INTERNAL_TOKEN`).
    */
-  constructor(
-    private readonly address: string | undefined,
-    internalToken?: string,
-  ) {
-    this.options = {
+  constructor(address: string | undefined, internalToken?: string) {
+    super(
+      address,
       internalToken,
-      channelOptions: { 'grpc.max_receive_message_length': SANDBOX_MANAGER_MESSAGE_BYTES, 'grpc.max_send_message_length': SANDBOX_MANAGER_MESSAGE_BYTES },
-    };
+      SANDBOX_MANAGER_MESSAGE_BYTES,
+      'Sandboxes are not enabled on this platform: run the sandbox-manager and give the gateway its address (SANDBOX_MANAGER_GRPC_ADDRESS)',
+    );
   }
 
   /** Templates, snapshots, registries, volumes, pools and sandboxes. Throws UnavailableError without a sandbox-manager. */
   get sandboxes(): RpcClient<typeof SandboxService> {
-    this.sandboxClient ??= createRpcClient(SandboxService, this.requireAddress(), this.options);
-    return this.sandboxClient;
+    return this.client(SandboxService);
   }
 
   /** Commands and files of a sandbox. Throws UnavailableError without a sandbox-manager. */
   get data(): RpcClient<typeof SandboxDataService> {
-    this.dataClient ??= createRpcClient(SandboxDataService, this.requireAddress(), this.options);
-    return this.dataClient;
-  }
-
-  close(): void {
-    this.sandboxClient?.close();
-    this.sandboxClient = undefined;
-    this.dataClient?.close();
-    this.dataClient = undefined;
-  }
-
-  private requireAddress(): string {
-    if (!this.address) {
-      throw new UnavailableError('Sandboxes are not enabled on this platform: run the sandbox-manager and give the gateway its address (SANDBOX_MANAGER_GRPC_ADDRESS)');
-    }
-    return this.address;
+    return this.client(SandboxDataService);
   }
 }
