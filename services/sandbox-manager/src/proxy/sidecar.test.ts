@@ -9,6 +9,7 @@ import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { until } from '@berth/testing';
 import { ProxyCa, proxyEnvironment } from './proxy-ca.js';
 import type { SidecarConfigFile } from './sidecar.js';
 
@@ -114,6 +115,8 @@ describe('the sandbox proxy sidecar (node dist/proxy/sidecar.js --config …)', 
 
     const refused = await curl('http://10.0.0.1/');
     expect(refused).toEqual({ status: 403, body: 'egress to 10.0.0.1 refused: private address\n' });
+    // The sidecar's log line can reach its stdout pipe after the response reached curl.
+    await until('the refusal in the sidecar log', () => (output.includes('sandbox egress refused') ? true : undefined), 5000).catch(() => undefined);
     expect(output).toContain('sandbox egress refused');
     expect(output).not.toContain(SECRET);
   });
