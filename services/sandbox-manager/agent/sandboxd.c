@@ -83,6 +83,8 @@ static struct conn *conns;
 static struct bridge *bridges;
 static const char *socket_path = "/.berth/run/agent.sock";
 static const char *proxy_listen, *proxy_socket;
+/* --ca-bundle OUT --ca-extra FILE: OUT becomes the image's CA bundle plus FILE (the proxy's CA). */
+static const char *ca_bundle, *ca_extra;
 
 static void die(const char *what)
 {
@@ -726,9 +728,11 @@ static void parse_args(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char **target = !strcmp(argv[i], "--socket") ? &socket_path
 				    : !strcmp(argv[i], "--proxy-listen") ? &proxy_listen
-				    : !strcmp(argv[i], "--proxy-socket") ? &proxy_socket : NULL;
+				    : !strcmp(argv[i], "--proxy-socket") ? &proxy_socket
+				    : !strcmp(argv[i], "--ca-bundle") ? &ca_bundle
+				    : !strcmp(argv[i], "--ca-extra") ? &ca_extra : NULL;
 		if (!target || i + 1 >= argc) {
-			fprintf(stderr, "usage: berth-sandboxd [--socket PATH] [--proxy-listen IP:PORT --proxy-socket PATH]\n");
+			fprintf(stderr, "usage: berth-sandboxd [--socket PATH] [--proxy-listen IP:PORT --proxy-socket PATH] [--ca-bundle OUT --ca-extra FILE]\n");
 			exit(2);
 		}
 		*target = argv[++i];
@@ -737,6 +741,52 @@ static void parse_args(int argc, char **argv)
 		fprintf(stderr, "berth-sandboxd: --proxy-listen and --proxy-socket go together\n");
 		exit(2);
 	}
+	if (!ca_bundle != !ca_extra) {
+		fprintf(stderr, "berth-sandboxd: --ca-bundle and --ca-extra go together\n");
+		exit(2);
+	}
+}
+
+/* Appends the file at `path` to `out`; 0 when it cannot be read. */
+static int append_file(FILE *out, const char *path)
+{
+	FILE *in = fopen(path, "rb");
+	if (!in) return 0;
+	char buf[CHUNK];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, out);
+	fclose(in);
+	return 1;
+}
+
+/*
+ * Tools that replace their roots with one file (OpenSSL's SSL_CERT_FILE, curl, Python requests,
+ * git) get the image's own roots plus the proxy's CA: the image's bundle is only known in here.
+ * Without a bundle in the image the file holds the proxy's CA alone, as nothing else was trusted.
+ */
+static void write_ca_bundle(void)
+{
+	static const char *const system_bundles[] = {
+		"/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine */
+		"/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
+		"/etc/ssl/ca-bundle.pem",             /* openSUSE */
+		"/etc/ssl/cert.pem",                  /* Alpine, macOS-like */
+	};
+	char tmp[4096];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", ca_bundle) >= (int)sizeof tmp) return;
+	FILE *out = fopen(tmp, "wb");
+	if (!out) {
+		fprintf(stderr, "berth-sandboxd: cannot write %s: %s\n", tmp, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof system_bundles / sizeof *system_bundles; i++) {
+		if (append_file(out, system_bundles[i])) {
+			fputc('\n', out);
+			break;
+		}
+	}
+	append_file(out, ca_extra);
+	if (fclose(out) != 0 || rename(tmp, ca_bundle) != 0) fprintf(stderr, "berth-sandboxd: cannot write %s: %s\n", ca_bundle, strerror(errno));
 }
 
 enum { SL_SIGNAL, SL_LISTEN, SL_PROXY, SL_CLIENT, SL_STDOUT, SL_STDERR, SL_STDIN, SL_BRIDGE0, SL_BRIDGE1 };
@@ -762,6 +812,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) die("signalfd");
+	if (ca_bundle) write_ca_bundle();
 	int lfd = listen_unix(socket_path);
 	int pfd = proxy_listen ? listen_tcp(proxy_listen) : -1;
 

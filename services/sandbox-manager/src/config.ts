@@ -1,12 +1,15 @@
 /** What `start(config)` of the sandbox-manager takes (env.ts builds it from the environment). */
 import type { GrpcServerConfig } from '@berth/config';
+import type { DriverConfig } from './drivers/build-driver.js';
 import type { SandboxDriver } from './drivers/driver.js';
 import type { ExecDefaults } from './exec/sessions.js';
 import type { SandboxDefaults } from './sandboxes/sandboxes.js';
 
 export interface SandboxSettings {
   /** Where sandboxes run; without one every sandbox call answers 503 with `unavailableReason`. */
-  driver?: SandboxDriver;
+  driver?: DriverConfig;
+  /** A driver made by the caller instead (tests); it wins over `driver`. */
+  driverInstance?: SandboxDriver;
   /**
    * Why sandboxes are off when no driver is given (shown to users in the 503).
    * @default a sentence on enabling the container driver
@@ -26,6 +29,13 @@ export interface SandboxSettings {
   poolIntervalMs?: number;
   /** Run the reaper and the pool keeper (tests drive them by hand with false). @default true */
   background?: boolean;
+  /**
+   * On close, stop every ready sandbox (files kept; the next command starts it again) and remove
+   * the warm pools' members (refilled on the next start): for the embedded platform, whose engine
+   * stops with it. Off where sandboxes outlive a manager restart (Kubernetes, several replicas).
+   * @default false
+   */
+  stopSandboxesOnClose?: boolean;
   now?: () => Date;
 }
 

@@ -1,12 +1,13 @@
 /**
  * The sandbox-manager's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
- * BERTH_INTERNAL_TOKEN, BERTH_SANDBOX_PRIVATE_EGRESS, SANDBOX_*): the only place it reads process.env.
- * The driver itself is built by main.ts from `driver`.
+ * BERTH_INTERNAL_TOKEN, BERTH_SANDBOX_PRIVATE_EGRESS, BERTH_PLATFORM_IMAGE, SANDBOX_*): the only place
+ * it reads process.env. `start()` builds the driver from `sandboxes.driver`.
  */
 import { parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { InvalidCidrError, parseCidr } from '@berth/egress';
 import { z } from 'zod';
 import type { SandboxManagerConfig } from './config.js';
+import type { DriverConfig } from './drivers/build-driver.js';
 
 const list = z
   .string()
@@ -44,12 +45,39 @@ const schema = z.object({
   SANDBOX_DEFAULT_IMAGE: z.string().optional(),
   /** Registries pulled over plain HTTP (host:port, comma-separated). */
   SANDBOX_INSECURE_REGISTRIES: list,
+  /** kubernetes driver: the namespace of sandbox pods (it must exist). */
+  SANDBOX_KUBERNETES_NAMESPACE: z.string().min(1).default('berth-sandboxes'),
+  /** kubernetes driver: the Berth platform image (its auth proxy runs as each sandbox's sidecar). */
+  BERTH_PLATFORM_IMAGE: z.string().min(1).optional(),
+  /** kubernetes driver: a RuntimeClass for sandbox pods (gVisor's `runsc`, `kata-qemu`). */
+  SANDBOX_RUNTIME_CLASS: z.string().min(1).optional(),
+  /** kubernetes driver: the StorageClass of volume claims (the cluster's default when unset). */
+  SANDBOX_STORAGE_CLASS: z.string().min(1).optional(),
+  /** kubernetes driver: run every sandbox as this uid, whatever its image says. */
+  SANDBOX_RUN_AS_USER: z.coerce.number().int().min(1).optional(),
+}).refine((e) => e.SANDBOX_DRIVER !== 'kubernetes' || e.BERTH_PLATFORM_IMAGE, {
+  message: 'the kubernetes sandbox driver needs BERTH_PLATFORM_IMAGE (the image with the auth proxy sidecar)',
+  path: ['BERTH_PLATFORM_IMAGE'],
 });
 
-export type SandboxDriverEnv = { kind: 'none' } | { kind: 'container'; socketPath: string; runDir: string } | { kind: 'kubernetes' };
+function driverConfig(e: z.infer<typeof schema>): DriverConfig | undefined {
+  if (e.SANDBOX_DRIVER === 'container') return { kind: 'container', socketPath: e.SANDBOX_DOCKER_SOCKET, runDir: e.SANDBOX_RUN_DIR };
+  if (e.SANDBOX_DRIVER === 'kubernetes') {
+    return {
+      kind: 'kubernetes',
+      namespace: e.SANDBOX_KUBERNETES_NAMESPACE,
+      platformImage: e.BERTH_PLATFORM_IMAGE!,
+      ...(e.SANDBOX_RUNTIME_CLASS ? { runtimeClassName: e.SANDBOX_RUNTIME_CLASS } : {}),
+      ...(e.SANDBOX_STORAGE_CLASS ? { storageClassName: e.SANDBOX_STORAGE_CLASS } : {}),
+      ...(e.SANDBOX_RUN_AS_USER ? { runAsUser: e.SANDBOX_RUN_AS_USER } : {}),
+    };
+  }
+  return undefined;
+}
 
-export function loadSandboxManagerConfig(env: Record<string, string | undefined> = process.env): SandboxManagerConfig & { driver: SandboxDriverEnv } {
+export function loadSandboxManagerConfig(env: Record<string, string | undefined> = process.env): SandboxManagerConfig {
   const e = parseEnv(schema, env);
+  const driver = driverConfig(e);
   return {
     ...parseGrpcServerEnv(env),
     databaseUrl: e.DATABASE_URL,
@@ -57,8 +85,8 @@ export function loadSandboxManagerConfig(env: Record<string, string | undefined>
     sandboxes: {
       privateEgress: e.BERTH_SANDBOX_PRIVATE_EGRESS,
       insecureRegistries: e.SANDBOX_INSECURE_REGISTRIES,
+      ...(driver ? { driver } : {}),
       ...(e.SANDBOX_DEFAULT_IMAGE ? { defaultImage: e.SANDBOX_DEFAULT_IMAGE } : {}),
     },
-    driver: e.SANDBOX_DRIVER === 'container' ? { kind: 'container', socketPath: e.SANDBOX_DOCKER_SOCKET, runDir: e.SANDBOX_RUN_DIR } : { kind: e.SANDBOX_DRIVER },
   };
 }

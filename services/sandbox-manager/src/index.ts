@@ -14,6 +14,8 @@ import { Registries } from './catalog/registries.js';
 import { Templates } from './catalog/templates.js';
 import { Volumes } from './catalog/volumes.js';
 import { NO_DRIVER_REASON, type SandboxManagerConfig } from './config.js';
+import { buildDriver } from './drivers/build-driver.js';
+import type { SandboxDriver } from './drivers/driver.js';
 import { UnavailableDriver } from './drivers/unavailable.js';
 import { CommandSessions } from './exec/sessions.js';
 import { Pools } from './pools/pools.js';
@@ -25,6 +27,7 @@ import type { SandboxTables } from './tables.js';
 export type { SandboxManagerConfig, SandboxSettings } from './config.js';
 export { loadSandboxManagerConfig } from './env.js';
 export * from './drivers/driver.js';
+export type { ContainerDriverConfig, DriverConfig, KubernetesDriverConfig } from './drivers/build-driver.js';
 export { UnavailableDriver } from './drivers/unavailable.js';
 export { Reaper } from './sandboxes/reaper.js';
 export { Pools } from './pools/pools.js';
@@ -56,9 +59,17 @@ export async function start(
   const database = createDatabase<SandboxTables>({ connectionString: config.databaseUrl, schema: SANDBOX_SCHEMA });
   const { db } = database;
   const settings = config.sandboxes ?? {};
-  const driver = settings.driver ?? new UnavailableDriver(settings.unavailableReason ?? NO_DRIVER_REASON);
-  const now = settings.now ?? (() => new Date());
   const box = new SecretBox(config.secretKey);
+  let driver: SandboxDriver;
+  try {
+    driver =
+      settings.driverInstance ??
+      (settings.driver ? await buildDriver(settings.driver, { db, box, logger }) : new UnavailableDriver(settings.unavailableReason ?? NO_DRIVER_REASON));
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const now = settings.now ?? (() => new Date());
   const registries = new Registries(db, box);
   const volumes = new Volumes(db, (name) => driver.removeVolume(name));
   const templates = new Templates(db, box, registries, driver, { logger, ...(settings.insecureRegistries ? { insecureRegistries: settings.insecureRegistries } : {}) });
@@ -109,6 +120,7 @@ export async function start(
   if (!(await driver.unavailableReason())) {
     await templates.resumePulls();
     await sandboxes.resume();
+    await pools.resume();
   }
   if (settings.background !== false) {
     reaper.start();
@@ -124,6 +136,10 @@ export async function start(
       await reaper.stop();
       await pools.stop();
       commands.close();
+      if (settings.stopSandboxesOnClose) {
+        await sandboxes.stopAll('the platform stopped');
+        await pools.removeMembers();
+      }
       await grpc.close();
       await sandboxes.close();
       await driver.close();

@@ -188,7 +188,10 @@ export interface SandboxDriver {
   create(spec: InstanceSpec): Promise<void>;
   /** Stops it; its files (and volumes) are kept for `start`. */
   stop(instance: string): Promise<void>;
-  /** Starts a stopped instance again, with its files; resolves once commands can run. */
+  /**
+   * Starts a stopped instance again, with its files; resolves once commands can run. On a running
+   * instance it only restores what the driver keeps outside it (a restarted manager's auth proxy).
+   */
   start(instance: string, spec: InstanceSpec): Promise<void>;
   /** Removes it and its files (not its named volumes); removing a missing instance is not an error. */
   remove(instance: string): Promise<void>;

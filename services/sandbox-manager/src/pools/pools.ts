@@ -114,6 +114,26 @@ export class Pools {
     }
   }
 
+  /**
+   * After a restart: members a stopped manager left creating, and ready ones whose instance no
+   * longer runs, are removed (the next pass makes new ones).
+   */
+  async resume(): Promise<void> {
+    const members = await this.deps.db.selectFrom('pool_members').select(['instance', 'status']).execute();
+    for (const member of members) {
+      const alive = member.status === 'ready' && (await this.deps.driver.inspect(member.instance).catch(() => undefined))?.state === 'running';
+      if (alive) continue;
+      const gone = await this.deps.db.deleteFrom('pool_members').where('instance', '=', member.instance).where('status', '=', member.status).executeTakeFirst();
+      if (gone.numDeletedRows > 0n) await this.removeInstance(member.instance);
+    }
+  }
+
+  /** Removes every member (their pools stay and are refilled on the next start). */
+  async removeMembers(): Promise<void> {
+    const members = await this.deps.db.deleteFrom('pool_members').returning('instance').execute();
+    for (const member of members) await this.removeInstance(member.instance);
+  }
+
   start(): void {
     const tick = () => {
       this.#pass = this.#pass.then(() => this.refill()).catch((error: unknown) => this.deps.logger.error({ err: error }, 'warm-pool pass failed'));

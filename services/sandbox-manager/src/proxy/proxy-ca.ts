@@ -167,8 +167,9 @@ export class ProxyCa {
  * its CA. `caPath` is the proxy CA alone (Node adds it to its own roots); tools that replace their
  * roots with a file (OpenSSL, Python requests, curl, git) need `bundlePath`: the image's CA bundle
  * plus the proxy CA — without one they are left alone rather than made to distrust every other CA.
+ * Without `caPath` (a proxy that intercepts nothing) only the proxy variables are set.
  */
-export function proxyEnvironment(options: { port: number; caPath: string; bundlePath?: string }): Record<string, string> {
+export function proxyEnvironment(options: { port: number; caPath?: string; bundlePath?: string }): Record<string, string> {
   const proxy = `http://127.0.0.1:${options.port}`;
   const noProxy = 'localhost,127.0.0.1,::1';
   return {
@@ -178,7 +179,7 @@ export function proxyEnvironment(options: { port: number; caPath: string; bundle
     https_proxy: proxy,
     NO_PROXY: noProxy,
     no_proxy: noProxy,
-    NODE_EXTRA_CA_CERTS: options.caPath,
+    ...(options.caPath ? { NODE_EXTRA_CA_CERTS: options.caPath } : {}),
     ...(options.bundlePath
       ? { SSL_CERT_FILE: options.bundlePath, REQUESTS_CA_BUNDLE: options.bundlePath, CURL_CA_BUNDLE: options.bundlePath, GIT_SSL_CAINFO: options.bundlePath }
       : {}),

@@ -32,6 +32,11 @@ export class ProxyHost implements ProxyHostPort {
 
   constructor(private readonly options: ProxyHostOptions) {}
 
+  /** The CA sandboxes must trust for intercepted HTTPS. */
+  get caCertPem(): string {
+    return this.options.ca.certPem;
+  }
+
   /**
    * Serves `instance`'s proxy on `socketPath`, replacing one it already has (a restarted instance).
    * EgressPolicyError when the policy does not compile.

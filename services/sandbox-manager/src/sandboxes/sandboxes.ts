@@ -13,7 +13,7 @@ import type { ProxyConfig } from '@berth/proto';
 import type { SecretBox } from '@berth/secret-box';
 import { storeProxyConfig } from '../catalog/proxy-config.js';
 import type { TemplateRow, Templates } from '../catalog/templates.js';
-import type { SandboxDriver } from '../drivers/driver.js';
+import type { InstanceSpec, SandboxDriver } from '../drivers/driver.js';
 import type { RunConfigJson, SandboxTables } from '../tables.js';
 import { INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from './instance-spec.js';
 import { SandboxStore, type SandboxRef, type SandboxRow } from './store.js';
@@ -189,13 +189,38 @@ export class Sandboxes {
     return row;
   }
 
-  /** Reconciles sandboxes a stopped manager left provisioning: ready if their instance runs. */
+  /**
+   * After a restart: sandboxes left provisioning are finished (ready if their instance runs), and
+   * ready ones whose instance still runs get back what the driver keeps outside it (the container
+   * driver's auth proxy). Ready ones whose instance is gone are the reaper's to mark failed.
+   */
   async resume(): Promise<void> {
     for (const row of await this.store.inStatus(['provisioning'])) {
       if (this.#work.has(row.id)) continue;
       const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
       if (state.state === 'running') await this.store.move(row.id, 'ready').catch(() => undefined);
       else this.track(row.id, this.provision(row, state.state === 'stopped' ? 'start' : 'create'));
+    }
+    for (const row of await this.store.inStatus(['ready'])) {
+      if (this.#work.has(row.id)) continue;
+      const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
+      if (state.state !== 'running') continue;
+      this.track(
+        row.id,
+        this.specOf(row)
+          .then((spec) => this.deps.driver.start(row.instance, spec))
+          .catch((error: unknown) => this.deps.logger.warn({ err: error, sandbox: row.id }, 'reattaching a running sandbox failed; its egress may not work')),
+      );
+    }
+  }
+
+  /** Stops every ready sandbox (their files stay; the next command starts one again). */
+  async stopAll(reason: string): Promise<void> {
+    await Promise.allSettled([...this.#work.values()]);
+    for (const row of await this.store.inStatus(['ready'])) {
+      await this.stop({ tenantId: row.tenant_id, id: row.id }, reason).catch((error: unknown) =>
+        this.deps.logger.warn({ err: error, sandbox: row.id }, 'stopping a sandbox at shutdown failed'),
+      );
     }
   }
 
@@ -214,14 +239,7 @@ export class Sandboxes {
   /** Creates (or starts) the instance; the sandbox moves to ready or failed with the reason. */
   private async provision(row: SandboxRow, how: 'create' | 'start'): Promise<void> {
     try {
-      const template = await this.deps.templates.settled(row.template_id ?? '');
-      if (!template) throw new Error('its template was deleted');
-      if (template.status !== 'ready') throw new Error(`its image could not be pulled: ${template.status_message}`);
-      const spec = await instanceSpec(this.deps, row.instance, template, {
-        overrides: { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) },
-        proxyConfig: row.proxy_config,
-        labels: { [INSTANCE_LABELS.sandbox]: row.id },
-      });
+      const spec = await this.specOf(row);
       if (how === 'start' && (await this.deps.driver.inspect(row.instance)).state === 'stopped') await this.deps.driver.start(row.instance, spec);
       else {
         await this.deps.driver.remove(row.instance);
@@ -233,6 +251,18 @@ export class Sandboxes {
       this.deps.logger.warn({ sandbox: row.id, err: error }, 'sandbox failed to start');
       if (await this.store.byId(row.id)) await this.store.move(row.id, 'failed', { status_message: message });
     }
+  }
+
+  /** The instance spec of a sandbox, from its template as it is now and its own overrides. */
+  private async specOf(row: SandboxRow): Promise<InstanceSpec> {
+    const template = await this.deps.templates.settled(row.template_id ?? '');
+    if (!template) throw new Error('its template was deleted');
+    if (template.status !== 'ready') throw new Error(`its image could not be pulled: ${template.status_message}`);
+    return instanceSpec(this.deps, row.instance, template, {
+      overrides: { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) },
+      proxyConfig: row.proxy_config,
+      labels: { [INSTANCE_LABELS.sandbox]: row.id },
+    });
   }
 
   private async resolveTemplate(tenantId: string, source: CreateSandboxInput['source']): Promise<TemplateRow> {

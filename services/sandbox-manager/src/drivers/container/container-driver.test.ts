@@ -79,7 +79,7 @@ describe('container driver', () => {
     const caps = await runIn(driver, spec.instance, 'grep -E "Cap(Eff|Bnd)" /proc/self/status');
     expect(caps.stdout).toBe('CapEff:\t00000000000004fb\nCapBnd:\t00000000000004fb\n');
     const env = await runIn(driver, spec.instance, 'echo "$HTTP_PROXY $https_proxy $NO_PROXY"');
-    expect(env.stdout).toBe('http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1\n');
+    expect(env.stdout).toBe('http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1\n');
   });
 
   it("runs as the image's USER in its WORKDIR", async () => {
@@ -146,11 +146,13 @@ describe('container driver', () => {
     await expect(runIn(driver, spec.instance, 'true')).rejects.toThrow(`sandbox ${spec.instance} cannot run commands: exited with code`);
   });
 
+  const FAKE_CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+
   it('opens the auth proxy on create and start, closes it on stop and remove, and bridges the sandbox to it', async () => {
     const calls: string[] = [];
     const servers: Server[] = [];
     const proxy: AuthProxy = {
-      sandboxEnv: () => ({ BERTH_TEST_CA: '/.berth/run/ca.pem' }),
+      caCertPem: FAKE_CA_PEM,
       async open(instance: string, socketPath: string, policy: EgressPolicy) {
         calls.push(`open ${instance} ${policy.allowList.join(',')}`);
         const server = createServer((socket) => {
@@ -175,7 +177,9 @@ describe('container driver', () => {
     try {
       const fetched = await runIn(withProxy, spec.instance, 'wget -q -O - http://example.com/hello');
       expect(fetched.stdout).toBe('GET http://example.com/hello HTTP/1.1');
-      expect((await runIn(withProxy, spec.instance, 'echo $BERTH_TEST_CA')).stdout).toBe('/.berth/run/ca.pem\n');
+      // The image has no CA bundle of its own: the bundle is the proxy's CA alone.
+      expect((await runIn(withProxy, spec.instance, 'cat "$NODE_EXTRA_CA_CERTS"')).stdout).toBe(FAKE_CA_PEM);
+      expect((await runIn(withProxy, spec.instance, 'cat "$SSL_CERT_FILE"')).stdout).toBe(FAKE_CA_PEM);
       await withProxy.stop(spec.instance);
       await withProxy.start(spec.instance, spec);
     } finally {

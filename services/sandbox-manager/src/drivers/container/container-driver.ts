@@ -26,7 +26,7 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, LABELS } from './container-spec.js';
+import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, LABELS, PROXY_CA_FILE } from './container-spec.js';
 import { pullImage, withTag } from './image-pull.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
@@ -35,8 +35,8 @@ export interface AuthProxyHandle {
 }
 export interface AuthProxy {
   open(instance: string, socketPath: string, policy: EgressPolicy): Promise<AuthProxyHandle>;
-  /** Environment the sandbox needs for the proxy (e.g. where its CA certificate is); optional. */
-  sandboxEnv?(instance: string, runFolder: string): Record<string, string>;
+  /** The CA the proxy signs intercepted HTTPS with (PEM): sandboxes are made to trust it. */
+  readonly caCertPem?: string;
 }
 
 export interface ContainerDriverOptions {
@@ -122,7 +122,7 @@ export class ContainerDriver implements SandboxDriver {
       agentBinary: this.options.agentBinary ?? agentBinaryPath(),
       runFolder,
       pidsLimit: this.options.pidsLimit ?? 1024,
-      proxyEnv: this.options.proxy?.sandboxEnv?.(spec.instance, runFolder) ?? {},
+      proxyCa: await this.writeProxyCa(runFolder),
       oomScoreAdj: this.oomScoreAdj,
     };
     const body = containerCreateOptions(spec, layout);
@@ -270,6 +270,14 @@ export class ContainerDriver implements SandboxDriver {
   async close(): Promise<void> {
     const instances = [...this.proxies.keys()];
     await Promise.all(instances.map((instance) => this.closeProxy(instance)));
+  }
+
+  /** Puts the proxy's CA into the run folder, read-only to the sandbox; false when the proxy has none. */
+  private async writeProxyCa(runFolder: string): Promise<boolean> {
+    const pem = this.options.proxy?.caCertPem;
+    if (!pem) return false;
+    await writeFile(join(runFolder, PROXY_CA_FILE), pem, { mode: 0o644 });
+    return true;
   }
 
   private runFolder(instance: string): string {

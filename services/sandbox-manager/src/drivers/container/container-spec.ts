@@ -5,13 +5,17 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ContainerCreateOptions } from 'dockerode';
+import { proxyEnvironment } from '../../proxy/proxy-ca.js';
 import type { InstanceSpec } from '../driver.js';
 
 /** Where the agent binary and the run folder appear inside every sandbox. */
 export const AGENT_PATH = '/.berth/bin/sandboxd';
 export const RUN_MOUNT = '/.berth/run';
-/** The auth proxy's address inside the sandbox (the agent bridges it to `proxy.sock`). */
-export const PROXY_LISTEN = '127.0.0.1:3128';
+/** The auth proxy's port on the sandbox's loopback (the agent bridges it to `proxy.sock`). */
+export const PROXY_PORT = 3128;
+/** In the run folder: the proxy's CA (written by the driver) and the image's bundle plus it (by the agent). */
+export const PROXY_CA_FILE = 'proxy-ca.crt';
+export const CA_BUNDLE_FILE = 'ca-bundle.crt';
 
 export const LABELS = {
   instance: 'berth.dev/sandbox-instance',
@@ -57,30 +61,31 @@ export interface ContainerLayout {
   runFolder: string;
   /** Most processes (threads included) one sandbox may run. */
   pidsLimit: number;
-  /** Extra environment from the auth proxy (its CA file, for instance). */
-  proxyEnv: Record<string, string>;
+  /** The driver put the proxy's CA in the run folder (PROXY_CA_FILE): sandboxes are told to trust it. */
+  proxyCa: boolean;
   /** oom_score_adj of the agent; 0 = the engine's default. */
   oomScoreAdj: number;
 }
 
 export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayout): ContainerCreateOptions {
-  const proxyUrl = `http://${PROXY_LISTEN}`;
+  const caPath = `${RUN_MOUNT}/${PROXY_CA_FILE}`;
+  const bundlePath = `${RUN_MOUNT}/${CA_BUNDLE_FILE}`;
   const env: Record<string, string> = {
     ...spec.env,
-    HTTP_PROXY: proxyUrl,
-    HTTPS_PROXY: proxyUrl,
-    http_proxy: proxyUrl,
-    https_proxy: proxyUrl,
-    NO_PROXY: 'localhost,127.0.0.1',
-    no_proxy: 'localhost,127.0.0.1',
-    ...layout.proxyEnv,
+    ...proxyEnvironment({ port: PROXY_PORT, ...(layout.proxyCa ? { caPath, bundlePath } : {}) }),
   };
   const { memoryBytes, cpuMillis, storageBytes } = spec.resources;
   return {
     name: spec.instance,
     Image: spec.image.reference,
     Hostname: spec.instance,
-    Entrypoint: [AGENT_PATH, '--socket', `${RUN_MOUNT}/agent.sock`, '--proxy-listen', PROXY_LISTEN, '--proxy-socket', `${RUN_MOUNT}/proxy.sock`],
+    Entrypoint: [
+      AGENT_PATH,
+      '--socket', `${RUN_MOUNT}/agent.sock`,
+      '--proxy-listen', `127.0.0.1:${PROXY_PORT}`,
+      '--proxy-socket', `${RUN_MOUNT}/proxy.sock`,
+      ...(layout.proxyCa ? ['--ca-bundle', bundlePath, '--ca-extra', caPath] : []),
+    ],
     // The image's CMD would become arguments of the agent.
     Cmd: [],
     Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
