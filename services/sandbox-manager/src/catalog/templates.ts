@@ -185,6 +185,7 @@ export class Templates {
       reference: row.image,
       ...(registry ? { credentials: this.registries.credentials(registry) } : {}),
       ...(insecure.length ? { insecureRegistries: insecure } : {}),
+      ...(row.image_user !== null ? { user: row.image_user } : {}),
     };
   }
 

@@ -29,6 +29,11 @@ export interface ImageSource {
    * @default []
    */
   insecureRegistries?: string[];
+  /**
+   * The image's USER as its pull reported it (ImageInfo.user), once pulled: for drivers that cannot
+   * ask the engine when they create an instance (Kubernetes), also after a manager restart.
+   */
+  user?: string;
 }
 
 /** What the image declares, read once it is pulled. */

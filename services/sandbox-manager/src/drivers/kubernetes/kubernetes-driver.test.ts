@@ -158,6 +158,19 @@ describe('lifecycle', () => {
     expect(fake.store.get('networking.k8s.io/networkpolicies', NS, 'sandbox-image-pull')['spec']).toMatchObject({ policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] });
   });
 
+  it('runs a sandbox as its image\'s non-root USER when a restarted manager knows it only from the template', async () => {
+    const fresh = new KubernetesDriver(options());
+    const s = spec({ image: { reference: IMAGE, user: '1000:1000' } });
+    await fresh.create(s);
+    try {
+      const pod = fake.store.get('pods', NS, s.instance) as { spec: { securityContext: Record<string, unknown> } };
+      expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    } finally {
+      await fresh.remove(s.instance);
+      await fresh.close();
+    }
+  });
+
   it('says why sandboxes cannot run when the API refuses it', async () => {
     expect(await driver.unavailableReason()).toBeUndefined();
     const locked = await FakeKube.start({ token: 'right' });

@@ -162,6 +162,13 @@ export class KubernetesDriver implements SandboxDriver {
    * the node resolved. The pod has no network (a NetworkPolicy denying all) and a deadline.
    * `insecureRegistries` is the nodes' container runtime configuration on Kubernetes, not ours.
    */
+  /** What the pull of the spec's image found: this driver's own record, else the one the spec carries. */
+  #imageOf(spec: InstanceSpec): ImageInfo | undefined {
+    const pulled = this.#images.get(spec.image.reference);
+    if (pulled) return pulled;
+    return spec.image.user !== undefined ? { user: spec.image.user, workingDir: '' } : undefined;
+  }
+
   async pullImage(image: ImageSource): Promise<ImageInfo> {
     const instance = `berth-pull-${shortHash(`${image.reference}\n${randomUUID()}`, 12)}`;
     const spec: InstanceSpec = {
@@ -207,7 +214,7 @@ export class KubernetesDriver implements SandboxDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     const kinds = this.#kinds();
-    const manifests = buildManifests(spec, this.#manifests, this.#images.get(spec.image.reference));
+    const manifests = buildManifests(spec, this.#manifests, this.#imageOf(spec));
     try {
       for (const claim of manifests.volumeClaims) {
         // A volume outlives instances: an existing claim is the tenant's data, used as it is.
@@ -244,7 +251,7 @@ export class KubernetesDriver implements SandboxDriver {
     if (pod && podReady(pod)) return;
     if (pod) await this.stop(instance);
     const kinds = this.#kinds();
-    const manifests = buildManifests(spec, this.#manifests, this.#images.get(spec.image.reference));
+    const manifests = buildManifests(spec, this.#manifests, this.#imageOf(spec));
     await createOrReplace(kinds.configMap, manifests.record, { existing: record });
     await this.#startPod(spec);
   }
@@ -349,7 +356,7 @@ export class KubernetesDriver implements SandboxDriver {
   /** Applies the instance's Secrets and NetworkPolicy, creates its pod and waits until it is ready. */
   async #startPod(spec: InstanceSpec): Promise<void> {
     const kinds = this.#kinds();
-    const manifests = buildManifests(spec, this.#manifests, this.#images.get(spec.image.reference));
+    const manifests = buildManifests(spec, this.#manifests, this.#imageOf(spec));
     try {
       const apply = async <T extends Named>(kind: KindApi<T>, body: T) => createOrReplace(kind, body, { existing: await findObject(kind, body.metadata!.name!) });
       await apply(kinds.secret, manifests.proxySecret);
