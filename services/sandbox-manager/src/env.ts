@@ -55,6 +55,11 @@ const schema = z.object({
   SANDBOX_STORAGE_CLASS: z.string().min(1).optional(),
   /** kubernetes driver: run every sandbox as this uid, whatever its image says. */
   SANDBOX_RUN_AS_USER: z.coerce.number().int().min(1).optional(),
+  /**
+   * kubernetes driver: `off` drops the init container that locks a pod's egress to its proxy (it
+   * needs NET_ADMIN); then only the NetworkPolicy holds a process that ignores HTTP_PROXY.
+   */
+  SANDBOX_EGRESS_LOCK: z.enum(['on', 'off']).default('on'),
 }).refine((e) => e.SANDBOX_DRIVER !== 'kubernetes' || e.BERTH_PLATFORM_IMAGE, {
   message: 'the kubernetes sandbox driver needs BERTH_PLATFORM_IMAGE (the image with the auth proxy sidecar)',
   path: ['BERTH_PLATFORM_IMAGE'],
@@ -70,6 +75,7 @@ function driverConfig(e: z.infer<typeof schema>): DriverConfig | undefined {
       ...(e.SANDBOX_RUNTIME_CLASS ? { runtimeClassName: e.SANDBOX_RUNTIME_CLASS } : {}),
       ...(e.SANDBOX_STORAGE_CLASS ? { storageClassName: e.SANDBOX_STORAGE_CLASS } : {}),
       ...(e.SANDBOX_RUN_AS_USER ? { runAsUser: e.SANDBOX_RUN_AS_USER } : {}),
+      egressLock: e.SANDBOX_EGRESS_LOCK === 'on',
     };
   }
   return undefined;

@@ -37,6 +37,8 @@ export interface KubernetesDriverConfig {
   runtimeClassName?: string;
   storageClassName?: string;
   runAsUser?: number;
+  /** @default true (see ManifestOptions.egressLock) */
+  egressLock?: boolean;
 }
 
 export type DriverConfig = ContainerDriverConfig | KubernetesDriverConfig;

@@ -6,7 +6,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { ObjectStore, type KubeObject } from '@berth/fake-kube';
 import type { ImageInfo, InstanceSpec } from '../driver.js';
-import { buildManifests, CA_CERT_PATH, nonRootUid, PROXY_CONFIG_DIR, PROXY_CONTAINER, SANDBOX_CONTAINER, type ManifestOptions } from './manifests.js';
+import { InstanceError } from '../driver.js';
+import { buildManifests, CA_CERT_PATH, EGRESS_LOCK_CONTAINER, nonRootUid, PROXY_CONFIG_DIR, PROXY_CONTAINER, PROXY_UID, SANDBOX_CONTAINER, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
@@ -119,6 +120,24 @@ describe('what a sandbox pod gets', () => {
     expect(pod.runtimeClassName).toBe('gvisor');
     const minimal = buildManifests(CASES['minimal']!.spec, OPTIONS).pod.spec!;
     expect(minimal.securityContext!.runAsNonRoot).toBeUndefined();
+  });
+
+  it('locks the pod\'s egress to the proxy\'s uid in an init container that alone has NET_ADMIN', () => {
+    const [lock, ...others] = pod.initContainers!;
+    expect(others).toEqual([]);
+    expect(lock).toMatchObject({ name: EGRESS_LOCK_CONTAINER, image: OPTIONS.platformImage, securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] } } });
+    const script = lock!.command!.join(' ');
+    expect(script).toContain(`--uid-owner ${PROXY_UID} -j ACCEPT`);
+    expect(script).toContain('-o lo -j ACCEPT');
+    expect(script).toContain('-A OUTPUT -j REJECT');
+    expect(proxy.securityContext).toMatchObject({ runAsUser: PROXY_UID });
+    for (const c of pod.containers) expect(c.securityContext!.capabilities!.add).toBeUndefined();
+    expect(buildManifests(full.spec, { ...full.options, egressLock: false }, full.image).pod.spec!.initContainers).toBeUndefined();
+  });
+
+  it('refuses to run a sandbox as the proxy\'s uid while the egress lock lets that uid out', () => {
+    expect(() => buildManifests(full.spec, full.options, { user: String(PROXY_UID), workingDir: '' })).toThrow(InstanceError);
+    expect(() => buildManifests(full.spec, { ...full.options, runAsUser: PROXY_UID }, full.image)).toThrow(/the auth proxy's/);
   });
 
   it('takes a uid user as non-root, not root or a name the kubelet cannot check', () => {

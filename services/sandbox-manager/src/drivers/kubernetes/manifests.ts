@@ -14,15 +14,17 @@
  *   certificate the sandbox trusts;
  * - a PersistentVolumeClaim per named volume (outliving the instance).
  *
+ * - an init container that locks the pod's egress to the proxy (see ManifestOptions.egressLock).
+ *
  * The pod runs other people's code: no service-account token, no Service env, no privilege
  * escalation, no capabilities, the runtime's seccomp profile, optionally a sandboxing runtime class
  * (gVisor's `runsc`), and non-root when the image's user is a non-root uid.
  */
-import type { V1ConfigMap, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
 import { labelValue } from '@berth/kube';
 import { proxyEnvironment, type PemPair } from '../../proxy/proxy-ca.js';
 import type { SidecarConfigFile } from '../../proxy/sidecar.js';
-import type { EgressPolicy, ImageInfo, InstanceSpec, Resources } from '../driver.js';
+import { InstanceError, type EgressPolicy, type ImageInfo, type InstanceSpec, type Resources } from '../driver.js';
 
 export const SANDBOX_CONTAINER = 'sandbox';
 export const PROXY_CONTAINER = 'proxy';
@@ -78,6 +80,15 @@ export interface ManifestOptions {
   storageClassName?: string;
   /** Run sandboxes as this uid (and gid) whatever the image says, and so as non-root. */
   runAsUser?: number;
+  /**
+   * An init container (the platform image, with iptables) lets only the proxy's uid send anything
+   * but loopback traffic, so that a process ignoring HTTP_PROXY cannot leave by the pod network.
+   * It needs NET_ADMIN, which the namespace's admission must allow for it (Pod Security `privileged`).
+   * Without it the NetworkPolicy still keeps sandboxes to public addresses, but such a process
+   * skips the allow/deny lists and header rules.
+   * @default true
+   */
+  egressLock?: boolean;
 }
 
 export interface InstanceManifests {
@@ -147,6 +158,40 @@ const CONTAINER_SECURITY: V1SecurityContext = {
 /** The sidecar runs as this uid (the platform image's files are world-readable). */
 export const PROXY_UID = 10001;
 
+export const EGRESS_LOCK_CONTAINER = 'egress-lock';
+
+/** Only loopback and the proxy's uid may send: everything else of the pod is rejected at once. */
+export const EGRESS_LOCK_SCRIPT = [
+  'set -e',
+  'for t in iptables ip6tables; do',
+  '  if [ "$t" = ip6tables ] && [ ! -e /proc/net/if_inet6 ]; then continue; fi',
+  '  $t -w -A OUTPUT -o lo -j ACCEPT',
+  `  $t -w -A OUTPUT -m owner --uid-owner ${PROXY_UID} -j ACCEPT`,
+  // A TCP reset fails a connect at once ("connection refused"); an ICMP error alone may leave it hanging.
+  '  $t -w -A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
+  '  $t -w -A OUTPUT -j REJECT',
+  'done',
+].join('\n');
+
+function egressLockContainer(options: ManifestOptions): V1Container {
+  return {
+    name: EGRESS_LOCK_CONTAINER,
+    image: options.platformImage,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['/bin/sh', '-c', EGRESS_LOCK_SCRIPT],
+    // Root with NET_ADMIN (and NET_RAW for iptables' sockets) for the seconds it takes; nothing else.
+    securityContext: {
+      ...CONTAINER_SECURITY,
+      capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] },
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: false,
+      runAsUser: 0,
+      runAsGroup: 0,
+    },
+    resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
+  };
+}
+
 function sandboxEnv(spec: InstanceSpec): V1EnvVar[] {
   // The platform's variables win: the spec cannot route around the proxy.
   const env = { ...spec.env, ...proxyEnvironment({ port: PROXY_PORT, caPath: CA_CERT_PATH }) };
@@ -157,6 +202,10 @@ function sandboxEnv(spec: InstanceSpec): V1EnvVar[] {
 
 export function buildPod(spec: InstanceSpec, options: ManifestOptions, image: ImageInfo | undefined): V1Pod {
   const uid = options.runAsUser ?? nonRootUid(image?.user);
+  const egressLock = options.egressLock ?? true;
+  if (egressLock && uid === PROXY_UID) {
+    throw new InstanceError(`sandbox ${spec.instance} would run as uid ${PROXY_UID}, the auth proxy's, which may reach the network: run it as another user`);
+  }
   const podSecurity: V1PodSecurityContext = {
     seccompProfile: { type: 'RuntimeDefault' },
     ...(uid !== undefined ? { runAsNonRoot: true, runAsUser: uid } : {}),
@@ -168,6 +217,7 @@ export function buildPod(spec: InstanceSpec, options: ManifestOptions, image: Im
     kind: 'Pod',
     metadata: meta(spec, options, spec.instance),
     spec: {
+      ...(egressLock ? { initContainers: [egressLockContainer(options)] } : {}),
       containers: [
         {
           name: SANDBOX_CONTAINER,
