@@ -163,7 +163,7 @@ describe('lifecycle', () => {
     const s = spec({ image: { reference: IMAGE, user: '1000:1000' } });
     await fresh.create(s);
     try {
-      const pod = fake.store.get('pods', NS, s.instance) as { spec: { securityContext: Record<string, unknown> } };
+      const pod = fake.store.get('pods', NS, s.instance) as unknown as { spec: { securityContext: Record<string, unknown> } };
       expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
     } finally {
       await fresh.remove(s.instance);
