@@ -138,6 +138,9 @@ describe('container driver', () => {
     await driver.stop(spec.instance);
     expect(Date.now() - started).toBeLessThan(3000);
     await driver.start(spec.instance, spec);
+    // The run folder is the sandbox's to change; markers it plants there mean nothing to the host.
+    await runIn(driver, spec.instance, 'touch /.berth/run/stopped /.berth/run/claimed-by');
+    expect(await driver.claim(spec.instance, 'sandbox-1')).toBe(true);
     // PID 1 told to go from inside: nobody stopped it.
     const kill = await driver.exec(spec.instance, { command: 'kill -TERM 1', shell: '/bin/sh', env: {} });
     await kill.exited.catch(() => undefined);

@@ -4,9 +4,10 @@
  * the engine (its exec costs ~230 ms): the agent inside (PID 1) answers on a Unix socket in the
  * instance's run folder, which the host side reaches directly.
  *
- * Host side of an instance: `<runDir>/<instance>/` holds `agent.sock` (made by the agent),
- * `proxy.sock` (the auth proxy, opened while the instance runs) and `stopped` / `claimed-by`
- * markers the engine has no place for.
+ * Host side of an instance: `<runDir>/<instance>/` (mounted into it, so the sandbox can change it)
+ * holds `agent.sock` (made by the agent), `proxy.sock` (the auth proxy, opened while the instance
+ * runs) and the proxy's CA; `<runDir>/<instance>.host/` (not mounted) holds the `stopped` and
+ * `claimed-by` markers the engine has no place for.
  */
 import { access, chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -114,6 +115,7 @@ export class ContainerDriver implements SandboxDriver {
     checkName(spec.instance);
     const runFolder = this.runFolder(spec.instance);
     await mkdir(runFolder, { recursive: true });
+    await mkdir(this.markerFolder(spec.instance), { recursive: true, mode: 0o700 });
     // Sticky and world-writable: the agent runs as the image's USER, whoever that is, and makes
     // its socket here. Only this sandbox sees the folder.
     await chmod(runFolder, 0o1777);
@@ -162,7 +164,7 @@ export class ContainerDriver implements SandboxDriver {
 
   async stop(instance: string): Promise<void> {
     checkName(instance);
-    await writeFile(join(this.runFolder(instance), 'stopped'), '').catch((error: unknown) => {
+    await writeFile(join(this.markerFolder(instance), 'stopped'), '').catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new InstanceNotFoundError(instance, { cause: error });
       throw error;
     });
@@ -179,7 +181,7 @@ export class ContainerDriver implements SandboxDriver {
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
     checkName(instance);
-    await rm(join(this.runFolder(instance), 'stopped'), { force: true });
+    await rm(join(this.markerFolder(instance), 'stopped'), { force: true });
     await this.startAndWait(instance, spec.egress);
   }
 
@@ -193,6 +195,7 @@ export class ContainerDriver implements SandboxDriver {
       if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
     }
     await rm(this.runFolder(instance), { recursive: true, force: true });
+    await rm(this.markerFolder(instance), { recursive: true, force: true });
   }
 
   async removeVolume(volume: string): Promise<void> {
@@ -215,7 +218,7 @@ export class ContainerDriver implements SandboxDriver {
     }
     const state = info.State;
     if (state.Running || state.Paused || state.Restarting) return { state: 'running' };
-    if (await exists(join(this.runFolder(instance), 'stopped'))) return { state: 'stopped' };
+    if (await exists(join(this.markerFolder(instance), 'stopped'))) return { state: 'stopped' };
     if (state.OOMKilled) {
       const limit = info.HostConfig.Memory ? ` (limit ${Math.round(info.HostConfig.Memory / 1024 / 1024)} MiB)` : '';
       return { state: 'failed', reason: `out of memory${limit}` };
@@ -241,7 +244,7 @@ export class ContainerDriver implements SandboxDriver {
     }
     // Exclusive create: of two concurrent claims exactly one makes the file.
     try {
-      await writeFile(join(this.runFolder(instance), 'claimed-by'), sandboxId, { flag: 'wx' });
+      await writeFile(join(this.markerFolder(instance), 'claimed-by'), sandboxId, { flag: 'wx' });
       return true;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -272,12 +275,20 @@ export class ContainerDriver implements SandboxDriver {
     await Promise.all(instances.map((instance) => this.closeProxy(instance)));
   }
 
-  /** Puts the proxy's CA into the run folder, read-only to the sandbox; false when the proxy has none. */
+  /**
+   * Puts the proxy's CA into the run folder; false when the proxy has none. Only here, before the
+   * instance first runs, does the host write into the folder the sandbox can change.
+   */
   private async writeProxyCa(runFolder: string): Promise<boolean> {
     const pem = this.options.proxy?.caCertPem;
     if (!pem) return false;
-    await writeFile(join(runFolder, PROXY_CA_FILE), pem, { mode: 0o644 });
+    await writeFile(join(runFolder, PROXY_CA_FILE), pem, { mode: 0o644, flag: 'wx' });
     return true;
+  }
+
+  /** The host's own records of an instance (`stopped`, `claimed-by`): not mounted, so out of the sandbox's reach. */
+  private markerFolder(instance: string): string {
+    return join(this.options.runDir, `${instance}.host`);
   }
 
   private runFolder(instance: string): string {
