@@ -5,7 +5,7 @@
  * its sandboxes keep running.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { silentLogger } from '@berth/log';
+import { createLogger, silentLogger } from '@berth/log';
 import { start as startSandboxManager, type RunningSandboxManager, type SandboxSettings } from '@berth/sandbox-manager';
 import { createTestDatabase, testSandbox, until, type TestDatabase } from '@berth/testing';
 import { SandboxClient } from 'langsmith/sandbox';
@@ -69,7 +69,7 @@ export class SandboxPlatform {
           driver: { kind: 'container', socketPath: images.socketPath, runDir: this.#runDir, storageQuota: images.storageQuota ? 'enforce' : 'ignore' },
         },
       },
-      silentLogger(),
+      process.env.SBX_DEBUG ? createLogger({ name: 'sandbox-manager', level: 'debug' }) : silentLogger(),
     );
   }
 
