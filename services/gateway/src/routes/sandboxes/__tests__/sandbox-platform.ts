@@ -5,7 +5,7 @@
  * its sandboxes keep running.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createLogger, silentLogger } from '@berth/log';
+import { silentLogger } from '@berth/log';
 import { start as startSandboxManager, type RunningSandboxManager, type SandboxSettings } from '@berth/sandbox-manager';
 import { createTestDatabase, testSandbox, until, type TestDatabase } from '@berth/testing';
 import { SandboxClient } from 'langsmith/sandbox';
@@ -69,7 +69,7 @@ export class SandboxPlatform {
           driver: { kind: 'container', socketPath: images.socketPath, runDir: this.#runDir, storageQuota: images.storageQuota ? 'enforce' : 'ignore' },
         },
       },
-      process.env.SBX_DEBUG ? createLogger({ name: 'sandbox-manager', level: 'debug' }) : silentLogger(),
+      silentLogger(),
     );
   }
 
@@ -110,11 +110,15 @@ export class SandboxPlatform {
     );
   }
 
-  /** Deletes every sandbox, pool and template of both tenants (tests clean up after themselves). */
+  /** Deletes every sandbox and pool of both tenants (tests clean up after themselves). */
   async cleanup(): Promise<void> {
     for (const key of [this.keyA, this.keyB]) {
-      for (const box of (await this.call('/boxes', { key })).body.sandboxes ?? []) await this.call(`/boxes/${box.name}`, { method: 'DELETE', key });
-      for (const pool of (await this.call('/pools', { key })).body.pools ?? []) await this.call(`/pools/${pool.name}`, { method: 'DELETE', key });
+      const boxes = ((await this.call('/boxes', { key })).body.sandboxes ?? []) as Json[];
+      const pools = ((await this.call('/pools', { key })).body.pools ?? []) as Json[];
+      for (const path of [...boxes.map((b) => `/boxes/${b.name}`), ...pools.map((p) => `/pools/${p.name}`)]) {
+        const { status, body } = await this.call(path, { method: 'DELETE', key });
+        if (status !== 204 && status !== 404) throw new Error(`cleaning up ${path}: ${status} ${JSON.stringify(body)}`);
+      }
     }
   }
 
