@@ -321,9 +321,12 @@ export class ContainerDriver implements SandboxDriver {
     try {
       await this.docker.getContainer(instance).start();
     } catch (error) {
-      await this.closeProxy(instance);
-      if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
-      if (statusOf(error) !== 304) throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+      // 304: it runs already (a restarted manager reattaching its proxy), which keeps its proxy.
+      if (statusOf(error) !== 304) {
+        await this.closeProxy(instance);
+        if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
+        throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+      }
     }
     await this.waitReady(instance);
   }
