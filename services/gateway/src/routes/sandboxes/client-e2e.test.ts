@@ -191,7 +191,7 @@ describe('isolation', () => {
     // Known driver bug (reported): Podman makes a non-root container's added capabilities
     // ambient, so uid 1000 holds DAC_OVERRIDE, SETUID, … and can write root's files. Remove
     // `.failing` once the container driver adds no capabilities for a non-root USER.
-    it.failing('gives that user no capabilities: root’s files stay read-only to it', async () => {
+    it('gives that user no capabilities: root’s files stay read-only to it', async () => {
       expect(await user.run('grep CapEff /proc/self/status; touch /etc/nope 2>/dev/null; echo $?')).toMatchObject({ stdout: 'CapEff:\t0000000000000000\n1\n' });
     });
   });

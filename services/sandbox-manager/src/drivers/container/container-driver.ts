@@ -27,7 +27,7 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, LABELS, PROXY_CA_FILE } from './container-spec.js';
+import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE } from './container-spec.js';
 import { pullImage, withTag } from './image-pull.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
@@ -126,6 +126,7 @@ export class ContainerDriver implements SandboxDriver {
       pidsLimit: this.options.pidsLimit ?? 1024,
       proxyCa: await this.writeProxyCa(runFolder),
       oomScoreAdj: this.oomScoreAdj,
+      rootUser: isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? ''),
     };
     const body = containerCreateOptions(spec, layout);
     try {
