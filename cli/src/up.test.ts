@@ -38,7 +38,7 @@ function collect(child: ReturnType<typeof spawn>): Promise<Result> {
 function berth(args: string[], env: Record<string, string> = {}): ReturnType<typeof spawn> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BERTH_')));
   return spawn(process.execPath, [bin, ...args], {
-    env: { ...inherited, BERTH_STATE_DIR: stateDir, DATABASE_URL: testDb.url, LOG_LEVEL: 'warn', ...env },
+    env: { ...inherited, BERTH_STATE_DIR: stateDir, DATABASE_URL: testDb.url, LOG_LEVEL: 'warn', BERTH_SANDBOXES: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
