@@ -12,7 +12,8 @@
  *
  * IPC, request `{id, op, ...}` → answer `{id, result}` or `{id, error}`:
  * `marks` (take the spans recorded since the last call), `agentExec` (n × driver.exec('true') on one
- * instance, the floor without gateway and gRPC; optionally closing stdin at once), `close`.
+ * instance, the floor without gateway and gRPC; optionally closing stdin at once), `holdRefill`
+ * (`{hold}`: pause the warm pools' refill), `close`.
  * First message sent: `{ready: {url, address}}`.
  */
 import { createWriteStream, mkdirSync } from 'node:fs';
@@ -98,6 +99,12 @@ const manager = await startManager(
   },
   managerLogger,
 );
+// `holdRefill` (a bench-only variant, labelled as such in the report): the pool keeper's passes do
+// nothing while held, so a warm sample can be taken without the refill competing for the CPUs.
+const { pools } = manager;
+const refill = pools.refill.bind(pools);
+let refillHeld = false;
+pools.refill = () => (refillHeld ? Promise.resolve() : refill());
 const { sandboxes } = manager;
 sandboxes.create = timed('manager: create (row, claim or provision start)', sandboxes.create.bind(sandboxes));
 sandboxes.waitSettled = timed('manager: wait until ready', sandboxes.waitSettled.bind(sandboxes));
@@ -156,6 +163,10 @@ process.on('message', async (message) => {
     } else if (message.op === 'agentExec') {
       result = await agentExec(message.instance, message.n, message.closeStdin);
       spans = [];
+    } else if (message.op === 'holdRefill') {
+      refillHeld = message.hold;
+      if (!refillHeld) pools.kick();
+      result = true;
     } else if (message.op === 'close') {
       await close();
       result = true;
