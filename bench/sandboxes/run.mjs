@@ -309,11 +309,11 @@ try {
   const servedFromPool = (key) => results[key].filter((r) => r.pool === 'bench').length;
 
   log(`exec round trip: ${N.execs} × run('true')…`);
-  await platform.call('marks');
   const box = await client.createSandbox(snapshot.id, { timeout: 60 });
-  const instance = (await platform.call('marks')).find((s) => s.what === 'driver.create')?.instance;
   const execs = { ws: [], http: [], wsSpans: [] };
   for (let i = 0; i < 10; i += 1) await timedRun('warm-up', () => box.run('true'));
+  // Its instance, from the driver's exec spans (other spans may be the deleted pool's).
+  const instance = (await platform.call('marks')).findLast((s) => s.what === 'driver.exec: agent spawned')?.instance;
   for (const [key, runOnce] of [
     // What run('true') does when the `ws` package is installed (it is here): a WebSocket per command.
     ['ws', () => box.run('true')],
