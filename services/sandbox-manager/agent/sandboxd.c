@@ -604,7 +604,12 @@ static void flush_client(struct conn *c)
 			break;
 		}
 	}
-	if (c->closing && pending(&c->out) == 0) c->dead = 1;
+	/* Half-close, then wait for the client to close: a frame it sent meanwhile (close-stdin, kill)
+	 * must not meet a closed socket, whose EPIPE would make it drop our unread last frame (EXIT). */
+	if (c->closing == 1 && pending(&c->out) == 0) {
+		shutdown(c->fd, SHUT_WR);
+		c->closing = 2;
+	}
 }
 
 static void free_conn(struct conn *c)

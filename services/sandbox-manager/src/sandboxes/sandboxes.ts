@@ -179,12 +179,13 @@ export class Sandboxes {
 
   /**
    * The sandbox of a data-plane call, ready: a stopped one is started first (as the official
-   * client expects), a provisioning one awaited; a failed one is a 409 with its reason.
+   * client expects), a provisioning or reattaching one awaited; a failed one is a 409 with its reason.
    */
   async ensureReady(tenantId: string, id: string, timeoutMs = 60_000): Promise<SandboxRow> {
     let row = await this.store.get({ tenantId, id });
     if (row.status === 'stopped') row = await this.start({ tenantId, id }).catch((error: unknown) => (error instanceof SandboxStateError ? row : Promise.reject(error)));
-    if (row.status === 'provisioning') row = await this.waitSettled(row, timeoutMs);
+    // Provisioning, or ready and being reattached after a restart (its egress comes back then).
+    if (row.status === 'provisioning' || this.#work.has(row.id)) row = await this.waitSettled(row, timeoutMs);
     if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
     return row;
   }

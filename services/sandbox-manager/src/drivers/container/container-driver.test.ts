@@ -82,12 +82,15 @@ describe('container driver', () => {
     expect(env.stdout).toBe('http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1\n');
   });
 
-  it("runs as the image's USER in its WORKDIR", async () => {
+  it("runs as the image's USER in its WORKDIR, with no capabilities at all", async () => {
     const userImage = { reference: sandbox.userImage, insecureRegistries: [sandbox.registry] };
     expect(await driver.pullImage(userImage)).toMatchObject({ user: '1000:1000', workingDir: '/home/user' });
-    const spec = await create({ image: userImage });
-    const result = await runIn(driver, spec.instance, 'id -u; pwd; echo x > mine && echo written');
-    expect(result.stdout).toBe('1000\n/home/user\nwritten\n');
+    // Once without the user in the spec (the driver asks the engine), once with it (as the manager sends it).
+    for (const image of [userImage, { ...userImage, user: '1000:1000' }]) {
+      const spec = await create({ image });
+      const result = await runIn(driver, spec.instance, 'id -u; pwd; echo x > mine && echo written; grep -E "^Cap(Eff|Amb)" /proc/self/status; touch /etc/nope || echo refused');
+      expect(result.stdout).toBe('1000\n/home/user\nwritten\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nrefused\n');
+    }
   });
 
   it('pulls from a registry that needs credentials, and says when they are missing or wrong', async () => {

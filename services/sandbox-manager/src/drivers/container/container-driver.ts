@@ -27,7 +27,7 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, LABELS, PROXY_CA_FILE } from './container-spec.js';
+import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE } from './container-spec.js';
 import { pullImage, withTag } from './image-pull.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
@@ -126,6 +126,7 @@ export class ContainerDriver implements SandboxDriver {
       pidsLimit: this.options.pidsLimit ?? 1024,
       proxyCa: await this.writeProxyCa(runFolder),
       oomScoreAdj: this.oomScoreAdj,
+      rootUser: isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? ''),
     };
     const body = containerCreateOptions(spec, layout);
     try {
@@ -321,9 +322,12 @@ export class ContainerDriver implements SandboxDriver {
     try {
       await this.docker.getContainer(instance).start();
     } catch (error) {
-      await this.closeProxy(instance);
-      if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
-      if (statusOf(error) !== 304) throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+      // 304: it runs already (a restarted manager reattaching its proxy), which keeps its proxy.
+      if (statusOf(error) !== 304) {
+        await this.closeProxy(instance);
+        if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
+        throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
+      }
     }
     await this.waitReady(instance);
   }

@@ -34,6 +34,12 @@ export const LABELS = {
  */
 export const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'SETUID', 'SETGID', 'KILL', 'NET_BIND_SERVICE'];
 
+/** An image USER that is root (`''`, `root`, `0`, `0:0`, `root:root`…). */
+export function isRootUser(user: string): boolean {
+  const name = user.split(':')[0]!.trim();
+  return name === '' || name === 'root' || name === '0';
+}
+
 /**
  * PID 1 (the agent) is the last thing the OOM killer picks; it resets its commands to 0. Lowering
  * a score needs CAP_SYS_RESOURCE: rootless engines and hosts that withhold it (some VMs' and CI
@@ -65,6 +71,11 @@ export interface ContainerLayout {
   proxyCa: boolean;
   /** oom_score_adj of the agent; 0 = the engine's default. */
   oomScoreAdj: number;
+  /**
+   * The image's USER is root: only then are CAPABILITIES added. Podman makes added capabilities
+   * ambient for a non-root user (Docker does not), which would hand them to every command.
+   */
+  rootUser: boolean;
 }
 
 export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayout): ContainerCreateOptions {
@@ -100,7 +111,7 @@ export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayo
         ...spec.volumes.map((volume) => `${volume.volume}:${volume.mountPath}`),
       ],
       CapDrop: ['ALL'],
-      CapAdd: CAPABILITIES,
+      CapAdd: layout.rootUser ? CAPABILITIES : [],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: false,
       PidsLimit: layout.pidsLimit,
