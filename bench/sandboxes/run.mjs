@@ -401,6 +401,8 @@ try {
     "**Exec round trip:** `run('true')` on one ready sandbox, one after the other; with the `ws` package installed (it is",
     "here) the client opens a WebSocket per command (`…/execute/ws`); without it, it POSTs `…/execute` (measured through the",
     "client's own `_runHttp`). The client asks for `/bin/bash`, which busybox lacks: the agent falls back to `/bin/sh`.",
+    '**failed:** commands that came back cut off (`the command was cut off`); they are left out of the figures, and a',
+    'create sample whose first command failed is taken again.',
     `**Image:** busybox (Debian's static busybox, one layer, ~2 MB) from a local registry. **Engine:** Podman ${versions.podman}`,
     `(\`podman system service\`, Docker API; runc ${versions.runc}), private to the benchmark, storage ${podman.storage === 'btrfs-loop' ? 'btrfs on a loop device (storage quotas enforced: the snapshot\'s 1 GiB `fs_capacity_bytes` is applied; templates set no storage limit)' : 'overlay (no storage quotas: `storageQuota: ignore`)'}.`,
     '',
