@@ -217,9 +217,9 @@ try {
   const snapshot = await client.createSnapshot('bench-snapshot', image, 1024 ** 3);
 
   /**
-   * Commands that failed (`the command was cut off: … write EPIPE`: the manager closes the command's
-   * stdin after the agent has already sent its exit and closed the connection), by measurement.
-   * A failed sample is counted here and taken again; a failed exec is counted and left out.
+   * Commands the platform cut off (`the command was cut off: …`; until 176d211 an EPIPE race between
+   * the manager closing a command's stdin and the agent closing the connection after its exit), by
+   * measurement. A failed sample is counted here and taken again; a failed exec is counted and left out.
    */
   const failures = {};
   const failed = (key, error) => {
