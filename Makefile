@@ -67,6 +67,7 @@ clean:
 bench: build bench/agent-server/node_modules/.bench-installed
 	@node bench/agent-server/run.mjs
 	@node bench/deploy/run.mjs
+	@node bench/sandboxes/run.mjs
 
 bench/agent-server/node_modules/.bench-installed: bench/agent-server/package-lock.json
 	cd bench/agent-server && npm ci --no-fund --no-audit

@@ -75,6 +75,23 @@ describe('the auth proxy', () => {
     expect(seen.length).toBe(before);
   }, 30_000);
 
+  it('applies the sandbox’s access_control: a denied host is refused, an allow list refuses all it does not name', async () => {
+    const snapshot = (await client.listSnapshots()).find((s) => s.name === 'busybox')!;
+    const denied = await client.createSandbox(snapshot.id, { name: 'denied', proxyConfig: { rules: [], access_control: { deny_list: ['127.0.0.1'] } }, timeout: 60 });
+    const allowed = await client.createSandbox(snapshot.id, { name: 'allowed', proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.1'] } }, timeout: 60 });
+    const other = await client.createSandbox(snapshot.id, { name: 'other', proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.2'] } }, timeout: 60 });
+    try {
+      const before = seen.length;
+      // 127.0.0.1 is within the platform's privateEgress: only the sandbox's own lists refuse it.
+      expect(await fetchFromBox(denied, `http://127.0.0.1:${echoPort}/denied`)).toMatchObject({ exit_code: 1, stdout: expect.stringMatching(/403/) });
+      expect(await fetchFromBox(other, `http://127.0.0.1:${echoPort}/not-listed`)).toMatchObject({ exit_code: 1, stdout: expect.stringMatching(/403/) });
+      expect(seen.length).toBe(before);
+      expect(await fetchFromBox(allowed, `http://127.0.0.1:${echoPort}/allowed`)).toMatchObject({ exit_code: 0, stdout: 'echo /allowed\n' });
+    } finally {
+      for (const name of ['denied', 'allowed', 'other']) await client.deleteSandbox(name);
+    }
+  }, 120_000);
+
   it('refuses everything private on a sandbox whose platform allows no private egress', async () => {
     const strict = await SandboxPlatform.start({ db: 'gw_sbx_egress_strict' });
     try {
