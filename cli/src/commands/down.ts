@@ -1,5 +1,6 @@
 /**
- * `berth down`: stop the platform process and the Postgres that `berth up` provisioned. Data stays.
+ * `berth down`: stop the platform process (which stops its sandbox engine) and the Postgres that
+ * `berth up` provisioned. Data and sandbox files stay.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,12 +2,12 @@
  * `berth serve`: run the whole platform in this process until SIGINT/SIGTERM. `berth up` starts
  * it detached; run it directly to keep the platform in the foreground.
  */
-import { createLogger } from '@berth/log';
-import { CliError } from '../client.js';
-import type { CliEnv } from '../env.js';
 import { parseEnv } from '@berth/config';
+import { createLogger } from '@berth/log';
 import { envCidrList, envList } from '@berth/sandbox-manager';
 import { z } from 'zod';
+import { CliError } from '../client.js';
+import type { CliEnv } from '../env.js';
 import { startPlatform } from '../platform.js';
 import type { PlatformSandboxConfig } from '../sandbox-engine.js';
 
