@@ -6,11 +6,18 @@ BERTH := node cli/dist/bin.js
 
 .PHONY: up down test install uninstall deps build typecheck clean
 
-## Install, provision Postgres under .berth/, start every service in one process, print URL and key.
-up: build
+## Install, provision Postgres under .berth/, start every service (and, as root, a private Podman
+## engine for sandboxes) in one process, print URL and key.
+up: sandbox-tools build
 	@$(BERTH) up
 
-## Stop the platform and its Postgres (data stays under .berth/).
+# Sandboxes need Podman, runc and gcc, which ensure-podman.sh installs as root with apt-get; without
+# them Berth still starts, and sandbox calls answer 503 saying why.
+.PHONY: sandbox-tools
+sandbox-tools:
+	@scripts/ensure-podman.sh || echo "Berth will start without sandboxes." >&2
+
+## Stop the platform, its sandbox engine and its Postgres (data and sandbox files stay under .berth/).
 down:
 	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
 

@@ -27,7 +27,7 @@ if [ -e /bin/busybox ] && ! dpkg -s busybox-static >/dev/null 2>&1; then missing
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "container sandboxes (and their tests) need: ${missing[*]}." >&2
   echo "Install them as root with apt-get (Debian/Ubuntu): apt-get install ${missing[*]}" >&2
-  echo "Without them sandbox tests cannot run; the rest of Berth works." >&2
+  echo "Without them Berth runs without sandboxes (their calls answer 503) and sandbox tests cannot run." >&2
   exit 1
 fi
 echo "installing ${missing[*]} (apt-get)…"

@@ -21,7 +21,7 @@ function berthWith(env: Record<string, string>, ...args: string[]): Promise<{ co
     execFile(
       process.execPath,
       [bin, ...args],
-      { env: { ...process.env, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn', ...env }, timeout: 90_000 },
+      { env: { ...process.env, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn', BERTH_SANDBOXES: 'off', ...env }, timeout: 90_000 },
       (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

@@ -37,6 +37,15 @@ const schema = z.object({
   BERTH_TRACING_ENDPOINT: envOptionalString,
   BERTH_TRACING_API_KEY: envOptionalString,
   BERTH_TRACING_PROJECT: envOptionalString,
+  /** `off`: the platform starts no container engine and sandbox calls answer 503. */
+  BERTH_SANDBOXES: z.enum(['on', 'off']).default('on'),
+  /**
+   * Private CIDRs sandboxes may reach, and registries pulled over plain HTTP (comma-separated; the
+   * sandbox-manager's names). Kept as text here, parsed where the platform starts: the parser lives
+   * in the sandbox-manager, which every other command should not pay to load.
+   */
+  BERTH_SANDBOX_PRIVATE_EGRESS: envOptionalString,
+  SANDBOX_INSECURE_REGISTRIES: envOptionalString,
 });
 
 export type CliEnv = z.output<typeof schema> & {

@@ -13,6 +13,7 @@ import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
 import { start as startSandboxManager } from '@berth/sandbox-manager';
+import { startSandboxEngine, type PlatformSandboxConfig } from './sandbox-engine.js';
 
 export interface PlatformConfig {
   databaseUrl: string;
@@ -31,6 +32,8 @@ export interface PlatformConfig {
   stateDir: string;
   /** What deployment builds and local agent servers inherit (PATH, HOME, npm settings). */
   processEnv?: Record<string, string>;
+  /** @default off (sandbox calls answer 503); `berth serve` asks for the private engine */
+  sandboxes?: PlatformSandboxConfig;
 }
 
 /** The key deployment secrets and export destination credentials are encrypted with: made on first start, kept (0600) in the state folder. */
@@ -54,6 +57,8 @@ export interface RunningPlatform {
   instanceId: string;
   /** The internal services' gRPC addresses (`host:port`) by name; they answer only the platform. */
   services: Readonly<Record<string, string>>;
+  /** One line for people on the sandboxes: their engine and storage quotas, or OFF and why. */
+  sandboxes: string;
   close(): Promise<void>;
 }
 
@@ -73,6 +78,9 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken };
     const services: Record<string, string> = {};
     const key = await secretKey(config.stateDir);
+    // Started first, so closed last: the sandbox-manager stops its sandboxes before the engine goes.
+    const sandboxEngine = await startSandboxEngine(config.sandboxes, config.stateDir, logger);
+    started.push(sandboxEngine);
     // Agent servers trace their runs through the gateway, which starts after the control plane:
     // the control plane waits for its address when a revision deploys.
     const gatewayReached = deferred<string>();
@@ -96,7 +104,8 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
           logger,
         ),
       'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
-      'sandbox-manager': (logger) => startSandboxManager({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key }, logger),
+      'sandbox-manager': (logger) =>
+        startSandboxManager({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key, sandboxes: sandboxEngine.settings }, logger),
       'export-worker': (logger) => startExportWorker(
           // On one machine the operator is the user: a local MinIO or S3 server is a fine destination.
           { ...grpc, databaseUrl: config.databaseUrl, secretKey: key, bulkExports: { allowPrivateEndpoints: true } },
@@ -125,7 +134,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     );
     started.push(gateway);
     gatewayReached.resolve(localUrl(config.host, gateway.port, gateway.url));
-    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, close: closeAll };
+    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

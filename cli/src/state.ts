@@ -18,6 +18,8 @@ export interface PlatformState {
   /** The gateway's id for this start (its `/readyz` answers it): tells this platform from another process on the port. */
   instance_id: string;
   started_at: string;
+  /** The platform's line on sandboxes (their engine, or OFF and why), shown by `berth up`. */
+  sandboxes?: string;
 }
 
 export class StateDir {

@@ -11,8 +11,10 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@berth/local-stack';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { freePort, isMountPoint } from '@berth/local-stack';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { SandboxClient } from 'langsmith/sandbox';
+import { DEFAULT_SANDBOX_IMAGE, privateEngine } from './sandbox-engine.js';
 import { StateDir } from './state.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -38,7 +40,7 @@ function collect(child: ReturnType<typeof spawn>): Promise<Result> {
 function berth(args: string[], env: Record<string, string> = {}): ReturnType<typeof spawn> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BERTH_')));
   return spawn(process.execPath, [bin, ...args], {
-    env: { ...inherited, BERTH_STATE_DIR: stateDir, DATABASE_URL: testDb.url, LOG_LEVEL: 'warn', ...env },
+    env: { ...inherited, BERTH_STATE_DIR: stateDir, DATABASE_URL: testDb.url, LOG_LEVEL: 'warn', BERTH_SANDBOXES: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -148,6 +150,47 @@ describe('berth up', () => {
       await state.clearPlatform();
     }
   });
+
+  it('runs sandboxes on a private Podman engine that keeps their files across down/up', async () => {
+    stateDir = join(temp, 'sbx');
+    try {
+      const first = await run(['up'], { BERTH_PORT: '0', BERTH_SANDBOXES: 'on' });
+      expect(first.code).toBe(0);
+      expect(first.stdout).toMatch(
+        new RegExp(`  sandboxes  on: private Podman engine \\(${join(stateDir, 'podman')}\\), storage quotas (enforced \\(btrfs\\)|NOT enforced .*), default image ${DEFAULT_SANDBOX_IMAGE}\n`),
+      );
+      const { gateway_url: url, api_key: key } = await credentials();
+      // A template of the default image, as the README makes it with curl.
+      const template = await fetch(`${url}/api/v2/sandboxes/templates`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'busybox', image: DEFAULT_SANDBOX_IMAGE, resources: { cpu: '500m', memory: '256Mi', storage: '1Gi' } }),
+      });
+      expect(template.status).toBe(201);
+      const status = async () => ((await (await fetch(`${url}/api/v2/sandboxes/templates/busybox`, { headers: { 'x-api-key': key } })).json()) as { status: string }).status;
+      expect(await until('template ready', async () => ((await status()) === 'building' ? undefined : status()), 30_000)).toBe('ready');
+
+      const client = new SandboxClient({ apiEndpoint: `${url}/api/v2/sandboxes`, apiKey: key });
+      const snapshot = await client.createSnapshot('busybox', DEFAULT_SANDBOX_IMAGE, 1 << 30, { timeout: 60 });
+      const sandbox = await client.createSandbox(snapshot.id, { name: 'kept', timeout: 60 });
+      expect((await sandbox.run('echo hello')).stdout).toBe('hello\n');
+      await sandbox.write('/root/note', 'still here');
+
+      expect((await run(['down'])).code).toBe(0);
+      // The engine stopped with the platform: nothing mounted, no service left.
+      expect(await isMountPoint(join(stateDir, 'podman', 'storage'))).toBe(false);
+      expect(await privateEngine(stateDir).leftBehind()).toBe(false);
+
+      expect((await run(['up'], { BERTH_SANDBOXES: 'on' })).code).toBe(0);
+      const again = await client.getSandbox('kept');
+      expect(new TextDecoder().decode(await again.read('/root/note'))).toBe('still here');
+      await client.deleteSandbox('kept');
+    } finally {
+      await run(['down']);
+      // Its folder on /run too.
+      await privateEngine(stateDir).destroy();
+    }
+  }, 180_000);
 
   it('shows the end of the platform log when the platform dies during start', async () => {
     stateDir = join(temp, 'dies');

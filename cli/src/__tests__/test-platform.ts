@@ -9,6 +9,7 @@ import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { loadCliEnv } from '../env.js';
 import { startPlatform, type RunningPlatform } from '../platform.js';
+import type { PlatformSandboxConfig } from '../sandbox-engine.js';
 import { bootstrapKey } from './bootstrap-key.js';
 
 export interface TestPlatform {
@@ -21,7 +22,14 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(name: string): Promise<TestPlatform> {
+export interface TestPlatformOptions {
+  /** @default off */
+  sandboxes?: PlatformSandboxConfig;
+  /** The state folder's name under the temporary folder. @default 'platform' */
+  stateDirName?: string;
+}
+
+export async function startTestPlatform(name: string, options: TestPlatformOptions = {}): Promise<TestPlatform> {
   const testDb = await createTestDatabase(`cli_${name.replaceAll('-', '_')}`);
   const temp = await mkdtemp(join(tmpdir(), `berth-${name}-`));
   let platform: RunningPlatform | undefined;
@@ -32,7 +40,15 @@ export async function startTestPlatform(name: string): Promise<TestPlatform> {
   };
   try {
     platform = await startPlatform(
-      { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', stateDir: join(temp, 'platform'), processEnv: loadCliEnv().processEnv },
+      {
+        databaseUrl: testDb.url,
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'silent',
+        stateDir: join(temp, options.stateDirName ?? 'platform'),
+        processEnv: loadCliEnv().processEnv,
+        ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
+      },
       silentLogger(),
     );
     return { platform, testDb, temp, adminKey: await bootstrapKey(testDb.url), close };

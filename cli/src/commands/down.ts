@@ -1,9 +1,12 @@
 /**
- * `berth down`: stop the platform process and the Postgres that `berth up` provisioned. Data stays.
+ * `berth down`: stop the platform process (which stops its sandbox engine) and the Postgres that
+ * `berth up` provisioned. Data and sandbox files stay.
  */
 import { existsSync } from 'node:fs';
-import { PostgresServer, sleep } from '@berth/local-stack';
+import { join } from 'node:path';
+import { PostgresServer, podmanUnavailableReason, sleep } from '@berth/local-stack';
 import type { CliEnv } from '../env.js';
+import { privateEngine } from '../sandbox-engine.js';
 import { StateDir, isAlive } from '../state.js';
 
 export async function down(env: CliEnv, print: (line: string) => void = console.log): Promise<void> {
@@ -19,6 +22,14 @@ export async function down(env: CliEnv, print: (line: string) => void = console.
     print('the platform was not running');
   }
   await state.clearPlatform();
+  // The platform stops its sandbox engine; one that was killed or crashed leaves it running (and
+  // its storage mounted). Sandboxes' files stay.
+  if (!podmanUnavailableReason() && existsSync(join(env.stateDir, 'podman'))) {
+    const engine = privateEngine(env.stateDir);
+    const leftBehind = await engine.leftBehind();
+    await engine.stop();
+    if (leftBehind) print('stopped the sandbox engine a stopped platform left running (sandbox files kept)');
+  }
   if (!env.DATABASE_URL && existsSync(state.postgresDir)) {
     await new PostgresServer({ baseDir: state.postgresDir }).stop();
     print('stopped postgres (data kept)');

@@ -2,17 +2,21 @@
  * `berth serve`: run the whole platform in this process until SIGINT/SIGTERM. `berth up` starts
  * it detached; run it directly to keep the platform in the foreground.
  */
+import { parseEnv } from '@berth/config';
 import { createLogger } from '@berth/log';
+import { envCidrList, envList } from '@berth/sandbox-manager';
+import { z } from 'zod';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
 import { startPlatform } from '../platform.js';
+import type { PlatformSandboxConfig } from '../sandbox-engine.js';
 
 /**
  * What a platform started by `berth up` tells it over IPC: where it listens and the id its `/readyz`
  * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
  */
 export type ServeReport =
-  | { ready: { url: string; port: number; instance_id: string } }
+  | { ready: { url: string; port: number; instance_id: string; sandboxes: string } }
   | { failed: { message: string; code?: string } };
 
 export async function serve(env: CliEnv): Promise<void> {
@@ -28,6 +32,7 @@ export async function serve(env: CliEnv): Promise<void> {
         logLevel: env.LOG_LEVEL,
         stateDir: env.stateDir,
         processEnv: env.processEnv,
+        sandboxes: sandboxConfigFromEnv(env),
         ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
         ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
       },
@@ -37,8 +42,8 @@ export async function serve(env: CliEnv): Promise<void> {
     await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
     throw error;
   }
-  logger.info({ url: platform.url, pid: process.pid }, 'platform ready');
-  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId } });
+  logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes }, 'platform ready');
+  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes } });
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
@@ -48,6 +53,19 @@ export async function serve(env: CliEnv): Promise<void> {
     }
   });
   await platform.close();
+}
+
+/** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off. */
+function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
+  const lists = parseEnv(z.object({ BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList, SANDBOX_INSECURE_REGISTRIES: envList }), {
+    BERTH_SANDBOX_PRIVATE_EGRESS: env.BERTH_SANDBOX_PRIVATE_EGRESS,
+    SANDBOX_INSECURE_REGISTRIES: env.SANDBOX_INSECURE_REGISTRIES,
+  });
+  return {
+    engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private',
+    privateEgress: lists.BERTH_SANDBOX_PRIVATE_EGRESS,
+    insecureRegistries: lists.SANDBOX_INSECURE_REGISTRIES,
+  };
 }
 
 /** Sends to the process that started this one, when it listens (`berth up`); the process may exit right after. */

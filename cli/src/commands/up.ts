@@ -62,6 +62,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  logs       ${state.logFile}`);
   const isolation = await detectLocalIsolation(env.stateDir);
   print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
+  if (platform.sandboxes) print(`  sandboxes  ${platform.sandboxes}`);
   print('');
   print('Try:');
   print(`  curl -H "X-Api-Key: ${credentials.api_key}" ${platform.url}/v1/me`);
@@ -169,7 +170,7 @@ async function startProcess(env: CliEnv, state: StateDir, databaseUrl: string, p
       }
       await sleep(200);
     }
-    return { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString() };
+    return { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString(), sandboxes: report.ready.sandboxes };
   } finally {
     // It runs on alone: no IPC channel or handle keeps this process.
     if (child.connected) child.disconnect();

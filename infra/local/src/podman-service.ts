@@ -7,17 +7,36 @@
  * `storage: 'btrfs-loop'` puts the storage on a btrfs file system in a loop-mounted image file:
  * only there (or on XFS with project quotas) can Podman enforce a container's storage size
  * (`HostConfig.StorageOpt.size`); on overlay over ext4 it cannot.
+ *
+ * Tests start a throwaway engine (the default); the embedded platform a `persistent` one, whose
+ * images, containers and volumes outlive a restart of the platform.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { run, sleep } from './run.js';
 
 export interface PodmanServiceOptions {
-  /** Folder of ours for the socket, configuration and (unless `storage` says otherwise) storage. */
+  /** Folder of ours for the configuration and the storage (images, containers, volumes). */
   directory: string;
+  /**
+   * Folder for what must not outlive a reboot: the engine's runroot, lock and state files, its
+   * socket and pid file. Best on a tmpfs (`/run`): Podman then notices a reboot and resets the
+   * state of containers that no longer run. Its runroot (`<volatileDirectory>/run`) may be at most
+   * 50 characters long.
+   * @default directory
+   */
+  volatileDirectory?: string;
+  /**
+   * A long-lived engine (the platform's): an existing btrfs image is reused (and a mount left by a
+   * crash kept), a service left running by a crashed predecessor is stopped first, the service runs
+   * in its own process group (a terminal's Ctrl-C reaches the platform, which stops it in order),
+   * and stop() keeps stopped containers and volumes. Otherwise (tests) stop() removes them all.
+   * @default false
+   */
+  persistent?: boolean;
   /**
    * `overlay`: storage in `<directory>/storage` (no storage quotas on ext4).
    * `btrfs-loop`: a btrfs image file of `btrfsSizeBytes` loop-mounted at `<directory>/storage`
@@ -47,9 +66,11 @@ export class PodmanService {
   readonly socketPath: string;
   readonly storage: 'overlay' | 'btrfs-loop';
   private readonly binary: string;
+  private readonly volatileDir: string;
 
   constructor(private readonly options: PodmanServiceOptions) {
-    this.socketPath = join(options.directory, 'docker.sock');
+    this.volatileDir = options.volatileDirectory ?? options.directory;
+    this.socketPath = join(this.volatileDir, 'docker.sock');
     this.storage = options.storage ?? 'overlay';
     this.binary = options.binary ?? 'podman';
   }
@@ -60,11 +81,20 @@ export class PodmanService {
   }
 
   private get runRoot(): string {
-    return join(this.options.directory, 'run');
+    return join(this.volatileDir, 'run');
   }
 
   private get storageDir(): string {
     return join(this.options.directory, 'storage');
+  }
+
+  /** The btrfs image file of `btrfs-loop` storage. */
+  get btrfsImage(): string {
+    return join(this.options.directory, 'storage.btrfs');
+  }
+
+  private get pidFile(): string {
+    return join(this.volatileDir, 'service.pid');
   }
 
   /** Environment for every podman command of this engine (the service and the CLI). */
@@ -97,9 +127,10 @@ export class PodmanService {
     if (this.runRoot.length > 50) {
       throw new Error(`podman refuses a runroot path over 50 characters (${this.runRoot}): give PodmanService a shorter directory`);
     }
-    await mkdir(join(dir, 'tmp'), { recursive: true });
+    await mkdir(join(this.volatileDir, 'tmp'), { recursive: true, mode: 0o700 });
     await mkdir(join(dir, 'net'), { recursive: true });
     await mkdir(this.storageDir, { recursive: true });
+    if (this.options.persistent) await this.stopLeftoverService();
     if (this.storage === 'btrfs-loop') await this.mountBtrfs();
     await this.writeConfig();
     // --time=0: serve until stopped (the default ends the service after 5 s without requests).
@@ -108,8 +139,10 @@ export class PodmanService {
       // conmon leaves an `oom` marker file in its working directory after an OOM kill: not in ours.
       cwd: dir,
       stdio: ['ignore', 'ignore', 'pipe'],
+      detached: this.options.persistent === true,
     });
     this.child = child;
+    if (child.pid !== undefined) await writeFile(this.pidFile, `${child.pid}\n`);
     let stderr = '';
     child.stderr?.on('data', (chunk) => (stderr = (stderr + String(chunk)).slice(-4000)));
     const deadline = Date.now() + 20_000;
@@ -121,7 +154,12 @@ export class PodmanService {
     return { socketPath: this.socketPath };
   }
 
-  /** Stops the service, removes every container and volume it made, and unmounts its storage. */
+  /**
+   * Stops the service, then every container it ran (they outlive the service: conmon keeps them),
+   * and unmounts its storage. A persistent engine keeps the stopped containers and volumes (and
+   * also stops a service and unmounts storage that a crashed predecessor left); otherwise they are
+   * removed.
+   */
   async stop(): Promise<void> {
     const child = this.child;
     if (child && child.exitCode === null) {
@@ -130,11 +168,16 @@ export class PodmanService {
       await exited;
     }
     this.child = undefined;
+    if (this.options.persistent) {
+      await this.stopLeftoverService();
+      this.mounted = await isMountPoint(this.storageDir);
+    }
     if (!existsSync(join(this.storageDir, 'root'))) return;
-    // Containers outlive the service (conmon keeps them): remove them so that nothing is left
-    // running and their mounts do not keep the storage busy.
     const errors: unknown[] = [];
-    for (const args of [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']]) {
+    const cleanup = this.options.persistent
+      ? [['stop', '--all', '--time', '5']]
+      : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
+    for (const args of cleanup) {
       await this.podman(args).catch((error: unknown) => errors.push(error));
     }
     if (this.mounted) {
@@ -145,12 +188,42 @@ export class PodmanService {
   }
 
   private async mountBtrfs(): Promise<void> {
-    const image = join(this.options.directory, 'storage.btrfs');
-    await writeFile(image, '');
-    await run('truncate', ['-s', String(this.options.btrfsSizeBytes ?? 4 * 1024 ** 3), image]);
-    await run('mkfs.btrfs', ['-q', image]);
-    await run('mount', ['-o', 'loop', image, this.storageDir]);
+    const image = this.btrfsImage;
+    const reuse = this.options.persistent && (await stat(image).then((s) => s.size > 0, () => false));
+    if (!reuse) {
+      await writeFile(image, '');
+      await run('truncate', ['-s', String(this.options.btrfsSizeBytes ?? 4 * 1024 ** 3), image]);
+      await run('mkfs.btrfs', ['-q', image]);
+    }
+    // After a crash the file system may still be mounted: mounting it again would stack a second
+    // loop device on the same image.
+    if (!(reuse && (await isMountPoint(this.storageDir)))) await run('mount', ['-o', 'loop', image, this.storageDir]);
     this.mounted = true;
+  }
+
+  /** A service of this engine that runs without us (its platform crashed), or a storage mount it left. */
+  async leftBehind(): Promise<boolean> {
+    return (await this.leftoverPid()) !== undefined || (this.storage === 'btrfs-loop' && (await isMountPoint(this.storageDir)));
+  }
+
+  /** The pid in the pid file, when that process is this engine's service (the pid may since be another's). */
+  private async leftoverPid(): Promise<number | undefined> {
+    const pid = Number((await readFile(this.pidFile, 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(pid) || pid <= 0) return undefined;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    return cmdline.includes(`unix://${this.socketPath}`) ? pid : undefined;
+  }
+
+  /** Stops the service recorded in the pid file when it still runs (its platform crashed). */
+  private async stopLeftoverService(): Promise<void> {
+    const pid = await this.leftoverPid();
+    if (pid !== undefined) {
+      process.kill(pid, 'SIGTERM');
+      const deadline = Date.now() + 10_000;
+      while (existsSync(`/proc/${pid}`) && Date.now() < deadline) await sleep(50);
+      if (existsSync(`/proc/${pid}`)) process.kill(pid, 'SIGKILL');
+    }
+    await rm(this.pidFile, { force: true });
   }
 
   private async writeConfig(): Promise<void> {
@@ -164,7 +237,7 @@ export class PodmanService {
       '[engine]',
       'runtime = "runc"',
       'events_logger = "file"',
-      `tmp_dir = ${JSON.stringify(join(dir, 'tmp'))}`,
+      `tmp_dir = ${JSON.stringify(join(this.volatileDir, 'tmp'))}`,
       '[network]',
       `network_config_dir = ${JSON.stringify(join(dir, 'net'))}`,
       '',
@@ -184,11 +257,21 @@ export class PodmanService {
     await writeFile(join(dir, 'storage.conf'), storageConf);
   }
 
-  /** Removes the folder too (after stop). */
+  /** Removes the folders too (after stop). */
   async destroy(): Promise<void> {
     await this.stop();
     await rm(this.options.directory, { recursive: true, force: true });
+    await rm(this.volatileDir, { recursive: true, force: true });
   }
+}
+
+/** Whether a file system is mounted at `path` (per /proc/self/mountinfo). */
+export async function isMountPoint(path: string): Promise<boolean> {
+  const target = await realpath(path).catch(() => path);
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
+  // Field 5 is the mount point, with spaces, tabs, newlines and backslashes as octal escapes.
+  const unescape = (field: string) => field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+  return mountinfo.split('\n').some((line) => unescape(line.split(' ')[4] ?? '') === target);
 }
 
 function ping(socketPath: string): Promise<boolean> {

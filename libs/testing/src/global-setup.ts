@@ -92,7 +92,6 @@ async function startSandboxEngine(dir: string, servers: Partial<TestServers>): P
       return podman.start();
     }),
   ]);
-  await mkdir(join(dir, 'images'), { recursive: true });
   const local = await buildSandboxImages(podman, join(dir, 'images'));
   const [image, userImage, privateImage] = await Promise.all([
     pushImage(podman, local.root, registry.host, 'berth-test/busybox:1'),

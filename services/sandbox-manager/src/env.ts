@@ -9,13 +9,13 @@ import { z } from 'zod';
 import type { SandboxManagerConfig } from './config.js';
 import type { DriverConfig } from './drivers/build-driver.js';
 
-const list = z
+export const envList = z
   .string()
   .optional()
   .transform((text) => (text ?? '').split(',').map((item) => item.trim()).filter(Boolean));
 
 /** `10.0.0.0/8,192.168.1.5/32`: each a valid CIDR. */
-const cidrs = list.refine(
+export const envCidrList = envList.refine(
   (items) =>
     items.every((item) => {
       try {
@@ -34,7 +34,7 @@ const schema = z.object({
   /** 32 bytes, base64: seals registry passwords and opaque proxy header values. */
   BERTH_SECRET_KEY: z.string().min(1),
   /** Private CIDRs sandboxes may reach through the auth proxy (everything else private is refused). */
-  BERTH_SANDBOX_PRIVATE_EGRESS: cidrs,
+  BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList,
   /** container (Docker Engine API), kubernetes, or none (sandbox calls answer 503). */
   SANDBOX_DRIVER: z.enum(['container', 'kubernetes', 'none']).default('none'),
   /** The Docker Engine API socket of the container driver (Docker's, or `podman system service`'s). */
@@ -44,7 +44,7 @@ const schema = z.object({
   /** Image of sandboxes created without a snapshot or template. */
   SANDBOX_DEFAULT_IMAGE: z.string().optional(),
   /** Registries pulled over plain HTTP (host:port, comma-separated). */
-  SANDBOX_INSECURE_REGISTRIES: list,
+  SANDBOX_INSECURE_REGISTRIES: envList,
   /** kubernetes driver: the namespace of sandbox pods (it must exist). */
   SANDBOX_KUBERNETES_NAMESPACE: z.string().min(1).default('berth-sandboxes'),
   /** kubernetes driver: the Berth platform image (its auth proxy runs as each sandbox's sidecar). */

@@ -25,7 +25,7 @@ import { Sandboxes } from './sandboxes/sandboxes.js';
 import type { SandboxTables } from './tables.js';
 
 export type { SandboxManagerConfig, SandboxSettings } from './config.js';
-export { loadSandboxManagerConfig } from './env.js';
+export { envCidrList, envList, loadSandboxManagerConfig } from './env.js';
 export * from './drivers/driver.js';
 export type { ContainerDriverConfig, DriverConfig, KubernetesDriverConfig } from './drivers/build-driver.js';
 export { UnavailableDriver } from './drivers/unavailable.js';
