@@ -2,7 +2,8 @@
 # Installs what container sandboxes need when it is missing: Podman (the engine behind the Docker
 # API the sandbox driver speaks), runc, busybox-static and docker-registry (the test image and
 # registry), uidmap and slirp4netns (Podman's own dependencies), btrfs-progs (a btrfs storage root
-# is where Podman can enforce sandbox storage quotas), gcc + libc6-dev (the static in-sandbox agent).
+# is where Podman can enforce sandbox storage quotas), gcc + libc6-dev (the static in-sandbox agent),
+# iptables (the test of the Kubernetes pods' egress lock runs its script for real).
 set -euo pipefail
 declare -A packages=(
   [podman]=/usr/bin/podman
@@ -14,6 +15,7 @@ declare -A packages=(
   [btrfs-progs]=/sbin/mkfs.btrfs
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/lib/x86_64-linux-gnu/libc.a
+  [iptables]=/usr/sbin/iptables
 )
 missing=()
 for package in "${!packages[@]}"; do

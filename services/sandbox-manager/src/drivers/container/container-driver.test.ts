@@ -196,6 +196,14 @@ describe('container driver', () => {
     expect(calls).toEqual([`open ${name} example.com`, `close ${name}`, `open ${name} example.com`, `close ${name}`]);
   });
 
+  it('says sandboxes are off, and how to fix it, when the agent is not built or no engine answers', async () => {
+    const noAgent = new ContainerDriver({ socketPath: sandbox.socketPath, runDir: sandbox.tmpDir, logger: captureLogger().logger, agentBinary: join(sandbox.tmpDir, 'no-agent') });
+    expect(await noAgent.unavailableReason()).toMatch(/sandbox agent .*no-agent is not built \(it needs gcc\): run `apt-get install gcc libc6-dev`/);
+    const noEngine = new ContainerDriver({ socketPath: join(sandbox.tmpDir, 'no.sock'), runDir: sandbox.tmpDir, logger: captureLogger().logger });
+    expect(await noEngine.unavailableReason()).toMatch(/no container engine answers on .*no\.sock/);
+    expect(await driver.unavailableReason()).toBeUndefined();
+  });
+
   it('refuses instance names that are not DNS labels (they become host paths)', async () => {
     await expect(driver.inspect('../etc')).rejects.toBeInstanceOf(InstanceError);
     await expect(driver.create(contractSpec(image, { instance: 'Bad/Name' }))).rejects.toThrow(/not a valid instance name/);

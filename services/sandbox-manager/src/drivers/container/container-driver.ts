@@ -88,6 +88,10 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   async unavailableReason(): Promise<string | undefined> {
+    const agentBinary = this.options.agentBinary ?? agentBinaryPath();
+    if (!(await exists(agentBinary))) {
+      return `the sandbox agent ${agentBinary} is not built (it needs gcc): run \`apt-get install gcc libc6-dev\` as root, then \`make build\``;
+    }
     try {
       await this.engineInfo();
       return undefined;
