@@ -127,7 +127,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       path: `${base}/upload`,
       summary: 'Write a file (multipart, part `file`)',
       description:
-        '`multipart/form-data` with one part named `file` holding the bytes (binary-safe, any size; streamed). Parent ' +
+        '`multipart/form-data` with one part named `file` holding the bytes (binary-safe, at most 512 MiB). Parent ' +
         'directories are created; an existing file is replaced. Errors: 404 FileNotFound/NotFound, 400 WriteError (e.g. a ' +
         'directory at that path), 415 not multipart.',
       tags,
