@@ -37,32 +37,44 @@ function grpcCallOptions(timeoutMs: number | undefined): grpc.CallOptions {
   return timeoutMs === undefined || timeoutMs === Infinity ? {} : { deadline: Date.now() + timeoutMs };
 }
 
+/**
+ * A call with one response (unary or client-streaming): `start` makes it with the callback given;
+ * the promise settles with the response, the call's status as a BerthError, or the signal's reason.
+ */
+function singleResponse(
+  path: string,
+  signal: AbortSignal | undefined,
+  start: (done: grpc.requestCallback<Message>) => { cancel(): void },
+): Promise<Message> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<Message>((resolve, reject) => {
+    const call = start((error, response) => {
+      signal?.removeEventListener('abort', onAbort);
+      if (signal?.aborted) reject(signal.reason);
+      else if (error || response === undefined) reject(errorOfStatus(error, path));
+      else resolve(response);
+    });
+    function onAbort() {
+      call.cancel();
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 function unaryMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number, metadataOf: MetadataOf) {
   const definition = methodDefinition(method);
-  return (request: RequestInit, options: CallOptions = {}): Promise<Message> => {
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<Message>((resolve, reject) => {
-      const call = client.makeUnaryRequest<Message, Message>(
+  return (request: RequestInit, options: CallOptions = {}): Promise<Message> =>
+    singleResponse(definition.path, options.signal, (done) =>
+      client.makeUnaryRequest<Message, Message>(
         definition.path,
         definition.requestSerialize,
         definition.responseDeserialize,
         create(method.input as DescMessage, request),
         metadataOf(options),
         grpcCallOptions(options.timeoutMs ?? defaultTimeoutMs),
-        (error, response) => {
-          signal?.removeEventListener('abort', onAbort);
-          if (signal?.aborted) reject(signal.reason);
-          else if (error || response === undefined) reject(errorOfStatus(error, definition.path));
-          else resolve(response);
-        },
-      );
-      function onAbort() {
-        call.cancel();
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  };
+        done,
+      ),
+    );
 }
 
 function serverStreamingMethod(client: grpc.Client, method: DescMethod, metadataOf: MetadataOf) {
@@ -126,28 +138,21 @@ async function writeRequests(
 function clientStreamingMethod(client: grpc.Client, method: DescMethod, defaultTimeoutMs: number, metadataOf: MetadataOf) {
   const definition = methodDefinition(method);
   return (requests: AsyncIterable<RequestInit>, options: CallOptions = {}): Promise<Message> => {
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<Message>((resolve, reject) => {
+    let writing: Promise<void> = Promise.resolve();
+    const response = singleResponse(definition.path, options.signal, (done) => {
       const call = client.makeClientStreamRequest<Message, Message>(
         definition.path,
         definition.requestSerialize,
         definition.responseDeserialize,
         metadataOf(options),
         grpcCallOptions(options.timeoutMs ?? defaultTimeoutMs),
-        (error, response) => {
-          signal?.removeEventListener('abort', onAbort);
-          if (signal?.aborted) reject(signal.reason);
-          else if (error || response === undefined) reject(errorOfStatus(error, definition.path));
-          else resolve(response);
-        },
+        done,
       );
-      function onAbort() {
-        call.cancel();
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      writeRequests(call, method, requests).catch(reject);
+      writing = writeRequests(call, method, requests);
+      return call;
     });
+    // A failed request source fails the call (writeRequests cancels it) with its own error.
+    return Promise.race([response, writing.then(() => response)]);
   };
 }
 
