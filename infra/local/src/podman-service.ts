@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { run, sleep } from './run.js';
@@ -128,6 +128,8 @@ export class PodmanService {
       throw new Error(`podman refuses a runroot path over 50 characters (${this.runRoot}): give PodmanService a shorter directory`);
     }
     await mkdir(join(this.volatileDir, 'tmp'), { recursive: true, mode: 0o700 });
+    // The engine's API socket lives here, and it is as good as root: nobody else may enter.
+    await chmod(this.volatileDir, 0o700);
     await mkdir(join(dir, 'net'), { recursive: true });
     await mkdir(this.storageDir, { recursive: true });
     if (this.options.persistent) await this.stopLeftoverService();
