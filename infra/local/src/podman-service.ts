@@ -132,6 +132,8 @@ export class PodmanService {
     await chmod(this.volatileDir, 0o700);
     await mkdir(join(dir, 'net'), { recursive: true });
     await mkdir(this.storageDir, { recursive: true });
+    // The storage holds every sandbox's files: no other user (a deployed graph's uid) may look in.
+    await chmod(dir, 0o700);
     if (this.options.persistent) await this.stopLeftoverService();
     if (this.storage === 'btrfs-loop') await this.mountBtrfs();
     await this.writeConfig();
