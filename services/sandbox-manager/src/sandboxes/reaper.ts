@@ -72,10 +72,16 @@ export class Reaper {
 
   private async checkReady(row: SandboxRow, now: number): Promise<void> {
     const { sandboxes, driver, runningCommands } = this.options;
+    // The pass's list is old by now, and an instance seen mid-stop or mid-start must not fail its
+    // sandbox: one under way is busy; one that ran between inspect and move changed updated_at.
+    const fresh = await sandboxes.store.byId(row.id);
+    if (fresh?.status !== 'ready') return;
+    row = fresh;
     const state = await driver.inspect(row.instance).catch(() => undefined);
     if (state && state.state !== 'running') {
+      if (sandboxes.busy(row.id)) return;
       const reason = state.state === 'failed' ? state.reason : state.state === 'missing' ? 'its instance disappeared' : 'its instance stopped by itself';
-      await this.act(row, () => sandboxes.store.move(row.id, 'failed', { status_message: reason }));
+      await this.act(row, () => sandboxes.store.move(row.id, 'failed', { status_message: reason }, { unchangedSince: fresh.updated_at }));
       return;
     }
     const idle = seconds(row.idle_ttl_seconds);

@@ -74,6 +74,8 @@ export class Sandboxes {
   readonly store: SandboxStore;
   /** Creations and starts in flight, by sandbox id. */
   readonly #work = new Map<string, Promise<void>>();
+  /** Sandboxes whose stop is under way: their instance is down before their row says stopped. */
+  readonly #stopping = new Set<string>();
 
   constructor(private readonly deps: SandboxesDeps) {
     this.store = new SandboxStore(deps.db);
@@ -149,8 +151,18 @@ export class Sandboxes {
     const row = await this.store.get(ref);
     if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a ready sandbox can be stopped`);
     this.deps.onGone(row.id);
-    await this.deps.driver.stop(row.instance);
-    return this.store.move(row.id, 'stopped', { stopped_at: this.deps.now(), status_message: reason });
+    this.#stopping.add(row.id);
+    try {
+      await this.deps.driver.stop(row.instance);
+      return await this.store.move(row.id, 'stopped', { stopped_at: this.deps.now(), status_message: reason });
+    } finally {
+      this.#stopping.delete(row.id);
+    }
+  }
+
+  /** True while this manager creates, starts or stops the sandbox (its instance is in between). */
+  busy(id: string): boolean {
+    return this.#work.has(id) || this.#stopping.has(id);
   }
 
   /** Starts a stopped (or failed) sandbox again: same files, same TTLs (the idle clock restarts). */

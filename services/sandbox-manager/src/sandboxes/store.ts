@@ -72,19 +72,31 @@ export class SandboxStore {
     return this.db.selectFrom('sandboxes').selectAll().where('deleted_at', 'is', null).where('status', 'in', statuses).execute();
   }
 
-  /** The one status change of a sandbox. */
-  async move(id: string, to: SandboxStatus, values: Partial<Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name'>> = {}): Promise<SandboxRow> {
-    const row = await this.db
+  /**
+   * The one status change of a sandbox. With `unchangedSince` (the `updated_at` of a row the
+   * caller judged), it applies only if nothing moved the sandbox since: a check that raced a
+   * stop or start then changes nothing.
+   */
+  async move(
+    id: string,
+    to: SandboxStatus,
+    values: Partial<Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name'>> = {},
+    guard: { unchangedSince?: Date } = {},
+  ): Promise<SandboxRow> {
+    let update = this.db
       .updateTable('sandboxes')
       .set({ status_message: '', ...values, status: to, updated_at: new Date() })
       .where('id', '=', id)
       .where('deleted_at', 'is', null)
-      .where('status', 'in', sandboxLifecycle.sourcesOf(to))
-      .returningAll()
-      .executeTakeFirst();
+      .where('status', 'in', sandboxLifecycle.sourcesOf(to));
+    if (guard.unchangedSince) update = update.where('updated_at', '=', guard.unchangedSince);
+    const row = await update.returningAll().executeTakeFirst();
     if (row) return row;
     const current = await this.byId(id);
     if (!current) throw new NotFoundError(`sandbox ${id} not found`);
+    if (guard.unchangedSince && current.updated_at.getTime() !== guard.unchangedSince.getTime()) {
+      throw new ConflictError(`sandbox ${id} changed meanwhile; it stays ${current.status}`);
+    }
     throw new IllegalTransitionError({ entity: sandboxLifecycle.entity, id, from: current.status, to });
   }
 

@@ -165,6 +165,28 @@ describe('the TTL reaper', () => {
     expect(gone.body.detail).toMatch(/delete_after_stop_seconds \(60\)/);
   }, 60_000);
 
+  it('does not fail a sandbox it checks in the middle of a stop or a start', async () => {
+    expect((await createBox({ name: 'flip', template_name: 'tpl' })).status).toBe(201);
+    let flipping = true;
+    // Passes back to back, so some inspect the instance while it is going down or coming up.
+    const passes = (async () => {
+      while (flipping) await platform.manager.reaper.pass();
+    })();
+    try {
+      for (let round = 0; round < 4; round++) {
+        expect((await call('/boxes/flip/stop', { method: 'POST', json: {} })).status).toBe(200);
+        expect((await status('flip')).status).toBe('stopped');
+        expect((await call('/boxes/flip/start', { method: 'POST', json: {} })).status).toBe(200);
+        const settled = await until('flip settled', async () => ((await status('flip')).status === 'provisioning' ? undefined : status('flip')), 30_000);
+        expect(settled).toMatchObject({ status: 'ready' });
+      }
+    } finally {
+      flipping = false;
+      await passes;
+    }
+    expect((await status('flip')).status).toBe('ready');
+  }, 90_000);
+
   it('keeps a sandbox with a running command alive past its idle TTL', async () => {
     expect((await createBox({ name: 'busy', template_name: 'tpl', idle_ttl_seconds: 60 })).status).toBe(201);
     const sandbox = await platform.client().getSandbox('busy');
