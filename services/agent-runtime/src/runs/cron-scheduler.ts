@@ -3,7 +3,11 @@
  * delayed `cron.tick {cron_id, due}` job whose id comes from (cron, due), so queueing it again
  * adds nothing. The handler fires a tick only while the cron's `next_run_date` is still `due`, and
  * its run id is derived from (cron, due): duplicate jobs, several workers and several replicas
- * fire each tick once, and a retry after a crash finds the run it already made.
+ * fire each tick once, and a retry after a crash finds the run it already made. (One gap: a worker
+ * that dies between creating a stateless `on_run_completed: delete` cron's run and moving the cron
+ * on, whose run then ends and has its thread deleted before the tick job is retried, leaves no
+ * trace of the run: that tick fires twice. Closing it needs the run insert and the move in one
+ * transaction.)
  *
  * Missed ticks (every worker down when they fell due): the overdue tick fires once when a worker
  * is back, and the next tick is the schedule's first after that moment — never one run per
