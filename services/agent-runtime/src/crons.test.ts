@@ -126,7 +126,10 @@ describe('cron CRUD through the SDK', () => {
     const bad = async (body: Record<string, unknown>) => (await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', ...body })).body.detail;
     expect(await bad({ schedule: '*/10 * * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'], msg: expect.stringMatching(/5 fields/) })]);
     expect(await bad({ schedule: '61 * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'] })]);
-    expect(await bad({ schedule: 'every minute' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'] })]);
+    for (const schedule of ['every minute', 'H * * * *', '@DAILY', '@secondly', '0 0 30 2 *']) {
+      expect({ schedule, detail: await bad({ schedule }) }).toEqual({ schedule, detail: [expect.objectContaining({ loc: ['body', 'schedule'] })] });
+    }
+    expect((await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * THU', timezone: 'Etc/GMT+5' })).status).toBe(200);
     expect(await bad({ timezone: 'Mars/Olympus_Mons' })).toEqual([expect.objectContaining({ loc: ['body', 'timezone'], msg: expect.stringMatching(/time zone/) })]);
     expect(await bad({ every: 'minute' })).toEqual([{ loc: ['body', 'every'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }]);
     expect(await bad({ end_time: 'tomorrow' })).toEqual([expect.objectContaining({ loc: ['body', 'end_time'] })]);

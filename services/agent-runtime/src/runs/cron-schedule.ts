@@ -11,10 +11,13 @@ const MACROS = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily',
 export function scheduleProblem(schedule: string): string | undefined {
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@')) {
-    return MACROS.has(trimmed.toLowerCase()) ? undefined : `Unknown schedule macro ${trimmed} (use one of ${[...MACROS].join(', ')})`;
+    if (!MACROS.has(trimmed)) return `Unknown schedule macro ${trimmed} (use one of ${[...MACROS].join(', ')})`;
+  } else {
+    const fields = trimmed.split(/\s+/);
+    if (fields.length !== 5) return `A schedule has 5 fields (minute hour day-of-month month day-of-week); got ${fields.length}`;
+    // Jenkins-style hashed values pick a time per seed: a tick must be the same wherever it is computed.
+    if (fields.some((field) => /(^|,)H($|[(/,])/.test(field))) return 'Hashed values (H) are not supported; name the minute and hour';
   }
-  const fields = trimmed.split(/\s+/).length;
-  if (fields !== 5) return `A schedule has 5 fields (minute hour day-of-month month day-of-week); got ${fields}`;
   try {
     CronExpressionParser.parse(trimmed, { tz: 'UTC' }).next();
     return undefined;
