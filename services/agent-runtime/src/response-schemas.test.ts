@@ -61,6 +61,8 @@ beforeAll(async () => {
   // A thread whose run failed (the thread carries the error).
   f.failed = (await json('post', '/threads', {})).thread_id;
   await json('post', `/threads/${f.failed}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'nobody', content: 'x' }] } });
+  // A stateless cron (no thread), paused so it never fires here.
+  f.cron = (await json('post', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * *', enabled: false, metadata: { suite: 'resp' } })).cron_id;
   // Runs to cancel: running for a while.
   for (const name of ['cancel', 'cancelWait']) {
     const thread = (await json('post', '/threads', {})).thread_id;
@@ -149,6 +151,19 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
     () => call('post', `/threads/${f.cancelThread}/runs/${f.cancel}/cancel`),
     () => call('post', `/threads/${f.cancelWaitThread}/runs/${f.cancelWait}/cancel?wait=true`),
   ],
+
+  'post /runs/crons': [() => call('post', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', end_time: '2999-01-01T00:00:00Z', input: human('c'), enabled: false })],
+  'post /threads/{thread_id}/runs/crons': [() => call('post', `/threads/${f.thread}/runs/crons`, { assistant_id: 'echo', schedule: '@daily', multitask_strategy: 'reject', enabled: false })],
+  'post /runs/crons/search': [
+    () => call('post', '/runs/crons/search', { metadata: { suite: 'resp' } }),
+    () => call('post', '/runs/crons/search', { assistant_id: 'echo', select: ['cron_id', 'next_run_date', 'now'], sort_by: 'next_run_date' }),
+  ],
+  'post /runs/crons/count': [() => call('post', '/runs/crons/count', { enabled: false })],
+  'get /runs/crons/{cron_id}': [() => call('get', `/runs/crons/${f.cron}`)],
+  'patch /runs/crons/{cron_id}': [() => call('patch', `/runs/crons/${f.cron}`, { schedule: '0 10 * * *', end_time: null, metadata: { more: 1 } })],
+  'delete /runs/crons/{cron_id}': [
+    async () => call('delete', `/runs/crons/${(await json('post', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', enabled: false })).cron_id}`),
+  ],
 };
 
 describe('the OpenAPI document', () => {
@@ -165,7 +180,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('names the shapes the routes share', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['Assistant', 'AssistantVersion', 'Thread', 'ThreadState', 'Run']));
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['Assistant', 'AssistantVersion', 'Thread', 'ThreadState', 'Run', 'Cron']));
   });
 });
 

@@ -17,6 +17,7 @@ import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type
 import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
+import { cronRoutes } from './api/crons.js';
 import { runRoutes } from './api/runs.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
@@ -30,6 +31,7 @@ import {
   systemAssistantId,
   type LoadedGraph,
 } from './project/index.js';
+import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
@@ -38,6 +40,7 @@ import { RunWorker } from './runs/worker.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
+import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
@@ -137,6 +140,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: `berth:${schema}` };
   const dispatcher = new RunDispatcher(queueBackend, log);
+  const crons = new CronStore(pool);
+  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log });
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
   await withAdvisoryLock(
@@ -146,6 +151,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await checkpointer.setup();
       await broker.ready?.();
       await dispatcher.ready();
+      await cronScheduler.ready();
     },
     log,
   );
@@ -183,6 +189,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     assistants,
     threads,
     runs,
+    crons,
+    cronScheduler,
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
@@ -243,6 +251,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         )
       : undefined;
   await worker?.start();
+  // Ticks are fired by the worker role only; an API-only process just queues them.
+  if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
@@ -256,6 +266,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   assistantRoutes(api, ctx);
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
+  cronRoutes(api, ctx);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
@@ -273,6 +284,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         await worker?.close({ drainMs: options.drainMs });
       }
       await server.close();
+      await cronScheduler.close();
       await worker?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
       await tracing?.close();
