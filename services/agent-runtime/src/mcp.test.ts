@@ -10,7 +10,8 @@ import { Client as LangGraphClient } from '@langchain/langgraph-sdk';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
-import { startTestServer } from './__tests__/fixtures.js';
+import pg from 'pg';
+import { startTestServer, until } from './__tests__/fixtures.js';
 
 const project = (name: string) => fileURLToPath(new URL(`../test-projects/mcp/${name}`, import.meta.url));
 
@@ -18,6 +19,8 @@ let db: TestDatabase;
 let server: RunningAgentServer;
 let mcp: McpClient;
 let transport: StreamableHTTPClientTransport;
+/** Only to see how a run ended that no client waits for. */
+let pool: pg.Pool;
 
 async function connect(url: string, headers: Record<string, string> = {}) {
   const t = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } });
@@ -43,8 +46,10 @@ beforeAll(async () => {
   db = await createTestDatabase('agent');
   server = await startTestServer(db.url, { configPath: project('langgraph.json') });
   ({ client: mcp, transport } = await connect(server.url));
+  pool = new pg.Pool({ connectionString: db.url, max: 1 });
 }, 60_000);
 afterAll(async () => {
+  await pool?.end();
   await mcp?.close();
   await server?.close();
   await db?.drop();
@@ -59,7 +64,7 @@ describe('the official MCP client', () => {
 
   it('lists one tool per graph, with its langgraph.json description and input schema', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['add', 'fail']);
+    expect(tools.map((t) => t.name)).toEqual(['add', 'fail', 'slow']);
     const [add, fail] = tools;
     expect(add!.description).toBe('Adds two numbers');
     expect(add!.inputSchema).toMatchObject({
@@ -87,6 +92,22 @@ describe('the official MCP client', () => {
     await expect(mcp.callTool({ name: 'nope', arguments: {} })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: nope') });
   });
 
+  it('stops the run of a tools/call whose client went away', async () => {
+    const gone = new AbortController();
+    const call = fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: JSON_AND_SSE },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow', arguments: {} } }),
+      signal: gone.signal,
+    });
+    const runStatus = async () => (await pool.query<{ status: string }>("SELECT r.status FROM agent.runs r JOIN agent.assistants a USING (assistant_id) WHERE a.graph_id = 'slow'")).rows[0]?.status;
+    expect(await until(runStatus, (s) => s === 'running')).toBe('running');
+    gone.abort();
+    await expect(call).rejects.toThrow();
+    // The graph waits a second unless stopped.
+    expect(await until(runStatus, (s) => s !== 'running', 5000)).toBe('interrupted');
+  });
+
   it('answers ping', async () => {
     await expect(mcp.ping()).resolves.toEqual({});
   });
@@ -99,14 +120,14 @@ describe('the official MCP client', () => {
     await lg.assistants.create({ graphId: 'add', name: 'not a tool name' });
     await lg.assistants.create({ graphId: 'add', name: 'fail' });
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['add', 'fail', 'adder']);
-    expect(tools[2]).toMatchObject({ description: 'Adds, as an assistant', inputSchema: { properties: { a: { type: 'number' } } } });
+    expect(tools.map((t) => t.name)).toEqual(['add', 'fail', 'slow', 'adder']);
+    expect(tools[3]).toMatchObject({ description: 'Adds, as an assistant', inputSchema: { properties: { a: { type: 'number' } } } });
     // `fail` stays the graph's tool.
     expect((await mcp.callTool({ name: 'fail', arguments: {} })).isError).toBe(true);
     const result = await mcp.callTool({ name: 'adder', arguments: { a: 1, b: 1 } });
     expect(result.structuredContent).toEqual({ a: 1, b: 1, sum: 2 });
     await lg.assistants.delete(adder.assistant_id);
-    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['add', 'fail']);
+    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['add', 'fail', 'slow']);
   });
 });
 

@@ -10,6 +10,7 @@
  * `threads:create_run`, like any run.
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
+import { z } from 'zod';
 import { isBerthError } from '@berth/errors';
 import { httpErrorBody, type Api } from '@berth/http';
 import type { RequestAuth } from '../auth/index.js';
@@ -66,6 +67,14 @@ export interface McpOptions {
   graphs: LoadedGraph[];
   serverInfo: { name: string; version: string };
 }
+
+/** What POST /mcp answers with (for the OpenAPI document; the handler writes it). */
+const JsonRpcResponse = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number(), z.null()]),
+  result: z.record(z.string(), z.unknown()).optional(),
+  error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
+});
 
 const errorAnswer = (id: Id | null, code: number, message: string, data?: unknown) => ({
   jsonrpc: '2.0',
@@ -160,7 +169,11 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
     };
     res.on('close', onClose);
     try {
-      const outcome = await runOutcome(ctx, run, abort.signal);
+      const outcome = await runOutcome(ctx, run, abort.signal).catch((error: unknown) => {
+        // Not a failure of the server: nobody will read this answer.
+        if (abort.signal.aborted) throw new JsonRpcError(INTERNAL_ERROR, 'The client went away before the run ended', undefined, { cause: error });
+        throw error;
+      });
       if ('error' in outcome) return { content: [{ type: 'text', text: outcome.error.message }], isError: true };
       if (outcome.status && outcome.status !== 'success') return { content: [{ type: 'text', text: `The run ended with status ${outcome.status}` }], isError: true };
       const output = outcome.output;
@@ -215,7 +228,8 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
         'One JSON-RPC 2.0 message (or, up to protocol version 2025-03-26, a batch). Methods: `initialize`, `ping`, `tools/list`, `tools/call`. ' +
         'The request must send `Content-Type: application/json` and accept both `application/json` and `text/event-stream`; answers are `application/json`.',
       tags: ['mcp'],
-      otherStatuses: { 200: 'the JSON-RPC response(s)', 202: 'the body held only notifications' },
+      response: z.union([JsonRpcResponse, z.array(JsonRpcResponse)]),
+      otherStatuses: { 202: 'the body held only notifications (or responses)' },
       errors: [400, 406, 415],
       handler: async ({ req, res, auth }) => {
         if (!acceptsBoth(req.headers.accept)) {
@@ -254,7 +268,6 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
           }),
         );
         const responses = answers.filter((a) => a !== undefined);
-        if (res.destroyed) return;
         if (responses.length === 0) res.status(202).end();
         else res.status(200).json(batch ? responses : responses[0]);
       },
