@@ -12,6 +12,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
 import pg from 'pg';
 import { startTestServer, until } from './__tests__/fixtures.js';
+import { toolInput } from './api/mcp.js';
 
 const project = (name: string) => fileURLToPath(new URL(`../test-projects/mcp/${name}`, import.meta.url));
 
@@ -131,6 +132,19 @@ describe('the official MCP client', () => {
   });
 });
 
+describe('tool input schemas', () => {
+  it('keep an object schema, take any object without one, and put any other input under `input`', () => {
+    const object = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'number' } } };
+    expect(toolInput(object)).toEqual({ inputSchema: object, wrapped: false });
+    expect(toolInput(null)).toEqual({ inputSchema: { type: 'object' }, wrapped: false });
+    const union = { $schema: 'https://json-schema.org/draft/2020-12/schema', anyOf: [{ type: 'string' }, { type: 'object' }] };
+    expect(toolInput(union)).toEqual({
+      inputSchema: { $schema: union.$schema, type: 'object', properties: { input: { anyOf: union.anyOf } }, required: ['input'] },
+      wrapped: true,
+    });
+  });
+});
+
 describe('the transport over HTTP', () => {
   it('answers GET with 405 (no server-initiated stream) and DELETE with nothing to do', async () => {
     const get = await fetch(`${server.url}/mcp`, { headers: { accept: 'text/event-stream' } });
@@ -202,6 +216,25 @@ describe('http.disable_mcp', () => {
       expect((await fetch(`${off.url}/mcp`)).status).toBe(404);
     } finally {
       await off.close();
+    }
+  }, 60_000);
+});
+
+describe('a graph without an input schema', () => {
+  it('is a tool taking any object, and calling it reports why its graph could not be made', async () => {
+    const factory = await startTestServer(db.url, { configPath: project('langgraph.factory.json'), schema: 'mcp_factory' });
+    const { client } = await connect(factory.url);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => [t.name, t.inputSchema])).toEqual([
+        ['add', expect.objectContaining({ type: 'object' })],
+        ['exploding', { type: 'object' }],
+      ]);
+      const result = await client.callTool({ name: 'exploding', arguments: {} });
+      expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining('factory exploded') }] });
+    } finally {
+      await client.close();
+      await factory.close();
     }
   }, 60_000);
 });

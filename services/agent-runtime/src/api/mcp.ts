@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { isBerthError } from '@berth/errors';
 import { httpErrorBody, type Api } from '@berth/http';
 import type { RequestAuth } from '../auth/index.js';
-import { systemAssistantId, type JsonSchema, type LoadedGraph } from '../project/index.js';
+import { GraphLoadError, systemAssistantId, type JsonSchema, type LoadedGraph } from '../project/index.js';
 import type { ServerContext } from './context.js';
 import { cancelLeftRun, passHeaders, runOutcome } from './runs.js';
 
@@ -84,7 +84,7 @@ const errorAnswer = (id: Id | null, code: number, message: string, data?: unknow
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A tool's input schema must be an object schema: any other graph input becomes its `input` property. */
-function toolInput(schema: JsonSchema | null): { inputSchema: JsonSchema; wrapped: boolean } {
+export function toolInput(schema: JsonSchema | null): { inputSchema: JsonSchema; wrapped: boolean } {
   if (!schema) return { inputSchema: { type: 'object' }, wrapped: false };
   if (schema.type === 'object') return { inputSchema: schema, wrapped: false };
   const { $schema, ...inner } = schema;
@@ -128,7 +128,16 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
 
   /** The tools this user sees, in a stable order: graphs first, then assistants by creation. */
   async function tools(auth: RequestAuth): Promise<Tool[]> {
-    const forGraph = async (graphId: string) => toolInput((await ctx.schemas(graphId)).input_schema);
+    const forGraph = async (graphId: string) => {
+      try {
+        return toolInput((await ctx.schemas(graphId)).input_schema);
+      } catch (error) {
+        // A factory that fails when called for its schema still runs (its runs report why): the tool takes any object.
+        if (!(error instanceof GraphLoadError)) throw error;
+        ctx.log.warn({ err: error, graphId }, 'no input schema for the MCP tool of this graph');
+        return toolInput(null);
+      }
+    };
     const list: Tool[] = [];
     for (const graph of graphs.values()) {
       const input = await forGraph(graph.graphId);
