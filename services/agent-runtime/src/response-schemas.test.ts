@@ -134,6 +134,12 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'post /runs': [() => call('post', '/runs', { assistant_id: 'echo', input: human('bg'), metadata: { m: 1 }, stream_mode: ['values', 'updates'] })],
   'post /runs/stream': [() => call('post', '/runs/stream', { assistant_id: 'echo', input: human('s'), stream_mode: 'updates' })],
   'post /runs/wait': [() => call('post', '/runs/wait', { assistant_id: 'echo', input: human('w') })],
+  'post /mcp': [
+    () => call('post', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' }),
+    () => call('post', '/mcp', { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'nope' } }, { accept: 'application/json, text/event-stream' }),
+    () => call('post', '/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, { accept: 'application/json, text/event-stream' }),
+  ],
+  'delete /mcp': [() => call('delete', '/mcp')],
   'post /runs/batch': [() => call('post', '/runs/batch', [{ assistant_id: 'echo', input: human('b1') }, { assistant_id: 'echo', input: human('b2') }])],
   'get /threads/{thread_id}/runs': [() => call('get', `/threads/${f.thread}/runs`)],
   'get /threads/{thread_id}/runs/{run_id}': [() => call('get', `/threads/${f.thread}/runs/${f.run}`)],

@@ -18,6 +18,7 @@ import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
+import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
 import { runRoutes } from './api/runs.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
@@ -267,11 +268,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
   cronRoutes(api, ctx);
+  const mcp = project.http?.disable_mcp !== true;
+  if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
-  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
+  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
