@@ -209,11 +209,14 @@ describe('the transport over HTTP', () => {
 });
 
 describe('http.disable_mcp', () => {
-  it('turns the route off', async () => {
+  it('turns the route off, and /info says so', async () => {
+    const flags = async (url: string) => ((await (await fetch(`${url}/info`)).json()) as { flags: Record<string, boolean> }).flags;
+    expect(await flags(server.url)).toMatchObject({ mcp: true, crons: true });
     const off = await startTestServer(db.url, { configPath: project('langgraph.no-mcp.json'), schema: 'mcp_off', workers: 0 });
     try {
       expect((await post({ jsonrpc: '2.0', id: 1, method: 'ping' }, {}, off.url)).status).toBe(404);
       expect((await fetch(`${off.url}/mcp`)).status).toBe(404);
+      expect(await flags(off.url)).toMatchObject({ mcp: false });
     } finally {
       await off.close();
     }

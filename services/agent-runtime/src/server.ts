@@ -257,8 +257,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
+  const mcp = project.http?.disable_mcp !== true;
   systemRoutes(api, {
     version: AGENT_SERVER_VERSION,
+    features: { crons: true, mcp },
     langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,
     checkDb: async () => {
       await pool.query('SELECT 1');
@@ -268,7 +270,6 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
   cronRoutes(api, ctx);
-  const mcp = project.http?.disable_mcp !== true;
   if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.

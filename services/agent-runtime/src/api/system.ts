@@ -6,7 +6,14 @@ import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import { Flag } from './schemas.js';
 
-export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; langgraphVersion: string; checkDb(): Promise<void> }): void {
+/** What this server serves, as `/info` reports it (the LangGraph SDKs and Studio read these flags). */
+export interface ServerFeatures {
+  crons: boolean;
+  /** `POST /mcp`; off with `http.disable_mcp`. */
+  mcp: boolean;
+}
+
+export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; langgraphVersion: string; features: ServerFeatures; checkDb(): Promise<void> }): void {
   api
     .route({
       method: 'get',
@@ -31,14 +38,20 @@ export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; lan
         version: z.string(),
         langgraph_js_version: z.string(),
         context: z.literal('js'),
-        flags: z.strictObject({ assistants: z.boolean(), crons: z.boolean(), langsmith: z.boolean(), langsmith_tracing_replicas: z.boolean() }),
+        flags: z.strictObject({
+          assistants: z.boolean(),
+          crons: z.boolean(),
+          mcp: z.boolean(),
+          langsmith: z.boolean(),
+          langsmith_tracing_replicas: z.boolean(),
+        }),
         metadata: z.strictObject({ server: z.string() }),
       }),
       handler: () => ({
         version: deps.version,
         langgraph_js_version: deps.langgraphVersion,
         context: 'js' as const,
-        flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
+        flags: { assistants: true, ...deps.features, langsmith: false, langsmith_tracing_replicas: false },
         metadata: { server: 'berth' },
       }),
     });
