@@ -18,6 +18,7 @@ import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
 import { runRoutes } from './api/runs.js';
+import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
 import {
@@ -30,6 +31,7 @@ import {
   systemAssistantId,
   type LoadedGraph,
 } from './project/index.js';
+import { loadStoreIndex } from './project/embeddings.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
@@ -42,6 +44,7 @@ import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheck
 import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
+import { PostgresStore, StoreSweeper } from './storage/store.js';
 import { ThreadStore } from './storage/threads.js';
 
 export interface AgentServerConfig {
@@ -89,6 +92,11 @@ export interface AgentServerConfig {
   deploymentCredential?: string;
   /** Trace every run into this tracing project. @default none: runs are not traced */
   tracing?: TracingConfig;
+  /**
+   * How often the worker role deletes expired store items.
+   * @default langgraph.json store.ttl.sweep_interval_minutes, else 1 minute
+   */
+  storeSweepIntervalMs?: number;
 }
 
 export interface RunningAgentServer {
@@ -116,6 +124,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
   }
   const graphs = await loadGraphs(project);
+  // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
+  const storeIndex = await loadStoreIndex(project);
   // A broken auth module stops the server here, before it serves anything unprotected.
   const customAuth = await loadCustomAuth(project);
   const authz = new Authorizer(customAuth);
@@ -171,6 +181,12 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const assistants = new AssistantStore(pool);
   const threads = new ThreadStore(pool);
   const runs = new RunStore(pool);
+  const storeTtl = project.json.store?.ttl;
+  const store = new PostgresStore(pool, {
+    ...(storeIndex ? { index: storeIndex } : {}),
+    ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
+    ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
+  });
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -183,6 +199,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     assistants,
     threads,
     runs,
+    store,
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
@@ -226,6 +243,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             executor: new RunExecutor({
               graph,
               checkpointer,
+              store,
               broker,
               log,
               latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId),
@@ -243,6 +261,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         )
       : undefined;
   await worker?.start();
+  const sweeper =
+    workers > 0
+      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
+      : undefined;
+  sweeper?.start();
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
@@ -256,13 +279,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   assistantRoutes(api, ctx);
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
+  storeRoutes(api, ctx);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
   const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
-  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
+  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
     url: server.url,
     port: server.port,
@@ -274,6 +298,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       }
       await server.close();
       await worker?.close();
+      await sweeper?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
       await tracing?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.

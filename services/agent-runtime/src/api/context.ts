@@ -6,6 +6,7 @@ import type { Authorizer } from '../auth/index.js';
 import type { Assistant, AssistantStore } from '../storage/assistants.js';
 import type { RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
+import type { PostgresStore } from '../storage/store.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
@@ -15,6 +16,8 @@ export interface ServerContext {
   assistants: AssistantStore;
   threads: ThreadStore;
   runs: RunStore;
+  /** The long-term store (also handed to graphs as their BaseStore). */
+  store: PostgresStore;
   runService: RunService;
   state: ThreadStateService;
   /** Runs the project's authorization handlers (allows everything without custom auth). */

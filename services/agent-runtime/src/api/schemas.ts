@@ -126,7 +126,7 @@ export const Flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '
 
 // --- Responses --------------------------------------------------------------------------------
 
-const Timestamp = z.iso.datetime({ offset: true });
+export const Timestamp = z.iso.datetime({ offset: true });
 const MultitaskStrategy = z.enum(['reject', 'interrupt', 'rollback', 'enqueue']);
 const RunStatus = z.enum(['pending', 'running', 'success', 'error', 'timeout', 'interrupted']);
 /** How a run failed: the error's class name and message. */
@@ -279,7 +279,7 @@ export const RunOutput = UserData;
 /** A list answer whose items may carry only the fields `select` names. */
 export const Selected = <T extends z.ZodObject>(item: T) => z.array(item.partial());
 
-const iso = (d: Date) => d.toISOString();
+export const iso = (d: Date) => d.toISOString();
 
 export function assistantVersionJson(a: AssistantVersionRow) {
   return {

@@ -26,7 +26,7 @@ export interface AuthContext {
 export type RequestAuth = AuthContext | undefined;
 
 /** Resources that authorization handlers can guard. */
-export type AuthResource = 'threads' | 'assistants';
+export type AuthResource = 'threads' | 'assistants' | 'store';
 
 /** `resource:action` events of the agent server's routes (the SDK's `EventValueMap` keys it serves). */
 export type AuthEvent =
@@ -40,7 +40,12 @@ export type AuthEvent =
   | 'assistants:read'
   | 'assistants:update'
   | 'assistants:delete'
-  | 'assistants:search';
+  | 'assistants:search'
+  | 'store:put'
+  | 'store:get'
+  | 'store:delete'
+  | 'store:search'
+  | 'store:list_namespaces';
 
 /** The user of LangGraph Studio requests (header `x-auth-scheme: langsmith`), as the LangGraph JS server defines it. */
 export const STUDIO_USER: Readonly<AuthUser> = Object.freeze({
