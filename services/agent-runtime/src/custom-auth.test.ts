@@ -140,6 +140,24 @@ describe('threads belong to their creator', () => {
   });
 });
 
+describe('crons belong to their creator', () => {
+  it('stamps the owner and user_id, hides the cron from others (404, not searched or counted), and refuses crons on their threads', async () => {
+    const cron = await a.crons.create('whoami', { schedule: '0 9 * * *', enabled: false });
+    expect(cron).toMatchObject({ metadata: { owner: 'user-a' }, user_id: 'user-a' });
+    expect((await call(`/runs/crons/${cron.cron_id}`, { token: 'user-a' })).status).toBe(200);
+    expect((await call(`/runs/crons/${cron.cron_id}`, { token: 'user-b' })).status).toBe(404);
+    expect((await call(`/runs/crons/${cron.cron_id}`, { token: 'user-b', method: 'PATCH', body: { enabled: true } })).status).toBe(404);
+    await expect(b.crons.delete(cron.cron_id)).rejects.toThrow(/404/);
+    expect((await a.crons.search()).map((c) => c.cron_id)).toContain(cron.cron_id);
+    expect((await b.crons.search()).map((c) => c.cron_id)).not.toContain(cron.cron_id);
+    expect(await b.crons.count()).toBe(0);
+    const thread = await a.threads.create();
+    await expect(b.crons.createForThread(thread.thread_id, 'whoami', { schedule: '0 9 * * *' })).rejects.toThrow(/404/);
+    expect((await a.crons.createForThread(thread.thread_id, 'whoami', { schedule: '0 9 * * *' })).thread_id).toBe(thread.thread_id);
+    await a.crons.delete(cron.cron_id);
+  });
+});
+
 describe('authorization results', () => {
   it('answers 403 Forbidden when a handler returns false', async () => {
     const assistant = await a.assistants.create({ graphId: 'echo' });

@@ -61,6 +61,8 @@ beforeAll(async () => {
   // A thread whose run failed (the thread carries the error).
   f.failed = (await json('post', '/threads', {})).thread_id;
   await json('post', `/threads/${f.failed}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'nobody', content: 'x' }] } });
+  // A stateless cron (no thread), paused so it never fires here.
+  f.cron = (await json('post', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * *', enabled: false, metadata: { suite: 'resp' } })).cron_id;
   // Runs to cancel: running for a while.
   for (const name of ['cancel', 'cancelWait']) {
     const thread = (await json('post', '/threads', {})).thread_id;
@@ -132,6 +134,12 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'post /runs': [() => call('post', '/runs', { assistant_id: 'echo', input: human('bg'), metadata: { m: 1 }, stream_mode: ['values', 'updates'] })],
   'post /runs/stream': [() => call('post', '/runs/stream', { assistant_id: 'echo', input: human('s'), stream_mode: 'updates' })],
   'post /runs/wait': [() => call('post', '/runs/wait', { assistant_id: 'echo', input: human('w') })],
+  'post /mcp': [
+    () => call('post', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' }),
+    () => call('post', '/mcp', { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'nope' } }, { accept: 'application/json, text/event-stream' }),
+    () => call('post', '/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, { accept: 'application/json, text/event-stream' }),
+  ],
+  'delete /mcp': [() => call('delete', '/mcp')],
   'post /runs/batch': [() => call('post', '/runs/batch', [{ assistant_id: 'echo', input: human('b1') }, { assistant_id: 'echo', input: human('b2') }])],
   'get /threads/{thread_id}/runs': [() => call('get', `/threads/${f.thread}/runs`)],
   'get /threads/{thread_id}/runs/{run_id}': [() => call('get', `/threads/${f.thread}/runs/${f.run}`)],
@@ -149,6 +157,19 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
     () => call('post', `/threads/${f.cancelThread}/runs/${f.cancel}/cancel`),
     () => call('post', `/threads/${f.cancelWaitThread}/runs/${f.cancelWait}/cancel?wait=true`),
   ],
+
+  'post /runs/crons': [() => call('post', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', end_time: '2999-01-01T00:00:00Z', input: human('c'), enabled: false })],
+  'post /threads/{thread_id}/runs/crons': [() => call('post', `/threads/${f.thread}/runs/crons`, { assistant_id: 'echo', schedule: '@daily', multitask_strategy: 'reject', enabled: false })],
+  'post /runs/crons/search': [
+    () => call('post', '/runs/crons/search', { metadata: { suite: 'resp' } }),
+    () => call('post', '/runs/crons/search', { assistant_id: 'echo', select: ['cron_id', 'next_run_date', 'now'], sort_by: 'next_run_date' }),
+  ],
+  'post /runs/crons/count': [() => call('post', '/runs/crons/count', { enabled: false })],
+  'get /runs/crons/{cron_id}': [() => call('get', `/runs/crons/${f.cron}`)],
+  'patch /runs/crons/{cron_id}': [() => call('patch', `/runs/crons/${f.cron}`, { schedule: '0 10 * * *', end_time: null, metadata: { more: 1 } })],
+  'delete /runs/crons/{cron_id}': [
+    async () => call('delete', `/runs/crons/${(await json('post', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', enabled: false })).cron_id}`),
+  ],
 };
 
 describe('the OpenAPI document', () => {
@@ -165,7 +186,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('names the shapes the routes share', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['Assistant', 'AssistantVersion', 'Thread', 'ThreadState', 'Run']));
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['Assistant', 'AssistantVersion', 'Thread', 'ThreadState', 'Run', 'Cron']));
   });
 });
 

@@ -3,14 +3,12 @@
  * latency and a worker killed mid-run — through the official SDK against real Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { Client } from '@langchain/langgraph-sdk';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
-import { human, serverProject as configPath, sleep, startTestServer, until, type Msg } from './__tests__/fixtures.js';
+import { human, sleep, spawnAgentServer, startTestServer, until, type Msg } from './__tests__/fixtures.js';
 
-const workerScript = fileURLToPath(new URL('./__tests__/worker-process.ts', import.meta.url));
 let db: TestDatabase;
 let server: RunningAgentServer;
 let client: Client;
@@ -228,16 +226,6 @@ describe('cancellation and failures', () => {
 });
 
 /** An agent server in a child process (API + `workers` run slots); resolves once it serves. */
-async function spawnWorker(workers = '2'): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', workerScript, configPath, db.url, workers], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += String(d);
-      const match = /ready (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
-  });
-  return { child, url };
+function spawnWorker(workers = '2'): Promise<{ child: ChildProcess; url: string }> {
+  return spawnAgentServer(db.url, { workers: Number(workers) });
 }

@@ -17,6 +17,8 @@ import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type
 import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
+import { cronRoutes } from './api/crons.js';
+import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
 import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
@@ -32,6 +34,7 @@ import {
   type LoadedGraph,
 } from './project/index.js';
 import { loadStoreIndex } from './project/embeddings.js';
+import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
@@ -40,6 +43,7 @@ import { RunWorker } from './runs/worker.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
+import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
@@ -147,6 +151,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: `berth:${schema}` };
   const dispatcher = new RunDispatcher(queueBackend, log);
+  const crons = new CronStore(pool);
+  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log });
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
   await withAdvisoryLock(
@@ -156,6 +162,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await checkpointer.setup();
       await broker.ready?.();
       await dispatcher.ready();
+      await cronScheduler.ready();
     },
     log,
   );
@@ -200,6 +207,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     threads,
     runs,
     store,
+    crons,
+    cronScheduler,
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
@@ -266,6 +275,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
       : undefined;
   sweeper?.start();
+  // Ticks are fired by the worker role only; an API-only process just queues them.
+  if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
@@ -280,11 +291,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
   storeRoutes(api, ctx);
+  cronRoutes(api, ctx);
+  const mcp = project.http?.disable_mcp !== true;
+  if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
-  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), api.router(), authErrors] });
+  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
@@ -297,6 +311,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         await worker?.close({ drainMs: options.drainMs });
       }
       await server.close();
+      await cronScheduler.close();
       await worker?.close();
       await sweeper?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.

@@ -4,9 +4,11 @@
 import type { Logger } from '@berth/log';
 import type { Authorizer } from '../auth/index.js';
 import type { Assistant, AssistantStore } from '../storage/assistants.js';
+import type { CronStore } from '../storage/crons.js';
 import type { RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { PostgresStore } from '../storage/store.js';
+import type { CronScheduler } from '../runs/cron-scheduler.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
@@ -19,6 +21,9 @@ export interface ServerContext {
   /** The long-term store (also handed to graphs as their BaseStore). */
   store: PostgresStore;
   runService: RunService;
+  crons: CronStore;
+  /** Queues crons' ticks (fired in the worker role). */
+  cronScheduler: CronScheduler;
   state: ThreadStateService;
   /** Runs the project's authorization handlers (allows everything without custom auth). */
   authz: Authorizer;

@@ -12,7 +12,8 @@ import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
-import type { Run } from '../storage/runs.js';
+import type { Run, RunStatus } from '../storage/runs.js';
+import type { Json } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import { Flag, Run as RunSchema, RunCreate, RunOutput, RunPath, ThreadPath, runJson } from './schemas.js';
 
@@ -28,6 +29,12 @@ const STREAM_EVENTS =
   'Server-sent events: `metadata` {run_id, attempt} first, then one event per chunk of the requested stream modes ' +
   '(`values`, `updates`, `messages`, `custom`, …; `<mode>|<namespace>` for subgraphs with stream_subgraphs), `error` {error, message} when the run fails';
 
+/** What a failed run records as its thread's `error`. */
+export interface RunError {
+  error: string;
+  message: string;
+}
+
 function dropSdkAssistantAlias(item: unknown): unknown {
   if (item && typeof item === 'object' && 'assistantId' in item) {
     const { assistantId, ...rest } = item as Record<string, unknown>;
@@ -37,7 +44,7 @@ function dropSdkAssistantAlias(item: unknown): unknown {
 }
 
 /** `x-*` request headers and user-agent go to the graph's configurable, credentials excepted. */
-function passHeaders(req: Request): Record<string, string> {
+export function passHeaders(req: Request): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value !== 'string') continue;
@@ -47,13 +54,24 @@ function passHeaders(req: Request): Record<string, string> {
 }
 
 /** `cancel_on_disconnect`: the client left, so nobody hears of a failure to cancel but the log. */
-async function cancelLeftRun(ctx: ServerContext, runId: string): Promise<void> {
+export async function cancelLeftRun(ctx: ServerContext, runId: string): Promise<void> {
   try {
     const run = await ctx.runs.getById(runId);
     if (run) await ctx.runService.cancel(run, 'interrupt', false);
   } catch (error) {
     ctx.log.warn({ err: error, runId }, 'could not cancel the run its client disconnected from');
   }
+}
+
+/** How a run ended, once it has: its final values, or for a failed run the error its thread recorded. */
+export async function runOutcome(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<{ status?: RunStatus; output: Json | null } | { error: RunError }> {
+  const { status, output } = await ctx.runService.join(run, signal);
+  if (status !== 'error') return { ...(status ? { status } : {}), output };
+  const thread = await ctx.threads.get(run.thread_id).catch((error: unknown) => {
+    ctx.log.warn({ err: error, runId: run.run_id }, 'could not read the failed run\'s thread for its error');
+    return undefined;
+  });
+  return { error: (thread?.error as RunError | null | undefined) ?? { error: 'Error', message: 'run failed' } };
 }
 
 function locate(res: Response, run: Run, threadless: boolean): void {
@@ -142,15 +160,8 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
           locate(res, run, threadless);
           const abort = new AbortController();
           res.on('close', () => abort.abort());
-          const { status, output } = await ctx.runService.join(run, abort.signal);
-          if (status === 'error') {
-            const thread = await ctx.threads.get(run.thread_id).catch((error: unknown) => {
-              ctx.log.warn({ err: error, runId: run.run_id }, 'could not read the failed run\'s thread for its error');
-              return undefined;
-            });
-            return { __error__: thread?.error ?? { error: 'Error', message: 'run failed' } };
-          }
-          return output ?? {};
+          const outcome = await runOutcome(ctx, run, abort.signal);
+          return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
         },
       });
   }

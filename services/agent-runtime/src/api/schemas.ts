@@ -14,8 +14,8 @@ import { STREAM_MODES } from '../runs/stream-modes.js';
 export const UserData = z.unknown();
 /** An object of user data (metadata, context, configurable). */
 export const JsonObject = z.record(z.string(), UserData);
-const Page = { limit: z.number().int().min(1).max(1000).default(10), offset: z.number().int().min(0).default(0) };
-const SortOrder = z.enum(['asc', 'desc']).optional();
+export const Page = { limit: z.number().int().min(1).max(1000).default(10), offset: z.number().int().min(0).default(0) };
+export const SortOrder = z.enum(['asc', 'desc']).optional();
 
 /** A graph name or an assistant UUID (the graph's system assistant). */
 export const AssistantRef = z.string().min(1);

@@ -26,7 +26,7 @@ export interface AuthContext {
 export type RequestAuth = AuthContext | undefined;
 
 /** Resources that authorization handlers can guard. */
-export type AuthResource = 'threads' | 'assistants' | 'store';
+export type AuthResource = 'threads' | 'assistants' | 'crons' | 'store';
 
 /** `resource:action` events of the agent server's routes (the SDK's `EventValueMap` keys it serves). */
 export type AuthEvent =
@@ -41,6 +41,11 @@ export type AuthEvent =
   | 'assistants:update'
   | 'assistants:delete'
   | 'assistants:search'
+  | 'crons:create'
+  | 'crons:read'
+  | 'crons:update'
+  | 'crons:delete'
+  | 'crons:search'
   | 'store:put'
   | 'store:get'
   | 'store:delete'

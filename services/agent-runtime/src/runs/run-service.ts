@@ -34,6 +34,7 @@ export interface RunRequest {
   checkpoint_id?: string;
   checkpoint?: { checkpoint_id?: string } | null;
   durability?: 'sync' | 'async' | 'exit';
+  webhook?: string;
 }
 
 const TERMINAL = new Set(['success', 'error', 'timeout', 'interrupted']);
@@ -84,14 +85,16 @@ export class RunService {
    * auth, the `threads:create_run` handler sees the run first: its filter must match an existing
    * thread (404 otherwise), its edits of `value.metadata` become the run's metadata (and the
    * metadata of a thread the run creates), and the user goes into the run's configurable.
+   * `options.run_id` names the run (a cron tick's, derived from the tick); a run of that id
+   * existing already fails with the runs table's unique violation.
    */
-  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>, auth?: RequestAuth): Promise<Run> {
+  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>, auth?: RequestAuth, options: { run_id?: string } = {}): Promise<Run> {
     const { threads, runs, broker, dispatcher } = this.deps;
     const assistant = await this.deps.resolveAssistant(request.assistant_id);
     if (request.context) this.deps.checkContext(assistant.graph_id, request.context);
     const temporary = threadId === undefined;
     const thread_id = threadId ?? randomUUID();
-    const run_id = randomUUID();
+    const run_id = options.run_id ?? randomUUID();
     const multitask_strategy = request.multitask_strategy ?? 'enqueue';
     const modes = request.stream_mode === undefined ? ['values'] : Array.isArray(request.stream_mode) ? request.stream_mode : [request.stream_mode];
     const kwargs: RunKwargs = {

@@ -1,6 +1,6 @@
 /**
  * Custom auth of the `auth` fixture: bearer tokens `user-a` and `user-b`; threads belong to the
- * user who created them (`metadata.owner`), and each user only sees their own; assistants can
+ * user who created them (`metadata.owner`), and each user only sees their own (crons too); assistants can
  * never be deleted, never be updated (418), and searches see what their `audience` allows.
  * Token `crash` makes authenticate throw a plain Error; `nameless` returns no identity.
  */
@@ -32,6 +32,13 @@ export const auth = new Auth()
     return { owner: user.identity };
   })
   .on('threads', ({ user }) => ({ owner: user.identity }))
+  .on('crons:create', ({ value, user }) => {
+    // The SDK's CronCreate value does not declare metadata; the server passes the cron's.
+    const cron = value as typeof value & { metadata?: Record<string, unknown> };
+    cron.metadata = { ...cron.metadata, owner: user.identity };
+    return { owner: user.identity };
+  })
+  .on('crons', ({ user }) => ({ owner: user.identity }))
   .on('assistants:delete', () => false)
   .on('assistants:update', () => {
     throw new HTTPException(418, { message: 'No updates today', headers: { 'X-Teapot': 'yes' } });

@@ -1,0 +1,216 @@
+/**
+ * Crons through the official SDK (`client.crons`) against real Postgres (and Redis for the queue):
+ * CRUD, search and count, bad input, and ticks — a one-minute schedule fires within its minute
+ * exactly once across two agent-server processes; paused and deleted crons do not fire; a tick
+ * missed while no worker ran fires once when one comes up.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ChildProcess } from 'node:child_process';
+import { Client, type Cron } from '@langchain/langgraph-sdk';
+import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import pg from 'pg';
+import type { RunningAgentServer } from './index.js';
+import { sleep, spawnAgentServer, startTestServer, until } from './__tests__/fixtures.js';
+
+let db: TestDatabase;
+let server: RunningAgentServer;
+let client: Client;
+const children: ChildProcess[] = [];
+const servers: RunningAgentServer[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('agentcron');
+  server = await startTestServer(db.url, { schema: 'crons' });
+  client = new Client({ apiUrl: server.url });
+}, 60_000);
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const s of [server, ...servers]) await s?.close();
+  await db?.drop();
+});
+
+const json = { 'content-type': 'application/json' };
+async function call(method: string, path: string, body?: unknown, url = server.url) {
+  const response = await fetch(`${url}${path}`, { method, headers: json, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return { status: response.status, body: (await response.json().catch(() => null)) as Record<string, unknown> & { detail?: unknown } };
+}
+
+async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: db.url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+/** Runs the ticks of a cron made, by the `cron_id` in their metadata. */
+const runsOf = (schema: string, cronId: string) =>
+  sql<{ created_at: Date }>(`SELECT created_at FROM ${schema}.runs WHERE metadata @> $1::jsonb ORDER BY created_at`, [JSON.stringify({ cron_id: cronId })]);
+
+/** Waits until at least `seconds` of the current minute remain, so a test's checks all fall in one minute. */
+async function awayFromMinuteEnd(seconds: number) {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < seconds * 1000) await sleep(left + 1000);
+}
+
+describe('cron CRUD through the SDK', () => {
+  it('creates a stateless cron without a thread, with its next run in its time zone', async () => {
+    const cron = await client.crons.create('echo', {
+      schedule: '30 9 * * 1-5',
+      timezone: 'America/New_York',
+      input: { messages: [{ role: 'user', content: 'standup' }] },
+      metadata: { team: 'a' },
+    });
+    expect(cron).toMatchObject({ assistant_id: expect.any(String), thread_id: null, schedule: '30 9 * * 1-5', metadata: { team: 'a' }, enabled: true });
+    expect(cron.payload).toEqual({ input: { messages: [{ role: 'user', content: 'standup' }] } });
+    const next = new Date(cron.next_run_date);
+    expect(next.getTime()).toBeGreaterThan(Date.now());
+    // 9:30 in New York is 13:30 or 14:30 UTC, on a weekday.
+    expect(`${next.getUTCHours()}:${next.getUTCMinutes()}`).toMatch(/^1[34]:30$/);
+    const got = await call('GET', `/runs/crons/${cron.cron_id}`);
+    expect(got.body).toMatchObject({ cron_id: cron.cron_id, timezone: 'America/New_York', on_run_completed: 'delete', user_id: null, end_time: null });
+  });
+
+  it('creates thread crons, and searches, sorts, selects, pages and counts', async () => {
+    const thread = await client.threads.create();
+    const a = await client.crons.createForThread(thread.thread_id, 'echo', { schedule: '0 * * * *', metadata: { team: 'b' } });
+    const b = await client.crons.createForThread(thread.thread_id, 'echo', { schedule: '0 0 1 1 *', metadata: { team: 'b' }, enabled: false });
+    expect(a.thread_id).toBe(thread.thread_id);
+    expect((b as Cron).next_run_date).toBeNull();
+
+    const onThread = await client.crons.search({ threadId: thread.thread_id, sortBy: 'created_at', sortOrder: 'asc' });
+    expect(onThread.map((c) => c.cron_id)).toEqual([a.cron_id, b.cron_id]);
+    expect((await client.crons.search({ threadId: thread.thread_id, enabled: false })).map((c) => c.cron_id)).toEqual([b.cron_id]);
+    expect((await client.crons.search({ metadata: { team: 'b' }, limit: 1, offset: 1, sortBy: 'created_at', sortOrder: 'asc' })).map((c) => c.cron_id)).toEqual([b.cron_id]);
+    const selected = await client.crons.search({ threadId: thread.thread_id, select: ['cron_id', 'schedule'], sortBy: 'created_at', sortOrder: 'desc' });
+    expect(selected).toEqual([
+      { cron_id: b.cron_id, schedule: '0 0 1 1 *' },
+      { cron_id: a.cron_id, schedule: '0 * * * *' },
+    ]);
+    // A graph name stands for its system assistant.
+    const byGraph = await client.crons.search({ assistantId: 'echo', limit: 100 });
+    expect(byGraph.map((c) => c.cron_id)).toEqual(expect.arrayContaining([a.cron_id, b.cron_id]));
+    expect(await client.crons.search({ assistantId: 'slow' })).toEqual([]);
+    expect(await client.crons.count({ threadId: thread.thread_id })).toBe(2);
+    expect(await client.crons.count({ metadata: { team: 'b' }, assistantId: 'echo' })).toBe(2);
+  });
+
+  it('updates: a new schedule moves next_run_date, enabled:false clears it, end_time:null clears the end', async () => {
+    const cron = await client.crons.create('echo', { schedule: '0 0 * * *', endTime: '2999-01-01T00:00:00Z', metadata: { a: 1 } });
+    const hourly = await client.crons.update(cron.cron_id, { schedule: '0 * * * *', metadata: { b: 2 }, input: { messages: [] } });
+    expect(hourly).toMatchObject({ schedule: '0 * * * *', metadata: { a: 1, b: 2 }, payload: { input: { messages: [] } }, end_time: '2999-01-01T00:00:00.000Z' });
+    expect(new Date(hourly.next_run_date!).getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
+    const paused = await client.crons.update(cron.cron_id, { enabled: false, endTime: null });
+    expect(paused).toMatchObject({ enabled: false, next_run_date: null, end_time: null });
+    const resumed = await client.crons.update(cron.cron_id, { enabled: true });
+    expect(resumed.next_run_date).toBe(hourly.next_run_date);
+    // An end_time before the next tick: no more ticks.
+    const ended = await client.crons.update(cron.cron_id, { endTime: new Date(Date.now() - 1000).toISOString() });
+    expect(ended.next_run_date).toBeNull();
+  });
+
+  it('deletes: the cron is gone (404 after), and deleting a thread removes its crons', async () => {
+    const cron = await client.crons.create('echo', { schedule: '* * * * *' });
+    await client.crons.delete(cron.cron_id);
+    expect((await call('GET', `/runs/crons/${cron.cron_id}`)).status).toBe(404);
+    expect((await call('DELETE', `/runs/crons/${cron.cron_id}`)).status).toBe(404);
+    const thread = await client.threads.create();
+    const onThread = await client.crons.createForThread(thread.thread_id, 'echo', { schedule: '* * * * *' });
+    await client.threads.delete(thread.thread_id);
+    expect((await call('GET', `/runs/crons/${onThread.cron_id}`)).status).toBe(404);
+  });
+
+  it('answers 422 for a bad schedule, time zone or field, and 404 for what does not exist', async () => {
+    const bad = async (body: Record<string, unknown>) => (await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', ...body })).body.detail;
+    expect(await bad({ schedule: '*/10 * * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'], msg: expect.stringMatching(/5 fields/) })]);
+    expect(await bad({ schedule: '61 * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'] })]);
+    for (const schedule of ['every minute', 'H * * * *', '@DAILY', '@secondly', '0 0 30 2 *']) {
+      expect({ schedule, detail: await bad({ schedule }) }).toEqual({ schedule, detail: [expect.objectContaining({ loc: ['body', 'schedule'] })] });
+    }
+    expect((await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * THU', timezone: 'Etc/GMT+5' })).status).toBe(200);
+    expect(await bad({ timezone: 'Mars/Olympus_Mons' })).toEqual([expect.objectContaining({ loc: ['body', 'timezone'], msg: expect.stringMatching(/time zone/) })]);
+    expect(await bad({ every: 'minute' })).toEqual([{ loc: ['body', 'every'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }]);
+    expect(await bad({ end_time: 'tomorrow' })).toEqual([expect.objectContaining({ loc: ['body', 'end_time'] })]);
+    expect((await call('POST', '/runs/crons', { assistant_id: 'echo' })).body.detail).toEqual([{ loc: ['body', 'schedule'], msg: 'Field required', type: 'missing' }]);
+    const cron = await client.crons.create('echo', { schedule: '* * * * *' });
+    expect((await call('PATCH', `/runs/crons/${cron.cron_id}`, { timezone: 'Nowhere' })).status).toBe(422);
+
+    expect((await call('POST', '/runs/crons', { assistant_id: 'no-such-graph', schedule: '* * * * *' })).status).toBe(404);
+    const missingThread = await call('POST', `/threads/${crypto.randomUUID()}/runs/crons`, { assistant_id: 'echo', schedule: '* * * * *' });
+    expect(missingThread).toMatchObject({ status: 404, body: { detail: expect.stringMatching(/Thread .* not found/) } });
+    expect((await call('PATCH', `/runs/crons/${crypto.randomUUID()}`, { enabled: false })).status).toBe(404);
+    expect((await call('GET', '/runs/crons/not-a-uuid')).status).toBe(422);
+  });
+});
+
+describe('ticks', () => {
+  it('fires a tick missed while no worker ran once when a worker comes up, then goes on from now', async () => {
+    await awayFromMinuteEnd(30);
+    const api = await startTestServer(db.url, { schema: 'missed', workers: 0 });
+    servers.push(api);
+    const apiClient = new Client({ apiUrl: api.url });
+    const cron = await apiClient.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
+    // Ten ticks missed: the cron's next tick lies ten minutes back.
+    await sql("UPDATE missed.crons SET next_run_date = date_trunc('minute', now()) - interval '10 minutes' WHERE cron_id = $1", [cron.cron_id]);
+    await sleep(1000);
+    expect(await runsOf('missed', cron.cron_id)).toHaveLength(0);
+
+    servers.push(await startTestServer(db.url, { schema: 'missed', workers: 2 }));
+    const runs = await until(() => runsOf('missed', cron.cron_id), (r) => r.length > 0, 15_000);
+    await sleep(2000);
+    expect(await runsOf('missed', cron.cron_id)).toHaveLength(1);
+    expect(runs).toHaveLength(1);
+    const after = await call('GET', `/runs/crons/${cron.cron_id}`, undefined, api.url);
+    const next = new Date(after.body.next_run_date as string).getTime();
+    expect(next).toBeGreaterThan(Date.now());
+    expect(next - Date.now()).toBeLessThanOrEqual(60_000);
+  }, 60_000);
+
+  it('fires a one-minute schedule within its minute exactly once across two processes (Postgres and Redis queues); paused and deleted crons do not fire', async () => {
+    // Each queue backend: this process's server plus one in a child process, both with workers.
+    const redis = { schema: 'crons_redis', redisUrl: testRedisUrl() };
+    const redisHere = await startTestServer(db.url, redis);
+    servers.push(redisHere);
+    const spawned = await Promise.all([spawnAgentServer(db.url, { config: { schema: 'crons' } }), spawnAgentServer(db.url, { config: redis })]);
+    children.push(...spawned.map((s) => s.child));
+
+    await awayFromMinuteEnd(15);
+    const thread = await client.threads.create();
+    const setups = [
+      { schema: 'crons', here: client, there: new Client({ apiUrl: spawned[0]!.url }) },
+      { schema: 'crons_redis', here: new Client({ apiUrl: redisHere.url }), there: new Client({ apiUrl: spawned[1]!.url }) },
+    ];
+    const made = await Promise.all(
+      setups.map(async ({ schema, here, there }) => {
+        const stateless = await here.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
+        const paused = await there.crons.create('echo', { schedule: '* * * * *' });
+        await here.crons.update(paused.cron_id, { enabled: false });
+        const deleted = await there.crons.create('echo', { schedule: '* * * * *' });
+        await here.crons.delete(deleted.cron_id);
+        return { schema, stateless, paused, deleted };
+      }),
+    );
+    const onThread = await client.crons.createForThread(thread.thread_id, 'echo', { schedule: '* * * * *', input: { messages: [{ role: 'user', content: 'tick' }] } });
+    const due = new Date(made[0]!.stateless.next_run_date).getTime();
+    expect(due).toBe(Math.ceil(Date.now() / 60_000) * 60_000);
+
+    // Past the tick, with time for its run to start; well before the next one.
+    await sleep(due - Date.now() + 15_000);
+    for (const { schema, stateless, paused, deleted } of made) {
+      const runs = await runsOf(schema, stateless.cron_id);
+      expect({ schema, runs: runs.length }).toEqual({ schema, runs: 1 });
+      expect(runs[0]!.created_at.getTime()).toBeGreaterThanOrEqual(due);
+      expect(runs[0]!.created_at.getTime()).toBeLessThan(due + 60_000);
+      expect(await runsOf(schema, paused.cron_id)).toHaveLength(0);
+      expect(await runsOf(schema, deleted.cron_id)).toHaveLength(0);
+    }
+    const threadRuns = await client.runs.list(thread.thread_id);
+    expect(threadRuns).toHaveLength(1);
+    expect(threadRuns[0]).toMatchObject({ multitask_strategy: 'enqueue', metadata: { cron_id: onThread.cron_id } });
+    const result = await until(() => client.runs.get(thread.thread_id, threadRuns[0]!.run_id), (r) => r.status === 'success');
+    expect(result.status).toBe('success');
+    expect((await client.threads.getState<{ messages: { content: string }[] }>(thread.thread_id)).values.messages.at(-1)?.content).toBe('echo: tick');
+  }, 120_000);
+});
