@@ -10,7 +10,9 @@ import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { createPool } from '@berth/db';
 import { startAgentServer, type RunningAgentServer } from './index.js';
+import { PostgresStore } from './storage/store.js';
 import { sleep, until } from './__tests__/fixtures.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../test-projects/store/${name}`, import.meta.url));
@@ -248,9 +250,35 @@ describe('graphs and the API share the store', () => {
     await client.store.putItem(['memories', 'bob'], 'm2', { text: 'has a dog' });
     expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'm2' })).toEqual({ key: 'm2', namespace: ['memories', 'bob'], value: { text: 'has a dog' } });
     expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'nope' })).toBeNull();
-    expect(await graph({ op: 'list', namespace: ['memories'] })).toEqual([['memories', 'ann'], ['memories', 'bob']]);
     const filtered = (await graph({ op: 'search', namespace: ['memories'], filter: { n: { $gte: 1 } } })) as { key: string }[];
     expect(filtered.map((i) => i.key)).toEqual(['m1']);
+  });
+
+  it('answers BaseStore batches mixing every operation, in order', async () => {
+    // LangGraph JS wraps a graph's store in AsyncBatchedStore, whose listNamespaces throws
+    // (upstream); the store itself answers ListNamespaces operations, as graph code would send them.
+    const pool = createPool({ connectionString: db.url, schema: 'agent', max: 2 });
+    try {
+      const store = new PostgresStore(pool);
+      const [put, got, found, spaces, missing] = await store.batch([
+        { namespace: ['memories', 'cy'], key: 'm3', value: { n: 3 }, index: false },
+        { namespace: ['memories', 'cy'], key: 'm3' },
+        { namespacePrefix: ['memories'], filter: { n: { $gt: 2 } }, limit: 5, offset: 0 },
+        { matchConditions: [{ matchType: 'prefix', path: ['memories'] }], limit: 10, offset: 0 },
+        { namespace: ['memories', 'cy'], key: 'nope' },
+      ] as const);
+      expect(put).toBeUndefined();
+      expect(got).toMatchObject({ namespace: ['memories', 'cy'], key: 'm3', value: { n: 3 } });
+      expect(got!.createdAt).toBeInstanceOf(Date);
+      expect(found.map((i) => i.key)).toEqual(['m3']);
+      expect(spaces).toEqual([['memories', 'ann'], ['memories', 'bob'], ['memories', 'cy']]);
+      expect(missing).toBeNull();
+      expect(await store.listNamespaces({ prefix: ['memories'], maxDepth: 1 })).toEqual([['memories']]);
+      await store.delete(['memories', 'cy'], 'm3');
+      expect(await store.get(['memories', 'cy'], 'm3')).toBeNull();
+    } finally {
+      await pool.end();
+    }
   });
 });
 

@@ -2,13 +2,14 @@
  * The `store` fixture's graph: one node that works on the server's long-term store, through
  * `config.store` for writes and `getStore()` for reads, as its input says:
  * `{op: 'put', namespace, key, value}`, `{op: 'get', namespace, key}`,
- * `{op: 'search', namespace, filter?, query?}` or `{op: 'list', namespace}` (a prefix).
+ * or `{op: 'search', namespace, filter?, query?}`. (No listNamespaces: LangGraph JS hands nodes
+ * an AsyncBatchedStore, whose listNamespaces throws.)
  * What it found goes to `result`.
  */
 import { Annotation, StateGraph, getStore, type LangGraphRunnableConfig } from '@langchain/langgraph';
 
 const State = Annotation.Root({
-  op: Annotation<'put' | 'get' | 'search' | 'list'>,
+  op: Annotation<'put' | 'get' | 'search'>,
   namespace: Annotation<string[]>,
   key: Annotation<string | undefined>,
   value: Annotation<Record<string, unknown> | undefined>,
@@ -31,8 +32,6 @@ async function useStore(state: typeof State.State, config: LangGraphRunnableConf
       const items = await getStore()!.search(state.namespace, { filter: state.filter, query: state.query, limit: 10 });
       return { result: items.map((i) => ({ key: i.key, value: i.value, score: i.score ?? null })) };
     }
-    case 'list':
-      return { result: await getStore()!.listNamespaces({ prefix: state.namespace }) };
   }
 }
 
