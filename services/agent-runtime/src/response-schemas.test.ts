@@ -170,6 +170,16 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'delete /runs/crons/{cron_id}': [
     async () => call('delete', `/runs/crons/${(await json('post', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', enabled: false })).cron_id}`),
   ],
+  'put /store/items': [() => call('put', '/store/items', { namespace: ['resp', 'a'], key: 'k', value: { n: 1 }, ttl: 60, index: null })],
+  'get /store/items': [
+    async () => {
+      await call('put', '/store/items', { namespace: ['resp', 'b'], key: 'k', value: { n: 2 } });
+      return call('get', '/store/items?namespace=resp.b&key=k&refresh_ttl=true');
+    },
+  ],
+  'delete /store/items': [() => call('delete', '/store/items', { namespace: ['resp', 'a'], key: 'gone' })],
+  'post /store/items/search': [() => call('post', '/store/items/search', { namespace_prefix: ['resp'], filter: { n: { $gte: 1 } }, limit: 5 })],
+  'post /store/namespaces': [() => call('post', '/store/namespaces', { prefix: ['resp'], max_depth: 2 })],
 };
 
 describe('the OpenAPI document', () => {

@@ -20,6 +20,7 @@ import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
 import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
 import { runRoutes } from './api/runs.js';
+import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
 import {
@@ -32,6 +33,7 @@ import {
   systemAssistantId,
   type LoadedGraph,
 } from './project/index.js';
+import { loadStoreIndex } from './project/embeddings.js';
 import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
@@ -46,6 +48,7 @@ import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheck
 import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
+import { PostgresStore, StoreSweeper } from './storage/store.js';
 import { ThreadStore } from './storage/threads.js';
 
 export interface AgentServerConfig {
@@ -93,6 +96,11 @@ export interface AgentServerConfig {
   deploymentCredential?: string;
   /** Trace every run into this tracing project. @default none: runs are not traced */
   tracing?: TracingConfig;
+  /**
+   * How often the worker role deletes expired store items.
+   * @default langgraph.json store.ttl.sweep_interval_minutes, else 1 minute
+   */
+  storeSweepIntervalMs?: number;
 }
 
 export interface RunningAgentServer {
@@ -120,6 +128,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
   }
   const graphs = await loadGraphs(project);
+  // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
+  const storeIndex = await loadStoreIndex(project);
   // A broken auth module stops the server here, before it serves anything unprotected.
   const customAuth = await loadCustomAuth(project);
   const authz = new Authorizer(customAuth);
@@ -178,6 +188,12 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const assistants = new AssistantStore(pool);
   const threads = new ThreadStore(pool);
   const runs = new RunStore(pool);
+  const storeTtl = project.json.store?.ttl;
+  const store = new PostgresStore(pool, {
+    ...(storeIndex ? { index: storeIndex } : {}),
+    ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
+    ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
+  });
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -190,6 +206,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     assistants,
     threads,
     runs,
+    store,
     crons,
     cronScheduler,
     graph,
@@ -235,6 +252,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             executor: new RunExecutor({
               graph,
               checkpointer,
+              store,
               broker,
               log,
               latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId),
@@ -252,6 +270,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         )
       : undefined;
   await worker?.start();
+  const sweeper =
+    workers > 0
+      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
+      : undefined;
+  sweeper?.start();
   // Ticks are fired by the worker role only; an API-only process just queues them.
   if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
@@ -269,6 +292,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   assistantRoutes(api, ctx);
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
+  storeRoutes(api, ctx);
   cronRoutes(api, ctx);
   if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
@@ -277,7 +301,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
   const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), api.router(), authErrors] });
   const server = await listen(app, config.host, config.port);
-  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
+  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
     url: server.url,
     port: server.port,
@@ -290,6 +314,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await server.close();
       await cronScheduler.close();
       await worker?.close();
+      await sweeper?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
       await tracing?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.

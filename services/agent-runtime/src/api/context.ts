@@ -7,6 +7,7 @@ import type { Assistant, AssistantStore } from '../storage/assistants.js';
 import type { CronStore } from '../storage/crons.js';
 import type { RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
+import type { PostgresStore } from '../storage/store.js';
 import type { CronScheduler } from '../runs/cron-scheduler.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
@@ -17,6 +18,8 @@ export interface ServerContext {
   assistants: AssistantStore;
   threads: ThreadStore;
   runs: RunStore;
+  /** The long-term store (also handed to graphs as their BaseStore). */
+  store: PostgresStore;
   runService: RunService;
   crons: CronStore;
   /** Queues crons' ticks (fired in the worker role). */

@@ -279,7 +279,7 @@ export const RunOutput = UserData;
 /** A list answer whose items may carry only the fields `select` names. */
 export const Selected = <T extends z.ZodObject>(item: T) => z.array(item.partial());
 
-const iso = (d: Date) => d.toISOString();
+export const iso = (d: Date) => d.toISOString();
 
 export function assistantVersionJson(a: AssistantVersionRow) {
   return {

@@ -26,7 +26,7 @@ export interface AuthContext {
 export type RequestAuth = AuthContext | undefined;
 
 /** Resources that authorization handlers can guard. */
-export type AuthResource = 'threads' | 'assistants' | 'crons';
+export type AuthResource = 'threads' | 'assistants' | 'crons' | 'store';
 
 /** `resource:action` events of the agent server's routes (the SDK's `EventValueMap` keys it serves). */
 export type AuthEvent =
@@ -45,7 +45,12 @@ export type AuthEvent =
   | 'crons:read'
   | 'crons:update'
   | 'crons:delete'
-  | 'crons:search';
+  | 'crons:search'
+  | 'store:put'
+  | 'store:get'
+  | 'store:delete'
+  | 'store:search'
+  | 'store:list_namespaces';
 
 /** The user of LangGraph Studio requests (header `x-auth-scheme: langsmith`), as the LangGraph JS server defines it. */
 export const STUDIO_USER: Readonly<AuthUser> = Object.freeze({

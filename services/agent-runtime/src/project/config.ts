@@ -58,6 +58,33 @@ const authSchema = z
   })
   .loose();
 
+/** `store`: semantic search (`index`) and item TTL defaults (`ttl`), as the LangGraph server reads them. */
+const storeSchema = z
+  .object({
+    index: z
+      .object({
+        /** `./src/embed.ts:embed` (a function or an Embeddings object in the project) or `provider:model`. */
+        embed: z.string().min(1),
+        dims: z.number().int().positive(),
+        /** Paths of the value fields to embed; default the whole value (`$`). */
+        fields: z.array(z.string().min(1)).min(1).optional(),
+      })
+      .loose()
+      .optional(),
+    ttl: z
+      .object({
+        /** Minutes; applies to puts that name no ttl. */
+        default_ttl: z.number().positive().nullable().optional(),
+        /** Whether reads refresh an item's TTL when the request does not say. @default true */
+        refresh_on_read: z.boolean().optional(),
+        /** How often expired items are deleted. @default 1 */
+        sweep_interval_minutes: z.number().positive().nullable().optional(),
+      })
+      .loose()
+      .optional(),
+  })
+  .loose();
+
 const nodeVersionSchema = z
   .union([z.string(), z.number()])
   .transform((v) => String(v))
@@ -82,7 +109,7 @@ export const langGraphJsonSchema = z
     dockerfile_lines: stringList.optional(),
     ui: z.record(z.string(), z.string()).optional(),
     ui_config: z.record(z.string(), z.unknown()).optional(),
-    store: z.record(z.string(), z.unknown()).optional(),
+    store: storeSchema.optional(),
     checkpointer: z.record(z.string(), z.unknown()).optional(),
     api_version: z.string().optional(),
     node_loader: z.string().optional(),
@@ -143,6 +170,7 @@ const NESTED_KEYS: [string, Set<string>][] = [
   ['auth', knownKeys(authSchema)],
   ['http', knownKeys(httpSchema)],
   ['http.cors', knownKeys(corsSchema)],
+  ['store', knownKeys(storeSchema)],
 ];
 
 function unknownKeyWarnings(json: Record<string, unknown>): string[] {

@@ -3,7 +3,7 @@
  * chunk as an SSE event through the broker, and reports how the run ended.
  */
 import { Command } from '@langchain/langgraph';
-import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { EventBroker } from '@berth/broker';
 import type { Logger } from '@berth/log';
 import type { LoadedGraph } from '../project/index.js';
@@ -52,6 +52,8 @@ export interface ExecutorDeps {
     /** Declares that the thread has no checkpoint yet (its first read needs no query); returns its release. */
     primeEmpty?(threadId: string): () => void;
   };
+  /** The long-term store graphs see as `config.store` / `getStore()`. */
+  store: BaseStore;
   broker: EventBroker;
   log: Logger;
   /** Traces every run (a tracer callback per run); none: runs are not traced. */
@@ -106,7 +108,7 @@ export class RunExecutor {
       ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
       ...(kwargs.durability ? { durability: kwargs.durability } : {}),
     };
-    const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer });
+    const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer, store: this.deps.store });
     const events = new EventPipe(broker, run.run_id);
     events.push('metadata', { run_id: run.run_id, attempt: run.attempt });
 

@@ -1,0 +1,302 @@
+/**
+ * The long-term store (/store and the graphs' BaseStore), driven by the official SDK against real
+ * Postgres. The fixture (test-projects/store) has a graph that writes and reads the store, a toy
+ * embedding (counts of eight topic words) configured as store.index, and a variant without index
+ * but with custom auth that moves every namespace under the caller's identity.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from '@langchain/langgraph-sdk';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createPool } from '@berth/db';
+import { startAgentServer, type RunningAgentServer } from './index.js';
+import { PostgresStore } from './storage/store.js';
+import { sleep, until } from './__tests__/fixtures.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../test-projects/store/${name}`, import.meta.url));
+let db: TestDatabase;
+let sql: pg.Pool;
+let server: RunningAgentServer;
+let plain: RunningAgentServer;
+let client: Client;
+const as = (token: string) => new Client({ apiUrl: plain.url, defaultHeaders: { Authorization: `Bearer ${token}` } });
+
+const start = (configPath: string, extra: Record<string, unknown> = {}) =>
+  startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, ...extra }, silentLogger());
+
+async function call(path: string, init: { method?: string; body?: unknown; url?: string; token?: string } = {}) {
+  const res = await fetch(`${init.url ?? server.url}${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { 'content-type': 'application/json', ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown> & { detail: unknown }) : undefined };
+}
+
+/** Runs the `memory` graph once on a new thread and returns its `result`. */
+async function graph(input: Record<string, unknown>, on: Client = client): Promise<unknown> {
+  const thread = await on.threads.create();
+  const out = (await on.runs.wait(thread.thread_id, 'memory', { input })) as { result?: unknown; __error__?: { message: string } };
+  if (out.__error__) throw new Error(out.__error__.message);
+  return out.result;
+}
+
+const rowCount = async (schema: string, key: string) =>
+  (await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.store_items WHERE key = $1`, [key])).rows[0]!.n;
+
+beforeAll(async () => {
+  db = await createTestDatabase('agent');
+  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  // Sweeps expired items every 200 ms; the other server sweeps only every minute.
+  server = await start(fixture('langgraph.json'), { storeSweepIntervalMs: 200 });
+  plain = await start(fixture('langgraph.noindex.json'), { schema: 'agent_plain' });
+  client = new Client({ apiUrl: server.url });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await plain?.close();
+  await sql?.end();
+  await db?.drop();
+});
+
+describe('items', () => {
+  it('puts, gets, replaces and deletes an item', async () => {
+    await client.store.putItem(['users', 'u1'], 'prefs', { theme: 'dark' });
+    // The SDK types say createdAt; the wire (and the object the SDK returns) has created_at too.
+    type Wire = { created_at: string; updated_at: string; value: unknown };
+    const first = (await client.store.getItem(['users', 'u1'], 'prefs')) as unknown as Wire;
+    expect(first).toMatchObject({ namespace: ['users', 'u1'], key: 'prefs', value: { theme: 'dark' } });
+    expect(Date.parse(first.created_at)).toBeGreaterThan(0);
+
+    await client.store.putItem(['users', 'u1'], 'prefs', { theme: 'light' });
+    const second = (await client.store.getItem(['users', 'u1'], 'prefs')) as unknown as Wire;
+    expect(second.value).toEqual({ theme: 'light' });
+    expect(second.created_at).toBe(first.created_at);
+    expect(Date.parse(second.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.updated_at));
+
+    await client.store.deleteItem(['users', 'u1'], 'prefs');
+    // As the Python server: a missing item is a 404 {"detail"}, which the SDK's getItem throws.
+    await expect(client.store.getItem(['users', 'u1'], 'prefs')).rejects.toThrow(/404/);
+    expect(await call('/store/items?namespace=users.u1&key=prefs')).toEqual({ status: 404, body: { detail: 'Item not found' } });
+    // Deleting what is not there is fine.
+    await client.store.deleteItem(['users', 'u1'], 'prefs');
+  });
+
+  it('refuses bad input with 422 and where it is', async () => {
+    const put = (body: unknown) => call('/store/items', { method: 'PUT', body });
+    const loc = (r: { body?: { detail: unknown } }) => (r.body!.detail as { loc: unknown[] }[]).map((d) => d.loc.join('.'));
+    expect(loc(await put({ namespace: ['a.b'], key: 'k', value: {} }))).toEqual(['body.namespace.0']);
+    expect(loc(await put({ namespace: [], key: 'k', value: {} }))).toEqual(['body.namespace']);
+    expect(loc(await put({ namespace: ['a'], key: 'k', value: [1] }))).toEqual(['body.value']);
+    expect(loc(await put({ namespace: ['a'], key: 'k', value: {}, ttl: -1 }))).toEqual(['body.ttl']);
+    expect(loc(await put({ namespace: ['a'], key: 'k', value: {}, extra: 1 }))).toEqual(['body.extra']);
+    expect((await call('/store/items?namespace=a')).status).toBe(422);
+    const search = await call('/store/items/search', { body: { filter: { n: { $regex: 'x' } } } });
+    expect(search.status).toBe(422);
+    expect(loc(search)).toEqual(['body.filter.n.$regex']);
+    expect(loc(await call('/store/items/search', { body: { filter: { n: { $gt: [1] } } } }))).toEqual(['body.filter.n.$gt']);
+    expect(loc(await call('/store/namespaces', { body: { max_depth: 0 } }))).toEqual(['body.max_depth']);
+    // The SDK checks labels itself before sending.
+    await expect(client.store.putItem(['a.b'], 'k', {})).rejects.toThrow(/periods/);
+  });
+});
+
+describe('search', () => {
+  beforeAll(async () => {
+    for (const [ns, key, value] of [
+      [['docs', 'a'], 'one', { kind: 'note', n: 1, text: 'x' }],
+      [['docs', 'a'], 'two', { kind: 'note', n: 5, text: 'x' }],
+      [['docs', 'b'], 'three', { kind: 'task', n: 10, text: 'x' }],
+      [['docs', 'b', 'deep'], 'four', { kind: 'note', n: 20, text: 'x', tags: ['x'] }],
+      [['other'], 'five', { kind: 'note', n: 1, text: 'x' }],
+    ] as const) {
+      await client.store.putItem([...ns], key, value as Record<string, unknown>, { index: false });
+    }
+  });
+
+  it('finds items under a namespace prefix, newest first', async () => {
+    const { items } = await client.store.searchItems(['docs']);
+    expect(items.map((i) => i.key)).toEqual(['four', 'three', 'two', 'one']);
+    expect(items[0]).toMatchObject({ namespace: ['docs', 'b', 'deep'], score: null });
+    expect((await client.store.searchItems(['docs', 'b'])).items.map((i) => i.key)).toEqual(['four', 'three']);
+  });
+
+  it('filters on value fields with equality and comparison operators', async () => {
+    const keys = async (filter: Record<string, unknown>) => (await client.store.searchItems(['docs'], { filter })).items.map((i) => i.key).sort();
+    expect(await keys({ kind: 'note' })).toEqual(['four', 'one', 'two']);
+    expect(await keys({ kind: { $ne: 'note' } })).toEqual(['three']);
+    expect(await keys({ n: { $gt: 1, $lte: 10 } })).toEqual(['three', 'two']);
+    expect(await keys({ n: { $gte: 10 }, kind: { $eq: 'note' } })).toEqual(['four']);
+    expect(await keys({ n: { $lt: 5 } })).toEqual(['one']);
+    expect(await keys({ kind: { $gt: 'su' } })).toEqual(['three']);
+    expect(await keys({ tags: ['x'] })).toEqual(['four']);
+    expect(await keys({ missing: 1 })).toEqual([]);
+  });
+
+  it('pages with limit and offset', async () => {
+    const page = async (offset: number) => (await client.store.searchItems(['docs'], { limit: 3, offset })).items.map((i) => i.key);
+    expect(await page(0)).toEqual(['four', 'three', 'two']);
+    expect(await page(3)).toEqual(['one']);
+    expect(await page(4)).toEqual([]);
+  });
+
+  it('lists namespaces by prefix, suffix (with wildcards) and max depth', async () => {
+    const list = async (options: Parameters<Client['store']['listNamespaces']>[0]) => (await client.store.listNamespaces(options)).namespaces;
+    expect(await list({ prefix: ['docs'] })).toEqual([['docs', 'a'], ['docs', 'b'], ['docs', 'b', 'deep']]);
+    expect(await list({ prefix: ['docs'], maxDepth: 2 })).toEqual([['docs', 'a'], ['docs', 'b']]);
+    expect(await list({ prefix: ['*', 'b'] })).toEqual([['docs', 'b'], ['docs', 'b', 'deep']]);
+    expect(await list({ suffix: ['deep'] })).toEqual([['docs', 'b', 'deep']]);
+    expect(await list({ prefix: ['docs'], suffix: ['*', 'b'] })).toEqual([['docs', 'b']]);
+    expect(await list({ prefix: ['docs'], limit: 1, offset: 1 })).toEqual([['docs', 'b']]);
+    expect(await list({ maxDepth: 1 })).toEqual(expect.arrayContaining([['docs'], ['other']]));
+  });
+});
+
+describe('semantic search', () => {
+  it('ranks items by similarity of their indexed fields to the query', async () => {
+    await client.store.putItem(['pets'], 'c', { text: 'a cat, another cat and a fish' });
+    await client.store.putItem(['pets'], 'd', { text: 'the dog chased the dog next door' });
+    await client.store.putItem(['pets'], 'b', { text: 'a bird in a tree' });
+    // Indexed by `title` instead of the configured `text`.
+    await client.store.putItem(['pets'], 't', { title: 'music for my dog', text: 'cat cat cat' }, { index: ['title'] });
+    await client.store.putItem(['pets'], 'x', { text: 'cat cat cat' }, { index: false });
+
+    const { items } = await client.store.searchItems(['pets'], { query: 'my cat' });
+    expect(items).toHaveLength(5);
+    expect(items[0]!.key).toBe('c');
+    expect(items[0]!.score).toBeGreaterThan(0.5);
+    // Not embedded: found by the prefix, ranked last, without a score.
+    expect(items.at(-1)).toMatchObject({ key: 'x', score: null });
+    const dog = await client.store.searchItems(['pets'], { query: 'dog', limit: 2 });
+    expect(dog.items.map((i) => i.key)).toEqual(['d', 't']);
+    expect(dog.items[0]!.score!).toBeGreaterThan(dog.items[1]!.score!);
+    // A query combines with filters.
+    await client.store.putItem(['pets'], 'd2', { text: 'dog', owner: 'ann' });
+    expect((await client.store.searchItems(['pets'], { query: 'dog', filter: { owner: 'ann' } })).items.map((i) => i.key)).toEqual(['d2']);
+  });
+
+  it('serves the same embeddings to graph code', async () => {
+    const found = (await graph({ op: 'search', namespace: ['pets'], query: 'bird tree' })) as { key: string; score: number | null }[];
+    expect(found[0]).toMatchObject({ key: 'b' });
+    expect(found[0]!.score).toBeGreaterThan(0.9);
+  });
+
+  it('refuses a query (422) where store.index is not configured, in the API and in graphs', async () => {
+    const refused = await call('/store/items/search', { url: plain.url, token: 'user-a', body: { query: 'cat' } });
+    expect(refused.status).toBe(422);
+    expect(refused.body!.detail).toEqual([expect.objectContaining({ loc: ['body', 'query'], msg: expect.stringMatching(/store\.index/) })]);
+    const fields = await call('/store/items', { method: 'PUT', url: plain.url, token: 'user-a', body: { namespace: ['a'], key: 'k', value: {}, index: ['text'] } });
+    expect(fields.status).toBe(422);
+    await expect(graph({ op: 'search', namespace: ['x'], query: 'cat' }, as('user-a'))).rejects.toThrow(/Semantic search is not configured/);
+  });
+
+  it('stops the server at startup when the embeddings cannot be loaded, and refuses bad vectors', async () => {
+    await expect(start(fixture('langgraph.provider.json'), { schema: 'agent_provider' })).rejects.toThrow(/needs @langchain\/openai, which the project does not install/);
+    const bad = await start(fixture('langgraph.bad-embed.json'), { schema: 'agent_bad', workers: 0 });
+    try {
+      const res = await call('/store/items', { method: 'PUT', url: bad.url, body: { namespace: ['a'], key: 'k', value: { text: 'x' } } });
+      expect(res.status).toBe(500);
+      expect((await call('/store/items?namespace=a&key=k', { url: bad.url })).status).toBe(404);
+    } finally {
+      await bad.close();
+    }
+  });
+});
+
+describe('TTL', () => {
+  it('hides an expired item from GET and search, and the sweep deletes it', async () => {
+    // 0.01 minutes = 0.6 s. The plain server sweeps only every minute: the row outlives its expiry.
+    const mine = as('user-a');
+    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.01 });
+    await mine.store.putItem(['ttl'], 'forever', { v: 2 }, { ttl: null });
+    expect((await mine.store.getItem(['ttl'], 'short', { refreshTtl: false }))!.value).toEqual({ v: 1 });
+    await sleep(900);
+    await expect(mine.store.getItem(['ttl'], 'short')).rejects.toThrow(/404/);
+    expect((await mine.store.searchItems(['ttl'])).items.map((i) => i.key)).toEqual(['forever']);
+    // The handler moved everything under the caller's identity.
+    expect((await mine.store.listNamespaces({ prefix: ['ttl'] })).namespaces).toEqual([['user-a', 'ttl']]);
+    expect(await rowCount('agent_plain', 'short')).toBe(1);
+
+    // This server sweeps every 200 ms.
+    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.01 });
+    expect(await rowCount('agent', 'short')).toBe(1);
+    expect(await until(() => rowCount('agent', 'short'), (n) => n === 0, 5000)).toBe(0);
+    // Putting again after expiry makes a new item.
+    await client.store.putItem(['ttl'], 'short', { v: 3 });
+    expect((await client.store.getItem(['ttl'], 'short'))!.value).toEqual({ v: 3 });
+  });
+
+  it('restarts the TTL on reads unless refresh_ttl is false', async () => {
+    await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 0.04 }); // 2.4 s
+    await sleep(1500);
+    expect(await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true })).not.toBeNull(); // now until ~3.9 s
+    await sleep(1500);
+    // Past the first expiry, alive thanks to the refresh; a search without refresh leaves it be.
+    expect((await client.store.searchItems(['ttl'], { refreshTtl: false, filter: { v: 1 } })).items.map((i) => i.key)).toEqual(['refreshed']);
+    await sleep(1200);
+    await expect(client.store.getItem(['ttl'], 'refreshed')).rejects.toThrow(/404/);
+  }, 15_000);
+});
+
+describe('graphs and the API share the store', () => {
+  it('reads over HTTP what a graph wrote, and a graph reads what the API wrote', async () => {
+    expect(await graph({ op: 'put', namespace: ['memories', 'ann'], key: 'm1', value: { text: 'likes music', n: 1 } })).toBe('stored');
+    expect((await client.store.getItem(['memories', 'ann'], 'm1'))!.value).toEqual({ text: 'likes music', n: 1 });
+    expect((await client.store.searchItems(['memories'], { query: 'music' })).items[0]).toMatchObject({ key: 'm1' });
+
+    await client.store.putItem(['memories', 'bob'], 'm2', { text: 'has a dog' });
+    expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'm2' })).toEqual({ key: 'm2', namespace: ['memories', 'bob'], value: { text: 'has a dog' } });
+    expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'nope' })).toBeNull();
+    const filtered = (await graph({ op: 'search', namespace: ['memories'], filter: { n: { $gte: 1 } } })) as { key: string }[];
+    expect(filtered.map((i) => i.key)).toEqual(['m1']);
+  });
+
+  it('answers BaseStore batches mixing every operation, in order', async () => {
+    // LangGraph JS wraps a graph's store in AsyncBatchedStore, whose listNamespaces throws
+    // (upstream); the store itself answers ListNamespaces operations, as graph code would send them.
+    const pool = createPool({ connectionString: db.url, schema: 'agent', max: 2 });
+    try {
+      const store = new PostgresStore(pool);
+      const [put, got, found, spaces, missing] = await store.batch([
+        { namespace: ['memories', 'cy'], key: 'm3', value: { n: 3 }, index: false },
+        { namespace: ['memories', 'cy'], key: 'm3' },
+        { namespacePrefix: ['memories'], filter: { n: { $gt: 2 } }, limit: 5, offset: 0 },
+        { matchConditions: [{ matchType: 'prefix', path: ['memories'] }], limit: 10, offset: 0 },
+        { namespace: ['memories', 'cy'], key: 'nope' },
+      ] as const);
+      expect(put).toBeUndefined();
+      expect(got).toMatchObject({ namespace: ['memories', 'cy'], key: 'm3', value: { n: 3 } });
+      expect(got!.createdAt).toBeInstanceOf(Date);
+      expect(found.map((i) => i.key)).toEqual(['m3']);
+      expect(spaces).toEqual([['memories', 'ann'], ['memories', 'bob'], ['memories', 'cy']]);
+      expect(missing).toBeNull();
+      expect(await store.listNamespaces({ prefix: ['memories'], maxDepth: 1 })).toEqual([['memories']]);
+      await store.delete(['memories', 'cy'], 'm3');
+      expect(await store.get(['memories', 'cy'], 'm3')).toBeNull();
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('custom auth', () => {
+  it('runs store:* handlers, which may move the namespace or refuse', async () => {
+    const a = as('user-a');
+    const b = as('user-b');
+    await a.store.putItem(['notes'], 'n', { who: 'a' });
+    await b.store.putItem(['notes'], 'n', { who: 'b' });
+    // Each handler put the item under the caller's identity.
+    expect((await a.store.getItem(['notes'], 'n'))!).toMatchObject({ namespace: ['user-a', 'notes'], value: { who: 'a' } });
+    expect((await b.store.getItem(['notes'], 'n'))!.value).toEqual({ who: 'b' });
+    expect((await a.store.searchItems(['notes'])).items.map((i) => i.value)).toEqual([{ who: 'a' }]);
+    expect((await b.store.listNamespaces()).namespaces).toEqual([['user-b', 'notes']]);
+    await expect(b.store.deleteItem(['notes'], 'n')).rejects.toThrow(/403/);
+    await a.store.deleteItem(['notes'], 'n');
+    await expect(a.store.getItem(['notes'], 'n')).rejects.toThrow(/404/);
+    expect((await b.store.getItem(['notes'], 'n'))!.value).toEqual({ who: 'b' });
+    expect((await call('/store/items?namespace=notes&key=n', { url: plain.url })).status).toBe(401);
+  });
+});
