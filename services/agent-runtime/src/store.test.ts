@@ -78,9 +78,9 @@ describe('items', () => {
     expect(Date.parse(second.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.updated_at));
 
     await client.store.deleteItem(['users', 'u1'], 'prefs');
-    // As the Python server: a missing item is a 404 {"detail"}, which the SDK's getItem throws.
-    await expect(client.store.getItem(['users', 'u1'], 'prefs')).rejects.toThrow(/404/);
-    expect(await call('/store/items?namespace=users.u1&key=prefs')).toEqual({ status: 404, body: { detail: 'Item not found' } });
+    // A missing item is 200 null, which the SDK's getItem returns as null (a 404 would throw).
+    expect(await client.store.getItem(['users', 'u1'], 'prefs')).toBeNull();
+    expect(await call('/store/items?namespace=users.u1&key=prefs')).toEqual({ status: 200, body: null });
     // Deleting what is not there is fine.
     await client.store.deleteItem(['users', 'u1'], 'prefs');
   });
@@ -199,7 +199,7 @@ describe('semantic search', () => {
     try {
       const res = await call('/store/items', { method: 'PUT', url: bad.url, body: { namespace: ['a'], key: 'k', value: { text: 'x' } } });
       expect(res.status).toBe(500);
-      expect((await call('/store/items?namespace=a&key=k', { url: bad.url })).status).toBe(404);
+      expect((await call('/store/items?namespace=a&key=k', { url: bad.url })).body).toBeNull();
     } finally {
       await bad.close();
     }
@@ -214,7 +214,7 @@ describe('TTL', () => {
     await mine.store.putItem(['ttl'], 'forever', { v: 2 }, { ttl: null });
     expect((await mine.store.getItem(['ttl'], 'short', { refreshTtl: false }))!.value).toEqual({ v: 1 });
     await sleep(900);
-    await expect(mine.store.getItem(['ttl'], 'short')).rejects.toThrow(/404/);
+    expect(await mine.store.getItem(['ttl'], 'short')).toBeNull();
     expect((await mine.store.searchItems(['ttl'])).items.map((i) => i.key)).toEqual(['forever']);
     // The handler moved everything under the caller's identity.
     expect((await mine.store.listNamespaces({ prefix: ['ttl'] })).namespaces).toEqual([['user-a', 'ttl']]);
@@ -237,7 +237,7 @@ describe('TTL', () => {
     // Past the first expiry, alive thanks to the refresh; a search without refresh leaves it be.
     expect((await client.store.searchItems(['ttl'], { refreshTtl: false, filter: { v: 1 } })).items.map((i) => i.key)).toEqual(['refreshed']);
     await sleep(1200);
-    await expect(client.store.getItem(['ttl'], 'refreshed')).rejects.toThrow(/404/);
+    expect(await client.store.getItem(['ttl'], 'refreshed')).toBeNull();
   }, 15_000);
 });
 
@@ -295,7 +295,7 @@ describe('custom auth', () => {
     expect((await b.store.listNamespaces()).namespaces).toEqual([['user-b', 'notes']]);
     await expect(b.store.deleteItem(['notes'], 'n')).rejects.toThrow(/403/);
     await a.store.deleteItem(['notes'], 'n');
-    await expect(a.store.getItem(['notes'], 'n')).rejects.toThrow(/404/);
+    expect(await a.store.getItem(['notes'], 'n')).toBeNull();
     expect((await b.store.getItem(['notes'], 'n'))!.value).toEqual({ who: 'b' });
     expect((await call('/store/items?namespace=notes&key=n', { url: plain.url })).status).toBe(401);
   });

@@ -8,7 +8,7 @@
  * allow or refuse; a filter they return is refused as a handler error (it has no meaning here).
  */
 import type { Api } from '@berth/http';
-import { NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
+import { RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { z } from 'zod';
 import { AuthHandlerError, type AuthEvent, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
@@ -122,17 +122,16 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/store/items',
-      summary: 'Get an item (404 when missing or expired)',
+      summary: 'Get an item (null when missing or expired)',
       tags,
       query: ItemQuery,
-      response: Item,
-      errors: [404],
+      // null, not 404: the SDKs' getItem returns null for a missing item (a 404 would throw).
+      response: Item.nullable(),
       handler: async ({ query, auth }) => {
         const requested = query.namespace === '' ? [] : query.namespace.split('.');
         const value = await authorized(auth, 'store:get', { namespace: requested, key: query.key });
         const item = await store.getItem(namespaceOf('store:get', value.namespace), query.key, { refreshTtl: query.refresh_ttl });
-        if (!item) throw new NotFoundError('Item not found');
-        return itemJson(item);
+        return item ? itemJson(item) : null;
       },
     })
     .route({
