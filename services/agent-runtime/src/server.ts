@@ -20,6 +20,7 @@ import { cors } from './api/cors.js';
 import { runRoutes } from './api/runs.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
+import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
   graphDrawing,
@@ -35,6 +36,7 @@ import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
+import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
@@ -43,6 +45,7 @@ import { isUuid } from '@berth/ids';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { ThreadStore } from './storage/threads.js';
+import { WebhookStore } from './storage/webhooks.js';
 
 export interface AgentServerConfig {
   /** Path of the project's `langgraph.json`. */
@@ -89,6 +92,8 @@ export interface AgentServerConfig {
   deploymentCredential?: string;
   /** Trace every run into this tracing project. @default none: runs are not traced */
   tracing?: TracingConfig;
+  /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
+  webhooks?: WebhookConfig;
 }
 
 export interface RunningAgentServer {
@@ -171,6 +176,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const assistants = new AssistantStore(pool);
   const threads = new ThreadStore(pool);
   const runs = new RunStore(pool);
+  const webhookStore = new WebhookStore(pool);
+  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -208,10 +215,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,
     reserveLocal: () => worker?.reserve(),
     localResult: (runId) => worker?.localResult(runId),
+    ...(webhookTargets ? { checkWebhook: (url: string) => webhookTargets.check(url) } : {}),
   });
 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
+  // Deliveries have their own queue and workers: they never take a run's slot.
+  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log }, config.webhooks) : undefined;
+  await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
   worker =
@@ -233,6 +244,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             }),
             deleteCheckpoints: checkpointRows.delete,
             deleteCheckpointsAfter: checkpointRows.deleteAfter,
+            ...(webhooks ? { webhooks } : {}),
             log,
           },
           {
@@ -256,6 +268,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   assistantRoutes(api, ctx);
   threadRoutes(api, ctx);
   runRoutes(api, ctx);
+  webhookRoutes(api, ctx, webhookStore);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
@@ -274,6 +287,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       }
       await server.close();
       await worker?.close();
+      // Deliveries under way finish (each within its timeout); queued ones wait for the next start.
+      await webhooks?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
       await tracing?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.
