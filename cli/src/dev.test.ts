@@ -3,7 +3,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, cp, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { createHmac } from 'node:crypto';
+import { appendFile, cp, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,6 +152,37 @@ describe('berth dev', () => {
     expect(await exited).toBe(0);
     for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
   }, 60_000);
+
+  it('signs run webhooks with a secret it keeps in .berth/webhook-secret (0600), and lets them reach loopback receivers', async () => {
+    const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
+    const app = express();
+    app.post('/hook', express.text({ type: '*/*' }), (req, res) => {
+      received.push({ headers: req.headers, body: req.body as string });
+      res.sendStatus(204);
+    });
+    const receiver = await listen(app, '127.0.0.1', 0);
+    try {
+      const url = await startDev(['--no-reload'], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*run webhooks are signed/);
+      const file = join(project, '.berth', 'webhook-secret');
+      expect(output).toContain(`run webhooks are signed with the secret in ${file}`);
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      const secret = (await readFile(file, 'utf8')).trim();
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+      await post(`${url}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'hook' }] }, webhook: `${receiver.url}/hook?k=1` });
+      const delivery = await until('the webhook', async () => received[0]);
+      const { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature } = delivery.headers as Record<string, string>;
+      const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${delivery.body}`).digest('base64');
+      expect(signature).toBe(`v1,${expected}`);
+      expect(JSON.parse(delivery.body)).toMatchObject({ assistant_id: expect.any(String), status: 'success' });
+      await stopDev();
+      // The same secret after a restart: a receiver set up once keeps verifying.
+      await startDev(['--no-reload'], /ready at (http:\/\/127\.0\.0\.1:\d+)/);
+      expect((await readFile(file, 'utf8')).trim()).toBe(secret);
+      await stopDev();
+    } finally {
+      await receiver.close();
+    }
+  }, 90_000);
 
   it('reloads the graphs when a file changes, on the same port, keeping threads and runs; prints the Studio link', async () => {
     // Once it says so, it watches the project.

@@ -14,6 +14,7 @@ import { CliError } from '../client.js';
 import { DevServers, type DrainRequest, type ServerReady } from '../dev/servers.js';
 import { devTracing } from '../dev/tracing.js';
 import { ProjectWatcher } from '../dev/watch.js';
+import { DEV_WEBHOOK_EGRESS, devWebhookSecret } from '../dev/webhooks.js';
 import type { CliEnv } from '../env.js';
 
 export interface DevOptions {
@@ -58,6 +59,7 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   }
   // Runs are traced into the Berth platform found here, in a project named after the folder.
   const tracing = await devTracing(env, projectEnv(configPath), basename(projectDir), options.trace);
+  const webhooks = await devWebhookSecret(stateDir);
   const port = await portOrFree(requested);
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
 
@@ -66,7 +68,7 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopped());
   const servers = new DevServers({
     processes,
-    env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port), ...tracing.env },
+    env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port), BERTH_WEBHOOK_SECRET: webhooks.secret, ...tracing.env },
     drainMs: DRAIN_MS,
     onExit: (how, remaining) => {
       if (remaining > 0) print(`an agent server process exited (${how}); ${remaining} still serve`);
@@ -87,6 +89,7 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   print(`  Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
   print(`  state in ${stateDir}; stop with Ctrl-C`);
   print(`  ${tracing.note}`);
+  print(`  run webhooks are signed with the secret in ${webhooks.file}; receivers on this machine (loopback) are allowed`);
   print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
 
   let watcher: ProjectWatcher | undefined;
@@ -183,6 +186,7 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
       ...(env.BERTH_TRACING_ENDPOINT && env.BERTH_TRACING_API_KEY && env.BERTH_TRACING_PROJECT
         ? { tracing: { endpoint: env.BERTH_TRACING_ENDPOINT, apiKey: env.BERTH_TRACING_API_KEY, project: env.BERTH_TRACING_PROJECT } }
         : {}),
+      ...(env.BERTH_WEBHOOK_SECRET ? { webhooks: { secret: env.BERTH_WEBHOOK_SECRET, privateEgress: DEV_WEBHOOK_EGRESS } } : {}),
     },
     logger,
   );

@@ -3,6 +3,7 @@
  * `src/env.ts`; that file is the only code that reads `process.env` and hands the record to
  * {@link parseEnv}.
  */
+import { InvalidCidrError, parseCidr } from '@berth/egress';
 import { z } from 'zod';
 
 /** A service's environment did not match its schema. Lists every offending variable. */
@@ -42,6 +43,27 @@ export const envOptionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+/** A comma-separated list (`a, b,c`); unset or empty is an empty list. */
+export const envList = z
+  .string()
+  .optional()
+  .transform((text) => (text ?? '').split(',').map((item) => item.trim()).filter(Boolean));
+
+/** `10.0.0.0/8,192.168.1.5/32`: each a valid CIDR (or a bare IP address). */
+export const envCidrList = envList.refine(
+  (items) =>
+    items.every((item) => {
+      try {
+        parseCidr(item);
+        return true;
+      } catch (error) {
+        if (error instanceof InvalidCidrError) return false;
+        throw error;
+      }
+    }),
+  { message: 'a comma-separated list of CIDRs such as 10.0.0.0/8,127.0.0.1/32' },
+);
 
 /** Copy of a config with the named keys replaced, so a config can be logged without its secrets. */
 export function redact<T extends Record<string, unknown>>(config: T, secretKeys: readonly (keyof T)[]): T {

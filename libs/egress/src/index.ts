@@ -153,20 +153,26 @@ export function assertPublicUrl(url: URL): void {
 }
 
 /**
- * A `lookup` for sockets that fails when a name resolves to a non-public address. The check is on
- * the addresses the connection will use, so DNS answering differently later (rebinding) cannot
- * get around it.
+ * A `lookup` for sockets that fails when a name resolves to an address {@link refusedAddressKind}
+ * refuses (any non-public one without `allowed`). The check is on the addresses the connection
+ * will use, so DNS answering differently later (rebinding) cannot get around it. Sockets skip
+ * `lookup` for IP literals: check those with {@link refusedAddressKind} first.
  */
-export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-    if (error) return callback(error, '', 4);
-    const refused = addresses.find((a) => isPrivateAddress(a.address));
-    if (refused) return callback(new EgressRefusedError(hostname, refused.address), '', 4);
-    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-    const first = addresses[0]!;
-    callback(null, first.address, first.family);
-  });
-};
+export function guardedLookup(allowed?: CidrSet): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, '', 4);
+      const refused = addresses.find((a) => refusedAddressKind(a.address, allowed) !== undefined);
+      if (refused) return callback(new EgressRefusedError(hostname, refused.address), '', 4);
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      const first = addresses[0]!;
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+/** A `lookup` for sockets that fails when a name resolves to a non-public address (see {@link guardedLookup}). */
+export const publicOnlyLookup: LookupFunction = guardedLookup();
 
 /** HTTP(S) agents whose connections go to public addresses only (keep-alive, like the SDKs' own). */
 export function publicOnlyAgents(): { httpAgent: http.Agent; httpsAgent: https.Agent } {

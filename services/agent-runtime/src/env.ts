@@ -3,10 +3,11 @@
  * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN), see `main.ts`;
  * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`.
  */
-import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envCidrList, envOptionalString, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { AgentRuntimeConfig } from './index.js';
 import type { AgentServerConfig } from './server.js';
+import { InvalidWebhookSecretError, webhookKey } from './runs/webhooks.js';
 
 export function loadAgentRuntimeConfig(env: Record<string, string | undefined> = process.env): AgentRuntimeConfig {
   return parseGrpcServerEnv(env);
@@ -34,10 +35,26 @@ const serveSchema = z.object({
   BERTH_TRACING_API_KEY: z.string().min(1).optional(),
   /** The tracing project (the deployment's name). */
   BERTH_TRACING_PROJECT: z.string().min(1).optional(),
+  /** The deployment's webhook signing secret (`whsec_…`); unset: runs naming a webhook are refused. */
+  BERTH_WEBHOOK_SECRET: envOptionalString.refine((secret) => secret === undefined || isWebhookSecret(secret), {
+    message: new InvalidWebhookSecretError().message,
+  }),
+  /** Non-public CIDRs webhook receivers may be at (`127.0.0.0/8,::1` for `berth dev`); others are refused. */
+  BERTH_WEBHOOK_PRIVATE_EGRESS: envCidrList,
 }).refine((e) => !e.BERTH_TRACING_ENDPOINT || (e.BERTH_TRACING_API_KEY && e.BERTH_TRACING_PROJECT), {
   path: ['BERTH_TRACING_ENDPOINT'],
   message: 'tracing needs BERTH_TRACING_API_KEY and BERTH_TRACING_PROJECT too',
 });
+
+function isWebhookSecret(secret: string): boolean {
+  try {
+    webhookKey(secret);
+    return true;
+  } catch (error) {
+    if (error instanceof InvalidWebhookSecretError) return false;
+    throw error;
+  }
+}
 
 export interface AgentServeConfig {
   server: AgentServerConfig;
@@ -62,6 +79,7 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       ...(e.BERTH_TRACING_ENDPOINT
         ? { tracing: { endpoint: e.BERTH_TRACING_ENDPOINT, apiKey: e.BERTH_TRACING_API_KEY!, project: e.BERTH_TRACING_PROJECT! } }
         : {}),
+      ...(e.BERTH_WEBHOOK_SECRET ? { webhooks: { secret: e.BERTH_WEBHOOK_SECRET, privateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } } : {}),
     },
     logLevel: e.LOG_LEVEL,
     exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',

@@ -152,6 +152,7 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
     },
   ],
   'get /threads/{thread_id}/runs/{run_id}/join': [() => call('get', `/threads/${f.thread}/runs/${f.run}/join`)],
+  'get /threads/{thread_id}/runs/{run_id}/webhooks': [() => call('get', `/threads/${f.thread}/runs/${f.run}/webhooks`)],
   'get /threads/{thread_id}/runs/{run_id}/stream': [() => call('get', `/threads/${f.thread}/runs/${f.run}/stream`)],
   'post /threads/{thread_id}/runs/{run_id}/cancel': [
     () => call('post', `/threads/${f.cancelThread}/runs/${f.cancel}/cancel`),

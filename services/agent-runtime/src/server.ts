@@ -23,6 +23,7 @@ import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
+import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
   graphDrawing,
@@ -40,6 +41,7 @@ import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { RunWorker } from './runs/worker.js';
+import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
@@ -50,6 +52,7 @@ import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { PostgresStore, StoreSweeper } from './storage/store.js';
 import { ThreadStore } from './storage/threads.js';
+import { WebhookStore } from './storage/webhooks.js';
 
 export interface AgentServerConfig {
   /** Path of the project's `langgraph.json`. */
@@ -101,6 +104,8 @@ export interface AgentServerConfig {
    * @default langgraph.json store.ttl.sweep_interval_minutes, else 1 minute
    */
   storeSweepIntervalMs?: number;
+  /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
+  webhooks?: WebhookConfig;
 }
 
 export interface RunningAgentServer {
@@ -194,6 +199,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
+  const webhookStore = new WebhookStore(pool);
+  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -234,10 +241,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,
     reserveLocal: () => worker?.reserve(),
     localResult: (runId) => worker?.localResult(runId),
+    ...(webhookTargets ? { checkWebhook: (url: string) => webhookTargets.check(url) } : {}),
   });
 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
+  // Deliveries have their own queue and workers: they never take a run's slot.
+  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log }, config.webhooks) : undefined;
+  await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
   worker =
@@ -260,6 +271,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             }),
             deleteCheckpoints: checkpointRows.delete,
             deleteCheckpointsAfter: checkpointRows.deleteAfter,
+            ...(webhooks ? { webhooks } : {}),
             log,
           },
           {
@@ -295,6 +307,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   storeRoutes(api, ctx);
   cronRoutes(api, ctx);
   if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
+  webhookRoutes(api, ctx, webhookStore);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
@@ -315,6 +328,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await cronScheduler.close();
       await worker?.close();
       await sweeper?.close();
+      // Deliveries under way finish (each within its timeout); queued ones wait for the next start.
+      await webhooks?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.
       await tracing?.close();
       // Runs still executing here are taken over elsewhere: save what they queued first.

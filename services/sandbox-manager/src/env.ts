@@ -3,31 +3,13 @@
  * BERTH_INTERNAL_TOKEN, BERTH_SANDBOX_PRIVATE_EGRESS, BERTH_PLATFORM_IMAGE, SANDBOX_*): the only place
  * it reads process.env. `start()` builds the driver from `sandboxes.driver`.
  */
-import { parseEnv, parseGrpcServerEnv } from '@berth/config';
-import { InvalidCidrError, parseCidr } from '@berth/egress';
+import { envCidrList, envList, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { SandboxManagerConfig } from './config.js';
 import type { DriverConfig } from './drivers/build-driver.js';
 
-export const envList = z
-  .string()
-  .optional()
-  .transform((text) => (text ?? '').split(',').map((item) => item.trim()).filter(Boolean));
-
-/** `10.0.0.0/8,192.168.1.5/32`: each a valid CIDR. */
-export const envCidrList = envList.refine(
-  (items) =>
-    items.every((item) => {
-      try {
-        parseCidr(item);
-        return true;
-      } catch (error) {
-        if (error instanceof InvalidCidrError) return false;
-        throw error;
-      }
-    }),
-  { message: 'a comma-separated list of CIDRs such as 10.0.0.0/8,127.0.0.1/32' },
-);
+// Re-exported: the CLI parses the same variables for `berth serve`.
+export { envCidrList, envList };
 
 const schema = z.object({
   DATABASE_URL: z.string().min(1),

@@ -120,6 +120,8 @@ export const RunCreate = z.strictObject({
   checkpoint_during: z.boolean().optional(),
   /** Accepted for compatibility: a resume always needs a pending interrupt here. */
   strict_resume: z.boolean().optional(),
+  /** An http(s) URL the run is POSTed to when it ends, signed (Standard Webhooks); see GET .../webhooks. */
+  webhook: z.string().min(1).max(2048).optional(),
 });
 
 export const Flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
@@ -184,6 +186,7 @@ export const RunKwargs = z.strictObject({
   temporary: z.boolean(),
   /** Request headers passed on to the graph's configurable (x-* and user-agent). */
   headers: z.record(z.string(), z.string()).optional(),
+  webhook: z.string().optional(),
 });
 export const Run = z
   .strictObject({

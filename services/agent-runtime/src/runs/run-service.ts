@@ -3,7 +3,7 @@
  * events, wait for it, cancel it. Execution happens in the worker role (see worker.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { ConflictError } from '@berth/errors';
+import { ConflictError, RequestValidationError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
@@ -34,6 +34,7 @@ export interface RunRequest {
   checkpoint_id?: string;
   checkpoint?: { checkpoint_id?: string } | null;
   durability?: 'sync' | 'async' | 'exit';
+  /** POSTed the run when it ends (see runs/webhooks.ts). */
   webhook?: string;
 }
 
@@ -59,6 +60,8 @@ export interface RunServiceDeps {
   reserveLocal?: () => LocalSlot | undefined;
   /** How a run this process is executing ended, once it has; undefined when it runs elsewhere. */
   localResult?: (runId: string) => Promise<RunResult | undefined> | undefined;
+  /** Checks a run's webhook URL (422 when refused); unset: this server sends no webhooks (422). */
+  checkWebhook?: (url: string) => Promise<void>;
 }
 
 /**
@@ -92,6 +95,7 @@ export class RunService {
     const { threads, runs, broker, dispatcher } = this.deps;
     const assistant = await this.deps.resolveAssistant(request.assistant_id);
     if (request.context) this.deps.checkContext(assistant.graph_id, request.context);
+    if (request.webhook !== undefined) await this.checkWebhook(request.webhook);
     const temporary = threadId === undefined;
     const thread_id = threadId ?? randomUUID();
     const run_id = options.run_id ?? randomUUID();
@@ -109,6 +113,7 @@ export class RunService {
       ...(request.interrupt_after ? { interrupt_after: request.interrupt_after } : {}),
       ...(request.checkpoint_id ?? request.checkpoint?.checkpoint_id ? { checkpoint_id: request.checkpoint_id ?? request.checkpoint!.checkpoint_id! } : {}),
       ...(request.durability ? { durability: request.durability } : {}),
+      ...(request.webhook !== undefined ? { webhook: request.webhook } : {}),
       on_completion: request.on_completion ?? 'delete',
       temporary,
       headers,
@@ -176,6 +181,15 @@ export class RunService {
     }
     if (!claimed && (delayMs > 0 || !this.deps.runLocally?.(run.run_id))) await dispatcher.dispatch(run.run_id, delayMs);
     return run;
+  }
+
+  /**
+   * 422 unless `url` may receive run webhooks here: an absolute http(s) URL whose host is not a
+   * refused address, on a server that has a signing secret (crons check theirs with it too).
+   */
+  async checkWebhook(url: string): Promise<void> {
+    if (this.deps.checkWebhook) return this.deps.checkWebhook(url);
+    throw new RequestValidationError([{ loc: ['body', 'webhook'], msg: 'this server sends no webhooks: it has no signing secret (BERTH_WEBHOOK_SECRET)', type: 'value_error' }]);
   }
 
   /** Events of a run for an SSE response. `from` decides what is replayed. */

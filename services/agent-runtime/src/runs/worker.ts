@@ -14,6 +14,7 @@ import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
 import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor.js';
 import { RunLease, RunLeaseLostError } from './lease.js';
+import type { RunEnd, WebhookDelivery } from './webhooks.js';
 
 export interface RunWorkerOptions {
   /**
@@ -78,6 +79,8 @@ export interface RunWorkerDeps {
   deleteCheckpoints(threadId: string): Promise<void>;
   /** Deletes the checkpoints written after a given one (a rolled-back run's). */
   deleteCheckpointsAfter(threadId: string, checkpointId: string | null): Promise<void>;
+  /** Sends the webhook of a run that names one; unset when this server has no signing secret. */
+  webhooks?: Pick<WebhookDelivery, 'send'>;
   log: Logger;
 }
 
@@ -301,7 +304,7 @@ export class RunWorker {
       clearTimeout(deadline);
       await stopControl();
     }
-    await this.finish(run, outcome, cancelled, timedOut !== undefined, report);
+    await this.finish(run, outcome, cancelled, timedOut !== undefined, report, claimedAt);
   }
 
   private async finish(
@@ -310,6 +313,7 @@ export class RunWorker {
     cancelled: RunCancelledError | undefined,
     timedOut: boolean,
     report: (result: RunResult) => void,
+    startedAt: number,
   ): Promise<void> {
     const { runs, broker, dispatcher } = this.deps;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
@@ -326,6 +330,7 @@ export class RunWorker {
       ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
       error: outcome?.error ?? null,
     });
+    const endedAt = new Date();
     if (!finished) {
       // Its lease expired while it ended (or was taken over): the new holder's outcome stands.
       this.deps.log.warn({ runId: run.run_id, status }, 'lease lost: the run ended here after another worker took it over; this outcome is discarded');
@@ -338,6 +343,12 @@ export class RunWorker {
       if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId);
     }
     else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);
+    // Last, once the thread's next run is on its way; a rolled-back run is gone and sends none.
+    if (run.kwargs.webhook && cancelled?.action !== 'rollback') {
+      const end: RunEnd = { status, startedAt: new Date(startedAt), endedAt, values: outcome?.values ?? null, error: outcome?.error ?? null };
+      if (this.deps.webhooks) await this.deps.webhooks.send(run, run.kwargs.webhook, end);
+      else this.deps.log.warn({ runId: run.run_id }, 'the run names a webhook but this server has no signing secret: it is not sent');
+    }
   }
 
   /**

@@ -27,6 +27,8 @@ export interface RunKwargs {
   temporary: boolean;
   /** Request headers passed on to the graph's configurable (x-* and user-agent). */
   headers?: Record<string, string>;
+  /** Where the run is POSTed when it ends. */
+  webhook?: string;
 }
 
 /** How a run ended (or where it is): its status and, once finished, its final values. */

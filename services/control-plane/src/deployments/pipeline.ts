@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { generateWebhookSecret } from '@berth/agent-runtime';
 import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
@@ -421,6 +422,7 @@ export class RevisionPipeline {
         DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
         BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
         BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
+        BERTH_WEBHOOK_SECRET: await this.webhookSecret(deployment.id),
         ...(await this.tracingEnv(deployment)),
       },
       resources: {
@@ -429,6 +431,15 @@ export class RevisionPipeline {
         ...(resourceSpec.memory_mb !== undefined ? { memoryMb: resourceSpec.memory_mb } : {}),
       },
     };
+  }
+
+  /** The deployment's webhook signing secret; one made before they existed gets its own now. */
+  private async webhookSecret(deploymentId: string): Promise<string> {
+    const { store, secretBox } = this.deps;
+    const sealed = await store.webhookSecret(deploymentId);
+    if (sealed) return secretBox.open(sealed);
+    await store.setWebhookSecret(deploymentId, secretBox.seal(generateWebhookSecret()), false);
+    return secretBox.open((await store.webhookSecret(deploymentId))!);
   }
 
   /**

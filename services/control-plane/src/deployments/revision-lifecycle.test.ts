@@ -45,6 +45,7 @@ async function deploymentWith(status: RevisionStatus): Promise<{ deploymentId: s
     { id: deploymentId, tenant_id: tenant, name: `d-${deploymentId.slice(0, 8)}`, source: 'internal_source', source_config: {}, deployment_type: 'dev', session_id: randomUUID() },
     { id: revisionId, status, source: 'internal_source', source_revision_config: {} },
     [],
+    Buffer.from('a sealed webhook secret'),
   );
   return { deploymentId, revisionId };
 }

@@ -5,6 +5,7 @@
  * the revision pipeline's jobs (pipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { generateWebhookSecret } from '@berth/agent-runtime';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, isUuid, tracingCredential } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
@@ -88,6 +89,8 @@ export class Deployments {
       { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: input.sessionId ?? randomUUID() },
       revision,
       this.seal(input.secrets),
+      // Shown to nobody yet: rotateWebhookSecret hands out the one that signs (once).
+      this.secretBox.seal(generateWebhookSecret()),
     );
     if (revision.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(row);
@@ -148,6 +151,19 @@ export class Deployments {
     const revision = await this.revision(tenantId, deploymentId, revisionId);
     if (revision.status === 'AWAITING_SOURCE') throw new ConflictError(`Revision ${revisionId} has no source to deploy yet`);
     return this.update({ tenantId, deploymentId, sourceRevisionConfig: revision.source_revision_config });
+  }
+
+  /**
+   * Gives the deployment a new webhook signing secret and answers it: the only time it is shown.
+   * Its agent servers read it when they start, so a deployed revision is deployed again (a new
+   * revision of the same source); one not deployed yet gets it when it is.
+   */
+  async rotateWebhookSecret(tenantId: string, deploymentId: string): Promise<{ secret: string; deployment: DeploymentView }> {
+    const deployment = await this.store.get(tenantId, deploymentId);
+    const secret = generateWebhookSecret();
+    await this.store.setWebhookSecret(deployment.id, this.secretBox.seal(secret), true);
+    const active = deployment.active_revision_id;
+    return { secret, deployment: active ? await this.redeploy(tenantId, deploymentId, active) : await this.get(tenantId, deploymentId) };
   }
 
   async logs(

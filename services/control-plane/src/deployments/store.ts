@@ -78,6 +78,7 @@ export class DeploymentStore {
     },
     revision: NewRevision,
     secrets: { name: string; sealed: Buffer }[],
+    webhookSecret: Buffer,
   ): Promise<DeploymentRow> {
     try {
       return await this.db.transaction().execute(async (tx) => {
@@ -90,6 +91,7 @@ export class DeploymentStore {
         if (secrets.length) {
           await tx.insertInto('deployment_secrets').values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed }))).execute();
         }
+        await tx.insertInto('deployment_webhook_secrets').values({ deployment_id: row.id, value_encrypted: webhookSecret }).execute();
         return row;
       });
     } catch (error) {
@@ -210,6 +212,21 @@ export class DeploymentStore {
   async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
     const rows = await this.db.selectFrom('deployment_secrets').select(['name', 'value_encrypted']).where('deployment_id', '=', deploymentId).execute();
     return rows.map((r) => ({ name: r.name, sealed: r.value_encrypted }));
+  }
+
+  /** The deployment's sealed webhook signing secret; undefined for one made before they existed. */
+  async webhookSecret(deploymentId: string): Promise<Buffer | undefined> {
+    const row = await this.db.selectFrom('deployment_webhook_secrets').select('value_encrypted').where('deployment_id', '=', deploymentId).executeTakeFirst();
+    return row?.value_encrypted;
+  }
+
+  /** Stores a deployment's sealed webhook signing secret: `replace` rotates, otherwise a secret already there stays. */
+  async setWebhookSecret(deploymentId: string, sealed: Buffer, replace: boolean): Promise<void> {
+    const insert = this.db.insertInto('deployment_webhook_secrets').values({ deployment_id: deploymentId, value_encrypted: sealed });
+    await (replace
+      ? insert.onConflict((oc) => oc.column('deployment_id').doUpdateSet({ value_encrypted: sealed, created_at: new Date() }))
+      : insert.onConflict((oc) => oc.column('deployment_id').doNothing())
+    ).execute();
   }
 
   async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<RevisionRow[]> {

@@ -56,6 +56,12 @@ export interface DeploymentSecretsTable {
   value_encrypted: Buffer;
 }
 
+export interface DeploymentWebhookSecretsTable {
+  deployment_id: string;
+  value_encrypted: Buffer;
+  created_at: Generated<Date>;
+}
+
 export interface SourceUploadsTable {
   id: string;
   deployment_id: string;
@@ -75,6 +81,7 @@ export interface DeploymentTables {
   revisions: RevisionsTable;
   revision_logs: RevisionLogsTable;
   deployment_secrets: DeploymentSecretsTable;
+  deployment_webhook_secrets: DeploymentWebhookSecretsTable;
   source_uploads: SourceUploadsTable;
   source_upload_chunks: SourceUploadChunksTable;
 }

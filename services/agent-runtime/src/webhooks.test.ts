@@ -1,0 +1,258 @@
+/**
+ * Run webhooks against a real receiver on 127.0.0.1 (allowed here as `berth dev` allows loopback):
+ * the POSTed body, its Standard Webhooks signature (checked by a verifier written from the spec),
+ * retries with backoff, the delivery records, and the refusal of private receivers.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@langchain/langgraph-sdk';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import type { RunningAgentServer } from './index.js';
+import { human, lastText, sleep, startTestServer, until } from './__tests__/fixtures.js';
+import { generateWebhookSecret } from './runs/webhooks.js';
+
+const secret = generateWebhookSecret();
+
+/** Standard Webhooks verification, from the spec: HMAC-SHA256 of `id.timestamp.body` with the secret's decoded bytes. */
+function verify(secretText: string, headers: http.IncomingHttpHeaders, body: string): boolean {
+  const id = headers['webhook-id'] as string;
+  const timestamp = headers['webhook-timestamp'] as string;
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
+  const key = Buffer.from(secretText.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest();
+  return (headers['webhook-signature'] as string).split(' ').some((entry) => {
+    const [version, signature] = entry.split(',');
+    const given = Buffer.from(signature ?? '', 'base64');
+    return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+interface Received {
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** What the receiver does with the next request to a path: answer a status, or hold it unanswered. */
+type Behaviour = number | 'hold';
+
+/** A webhook receiver: per path, a script of answers (the last repeats) and the requests it got. */
+class Receiver {
+  readonly received = new Map<string, Received[]>();
+  private readonly scripts = new Map<string, Behaviour[]>();
+  private readonly held: http.ServerResponse[] = [];
+  private readonly server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const path = new URL(req.url!, 'http://x').pathname;
+      const list = this.received.get(path) ?? [];
+      list.push({ url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() });
+      this.received.set(path, list);
+      const script = this.scripts.get(path) ?? [200];
+      const behaviour = script.length > 1 ? script.shift()! : script[0]!;
+      if (behaviour === 'hold') this.held.push(res);
+      else res.writeHead(behaviour).end();
+    });
+  });
+  url = '';
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  script(path: string, behaviours: Behaviour[]): string {
+    this.scripts.set(path, behaviours);
+    return `${this.url}${path}`;
+  }
+
+  requests(path: string): Received[] {
+    return this.received.get(path) ?? [];
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.held) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+let db: TestDatabase;
+let server: RunningAgentServer;
+let publicOnly: RunningAgentServer;
+let noSecret: RunningAgentServer;
+let client: Client;
+const receiver = new Receiver();
+const TIMEOUT_MS = 1000;
+const BACKOFF_MS = 150;
+
+beforeAll(async () => {
+  db = await createTestDatabase('agentwh');
+  await receiver.start();
+  server = await startTestServer(db.url, {
+    webhooks: { secret, privateEgress: ['127.0.0.0/8', '::1'], timeoutMs: TIMEOUT_MS, attempts: 4, backoffMs: BACKOFF_MS },
+  });
+  publicOnly = await startTestServer(db.url, { schema: 'agent_public', webhooks: { secret } });
+  noSecret = await startTestServer(db.url, { schema: 'agent_nosecret' });
+  client = new Client({ apiUrl: server.url });
+}, 90_000);
+afterAll(async () => {
+  await server?.close();
+  await publicOnly?.close();
+  await noSecret?.close();
+  await receiver.close();
+  await db?.drop();
+});
+
+interface Delivery {
+  state: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  url: string;
+  delivered_at: string | null;
+}
+
+async function deliveries(threadId: string, runId: string): Promise<Delivery[]> {
+  const res = await fetch(`${server.url}/threads/${threadId}/runs/${runId}/webhooks`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as Delivery[];
+}
+
+/** Waits until the run's webhook is no longer pending; returns its record. */
+async function settled(threadId: string, runId: string): Promise<Delivery> {
+  const list = await until(() => deliveries(threadId, runId), (l) => l.length === 1 && l[0]!.state !== 'pending', 20_000);
+  expect(list).toHaveLength(1);
+  return list[0]!;
+}
+
+describe('run webhooks', () => {
+  it('POSTs the finished run, signed, to the URL with its query string', async () => {
+    const url = `${receiver.script('/signed', [200])}?token=s3cr3t&team=a`;
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'echo', { input: human('hello'), webhook: url });
+    await client.runs.join(thread.thread_id, run.run_id);
+    const record = await settled(thread.thread_id, run.run_id);
+    expect(record).toMatchObject({ state: 'delivered', attempts: 1, last_status_code: 200, last_error: null, url });
+
+    const [request] = receiver.requests('/signed');
+    expect(request!.url).toBe('/signed?token=s3cr3t&team=a');
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(verify(secret, request!.headers, request!.body)).toBe(true);
+    // A signature made with another secret, or over another body, does not verify.
+    expect(verify(generateWebhookSecret(), request!.headers, request!.body)).toBe(false);
+    expect(verify(secret, request!.headers, request!.body.replace('hello', 'HELLO'))).toBe(false);
+
+    const body = JSON.parse(request!.body) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      run_id: run.run_id,
+      thread_id: thread.thread_id,
+      assistant_id: run.assistant_id,
+      status: 'success',
+      kwargs: expect.objectContaining({ webhook: url }),
+    });
+    expect(lastText(body.values)).toBe('echo: hello');
+    expect(body).not.toHaveProperty('error');
+    for (const field of ['created_at', 'run_started_at', 'run_ended_at', 'webhook_sent_at']) expect(Date.parse(body[field] as string)).not.toBeNaN();
+    expect(Date.parse(body.run_ended_at as string)).toBeGreaterThanOrEqual(Date.parse(body.run_started_at as string));
+  });
+
+  it('retries a receiver that fails (500, then no answer) with growing waits, and records each attempt', async () => {
+    const url = receiver.script('/flaky', [500, 'hold', 200]);
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'echo', { input: human('again'), webhook: url });
+    await client.runs.join(thread.thread_id, run.run_id);
+    const afterFirst = await until(() => deliveries(thread.thread_id, run.run_id), (l) => l[0]?.attempts === 1);
+    expect(afterFirst[0]).toMatchObject({ state: 'pending', attempts: 1, last_status_code: 500, last_error: 'the receiver answered 500' });
+    const record = await settled(thread.thread_id, run.run_id);
+    expect(record).toMatchObject({ state: 'delivered', attempts: 3, last_status_code: 200, last_error: null });
+
+    const requests = receiver.requests('/flaky');
+    expect(requests).toHaveLength(3);
+    // The same message each time (one webhook-id), signed anew with each attempt's timestamp.
+    expect(new Set(requests.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    for (const r of requests) expect(verify(secret, r.headers, r.body)).toBe(true);
+    // Exponential backoff: the wait after the timeout (second retry) is at least twice the first.
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(BACKOFF_MS - 20);
+    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(TIMEOUT_MS + 2 * BACKOFF_MS - 20);
+  }, 30_000);
+
+  it('stops after its attempts on 5xx, and does not retry a 4xx', async () => {
+    const down = receiver.script('/down', [503]);
+    const rejects = receiver.script('/rejects', [410]);
+    const thread = await client.threads.create();
+    const first = await client.runs.create(thread.thread_id, 'echo', { input: human('a'), webhook: down });
+    const second = await client.runs.create(thread.thread_id, 'echo', { input: human('b'), webhook: rejects, multitaskStrategy: 'enqueue' });
+    expect(await settled(thread.thread_id, first.run_id)).toMatchObject({ state: 'failed', attempts: 4, last_status_code: 503, last_error: 'the receiver answered 503', delivered_at: null });
+    expect(receiver.requests('/down')).toHaveLength(4);
+    expect(await settled(thread.thread_id, second.run_id)).toMatchObject({ state: 'failed', attempts: 1, last_status_code: 410 });
+    await sleep(4 * BACKOFF_MS);
+    expect(receiver.requests('/rejects')).toHaveLength(1);
+  }, 30_000);
+
+  it("never fails a run or holds up its thread's next run", async () => {
+    const hanging = receiver.script('/hanging', ['hold']);
+    const thread = await client.threads.create();
+    const first = await client.runs.create(thread.thread_id, 'echo', { input: human('one'), webhook: hanging });
+    const next = await client.runs.create(thread.thread_id, 'echo', { input: human('two'), multitaskStrategy: 'enqueue' });
+    await client.runs.join(thread.thread_id, next.run_id);
+    // Both runs ended while the receiver still holds the first delivery unanswered.
+    expect((await client.runs.get(thread.thread_id, first.run_id)).status).toBe('success');
+    expect((await client.runs.get(thread.thread_id, next.run_id)).status).toBe('success');
+    const record = (await deliveries(thread.thread_id, first.run_id))[0]!;
+    expect(record.state).toBe('pending');
+    expect(record.attempts).toBe(0);
+
+    // A receiver nobody listens at: the run still succeeds; its delivery fails on its own.
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const run = await client.runs.create(thread.thread_id, 'echo', { input: human('three'), webhook: `http://127.0.0.1:${port}/gone` });
+    await client.runs.join(thread.thread_id, run.run_id);
+    expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+    const failed = await settled(thread.thread_id, run.run_id);
+    expect(failed).toMatchObject({ state: 'failed', attempts: 4, last_status_code: null });
+    expect(failed.last_error).toMatch(/ECONNREFUSED/);
+  }, 30_000);
+
+  it('sends the webhook of a cancelled run, with its status', async () => {
+    const url = receiver.script('/cancelled', [200]);
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 }, webhook: url });
+    await until(() => client.runs.get(thread.thread_id, run.run_id), (r) => r.status === 'running');
+    await client.runs.cancel(thread.thread_id, run.run_id, true);
+    await settled(thread.thread_id, run.run_id);
+    expect(JSON.parse(receiver.requests('/cancelled')[0]!.body)).toMatchObject({ run_id: run.run_id, status: 'interrupted' });
+  }, 30_000);
+});
+
+describe('webhook URLs', () => {
+  async function refusal(base: string, webhook: string): Promise<{ status: number; msg: string }> {
+    const res = await fetch(`${base}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ assistant_id: 'echo', input: human('x'), webhook }) });
+    const body = (await res.json()) as { detail: { loc: string[]; msg: string }[] };
+    if (res.status === 422) expect(body.detail[0]!.loc).toEqual(['body', 'webhook']);
+    return { status: res.status, msg: body.detail?.[0]?.msg ?? '' };
+  }
+
+  it('refuses loopback and private receivers unless the operator allows them (422)', async () => {
+    for (const url of [`${receiver.url}/x`, 'http://localhost:9/x', 'http://[::1]:9/x', 'http://10.1.2.3/x', 'http://192.168.0.10/x']) {
+      const { status, msg } = await refusal(publicOnly.url, url);
+      expect(status).toBe(422);
+      expect(msg).toMatch(/not a public address.*BERTH_WEBHOOK_PRIVATE_EGRESS/);
+    }
+    // Loopback allowed does not open the cloud metadata endpoint or other private ranges.
+    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x']) expect((await refusal(server.url, url)).status).toBe(422);
+  });
+
+  it('refuses relative paths, other schemes, and a server without a signing secret (422)', async () => {
+    expect(await refusal(server.url, '/my-route')).toMatchObject({ status: 422, msg: expect.stringMatching(/custom routes/) });
+    expect(await refusal(server.url, 'ftp://example.com/x')).toMatchObject({ status: 422, msg: expect.stringMatching(/http\(s\)/) });
+    expect(await refusal(server.url, 'not a url')).toMatchObject({ status: 422 });
+    expect(await refusal(noSecret.url, `${receiver.url}/x`)).toMatchObject({ status: 422, msg: expect.stringMatching(/no signing secret/) });
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * A deployment's run-webhook signing secret: made with the deployment, sealed at rest, handed to
+ * its agent servers (here: the Secret of the kubernetes deployer, on the in-repo fake Kubernetes
+ * API), and replaced by a rotation that shows the new one once and deploys it.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { FakeKube } from '@berth/fake-kube';
+import { silentLogger } from '@berth/log';
+import { SecretBox } from '@berth/secret-box';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { start, type RunningControlPlane } from '../index.js';
+import { testControlPlaneConfig } from '../__tests__/test-config.js';
+
+const tenant = randomUUID();
+const secretKey = SecretBox.generateKey();
+let db: TestDatabase;
+let work: string;
+let fake: FakeKube;
+let plane: RunningControlPlane;
+
+beforeAll(async () => {
+  db = await createTestDatabase('cp_webhook_secret');
+  work = await mkdtemp(join(tmpdir(), 'berth-webhook-secret-'));
+  fake = await FakeKube.start({ namespaces: ['berth'], rollouts: { delayMs: 20 } });
+  plane = await start(testControlPlaneConfig(db.url, join(work, 'artifacts'), { secretKey, deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' } }), silentLogger());
+}, 60_000);
+
+afterAll(async () => {
+  await plane?.close();
+  await fake?.close();
+  await db?.drop();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** The env a revision's agent servers get: the deployment's Secret once that revision wrote it (its credential is the revision's own). */
+async function agentEnv(revisionId: string): Promise<Record<string, string>> {
+  const credential = new SecretBox(secretKey).deploymentCredential(revisionId);
+  return until(
+    `the Secret of revision ${revisionId}`,
+    () => {
+      const secret = fake.store.list('secrets', 'berth')[0] as { data: Record<string, string> } | undefined;
+      const env = Object.fromEntries(Object.entries(secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      return env.BERTH_DEPLOYMENT_CREDENTIAL === credential ? env : undefined;
+    },
+    30_000,
+  );
+}
+
+async function sealedAtRest(deploymentId: string): Promise<Buffer> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ value_encrypted: Buffer }>('SELECT value_encrypted FROM control_plane.deployment_webhook_secrets WHERE deployment_id = $1', [deploymentId]);
+    return rows[0]!.value_encrypted;
+  } finally {
+    await client.end();
+  }
+}
+
+it('makes a secret with the deployment, sealed at rest, and rotates it: the new one shown once, deployed, the old one gone', async () => {
+  const deployments = plane.deployments!;
+  const created = await deployments.create({ tenantId: tenant, name: 'hooks', source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets: [] });
+  // Never part of a deployment's answer.
+  expect(JSON.stringify(created)).not.toMatch(/whsec_/);
+  const first = (await agentEnv(created.latest_revision_id!)).BERTH_WEBHOOK_SECRET!;
+  expect(first).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+  const sealed = await sealedAtRest(created.id);
+  expect(sealed.toString('latin1')).not.toContain(first);
+  expect(new SecretBox(secretKey).open(sealed)).toBe(first);
+
+  await until('the first revision to serve', async () => ((await deployments.get(tenant, created.id)).active_revision_id ? true : undefined), 30_000);
+  const rotated = await deployments.rotateWebhookSecret(tenant, created.id);
+  expect(rotated.secret).toMatch(/^whsec_/);
+  expect(rotated.secret).not.toBe(first);
+  // Deployed again, as a new revision whose agent servers sign with the new secret.
+  expect(rotated.deployment.latest_revision_id).not.toBe(created.latest_revision_id);
+  expect((await agentEnv(rotated.deployment.latest_revision_id!)).BERTH_WEBHOOK_SECRET).toBe(rotated.secret);
+  expect(new SecretBox(secretKey).open(await sealedAtRest(created.id))).toBe(rotated.secret);
+  expect(JSON.stringify(await deployments.get(tenant, created.id))).not.toMatch(/whsec_/);
+}, 90_000);
