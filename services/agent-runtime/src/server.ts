@@ -295,7 +295,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const mcp = project.http?.disable_mcp !== true;
   systemRoutes(api, {
     version: AGENT_SERVER_VERSION,
-    features: { crons: true, mcp },
+    features: { crons: true, store: true, webhooks: config.webhooks !== undefined, mcp },
     langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,
     checkDb: async () => {
       await pool.query('SELECT 1');

@@ -255,4 +255,17 @@ describe('webhook URLs', () => {
     expect(await refusal(server.url, 'not a url')).toMatchObject({ status: 422 });
     expect(await refusal(noSecret.url, `${receiver.url}/x`)).toMatchObject({ status: 422, msg: expect.stringMatching(/no signing secret/) });
   });
+
+  it('checks a cron’s webhook when the cron is made or changed, and /info says whether webhooks are on', async () => {
+    const cron = (base: string, body: object, path = '/runs/crons', method = 'POST') =>
+      fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const refused = await cron(publicOnly.url, { assistant_id: 'echo', schedule: '0 * * * *', webhook: 'http://10.1.2.3/x' });
+    expect(refused.status).toBe(422);
+    expect(((await refused.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['body', 'webhook']);
+    const made = (await (await cron(server.url, { assistant_id: 'echo', schedule: '0 * * * *', webhook: `${receiver.url}/cron` })).json()) as { cron_id: string };
+    expect((await cron(server.url, { webhook: 'ftp://example.com/x' }, `/runs/crons/${made.cron_id}`, 'PATCH')).status).toBe(422);
+    const flags = async (base: string) => ((await (await fetch(`${base}/info`)).json()) as { flags: Record<string, boolean> }).flags;
+    expect(await flags(server.url)).toMatchObject({ webhooks: true, store: true, crons: true });
+    expect(await flags(noSecret.url)).toMatchObject({ webhooks: false });
+  });
 });

@@ -166,6 +166,8 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   async function create(threadId: string | undefined, body: z.output<typeof CronCreate>, auth: RequestAuth) {
     const assistant = await ctx.resolveAssistant(body.assistant_id);
     if (body.context) checkContext(ctx, assistant.graph_id, body.context, ['body', 'context']);
+    // Checked now, not at the first tick: a refused webhook would fail every tick's run.
+    if (body.webhook !== undefined) await ctx.runService.checkWebhook(body.webhook);
     const payload = payloadOf(body);
     const request = {
       cron_id: randomUUID(),
@@ -275,6 +277,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       response: Cron,
       errors: [404],
       handler: async ({ params, body, auth }) => {
+        if (body.webhook !== undefined) await ctx.runService.checkWebhook(body.webhook);
         const payload = payloadOf(body);
         const request = { cron_id: params.cron_id, schedule: body.schedule, payload, metadata: body.metadata as JsonObject | undefined };
         const { filter, value } = await ctx.authz.authorize(auth, 'crons:update', request);

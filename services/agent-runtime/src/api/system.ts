@@ -9,6 +9,9 @@ import { Flag } from './schemas.js';
 /** What this server serves, as `/info` reports it (the LangGraph SDKs and Studio read these flags). */
 export interface ServerFeatures {
   crons: boolean;
+  store: boolean;
+  /** Runs may name a `webhook` (the server has a signing secret). */
+  webhooks: boolean;
   /** `POST /mcp`; off with `http.disable_mcp`. */
   mcp: boolean;
 }
@@ -41,6 +44,8 @@ export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; lan
         flags: z.strictObject({
           assistants: z.boolean(),
           crons: z.boolean(),
+          store: z.boolean(),
+          webhooks: z.boolean(),
           mcp: z.boolean(),
           langsmith: z.boolean(),
           langsmith_tracing_replicas: z.boolean(),
