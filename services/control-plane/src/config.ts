@@ -60,6 +60,12 @@ export interface DeploymentsConfig {
    * revision deploys. Unset: agent servers do not trace.
    */
   tracingEndpoint?: TracingEndpoint;
+  /**
+   * Private ranges (CIDRs) that run webhooks of deployed agent servers may reach
+   * (`BERTH_WEBHOOK_PRIVATE_EGRESS`, passed on to them as it is).
+   * @default none: only public addresses receive webhooks
+   */
+  webhookPrivateEgress?: string[];
   /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
   pipeline?: RevisionPipelineOptions;
   /**

@@ -3,7 +3,7 @@
  * AUTH_FLOW_TTL_SECONDS, BERTH_SECRET_KEY, BERTH_ARTIFACTS_DIR, BERTH_DEPLOYER, ...): the only place
  * it reads process.env.
  */
-import { parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envCidrList, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { ControlPlaneConfig } from './config.js';
 
@@ -26,6 +26,8 @@ const schema = z.object({
   AGENT_DATABASE_URL: z.string().min(1).optional(),
   /** The gateway's URL as agent servers reach it (e.g. its Service): where they send their traces. Unset: no tracing. */
   BERTH_TRACING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** Private CIDRs deployed agent servers may send run webhooks to. */
+  BERTH_WEBHOOK_PRIVATE_EGRESS: envCidrList,
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
   HOME: z.string().default('/tmp'),
 });
@@ -48,6 +50,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             processEnv: { PATH: e.PATH, HOME: e.HOME },
             agentLogLevel: grpc.logLevel,
             ...(e.BERTH_TRACING_ENDPOINT ? { tracingEndpoint: e.BERTH_TRACING_ENDPOINT } : {}),
+            ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
           },
         }

@@ -121,7 +121,10 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     databases,
     // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
     // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
-    agentEnv: { LOG_LEVEL: settings.agentLogLevel ?? 'info' },
+    agentEnv: {
+      LOG_LEVEL: settings.agentLogLevel ?? 'info',
+      ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
+    },
     ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
   }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();

@@ -27,7 +27,7 @@ beforeAll(async () => {
   db = await createTestDatabase('cp_webhook_secret');
   work = await mkdtemp(join(tmpdir(), 'berth-webhook-secret-'));
   fake = await FakeKube.start({ namespaces: ['berth'], rollouts: { delayMs: 20 } });
-  plane = await start(testControlPlaneConfig(db.url, join(work, 'artifacts'), { secretKey, deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' } }), silentLogger());
+  plane = await start(testControlPlaneConfig(db.url, join(work, 'artifacts'), { secretKey, deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' }, webhookPrivateEgress: ['10.20.0.0/16', 'fd00::/8'] }), silentLogger());
 }, 60_000);
 
 afterAll(async () => {
@@ -69,6 +69,8 @@ it('makes a secret with the deployment, sealed at rest, and rotates it: the new 
   expect(JSON.stringify(created)).not.toMatch(/whsec_/);
   const first = (await agentEnv(created.latest_revision_id!)).BERTH_WEBHOOK_SECRET!;
   expect(first).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+  // The operator's private ranges for webhook receivers reach the agent servers.
+  expect((await agentEnv(created.latest_revision_id!)).BERTH_WEBHOOK_PRIVATE_EGRESS).toBe('10.20.0.0/16,fd00::/8');
   const sealed = await sealedAtRest(created.id);
   expect(sealed.toString('latin1')).not.toContain(first);
   expect(new SecretBox(secretKey).open(sealed)).toBe(first);
