@@ -179,6 +179,11 @@ export const UploadOut = z.object({
   revision_id: z.string().nullable().describe('The revision whose build this upload started, if one waited for it'),
 });
 
+export const WebhookSecretOut = z.object({
+  secret: z.string().describe('The signing secret (whsec_…, Standard Webhooks); shown only in this answer'),
+  created_at: z.string().describe('When this secret was made'),
+});
+
 // Ids are plain strings here: a malformed id is a 404 like an unknown one (see routes/deployments.ts).
 export const DeploymentPath = z.strictObject({ deployment_id: z.string() });
 export const RevisionPath = z.strictObject({ deployment_id: z.string(), revision_id: z.string() });

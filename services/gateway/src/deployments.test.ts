@@ -7,9 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { PassThrough } from 'node:stream';
 import { listen, type RunningServer } from '@berth/http';
 import { RevisionStatus } from '@berth/proto';
-import { silentLogger } from '@berth/log';
+import { createLogger, silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
 import { tarGz, tarGzOfSize } from './__tests__/tarballs.js';
@@ -25,6 +26,8 @@ let gateway: RunningGateway;
 let tenantA: string;
 let keyA: string;
 let keyB: string;
+/** Everything the gateway logged (at debug), to check no secret is in it. */
+let logged = '';
 
 type Json = Record<string, any>;
 
@@ -60,10 +63,9 @@ async function create(name: string, extra: Json = {}, key = keyA) {
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_deploy');
   fake = await new FakeDeploymentService().start();
-  gateway = await start(
-    testGatewayConfig(testDb.url, fake.address),
-    silentLogger(),
-  );
+  const logs = new PassThrough();
+  logs.on('data', (chunk: Buffer) => (logged += chunk.toString('utf8')));
+  gateway = await start(testGatewayConfig(testDb.url, fake.address), createLogger({ name: 'gateway', level: 'debug', destination: logs }));
   const a = await gateway.store.createTenant({ name: 'a' });
   const b = await gateway.store.createTenant({ name: 'b' });
   tenantA = a.id;
@@ -442,6 +444,36 @@ describe('POST /v2/deployments/{id}/upload', () => {
   });
 });
 
+describe('POST /v2/deployments/{id}/webhook-secret', () => {
+  it('answers a new whsec_ secret each time, 404 for another tenant or an unknown id, 422 for any field; never logs it', async () => {
+    const d = await create('hooked');
+    const first = await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST' });
+    expect(first).toEqual({ status: 201, body: { secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/), created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) } });
+    expect(first.body.secret).toBe(fake.webhookSecrets.get(d.id));
+    expect(fake.callsOf('rotateWebhookSecret').at(-1)).toMatchObject({ tenantId: tenantA, deploymentId: d.id });
+    const second = await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', json: {} });
+    expect(second.status).toBe(201);
+    expect(second.body.secret).toMatch(/^whsec_/);
+    expect(second.body.secret).not.toBe(first.body.secret);
+    // It is in no other answer about the deployment.
+    expect(JSON.stringify((await call(`/v2/deployments/${d.id}`)).body)).not.toContain('whsec_');
+
+    const calls = fake.callsOf('rotateWebhookSecret').length;
+    expect(await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', key: keyB })).toEqual({ status: 404, body: { detail: `Deployment ID ${d.id} not found.` } });
+    const unknown = randomUUID();
+    expect(await call(`/v2/deployments/${unknown}/webhook-secret`, { method: 'POST' })).toEqual({ status: 404, body: { detail: `Deployment ID ${unknown} not found.` } });
+    expect((await call('/v2/deployments/not-an-id/webhook-secret', { method: 'POST' })).status).toBe(404);
+    expect(await invalid(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', json: { secret: 'whsec_mine' } })).toEqual([['body', 'secret']]);
+    // The 422 rotated nothing.
+    expect(fake.callsOf('rotateWebhookSecret').length).toBe(calls + 2);
+
+    expect(logged).toContain('webhook-secret');
+    expect(logged).not.toContain(first.body.secret);
+    expect(logged).not.toContain(second.body.secret);
+    expect(logged).not.toContain('whsec_');
+  });
+});
+
 describe('OpenAPI', () => {
   it('documents every deployment endpoint, the upload as a binary body', async () => {
     const doc = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as Json;
@@ -455,7 +487,9 @@ describe('OpenAPI', () => {
       '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
       '/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy',
       '/v2/deployments/{deployment_id}/upload',
+      '/v2/deployments/{deployment_id}/webhook-secret',
     ]);
+    expect(paths['/v2/deployments/{deployment_id}/webhook-secret'].post.responses['201']).toBeDefined();
     expect(Object.keys(paths['/v2/deployments'])).toEqual(['post', 'get']);
     expect(Object.keys(paths['/v2/deployments/{deployment_id}']).sort()).toEqual(['delete', 'get', 'patch']);
     expect(paths['/v2/deployments/{deployment_id}/upload'].post.requestBody.content['application/gzip']).toEqual({

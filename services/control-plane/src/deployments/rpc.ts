@@ -143,5 +143,9 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
       };
     },
     getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),
+    rotateWebhookSecret: async (r) => {
+      const { secret, createdAt } = await deployments.rotateWebhookSecret(r.tenantId, r.deploymentId);
+      return { secret, createdAt: timestampFromDate(createdAt) };
+    },
   };
 }

@@ -158,12 +158,13 @@ export class Deployments {
    * Its agent servers read it when they start, so a deployed revision is deployed again (a new
    * revision of the same source); one not deployed yet gets it when it is.
    */
-  async rotateWebhookSecret(tenantId: string, deploymentId: string): Promise<{ secret: string; deployment: DeploymentView }> {
+  async rotateWebhookSecret(tenantId: string, deploymentId: string): Promise<{ secret: string; createdAt: Date; deployment: DeploymentView }> {
     const deployment = await this.store.get(tenantId, deploymentId);
     const secret = generateWebhookSecret();
-    await this.store.setWebhookSecret(deployment.id, this.secretBox.seal(secret), true);
+    // A replacing write always answers its row's time.
+    const createdAt = (await this.store.setWebhookSecret(deployment.id, this.secretBox.seal(secret), true))!;
     const active = deployment.active_revision_id;
-    return { secret, deployment: active ? await this.redeploy(tenantId, deploymentId, active) : await this.get(tenantId, deploymentId) };
+    return { secret, createdAt, deployment: active ? await this.redeploy(tenantId, deploymentId, active) : await this.get(tenantId, deploymentId) };
   }
 
   async logs(

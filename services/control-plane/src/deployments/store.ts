@@ -220,13 +220,19 @@ export class DeploymentStore {
     return row?.value_encrypted;
   }
 
-  /** Stores a deployment's sealed webhook signing secret: `replace` rotates, otherwise a secret already there stays. */
-  async setWebhookSecret(deploymentId: string, sealed: Buffer, replace: boolean): Promise<void> {
+  /**
+   * Stores a deployment's sealed webhook signing secret: `replace` rotates, otherwise a secret
+   * already there stays. Answers when the stored one was made (undefined when one stayed).
+   */
+  async setWebhookSecret(deploymentId: string, sealed: Buffer, replace: boolean): Promise<Date | undefined> {
     const insert = this.db.insertInto('deployment_webhook_secrets').values({ deployment_id: deploymentId, value_encrypted: sealed });
-    await (replace
+    const row = await (replace
       ? insert.onConflict((oc) => oc.column('deployment_id').doUpdateSet({ value_encrypted: sealed, created_at: new Date() }))
       : insert.onConflict((oc) => oc.column('deployment_id').doNothing())
-    ).execute();
+    )
+      .returning('created_at')
+      .executeTakeFirst();
+    return row?.created_at;
   }
 
   async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<RevisionRow[]> {

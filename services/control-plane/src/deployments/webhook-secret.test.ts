@@ -9,8 +9,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { NotFoundError } from '@berth/errors';
 import { FakeKube } from '@berth/fake-kube';
 import { silentLogger } from '@berth/log';
+import { DeploymentService, timestampDate } from '@berth/proto';
+import { createRpcClient } from '@berth/rpc';
 import { SecretBox } from '@berth/secret-box';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { start, type RunningControlPlane } from '../index.js';
@@ -85,3 +88,22 @@ it('makes a secret with the deployment, sealed at rest, and rotates it: the new 
   expect(new SecretBox(secretKey).open(await sealedAtRest(created.id))).toBe(rotated.secret);
   expect(JSON.stringify(await deployments.get(tenant, created.id))).not.toMatch(/whsec_/);
 }, 90_000);
+
+it('rotates over gRPC: the secret and when it was made, NOT_FOUND for another tenant or an unknown id', async () => {
+  const deployments = plane.deployments!;
+  const created = await deployments.create({ tenantId: tenant, name: 'hooks-rpc', source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets: [] });
+  const client = createRpcClient(DeploymentService, plane.address);
+  try {
+    const before = Date.now();
+    const answer = await client.rotateWebhookSecret({ tenantId: tenant, deploymentId: created.id });
+    expect(answer.secret).toMatch(/^whsec_/);
+    expect(timestampDate(answer.createdAt!).getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(new SecretBox(secretKey).open(await sealedAtRest(created.id))).toBe(answer.secret);
+    await expect(client.rotateWebhookSecret({ tenantId: randomUUID(), deploymentId: created.id })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.rotateWebhookSecret({ tenantId: tenant, deploymentId: randomUUID() })).rejects.toBeInstanceOf(NotFoundError);
+    // Still the one the first call made.
+    expect(new SecretBox(secretKey).open(await sealedAtRest(created.id))).toBe(answer.secret);
+  } finally {
+    client.close();
+  }
+}, 60_000);

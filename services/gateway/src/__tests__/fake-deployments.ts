@@ -4,7 +4,7 @@
  * request recorded, upload chunks kept, and routing (`ResolveDeployment`) set by the test.
  * Statuses are kept as REST spells them (the enum value names) and sent as the enums.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
 import { DeploymentService, DeploymentStatus, Health, RevisionStatus, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
@@ -53,6 +53,8 @@ export class FakeDeploymentService {
   readonly deployments = new Map<string, DeploymentInit>();
   readonly revisions = new Map<string, RevisionInit>();
   readonly secrets = new Map<string, Map<string, string>>();
+  /** The webhook signing secret each deployment's last rotation made. */
+  readonly webhookSecrets = new Map<string, string>();
   readonly logs: FakeLog[] = [];
   readonly uploads = new Map<string, FakeUpload>();
   /** Every call: method name and request (as received). */
@@ -274,6 +276,13 @@ export class FakeDeploymentService {
         const deployment = this.deployments.get(req.deploymentId);
         if (!deployment) throw new NotFoundError(`Deployment ID ${req.deploymentId} not found.`);
         return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false, status: wire(DeploymentStatus, deployment.status), statusMessage: deployment.statusMessage };
+      },
+      rotateWebhookSecret: async (req: { tenantId: string; deploymentId: string }) => {
+        record('rotateWebhookSecret', req);
+        this.deployment(req.tenantId, req.deploymentId);
+        const secret = `whsec_${randomBytes(32).toString('base64')}`;
+        this.webhookSecrets.set(req.deploymentId, secret);
+        return { secret, createdAt: timestampFromDate(new Date()) };
       },
       getDeploymentsHealth: async () => {
         record('getDeploymentsHealth', {});

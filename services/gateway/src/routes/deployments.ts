@@ -33,9 +33,11 @@ import {
   revisionStatuses,
   UNKNOWN_STATUS,
   UpdateDeploymentBody,
+  WebhookSecretOut,
 } from '../deployment-schemas.js';
 import { isUuid } from '@berth/ids';
 import { publicOrigin } from './auth-flows.js';
+import { EmptyBody } from './sandboxes/schemas.js';
 
 export interface DeploymentRouteDeps {
   controlPlane: ControlPlaneClients;
@@ -306,6 +308,26 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
       response: LogsOut,
       errors: [404, 503],
       handler: async ({ params, query, auth }) => logs(deps, auth, deploymentIdOf(params.deployment_id), '', query),
+    })
+    .route({
+      method: 'post',
+      path: '/v2/deployments/{deployment_id}/webhook-secret',
+      summary: 'Rotate the run-webhook signing secret',
+      description:
+        'Makes a new secret with which the deployment\'s agent servers sign run webhooks (`whsec_…`, Standard ' +
+        'Webhooks) and answers it: this is the only place it is ever shown, so keep it. The serving revision is ' +
+        'deployed again (a new revision of the same source), whose agent servers sign with the new secret; until it is ' +
+        'DEPLOYED the old one still signs. A deployment with no serving revision yet gets it at its first deploy.',
+      tags,
+      params: DeploymentPath,
+      body: EmptyBody,
+      status: 201,
+      response: WebhookSecretOut,
+      errors: [404, 503],
+      handler: async ({ params, auth }) => {
+        const answer = await rpc().rotateWebhookSecret({ tenantId: auth.tenantId, deploymentId: deploymentIdOf(params.deployment_id) });
+        return { secret: answer.secret, created_at: iso(answer.createdAt) };
+      },
     });
 }
 
