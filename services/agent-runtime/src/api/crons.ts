@@ -19,7 +19,7 @@ import type { Cron as CronRow, CronChanges } from '../storage/crons.js';
 import type { JsonObject } from '../storage/sql.js';
 import { checkContext } from './assistants.js';
 import type { ServerContext } from './context.js';
-import { AssistantRef, JsonObject as JsonObjectSchema, Page, RunCreate, Selected, SortOrder, ThreadPath, Timestamp } from './schemas.js';
+import { AssistantRef, JsonObject as JsonObjectSchema, Page, RunCreate, Selected, SortOrder, ThreadPath, Timestamp, iso } from './schemas.js';
 
 const problem = (check: (value: string) => string | undefined) => (value: string, ctx: z.core.$RefinementCtx<string>) => {
   const message = check(value);
@@ -112,8 +112,6 @@ export const Cron = z
     enabled: z.boolean(),
   })
   .meta({ id: 'Cron' });
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 function cronJson(c: CronRow) {
   return {

@@ -282,7 +282,12 @@ export const RunOutput = UserData;
 /** A list answer whose items may carry only the fields `select` names. */
 export const Selected = <T extends z.ZodObject>(item: T) => z.array(item.partial());
 
-export const iso = (d: Date) => d.toISOString();
+/** A timestamp as the API writes it (null stays null). */
+export function iso(d: Date): string;
+export function iso(d: Date | null): string | null;
+export function iso(d: Date | null): string | null {
+  return d?.toISOString() ?? null;
+}
 
 export function assistantVersionJson(a: AssistantVersionRow) {
   return {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import type { WebhookRecord, WebhookStore } from '../storage/webhooks.js';
 import type { ServerContext } from './context.js';
-import { RunPath } from './schemas.js';
+import { RunPath, iso } from './schemas.js';
 
 const Timestamp = z.iso.datetime({ offset: true });
 
@@ -39,9 +39,9 @@ function deliveryJson(w: WebhookRecord): z.input<typeof WebhookDelivery> {
     attempts: w.attempts,
     last_status_code: w.last_status_code,
     last_error: w.last_error,
-    created_at: w.created_at.toISOString(),
-    updated_at: w.updated_at.toISOString(),
-    delivered_at: w.delivered_at?.toISOString() ?? null,
+    created_at: iso(w.created_at),
+    updated_at: iso(w.updated_at),
+    delivered_at: iso(w.delivered_at),
   };
 }
 
