@@ -51,7 +51,9 @@ async function probe(state: typeof State.State) {
   await attempt('platform database', () => query(other({ db: target.platformDb }), 'SELECT 1'));
   await attempt('victim database', () => query(other({ db: target.victimDb }), 'SELECT 1'));
   await attempt('superuser', () => query(other({ user: target.superuser, db: target.platformDb }), 'SELECT 1'));
-  await attempt('env', () => Object.keys(process.env).filter((k) => /SECRET|TOKEN|KEY|PASSWORD/.test(k) && k !== 'BERTH_DEPLOYMENT_CREDENTIAL').join(','));
+  // The deployment's own credential and webhook signing secret are its owner's, not the platform's.
+  const ownSecrets = new Set(['BERTH_DEPLOYMENT_CREDENTIAL', 'BERTH_WEBHOOK_SECRET']);
+  await attempt('env', () => Object.keys(process.env).filter((k) => /SECRET|TOKEN|KEY|PASSWORD/.test(k) && !ownSecrets.has(k)).join(','));
   await attempt('secret key', () => readFileSync(target.secretKey, 'utf8'));
   await attempt('platform logs', () => readdirSync(target.logs));
   await attempt('state folder', () => readdirSync(target.stateDir));
