@@ -42,5 +42,6 @@ export {
   loadGraphs,
   loadProjectConfig,
   loadProjectEnv,
+  registerSdkLogger,
 } from './project/index.js';
 export type { LoadedGraph, ProjectConfig } from './project/index.js';

@@ -31,6 +31,7 @@ import {
   loadGraphs,
   loadProjectConfig,
   loadProjectEnv,
+  registerSdkLogger,
   systemAssistantId,
   type LoadedGraph,
 } from './project/index.js';
@@ -132,6 +133,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
     for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
   }
+  registerSdkLogger(log);
   const graphs = await loadGraphs(project);
   // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
   const storeIndex = await loadStoreIndex(project);

@@ -22,6 +22,7 @@ export {
   type RunnableGraph,
 } from './graphs.js';
 export { ensureTypeScriptLoader, importSourceFile } from './import-module.js';
+export { registerSdkLogger } from './sdk-logger.js';
 export { captureContextDeclarations } from './context-schema.js';
 export {
   contextValidator,

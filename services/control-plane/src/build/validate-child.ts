@@ -13,10 +13,11 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createLogger } from '@berth/log';
 
 type ProjectLoader = Pick<
   typeof import('@berth/agent-runtime'),
-  'ensureTypeScriptLoader' | 'graphSchemas' | 'loadGraphs' | 'loadProjectConfig' | 'loadProjectEnv'
+  'ensureTypeScriptLoader' | 'graphSchemas' | 'loadGraphs' | 'loadProjectConfig' | 'loadProjectEnv' | 'registerSdkLogger'
 >;
 
 /**
@@ -31,7 +32,10 @@ async function importProjectLoader(): Promise<ProjectLoader> {
   return import('@berth/agent-runtime');
 }
 
-const { ensureTypeScriptLoader, graphSchemas, loadGraphs, loadProjectConfig, loadProjectEnv } = await importProjectLoader();
+const { ensureTypeScriptLoader, graphSchemas, loadGraphs, loadProjectConfig, loadProjectEnv, registerSdkLogger } =
+  await importProjectLoader();
+// Graph modules may call the SDK's getLogger() as they load; what they log goes to the build log.
+registerSdkLogger(createLogger({ name: 'build-validate', destination: process.stderr }));
 // Registered now, while dependencies install, with the tsconfig `loadGraphs` will name (the
 // project's, beside langgraph.json, which is this process's folder).
 await ensureTypeScriptLoader(existsSync('tsconfig.json') ? resolve('tsconfig.json') : false);
