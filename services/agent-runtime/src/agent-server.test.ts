@@ -116,6 +116,8 @@ describe('runs', () => {
     expect((await client.threads.get(t.thread_id)).status).toBe('idle');
   });
 
+  // No multitask_strategy given: `enqueue` is the default, as the interface text (B5) says. The
+  // LangGraph JS server defaults to `reject` and would refuse the second and third runs.
   it('runs three enqueued runs of a busy thread one at a time, in order', async () => {
     const t = await client.threads.create();
     const runs = [];
@@ -127,6 +129,7 @@ describe('runs', () => {
     ]);
   });
 
+  // 409 Conflict, as the Python server answers; the LangGraph JS server answers 422.
   it('refuses a run on a busy thread with multitask_strategy reject (409)', async () => {
     const t = await client.threads.create();
     const first = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 1500 } });
