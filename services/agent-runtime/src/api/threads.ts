@@ -71,9 +71,9 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         const thread = await ctx.threads.create({ ...request, metadata: metadataOf(value, 'threads:create') }, filter);
         if (!body.supersteps?.length) return threadJson(thread);
         // The thread's first checkpoints, e.g. another thread's history replayed (needs metadata.graph_id).
-        await ctx.authz.authorize(auth, 'threads:update', { thread_id: thread.thread_id });
-        await ctx.state.bulkUpdate(thread.thread_id, body.supersteps, filter);
-        return threadJson(await ctx.threads.get(thread.thread_id, filter));
+        const update = await ctx.authz.authorize(auth, 'threads:update', { thread_id: thread.thread_id });
+        await ctx.state.bulkUpdate(thread.thread_id, body.supersteps, update.filter);
+        return threadJson(await ctx.threads.get(thread.thread_id, update.filter));
       },
     })
     .route({
