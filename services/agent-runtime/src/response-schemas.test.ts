@@ -96,6 +96,8 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'post /assistants/{assistant_id}/latest': [() => call('post', `/assistants/${f.assistant}/latest`, { version: 1 })],
   'post /assistants/{assistant_id}/versions': [() => call('post', `/assistants/${f.assistant}/versions`, {})],
   'get /assistants/{assistant_id}/schemas': [() => call('get', '/assistants/echo/schemas'), () => call('get', '/assistants/builder/schemas')],
+  'get /assistants/{assistant_id}/subgraphs': [() => call('get', '/assistants/subgraph/subgraphs?recurse=true')],
+  'get /assistants/{assistant_id}/subgraphs/{namespace}': [() => call('get', '/assistants/subgraph/subgraphs/child')],
   'get /assistants/{assistant_id}/graph': [() => call('get', '/assistants/echo/graph'), () => call('get', '/assistants/subgraph/graph?xray=true')],
 
   'post /threads': [() => call('post', '/threads', { metadata: { a: 1 } })],

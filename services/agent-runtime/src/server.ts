@@ -27,6 +27,7 @@ import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
   graphDrawing,
+  graphSubgraphs,
   graphSchemas,
   loadGraphs,
   loadProjectConfig,
@@ -223,9 +224,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
     schemas: async (graphId) => graphSchemas(graph(graphId)),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
+    subgraphs: async (assistant, namespace, recurse) =>
+      graphSubgraphs(graph(assistant.graph_id), { ...(namespace ? { namespace } : {}), recurse, config: assistant.config }),
     deleteCheckpoints: checkpointRows.delete,
     copyCheckpoints: checkpointRows.copy,
-    state: new ThreadStateService(threads, graph, checkpointer),
+    state: new ThreadStateService(threads, graph, checkpointer, runs, assistants),
     authz,
     log,
     runService: undefined as unknown as RunService,

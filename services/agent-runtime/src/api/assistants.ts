@@ -26,9 +26,12 @@ import {
   GraphDrawing,
   GraphSchemas,
   Selected,
+  Subgraphs,
   assistantJson,
   assistantVersionJson,
 } from './schemas.js';
+
+const SubgraphsQuery = z.strictObject({ recurse: z.enum(['true', 'false']).optional() });
 
 export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   const tags = ['assistants'];
@@ -185,6 +188,28 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
         const assistant = await readable(auth, params.assistant_id);
         return ctx.schemas(assistant.graph_id);
       },
+    })
+    .route({
+      method: 'get',
+      path: '/assistants/{assistant_id}/subgraphs',
+      summary: "JSON Schemas of the subgraphs of the assistant's graph, by namespace",
+      tags,
+      params: AssistantPath,
+      query: SubgraphsQuery,
+      response: Subgraphs,
+      errors: [404],
+      handler: async ({ params, query, auth }) => ctx.subgraphs(await readable(auth, params.assistant_id), undefined, query.recurse === 'true'),
+    })
+    .route({
+      method: 'get',
+      path: '/assistants/{assistant_id}/subgraphs/{namespace}',
+      summary: 'JSON Schemas of the subgraphs under a namespace (`node` or `node|inner`)',
+      tags,
+      params: AssistantPath.extend({ namespace: z.string().min(1) }),
+      query: SubgraphsQuery,
+      response: Subgraphs,
+      errors: [404],
+      handler: async ({ params, query, auth }) => ctx.subgraphs(await readable(auth, params.assistant_id), params.namespace, query.recurse === 'true'),
     })
     .route({
       method: 'get',

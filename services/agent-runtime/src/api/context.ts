@@ -12,7 +12,7 @@ import type { CronScheduler } from '../runs/cron-scheduler.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
-import type { ContextProblem, GraphDrawing, GraphSchemas } from '../project/index.js';
+import type { ContextProblem, GraphDrawing, GraphSchemas, SubgraphSchemas } from '../project/index.js';
 
 export interface ServerContext {
   assistants: AssistantStore;
@@ -39,4 +39,6 @@ export interface ServerContext {
   deleteCheckpoints(threadId: string): Promise<void>;
   copyCheckpoints(fromThreadId: string, toThreadId: string): Promise<void>;
   drawing(assistant: Assistant, xray: boolean | number): Promise<GraphDrawing>;
+  /** The schemas of the assistant's graph's subgraphs under `namespace` (all below it with `recurse`). */
+  subgraphs(assistant: Assistant, namespace: string | undefined, recurse: boolean): Promise<Record<string, SubgraphSchemas>>;
 }

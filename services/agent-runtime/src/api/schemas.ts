@@ -69,10 +69,16 @@ export const AssistantVersions = z.strictObject({ metadata: JsonObject.optional(
 export const AssistantLatest = z.strictObject({ version: z.number().int().min(1) });
 
 export const ThreadStatus = z.enum(['idle', 'busy', 'interrupted', 'error']);
+/** A graph `Command`, as the client sends it (resume/update are user data; goto names nodes or sends). */
+const Command = z.strictObject({ resume: UserData.optional(), update: UserData.optional(), goto: UserData.optional() });
 export const ThreadCreate = z.strictObject({
   thread_id: z.uuid().optional(),
   metadata: JsonObject.optional(),
   if_exists: z.enum(['raise', 'do_nothing']).default('raise'),
+  /** State updates to apply to the new thread, one checkpoint per superstep (needs `metadata.graph_id`). */
+  supersteps: z
+    .array(z.strictObject({ updates: z.array(z.strictObject({ values: UserData.nullable().optional(), command: Command.nullable().optional(), as_node: z.string() })).min(1) }))
+    .optional(),
 });
 export const ThreadPatch = z.strictObject({ metadata: JsonObject.optional() });
 export const ThreadSearch = z.strictObject({
@@ -93,8 +99,6 @@ export const RunPath = z.strictObject({ thread_id: z.uuid(), run_id: z.uuid() })
 
 const StreamMode = z.enum(STREAM_MODES);
 const NodeList = z.union([z.literal('*'), z.array(z.string())]);
-/** A graph `Command`, as the client sends it (resume/update are user data; goto names nodes or sends). */
-const Command = z.strictObject({ resume: UserData.optional(), update: UserData.optional(), goto: UserData.optional() });
 
 export const RunCreate = z.strictObject({
   assistant_id: AssistantRef,
@@ -258,6 +262,11 @@ export const GraphSchemas = z.strictObject({
   config_schema: JsonSchemaDocument,
   context_schema: JsonSchemaDocument,
 });
+/** Subgraphs by namespace; each under the SDK's names and the LangGraph.js server's short ones. */
+export const Subgraphs = z.record(
+  z.string(),
+  GraphSchemas.extend({ state: JsonSchemaDocument, input: JsonSchemaDocument, output: JsonSchemaDocument, config: JsonSchemaDocument }),
+);
 
 const NodeId = z.union([z.string(), z.number()]);
 export const GraphDrawing = z.strictObject({

@@ -6,6 +6,7 @@
  * `threads:update`; delete → `threads:delete`. A thread outside the handler's filter is a 404.
  */
 import { randomUUID } from 'node:crypto';
+import { RequestValidationError } from '@berth/errors';
 import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
@@ -60,7 +61,19 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       handler: async ({ body, auth }) => {
         const request = { thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists };
         const { filter, value } = await ctx.authz.authorize(auth, 'threads:create', request);
-        return threadJson(await ctx.threads.create({ ...request, metadata: metadataOf(value, 'threads:create') }, filter));
+        if (body.supersteps?.length) {
+          const graphId = body.metadata?.graph_id;
+          if (typeof graphId !== 'string') {
+            throw new RequestValidationError([{ loc: ['body', 'metadata', 'graph_id'], msg: 'supersteps need the graph of the thread: set metadata.graph_id', type: 'missing' }]);
+          }
+          await ctx.state.checkSupersteps(ctx.graph(graphId).graphId, body.supersteps);
+        }
+        const thread = await ctx.threads.create({ ...request, metadata: metadataOf(value, 'threads:create') }, filter);
+        if (!body.supersteps?.length) return threadJson(thread);
+        // The thread's first checkpoints, e.g. another thread's history replayed (needs metadata.graph_id).
+        const update = await ctx.authz.authorize(auth, 'threads:update', { thread_id: thread.thread_id });
+        await ctx.state.bulkUpdate(thread.thread_id, body.supersteps, update.filter);
+        return threadJson(await ctx.threads.get(thread.thread_id, update.filter));
       },
     })
     .route({
@@ -171,15 +184,8 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       errors: [404, 409],
       handler: async ({ params, body, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'threads:update', { thread_id: params.thread_id });
-        return ctx.state.update(
-          params.thread_id,
-          {
-            values: body.values,
-            ...(body.as_node ? { as_node: body.as_node } : {}),
-            ...((body.checkpoint_id ?? body.checkpoint?.checkpoint_id) ? { checkpoint_id: (body.checkpoint_id ?? body.checkpoint?.checkpoint_id)! } : {}),
-          },
-          filter,
-        );
+        const checkpoint = { ...body.checkpoint, ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}) };
+        return ctx.state.update(params.thread_id, { values: body.values, ...(body.as_node ? { as_node: body.as_node } : {}), checkpoint }, filter);
       },
     })
     .route({
@@ -192,7 +198,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       response: ThreadState,
       errors: [404],
       handler: async ({ params, query, auth }) =>
-        ctx.state.state(params.thread_id, { checkpointId: params.checkpoint_id, subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
+        ctx.state.state(params.thread_id, { checkpoint: { checkpoint_id: params.checkpoint_id }, subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'post',
@@ -200,11 +206,12 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       summary: 'The state of a thread at a checkpoint',
       tags,
       params: ThreadPath,
-      body: z.strictObject({ checkpoint: CheckpointBody.extend({ checkpoint_id: z.string() }), subgraphs: z.boolean().optional() }),
+      // A root checkpoint by id, or a subgraph's state by namespace (its latest, or by id).
+      body: z.strictObject({ checkpoint: CheckpointBody, subgraphs: z.boolean().optional() }),
       response: ThreadState,
       errors: [404],
       handler: async ({ params, body, auth }) =>
-        ctx.state.state(params.thread_id, { checkpointId: body.checkpoint.checkpoint_id, subgraphs: body.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
+        ctx.state.state(params.thread_id, { checkpoint: body.checkpoint, subgraphs: body.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
     })
     .route({
       method: 'get',
@@ -230,7 +237,13 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       handler: async ({ params, body, auth }) => {
         const before = typeof body.before === 'string' ? body.before : body.before?.checkpoint_id;
         const filter = await readable(auth, params.thread_id);
-        return ctx.state.history(params.thread_id, { limit: body.limit, ...(before ? { before } : {}), ...(body.metadata ? { metadata: body.metadata } : {}), filter });
+        return ctx.state.history(params.thread_id, {
+          limit: body.limit,
+          ...(before ? { before } : {}),
+          ...(body.metadata ? { metadata: body.metadata } : {}),
+          ...(body.checkpoint ? { checkpoint: body.checkpoint } : {}),
+          filter,
+        });
       },
     });
 }

@@ -3,7 +3,7 @@
  * `Graph.toJSON()` of the compiled graph's `getGraphAsync({ xray })`.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
-import type { LoadedGraph } from './graphs.js';
+import { inspectionGraph, type LoadedGraph } from './graphs.js';
 
 /** A node of the drawing. `id` is the node name (`__start__`, `__end__`, node names). */
 export interface DrawingNode {
@@ -39,10 +39,7 @@ export async function graphDrawing(
   options: { xray?: boolean | number; config?: LangGraphRunnableConfig } = {},
 ): Promise<GraphDrawing> {
   const config = options.config ?? { configurable: {} };
-  const graph =
-    loaded.template && (options.config === undefined || loaded.kind !== 'factory')
-      ? loaded.template
-      : await loaded.getGraph(config, { checkpointer: null });
+  const graph = await inspectionGraph(loaded, options.config);
   const xray = options.xray === undefined || options.xray === false || options.xray === 0 ? undefined : options.xray;
   const drawable = await graph.getGraphAsync({ ...config, ...(xray !== undefined ? { xray } : {}) });
   return drawable.toJSON() as unknown as GraphDrawing;

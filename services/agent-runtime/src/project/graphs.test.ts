@@ -137,6 +137,8 @@ describe('loadGraphs', () => {
       ['subgraph', 'compiled'],
       ['builder', 'builder'],
       ['factory', 'factory'],
+      ['named_node_factory', 'factory'],
+      ['trip', 'compiled'],
     ]);
   });
 

@@ -149,6 +149,16 @@ class ProjectGraph implements LoadedGraph {
 }
 
 /**
+ * A compiled graph to inspect (schemas, drawing, subgraphs), without persistence: the template,
+ * or for a factory given a `config`, what the factory builds from it.
+ * @throws GraphLoadError when a factory has to be called and fails.
+ */
+export async function inspectionGraph(loaded: LoadedGraph, config?: LangGraphRunnableConfig): Promise<RunnableGraph> {
+  if (loaded.template && (config === undefined || loaded.kind !== 'factory')) return loaded.template;
+  return loaded.getGraph(config ?? { configurable: {} }, { checkpointer: null });
+}
+
+/**
  * Imports one graph module and classifies its export.
  * @throws GraphLoadError when the module cannot be imported, lacks the export, or the export
  *   is neither a compiled graph, a builder nor a function; a builder that fails to compile is

@@ -14,6 +14,7 @@ export {
 } from './config.js';
 export { loadProjectEnv, parseDotenv } from './env.js';
 export {
+  inspectionGraph,
   loadGraph,
   loadGraphs,
   type GetGraphOptions,
@@ -32,5 +33,6 @@ export {
   type GraphSchemas,
   type JsonSchema,
 } from './schemas.js';
+export { graphSubgraphs, type SubgraphSchemas } from './subgraphs.js';
 export { graphDrawing, type DrawingEdge, type DrawingNode, type GraphDrawing } from './drawing.js';
 export { GRAPH_ASSISTANT_NAMESPACE, systemAssistantId, uuidv5 } from './uuid.js';

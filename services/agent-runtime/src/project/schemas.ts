@@ -138,6 +138,11 @@ function cachedSchemasOf(graph: RunnableGraph, graphId: string): Derived {
   return derived;
 }
 
+/** The JSON Schemas of one compiled graph, e.g. a subgraph (cached; treat as read-only). */
+export function compiledGraphSchemas(graph: RunnableGraph, graphId: string): GraphSchemas {
+  return cachedSchemasOf(graph, graphId).schemas;
+}
+
 /**
  * The JSON Schemas of a graph (`null` where nothing is known), computed from its `template`
  * and cached (treat the result as read-only). A factory is called with `config` when one is

@@ -146,7 +146,9 @@ export class BerthPostgresSaver extends PostgresSaver {
     const { thread_id, checkpoint_ns = '', checkpoint_id } = config.configurable as Record<string, string | undefined>;
     const [blobs, serializedMetadata] = await Promise.all([
       this._dumpBlobs(thread_id!, checkpoint_ns, checkpoint.channel_values, newVersions),
-      this._dumpMetadata(metadata),
+      // The run's metadata (the executor puts it in the config) goes into every checkpoint it
+      // writes, as the LangGraph servers do: history can then be filtered by it.
+      this._dumpMetadata({ ...(config.metadata as CheckpointMetadata | undefined), ...metadata }),
     ]);
     await this.enqueue(thread_id!, (batch) => {
       for (const b of blobs) batch.blobs.add(JSON.stringify([b[0], b[1], b[2], b[3]]), [b[0], b[1], b[2], b[3], b[4], b[5] ? Buffer.from(b[5]) : null]);
