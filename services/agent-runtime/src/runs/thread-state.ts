@@ -61,7 +61,7 @@ function stateUpdateIssues(graph: StateGraph, values: unknown, asNode: string | 
 }
 
 /** A checkpoint as the LangGraph API shows it; null for a config naming none. */
-function checkpointOf(threadId: string, config: RunnableConfig | undefined) {
+export function checkpointOf(threadId: string, config: RunnableConfig | undefined) {
   const c = config?.configurable;
   if (!c?.checkpoint_id) return null;
   return {
@@ -77,7 +77,7 @@ function isSnapshot(state: Snapshot | RunnableConfig | undefined): state is Snap
 }
 
 /** The namespace (and checkpoint, when known) of a subgraph task whose state was not read. */
-function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
+export function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
   const c = config?.configurable;
   if (!c) return null;
   return {
