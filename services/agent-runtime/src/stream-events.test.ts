@@ -2,7 +2,8 @@
  * What a client reads off a run's event stream, as the LangGraph API sends it (issue 14): every
  * SSE event carries its `id` (the event's sequence number in the run, "0" the metadata event),
  * which a client sends back as Last-Event-ID to resume; debug `checkpoint` events name their
- * checkpoint and parent as the thread's history does. Also the 404 texts clients match on.
+ * checkpoint and parent as the thread's history does. Also the 404 texts clients match on, and
+ * the state of an interrupted subgraph as thread state nests it.
  * Through the official SDK, against an agent server in its own process on real Postgres.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -118,5 +119,17 @@ describe('404 texts', () => {
     await expect(client.runs.wait(live.thread_id, 'no-such-graph', { input: human('x') })).rejects.toThrow(/No assistant found for \\"no-such-graph\\"/);
     await expect(gather(live.thread_id, 'no-such-graph', { input: human('x') })).rejects.toThrow(/No assistant found for \\"no-such-graph\\"/);
     await expect(client.runs.wait(live.thread_id, assistant.assistant_id, { input: human('x') })).rejects.toThrow(`No assistant found for \\"${assistant.assistant_id}\\"`);
+  });
+});
+
+describe('thread state of a run interrupted inside a subgraph', () => {
+  it("nests the subgraph's state without `interrupts` (its tasks hold them), as the LangGraph API does", async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'nested_interrupt', { input: { step: 'start' } });
+    const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+    expect(state.interrupts).toEqual([{ id: expect.any(String), value: 'child asks' }]);
+    const nested = state.tasks[0]!.state as unknown as Record<string, unknown>;
+    expect(Object.keys(nested).sort()).toEqual(['checkpoint', 'created_at', 'metadata', 'next', 'parent_checkpoint', 'tasks', 'values']);
+    expect(nested).toMatchObject({ next: ['ask'], tasks: [{ name: 'ask', interrupts: [{ id: expect.any(String), value: 'child asks' }] }] });
   });
 });
