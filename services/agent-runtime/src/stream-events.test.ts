@@ -97,6 +97,10 @@ describe('debug checkpoint events', () => {
     const history = (await client.threads.getHistory(thread.thread_id)).reverse();
     const checkpoint = history.at(-1)!.checkpoint;
     expect(first.at(-1)!.checkpoint).toEqual(checkpoint);
+    // A subgraph task names the subgraph's checkpoint namespace, as thread state does.
+    const childTask = first.flatMap((p) => (p as unknown as { tasks: Record<string, unknown>[] }).tasks).find((t) => t.name === 'child');
+    expect(childTask).toMatchObject({ checkpoint: { thread_id: thread.thread_id, checkpoint_ns: expect.stringMatching(/^child:/) } });
+    expect(childTask).not.toHaveProperty('state');
 
     const resumed = checkpointPayloads(await gather(thread.thread_id, 'subgraph', { streamMode: 'debug', checkpoint }));
     // The continued run first shows the checkpoint it resumes from, then its new ones.
