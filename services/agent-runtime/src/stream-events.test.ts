@@ -131,7 +131,7 @@ describe('thread state of a run interrupted inside a subgraph', () => {
     const thread = await client.threads.create();
     await client.runs.wait(thread.thread_id, 'nested_interrupt', { input: { step: 'start' } });
     const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
-    expect(state.interrupts).toEqual([{ id: expect.any(String), value: 'child asks' }]);
+    expect((state as unknown as { interrupts: unknown }).interrupts).toEqual([{ id: expect.any(String), value: 'child asks' }]);
     const nested = state.tasks[0]!.state as unknown as Record<string, unknown>;
     expect(Object.keys(nested).sort()).toEqual(['checkpoint', 'created_at', 'metadata', 'next', 'parent_checkpoint', 'tasks', 'values']);
     expect(nested).toMatchObject({ next: ['ask'], tasks: [{ name: 'ask', interrupts: [{ id: expect.any(String), value: 'child asks' }] }] });
