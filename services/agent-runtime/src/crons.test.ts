@@ -139,7 +139,7 @@ describe('cron CRUD through the SDK', () => {
 
     expect((await call('POST', '/runs/crons', { assistant_id: 'no-such-graph', schedule: '* * * * *' })).status).toBe(404);
     const missingThread = await call('POST', `/threads/${crypto.randomUUID()}/runs/crons`, { assistant_id: 'echo', schedule: '* * * * *' });
-    expect(missingThread).toMatchObject({ status: 404, body: { detail: expect.stringMatching(/Thread .* not found/) } });
+    expect(missingThread).toMatchObject({ status: 404, body: { detail: expect.stringMatching(/Thread with ID .* not found/) } });
     expect((await call('PATCH', `/runs/crons/${crypto.randomUUID()}`, { enabled: false })).status).toBe(404);
     expect((await call('GET', '/runs/crons/not-a-uuid')).status).toBe(422);
   });

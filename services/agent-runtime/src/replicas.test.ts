@@ -54,7 +54,7 @@ it('answers 404 for a run of a deleted system assistant, and leaves no thread be
     body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'gone' }] } }),
   });
   expect(response.status).toBe(404);
-  expect(((await response.json()) as { detail: string }).detail).toMatch(/Assistant .* not found/);
+  expect(((await response.json()) as { detail: string }).detail).toMatch(/^No assistant found for "[0-9a-f-]{36}"/);
   // The threadless run's temporary thread is gone with it.
   expect(await threadCount()).toBe(before);
 });

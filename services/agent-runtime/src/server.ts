@@ -209,7 +209,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
   const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {
     if (graphs.has(ref)) return assistants.get(systemAssistantId(ref), filter);
-    if (!isUuid(ref)) throw new NotFoundError(`Assistant ${ref} not found`);
+    if (!isUuid(ref)) throw new NotFoundError('Assistant not found');
     return assistants.get(ref, filter);
   };
   const ctx: ServerContext = {

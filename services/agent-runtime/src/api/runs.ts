@@ -27,7 +27,8 @@ const RunPage = z.strictObject({
 /** What the SSE routes send, for the OpenAPI document. */
 const STREAM_EVENTS =
   'Server-sent events: `metadata` {run_id, attempt} first, then one event per chunk of the requested stream modes ' +
-  '(`values`, `updates`, `messages`, `custom`, …; `<mode>|<namespace>` for subgraphs with stream_subgraphs), `error` {error, message} when the run fails';
+  '(`values`, `updates`, `messages`, `custom`, …; `<mode>|<namespace>` for subgraphs with stream_subgraphs), `error` {error, message} when the run fails. ' +
+  'Each event has an `id` (its sequence number in the run, from "0"); send the last one seen as Last-Event-ID to resume';
 
 /** What a failed run records as its thread's `error`. */
 export interface RunError {
@@ -97,10 +98,11 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       abort.abort();
       if (cancelOnDisconnect && !res.writableFinished) void cancelLeftRun(ctx, run.run_id);
     });
-    const resumable = run.kwargs.stream_resumable;
     try {
+      // Every event carries its id (its sequence number in the run, "0" the metadata event), as the
+      // LangGraph API sends it: a client resumes after it with Last-Event-ID.
       for await (const event of ctx.runService.events(run.run_id, from, abort.signal)) {
-        sse.send({ event: event.event, data: event.data, ...(resumable ? { id: event.id } : {}) });
+        sse.send({ event: event.event, data: event.data, id: event.id });
       }
     } catch (error) {
       if (!abort.signal.aborted) sse.send({ event: 'error', data: { error: (error as Error).name, message: (error as Error).message } });

@@ -227,13 +227,14 @@ const ThreadTask = z.strictObject({
   checkpoint: TaskCheckpoint.nullable(),
   /** The subgraph's state, with subgraphs=true. */
   get state() {
-    return ThreadState.nullable();
+    return SubgraphState.nullable();
   },
   /** What the task wrote (user data). */
   result: UserData,
 });
 
-export const ThreadState = z
+/** A subgraph task's state: a ThreadState without `interrupts` (its tasks hold them), as the LangGraph API nests it. */
+const SubgraphState = z
   .strictObject({
     /** The state values: the graph's own shape. */
     values: UserData,
@@ -244,9 +245,10 @@ export const ThreadState = z
     metadata: JsonObject.nullable(),
     created_at: Timestamp.nullable(),
     parent_checkpoint: Checkpoint.nullable(),
-    interrupts: z.array(Interrupt),
   })
-  .meta({ id: 'ThreadState' });
+  .meta({ id: 'SubgraphState' });
+
+export const ThreadState = SubgraphState.extend({ interrupts: z.array(Interrupt) }).meta({ id: 'ThreadState' });
 
 /** The answer to POST /threads/{id}/state: the checkpoint the update wrote. */
 export const StateUpdateResult = z.strictObject({ checkpoint: Checkpoint.nullable() });

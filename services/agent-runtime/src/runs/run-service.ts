@@ -3,13 +3,13 @@
  * events, wait for it, cancel it. Execution happens in the worker role (see worker.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { ConflictError, RequestValidationError } from '@berth/errors';
+import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
-import type { MultitaskStrategy, Run, RunKwargs, RunResult, RunStatus, RunStore } from '../storage/runs.js';
+import { noAssistantFor, type MultitaskStrategy, type Run, type RunKwargs, type RunResult, type RunStatus, type RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import type { LocalSlot } from './worker.js';
@@ -93,7 +93,9 @@ export class RunService {
    */
   async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>, auth?: RequestAuth, options: { run_id?: string } = {}): Promise<Run> {
     const { threads, runs, broker, dispatcher } = this.deps;
-    const assistant = await this.deps.resolveAssistant(request.assistant_id);
+    const assistant = await this.deps.resolveAssistant(request.assistant_id).catch((error: unknown) => {
+      throw error instanceof NotFoundError ? new NotFoundError(noAssistantFor(request.assistant_id), { cause: error }) : error;
+    });
     if (request.context) this.deps.checkContext(assistant.graph_id, request.context);
     if (request.webhook !== undefined) await this.checkWebhook(request.webhook);
     const temporary = threadId === undefined;

@@ -65,7 +65,7 @@ function stateUpdateIssues(graph: StateGraph, values: unknown, asNode: string | 
 }
 
 /** A checkpoint as the LangGraph API shows it; null for a config naming none. */
-function checkpointOf(threadId: string, config: RunnableConfig | undefined) {
+export function checkpointOf(threadId: string, config: RunnableConfig | undefined) {
   const c = config?.configurable;
   if (!c?.checkpoint_id) return null;
   return {
@@ -81,7 +81,7 @@ function isSnapshot(state: Snapshot | RunnableConfig | undefined): state is Snap
 }
 
 /** The namespace (and checkpoint, when known) of a subgraph task whose state was not read. */
-function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
+export function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
   const c = config?.configurable;
   if (!c) return null;
   return {
@@ -92,8 +92,13 @@ function taskCheckpoint(threadId: string, config: RunnableConfig | undefined) {
   };
 }
 
-/** A StateSnapshot as the LangGraph API's ThreadState; a subgraph task's state nests one (with subgraphs=true). */
+/** A StateSnapshot as the LangGraph API's ThreadState. */
 function stateJson(threadId: string, s: Snapshot): ThreadStateJson {
+  return { ...subgraphStateJson(threadId, s), interrupts: toWire((s.tasks ?? []).flatMap((t) => t.interrupts ?? [])) as Interrupt[] };
+}
+
+/** A state without `interrupts` (its tasks hold them): a subgraph task's state (with subgraphs=true), as the LangGraph API nests it. */
+function subgraphStateJson(threadId: string, s: Snapshot): SubgraphStateJson {
   return {
     values: toWire(s.values) ?? {},
     next: s.next ?? [],
@@ -104,14 +109,13 @@ function stateJson(threadId: string, s: Snapshot): ThreadStateJson {
       error: t.error ? String(t.error) : null,
       interrupts: toWire(t.interrupts ?? []) as Interrupt[],
       checkpoint: isSnapshot(t.state) ? null : taskCheckpoint(threadId, t.state),
-      state: isSnapshot(t.state) ? stateJson(threadId, t.state) : null,
+      state: isSnapshot(t.state) ? subgraphStateJson(threadId, t.state) : null,
       result: toWire(t.result ?? null),
     })),
     checkpoint: checkpointOf(threadId, s.config),
     metadata: (toWire(s.metadata ?? null) as Record<string, unknown> | null) ?? null,
     created_at: s.createdAt ?? null,
     parent_checkpoint: checkpointOf(threadId, s.parentConfig),
-    interrupts: toWire((s.tasks ?? []).flatMap((t) => t.interrupts ?? [])) as Interrupt[],
   };
 }
 
@@ -119,7 +123,11 @@ type Interrupt = { id: string; value: unknown };
 type CheckpointJson = NonNullable<ReturnType<typeof checkpointOf>>;
 
 /** The JSON of a thread's state (GET /threads/{id}/state; its schema is ThreadState in api/schemas.ts). */
-export interface ThreadStateJson {
+export interface ThreadStateJson extends SubgraphStateJson {
+  interrupts: Interrupt[];
+}
+
+interface SubgraphStateJson {
   values: unknown;
   next: string[];
   tasks: {
@@ -129,14 +137,13 @@ export interface ThreadStateJson {
     error: string | null;
     interrupts: Interrupt[];
     checkpoint: ReturnType<typeof taskCheckpoint>;
-    state: ThreadStateJson | null;
+    state: SubgraphStateJson | null;
     result: unknown;
   }[];
   checkpoint: CheckpointJson | null;
   metadata: Record<string, unknown> | null;
   created_at: string | null;
   parent_checkpoint: CheckpointJson | null;
-  interrupts: Interrupt[];
 }
 
 const EMPTY: ThreadStateJson = { values: {}, next: [], tasks: [], checkpoint: null, metadata: null, created_at: null, parent_checkpoint: null, interrupts: [] };

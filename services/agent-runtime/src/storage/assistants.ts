@@ -99,7 +99,7 @@ export class AssistantStore {
   /** The assistant; NotFoundError when it does not exist or does not match `filter`. */
   async get(assistantId: string, filter?: MetadataFilter): Promise<Assistant> {
     const assistant = await this.find(assistantId, filter);
-    if (!assistant) throw new NotFoundError(`Assistant ${assistantId} not found`);
+    if (!assistant) throw new NotFoundError('Assistant not found');
     return assistant;
   }
 
@@ -190,7 +190,7 @@ export class AssistantStore {
     const params: unknown[] = [assistantId];
     const where = ['assistant_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rowCount } = await this.pool.query(`DELETE FROM assistants WHERE ${where}`, params);
-    if (!rowCount) throw new NotFoundError(`Assistant ${assistantId} not found`);
+    if (!rowCount) throw new NotFoundError('Assistant not found');
   }
 
   private filters(query: Omit<AssistantQuery, 'limit' | 'offset'>, params: unknown[]): string {
@@ -217,7 +217,7 @@ export class AssistantStore {
     const params: unknown[] = [assistantId];
     const where = ['assistant_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await client.query<Assistant>(`SELECT ${COLUMNS} FROM assistants WHERE ${where} FOR UPDATE`, params);
-    if (!rows[0]) throw new NotFoundError(`Assistant ${assistantId} not found`);
+    if (!rows[0]) throw new NotFoundError('Assistant not found');
     return rows[0];
   }
 

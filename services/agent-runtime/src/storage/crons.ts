@@ -70,7 +70,7 @@ export class CronStore {
        RETURNING ${COLUMNS}`,
       params,
     );
-    if (!rows[0]) throw new NotFoundError(`Thread ${cron.thread_id} not found`);
+    if (!rows[0]) throw new NotFoundError(`Thread with ID ${cron.thread_id} not found`);
     return rows[0];
   }
 

@@ -85,6 +85,11 @@ type AssistantRow = Omit<Assistant, 'created_at' | 'updated_at'> & { created_at:
 const assistantOf = (row: AssistantRow | null): Assistant | undefined =>
   row ? { ...row, created_at: new Date(row.created_at), updated_at: new Date(row.updated_at) } : undefined;
 
+/** What a run naming no existing assistant (nor graph) is told; worded as the LangGraph API words it. */
+export function noAssistantFor(ref: string): string {
+  return `No assistant found for "${ref}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`;
+}
+
 export class RunStore {
   constructor(private readonly pool: pg.Pool) {}
 
@@ -114,8 +119,8 @@ export class RunStore {
       ],
     );
     const { outcome, superseded, claimed, assistant, ...run } = rows[0]!;
-    if (outcome === 'not_found') throw new NotFoundError(`Thread ${input.thread_id} not found`);
-    if (outcome === 'assistant_not_found') throw new NotFoundError(`Assistant ${input.assistant_id} not found`);
+    if (outcome === 'not_found') throw new NotFoundError(`Thread with ID ${input.thread_id} not found`);
+    if (outcome === 'assistant_not_found') throw new NotFoundError(noAssistantFor(input.assistant_id));
     if (outcome === 'busy') {
       throw new ConflictError(`Thread ${input.thread_id} is busy with run ${superseded[0]!.run_id}; multitask_strategy is reject`);
     }

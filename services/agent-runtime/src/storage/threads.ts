@@ -69,7 +69,7 @@ export class ThreadStore {
   /** The thread; NotFoundError when it does not exist or does not match `filter`. */
   async get(threadId: string, filter?: MetadataFilter): Promise<Thread> {
     const thread = await this.find(threadId, filter);
-    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
+    if (!thread) throw new NotFoundError(`Thread with ID ${threadId} not found`);
     return thread;
   }
 
@@ -81,7 +81,7 @@ export class ThreadStore {
       `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE ${where} RETURNING ${COLUMNS}`,
       params,
     );
-    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
+    if (!rows[0]) throw new NotFoundError(`Thread with ID ${threadId} not found`);
     return rows[0];
   }
 
@@ -90,7 +90,7 @@ export class ThreadStore {
     const params: unknown[] = [threadId];
     const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rowCount } = await this.pool.query(`DELETE FROM threads WHERE ${where}`, params);
-    if (!rowCount) throw new NotFoundError(`Thread ${threadId} not found`);
+    if (!rowCount) throw new NotFoundError(`Thread with ID ${threadId} not found`);
   }
 
   /** A new thread with the same metadata and values (the caller copies checkpoints). */
@@ -103,7 +103,7 @@ export class ThreadStore {
        FROM threads WHERE ${where} RETURNING ${COLUMNS}`,
       params,
     );
-    if (!rows[0]) throw new NotFoundError(`Thread ${threadId} not found`);
+    if (!rows[0]) throw new NotFoundError(`Thread with ID ${threadId} not found`);
     return rows[0];
   }
 
