@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { CliError } from './client.js';
 import { loadCliEnv } from './env.js';
 import { choiceOption, integerOption } from './flags.js';
+import { SERVICE_TARGETS, type ServiceTarget } from './service-targets.js';
 
 export type { PlatformConfig, RunningPlatform } from './platform.js';
 
@@ -67,8 +68,11 @@ export function program(): Command {
     .action(async () => (await load.down()).down(env(), print));
   cli
     .command('serve')
-    .description('run the whole platform in the foreground (needs DATABASE_URL)')
-    .action(async () => (await load.serve()).serve(env()));
+    .description('run the whole platform, or one service of it (--service), in the foreground (needs DATABASE_URL)')
+    .addOption(
+      choiceOption('--service <name>', 'the one service to run, configured by its own environment (one Deployment each on Kubernetes)', SERVICE_TARGETS).default('all'),
+    )
+    .action(async (o: { service: ServiceTarget }) => (await load.serve()).serve(env(), o.service));
   connectionOptions(cli.command('status').description('show whether the platform runs and each readiness check (of another gateway with --url)'), {
     apiKey: false,
   }).action(async (o) => {
