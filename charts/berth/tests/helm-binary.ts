@@ -83,9 +83,12 @@ export interface HelmResult {
 /** Runs helm with `args`; never throws for a non-zero exit (tests look at the code and stderr). */
 export async function helm(args: string[]): Promise<HelmResult> {
   const binary = await helmBinary();
+  // helm keeps its caches and config under the test cache, never in the user's home.
+  const home = join(root, 'node_modules', '.cache', 'berth-helm', 'home');
+  const env = { PATH: process.env.PATH ?? '', HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') };
   return new Promise((resolve) => {
-    execFile(binary, args, { maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH ?? '', HOME: join(root, 'node_modules', '.cache', 'berth-helm', 'home'), HELM_CACHE_HOME: join(root, 'node_modules', '.cache', 'berth-helm', 'home', 'cache'), HELM_CONFIG_HOME: join(root, 'node_modules', '.cache', 'berth-helm', 'home', 'config'), HELM_DATA_HOME: join(root, 'node_modules', '.cache', 'berth-helm', 'home', 'data') } }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+    execFile(binary, args, { maxBuffer: 64 * 1024 * 1024, env }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
   });
