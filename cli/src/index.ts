@@ -23,6 +23,7 @@ const load = {
   serve: () => import('./commands/serve.js'),
   status: () => import('./commands/status.js'),
   keys: () => import('./commands/keys.js'),
+  keysBootstrap: () => import('./commands/keys-bootstrap.js'),
   tenants: () => import('./commands/tenants.js'),
   dev: () => import('./commands/dev.js'),
   login: () => import('./commands/login.js'),
@@ -123,6 +124,13 @@ export function program(): Command {
     .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
     .action(async (o) => {
       await (await load.keys()).keysList(env(), o, print);
+    });
+  keys
+    .command('bootstrap')
+    .description('mint an admin key of the system tenant in the platform database (needs DATABASE_URL; on Kubernetes: kubectl exec into the gateway)')
+    .option('--json', 'print {"tenant_id", "api_key"}')
+    .action(async (o: { json?: boolean }) => {
+      await (await load.keysBootstrap()).keysBootstrap(env(), o, print);
     });
   connectionOptions(keys.command('revoke').description('revoke an API key').argument('<key_id>'))
     .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
