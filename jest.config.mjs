@@ -20,7 +20,7 @@ for (const dir of workspaceDirs) {
 export default {
   rootDir: root,
   testEnvironment: 'node',
-  testMatch: ['<rootDir>/{libs,services,infra,cli,proto}/**/src/**/*.test.ts'],
+  testMatch: ['<rootDir>/{libs,services,infra,cli,proto}/**/src/**/*.test.ts', '<rootDir>/charts/*/tests/**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': [

@@ -48,6 +48,12 @@ const schema = z.object({
    */
   BERTH_SANDBOX_PRIVATE_EGRESS: envOptionalString,
   SANDBOX_INSECURE_REGISTRIES: envOptionalString,
+  /**
+   * `berth serve --service <grpc service>`: where its HTTP `/healthz` and `/readyz` listener binds
+   * (`0.0.0.0` in a pod, for the kubelet's probes).
+   */
+  BERTH_HEALTH_HOST: z.string().default('127.0.0.1'),
+  BERTH_HEALTH_PORT: envPort.default(8081),
 });
 
 export type CliEnv = z.output<typeof schema> & {

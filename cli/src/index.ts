@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { CliError } from './client.js';
 import { loadCliEnv } from './env.js';
 import { choiceOption, integerOption } from './flags.js';
+import { SERVICE_TARGETS, type ServiceTarget } from './service-targets.js';
 
 export type { PlatformConfig, RunningPlatform } from './platform.js';
 
@@ -22,6 +23,7 @@ const load = {
   serve: () => import('./commands/serve.js'),
   status: () => import('./commands/status.js'),
   keys: () => import('./commands/keys.js'),
+  keysBootstrap: () => import('./commands/keys-bootstrap.js'),
   tenants: () => import('./commands/tenants.js'),
   dev: () => import('./commands/dev.js'),
   login: () => import('./commands/login.js'),
@@ -67,8 +69,11 @@ export function program(): Command {
     .action(async () => (await load.down()).down(env(), print));
   cli
     .command('serve')
-    .description('run the whole platform in the foreground (needs DATABASE_URL)')
-    .action(async () => (await load.serve()).serve(env()));
+    .description('run the whole platform, or one service of it (--service), in the foreground (needs DATABASE_URL)')
+    .addOption(
+      choiceOption('--service <name>', 'the one service to run, configured by its own environment (one Deployment each on Kubernetes)', SERVICE_TARGETS).default('all'),
+    )
+    .action(async (o: { service: ServiceTarget }) => (await load.serve()).serve(env(), o.service));
   connectionOptions(cli.command('status').description('show whether the platform runs and each readiness check (of another gateway with --url)'), {
     apiKey: false,
   }).action(async (o) => {
@@ -119,6 +124,13 @@ export function program(): Command {
     .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')
     .action(async (o) => {
       await (await load.keys()).keysList(env(), o, print);
+    });
+  keys
+    .command('bootstrap')
+    .description('mint an admin key of the system tenant in the platform database (needs DATABASE_URL; on Kubernetes: kubectl exec into the gateway)')
+    .option('--json', 'print {"tenant_id", "api_key"}')
+    .action(async (o: { json?: boolean }) => {
+      await (await load.keysBootstrap()).keysBootstrap(env(), o, print);
     });
   connectionOptions(keys.command('revoke').description('revoke an API key').argument('<key_id>'))
     .option('--tenant <tenant_id>', 'tenant (default: the tenant of your key)')

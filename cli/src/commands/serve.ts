@@ -1,15 +1,17 @@
 /**
  * `berth serve`: run the whole platform in this process until SIGINT/SIGTERM. `berth up` starts
- * it detached; run it directly to keep the platform in the foreground.
+ * it detached; run it directly to keep the platform in the foreground. `--service <name>` runs one
+ * service instead (see serve-service.ts): the Helm chart's Deployments.
  */
 import { parseEnv } from '@berth/config';
-import { createLogger } from '@berth/log';
+import { createLogger, type Logger } from '@berth/log';
 import { envCidrList, envList } from '@berth/sandbox-manager';
 import { z } from 'zod';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
 import { startPlatform } from '../platform.js';
 import type { PlatformSandboxConfig } from '../sandbox-engine.js';
+import type { ServiceTarget } from '../service-targets.js';
 
 /**
  * What a platform started by `berth up` tells it over IPC: where it listens and the id its `/readyz`
@@ -19,7 +21,8 @@ export type ServeReport =
   | { ready: { url: string; port: number; instance_id: string; sandboxes: string } }
   | { failed: { message: string; code?: string } };
 
-export async function serve(env: CliEnv): Promise<void> {
+export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise<void> {
+  if (target !== 'all') return serveOne(env, target);
   if (!env.DATABASE_URL) throw new CliError('serve needs DATABASE_URL (berth up provides it)');
   const logger = createLogger({ name: 'berth', level: env.LOG_LEVEL });
   let platform;
@@ -44,7 +47,20 @@ export async function serve(env: CliEnv): Promise<void> {
   }
   logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes }, 'platform ready');
   await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes } });
-  await new Promise<void>((resolve) => {
+  await untilSignal(logger);
+  await platform.close();
+}
+
+/** One service (`--service`), configured by its own environment, until SIGINT/SIGTERM. */
+async function serveOne(env: CliEnv, target: Exclude<ServiceTarget, 'all'>): Promise<void> {
+  const { startService } = await import('./serve-service.js');
+  const service = await startService(target, env);
+  await untilSignal(createLogger({ name: target, level: env.LOG_LEVEL }));
+  await service.close();
+}
+
+function untilSignal(logger: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
         logger.info({ signal }, 'shutting down');
@@ -52,7 +68,6 @@ export async function serve(env: CliEnv): Promise<void> {
       });
     }
   });
-  await platform.close();
 }
 
 /** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off. */

@@ -8,14 +8,13 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { AuthStore, type AuthTables } from '@berth/auth';
-import { createDatabase } from '@berth/db';
 import { detectLocalIsolation } from '@berth/control-plane';
 import { migrateGateway } from '@berth/gateway';
 import { PostgresServer, isPortFree, sleep } from '@berth/local-stack';
 import { CliError } from '../client.js';
 import { childEnv, type CliEnv } from '../env.js';
 import { StateDir, isAlive, type Credentials, type PlatformState } from '../state.js';
+import { mintBootstrapKey } from './keys-bootstrap.js';
 import type { ServeReport } from './serve.js';
 
 export interface UpResult {
@@ -203,15 +202,9 @@ async function ensureCredentials(state: StateDir, url: string, databaseUrl: stri
     if (stored.gateway_url !== url) await state.writeCredentials({ ...stored, gateway_url: url });
     return { ...stored, gateway_url: url };
   }
-  const database = createDatabase<AuthTables>({ connectionString: databaseUrl, schema: 'gateway', max: 1 });
-  try {
-    const { tenant, key } = await new AuthStore(database.db).bootstrap();
-    const credentials = { gateway_url: url, tenant_id: tenant.id, api_key: key };
-    await state.writeCredentials(credentials);
-    return credentials;
-  } finally {
-    await database.close();
-  }
+  const credentials = { gateway_url: url, ...(await mintBootstrapKey(databaseUrl)) };
+  await state.writeCredentials(credentials);
+  return credentials;
 }
 
 async function keyWorks(url: string, credentials: Credentials): Promise<boolean> {

@@ -9,6 +9,8 @@ export { methodPath } from './codec.js';
 export { RpcCancelledError, RpcConfigurationError, RpcCredentialsRefusedError, RpcListenError } from './errors.js';
 export { HealthService, checkHealth } from './health.js';
 export type { CheckHealthOptions, HealthStatus, SettableHealthStatus } from './health.js';
+export { startHealthListener } from './health-http.js';
+export type { HealthCheck, HealthListenerOptions, RunningHealthListener } from './health-http.js';
 export { Pushable } from './pushable.js';
 export { createRpcServer } from './server.js';
 export type { ListenAddress, RpcServer, RpcServerOptions } from './server.js';

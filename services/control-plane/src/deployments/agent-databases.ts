@@ -59,10 +59,14 @@ export class AgentDatabases {
 
   /** Closes the platform's own database to every role not granted it explicitly (agents included). */
   async lockPlatformDatabase(): Promise<void> {
-    await this.admin(async (client) => {
-      const { rows } = await client.query<{ db: string }>('SELECT current_database() AS db');
-      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${quote(rows[0]!.db)} FROM PUBLIC`);
-    });
+    // Replicas starting together take turns: concurrent REVOKEs on one database can fail with
+    // "tuple concurrently updated".
+    await withAdvisoryLock(this.options.adminUrl, 'berth.lock-platform-database', () =>
+      this.admin(async (client) => {
+        const { rows } = await client.query<{ db: string }>('SELECT current_database() AS db');
+        await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${quote(rows[0]!.db)} FROM PUBLIC`);
+      }),
+    );
   }
 
   /**

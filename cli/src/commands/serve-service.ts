@@ -1,0 +1,82 @@
+/**
+ * `berth serve --service <name>`: one service of the platform in this process, configured by that
+ * service's own environment (its `env.ts`) — how the Helm chart runs each service as its own
+ * Deployment from the one platform image. The gateway answers `/healthz` and `/readyz` itself; a
+ * gRPC service gets the shared HTTP health listener beside its gRPC port (BERTH_HEALTH_HOST,
+ * BERTH_HEALTH_PORT), so every pod is probed the same way.
+ */
+import { createPool } from '@berth/db';
+import { createLogger, type Logger } from '@berth/log';
+import { startHealthListener } from '@berth/rpc';
+import type { CliEnv } from '../env.js';
+import type { ServiceTarget } from '../service-targets.js';
+
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+/** A gRPC service as started: where it listens, its health name, its Postgres, how to stop it. */
+interface StartedGrpcService extends Closable {
+  address: string;
+  healthName: string;
+  databaseUrl: string;
+}
+
+// Each starter loads only its own service's modules, and reads that service's settings the one
+// way the service defines (its loader reads the environment).
+const grpcStarters: Record<Exclude<ServiceTarget, 'all' | 'gateway'>, (logger: Logger) => Promise<StartedGrpcService>> = {
+  'control-plane': async (logger) => {
+    const { loadControlPlaneConfig, start, SERVICE_NAME } = await import('@berth/control-plane');
+    const config = loadControlPlaneConfig();
+    return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
+  },
+  'sandbox-manager': async (logger) => {
+    const { loadSandboxManagerConfig, start, SERVICE_NAME } = await import('@berth/sandbox-manager');
+    const config = loadSandboxManagerConfig();
+    return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
+  },
+  'export-worker': async (logger) => {
+    const { loadExportWorkerConfig, start, SERVICE_NAME } = await import('@berth/export-worker');
+    const config = loadExportWorkerConfig();
+    return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
+  },
+};
+
+/** Starts the one service; resolves with how to stop it once it serves (and answers probes). */
+export async function startService(target: Exclude<ServiceTarget, 'all'>, env: CliEnv): Promise<Closable> {
+  const logger = createLogger({ name: target, level: env.LOG_LEVEL });
+  if (target === 'gateway') {
+    const { loadGatewayConfig, start } = await import('@berth/gateway');
+    const gateway = await start(loadGatewayConfig(), logger);
+    logger.info({ url: gateway.url }, 'gateway ready');
+    return gateway;
+  }
+  const service = await grpcStarters[target](logger);
+  const pool = createPool({ connectionString: service.databaseUrl, schema: 'public', max: 1, applicationName: `berth-${target}-health`, log: logger });
+  try {
+    const health = await startHealthListener({
+      host: env.BERTH_HEALTH_HOST,
+      port: env.BERTH_HEALTH_PORT,
+      grpc: { address: service.address, service: service.healthName },
+      checks: {
+        postgres: async () => {
+          await pool.query('SELECT 1');
+        },
+      },
+      logger,
+    });
+    logger.info({ grpc: service.address, health: health.url }, `${target} ready`);
+    return {
+      close: async () => {
+        await health.close();
+        await service.close();
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await service.close();
+    await pool.end();
+    throw error;
+  }
+}
