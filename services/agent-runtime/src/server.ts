@@ -24,6 +24,7 @@ import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
+import { uiRoutes } from './api/ui.js';
 import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
@@ -37,6 +38,7 @@ import {
   type LoadedGraph,
 } from './project/index.js';
 import { loadStoreIndex } from './project/embeddings.js';
+import { bundleProjectUi } from './project/ui-bundle.js';
 import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
@@ -155,6 +157,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const customAuth = await loadCustomAuth(project);
   const authz = new Authorizer(customAuth);
   const httpApp = await loadHttpApp(project);
+  const uiBundles = await bundleProjectUi(project);
   const graph = (graphId: string): LoadedGraph => {
     const found = graphs.get(graphId);
     if (!found) throw new NotFoundError(`Graph ${graphId} not found in this project (have: ${[...graphs.keys()].join(', ')})`);
@@ -326,6 +329,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   cronRoutes(api, ctx);
   if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   webhookRoutes(api, ctx, webhookStore);
+  uiRoutes(api, ctx, uiBundles);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
