@@ -8,13 +8,8 @@ import { Client } from '@langchain/langgraph-sdk';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
-import { loadProjectConfig } from './project/config.js';
-import { ProjectConfigError } from './project/errors.js';
 import { UiBundleError } from './project/ui-bundle.js';
 import { startAgentServer } from './index.js';
 import { spawnAgentServer } from './__tests__/fixtures.js';
@@ -126,13 +121,5 @@ describe('a UI that does not build', () => {
     const start = () => startAgentServer({ configPath: fixture('langgraph.bad-ui.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger());
     await expect(start()).rejects.toThrow(UiBundleError);
     await expect(start()).rejects.toThrow(/ui "echo": cannot bundle .*broken\.tsx/);
-  });
-
-  it('refuses a ui entry whose file is missing', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'berth-ui-'));
-    writeFileSync(join(dir, 'graph.ts'), 'export const graph = 1;\n');
-    writeFileSync(join(dir, 'langgraph.json'), JSON.stringify({ graphs: { g: './graph.ts:graph' }, ui: { g: './missing.tsx' } }));
-    expect(() => loadProjectConfig(join(dir, 'langgraph.json'))).toThrow(ProjectConfigError);
-    expect(() => loadProjectConfig(join(dir, 'langgraph.json'))).toThrow(/ui\.g: file not found: \.\/missing\.tsx/);
   });
 });
