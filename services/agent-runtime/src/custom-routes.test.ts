@@ -8,10 +8,11 @@ import { Client } from '@langchain/langgraph-sdk';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { HttpAppLoadError } from './api/custom-routes.js';
-import { startAgentServer } from './index.js';
-import { spawnAgentServer } from './__tests__/fixtures.js';
+import { startAgentServer, type AgentServerConfig } from './index.js';
+import { spawnAgentServer, until } from './__tests__/fixtures.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../test-projects/http/${name}`, import.meta.url));
 let db: TestDatabase;
@@ -20,8 +21,8 @@ let url: string;
 let authUrl: string;
 let plainUrl: string;
 
-async function serve(config: string, schema: string): Promise<string> {
-  const { child, url } = await spawnAgentServer(db.url, { workers: 1, config: { configPath: fixture(config), schema } });
+async function serve(config: string, schema: string, more: Partial<AgentServerConfig> = {}): Promise<string> {
+  const { child, url } = await spawnAgentServer(db.url, { workers: 1, config: { configPath: fixture(config), schema, ...more } });
   children.push(child);
   return url;
 }
@@ -40,7 +41,7 @@ async function call(path: string, init: RequestInit & { base?: string } = {}) {
 
 beforeAll(async () => {
   db = await createTestDatabase('agent');
-  [url, authUrl, plainUrl] = await Promise.all([serve('langgraph.json', 'agent'), serve('langgraph.auth.json', 'agent_auth'), serve('langgraph.plain.json', 'agent_plain')]);
+  [url, authUrl, plainUrl] = await Promise.all([serve('langgraph.json', 'agent', { webhooks: { secret: `whsec_${randomBytes(32).toString('base64')}` } }), serve('langgraph.auth.json', 'agent_auth'), serve('langgraph.plain.json', 'agent_plain')]);
 }, 90_000);
 afterAll(async () => {
   for (const child of children) child.kill();
@@ -101,6 +102,17 @@ describe('a Hono http.app', () => {
     expect(chunks.join('')).toBe('tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n');
     expect(chunks.length).toBeGreaterThanOrEqual(3);
   });
+
+  it("delivers a run's relative webhook to the app's route", async () => {
+    const client = new Client({ apiUrl: url });
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'hook me' }] }, webhook: '/shop/hooks' });
+    const last = await until(
+      async () => (await call('/shop/hooks/last')).body as { id: string | null; body: { run_id: string; status: string } } | null,
+      (hook) => hook?.body.run_id === run.run_id,
+    );
+    expect(last).toMatchObject({ id: expect.any(String), body: { run_id: run.run_id, status: 'success' } });
+  }, 20_000);
 
   it('lets a route call this server with `new Client()` and no apiUrl', async () => {
     expect(await call('/shop/loopback')).toMatchObject({ status: 200, body: { reply: 'echo: via loopback' } });

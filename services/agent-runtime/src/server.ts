@@ -220,7 +220,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
   const webhookStore = new WebhookStore(pool);
-  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
+  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress, httpApp !== undefined) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -267,7 +267,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
   // Deliveries have their own queue and workers: they never take a run's slot.
-  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log }, config.webhooks) : undefined;
+  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) }, config.webhooks) : undefined;
   await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;

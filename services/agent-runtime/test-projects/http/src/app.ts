@@ -8,6 +8,7 @@
  * - `GET /shop/teapot` throws `HTTPException(418)`; `GET /shop/crash` throws an Error;
  * - `GET /shop/ticks` streams `tick 0`…`tick 4` lines 30 ms apart;
  * - `GET /shop/cookies` sets two cookies;
+ * - `POST /shop/hooks` keeps the body and `webhook-id` header it gets (a run's relative webhook), `GET /shop/hooks/last` answers them;
  * - `GET /shop/loopback` runs `echo` through `new Client()` (no apiUrl) → `{reply}`;
  * - its `notFound` is never used: unknown paths are the server's 404.
  */
@@ -15,6 +16,8 @@ import { Client } from '@langchain/langgraph-sdk';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { streamText } from 'hono/streaming';
+
+let lastHook: { id: string | null; body: unknown } | null = null;
 
 export const app = new Hono()
   .use(async (c, next) => {
@@ -44,6 +47,11 @@ export const app = new Hono()
     c.header('set-cookie', 'b=2; Path=/', { append: true });
     return c.text('two cookies');
   })
+  .post('/shop/hooks', async (c) => {
+    lastHook = { id: c.req.header('webhook-id') ?? null, body: await c.req.json() };
+    return c.json({ ok: true });
+  })
+  .get('/shop/hooks/last', (c) => c.json(lastHook))
   .get('/shop/loopback', async (c) => {
     const result = (await new Client().runs.wait(null, 'echo', { input: { messages: [{ role: 'user', content: 'via loopback' }] } })) as {
       messages: { content: string }[];
