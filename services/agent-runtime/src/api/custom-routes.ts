@@ -6,8 +6,9 @@
  * routed into a fresh instance of the user's own Hono class, followed by a catch-all route that
  * hands the request back to Berth. So the user's routes answer first (even on built-in paths), the
  * user's middleware wraps built-in routes too (headers it sets after `next()` reach their answers,
- * and it may answer in their place), and a path nobody
- * serves is Berth's 404 (the user's `notFound` is not used, as under the JS server). Any other
+ * and it may answer in their place), and a path nobody serves is Berth's 404 (the user's
+ * `notFound` is not used, as under the JS server). A JSON body the middleware changes does not
+ * reach the built-in routes (Hono re-parses the body on each `json()`). Any other
  * fetch app answers first; its 404 falls through to the built-in routes.
  *
  * The project's custom auth runs before the app (the JS server authenticates custom routes too);
@@ -36,7 +37,6 @@ interface HonoLike extends FetchApp {
   route(path: string, app: HonoLike): HonoLike;
   all(path: string, handler: () => Response): HonoLike;
 }
-
 
 /** The `http.app` module failed to import or does not export a fetch-style app. */
 export class HttpAppLoadError extends BerthError {
