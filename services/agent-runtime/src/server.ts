@@ -8,7 +8,7 @@ import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError } from '@berth/errors';
 import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
-import type { RequestHandler } from 'express';
+import type { Request as ExpressRequest, RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
 import { fileURLToPath } from 'node:url';
@@ -18,11 +18,13 @@ import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
 import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
+import { bindLoopbackClient, customRoutes, loadHttpApp } from './api/custom-routes.js';
 import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
 import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
+import { uiRoutes } from './api/ui.js';
 import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
@@ -37,6 +39,7 @@ import {
   type LoadedGraph,
 } from './project/index.js';
 import { loadStoreIndex } from './project/embeddings.js';
+import { bundleProjectUi } from './project/ui-bundle.js';
 import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
@@ -121,6 +124,19 @@ export interface RunningAgentServer {
   close(options?: { drainMs?: number }): Promise<void>;
 }
 
+/** One authentication per request: custom routes authenticate before the built-in route they may pass to. */
+function oncePerRequest<T>(authenticate: (req: ExpressRequest) => Promise<T>): (req: ExpressRequest) => Promise<T> {
+  const done = new WeakMap<ExpressRequest, Promise<T>>();
+  return (req) => {
+    let result = done.get(req);
+    if (!result) {
+      result = authenticate(req);
+      done.set(req, result);
+    }
+    return result;
+  };
+}
+
 export const AGENT_SERVER_VERSION: string = (
   createRequire(import.meta.url)('../package.json') as { version: string }
 ).version;
@@ -141,6 +157,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // A broken auth module stops the server here, before it serves anything unprotected.
   const customAuth = await loadCustomAuth(project);
   const authz = new Authorizer(customAuth);
+  const httpApp = await loadHttpApp(project);
+  const uiBundles = await bundleProjectUi(project);
   const graph = (graphId: string): LoadedGraph => {
     const found = graphs.get(graphId);
     if (!found) throw new NotFoundError(`Graph ${graphId} not found in this project (have: ${[...graphs.keys()].join(', ')})`);
@@ -203,7 +221,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
   const webhookStore = new WebhookStore(pool);
-  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
+  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress, httpApp !== undefined) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -252,7 +270,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
   // Deliveries have their own queue and workers: they never take a run's slot.
-  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log }, config.webhooks) : undefined;
+  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) }, config.webhooks) : undefined;
   await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
@@ -296,7 +314,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
-  const api = new Api<RequestAuth>(customAuth ? { authenticate: createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false }) } : {});
+  const authenticate = customAuth ? oncePerRequest(createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false })) : undefined;
+  const api = new Api<RequestAuth>(authenticate ? { authenticate } : {});
   const mcp = project.http?.disable_mcp !== true;
   systemRoutes(api, {
     version: AGENT_SERVER_VERSION,
@@ -313,12 +332,21 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   cronRoutes(api, ctx);
   if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   webhookRoutes(api, ctx, webhookStore);
+  uiRoutes(api, ctx, uiBundles);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
-  const app = createApp({ logger: log, routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), api.router(), authErrors] });
+  const userRoutes = httpApp
+    ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), publicPaths: new Set(api.routes.filter((r) => r.public).map((r) => r.path)), log })]
+    : [];
+  const app = createApp({
+    logger: log,
+    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
+  });
   const server = await listen(app, config.host, config.port);
+  // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.
+  bindLoopbackClient(server.url, config.deploymentCredential);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
   return {
     url: server.url,

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadProjectConfig, loadProjectEnv, parseDotenv, ProjectConfigError } from './index.js';
 
@@ -74,9 +74,10 @@ describe('loadProjectConfig', () => {
         python_version: '3.12',
         whatever: true,
       },
-      { 'src/graph.ts': '', 'src/auth.ts': '', 'src/app.ts': '' },
+      { 'src/graph.ts': '', 'src/auth.ts': '', 'src/app.ts': '', 'src/ui.tsx': '' },
     );
     const config = loadProjectConfig(path);
+    expect(config.ui).toEqual({ agent: join(dirname(path), 'src/ui.tsx') });
     expect(config.auth).toMatchObject({ exportName: 'auth', disableStudioAuth: true });
     expect(config.httpApp).toMatchObject({ exportName: 'app' });
     expect(config.http?.cors?.max_age).toBe(600);
@@ -87,6 +88,11 @@ describe('loadProjectConfig', () => {
       'unknown key "http.shiny" is ignored',
       'unknown key "http.cors.bogus" is ignored',
     ]);
+  });
+
+  test('a ui entry whose file is missing', () => {
+    const path = project({ graphs: { a: './src/graph.ts:graph' }, ui: { a: './src/missing.tsx' } }, { 'src/graph.ts': '' });
+    expect(configError(() => loadProjectConfig(path)).message).toMatch(/: ui\.a: file not found: \.\/src\/missing\.tsx/);
   });
 
   test('missing file', () => {

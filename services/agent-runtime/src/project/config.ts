@@ -108,7 +108,7 @@ export const langGraphJsonSchema = z
     dependencies: stringList.optional(),
     dockerfile_lines: stringList.optional(),
     ui: z.record(z.string(), z.string()).optional(),
-    ui_config: z.record(z.string(), z.unknown()).optional(),
+    ui_config: z.object({ shared: stringList.optional() }).loose().optional(),
     store: storeSchema.optional(),
     checkpointer: z.record(z.string(), z.unknown()).optional(),
     api_version: z.string().optional(),
@@ -160,6 +160,8 @@ export interface ProjectConfig {
   http?: NonNullable<LangGraphJson['http']>;
   /** Absolute path of the module of `http.app`, and its export. */
   httpApp?: { file: string; sourceFile: string; exportName: string };
+  /** Absolute paths of the component modules of `ui`, by name. */
+  ui: Record<string, string>;
   /** Unknown keys, as `langgraph validate` reports them (not errors). */
   warnings: string[];
 }
@@ -256,7 +258,16 @@ export function loadProjectConfig(configPath: string): ProjectConfig {
     graphs[graphId] = { graphId, spec, ...resolved, ...(description !== undefined ? { description } : {}) };
   }
 
-  const config: ProjectConfig = { configPath: absolute, projectDir, json, graphs, warnings: unknownKeyWarnings(json) };
+  const ui: Record<string, string> = {};
+  for (const [name, file] of Object.entries(json.ui ?? {})) {
+    const sourceFile = resolve(projectDir, file);
+    if (!existsSync(sourceFile) || !statSync(sourceFile).isFile()) {
+      throw new ProjectConfigError(absolute, `ui.${name}`, `file not found: ${file} (resolved to ${sourceFile})`);
+    }
+    ui[name] = sourceFile;
+  }
+
+  const config: ProjectConfig = { configPath: absolute, projectDir, json, graphs, ui, warnings: unknownKeyWarnings(json) };
   if (typeof json.env === 'string') config.envFile = resolve(projectDir, json.env);
   if (json.auth) {
     const auth = resolveModuleSpec(json.auth.path, projectDir, absolute, 'auth.path');

@@ -127,7 +127,11 @@ export class WebhookTargets {
   private readonly allowed: CidrSet | undefined;
   readonly lookup: LookupFunction;
 
-  constructor(privateEgress: readonly string[] = []) {
+  /** @param ownRoutes - the project has an `http.app`: a relative webhook (`/path`) is POSTed to it. */
+  constructor(
+    privateEgress: readonly string[] = [],
+    private readonly ownRoutes = false,
+  ) {
     this.allowed = privateEgress.length > 0 ? new CidrSet(privateEgress) : undefined;
     this.lookup = guardedLookup(this.allowed);
   }
@@ -146,7 +150,8 @@ export class WebhookTargets {
     const invalid = (msg: string, cause?: unknown) =>
       new RequestValidationError([{ loc: ['body', 'webhook'], msg, type: 'value_error' }], cause ? { cause } : undefined);
     if (webhook.startsWith('/')) {
-      throw invalid('a relative webhook calls the server\'s own custom routes, which a Berth agent server does not have: give an absolute http(s) URL');
+      if (this.ownRoutes) return;
+      throw invalid('a relative webhook calls the server\'s own custom routes, which this project does not have (no http.app in langgraph.json): give an absolute http(s) URL');
     }
     let url: URL;
     try {
@@ -180,13 +185,19 @@ export class WebhookDelivery {
   private worker?: JobWorker<WebhookJobs>;
 
   constructor(
-    private readonly deps: { store: WebhookStore; queue: QueueBackendConfig; log: Logger },
+    private readonly deps: {
+      store: WebhookStore;
+      queue: QueueBackendConfig;
+      log: Logger;
+      /** The project's `http.app`, which relative webhooks (`/path`) are POSTed to. */
+      ownRoutes?: (request: Request) => Promise<Response>;
+    },
     config: WebhookConfig,
   ) {
     this.key = webhookKey(config.secret);
     this.settings = { timeoutMs: config.timeoutMs ?? 10_000, attempts: config.attempts ?? 5, backoffMs: config.backoffMs ?? 2000 };
     this.catalog = webhookJobs(this.settings);
-    this.targets = new WebhookTargets(config.privateEgress);
+    this.targets = new WebhookTargets(config.privateEgress, deps.ownRoutes !== undefined);
   }
 
   async start(concurrency = 10): Promise<void> {
@@ -242,6 +253,10 @@ export class WebhookDelivery {
     };
     let statusCode: number;
     try {
+      if (url.startsWith('/')) {
+        statusCode = await this.postToOwnRoutes(url, headers, body, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
+        return this.outcome(statusCode);
+      }
       const target = new URL(url);
       this.targets.assertLiteral(target);
       statusCode = await post(target, headers, body, this.targets.lookup, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
@@ -252,9 +267,21 @@ export class WebhookDelivery {
       const message = timedOut ? `no answer within ${this.settings.timeoutMs} ms` : (error as Error).message;
       return { attempt: { state: 'pending', statusCode: null, error: message }, retry: true };
     }
+    return this.outcome(statusCode);
+  }
+
+  private outcome(statusCode: number): { attempt: WebhookAttempt; retry: boolean } {
     if (statusCode >= 200 && statusCode < 300) return { attempt: { state: 'delivered', statusCode, error: null }, retry: false };
     const retry = statusCode >= 500 || statusCode === 429;
     return { attempt: { state: retry ? 'pending' : 'failed', statusCode, error: `the receiver answered ${statusCode}` }, retry };
+  }
+
+  /** A relative webhook: a POST handed to the project's http.app in this process, not over the network. */
+  private async postToOwnRoutes(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number> {
+    if (!this.deps.ownRoutes) throw new Error('a relative webhook needs the project\'s http.app, which this server has not loaded');
+    const response = await this.deps.ownRoutes(new Request(new URL(path, 'http://localhost'), { method: 'POST', headers, body, signal }));
+    await response.body?.cancel();
+    return response.status;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,199 @@
+/**
+ * `http.app` of langgraph.json: the project's own fetch-style app (a Hono app, or any object with
+ * `fetch(Request) → Response`) served beside the LangGraph API, as the LangGraph JS server does.
+ *
+ * A Hono app is composed with the built-in API the way the JS server mounts it: the user's app is
+ * routed into a fresh instance of the user's own Hono class, followed by a catch-all route that
+ * hands the request back to Berth. So the user's routes answer first (even on built-in paths), the
+ * user's middleware wraps built-in routes too (headers it sets after `next()` reach their answers,
+ * and it may answer in their place), and a path nobody serves is Berth's 404 (the user's
+ * `notFound` is not used, as under the JS server). A JSON body the middleware changes does not
+ * reach the built-in routes (Hono re-parses the body on each `json()`). Any other
+ * fetch app answers first; its 404 falls through to the built-in routes.
+ *
+ * The project's custom auth runs before the app (the JS server authenticates custom routes too);
+ * Berth's public routes (`/ok`, `/info`, the docs) and `GET /ui/...` assets stay public.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
+import { BerthError } from '@berth/errors';
+import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
+import type { Logger } from '@berth/log';
+import { toFetchRequest } from '../auth/index.js';
+import type { ProjectConfig } from '../project/config.js';
+import { importSourceFile } from '../project/import-module.js';
+
+/** What `http.app` must export: anything with a Fetch API handler. */
+export interface FetchApp {
+  fetch(request: Request, ...rest: unknown[]): Response | Promise<Response>;
+}
+
+/** The parts of a Hono app the composition uses (from the user's own copy of hono). */
+interface HonoLike extends FetchApp {
+  route(path: string, app: HonoLike): HonoLike;
+  all(path: string, handler: () => Response): HonoLike;
+}
+
+/** The `http.app` module failed to import or does not export a fetch-style app. */
+export class HttpAppLoadError extends BerthError {
+  constructor(spec: string, problem: string, options?: { cause?: unknown }) {
+    super('invalid_argument', `http.app "${spec}": ${problem}`, options);
+  }
+}
+
+function isFetchApp(value: unknown): value is FetchApp {
+  return typeof value === 'object' && value !== null && typeof (value as FetchApp).fetch === 'function';
+}
+
+function isHono(app: FetchApp): app is HonoLike {
+  const candidate = app as Partial<HonoLike>;
+  return typeof candidate.route === 'function' && typeof candidate.all === 'function' && typeof app.constructor === 'function';
+}
+
+/**
+ * Imports the project's `http.app` module and returns its app, or undefined when there is none.
+ * @throws HttpAppLoadError when the module fails to import, lacks the export, or the export has no `fetch`.
+ */
+export async function loadHttpApp(project: ProjectConfig): Promise<FetchApp | undefined> {
+  if (!project.httpApp) return undefined;
+  const { sourceFile, exportName } = project.httpApp;
+  const spec = project.json.http?.app ?? `${project.httpApp.file}:${exportName}`;
+  const tsconfigPath = join(project.projectDir, 'tsconfig.json');
+  let namespace: Record<string, unknown>;
+  try {
+    namespace = await importSourceFile(sourceFile, { tsconfig: existsSync(tsconfigPath) ? tsconfigPath : false });
+  } catch (error) {
+    throw new HttpAppLoadError(spec, `cannot import ${sourceFile}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  }
+  const exported = namespace[exportName];
+  if (exported === undefined) {
+    const names = Object.keys(namespace).filter((k) => namespace[k] !== undefined);
+    throw new HttpAppLoadError(spec, `${sourceFile} has no export "${exportName}" (it exports: ${names.join(', ') || 'nothing'})`);
+  }
+  if (!isFetchApp(exported)) {
+    throw new HttpAppLoadError(spec, `export "${exportName}" is not an app with a fetch(request) method (e.g. \`new Hono()\`)`);
+  }
+  return exported;
+}
+
+export interface CustomRoutesOptions {
+  /** Authenticates a request with the project's custom auth (absent: no custom auth). */
+  authenticate?: (req: ExpressRequest) => Promise<unknown>;
+  /** Paths of Berth's public routes: served without authentication, as the built-in routes are. */
+  publicPaths: ReadonlySet<string>;
+  log: Logger;
+}
+
+/**
+ * Express middleware serving the project's app before the built-in routes (see the module comment).
+ * A request the app leaves to Berth goes on with `next()`, carrying the headers the app's middleware set.
+ */
+export function customRoutes(app: FetchApp, options: CustomRoutesOptions): RequestHandler {
+  // Marks the answer of the catch-all route; random so that no user response can fake it.
+  const passHeader = `x-berth-builtin-${randomUUID()}`;
+  let fetchApp: FetchApp = app;
+  if (isHono(app)) {
+    const Outer = app.constructor as new () => HonoLike;
+    const outer = new Outer();
+    outer.route('/', app);
+    outer.all('*', () => new Response(null, { status: 200, headers: { [passHeader]: '1' } }));
+    fetchApp = outer;
+  }
+
+  return (req, res, next) => {
+    void (async () => {
+      const path = req.path;
+      const isPublic = options.publicPaths.has(path) || (path.startsWith('/ui/') && (req.method === 'GET' || req.method === 'HEAD'));
+      if (options.authenticate && !isPublic) await options.authenticate(req);
+      const response = await fetchApp.fetch(await withBody(req));
+      if (response.headers.get(passHeader) === '1') {
+        copyHeaders(response, res, passHeader);
+        next();
+        return;
+      }
+      if (fetchApp === app && response.status === 404) {
+        next();
+        return;
+      }
+      await sendResponse(response, res);
+    })().catch((error: unknown) => {
+      if (res.headersSent) {
+        options.log.error({ err: error, path: req.path }, 'http.app response failed midway');
+        res.destroy(error instanceof Error ? error : undefined);
+        return;
+      }
+      next(error);
+    });
+  };
+}
+
+/** The express request as a Fetch API request, body included (JSON as express parsed it). */
+async function withBody(req: ExpressRequest): Promise<Request> {
+  const base = toFetchRequest(req);
+  if (req.method === 'GET' || req.method === 'HEAD') return base;
+  const headers = new Headers(base.headers);
+  let body: Buffer | string;
+  if (req.body !== undefined) {
+    // express.json consumed the stream (express 5 leaves req.body undefined otherwise): its
+    // result is sent again, so the length may differ.
+    body = JSON.stringify(req.body);
+    headers.delete('content-length');
+  } else {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    body = Buffer.concat(chunks);
+  }
+  headers.delete('transfer-encoding');
+  return new Request(base.url, { method: base.method, headers, body });
+}
+
+function copyHeaders(from: Response, to: ExpressResponse, skip?: string): void {
+  for (const [name, value] of from.headers) {
+    if (name === skip || name === 'set-cookie' || name === 'content-length') continue;
+    to.setHeader(name, value);
+  }
+  const cookies = from.headers.getSetCookie();
+  if (cookies.length > 0) to.setHeader('set-cookie', cookies);
+}
+
+/** Writes a Fetch API response to express, streaming its body chunk by chunk as it comes. */
+async function sendResponse(response: Response, res: ExpressResponse): Promise<void> {
+  res.status(response.status);
+  if (response.statusText) res.statusMessage = response.statusText;
+  copyHeaders(response, res);
+  const length = response.headers.get('content-length');
+  if (length !== null) res.setHeader('content-length', length);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), res);
+}
+
+/**
+ * Points `new Client()` of `@langchain/langgraph-sdk` without an `apiUrl` (in graph code or in
+ * the http.app's routes) at this server, through the globals the SDK reads for that, as under the
+ * LangGraph JS server. With a deployment credential, those requests carry it.
+ */
+export function bindLoopbackClient(serverUrl: string, deploymentCredential?: string): void {
+  const url = new URL(serverUrl);
+  // A wildcard listen address is not one to connect to.
+  if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
+  const base = url.origin;
+  const slots = globalThis as Record<symbol, unknown>;
+  slots[Symbol.for('langgraph_api:url')] = base;
+  if (deploymentCredential) {
+    slots[Symbol.for('langgraph_api:fetch')] = (input: string | URL | Request, init?: RequestInit) => {
+      const target = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (!target.startsWith(`${base}/`)) return fetch(input, init);
+      const headers = new Headers(init?.headers);
+      headers.set(DEPLOYMENT_CREDENTIAL_HEADER, deploymentCredential);
+      return fetch(input, { ...init, headers });
+    };
+  }
+}
