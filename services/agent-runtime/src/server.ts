@@ -31,6 +31,7 @@ import {
   loadGraphs,
   loadProjectConfig,
   loadProjectEnv,
+  systemAssistantDefaults,
   registerSdkLogger,
   systemAssistantId,
   type LoadedGraph,
@@ -93,6 +94,11 @@ export interface AgentServerConfig {
   /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
   applyProjectEnv?: boolean;
   /**
+   * LANGGRAPH_CONFIG from the process environment (JSON: per graph id, the system assistant's config
+   * and `context`). @default the project env's LANGGRAPH_CONFIG (when applyProjectEnv), else none
+   */
+  langgraphConfig?: string;
+  /**
    * Answer only requests carrying this per-deployment credential (header
    * `x-berth-deployment-credential`, added by the gateway); everything but `GET /ok` is 401 without it.
    * @default none: every request is served (`berth dev`)
@@ -129,10 +135,12 @@ const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 export async function startAgentServer(config: AgentServerConfig, log: Logger): Promise<RunningAgentServer> {
   const schema = assertIdentifier(config.schema ?? 'agent');
   const project = loadProjectConfig(config.configPath);
-  if (config.applyProjectEnv !== false) {
-    // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
-    for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
-  }
+  const projectEnv = config.applyProjectEnv !== false ? loadProjectEnv(project) : {};
+  // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
+  for (const [key, value] of Object.entries(projectEnv)) process.env[key] ??= value;
+  const systemDefaults = config.langgraphConfig !== undefined
+    ? systemAssistantDefaults(config.langgraphConfig, 'environment')
+    : systemAssistantDefaults(projectEnv.LANGGRAPH_CONFIG, project.envFile ?? project.configPath);
   registerSdkLogger(log);
   const graphs = await loadGraphs(project);
   // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
@@ -203,7 +211,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   });
   const webhookStore = new WebhookStore(pool);
   const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
-  for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
+  for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
   const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {
@@ -221,7 +229,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
-    schemas: async (graphId) => graphSchemas(graph(graphId)),
+    schemas: async (graphId) => graphSchemas(graph(graphId), { log }),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
     deleteCheckpoints: checkpointRows.delete,
     copyCheckpoints: checkpointRows.copy,

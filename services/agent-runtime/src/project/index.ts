@@ -12,7 +12,7 @@ export {
   type LangGraphJson,
   type ProjectConfig,
 } from './config.js';
-export { loadProjectEnv, parseDotenv } from './env.js';
+export { loadProjectEnv, parseDotenv, systemAssistantDefaults, type SystemAssistantDefaults } from './env.js';
 export {
   loadGraph,
   loadGraphs,

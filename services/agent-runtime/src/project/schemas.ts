@@ -5,7 +5,8 @@
  * Sources, in order: `@langchain/langgraph/zod/schema` (zod and `StateSchema` states, zod context
  * schemas, honouring `withLangGraph` metadata such as `langgraph_type: "messages"`); then a plain
  * zod v4 conversion that renders unrepresentable parts (`z.custom`) as `{}`; then, for
- * `Annotation.Root` states, an object schema listing the channel names. Context schemas declared
+ * `Annotation.Root` states, the TypeScript types of the graph's module (`type-schemas.ts`), else
+ * an object schema listing the channel names. Context schemas declared
  * any other way than as a zod object (`Annotation.Root`, `StateSchema`, other Standard Schemas)
  * come from `context-schema.ts`.
  */
@@ -16,9 +17,11 @@ import {
   getOutputTypeSchema,
   getStateTypeSchema,
 } from '@langchain/langgraph/zod/schema';
+import type { Logger } from '@berth/log';
 import { toJSONSchema, type ZodType } from 'zod';
-import { contextSchemaOf, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
+import { contextSchemaOf, isNamesOnly, markNamesOnly, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
+import { typeSchemasOf, type TypeSchemas } from './type-schemas.js';
 
 export type { ContextProblem, JsonSchema };
 
@@ -92,7 +95,7 @@ function derive(
   }
   if (channels && Object.keys(channels).length > 0) {
     const names = Object.keys(channels).filter((name) => !name.startsWith('__'));
-    return { type: 'object', properties: Object.fromEntries(names.map((name) => [name, {}])) };
+    return markNamesOnly({ type: 'object', properties: Object.fromEntries(names.map((name) => [name, {}])) });
   }
   return null;
 }
@@ -146,13 +149,48 @@ function cachedSchemasOf(graph: RunnableGraph, graphId: string): Derived {
  */
 export async function graphSchemas(
   loaded: LoadedGraph,
-  options: { config?: LangGraphRunnableConfig } = {},
+  options: { config?: LangGraphRunnableConfig; log?: Logger } = {},
 ): Promise<GraphSchemas> {
-  if (loaded.template && (options.config === undefined || loaded.kind !== 'factory')) {
-    return cachedSchemasOf(loaded.template, loaded.graphId).schemas;
+  const schemas =
+    loaded.template && (options.config === undefined || loaded.kind !== 'factory')
+      ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
+      : schemasOf(await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null }), loaded.graphId).schemas;
+  const untyped = (['input_schema', 'output_schema', 'state_schema', 'context_schema'] as const).some((key) => isNamesOnly(schemas[key]));
+  return untyped ? withTypes(schemas, typesOf(loaded, options.log)) : schemas;
+}
+
+const typeCache = new Map<string, TypeSchemas | null>();
+
+/** The graph module's TypeScript-declared schemas (computed once per export), null when they cannot be read. */
+function typesOf(loaded: LoadedGraph, log: Logger | undefined): TypeSchemas | null {
+  const key = `${loaded.spec.sourceFile}#${loaded.spec.exportName}`;
+  if (!typeCache.has(key)) {
+    const started = Date.now();
+    try {
+      typeCache.set(key, typeSchemasOf(loaded.spec.sourceFile, loaded.spec.exportName));
+      log?.debug({ graph_id: loaded.graphId, ms: Date.now() - started }, 'read graph schemas from TypeScript types');
+    } catch (error) {
+      log?.warn({ err: error, graph_id: loaded.graphId }, 'cannot read the graph\'s TypeScript types: its schemas list channel names only');
+      typeCache.set(key, null);
+    }
   }
-  const graph = await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null });
-  return schemasOf(graph, loaded.graphId).schemas;
+  return typeCache.get(key) ?? null;
+}
+
+/** `schemas` with channel-name-only schemas replaced by their TypeScript-declared ones. */
+function withTypes(schemas: GraphSchemas, types: TypeSchemas | null): GraphSchemas {
+  if (!types) return schemas;
+  const pick = (derived: JsonSchema | null, typed: JsonSchema | null) => (typed && isNamesOnly(derived) ? { ...typed, ...(derived?.additionalProperties === false ? { additionalProperties: false } : {}) } : derived);
+  const context = pick(schemas.context_schema, types.context);
+  return {
+    ...schemas,
+    input_schema: pick(schemas.input_schema, types.input),
+    output_schema: pick(schemas.output_schema, types.output),
+    // The channels of the state a thread holds: those the graph outputs, as declared.
+    state_schema: pick(schemas.state_schema, types.output),
+    config_schema: context,
+    context_schema: context,
+  };
 }
 
 /**

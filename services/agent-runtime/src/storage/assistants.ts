@@ -2,6 +2,7 @@
  * Assistants and their versions. Every update makes version N+1 and activates it; activating an
  * older version copies its configuration back into the assistant, so later runs use it.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, type JsonObject, type MetadataFilter } from './sql.js';
@@ -83,17 +84,24 @@ export class AssistantStore {
     throw new ConflictError(`Assistant ${input.assistant_id} already exists`);
   }
 
-  /** Makes sure the system assistant of a graph exists (one per graph, created at startup). */
-  async ensureSystem(assistantId: string, graphId: string): Promise<void> {
-    await this.create({
+  /**
+   * Makes sure the system assistant of a graph exists (one per graph, created at startup). With
+   * `defaults` (the project's LANGGRAPH_CONFIG names the graph), it has that config and context:
+   * an existing one whose differ gets a new version, so an edited LANGGRAPH_CONFIG applies on restart.
+   */
+  async ensureSystem(assistantId: string, graphId: string, defaults?: { config: JsonObject; context: JsonObject }): Promise<void> {
+    const assistant = await this.create({
       assistant_id: assistantId,
       graph_id: graphId,
       name: graphId,
-      config: {},
-      context: {},
+      config: defaults?.config ?? {},
+      context: defaults?.context ?? {},
       metadata: { created_by: 'system' },
       if_exists: 'do_nothing',
     });
+    if (defaults && !(isDeepStrictEqual(assistant.config, defaults.config) && isDeepStrictEqual(assistant.context, defaults.context))) {
+      await this.patch(assistantId, { config: defaults.config, context: defaults.context });
+    }
   }
 
   /** The assistant; NotFoundError when it does not exist or does not match `filter`. */
@@ -229,3 +237,4 @@ export class AssistantStore {
     );
   }
 }
+
