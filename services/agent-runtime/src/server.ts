@@ -29,6 +29,8 @@ import {
   graphDrawing,
   graphSchemas,
   loadGraphs,
+  prepareTypeSchemas,
+  TypeSchemaReader,
   loadProjectConfig,
   loadProjectEnv,
   systemAssistantDefaults,
@@ -143,6 +145,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     : systemAssistantDefaults(projectEnv.LANGGRAPH_CONFIG, project.envFile ?? project.configPath);
   registerSdkLogger(log);
   const graphs = await loadGraphs(project);
+  // Type-checking a graph module takes seconds: begun now in a worker, usually done before asked for.
+  const typeSchemas = new TypeSchemaReader({ log });
+  for (const loaded of graphs.values()) prepareTypeSchemas(loaded, typeSchemas);
   // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
   const storeIndex = await loadStoreIndex(project);
   // A broken auth module stops the server here, before it serves anything unprotected.
@@ -229,7 +234,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
-    schemas: async (graphId) => graphSchemas(graph(graphId), { log }),
+    schemas: async (graphId) => graphSchemas(graph(graphId), { types: typeSchemas }),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
     deleteCheckpoints: checkpointRows.delete,
     copyCheckpoints: checkpointRows.copy,
@@ -335,6 +340,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         await worker?.close({ drainMs: options.drainMs });
       }
       await server.close();
+      await typeSchemas.close();
       await cronScheduler.close();
       await worker?.close();
       await sweeper?.close();

@@ -27,10 +27,12 @@ export { captureContextDeclarations } from './context-schema.js';
 export {
   contextValidator,
   graphSchemas,
+  prepareTypeSchemas,
   type ContextProblem,
   type ContextValidator,
   type GraphSchemas,
   type JsonSchema,
 } from './schemas.js';
+export { TypeSchemaReader } from './type-schema-reader.js';
 export { graphDrawing, type DrawingEdge, type DrawingNode, type GraphDrawing } from './drawing.js';
 export { GRAPH_ASSISTANT_NAMESPACE, systemAssistantId, uuidv5 } from './uuid.js';

@@ -17,11 +17,11 @@ import {
   getOutputTypeSchema,
   getStateTypeSchema,
 } from '@langchain/langgraph/zod/schema';
-import type { Logger } from '@berth/log';
 import { toJSONSchema, type ZodType } from 'zod';
 import { contextSchemaOf, isNamesOnly, markNamesOnly, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
-import { typeSchemasOf, type TypeSchemas } from './type-schemas.js';
+import type { TypeSchemaReader } from './type-schema-reader.js';
+import type { TypeSchemas } from './type-schemas.js';
 
 export type { ContextProblem, JsonSchema };
 
@@ -149,32 +149,28 @@ function cachedSchemasOf(graph: RunnableGraph, graphId: string): Derived {
  */
 export async function graphSchemas(
   loaded: LoadedGraph,
-  options: { config?: LangGraphRunnableConfig; log?: Logger } = {},
+  options: { config?: LangGraphRunnableConfig; types?: TypeSchemaReader } = {},
 ): Promise<GraphSchemas> {
   const schemas =
     loaded.template && (options.config === undefined || loaded.kind !== 'factory')
       ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
       : schemasOf(await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null }), loaded.graphId).schemas;
-  const untyped = (['input_schema', 'output_schema', 'state_schema', 'context_schema'] as const).some((key) => isNamesOnly(schemas[key]));
-  return untyped ? withTypes(schemas, typesOf(loaded, options.log)) : schemas;
+  if (!options.types || !namesOnly(schemas)) return schemas;
+  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName));
 }
 
-const typeCache = new Map<string, TypeSchemas | null>();
-
-/** The graph module's TypeScript-declared schemas (computed once per export), null when they cannot be read. */
-function typesOf(loaded: LoadedGraph, log: Logger | undefined): TypeSchemas | null {
-  const key = `${loaded.spec.sourceFile}#${loaded.spec.exportName}`;
-  if (!typeCache.has(key)) {
-    const started = Date.now();
-    try {
-      typeCache.set(key, typeSchemasOf(loaded.spec.sourceFile, loaded.spec.exportName));
-      log?.debug({ graph_id: loaded.graphId, ms: Date.now() - started }, 'read graph schemas from TypeScript types');
-    } catch (error) {
-      log?.warn({ err: error, graph_id: loaded.graphId }, 'cannot read the graph\'s TypeScript types: its schemas list channel names only');
-      typeCache.set(key, null);
-    }
+/**
+ * Starts reading the TypeScript types of a graph whose schemas need them (in `types`' worker), so
+ * that a later `graphSchemas` finds them read. Graphs built per run (no template) are left to it.
+ */
+export function prepareTypeSchemas(loaded: LoadedGraph, types: TypeSchemaReader): void {
+  if (loaded.template && namesOnly(cachedSchemasOf(loaded.template, loaded.graphId).schemas)) {
+    void types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName);
   }
-  return typeCache.get(key) ?? null;
+}
+
+function namesOnly(schemas: GraphSchemas): boolean {
+  return (['input_schema', 'output_schema', 'state_schema', 'context_schema'] as const).some((key) => isNamesOnly(schemas[key]));
 }
 
 /** `schemas` with channel-name-only schemas replaced by their TypeScript-declared ones. */

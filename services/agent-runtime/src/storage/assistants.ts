@@ -86,8 +86,9 @@ export class AssistantStore {
 
   /**
    * Makes sure the system assistant of a graph exists (one per graph, created at startup). With
-   * `defaults` (the project's LANGGRAPH_CONFIG names the graph), it has that config and context:
-   * an existing one whose differ gets a new version, so an edited LANGGRAPH_CONFIG applies on restart.
+   * `defaults` (LANGGRAPH_CONFIG names the graph), a new one starts with that config and context,
+   * and an existing one gets them as a new version only when they differ from those last applied:
+   * an edited LANGGRAPH_CONFIG takes effect on restart, edits made through the API otherwise stay.
    */
   async ensureSystem(assistantId: string, graphId: string, defaults?: { config: JsonObject; context: JsonObject }): Promise<void> {
     const assistant = await this.create({
@@ -99,7 +100,19 @@ export class AssistantStore {
       metadata: { created_by: 'system' },
       if_exists: 'do_nothing',
     });
-    if (defaults && !(isDeepStrictEqual(assistant.config, defaults.config) && isDeepStrictEqual(assistant.context, defaults.context))) {
+    if (!defaults) {
+      // Forget what was applied, so that setting the same value again applies it again.
+      await this.pool.query('DELETE FROM system_assistant_seeds WHERE assistant_id = $1', [assistantId]);
+      return;
+    }
+    // Only the server (of several starting together) that records a changed value applies it.
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO system_assistant_seeds (assistant_id, applied) VALUES ($1, $2::jsonb)
+       ON CONFLICT (assistant_id) DO UPDATE SET applied = EXCLUDED.applied
+         WHERE system_assistant_seeds.applied IS DISTINCT FROM EXCLUDED.applied`,
+      [assistantId, jsonParam(defaults)],
+    );
+    if (rowCount && !(isDeepStrictEqual(assistant.config, defaults.config) && isDeepStrictEqual(assistant.context, defaults.context))) {
       await this.patch(assistantId, { config: defaults.config, context: defaults.context });
     }
   }
@@ -237,4 +250,3 @@ export class AssistantStore {
     );
   }
 }
-
