@@ -63,6 +63,17 @@ describe('schemas of Annotation.Root graphs', () => {
     // Input is an update: every key optional, a reduced channel takes its plain value.
     expect(schemas.input_schema).toMatchObject({ type: 'object', properties: fields });
     expect(schemas.input_schema).not.toHaveProperty('required');
+    // A library class is a named definition; an abstract one lists the program's classes that
+    // extend it as used (same type arguments) as `oneOf`.
+    const message = 'BaseMessage<MessageStructure<MessageToolSet>,MessageType>';
+    expect((await client.assistants.getSchemas('chat')).state_schema).toMatchObject({
+      type: 'object',
+      properties: { messages: { type: 'array', items: { $ref: `#/definitions/${message}` } } },
+      definitions: {
+        [message]: { description: expect.stringContaining('Base class for all types of messages'), oneOf: [{ $ref: '#/definitions/RemoveMessage' }] },
+        RemoveMessage: { type: 'object' },
+      },
+    });
     // An unknown context key is still refused.
     await expect(client.assistants.create({ graphId: 'typed', context: { modle: 'x' } })).rejects.toThrow(/modle/);
     await stop(child);

@@ -107,7 +107,7 @@ export function typeSchemasOf(sourceFile: string, exportName: string): TypeSchem
     const type = checker.getDeclaredTypeOfSymbol(symbol);
     if (type.flags & (ts.TypeFlags.Never | ts.TypeFlags.Any | ts.TypeFlags.Unknown)) return null;
     if (checker.getPropertiesOfType(type).length === 0) return null;
-    return new Converter(checker).document(type);
+    return new Converter(checker, program).document(type);
   };
   return { input: schemaOf('BerthInput'), output: schemaOf('BerthOutput'), context: schemaOf('BerthContext') };
 }
@@ -118,7 +118,12 @@ class Converter {
   private readonly definitions: Record<string, JsonSchema> = {};
   private readonly visiting = new Set<ts.Type>();
 
-  constructor(private readonly checker: ts.TypeChecker) {}
+  private subtypes: Map<ts.Type, ts.Type[]> | undefined;
+
+  constructor(
+    private readonly checker: ts.TypeChecker,
+    private readonly program: ts.Program,
+  ) {}
 
   document(type: ts.Type): JsonSchema {
     const schema = this.convert(type, 0);
@@ -194,13 +199,45 @@ class Converter {
     }
   }
 
-  /** A library type (a message class, Date…): a named definition carrying its documentation. */
+  /**
+   * A library type (a message class, Date…): a named definition carrying its documentation. An
+   * abstract class is only ever one of its subclasses: its definition is `oneOf` those of the
+   * program that extend it as it is used here (same type arguments), as the LangGraph.js server has it.
+   */
   private named(type: ts.Type, symbol: ts.Symbol): JsonSchema {
     const name = this.checker.typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation).replace(/\s+/g, '').replace(/import\([^)]*\)\./g, '');
     if (!this.definitions[name]) {
       const description = ts.displayPartsToString(symbol.getDocumentationComment(this.checker)).trim();
-      this.definitions[name] = { type: 'object', ...(description ? { description } : {}) };
+      const definition: JsonSchema = { type: 'object', ...(description ? { description } : {}) };
+      this.definitions[name] = definition;
+      const abstract = symbol.declarations?.some((d) => ts.isClassDeclaration(d) && ts.getCombinedModifierFlags(d) & ts.ModifierFlags.Abstract);
+      const subtypes = abstract ? (this.subtypeIndex().get(type) ?? []) : [];
+      if (subtypes.length > 0) {
+        definition.oneOf = subtypes.map((subtype) => {
+          const subSymbol = subtype.getSymbol();
+          return subSymbol ? this.named(subtype, subSymbol) : {};
+        });
+      }
     }
     return { $ref: `#/definitions/${name}` };
+  }
+
+  /** Every class and interface of the program by each type it directly extends (built once). */
+  private subtypeIndex(): Map<ts.Type, ts.Type[]> {
+    if (this.subtypes) return this.subtypes;
+    const index = new Map<ts.Type, ts.Type[]>();
+    const visit = (node: ts.Node): void => {
+      if (ts.isClassDeclaration(node) || ts.isInterfaceDeclaration(node)) {
+        const type = node.name && this.checker.getTypeAtLocation(node.name);
+        for (const base of (type?.isClassOrInterface() && type.getBaseTypes()) || []) {
+          index.set(base, [...(index.get(base) ?? []), type!]);
+        }
+      } else if (ts.isModuleDeclaration(node) || ts.isModuleBlock(node) || ts.isSourceFile(node)) {
+        ts.forEachChild(node, visit);
+      }
+    };
+    for (const file of this.program.getSourceFiles()) visit(file);
+    this.subtypes = index;
+    return index;
   }
 }

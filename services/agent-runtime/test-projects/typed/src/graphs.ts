@@ -3,7 +3,7 @@
  * (`Annotation<T>` keeps no value type at runtime). The node `reply` reports the model the context
  * asked for and counts the turns.
  */
-import { Annotation, StateGraph, type Runtime } from '@langchain/langgraph';
+import { Annotation, MessagesAnnotation, StateGraph, type Runtime } from '@langchain/langgraph';
 
 type Model = 'openai' | 'anthropic' | 'unknown';
 
@@ -27,3 +27,6 @@ export const typed = new StateGraph(State, Context).addNode('reply', answer).add
 
 /** A second graph of the same module, so LANGGRAPH_CONFIG can name one and not the other. */
 export const plain = new StateGraph(Annotation.Root({ note: Annotation<string> })).addNode('n', () => ({})).addEdge('__start__', 'n').compile();
+
+/** Messages state: its schema names the message classes. */
+export const chat = new StateGraph(MessagesAnnotation).addNode('n', () => ({})).addEdge('__start__', 'n').compile();
