@@ -113,8 +113,10 @@ async function setPrefix(prefix: string): Promise<void> {
 }
 
 describe('berth dev', () => {
-  it('serves the project on a durable local Postgres until stopped', async () => {
-    const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)/);
+  it('serves the project on a durable local Postgres until stopped; LANGGRAPH_CONFIG from the shell configures the system assistant', async () => {
+    const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)/, { LANGGRAPH_CONFIG: '{"echo": {"configurable": {"from": "shell"}}}' });
+    const [system] = await post<{ config: unknown }[]>(`${url}/assistants/search`, { graph_id: 'echo', metadata: { created_by: 'system' } });
+    expect(system?.config).toEqual({ configurable: { from: 'shell' } });
     const result = (await (
       await fetch(`${url}/runs/wait`, {
         method: 'POST',

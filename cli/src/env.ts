@@ -37,6 +37,8 @@ const schema = z.object({
   BERTH_TRACING_ENDPOINT: envOptionalString,
   BERTH_TRACING_API_KEY: envOptionalString,
   BERTH_TRACING_PROJECT: envOptionalString,
+  /** Per graph id, the system assistant's config and `context` (JSON), for `berth dev`'s agent server. */
+  LANGGRAPH_CONFIG: envOptionalString,
   /** The signing secret of a forked `berth dev` process's webhooks (set by `berth dev` from .berth/webhook-secret). */
   BERTH_WEBHOOK_SECRET: envOptionalString,
   /** `off`: the platform starts no container engine and sandbox calls answer 503. */

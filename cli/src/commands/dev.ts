@@ -183,6 +183,8 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
       port: env.BERTH_PORT,
       workers: options.workers,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+      // As a deployed agent server reads it; over the project env file's, as every shell variable is.
+      ...(env.LANGGRAPH_CONFIG ? { langgraphConfig: env.LANGGRAPH_CONFIG } : {}),
       ...(env.BERTH_TRACING_ENDPOINT && env.BERTH_TRACING_API_KEY && env.BERTH_TRACING_PROJECT
         ? { tracing: { endpoint: env.BERTH_TRACING_ENDPOINT, apiKey: env.BERTH_TRACING_API_KEY, project: env.BERTH_TRACING_PROJECT } }
         : {}),

@@ -41,6 +41,8 @@ const serveSchema = z.object({
   }),
   /** Non-public CIDRs webhook receivers may be at (`127.0.0.0/8,::1` for `berth dev`); others are refused. */
   BERTH_WEBHOOK_PRIVATE_EGRESS: envCidrList,
+  /** Per graph id, the system assistant's config and `context` (JSON, as the LangGraph.js server reads it). */
+  LANGGRAPH_CONFIG: envOptionalString,
 }).refine((e) => !e.BERTH_TRACING_ENDPOINT || (e.BERTH_TRACING_API_KEY && e.BERTH_TRACING_PROJECT), {
   path: ['BERTH_TRACING_ENDPOINT'],
   message: 'tracing needs BERTH_TRACING_API_KEY and BERTH_TRACING_PROJECT too',
@@ -75,6 +77,7 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       workers: e.N_JOBS_PER_WORKER,
       // Secrets arrive as environment variables; a project env file is not part of a deployment.
       applyProjectEnv: false,
+      ...(e.LANGGRAPH_CONFIG ? { langgraphConfig: e.LANGGRAPH_CONFIG } : {}),
       ...(e.BERTH_DEPLOYMENT_CREDENTIAL ? { deploymentCredential: e.BERTH_DEPLOYMENT_CREDENTIAL } : {}),
       ...(e.BERTH_TRACING_ENDPOINT
         ? { tracing: { endpoint: e.BERTH_TRACING_ENDPOINT, apiKey: e.BERTH_TRACING_API_KEY!, project: e.BERTH_TRACING_PROJECT! } }

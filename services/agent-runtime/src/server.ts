@@ -32,8 +32,11 @@ import {
   graphSubgraphs,
   graphSchemas,
   loadGraphs,
+  prepareTypeSchemas,
+  TypeSchemaReader,
   loadProjectConfig,
   loadProjectEnv,
+  systemAssistantDefaults,
   registerSdkLogger,
   systemAssistantId,
   type LoadedGraph,
@@ -97,6 +100,11 @@ export interface AgentServerConfig {
   /** Copy the project's env file into process.env for graph code (as `langgraph dev` does). @default true */
   applyProjectEnv?: boolean;
   /**
+   * LANGGRAPH_CONFIG from the process environment (JSON: per graph id, the system assistant's config
+   * and `context`). @default the project env's LANGGRAPH_CONFIG (when applyProjectEnv), else none
+   */
+  langgraphConfig?: string;
+  /**
    * Answer only requests carrying this per-deployment credential (header
    * `x-berth-deployment-credential`, added by the gateway); everything but `GET /ok` is 401 without it.
    * @default none: every request is served (`berth dev`)
@@ -146,12 +154,17 @@ const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 export async function startAgentServer(config: AgentServerConfig, log: Logger): Promise<RunningAgentServer> {
   const schema = assertIdentifier(config.schema ?? 'agent');
   const project = loadProjectConfig(config.configPath);
-  if (config.applyProjectEnv !== false) {
-    // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
-    for (const [key, value] of Object.entries(loadProjectEnv(project))) process.env[key] ??= value;
-  }
+  const projectEnv = config.applyProjectEnv !== false ? loadProjectEnv(project) : {};
+  // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
+  for (const [key, value] of Object.entries(projectEnv)) process.env[key] ??= value;
+  const systemDefaults = config.langgraphConfig !== undefined
+    ? systemAssistantDefaults(config.langgraphConfig, 'environment')
+    : systemAssistantDefaults(projectEnv.LANGGRAPH_CONFIG, project.envFile ?? project.configPath);
   registerSdkLogger(log);
   const graphs = await loadGraphs(project);
+  // Type-checking a graph module takes seconds: begun now in a worker, usually done before asked for.
+  const typeSchemas = new TypeSchemaReader({ log });
+  for (const loaded of graphs.values()) prepareTypeSchemas(loaded, typeSchemas);
   // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
   const storeIndex = await loadStoreIndex(project);
   // A broken auth module stops the server here, before it serves anything unprotected.
@@ -221,8 +234,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
   const webhookStore = new WebhookStore(pool);
+<<<<<<< HEAD
   const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress, httpApp !== undefined) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
+=======
+  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
+  for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
+>>>>>>> schemas
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
   const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {
@@ -240,7 +258,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     graph,
     resolveAssistant,
     contextProblems: (graphId, context) => validators.get(graphId)?.(context) ?? [],
-    schemas: async (graphId) => graphSchemas(graph(graphId)),
+    schemas: async (graphId) => graphSchemas(graph(graphId), { types: typeSchemas }),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
     subgraphs: async (assistant, namespace, recurse) =>
       graphSubgraphs(graph(assistant.graph_id), { ...(namespace ? { namespace } : {}), recurse, config: assistant.config }),
@@ -358,6 +376,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         await worker?.close({ drainMs: options.drainMs });
       }
       await server.close();
+      await typeSchemas.close();
       await cronScheduler.close();
       await worker?.close();
       await sweeper?.close();

@@ -168,10 +168,23 @@ function standardProblems(schema: StandardSchema, value: unknown, prefix: (strin
   return (result.issues ?? []).map((issue) => ({ path: [...prefix, ...(issue.path ?? []).map(segment)], message: issue.message, type: 'value_error' }));
 }
 
+const namesOnly = new WeakSet<JsonSchema>();
+
+/** Marks a schema that lists channel names only (their value types exist in TypeScript, not at runtime). */
+export function markNamesOnly(schema: JsonSchema): JsonSchema {
+  namesOnly.add(schema);
+  return schema;
+}
+
+/** Whether a schema lists channel names only: the graph module's TypeScript types may say more. */
+export function isNamesOnly(schema: JsonSchema | null): boolean {
+  return schema !== null && namesOnly.has(schema);
+}
+
 /** `Annotation.Root`: channel names only (the value types exist in TypeScript, not at runtime). */
 function keysOnly(keys: string[]): ContextSchema {
   return {
-    json: { type: 'object', properties: Object.fromEntries(keys.map((key) => [key, {}])), additionalProperties: false },
+    json: markNamesOnly({ type: 'object', properties: Object.fromEntries(keys.map((key) => [key, {}])), additionalProperties: false }),
     check: (context) => unknownKeys(context, keys),
   };
 }

@@ -12,7 +12,7 @@ export {
   type LangGraphJson,
   type ProjectConfig,
 } from './config.js';
-export { loadProjectEnv, parseDotenv } from './env.js';
+export { loadProjectEnv, parseDotenv, systemAssistantDefaults, type SystemAssistantDefaults } from './env.js';
 export {
   inspectionGraph,
   loadGraph,
@@ -28,11 +28,13 @@ export { captureContextDeclarations } from './context-schema.js';
 export {
   contextValidator,
   graphSchemas,
+  prepareTypeSchemas,
   type ContextProblem,
   type ContextValidator,
   type GraphSchemas,
   type JsonSchema,
 } from './schemas.js';
 export { graphSubgraphs, type SubgraphSchemas } from './subgraphs.js';
+export { TypeSchemaReader } from './type-schema-reader.js';
 export { graphDrawing, type DrawingEdge, type DrawingNode, type GraphDrawing } from './drawing.js';
 export { GRAPH_ASSISTANT_NAMESPACE, systemAssistantId, uuidv5 } from './uuid.js';

@@ -3,12 +3,14 @@ import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type BaseMessage } from '@langchain/core/messages';
 import { Annotation, MessagesZodMeta, StateGraph } from '@langchain/langgraph';
 import { withLangGraph } from '@langchain/langgraph/zod';
 import { z } from 'zod';
+import { createLogger } from '@berth/log';
 import {
   captureContextDeclarations,
   contextValidator,
@@ -19,6 +21,7 @@ import {
   type GraphSpec,
   type LoadedGraph,
   type RunnableGraph,
+  TypeSchemaReader,
 } from './index.js';
 
 const fixtures = fileURLToPath(new URL('../../test-projects/', import.meta.url));
@@ -199,5 +202,23 @@ describe('graphDrawing', () => {
     const xray = await graphDrawing(parent, { xray: true });
     const ids = xray.nodes.map((n) => String(n.id));
     expect(ids).toEqual(expect.arrayContaining(['child:inner_a', 'child:inner_b']));
+  });
+});
+
+describe('TypeSchemaReader', () => {
+  test('a type check over its time limit is ended: the graph keeps its runtime schemas, and a warning says why', async () => {
+    const lines: string[] = [];
+    const destination = new PassThrough();
+    destination.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const reader = new TypeSchemaReader({ log: createLogger({ name: 'test', destination }), timeoutMs: 50 });
+    const typed = await loadOne('typed', 'typed');
+    const started = Date.now();
+    const schemas = await graphSchemas(typed, { types: reader });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(schemas.context_schema).toEqual({ type: 'object', properties: { model: {}, temperature: {} }, additionalProperties: false });
+    await reader.close();
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(
+      expect.objectContaining({ graph_id: 'typed', level: 40, msg: expect.stringContaining('took too long') }),
+    );
   });
 });

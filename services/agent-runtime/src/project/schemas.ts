@@ -5,7 +5,8 @@
  * Sources, in order: `@langchain/langgraph/zod/schema` (zod and `StateSchema` states, zod context
  * schemas, honouring `withLangGraph` metadata such as `langgraph_type: "messages"`); then a plain
  * zod v4 conversion that renders unrepresentable parts (`z.custom`) as `{}`; then, for
- * `Annotation.Root` states, an object schema listing the channel names. Context schemas declared
+ * `Annotation.Root` states, the TypeScript types of the graph's module (`type-schemas.ts`), else
+ * an object schema listing the channel names. Context schemas declared
  * any other way than as a zod object (`Annotation.Root`, `StateSchema`, other Standard Schemas)
  * come from `context-schema.ts`.
  */
@@ -17,8 +18,10 @@ import {
   getStateTypeSchema,
 } from '@langchain/langgraph/zod/schema';
 import { toJSONSchema, type ZodType } from 'zod';
-import { contextSchemaOf, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
+import { contextSchemaOf, isNamesOnly, markNamesOnly, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
+import type { TypeSchemaReader } from './type-schema-reader.js';
+import type { TypeSchemas } from './type-schemas.js';
 
 export type { ContextProblem, JsonSchema };
 
@@ -92,7 +95,7 @@ function derive(
   }
   if (channels && Object.keys(channels).length > 0) {
     const names = Object.keys(channels).filter((name) => !name.startsWith('__'));
-    return { type: 'object', properties: Object.fromEntries(names.map((name) => [name, {}])) };
+    return markNamesOnly({ type: 'object', properties: Object.fromEntries(names.map((name) => [name, {}])) });
   }
   return null;
 }
@@ -151,13 +154,44 @@ export function compiledGraphSchemas(graph: RunnableGraph, graphId: string): Gra
  */
 export async function graphSchemas(
   loaded: LoadedGraph,
-  options: { config?: LangGraphRunnableConfig } = {},
+  options: { config?: LangGraphRunnableConfig; types?: TypeSchemaReader } = {},
 ): Promise<GraphSchemas> {
-  if (loaded.template && (options.config === undefined || loaded.kind !== 'factory')) {
-    return cachedSchemasOf(loaded.template, loaded.graphId).schemas;
+  const schemas =
+    loaded.template && (options.config === undefined || loaded.kind !== 'factory')
+      ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
+      : schemasOf(await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null }), loaded.graphId).schemas;
+  if (!options.types || !namesOnly(schemas)) return schemas;
+  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName));
+}
+
+/**
+ * Starts reading the TypeScript types of a graph whose schemas need them (in `types`' worker), so
+ * that a later `graphSchemas` finds them read. Graphs built per run (no template) are left to it.
+ */
+export function prepareTypeSchemas(loaded: LoadedGraph, types: TypeSchemaReader): void {
+  if (loaded.template && namesOnly(cachedSchemasOf(loaded.template, loaded.graphId).schemas)) {
+    void types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName);
   }
-  const graph = await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null });
-  return schemasOf(graph, loaded.graphId).schemas;
+}
+
+function namesOnly(schemas: GraphSchemas): boolean {
+  return (['input_schema', 'output_schema', 'state_schema', 'context_schema'] as const).some((key) => isNamesOnly(schemas[key]));
+}
+
+/** `schemas` with channel-name-only schemas replaced by their TypeScript-declared ones. */
+function withTypes(schemas: GraphSchemas, types: TypeSchemas | null): GraphSchemas {
+  if (!types) return schemas;
+  const pick = (derived: JsonSchema | null, typed: JsonSchema | null) => (typed && isNamesOnly(derived) ? { ...typed, ...(derived?.additionalProperties === false ? { additionalProperties: false } : {}) } : derived);
+  const context = pick(schemas.context_schema, types.context);
+  return {
+    ...schemas,
+    input_schema: pick(schemas.input_schema, types.input),
+    output_schema: pick(schemas.output_schema, types.output),
+    // The channels of the state a thread holds: those the graph outputs, as declared.
+    state_schema: pick(schemas.state_schema, types.output),
+    config_schema: context,
+    context_schema: context,
+  };
 }
 
 /**

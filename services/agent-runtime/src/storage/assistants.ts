@@ -2,6 +2,7 @@
  * Assistants and their versions. Every update makes version N+1 and activates it; activating an
  * older version copies its configuration back into the assistant, so later runs use it.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, type JsonObject, type MetadataFilter } from './sql.js';
@@ -83,17 +84,37 @@ export class AssistantStore {
     throw new ConflictError(`Assistant ${input.assistant_id} already exists`);
   }
 
-  /** Makes sure the system assistant of a graph exists (one per graph, created at startup). */
-  async ensureSystem(assistantId: string, graphId: string): Promise<void> {
-    await this.create({
+  /**
+   * Makes sure the system assistant of a graph exists (one per graph, created at startup). With
+   * `defaults` (LANGGRAPH_CONFIG names the graph), a new one starts with that config and context,
+   * and an existing one gets them as a new version only when they differ from those last applied:
+   * an edited LANGGRAPH_CONFIG takes effect on restart, edits made through the API otherwise stay.
+   */
+  async ensureSystem(assistantId: string, graphId: string, defaults?: { config: JsonObject; context: JsonObject }): Promise<void> {
+    const assistant = await this.create({
       assistant_id: assistantId,
       graph_id: graphId,
       name: graphId,
-      config: {},
-      context: {},
+      config: defaults?.config ?? {},
+      context: defaults?.context ?? {},
       metadata: { created_by: 'system' },
       if_exists: 'do_nothing',
     });
+    if (!defaults) {
+      // Forget what was applied, so that setting the same value again applies it again.
+      await this.pool.query('DELETE FROM system_assistant_seeds WHERE assistant_id = $1', [assistantId]);
+      return;
+    }
+    // Only the server (of several starting together) that records a changed value applies it.
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO system_assistant_seeds (assistant_id, applied) VALUES ($1, $2::jsonb)
+       ON CONFLICT (assistant_id) DO UPDATE SET applied = EXCLUDED.applied
+         WHERE system_assistant_seeds.applied IS DISTINCT FROM EXCLUDED.applied`,
+      [assistantId, jsonParam(defaults)],
+    );
+    if (rowCount && !(isDeepStrictEqual(assistant.config, defaults.config) && isDeepStrictEqual(assistant.context, defaults.context))) {
+      await this.patch(assistantId, { config: defaults.config, context: defaults.context });
+    }
   }
 
   /** The assistant; NotFoundError when it does not exist or does not match `filter`. */

@@ -1,0 +1,131 @@
+/**
+ * Reads graphs' TypeScript-declared schemas (type-schemas.ts) in a worker thread: type-checking a
+ * module takes seconds, which must not stall the server. Jobs run one at a time (a queue), each
+ * within a time limit; a job over it has its worker terminated and reads as null (the caller keeps
+ * the schema it derives at runtime). The worker is started for the first job and ended when the
+ * queue is empty, so its memory is held only while it works. Results are cached per graph export.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '@berth/log';
+import type { TypeSchemas } from './type-schemas.js';
+import type { TypeSchemaAnswer, TypeSchemaJob } from './type-schemas-worker.js';
+
+/**
+ * From sources (tests, `tsx`) the worker is TypeScript too: a small bootstrap registers tsx's loader
+ * in the worker thread (Node 20 does not carry `--import` loaders into workers), then loads it.
+ */
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+function startThread(): Worker {
+  if (!FROM_SOURCE) return new Worker(new URL('./type-schemas-worker.js', import.meta.url));
+  // By path: the ESM build (resolving `tsx/esm/api` from here would give the CommonJS one).
+  const tsxApi = pathToFileURL(join(dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
+  const script = new URL('./type-schemas-worker.ts', import.meta.url).href;
+  return new Worker(`import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(script)}); });`, { eval: true });
+}
+
+export interface TypeSchemaReaderOptions {
+  log: Logger;
+  /** Longest one graph module's type check may take. @default 60_000 */
+  timeoutMs?: number;
+}
+
+interface Pending {
+  job: TypeSchemaJob;
+  graphId: string;
+  resolve: (schemas: TypeSchemas | null) => void;
+}
+
+export class TypeSchemaReader {
+  private readonly cache = new Map<string, Promise<TypeSchemas | null>>();
+  private readonly queue: Pending[] = [];
+  private worker: Worker | undefined;
+  private current: { pending: Pending; timer: NodeJS.Timeout; started: number } | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly options: TypeSchemaReaderOptions) {}
+
+  /**
+   * The schemas declared by export `exportName` of `sourceFile` (read once; later calls share the
+   * result), null when they cannot be read in time. Never rejects.
+   */
+  read(graphId: string, sourceFile: string, exportName: string): Promise<TypeSchemas | null> {
+    const key = `${sourceFile}#${exportName}`;
+    let result = this.cache.get(key);
+    if (!result) {
+      result = new Promise((resolve) => {
+        if (this.closed) return resolve(null);
+        this.queue.push({ job: { id: this.nextId++, sourceFile, exportName }, graphId, resolve });
+        this.startNext();
+      });
+      this.cache.set(key, result);
+    }
+    return result;
+  }
+
+  /** Ends the worker; jobs not done read as null. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.resolve(null);
+    if (this.current) this.finish(this.current.pending.job.id, null);
+    await this.stopWorker();
+  }
+
+  private startNext(): void {
+    if (this.current || this.closed) return;
+    const pending = this.queue.shift();
+    if (!pending) {
+      void this.stopWorker();
+      return;
+    }
+    const worker = this.worker ?? this.startWorker();
+    const timeoutMs = this.options.timeoutMs ?? 60_000;
+    const timer = setTimeout(() => {
+      this.options.log.warn({ graph_id: pending.graphId, timeout_ms: timeoutMs }, 'reading the graph\'s TypeScript types took too long: its schemas list channel names only');
+      this.finish(pending.job.id, null);
+      void this.stopWorker().then(() => this.startNext());
+    }, timeoutMs);
+    this.current = { pending, timer, started: Date.now() };
+    worker.postMessage(pending.job);
+  }
+
+  private startWorker(): Worker {
+    const worker = startThread();
+    worker.unref(); // Never what keeps the process alive.
+    worker.on('message', (answer: TypeSchemaAnswer) => {
+      if (answer.id !== this.current?.pending.job.id) return;
+      if ('error' in answer) {
+        this.options.log.warn({ graph_id: this.current.pending.graphId, err: answer.error }, 'cannot read the graph\'s TypeScript types: its schemas list channel names only');
+        this.finish(answer.id, null);
+      } else {
+        this.options.log.debug({ graph_id: this.current.pending.graphId, ms: Date.now() - this.current.started }, 'read graph schemas from TypeScript types');
+        this.finish(answer.id, answer.schemas);
+      }
+      this.startNext();
+    });
+    worker.on('error', (error) => {
+      this.options.log.warn({ err: error }, 'the TypeScript type worker failed: schemas list channel names only');
+      if (this.worker === worker) this.worker = undefined;
+      if (this.current) this.finish(this.current.pending.job.id, null);
+      this.startNext();
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  private finish(id: number, schemas: TypeSchemas | null): void {
+    if (this.current?.pending.job.id !== id) return;
+    clearTimeout(this.current.timer);
+    this.current.pending.resolve(schemas);
+    this.current = undefined;
+  }
+
+  private async stopWorker(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    await worker?.terminate();
+  }
+}
