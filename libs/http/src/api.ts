@@ -47,6 +47,11 @@ export interface RouteSpec<
    * says what they are. Documented as 200 `text/event-stream`; not combined with `response`.
    */
   events?: string;
+  /**
+   * Media types of a body the handler writes itself (HTML, scripts, files), e.g. `['text/html']`.
+   * Documented as strings of those types; not combined with `response` or `events`.
+   */
+  produces?: string[];
   /** Other success statuses the handler may set itself, without a body, and when, e.g. `{ 204: 'with wait=true' }`. */
   otherStatuses?: Record<number, string>;
   /** Error statuses worth documenting besides 401/403/422, e.g. `[404, 409]`. */

@@ -96,7 +96,9 @@ export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record
         ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(spec.response, 'output', components) } } }
         : spec.events !== undefined
           ? { description: spec.events, content: { 'text/event-stream': { schema: { type: 'string' } } } }
-          : { description: 'Success' };
+          : spec.produces?.length
+            ? { description: 'Success', content: Object.fromEntries(spec.produces.map((type) => [type, { schema: { type: 'string' } }])) }
+            : { description: 'Success' };
       for (const [status, when] of Object.entries(spec.otherStatuses ?? {})) responses[status] = { description: `Success, ${when}` };
       const authenticated = !spec.public && api.hasAuthentication;
       const errorStatuses = new Set([...(authenticated ? [401, 403] : []), ...(spec.errors ?? [])]);

@@ -81,6 +81,8 @@ afterAll(async () => {
 const calls: Record<string, (() => Promise<Response>)[]> = {
   'get /ok': [() => call('get', '/ok'), () => call('get', '/ok?check_db=1')],
   'get /info': [() => call('get', '/info')],
+  'post /ui/{assistant_id}': [() => call('post', '/ui/echo', { name: 'card' })],
+  'get /ui/{ui_name}/{file}': [() => call('get', '/ui/echo/entrypoint.js')],
 
   'post /assistants': [() => call('post', '/assistants', { graph_id: 'echo', config: { tags: ['t'], recursion_limit: 5 }, description: 'd' })],
   'post /assistants/search': [
@@ -215,6 +217,13 @@ describe.each(Object.keys(calls))('%s', (operation) => {
       const content = documentedStatus!.content ?? {};
       if (content['text/event-stream']) {
         expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+        continue;
+      }
+      const written = Object.keys(content).filter((type) => type !== 'application/json');
+      if (written.length > 0) {
+        // A body the handler writes itself (HTML, a script): of a documented type, not empty.
+        expect(written).toContain(res.headers.get('content-type')?.split(';')[0]);
+        expect(text).not.toBe('');
         continue;
       }
       if (!content['application/json']) {

@@ -234,13 +234,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
   const webhookStore = new WebhookStore(pool);
-<<<<<<< HEAD
   const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress, httpApp !== undefined) : undefined;
-  for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId);
-=======
-  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
->>>>>>> schemas
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
   const resolveAssistant = async (ref: string, filter?: MetadataFilter) => {

@@ -35,7 +35,8 @@ export function uiRoutes(api: Api<RequestAuth>, ctx: ServerContext, bundles: Rea
       params: z.strictObject({ assistant_id: z.string().min(1) }),
       body: z.strictObject({ name: z.string().min(1) }),
       status: 200,
-      description: 'Answers text/html: `<link>` tags of the CSS and a `<script>` tag.',
+      description: '`<link>` tags of the CSS and a `<script>` tag.',
+      produces: ['text/html'],
       errors: [404],
       handler: async ({ params, body, auth, req, res }) => {
         const name = await uiName(auth, params.assistant_id);
@@ -60,7 +61,8 @@ export function uiRoutes(api: Api<RequestAuth>, ctx: ServerContext, bundles: Rea
       public: true,
       params: z.strictObject({ ui_name: z.string().min(1), file: z.string().min(1) }),
       status: 200,
-      description: 'Answers the file (JavaScript or CSS).',
+      description: 'The file.',
+      produces: ['application/javascript', 'text/css'],
       errors: [404],
       handler: ({ params, res }) => {
         const file = bundles.get(params.ui_name)?.find((f) => f.basename === params.file);
