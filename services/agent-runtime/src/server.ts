@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
-import { NotFoundError } from '@berth/errors';
+import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
@@ -38,6 +38,7 @@ import {
   loadProjectEnv,
   systemAssistantDefaults,
   registerSdkLogger,
+  servedFeatures,
   systemAssistantId,
   type LoadedGraph,
 } from './project/index.js';
@@ -133,6 +134,11 @@ export interface RunningAgentServer {
 }
 
 /** One authentication per request: custom routes authenticate before the built-in route they may pass to. */
+/** `checkWebhook` of a project whose langgraph.json turns run webhooks off. */
+async function refuseWebhooks(): Promise<never> {
+  throw new RequestValidationError([{ loc: ['body', 'webhook'], msg: 'this project sends no webhooks: its langgraph.json sets http.disable_webhooks', type: 'value_error' }]);
+}
+
 function oncePerRequest<T>(authenticate: (req: ExpressRequest) => Promise<T>): (req: ExpressRequest) => Promise<T> {
   const done = new WeakMap<ExpressRequest, Promise<T>>();
   return (req) => {
@@ -234,7 +240,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
   });
   const webhookStore = new WebhookStore(pool);
-  const webhookTargets = config.webhooks ? new WebhookTargets(config.webhooks.privateEgress, httpApp !== undefined) : undefined;
+  // `http.disable_*` in langgraph.json: route groups (and run webhooks) this project turns off.
+  const served = servedFeatures(project.http);
+  for (const warning of project.warnings) log.warn({ config: project.configPath }, warning);
+  const webhookConfig = served.webhooks ? config.webhooks : undefined;
+  const webhookTargets = webhookConfig ? new WebhookTargets(webhookConfig.privateEgress, httpApp !== undefined) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -277,13 +287,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     runLocally: (runId) => worker?.tryLocal(runId) ?? false,
     reserveLocal: () => worker?.reserve(),
     localResult: (runId) => worker?.localResult(runId),
-    ...(webhookTargets ? { checkWebhook: (url: string) => webhookTargets.check(url) } : {}),
+    ...(webhookTargets ? { checkWebhook: (url: string) => webhookTargets.check(url) } : served.webhooks ? {} : { checkWebhook: refuseWebhooks }),
   });
 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
   // Deliveries have their own queue and workers: they never take a run's slot.
-  const webhooks = config.webhooks && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) }, config.webhooks) : undefined;
+  const webhooks = webhookConfig && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) }, webhookConfig) : undefined;
   await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
@@ -329,23 +339,25 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const authenticate = customAuth ? oncePerRequest(createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false })) : undefined;
   const api = new Api<RequestAuth>(authenticate ? { authenticate } : {});
-  const mcp = project.http?.disable_mcp !== true;
   systemRoutes(api, {
+    info: served.meta,
     version: AGENT_SERVER_VERSION,
-    features: { crons: true, store: true, webhooks: config.webhooks !== undefined, mcp },
+    features: { assistants: served.assistants, crons: served.runs, store: served.store, webhooks: webhookConfig !== undefined, mcp: served.mcp },
     langgraphVersion: (createRequire(import.meta.url)('@langchain/langgraph/package.json') as { version: string }).version,
     checkDb: async () => {
       await pool.query('SELECT 1');
     },
   });
-  assistantRoutes(api, ctx);
-  threadRoutes(api, ctx);
-  runRoutes(api, ctx);
-  storeRoutes(api, ctx);
-  cronRoutes(api, ctx);
-  if (mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
-  webhookRoutes(api, ctx, webhookStore);
-  uiRoutes(api, ctx, uiBundles);
+  if (served.assistants) assistantRoutes(api, ctx);
+  if (served.threads) threadRoutes(api, ctx);
+  if (served.runs) {
+    runRoutes(api, ctx);
+    cronRoutes(api, ctx);
+    webhookRoutes(api, ctx, webhookStore);
+  }
+  if (served.store) storeRoutes(api, ctx);
+  if (served.mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
+  if (served.ui) uiRoutes(api, ctx, uiBundles);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
@@ -355,7 +367,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     : [];
   const app = createApp({
     logger: log,
-    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
+    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(served.mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
   });
   const server = await listen(app, config.host, config.port);
   // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.

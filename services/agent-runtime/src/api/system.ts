@@ -8,6 +8,7 @@ import { Flag } from './schemas.js';
 
 /** What this server serves, as `/info` reports it (the LangGraph SDKs and Studio read these flags). */
 export interface ServerFeatures {
+  assistants: boolean;
   crons: boolean;
   store: boolean;
   /** Runs may name a `webhook` (the server has a signing secret). */
@@ -16,48 +17,51 @@ export interface ServerFeatures {
   mcp: boolean;
 }
 
-export function systemRoutes(api: Api<RequestAuth>, deps: { version: string; langgraphVersion: string; features: ServerFeatures; checkDb(): Promise<void> }): void {
-  api
-    .route({
-      method: 'get',
-      path: '/ok',
-      summary: 'Liveness (check_db=1 also checks Postgres)',
-      tags: ['system'],
-      public: true,
-      query: z.strictObject({ check_db: Flag.optional() }),
-      response: z.strictObject({ ok: z.literal(true) }),
-      handler: async ({ query }) => {
-        if (query.check_db) await deps.checkDb();
-        return { ok: true as const };
-      },
-    })
-    .route({
-      method: 'get',
-      path: '/info',
-      summary: 'Server version and features',
-      tags: ['system'],
-      public: true,
-      response: z.strictObject({
-        version: z.string(),
-        langgraph_js_version: z.string(),
-        context: z.literal('js'),
-        flags: z.strictObject({
-          assistants: z.boolean(),
-          crons: z.boolean(),
-          store: z.boolean(),
-          webhooks: z.boolean(),
-          mcp: z.boolean(),
-          langsmith: z.boolean(),
-          langsmith_tracing_replicas: z.boolean(),
-        }),
-        metadata: z.strictObject({ server: z.string() }),
+export function systemRoutes(
+  api: Api<RequestAuth>,
+  deps: { version: string; langgraphVersion: string; features: ServerFeatures; checkDb(): Promise<void>; /** Serve `/info` (off with `http.disable_meta`). */ info: boolean },
+): void {
+  api.route({
+    method: 'get',
+    path: '/ok',
+    summary: 'Liveness (check_db=1 also checks Postgres)',
+    tags: ['system'],
+    public: true,
+    query: z.strictObject({ check_db: Flag.optional() }),
+    response: z.strictObject({ ok: z.literal(true) }),
+    handler: async ({ query }) => {
+      if (query.check_db) await deps.checkDb();
+      return { ok: true as const };
+    },
+  });
+  if (!deps.info) return;
+  api.route({
+    method: 'get',
+    path: '/info',
+    summary: 'Server version and features',
+    tags: ['system'],
+    public: true,
+    response: z.strictObject({
+      version: z.string(),
+      langgraph_js_version: z.string(),
+      context: z.literal('js'),
+      flags: z.strictObject({
+        assistants: z.boolean(),
+        crons: z.boolean(),
+        store: z.boolean(),
+        webhooks: z.boolean(),
+        mcp: z.boolean(),
+        langsmith: z.boolean(),
+        langsmith_tracing_replicas: z.boolean(),
       }),
-      handler: () => ({
-        version: deps.version,
-        langgraph_js_version: deps.langgraphVersion,
-        context: 'js' as const,
-        flags: { assistants: true, ...deps.features, langsmith: false, langsmith_tracing_replicas: false },
-        metadata: { server: 'berth' },
-      }),
-    });
+      metadata: z.strictObject({ server: z.string() }),
+    }),
+    handler: () => ({
+      version: deps.version,
+      langgraph_js_version: deps.langgraphVersion,
+      context: 'js' as const,
+      flags: { ...deps.features, langsmith: false, langsmith_tracing_replicas: false },
+      metadata: { server: 'berth' },
+    }),
+  });
 }

@@ -188,6 +188,59 @@ function unknownKeyWarnings(json: Record<string, unknown>): string[] {
   return warnings;
 }
 
+/** Keys Berth reads but does not apply, with what happens instead. */
+const NOT_APPLIED: [path: string, instead: string][] = [
+  ['http.mount_prefix', 'the API is served at the root'],
+  ['http.configurable_headers', 'request headers do not reach the run configuration'],
+  ['http.logging_headers', 'request headers are not logged'],
+  ['http.middleware_order', 'auth runs before the http.app middleware'],
+  ['checkpointer', 'threads are checkpointed to Postgres'],
+  ['webhooks', 'run webhooks are checked by the platform (BERTH_WEBHOOK_* settings)'],
+  ['encryption', 'data is not encrypted by project code'],
+];
+
+function notAppliedWarnings(json: LangGraphJson): string[] {
+  const warnings: string[] = [];
+  for (const [path, instead] of NOT_APPLIED) {
+    let node: unknown = json;
+    for (const part of path.split('.')) node = (node as Record<string, unknown> | undefined)?.[part];
+    if (node !== undefined) warnings.push(`"${path}" has no effect on Berth: ${instead}`);
+  }
+  if (json.http?.enable_custom_route_auth === false && json.auth) {
+    warnings.push('"http.enable_custom_route_auth": false has no effect on Berth: custom routes are always authenticated');
+  }
+  return warnings;
+}
+
+/** The route groups (and run webhooks) a project serves: all but those its `http.disable_*` turn off. */
+export interface ServedFeatures {
+  /** `/info` (`/ok` stays: the platform probes it). */
+  meta: boolean;
+  assistants: boolean;
+  threads: boolean;
+  /** Runs, crons and run webhook records. */
+  runs: boolean;
+  store: boolean;
+  mcp: boolean;
+  ui: boolean;
+  /** Runs may name a `webhook`. */
+  webhooks: boolean;
+}
+
+export function servedFeatures(http: ProjectConfig['http']): ServedFeatures {
+  const on = (flag: boolean | undefined) => flag !== true;
+  return {
+    meta: on(http?.disable_meta),
+    assistants: on(http?.disable_assistants),
+    threads: on(http?.disable_threads),
+    runs: on(http?.disable_runs),
+    store: on(http?.disable_store),
+    mcp: on(http?.disable_mcp),
+    ui: on(http?.disable_ui),
+    webhooks: on(http?.disable_webhooks),
+  };
+}
+
 /**
  * Splits a `path[:export]` spec at its last `:` and resolves the path against `projectDir`,
  * checking that the file exists.
@@ -267,7 +320,7 @@ export function loadProjectConfig(configPath: string): ProjectConfig {
     ui[name] = sourceFile;
   }
 
-  const config: ProjectConfig = { configPath: absolute, projectDir, json, graphs, ui, warnings: unknownKeyWarnings(json) };
+  const config: ProjectConfig = { configPath: absolute, projectDir, json, graphs, ui, warnings: [...unknownKeyWarnings(json), ...notAppliedWarnings(json)] };
   if (typeof json.env === 'string') config.envFile = resolve(projectDir, json.env);
   if (json.auth) {
     const auth = resolveModuleSpec(json.auth.path, projectDir, absolute, 'auth.path');

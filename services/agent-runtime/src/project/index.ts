@@ -8,6 +8,8 @@ export {
   langGraphJsonSchema,
   loadProjectConfig,
   resolveModuleSpec,
+  servedFeatures,
+  type ServedFeatures,
   type GraphSpec,
   type LangGraphJson,
   type ProjectConfig,
