@@ -15,8 +15,6 @@
  * Berth's public routes (`/ok`, `/info`, the docs) and `GET /ui/...` assets stay public.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
@@ -25,7 +23,7 @@ import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { toFetchRequest } from '../auth/index.js';
 import type { ProjectConfig } from '../project/config.js';
-import { importSourceFile } from '../project/import-module.js';
+import { importProjectExport } from '../project/import-module.js';
 
 /** What `http.app` must export: anything with a Fetch API handler. */
 export interface FetchApp {
@@ -60,20 +58,9 @@ function isHono(app: FetchApp): app is HonoLike {
  */
 export async function loadHttpApp(project: ProjectConfig): Promise<FetchApp | undefined> {
   if (!project.httpApp) return undefined;
-  const { sourceFile, exportName } = project.httpApp;
+  const { exportName } = project.httpApp;
   const spec = project.json.http?.app ?? `${project.httpApp.file}:${exportName}`;
-  const tsconfigPath = join(project.projectDir, 'tsconfig.json');
-  let namespace: Record<string, unknown>;
-  try {
-    namespace = await importSourceFile(sourceFile, { tsconfig: existsSync(tsconfigPath) ? tsconfigPath : false });
-  } catch (error) {
-    throw new HttpAppLoadError(spec, `cannot import ${sourceFile}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-  }
-  const exported = namespace[exportName];
-  if (exported === undefined) {
-    const names = Object.keys(namespace).filter((k) => namespace[k] !== undefined);
-    throw new HttpAppLoadError(spec, `${sourceFile} has no export "${exportName}" (it exports: ${names.join(', ') || 'nothing'})`);
-  }
+  const exported = await importProjectExport(project.projectDir, project.httpApp, (problem, cause) => new HttpAppLoadError(spec, problem, { cause }));
   if (!isFetchApp(exported)) {
     throw new HttpAppLoadError(spec, `export "${exportName}" is not an app with a fetch(request) method (e.g. \`new Hono()\`)`);
   }

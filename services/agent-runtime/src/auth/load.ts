@@ -5,10 +5,8 @@
  * the server reads them from there, as the LangGraph JS server does. The project may have its own
  * copy of the SDK, so the object is recognised by that field, not with `instanceof`.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ProjectConfig } from '../project/config.js';
-import { importSourceFile } from '../project/import-module.js';
+import { importProjectExport } from '../project/import-module.js';
 import { AuthLoadError } from './errors.js';
 
 /** The argument of an authorization handler (`auth.on(...)`). */
@@ -57,20 +55,9 @@ function isHandlerCache(value: unknown): value is HandlerCache {
  */
 export async function loadCustomAuth(project: ProjectConfig): Promise<CustomAuth | undefined> {
   if (!project.auth) return undefined;
-  const { sourceFile, exportName } = project.auth;
+  const { exportName } = project.auth;
   const spec = project.json.auth?.path ?? `${project.auth.file}:${exportName}`;
-  const tsconfigPath = join(project.projectDir, 'tsconfig.json');
-  let namespace: Record<string, unknown>;
-  try {
-    namespace = await importSourceFile(sourceFile, { tsconfig: existsSync(tsconfigPath) ? tsconfigPath : false });
-  } catch (error) {
-    throw new AuthLoadError(spec, `cannot import ${sourceFile}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-  }
-  if (!(exportName in namespace) || namespace[exportName] === undefined) {
-    const exported = Object.keys(namespace).filter((k) => namespace[k] !== undefined);
-    throw new AuthLoadError(spec, `${sourceFile} has no export "${exportName}" (it exports: ${exported.join(', ') || 'nothing'})`);
-  }
-  const exported = namespace[exportName];
+  const exported = await importProjectExport(project.projectDir, project.auth, (problem, cause) => new AuthLoadError(spec, problem, { cause }));
   const cache = typeof exported === 'object' && exported !== null ? (exported as Record<string, unknown>)['~handlerCache'] : undefined;
   if (!isHandlerCache(cache)) {
     throw new AuthLoadError(

@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { BerthError } from '@berth/errors';
 import { resolveModuleSpec, type ProjectConfig } from './config.js';
 import { ProjectConfigError } from './errors.js';
-import { importSourceFile } from './import-module.js';
+import { importProjectExport } from './import-module.js';
 
 /** What the store needs of an embeddings provider. */
 export interface TextEmbedder {
@@ -88,14 +88,8 @@ function checked(inner: TextEmbedder, dims: number, spec: string): TextEmbedder 
 }
 
 async function fromModule(project: ProjectConfig, spec: string): Promise<TextEmbedder> {
-  const { sourceFile, exportName } = resolveModuleSpec(spec, project.projectDir, project.configPath, KEY);
-  let namespace: Record<string, unknown>;
-  try {
-    namespace = await importSourceFile(sourceFile);
-  } catch (error) {
-    throw new ProjectConfigError(project.configPath, KEY, `cannot import ${spec}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-  }
-  const value = namespace[exportName];
+  const module = resolveModuleSpec(spec, project.projectDir, project.configPath, KEY);
+  const value = await importProjectExport(project.projectDir, module, (problem, cause) => new ProjectConfigError(project.configPath, KEY, problem, { cause }));
   if (isEmbeddings(value)) return value;
   if (typeof value === 'function') {
     const fn = value as (texts: string[]) => unknown;
@@ -107,7 +101,7 @@ async function fromModule(project: ProjectConfig, spec: string): Promise<TextEmb
   throw new ProjectConfigError(
     project.configPath,
     KEY,
-    `export "${exportName}" of ${spec} is ${value === undefined ? 'missing' : typeof value}; expected a function (texts: string[]) => number[][] or an Embeddings object`,
+    `export "${module.exportName}" of ${spec} is ${value === undefined ? 'missing' : typeof value}; expected a function (texts: string[]) => number[][] or an Embeddings object`,
   );
 }
 

@@ -13,6 +13,8 @@
  *   same `import()` just works.
  * - Under the tsx CLI (`tsx src/main.ts`): its loader is already active and is not added twice.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 let loaderRegistered: Promise<void> | undefined;
@@ -51,4 +53,29 @@ export async function importSourceFile(
 ): Promise<Record<string, unknown>> {
   await ensureTypeScriptLoader(options.tsconfig ?? false);
   return (await import(pathToFileURL(absolutePath).href)) as Record<string, unknown>;
+}
+
+/**
+ * The named export of a project module (`auth.path`, `http.app`, `store.index.embed`), imported with
+ * the project's tsconfig.json when it has one.
+ * @param fail - makes the error to throw, from a problem that names the file (and the import error as cause).
+ */
+export async function importProjectExport(
+  projectDir: string,
+  module: { sourceFile: string; exportName: string },
+  fail: (problem: string, cause?: unknown) => Error,
+): Promise<unknown> {
+  const tsconfig = join(projectDir, 'tsconfig.json');
+  let namespace: Record<string, unknown>;
+  try {
+    namespace = await importSourceFile(module.sourceFile, { tsconfig: existsSync(tsconfig) ? tsconfig : false });
+  } catch (error) {
+    throw fail(`cannot import ${module.sourceFile}: ${(error as Error)?.message ?? String(error)}`, error);
+  }
+  const value = namespace[module.exportName];
+  if (value === undefined) {
+    const names = Object.keys(namespace).filter((k) => namespace[k] !== undefined);
+    throw fail(`${module.sourceFile} has no export "${module.exportName}" (it exports: ${names.join(', ') || 'nothing'})`);
+  }
+  return value;
 }
