@@ -128,6 +128,14 @@ describe('http.app with custom auth', () => {
     expect(await call('/shop/items/1', { base: authUrl, headers: { authorization: 'Bearer user-a' } })).toMatchObject({ status: 200, body: { item: '1' } });
   });
 
+  it("hands a Hono route the authenticated user as c.get('auth'): {user, scopes}", async () => {
+    expect(await call('/shop/whoami', { base: authUrl, headers: { authorization: 'Bearer user-a' } })).toMatchObject({
+      status: 200,
+      body: { user: { identity: 'user-a', org: 'acme' }, scopes: ['threads:write', 'threads:read'] },
+    });
+    expect(await call('/shop/whoami')).toMatchObject({ status: 200, body: null });
+  });
+
   it('keeps /ok and /info public, and built-in routes authenticated', async () => {
     expect((await call('/ok', { base: authUrl })).status).toBe(200);
     const info = await call('/info', { base: authUrl });

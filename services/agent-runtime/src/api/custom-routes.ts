@@ -11,8 +11,9 @@
  * reach the built-in routes (Hono re-parses the body on each `json()`). Any other
  * fetch app answers first; its 404 falls through to the built-in routes.
  *
- * The project's custom auth runs before the app (the JS server authenticates custom routes too);
- * Berth's public routes (`/ok`, `/info`, the docs) and `GET /ui/...` assets stay public.
+ * The project's custom auth runs before the app (the JS server authenticates custom routes too),
+ * and a Hono app's handlers read the result as the JS server sets it: `c.get('auth')` is
+ * `{user, scopes}`. Berth's public routes (`/ok`, `/info`, the docs) and `GET /ui/...` assets stay public.
  */
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -21,7 +22,7 @@ import type { Request as ExpressRequest, RequestHandler, Response as ExpressResp
 import { BerthError } from '@berth/errors';
 import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
 import type { Logger } from '@berth/log';
-import { toFetchRequest } from '../auth/index.js';
+import { toFetchRequest, type AuthContext } from '../auth/index.js';
 import type { ProjectConfig } from '../project/config.js';
 import { importProjectExport } from '../project/import-module.js';
 
@@ -32,6 +33,7 @@ export interface FetchApp {
 
 /** The parts of a Hono app the composition uses (from the user's own copy of hono). */
 interface HonoLike extends FetchApp {
+  use(handler: (c: { req: { raw: Request }; set(key: string, value: unknown): void }, next: () => Promise<void>) => Promise<void>): HonoLike;
   route(path: string, app: HonoLike): HonoLike;
   all(path: string, handler: () => Response): HonoLike;
 }
@@ -49,7 +51,7 @@ function isFetchApp(value: unknown): value is FetchApp {
 
 function isHono(app: FetchApp): app is HonoLike {
   const candidate = app as Partial<HonoLike>;
-  return typeof candidate.route === 'function' && typeof candidate.all === 'function' && typeof app.constructor === 'function';
+  return typeof candidate.use === 'function' && typeof candidate.route === 'function' && typeof candidate.all === 'function' && typeof app.constructor === 'function';
 }
 
 /**
@@ -69,7 +71,7 @@ export async function loadHttpApp(project: ProjectConfig): Promise<FetchApp | un
 
 export interface CustomRoutesOptions {
   /** Authenticates a request with the project's custom auth (absent: no custom auth). */
-  authenticate?: (req: ExpressRequest) => Promise<unknown>;
+  authenticate?: (req: ExpressRequest) => Promise<AuthContext | undefined>;
   /** Paths of Berth's public routes: served without authentication, as the built-in routes are. */
   publicPaths: ReadonlySet<string>;
   log: Logger;
@@ -83,9 +85,16 @@ export function customRoutes(app: FetchApp, options: CustomRoutesOptions): Reque
   // Marks the answer of the catch-all route; random so that no user response can fake it.
   const passHeader = `x-berth-builtin-${randomUUID()}`;
   let fetchApp: FetchApp = app;
+  // The authenticated user of each request the app is given, for its `c.get('auth')`.
+  const authOf = new WeakMap<Request, AuthContext>();
   if (isHono(app)) {
     const Outer = app.constructor as new () => HonoLike;
     const outer = new Outer();
+    outer.use(async (c, next) => {
+      const auth = authOf.get(c.req.raw);
+      if (auth) c.set('auth', { user: auth.user, scopes: auth.permissions });
+      await next();
+    });
     outer.route('/', app);
     outer.all('*', () => new Response(null, { status: 200, headers: { [passHeader]: '1' } }));
     fetchApp = outer;
@@ -95,8 +104,10 @@ export function customRoutes(app: FetchApp, options: CustomRoutesOptions): Reque
     void (async () => {
       const path = req.path;
       const isPublic = options.publicPaths.has(path) || (path.startsWith('/ui/') && (req.method === 'GET' || req.method === 'HEAD'));
-      if (options.authenticate && !isPublic) await options.authenticate(req);
-      const response = await fetchApp.fetch(await withBody(req));
+      const auth = options.authenticate && !isPublic ? await options.authenticate(req) : undefined;
+      const request = await withBody(req);
+      if (auth) authOf.set(request, auth);
+      const response = await fetchApp.fetch(request);
       if (response.headers.get(passHeader) === '1') {
         copyHeaders(response, res, passHeader);
         next();

@@ -9,6 +9,7 @@
  * - `GET /shop/ticks` streams `tick 0`…`tick 4` lines 30 ms apart;
  * - `GET /shop/cookies` sets two cookies;
  * - `POST /shop/hooks` keeps the body and `webhook-id` header it gets (a run's relative webhook), `GET /shop/hooks/last` answers them;
+ * - `GET /shop/whoami` → `c.get('auth')` (`{user, scopes}` under custom auth, else null);
  * - `GET /shop/loopback` runs `echo` through `new Client()` (no apiUrl) → `{reply}`;
  * - its `notFound` is never used: unknown paths are the server's 404.
  */
@@ -19,7 +20,10 @@ import { streamText } from 'hono/streaming';
 
 let lastHook: { id: string | null; body: unknown } | null = null;
 
-export const app = new Hono()
+/** What the server sets for custom routes under custom auth, as the LangGraph JS server does. */
+type Variables = { auth?: { user: { identity: string }; scopes: string[] } };
+
+export const app = new Hono<{ Variables: Variables }>()
   .use(async (c, next) => {
     if (c.req.query('closed') !== undefined) return c.json({ status: 'closed' }, 503);
     await next();
@@ -52,6 +56,7 @@ export const app = new Hono()
     return c.json({ ok: true });
   })
   .get('/shop/hooks/last', (c) => c.json(lastHook))
+  .get('/shop/whoami', (c) => c.json(c.get('auth') ?? null))
   .get('/shop/loopback', async (c) => {
     const result = (await new Client().runs.wait(null, 'echo', { input: { messages: [{ role: 'user', content: 'via loopback' }] } })) as {
       messages: { content: string }[];
