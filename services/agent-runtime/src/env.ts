@@ -88,3 +88,21 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
     exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',
   };
 }
+
+const fetchArtifactSchema = z.object({
+  /** The control plane's artifact endpoint for this revision. */
+  BERTH_ARTIFACT_URL: z.url({ protocol: /^https?$/ }),
+  /** The revision's artifact credential (from the deployment's Secret). */
+  BERTH_ARTIFACT_CREDENTIAL: z.string().min(16),
+  /** Hex SHA-256 the archive was recorded with. */
+  BERTH_ARTIFACT_SHA256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'a hex SHA-256 (64 characters)'),
+  /** Where to unpack it: the volume the agent server's container serves. */
+  BERTH_ARTIFACT_DIR: z.string().min(1).default('/srv/project'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** The init container's settings (`fetch-artifact.js`). */
+export function loadArtifactFetchConfig(env: Record<string, string | undefined> = process.env) {
+  const e = parseEnv(fetchArtifactSchema, env);
+  return { url: e.BERTH_ARTIFACT_URL, credential: e.BERTH_ARTIFACT_CREDENTIAL, sha256: e.BERTH_ARTIFACT_SHA256, dir: e.BERTH_ARTIFACT_DIR, logLevel: e.LOG_LEVEL };
+}

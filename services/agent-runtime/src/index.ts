@@ -31,6 +31,9 @@ export type { AgentServeConfig } from './env.js';
  * `loadAgentServeConfig`). Resolved from the package root, so it is the same from src and dist.
  */
 export const AGENT_SERVE_SCRIPT: string = fileURLToPath(new URL('../dist/serve.js', import.meta.url));
+/** The built script an init container runs to fetch a revision's artifact (`loadArtifactFetchConfig`). */
+export const ARTIFACT_FETCH_SCRIPT: string = fileURLToPath(new URL('../dist/fetch-artifact.js', import.meta.url));
+export { ARTIFACT_AUTH_SCHEME, ArtifactChecksumError, ArtifactFetchError, fetchArtifact, sha256File, unpackArchive, type ArtifactFetchOptions } from './artifact/fetch.js';
 export type { AgentServerConfig, RunningAgentServer } from './server.js';
 
 // Project loading, for the control plane's build step (it validates a project in a child process).

@@ -1,5 +1,6 @@
 import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
+import type { ArtifactStorageConfig } from './artifacts/artifact-store.js';
 
 export interface ControlPlaneConfig extends GrpcServerConfig {
   /** Postgres holding the control plane's schema (`control_plane`). */
@@ -32,7 +33,19 @@ export interface DeploymentsConfig {
    * Where revisions run.
    * @default { kind: 'local' }
    */
-  deployer?: { kind: 'local' } | { kind: 'kubernetes'; namespace?: string; server?: string; token?: string };
+  deployer?: { kind: 'local' } | { kind: 'kubernetes'; namespace?: string; server?: string; token?: string; agentServerImage?: string };
+  /**
+   * Keep each built revision as an archive in object storage and serve it to the revision's pods
+   * (the kubernetes deployer's source revisions). Unset: build folders stay on this machine only.
+   */
+  archives?: {
+    storage: ArtifactStorageConfig;
+    /** Where the artifact endpoint listens. */
+    host: string;
+    port: number;
+    /** The endpoint as agent pods reach it (its Service); default: the address it listens on. */
+    url?: string;
+  };
   /** Revision jobs (and the agent servers' queues) on Redis instead of Postgres. */
   redisUrl?: string;
   /**

@@ -28,6 +28,20 @@ const schema = z.object({
   BERTH_TRACING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   /** Private CIDRs deployed agent servers may send run webhooks to. */
   BERTH_WEBHOOK_PRIVATE_EGRESS: envCidrList,
+  /** The agent-server image the kubernetes deployer runs source revisions with. */
+  BERTH_AGENT_SERVER_IMAGE: z.string().min(1).optional(),
+  /** The bucket built revisions are kept in for the kubernetes deployer (with BERTH_ARTIFACTS_URL). */
+  BERTH_S3_BUCKET: z.string().min(1).optional(),
+  BERTH_S3_REGION: z.string().min(1).default('us-east-1'),
+  BERTH_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  BERTH_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  /** Storage credentials; unset: the SDK's other sources (a web identity, the instance's role). */
+  AWS_ACCESS_KEY_ID: z.string().min(1).optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Port of the artifact endpoint that agent pods fetch their revision from. */
+  BERTH_ARTIFACTS_PORT: z.coerce.number().int().min(0).max(65535).default(8092),
+  /** The artifact endpoint as agent pods reach it, e.g. http://berth-control-plane.berth.svc:8092. */
+  BERTH_ARTIFACTS_URL: z.url({ protocol: /^https?$/ }).optional(),
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
   HOME: z.string().default('/tmp'),
 });
@@ -44,7 +58,27 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
           deployments: {
             secretKey: e.BERTH_SECRET_KEY,
             artifactsDir: e.BERTH_ARTIFACTS_DIR,
-            deployer: e.BERTH_DEPLOYER === 'kubernetes' ? { kind: 'kubernetes', namespace: e.KUBERNETES_NAMESPACE } : { kind: 'local' },
+            deployer:
+              e.BERTH_DEPLOYER === 'kubernetes'
+                ? { kind: 'kubernetes', namespace: e.KUBERNETES_NAMESPACE, ...(e.BERTH_AGENT_SERVER_IMAGE ? { agentServerImage: e.BERTH_AGENT_SERVER_IMAGE } : {}) }
+                : { kind: 'local' },
+            // Archives serve only agent servers that run elsewhere; the local deployer runs the build folders.
+            ...(e.BERTH_DEPLOYER === 'kubernetes' && e.BERTH_S3_BUCKET
+              ? {
+                  archives: {
+                    storage: {
+                      bucket: e.BERTH_S3_BUCKET,
+                      region: e.BERTH_S3_REGION,
+                      ...(e.BERTH_S3_ENDPOINT ? { endpoint: e.BERTH_S3_ENDPOINT } : {}),
+                      ...(e.BERTH_S3_FORCE_PATH_STYLE ? { forcePathStyle: e.BERTH_S3_FORCE_PATH_STYLE === 'true' } : {}),
+                      ...(e.AWS_ACCESS_KEY_ID && e.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY } } : {}),
+                    },
+                    host: '0.0.0.0',
+                    port: e.BERTH_ARTIFACTS_PORT,
+                    ...(e.BERTH_ARTIFACTS_URL ? { url: e.BERTH_ARTIFACTS_URL } : {}),
+                  },
+                }
+              : {}),
             ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
             ...(e.AGENT_DATABASE_URL ? { agentDatabaseUrl: e.AGENT_DATABASE_URL } : {}),
             processEnv: { PATH: e.PATH, HOME: e.HOME },

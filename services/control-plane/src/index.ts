@@ -28,6 +28,8 @@ import { deploymentHandlers } from './deployments/rpc.js';
 import { SecretBox } from '@berth/secret-box';
 import { Deployments } from './deployments/service.js';
 import { DeploymentStore } from './deployments/store.js';
+import { ArtifactStore } from './artifacts/artifact-store.js';
+import { startArtifactServer, type RunningArtifactServer } from './artifacts/artifact-server.js';
 import type { ControlPlaneTables } from './tables.js';
 
 export type { ControlPlaneConfig, DeploymentsConfig, TracingEndpoint } from './config.js';
@@ -84,8 +86,25 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
   // Wiring picks the adapter; how adapters differ is the deployer port's business, not the pipeline's.
   let deployer: Deployer;
+  let archives: { store: ArtifactStore; server: RunningArtifactServer; url: string } | undefined;
+  if (settings.archives) {
+    const artifactStore = new ArtifactStore(settings.archives.storage);
+    const server = await startArtifactServer({
+      artifacts: artifactStore,
+      secretBox: new SecretBox(settings.secretKey),
+      host: settings.archives.host,
+      port: settings.archives.port,
+      log: logger,
+      lookup: async (revisionId) => {
+        const revision = await store.revisionById(revisionId);
+        return revision?.archive_key && revision.archive_sha256 ? { key: revision.archive_key, sha256: revision.archive_sha256 } : undefined;
+      },
+    });
+    archives = { store: artifactStore, server, url: settings.archives.url ?? server.url };
+  }
   if (settings.deployer?.kind === 'kubernetes') {
     deployer = new KubernetesDeployer({
+      ...(settings.deployer.agentServerImage ? { agentServerImage: settings.deployer.agentServerImage } : {}),
       cluster: settings.deployer.server ? { server: settings.deployer.server, ...(settings.deployer.token ? { token: settings.deployer.token } : {}) } : inClusterConfig(),
       ...(settings.deployer.namespace ? { namespace: settings.deployer.namespace } : {}),
     });
@@ -126,9 +145,15 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
     },
     ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
+    ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
   }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
   await pipeline.start();
-  return { pipeline, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
+  const close = async () => {
+    await pipeline?.close();
+    await archives?.server.close();
+    archives?.store.close();
+  };
+  return { pipeline, close, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
 }
 
 function inClusterConfig(): KubeConfig {
@@ -177,7 +202,7 @@ export async function start(
     }, config.sweepIntervalMs ?? 60_000);
     sweeper.unref();
   } catch (error) {
-    await deploymentsPart?.pipeline.close();
+    await deploymentsPart?.close();
     await notifier.close();
     await database.close();
     throw error;
@@ -191,7 +216,7 @@ export async function start(
     ...(deploymentsPart ? { deployments: deploymentsPart.deployments } : {}),
     close: async () => {
       clearInterval(sweeper);
-      await deploymentsPart?.pipeline.close();
+      await deploymentsPart?.close();
       // Waiters answer `pending` at once, so the server does not have to cancel their calls.
       await notifier.close();
       await grpc.close();

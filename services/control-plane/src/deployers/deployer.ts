@@ -12,8 +12,23 @@ export type RevisionArtifact =
       path: string;
       /** `langgraph.json`, relative to `path`. */
       configPath: string;
+      /**
+       * The same build kept in object storage, for deployers whose agent servers run elsewhere
+       * (`kubernetes`: an init container fetches it). Set only when the control plane keeps archives.
+       */
+      archive?: RevisionArchive;
     }
   | { kind: 'image'; imageUri: string };
+
+/** Where a revision's built project can be fetched from, and how it is checked. */
+export interface RevisionArchive {
+  /** The control plane's artifact endpoint for this revision, as agent servers reach it. */
+  url: string;
+  /** Hex SHA-256 of the archive (a gzipped tarball), recorded when it was stored. */
+  sha256: string;
+  /** This revision's artifact credential: fetches its archive, nothing else. */
+  credential: string;
+}
 
 /** Resource settings of a deployment (from `source_config.resource_spec`). */
 export interface RevisionResources {

@@ -25,6 +25,8 @@ import type { RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 import { deploymentTracingCredential } from './service.js';
 import type { TracingEndpoint } from '../config.js';
+import type { ArtifactStore } from '../artifacts/artifact-store.js';
+import { artifactCredential, artifactPath } from '../artifacts/artifact-server.js';
 
 export const REVISION_QUEUE = 'control-plane-revisions';
 
@@ -57,6 +59,8 @@ export interface PipelineDeps {
   agentEnv: Record<string, string>;
   /** Where agent servers send their traces (DeploymentsConfig.tracingEndpoint); none: they do not trace. */
   tracingEndpoint?: TracingEndpoint;
+  /** Where built revisions are kept for agent servers that run elsewhere, and the endpoint they fetch them from. */
+  archives?: { store: ArtifactStore; url: string };
 }
 
 export interface RevisionPipelineOptions {
@@ -218,6 +222,11 @@ export class RevisionPipeline {
           );
           log(`built: graphs ${artifact.graphs.join(', ')}`);
           built = { artifact_path: artifact.path, custom_auth: await hasCustomAuth(join(artifact.path, artifact.configPath)) };
+          if (this.deps.archives) {
+            const stored = await this.deps.archives.store.put(revision.deployment_id, revisionId, artifact.path);
+            log(`stored the build in object storage (${stored.size} bytes, sha256 ${stored.sha256})`);
+            built = { ...built, archive_key: stored.key, archive_sha256: stored.sha256 };
+          }
         }
         if (await this.advance(revisionId, 'AWAITING_DEPLOY', built)) await this.queue.enqueue('revision.deploy', { revision_id: revisionId });
       } catch (error) {
@@ -274,6 +283,7 @@ export class RevisionPipeline {
 
   private async runRemove(deploymentId: string): Promise<void> {
     await this.deps.deployer.remove(deploymentId, (line) => this.deps.log.info({ deploymentId }, line));
+    await this.deps.archives?.store.removeDeployment(deploymentId);
     await this.deps.databases.drop(deploymentId);
     await this.deps.store.remove(deploymentId);
   }
@@ -407,7 +417,20 @@ export class RevisionPipeline {
     const artifact: RevisionArtifact =
       revision.source === 'external_docker'
         ? { kind: 'image', imageUri: String(revision.source_revision_config.image_uri) }
-        : { kind: 'directory', path: revision.artifact_path!, configPath: String(revision.source_revision_config.langgraph_config_path ?? 'langgraph.json') };
+        : {
+            kind: 'directory',
+            path: revision.artifact_path!,
+            configPath: String(revision.source_revision_config.langgraph_config_path ?? 'langgraph.json'),
+            ...(this.deps.archives && revision.archive_key && revision.archive_sha256
+              ? {
+                  archive: {
+                    url: this.deps.archives.url + artifactPath(revision.id),
+                    sha256: revision.archive_sha256,
+                    credential: artifactCredential(this.deps.secretBox, revision.id),
+                  },
+                }
+              : {}),
+          };
     return {
       deploymentId: deployment.id,
       revisionId: revision.id,

@@ -34,6 +34,8 @@ export interface MoveChange {
    */
   status_message?: string;
   artifact_path?: string;
+  archive_key?: string;
+  archive_sha256?: string;
   custom_auth?: boolean;
   upstream_url?: string;
   source_revision_config?: Record<string, unknown>;

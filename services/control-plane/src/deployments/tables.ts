@@ -33,6 +33,9 @@ export interface RevisionsTable {
   source_revision_config: Json;
   status_message: ColumnType<string, string | undefined, string>;
   artifact_path: string | null;
+  /** The build's archive in object storage and its hex SHA-256 (migration 0006); null without a bucket. */
+  archive_key: ColumnType<string | null, string | null | undefined, string | null>;
+  archive_sha256: ColumnType<string | null, string | null | undefined, string | null>;
   upstream_url: string | null;
   custom_auth: ColumnType<boolean, boolean | undefined, boolean>;
   /** Why its agent server does not answer now; null while healthy (migration 0003). */

@@ -8,13 +8,14 @@ import { labelValue } from '@berth/kube';
 import { collectLog, deployerContract } from '../contract.js';
 import { DeployFailedError, type RevisionSpec } from '../deployer.js';
 import { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
-import { buildManifests, LABELS, objectName, type ImageRevisionSpec } from './manifests.js';
+import { ARTIFACT_CREDENTIAL_KEY, buildManifests, FETCH_CONTAINER_NAME, LABELS, objectName, PROJECT_DIR, type ImageRevisionSpec } from './manifests.js';
 
 const NAMESPACE = 'berth';
 const GOOD = 'registry.test/agent:ok';
 const BROKEN = 'registry.test/agent:broken';
 const SLOW = 'registry.test/agent:slow';
 const BROKEN_REASON = "ImportError: cannot import name 'graph' from 'agent'";
+const AGENT_SERVER_IMAGE = 'registry.test/berth/agent-server:0.1.0';
 
 function ready(pod: KubeObject): boolean {
   const conditions = ((pod['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []);
@@ -219,13 +220,51 @@ describe('KubernetesDeployer', () => {
     }
   });
 
-  it('refuses a project directory with a clear DeployFailedError, without calling the API', async () => {
+  it('runs a source revision with the agent-server image, its Deployment carrying the init container that fetches the build', async () => {
+    const sourceDeployer = deployerFor(fake, { agentServerImage: AGENT_SERVER_IMAGE });
+    try {
+      const archive = { url: 'http://berth-control-plane.berth.svc:8092/v1/artifacts/r', sha256: 'ab'.repeat(32), credential: 'artifact-credential-0123456789' };
+      const revision = spec({ artifact: { kind: 'directory', path: '/var/lib/berth/artifacts/d/r', configPath: 'langgraph.json', archive } });
+      const log = collectLog();
+      const deployed = await sourceDeployer.deploy(revision, log.log);
+      const name = objectName(revision.name, revision.deploymentId);
+      expect(deployed.url).toBe(`http://${name}.${NAMESPACE}.svc.cluster.local:8000`);
+      const pod = (fake.store.get('apps/deployments', NAMESPACE, name)['spec'] as { template: { spec: Record<string, unknown> } }).template.spec as {
+        initContainers: Array<{ name: string; image: string; command: string[]; env: Array<{ name: string; value?: string; valueFrom?: unknown }> }>;
+        containers: Array<{ image: string; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>;
+        volumes: Array<{ name: string; emptyDir?: unknown }>;
+      };
+      expect(pod.initContainers.map((c) => [c.name, c.image, c.command.join(' ')])).toEqual([
+        [FETCH_CONTAINER_NAME, AGENT_SERVER_IMAGE, 'node /app/services/agent-runtime/dist/fetch-artifact.js'],
+      ]);
+      expect(pod.initContainers[0]!.env).toContainEqual({ name: 'BERTH_ARTIFACT_SHA256', value: archive.sha256 });
+      expect(pod.initContainers[0]!.env).toContainEqual({ name: ARTIFACT_CREDENTIAL_KEY, valueFrom: { secretKeyRef: { name, key: ARTIFACT_CREDENTIAL_KEY } } });
+      expect(pod.containers[0]!.image).toBe(AGENT_SERVER_IMAGE);
+      expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'project', mountPath: PROJECT_DIR, readOnly: true });
+      expect(pod.volumes.find((v) => v.name === 'project')?.emptyDir).toBeDefined();
+      const secret = fake.store.get('secrets', NAMESPACE, name)['data'] as Record<string, string>;
+      expect(Buffer.from(secret[ARTIFACT_CREDENTIAL_KEY]!, 'base64').toString()).toBe(archive.credential);
+      expect(log.text()).toContain(`built from source, sha256 ${archive.sha256}`);
+      const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.revisionId}=${revision.revisionId}` });
+      expect(pods.filter(ready)).toHaveLength(2);
+    } finally {
+      await sourceDeployer.close();
+    }
+  });
+
+  it('refuses a source revision it cannot run with a clear DeployFailedError, without calling the API', async () => {
     fake.clearRequests();
-    const log = collectLog();
-    const error = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json' } }), log.log).catch((e: unknown) => e);
+    const noArchive = collectLog();
+    const error = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json' } }), noArchive.log).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeployFailedError);
-    expect((error as Error).message).toContain('the kubernetes deployer runs container images: use source external_docker');
-    expect(log.lines[0]?.level).toBe('error');
+    expect((error as Error).message).toContain('the control plane keeps no archive of it for the cluster to fetch: set BERTH_S3_BUCKET');
+    expect(noArchive.lines[0]?.level).toBe('error');
+    // An archive but no agent-server image to run it with.
+    const archive = { url: 'http://cp/v1/artifacts/r', sha256: 'ab'.repeat(32), credential: 'artifact-credential-0123456789' };
+    const noImage = collectLog();
+    const refused = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json', archive } }), noImage.log).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DeployFailedError);
+    expect((refused as Error).message).toBe('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
     expect(fake.requests).toEqual([]);
   });
 

@@ -29,7 +29,8 @@ import {
   deploymentLabelSelector,
   revisionPodSelector,
   serviceUrl,
-  type ImageRevisionSpec,
+  UnrunnableRevisionError,
+  type KubeRevisionSpec,
 } from './manifests.js';
 import { describeProblem, podProblems, rolloutVerdict, type PodProblem } from './rollout.js';
 
@@ -55,6 +56,11 @@ export interface KubernetesDeployerOptions {
   imagePullSecrets?: string[];
   /** The agent server pods' service account. */
   serviceAccountName?: string;
+  /**
+   * The agent-server image (`BERTH_AGENT_SERVER_IMAGE`): runs revisions built from source, whose
+   * project an init container fetches from the control plane. Unset: only image revisions run.
+   */
+  agentServerImage?: string;
 }
 
 /** Lines of a failing pod's output copied into the deploy log. */
@@ -84,24 +90,33 @@ export class KubernetesDeployer implements Deployer {
   async deploy(spec: RevisionSpec, log: DeployLog, signal?: AbortSignal): Promise<DeployedRevision> {
     const aborted = signal ? AbortSignal.any([signal, this.#closed.signal]) : this.#closed.signal;
     aborted.throwIfAborted();
-    if (spec.artifact.kind !== 'image') {
+    if (spec.artifact.kind === 'directory' && !spec.artifact.archive) {
       const message =
-        'the kubernetes deployer runs container images: use source external_docker with an image_uri ' +
-        '(built from the project with `langgraph build` or a Dockerfile), or run Berth with the local deployer to deploy a project directory';
+        'this revision was built from source but the control plane keeps no archive of it for the cluster to fetch: ' +
+        'set BERTH_S3_BUCKET (and BERTH_ARTIFACTS_URL) on the control plane and deploy again, or use source external_docker with an image_uri';
       log(message, 'error');
       throw new DeployFailedError(message);
     }
-    const imageSpec = spec as ImageRevisionSpec;
-    const manifests = buildManifests(imageSpec, {
-      namespace: this.namespace,
-      ...(this.#options.imagePullSecrets ? { imagePullSecrets: this.#options.imagePullSecrets } : {}),
-      ...(this.#options.serviceAccountName ? { serviceAccountName: this.#options.serviceAccountName } : {}),
-    });
+    const kubeSpec = spec as KubeRevisionSpec;
+    let manifests: ReturnType<typeof buildManifests>;
+    try {
+      manifests = buildManifests(kubeSpec, {
+        namespace: this.namespace,
+        ...(this.#options.imagePullSecrets ? { imagePullSecrets: this.#options.imagePullSecrets } : {}),
+        ...(this.#options.serviceAccountName ? { serviceAccountName: this.#options.serviceAccountName } : {}),
+        ...(this.#options.agentServerImage ? { agentServerImage: this.#options.agentServerImage } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof UnrunnableRevisionError)) throw error;
+      log(error.message, 'error');
+      throw new DeployFailedError(error.message, { cause: error });
+    }
     const name = manifests.deployment.metadata!.name!;
     const kinds = this.#kinds(aborted);
     let previous: { secret: V1Secret | undefined; deployment: V1Deployment | undefined } | undefined;
     try {
-      log(`deploying revision ${spec.revisionId} (image ${imageSpec.artifact.imageUri}) as ${name} in namespace ${this.namespace}`);
+      const what = kubeSpec.artifact.kind === 'image' ? `image ${kubeSpec.artifact.imageUri}` : `built from source, sha256 ${kubeSpec.artifact.archive.sha256}`;
+      log(`deploying revision ${spec.revisionId} (${what}) as ${name} in namespace ${this.namespace}`);
       // What serves now, to put back if this revision fails.
       previous = { secret: await findObject(kinds.secret, name), deployment: await findObject(kinds.deployment, name) };
       await this.#apply(kinds.secret, manifests.secret, previous.secret, log);

@@ -7,13 +7,13 @@ import { describe, expect, it } from '@jest/globals';
 import { ObjectStore } from '@berth/fake-kube';
 import { labelValue } from '@berth/kube';
 import type { KubeObject } from '@berth/fake-kube';
-import { AGENT_HOME, AGENT_UID, buildManifests, objectName, type ImageRevisionSpec, type ManifestOptions } from './manifests.js';
+import { AGENT_HOME, AGENT_UID, ARTIFACT_CREDENTIAL_KEY, buildManifests, FETCH_CONTAINER_NAME, objectName, PROJECT_DIR, type KubeRevisionSpec, type ManifestOptions } from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
 const UPDATE = process.env['UPDATE_GOLDEN'] === '1';
 
-const CASES: Record<string, { spec: ImageRevisionSpec; options: ManifestOptions }> = {
+const CASES: Record<string, { spec: KubeRevisionSpec; options: ManifestOptions }> = {
   'dev-defaults': {
     spec: {
       deploymentId: '0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10',
@@ -63,6 +63,30 @@ const CASES: Record<string, { spec: ImageRevisionSpec; options: ManifestOptions 
       resources: { replicas: 0, cpu: 0.25, memoryMb: 300.4 },
     },
     options: { namespace: 'berth' },
+  },
+  // `berth deploy` of a project folder: the agent-server image, with an init container fetching the build.
+  'source-revision': {
+    spec: {
+      deploymentId: '3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99',
+      revisionId: '7f6e5d4c-3b2a-4190-8e7d-6c5b4a392817',
+      tenantId: 'c2a8e0f4-7b6d-4e5f-9a1b-3c4d5e6f7a8b',
+      name: 'from-a-folder',
+      deploymentType: 'dev',
+      artifact: {
+        kind: 'directory',
+        path: '/var/lib/berth/artifacts/3c2b1a09/7f6e5d4c',
+        configPath: 'agents/langgraph.json',
+        archive: {
+          url: 'http://berth-control-plane.berth.svc:8092/v1/artifacts/7f6e5d4c-3b2a-4190-8e7d-6c5b4a392817',
+          sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+          credential: 'artifact-credential-of-this-revision',
+        },
+      },
+      secrets: { OPENAI_API_KEY: 'sk-test-123' },
+      env: { DATABASE_URL: 'postgres://agent_3c2b:pw@db:5432/berth', BERTH_AGENT_SCHEMA: 'agent_3c2b1a09', BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_test_credential', LOG_LEVEL: 'info' },
+      resources: { replicas: 1 },
+    },
+    options: { namespace: 'berth', agentServerImage: 'ghcr.io/berth/agent-server:0.1.0' },
   },
 };
 
@@ -117,11 +141,13 @@ describe('what a deployment\'s pods get', () => {
     for (const { name, spec, manifests } of podSpecs) {
       const container = manifests.deployment.spec!.template.spec!.containers[0]!;
       // Only the manifest's own, non-secret settings are literals.
-      expect({ name, env: container.env!.map((e) => e.name) }).toEqual({ name, env: ['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT'] });
+      const literals = ['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT', ...(spec.artifact.kind === 'directory' ? ['BERTH_AGENT_CONFIG'] : [])];
+      expect({ name, env: container.env!.map((e) => e.name).sort() }).toEqual({ name, env: literals.sort() });
       expect(container.env!.every((e) => e.valueFrom === undefined)).toBe(true);
       expect(container.envFrom).toEqual([{ secretRef: { name: manifests.secret.metadata!.name } }]);
       const deploymentJson = JSON.stringify(manifests.deployment);
       const secret = Object.fromEntries(Object.entries(manifests.secret.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      if (spec.artifact.kind === 'directory') expect(deploymentJson).not.toContain(spec.artifact.archive!.credential);
       for (const [key, value] of Object.entries({ ...spec.secrets, ...spec.env })) {
         if (['PORT', 'HOME', 'N_JOBS_PER_WORKER'].includes(key)) {
           expect(secret).not.toHaveProperty(key);
@@ -147,11 +173,47 @@ describe('what a deployment\'s pods get', () => {
       const container = pod.containers[0]!;
       expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
       expect(container.securityContext).not.toHaveProperty('runAsUser', 0);
-      const mounts = Object.fromEntries(container.volumeMounts!.map((m) => [m.mountPath, m.name]));
+      const mounts = Object.fromEntries(container.volumeMounts!.filter((m) => m.mountPath !== PROJECT_DIR).map((m) => [m.mountPath, m.name]));
       expect(Object.keys(mounts).sort()).toEqual([AGENT_HOME, '/tmp'].sort());
       expect(container.env!.find((e) => e.name === 'HOME')?.value).toBe(AGENT_HOME);
       for (const volume of Object.values(mounts)) expect(pod.volumes!.find((v) => v.name === volume)?.emptyDir).toBeDefined();
     }
+  });
+});
+
+describe('a source revision', () => {
+  const { spec, options } = CASES['source-revision']!;
+  const manifests = buildManifests(spec, options);
+  const pod = manifests.deployment.spec!.template.spec!;
+
+  it('runs the agent-server image after an init container fetched the build into a shared emptyDir', () => {
+    expect(pod.initContainers!.map((c) => c.name)).toEqual([FETCH_CONTAINER_NAME]);
+    const [fetcher] = pod.initContainers!;
+    expect(fetcher!.image).toBe(options.agentServerImage);
+    expect(pod.containers[0]!.image).toBe(options.agentServerImage);
+    expect(pod.volumes!.find((v) => v.name === 'project')!.emptyDir).toEqual({ sizeLimit: '4Gi' });
+    expect(fetcher!.volumeMounts).toContainEqual({ name: 'project', mountPath: PROJECT_DIR });
+    // The agent server reads what was fetched; only the init container writes it.
+    expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'project', mountPath: PROJECT_DIR, readOnly: true });
+    expect(pod.containers[0]!.env).toContainEqual({ name: 'BERTH_AGENT_CONFIG', value: `${PROJECT_DIR}/agents/langgraph.json` });
+    expect(fetcher!.securityContext).toEqual(pod.containers[0]!.securityContext);
+  });
+
+  it('gives the init container its checksum and its own credential only, never the deployment\'s secrets or database login', () => {
+    const [fetcher] = pod.initContainers!;
+    expect(fetcher!.envFrom).toBeUndefined();
+    const env = Object.fromEntries(fetcher!.env!.map((e) => [e.name, e.value ?? e.valueFrom]));
+    expect(env).toEqual({
+      BERTH_ARTIFACT_DIR: PROJECT_DIR,
+      BERTH_ARTIFACT_SHA256: spec.artifact.kind === 'directory' ? spec.artifact.archive.sha256 : '',
+      BERTH_ARTIFACT_URL: spec.artifact.kind === 'directory' ? spec.artifact.archive.url : '',
+      [ARTIFACT_CREDENTIAL_KEY]: { secretKeyRef: { name: manifests.secret.metadata!.name, key: ARTIFACT_CREDENTIAL_KEY } },
+    });
+    expect(Buffer.from(manifests.secret.data![ARTIFACT_CREDENTIAL_KEY]!, 'base64').toString()).toBe('artifact-credential-of-this-revision');
+  });
+
+  it('is refused without an agent-server image, saying which setting is missing', () => {
+    expect(() => buildManifests(spec, { namespace: 'berth' })).toThrow('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
   });
 });
 

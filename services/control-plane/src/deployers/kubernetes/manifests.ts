@@ -8,8 +8,9 @@
  * service-account token, no other Services' addresses, no value of their Secret in the Deployment
  * (which more roles may read than Secrets), and a non-root, capability-less, read-only container.
  */
-import type { V1Deployment, V1EnvVar, V1PodSecurityContext, V1SecurityContext, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { RevisionSpec } from '../deployer.js';
+import { posix } from 'node:path';
+import type { V1Container, V1Deployment, V1EnvVar, V1PodSecurityContext, V1SecurityContext, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { RevisionArchive, RevisionSpec } from '../deployer.js';
 import { labelValue, shortHash } from '@berth/kube';
 import { cpuQuantity, memoryQuantity } from '@berth/quantity';
 
@@ -61,8 +62,23 @@ export const DEFAULT_REQUESTS = {
  */
 export const DEFAULT_WORKERS = 10;
 
-/** A revision whose artifact is a container image: the only kind Kubernetes can run. */
+/** A revision whose artifact is a container image. */
 export type ImageRevisionSpec = RevisionSpec & { artifact: { kind: 'image'; imageUri: string } };
+/** A revision built from source whose archive the control plane keeps: the agent-server image runs it. */
+export type SourceRevisionSpec = RevisionSpec & { artifact: { kind: 'directory'; configPath: string; archive: RevisionArchive } };
+/** What this deployer can run. */
+export type KubeRevisionSpec = ImageRevisionSpec | SourceRevisionSpec;
+
+/** Where a source revision's project is unpacked and served (the agent-server image's working folder). */
+export const PROJECT_DIR = '/srv/project';
+/** Size limit of the project's emptyDir: the project with its installed dependencies (and the archive while it unpacks). */
+export const PROJECT_SIZE_LIMIT = '4Gi';
+/** The init container that fetches a source revision's archive. */
+export const FETCH_CONTAINER_NAME = 'fetch-artifact';
+/** The fetcher in the agent-server image (`images/Containerfile`: the workspace is at /app). */
+export const FETCH_SCRIPT_IN_IMAGE = '/app/services/agent-runtime/dist/fetch-artifact.js';
+/** The Secret's key holding a source revision's artifact credential (the init container's only secret). */
+export const ARTIFACT_CREDENTIAL_KEY = 'BERTH_ARTIFACT_CREDENTIAL';
 
 export interface ManifestOptions {
   namespace: string;
@@ -73,6 +89,8 @@ export interface ManifestOptions {
    * (`automountServiceAccountToken: false` on the pod wins over the account's setting).
    */
   serviceAccountName?: string;
+  /** The agent-server image (`BERTH_AGENT_SERVER_IMAGE`) that runs source revisions; required for them. */
+  agentServerImage?: string;
 }
 
 export interface DeploymentManifests {
@@ -143,6 +161,7 @@ function objectMeta(spec: RevisionSpec, options: ManifestOptions) {
  */
 function literalEnv(spec: RevisionSpec): Record<string, string> {
   return {
+    ...(spec.artifact.kind === 'directory' ? { BERTH_AGENT_CONFIG: posix.join(PROJECT_DIR, spec.artifact.configPath) } : {}),
     HOME: AGENT_HOME,
     // Every interface of the pod: the Service and the kubelet's probes reach it by the pod's IP.
     HOST: '0.0.0.0',
@@ -161,6 +180,7 @@ function literalEnv(spec: RevisionSpec): Record<string, string> {
 export function buildSecret(spec: RevisionSpec, options: ManifestOptions): V1Secret {
   const values: Record<string, string> = { ...spec.secrets, ...spec.env };
   for (const name of Object.keys(literalEnv(spec))) delete values[name];
+  if (spec.artifact.kind === 'directory' && spec.artifact.archive) values[ARTIFACT_CREDENTIAL_KEY] = spec.artifact.archive.credential;
   const data = Object.fromEntries(
     Object.keys(values)
       .sort()
@@ -199,12 +219,58 @@ const SCRATCH_VOLUMES = [
   { name: 'home', mountPath: AGENT_HOME },
 ] as const;
 
-export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOptions): V1Deployment {
+/** Thrown for a revision these manifests cannot run (a source revision without an archive or an agent-server image). */
+export class UnrunnableRevisionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnrunnableRevisionError';
+  }
+}
+
+/** The image of the agent server's container, and for a source revision the init container fetching its project. */
+function runnable(spec: KubeRevisionSpec, options: ManifestOptions, meta: { name: string }, resources: V1Container['resources']) {
+  if (spec.artifact.kind === 'image') return { image: spec.artifact.imageUri, volumes: [], mounts: [], initContainers: [] };
+  if (!options.agentServerImage) throw new UnrunnableRevisionError('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
+  const { archive } = spec.artifact;
+  const env: Record<string, string> = { BERTH_ARTIFACT_DIR: PROJECT_DIR, BERTH_ARTIFACT_SHA256: archive.sha256, BERTH_ARTIFACT_URL: archive.url };
+  const fetcher: V1Container = {
+    name: FETCH_CONTAINER_NAME,
+    image: options.agentServerImage,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['node', FETCH_SCRIPT_IN_IMAGE],
+    // Only its own credential from the Secret: not the database login or the deployment's secrets.
+    env: [
+      ...Object.keys(env).map((name) => ({ name, value: env[name]! })),
+      { name: ARTIFACT_CREDENTIAL_KEY, valueFrom: { secretKeyRef: { name: meta.name, key: ARTIFACT_CREDENTIAL_KEY } } },
+    ],
+    securityContext: CONTAINER_SECURITY_CONTEXT,
+    volumeMounts: [
+      { name: 'project', mountPath: PROJECT_DIR },
+      { name: 'tmp', mountPath: '/tmp' },
+    ],
+    // An init container's requests count apart from the app's (the larger wins), so the same ones cost nothing.
+    resources,
+  };
+  return {
+    image: options.agentServerImage,
+    volumes: [{ name: 'project', emptyDir: { sizeLimit: PROJECT_SIZE_LIMIT } }],
+    // The agent server reads its project, it does not change it (as the local deployer's root-owned build).
+    mounts: [{ name: 'project', mountPath: PROJECT_DIR, readOnly: true }],
+    initContainers: [fetcher],
+  };
+}
+
+export function buildDeployment(spec: KubeRevisionSpec, options: ManifestOptions): V1Deployment {
   const meta = objectMeta(spec, options);
   const defaults = DEFAULT_REQUESTS[spec.deploymentType];
   // Rounded before doubling, so that limits are exactly twice the requests.
   const cpu = Math.max(1, Math.round((spec.resources.cpu ?? defaults.cpu) * 1000)) / 1000;
   const memoryMb = Math.max(1, Math.round(spec.resources.memoryMb ?? defaults.memoryMb));
+  const resources = {
+    requests: { cpu: cpuQuantity(cpu), memory: memoryQuantity(memoryMb) },
+    limits: { cpu: cpuQuantity(cpu * 2), memory: memoryQuantity(memoryMb * 2) },
+  };
+  const run = runnable(spec, options, meta, resources);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -223,21 +289,19 @@ export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOption
           annotations: { [ANNOTATIONS.revisionId]: spec.revisionId },
         },
         spec: {
+          ...(run.initContainers.length ? { initContainers: run.initContainers } : {}),
           containers: [
             {
               name: CONTAINER_NAME,
-              image: spec.artifact.imageUri,
+              image: run.image,
               imagePullPolicy: 'IfNotPresent',
               ports: [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }],
               // Literal env wins over envFrom, so the Secret cannot move the port or HOME.
               env: containerEnv(spec),
               envFrom: [{ secretRef: { name: meta.name } }],
               securityContext: CONTAINER_SECURITY_CONTEXT,
-              volumeMounts: SCRATCH_VOLUMES.map(({ name, mountPath }) => ({ name, mountPath })),
-              resources: {
-                requests: { cpu: cpuQuantity(cpu), memory: memoryQuantity(memoryMb) },
-                limits: { cpu: cpuQuantity(cpu * 2), memory: memoryQuantity(memoryMb * 2) },
-              },
+              volumeMounts: [...SCRATCH_VOLUMES.map(({ name, mountPath }) => ({ name, mountPath })), ...run.mounts],
+              resources,
               readinessProbe: {
                 httpGet: { path: READINESS_PATH, port: AGENT_PORT },
                 periodSeconds: 5,
@@ -254,7 +318,7 @@ export function buildDeployment(spec: ImageRevisionSpec, options: ManifestOption
           // No env vars with the address of every Service in the namespace (the platform's included).
           enableServiceLinks: false,
           securityContext: POD_SECURITY_CONTEXT,
-          volumes: SCRATCH_VOLUMES.map(({ name }) => ({ name, emptyDir: { sizeLimit: SCRATCH_SIZE_LIMIT } })),
+          volumes: [...SCRATCH_VOLUMES.map(({ name }) => ({ name, emptyDir: { sizeLimit: SCRATCH_SIZE_LIMIT } })), ...run.volumes],
           // Room for in-flight requests and runs to finish when a rollout replaces a pod.
           terminationGracePeriodSeconds: 60,
           ...(options.serviceAccountName ? { serviceAccountName: options.serviceAccountName } : {}),
@@ -278,6 +342,6 @@ export function buildService(spec: RevisionSpec, options: ManifestOptions): V1Se
   };
 }
 
-export function buildManifests(spec: ImageRevisionSpec, options: ManifestOptions): DeploymentManifests {
+export function buildManifests(spec: KubeRevisionSpec, options: ManifestOptions): DeploymentManifests {
   return { secret: buildSecret(spec, options), deployment: buildDeployment(spec, options), service: buildService(spec, options) };
 }
