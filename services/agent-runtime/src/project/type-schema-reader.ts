@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@berth/log';
-import type { TypeSchemas } from './type-schemas.js';
+import type { GraphTypeSchemas } from './type-schemas.js';
 import type { TypeSchemaAnswer, TypeSchemaJob } from './type-schemas-worker.js';
 
 /**
@@ -35,11 +35,11 @@ export interface TypeSchemaReaderOptions {
 interface Pending {
   job: TypeSchemaJob;
   graphId: string;
-  resolve: (schemas: TypeSchemas | null) => void;
+  resolve: (schemas: GraphTypeSchemas | null) => void;
 }
 
 export class TypeSchemaReader {
-  private readonly cache = new Map<string, Promise<TypeSchemas | null>>();
+  private readonly cache = new Map<string, Promise<GraphTypeSchemas | null>>();
   private readonly queue: Pending[] = [];
   private worker: Worker | undefined;
   private current: { pending: Pending; timer: NodeJS.Timeout; started: number } | undefined;
@@ -52,7 +52,7 @@ export class TypeSchemaReader {
    * The schemas declared by export `exportName` of `sourceFile` (read once; later calls share the
    * result), null when they cannot be read in time. Never rejects.
    */
-  read(graphId: string, sourceFile: string, exportName: string): Promise<TypeSchemas | null> {
+  read(graphId: string, sourceFile: string, exportName: string): Promise<GraphTypeSchemas | null> {
     const key = `${sourceFile}#${exportName}`;
     let result = this.cache.get(key);
     if (!result) {
@@ -116,7 +116,7 @@ export class TypeSchemaReader {
     return worker;
   }
 
-  private finish(id: number, schemas: TypeSchemas | null): void {
+  private finish(id: number, schemas: GraphTypeSchemas | null): void {
     if (this.current?.pending.job.id !== id) return;
     clearTimeout(this.current.timer);
     this.current.pending.resolve(schemas);
