@@ -161,7 +161,7 @@ export async function graphSchemas(
       ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
       : schemasOf(await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null }), loaded.graphId).schemas;
   if (!options.types || !namesOnly(schemas)) return schemas;
-  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName));
+  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName, true));
 }
 
 /**

@@ -40,7 +40,7 @@ export async function graphSubgraphs(
     found.push([namespace, compiledGraphSchemas(subgraph as typeof graph, loaded.graphId)]);
   }
   const untyped = found.filter(([, s]) => namesOnly(s));
-  const typed = options.types && untyped.length > 0 ? await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName) : null;
+  const typed = options.types && untyped.length > 0 ? await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName, true) : null;
   const missing = typed ? untyped.map(([namespace]) => namespace).filter((namespace) => !typed.subgraphs[namespace]) : [];
   const seen = warned.get(loaded) ?? new Set<string>();
   warned.set(loaded, seen);

@@ -33,6 +33,7 @@ export interface TypeSchemaReaderOptions {
 }
 
 interface Pending {
+  key: string;
   job: TypeSchemaJob;
   graphId: string;
   resolve: (schemas: GraphTypeSchemas | null) => void;
@@ -50,18 +51,24 @@ export class TypeSchemaReader {
 
   /**
    * The schemas declared by export `exportName` of `sourceFile` (read once; later calls share the
-   * result), null when they cannot be read in time. Never rejects.
+   * result), null when they cannot be read in time. Never rejects. With `urgent` (someone waits for
+   * the answer), a job still queued moves to the front, ahead of those begun for later.
    */
-  read(graphId: string, sourceFile: string, exportName: string): Promise<GraphTypeSchemas | null> {
+  read(graphId: string, sourceFile: string, exportName: string, urgent = false): Promise<GraphTypeSchemas | null> {
     const key = `${sourceFile}#${exportName}`;
     let result = this.cache.get(key);
     if (!result) {
       result = new Promise((resolve) => {
         if (this.closed) return resolve(null);
-        this.queue.push({ job: { id: this.nextId++, sourceFile, exportName }, graphId, resolve });
+        const pending = { key, job: { id: this.nextId++, sourceFile, exportName }, graphId, resolve };
+        if (urgent) this.queue.unshift(pending);
+        else this.queue.push(pending);
         this.startNext();
       });
       this.cache.set(key, result);
+    } else if (urgent) {
+      const index = this.queue.findIndex((pending) => pending.key === key);
+      if (index > 0) this.queue.unshift(...this.queue.splice(index, 1));
     }
     return result;
   }
