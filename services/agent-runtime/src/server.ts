@@ -266,7 +266,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     schemas: async (graphId) => graphSchemas(graph(graphId), { types: typeSchemas }),
     drawing: async (assistant, xray) => graphDrawing(graph(assistant.graph_id), { xray }),
     subgraphs: async (assistant, namespace, recurse) =>
-      graphSubgraphs(graph(assistant.graph_id), { ...(namespace ? { namespace } : {}), recurse, config: assistant.config }),
+      graphSubgraphs(graph(assistant.graph_id), { ...(namespace ? { namespace } : {}), recurse, config: assistant.config, types: typeSchemas, log }),
     deleteCheckpoints: checkpointRows.delete,
     copyCheckpoints: checkpointRows.copy,
     state: new ThreadStateService(threads, graph, checkpointer, runs, assistants),

@@ -80,6 +80,33 @@ describe('schemas of Annotation.Root graphs', () => {
   }, 120_000);
 });
 
+describe('subgraph schemas of Annotation.Root graphs', () => {
+  it("come from the subgraphs' TypeScript types, nested ones too; a subgraph without a module-level name keeps its channel names", async () => {
+    const { client, child } = await serve('langgraph.json');
+    const subgraphs = await client.assistants.getSubgraphs('nested', { recurse: true });
+    expect(Object.keys(subgraphs)).toEqual(['edit', 'edit|check']);
+    const notes = { type: 'array', items: { type: 'string' } };
+    const edit = { type: 'object', properties: { notes, stage: { type: 'string', enum: ['draft', 'review'] } }, required: ['notes', 'stage'] };
+    const check = { type: 'object', properties: { notes, verdict: { type: 'string', enum: ['approved', 'rejected'] } }, required: ['notes', 'verdict'] };
+    expect(subgraphs).toMatchObject({
+      edit: { state: edit, state_schema: edit, output_schema: edit, input_schema: { properties: edit.properties } },
+      'edit|check': { state: check, state_schema: check },
+    });
+    // One namespace, a nested one too.
+    const inner = await client.assistants.getSubgraphs('nested', { namespace: 'edit|check', recurse: true });
+    expect(Object.keys(inner)).toEqual(['edit|check']);
+    expect(inner['edit|check']?.state_schema).toMatchObject(check);
+    // The graph's own schemas still come from its types.
+    expect((await client.assistants.getSchemas('nested')).state_schema).toMatchObject({ properties: { notes } });
+
+    // Built inside a factory: no types to read, the runtime's channel names remain.
+    expect(await client.assistants.getSubgraphs('local')).toEqual({
+      check: expect.objectContaining({ state: { type: 'object', properties: { notes: {}, verdict: {} } } }),
+    });
+    await stop(child);
+  }, 120_000);
+});
+
 describe('LANGGRAPH_CONFIG in the project env', () => {
   it('gives the named graph\'s system assistant its config and context; others keep none', async () => {
     const { client, child } = await serve('langgraph.json');

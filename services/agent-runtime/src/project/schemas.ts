@@ -161,7 +161,7 @@ export async function graphSchemas(
       ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
       : schemasOf(await loaded.getGraph(options.config ?? { configurable: {} }, { checkpointer: null }), loaded.graphId).schemas;
   if (!options.types || !namesOnly(schemas)) return schemas;
-  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName));
+  return withTypes(schemas, await options.types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName, true));
 }
 
 /**
@@ -174,12 +174,13 @@ export function prepareTypeSchemas(loaded: LoadedGraph, types: TypeSchemaReader)
   }
 }
 
-function namesOnly(schemas: GraphSchemas): boolean {
+/** Whether some of `schemas` list channel names only (their types are needed). */
+export function namesOnly(schemas: GraphSchemas): boolean {
   return (['input_schema', 'output_schema', 'state_schema', 'context_schema'] as const).some((key) => isNamesOnly(schemas[key]));
 }
 
 /** `schemas` with channel-name-only schemas replaced by their TypeScript-declared ones. */
-function withTypes(schemas: GraphSchemas, types: TypeSchemas | null): GraphSchemas {
+export function withTypes(schemas: GraphSchemas, types: TypeSchemas | null): GraphSchemas {
   if (!types) return schemas;
   const pick = (derived: JsonSchema | null, typed: JsonSchema | null) => (typed && isNamesOnly(derived) ? { ...typed, ...(derived?.additionalProperties === false ? { additionalProperties: false } : {}) } : derived);
   const context = pick(schemas.context_schema, types.context);

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@berth/log';
-import type { TypeSchemas } from './type-schemas.js';
+import type { GraphTypeSchemas } from './type-schemas.js';
 import type { TypeSchemaAnswer, TypeSchemaJob } from './type-schemas-worker.js';
 
 /**
@@ -33,13 +33,14 @@ export interface TypeSchemaReaderOptions {
 }
 
 interface Pending {
+  key: string;
   job: TypeSchemaJob;
   graphId: string;
-  resolve: (schemas: TypeSchemas | null) => void;
+  resolve: (schemas: GraphTypeSchemas | null) => void;
 }
 
 export class TypeSchemaReader {
-  private readonly cache = new Map<string, Promise<TypeSchemas | null>>();
+  private readonly cache = new Map<string, Promise<GraphTypeSchemas | null>>();
   private readonly queue: Pending[] = [];
   private worker: Worker | undefined;
   private current: { pending: Pending; timer: NodeJS.Timeout; started: number } | undefined;
@@ -50,18 +51,24 @@ export class TypeSchemaReader {
 
   /**
    * The schemas declared by export `exportName` of `sourceFile` (read once; later calls share the
-   * result), null when they cannot be read in time. Never rejects.
+   * result), null when they cannot be read in time. Never rejects. With `urgent` (someone waits for
+   * the answer), a job still queued moves to the front, ahead of those begun for later.
    */
-  read(graphId: string, sourceFile: string, exportName: string): Promise<TypeSchemas | null> {
+  read(graphId: string, sourceFile: string, exportName: string, urgent = false): Promise<GraphTypeSchemas | null> {
     const key = `${sourceFile}#${exportName}`;
     let result = this.cache.get(key);
     if (!result) {
       result = new Promise((resolve) => {
         if (this.closed) return resolve(null);
-        this.queue.push({ job: { id: this.nextId++, sourceFile, exportName }, graphId, resolve });
+        const pending = { key, job: { id: this.nextId++, sourceFile, exportName }, graphId, resolve };
+        if (urgent) this.queue.unshift(pending);
+        else this.queue.push(pending);
         this.startNext();
       });
       this.cache.set(key, result);
+    } else if (urgent) {
+      const index = this.queue.findIndex((pending) => pending.key === key);
+      if (index > 0) this.queue.unshift(...this.queue.splice(index, 1));
     }
     return result;
   }
@@ -116,7 +123,7 @@ export class TypeSchemaReader {
     return worker;
   }
 
-  private finish(id: number, schemas: TypeSchemas | null): void {
+  private finish(id: number, schemas: GraphTypeSchemas | null): void {
     if (this.current?.pending.job.id !== id) return;
     clearTimeout(this.current.timer);
     this.current.pending.resolve(schemas);

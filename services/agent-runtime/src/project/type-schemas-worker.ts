@@ -4,7 +4,7 @@
  * project reuse its parsed files.
  */
 import { parentPort } from 'node:worker_threads';
-import { typeSchemasOf, type TypeSchemas } from './type-schemas.js';
+import { typeSchemasOf, type GraphTypeSchemas } from './type-schemas.js';
 
 export interface TypeSchemaJob {
   id: number;
@@ -12,7 +12,7 @@ export interface TypeSchemaJob {
   exportName: string;
 }
 
-export type TypeSchemaAnswer = { id: number; schemas: TypeSchemas } | { id: number; error: string };
+export type TypeSchemaAnswer = { id: number; schemas: GraphTypeSchemas } | { id: number; error: string };
 
 parentPort?.on('message', (job: TypeSchemaJob) => {
   let answer: TypeSchemaAnswer;

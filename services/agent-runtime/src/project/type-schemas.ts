@@ -12,6 +12,7 @@
  */
 import { dirname, extname, basename, join } from 'node:path';
 import ts from 'typescript';
+import { findSubgraphSources } from './type-subgraphs.js';
 
 /** A JSON Schema document. */
 type JsonSchema = Record<string, unknown>;
@@ -54,41 +55,65 @@ function compilerOptions(dir: string): ts.CompilerOptions {
   return { ...options, noEmit: true, strict: true, allowImportingTsExtensions: true, types: [], incremental: false, composite: false };
 }
 
-/** The generated module: the builder of `exportName`'s value (graph, builder or factory) and its four types. */
-function reflectModule(sourceFile: string, exportName: string): string {
-  const spec = `./${basename(sourceFile)}`;
+/** Schemas of a graph module's export and of the subgraphs found in its source. */
+export interface GraphTypeSchemas extends TypeSchemas {
+  /** By namespace (`outer|inner`), for the subgraphs whose types could be read. */
+  subgraphs: Record<string, TypeSchemas>;
+}
+
+const TS_SOURCE = /\.(ts|mts|cts|tsx)$/;
+
+/**
+ * The generated module: for the value of `exportName` (graph, builder or factory) and for each
+ * subgraph candidate (a type exported by the module's copy), its builder's input, output and context types.
+ */
+function reflectModule(sourceFile: string, exportName: string, copy: { file: string; count: number } | undefined): string {
+  const types = (prefix: string, value: string) => `export type ${prefix}Input = InputOf<${value}>;
+export type ${prefix}Output = OutputOf<${value}>;
+export type ${prefix}Context = ContextOf<${value}>;
+`;
   return `import type { StateType, UpdateType, StateDefinition } from "@langchain/langgraph";
-import type * as M from ${JSON.stringify(spec)};
-type V = (typeof M)[${JSON.stringify(exportName)}];
-type D = V extends (...args: any[]) => infer R ? Awaited<R> : Awaited<V>;
-type G = D extends { compile(...args: any[]): infer C } ? C : D;
-type B = G extends { builder: infer X } ? X : never;
+import type * as M from ${JSON.stringify(`./${basename(sourceFile)}`)};
+${copy ? `import type * as S from ${JSON.stringify(`./${basename(copy.file)}`)};` : ''}
+type D<V> = V extends (...args: any[]) => infer R ? Awaited<R> : Awaited<V>;
+type G<V> = D<V> extends { compile(...args: any[]): infer C } ? C : D<V>;
+type B<V> = G<V> extends { builder: infer X } ? X : never;
 type Def<T> = T extends StateDefinition ? T : never;
 // An update may overwrite a reduced channel ({__overwrite__: value}): not part of the data's shape.
 type Plain<T> = { [K in keyof T]: Exclude<T[K], { __overwrite__: any }> };
-export type BerthInput = B extends { _inputDefinition: infer S } ? Plain<UpdateType<Def<S>>> : never;
-export type BerthOutput = B extends { _outputDefinition: infer S } ? StateType<Def<S>> : never;
-export type BerthContext = B extends { _configSchema: infer S } ? UpdateType<Def<Exclude<S, undefined>>> : never;
-`;
+type InputOf<V> = B<V> extends { _inputDefinition: infer S } ? Plain<UpdateType<Def<S>>> : never;
+type OutputOf<V> = B<V> extends { _outputDefinition: infer S } ? StateType<Def<S>> : never;
+type ContextOf<V> = B<V> extends { _configSchema: infer S } ? UpdateType<Def<Exclude<S, undefined>>> : never;
+${types('Berth', `(typeof M)[${JSON.stringify(exportName)}]`)}
+${Array.from({ length: copy?.count ?? 0 }, (_, i) => types(`BerthSub${i}`, `S.BerthSub${i}`)).join('')}`;
 }
 
 /**
- * The TypeScript-declared schemas of export `exportName` of `sourceFile` (a graph module).
+ * The TypeScript-declared schemas of export `exportName` of `sourceFile` (a graph module), and of
+ * the subgraphs its source defines (type-subgraphs.ts): those are read through a copy of the module
+ * that exports the type of each one's module-level name.
  * @throws TypeSchemaError when the module cannot be type-checked or its types not read.
  */
-export function typeSchemasOf(sourceFile: string, exportName: string): TypeSchemas {
+export function typeSchemasOf(sourceFile: string, exportName: string): GraphTypeSchemas {
   const dir = dirname(sourceFile);
   const ext = extname(sourceFile);
   const virtualExt = ext === '.mts' || ext === '.mjs' ? '.mts' : ext === '.cts' || ext === '.cjs' ? '.cts' : '.ts';
   const virtualPath = join(dir, `__berth_types_${process.pid}${virtualExt}`);
-  const text = reflectModule(sourceFile, exportName);
+  const source = TS_SOURCE.test(sourceFile) ? ts.sys.readFile(sourceFile) : undefined;
+  const found = source === undefined ? [] : findSubgraphSources(ts.createSourceFile(sourceFile, source, ts.ScriptTarget.Latest, true), exportName);
+  const candidates = [...new Set(found.flatMap((f) => f.candidates))];
+  const copyPath = join(dir, `__berth_source_${process.pid}${ext}`);
+  const virtual = new Map([[virtualPath, reflectModule(sourceFile, exportName, candidates.length ? { file: copyPath, count: candidates.length } : undefined)]]);
+  if (candidates.length) virtual.set(copyPath, `${source}\n${candidates.map((name, i) => `export type BerthSub${i} = typeof ${name};`).join('\n')}\n`);
   const options = compilerOptions(dir);
   const host = ts.createCompilerHost(options, true);
   const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) =>
-    fileName === virtualPath ? ts.createSourceFile(fileName, text, languageVersion, true) : getSourceFile(fileName, languageVersion, onError, shouldCreate);
+  host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
+    const text = virtual.get(fileName);
+    return text !== undefined ? ts.createSourceFile(fileName, text, languageVersion, true) : getSourceFile(fileName, languageVersion, onError, shouldCreate);
+  };
   const fileExists = host.fileExists.bind(host);
-  host.fileExists = (fileName) => fileName === virtualPath || fileExists(fileName);
+  host.fileExists = (fileName) => virtual.has(fileName) || fileExists(fileName);
   let program: ts.Program;
   try {
     program = ts.createProgram({ rootNames: [virtualPath], options, host, ...(previous ? { oldProgram: previous } : {}) });
@@ -109,7 +134,21 @@ export function typeSchemasOf(sourceFile: string, exportName: string): TypeSchem
     if (checker.getPropertiesOfType(type).length === 0) return null;
     return new Converter(checker, program).document(type);
   };
-  return { input: schemaOf('BerthInput'), output: schemaOf('BerthOutput'), context: schemaOf('BerthContext') };
+  const schemasOf = (prefix: string): TypeSchemas => ({ input: schemaOf(`${prefix}Input`), output: schemaOf(`${prefix}Output`), context: schemaOf(`${prefix}Context`) });
+  // Each candidate's types are read once; a subgraph's are those of its first candidate that is a graph.
+  const read = new Map<string, TypeSchemas>();
+  const subgraphs: Record<string, TypeSchemas> = {};
+  for (const { namespace, candidates: names } of found) {
+    for (const name of names) {
+      if (!read.has(name)) read.set(name, schemasOf(`BerthSub${candidates.indexOf(name)}`));
+      const schemas = read.get(name)!;
+      if (schemas.input || schemas.output || schemas.context) {
+        subgraphs[namespace] = schemas;
+        break;
+      }
+    }
+  }
+  return { ...schemasOf('Berth'), subgraphs };
 }
 
 /** One ts.Type → JSON Schema conversion, bounded in size and depth. */

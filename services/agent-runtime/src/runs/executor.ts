@@ -2,7 +2,6 @@
  * Executes one run: builds the graph with the server's checkpointer, streams it, publishes every
  * chunk as an SSE event through the broker, and reports how the run ended.
  */
-import { Command } from '@langchain/langgraph';
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { EventBroker } from '@berth/broker';
 import type { Logger } from '@berth/log';
@@ -12,6 +11,7 @@ import type { Run } from '../storage/runs.js';
 import type { RunTracing } from '../tracing/run-tracing.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import { toWire } from './serialize.js';
+import { toCommand } from './thread-state.js';
 import { EventPipe } from './event-pipe.js';
 import { StreamTranslator, graphModes } from './stream-modes.js';
 
@@ -211,13 +211,6 @@ export class RunExecutor {
     const latest = run.attempt > 1 ? await this.deps.latestCheckpoint(run.thread_id) : atStart;
     if (run.attempt > 1 && latest !== atStart) return null;
     const command = run.kwargs.command;
-    if (command) {
-      return new Command({
-        ...(command.resume !== undefined ? { resume: command.resume } : {}),
-        ...(command.update !== undefined && command.update !== null ? { update: command.update as Record<string, unknown> } : {}),
-        ...(command.goto !== undefined && command.goto !== null ? { goto: command.goto as string } : {}),
-      });
-    }
-    return run.kwargs.input ?? null;
+    return command ? toCommand(command) : (run.kwargs.input ?? null);
   }
 }
