@@ -1,7 +1,7 @@
 /**
  * The fake API server: node:http on 127.0.0.1, the real REST paths (`/api/v1/...`,
  * `/apis/{group}/{version}/...`), discovery, and `Status` objects for failures, so that
- * `@kubernetes/client-node` works against it unchanged. Every request served is recorded.
+ * `@kubernetes/client-node` and helm work against it unchanged. Every request served is recorded.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +28,7 @@ export interface FakeKubeOptions {
   token?: string;
   /**
    * The resources served.
-   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, persistentvolumeclaims, apps/v1 deployments, networking.k8s.io/v1 networkpolicies)
+   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, persistentvolumeclaims, apps/v1 deployments, networking.k8s.io/v1 networkpolicies and ingresses, rbac roles and rolebindings, policy/v1 poddisruptionbudgets, batch/v1 jobs)
    */
   resources?: ResourceType[];
   /** The simulated Deployment controller's settings. */
