@@ -101,3 +101,36 @@ describe('the kinds a chart installs', () => {
     expect(fake.store.find('policy/poddisruptionbudgets', 'default', 'p')).toBeUndefined();
   });
 });
+
+describe('strategic merge patch (client-side apply)', () => {
+  it('merges containers by name, keeping what the patch does not mention, and honours $patch: delete', async () => {
+    const container = (name: string): Record<string, unknown> => ({ name, image: `${name}:1`, readinessProbe: { httpGet: { path: '/readyz', port: 8080 } }, env: [{ name: 'A', value: '1' }, { name: 'B', value: '2' }] });
+    await apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'smp', namespace: 'default' },
+      spec: { selector: { matchLabels: { app: 'smp' } }, template: { metadata: { labels: { app: 'smp' } }, spec: { containers: [container('main'), container('side')] } } },
+    } as KubernetesObject);
+
+    const patch = {
+      spec: {
+        template: {
+          spec: {
+            '$setElementOrder/containers': [{ name: 'main' }],
+            containers: [{ name: 'main', image: 'main:2', env: [{ name: 'B', $patch: 'delete' }] }, { name: 'side', $patch: 'delete' }],
+          },
+        },
+      },
+    };
+    // Sent as helm sends it: client-node's typed serializer would drop the `$` directives.
+    const res = await fetch(`${fake.url}/apis/apps/v1/namespaces/default/deployments/smp?fieldManager=helm`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/strategic-merge-patch+json' },
+      body: JSON.stringify(patch),
+    });
+    expect(res.status).toBe(200);
+
+    const containers = (fake.store.get('apps/deployments', 'default', 'smp')['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } }).template.spec.containers;
+    expect(containers).toEqual([{ ...container('main'), image: 'main:2', env: [{ name: 'A', value: '1' }] }]);
+  });
+});

@@ -1,7 +1,7 @@
 /**
- * Patch application: JSON merge patch (RFC 7386) and JSON patch (RFC 6902). The fake applies
- * strategic-merge patches as merge patches: lists are replaced, not merged by key, which is the
- * difference to keep in mind when a test patches a list.
+ * Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and the patch that
+ * server-side apply makes of a manager's applied configurations. Strategic merge patches are in
+ * strategic-merge.ts.
  */
 import { KubeApiError } from './errors.js';
 

@@ -7,6 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { KubeApiError } from './errors.js';
 import { applyPatch, jsonPatch, mergePatch } from './patch.js';
+import { strategicMerge } from './strategic-merge.js';
 import { builtinResources, metadataErrors, nameError, nameRuleOf } from './resources.js';
 import { matches, matchesFields, parseSelector } from './selectors.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from './types.js';
@@ -241,15 +242,15 @@ export class ObjectStore {
     return structuredClone(next);
   }
 
-  /** PATCH with one of {@link PATCH_CONTENT_TYPES}; strategic merge is applied as merge patch. */
+  /** PATCH with one of {@link PATCH_CONTENT_TYPES} (apply has its own method, {@link ObjectStore.apply}). */
   patch(ref: ResourceRef, namespace: string | undefined, name: string, contentType: string, patch: unknown, options: WriteOptions = {}): KubeObject {
     const type = this.type(ref);
     const existing = this.get(type, type.namespaced ? namespace : undefined, name);
     let patched: KubeObject;
     if (contentType === 'application/json-patch+json') patched = jsonPatch(existing, patch) as KubeObject;
-    else if (contentType === 'application/merge-patch+json' || contentType === 'application/strategic-merge-patch+json') {
-      patched = mergePatch(existing, patch) as KubeObject;
-    } else {
+    else if (contentType === 'application/merge-patch+json') patched = mergePatch(existing, patch) as KubeObject;
+    else if (contentType === 'application/strategic-merge-patch+json') patched = strategicMerge(existing, patch) as KubeObject;
+    else {
       throw new KubeApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_CONTENT_TYPES.join(', ')}`);
     }
     if (!patched || typeof patched !== 'object' || typeof patched.metadata !== 'object' || patched.metadata === null) {
