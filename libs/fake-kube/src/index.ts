@@ -2,8 +2,9 @@
  * An in-repo fake of the Kubernetes API server for tests (no cluster can run on these machines):
  * the real REST paths over node:http, a generic object store, a simulated Deployment
  * controller whose rollouts tests can make succeed, fail or stall, a simulated kubelet for pods
- * (image pull failures included), and `pods/exec` over WebSocket backed by host processes (a
- * protocol fake, not isolation: see pod-exec.ts).
+ * (image pull failures included), `pods/exec` over WebSocket backed by host processes (a
+ * protocol fake, not isolation: see pod-exec.ts), and what helm needs to install a chart
+ * (OpenAPI v3, server-side apply, protobuf release Secrets: discovery.ts, store.ts, protobuf.ts).
  */
 export { FakeKube, type FakeKubeOptions, type RecordedRequest } from './server.js';
 export { ObjectStore, PATCH_CONTENT_TYPES, type ChangeType, type ListOptions, type ResourceRef, type StoreEvent, type WriteOptions } from './store.js';

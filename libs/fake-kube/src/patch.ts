@@ -1,7 +1,7 @@
 /**
- * Patch application: JSON merge patch (RFC 7386) and JSON patch (RFC 6902). The fake applies
- * strategic-merge patches as merge patches: lists are replaced, not merged by key, which is the
- * difference to keep in mind when a test patches a list.
+ * Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and the patch that
+ * server-side apply makes of a manager's applied configurations. Strategic merge patches are in
+ * strategic-merge.ts.
  */
 import { KubeApiError } from './errors.js';
 
@@ -114,4 +114,18 @@ export function jsonPatch(target: unknown, operations: unknown): unknown {
     }
   }
   return doc;
+}
+
+/**
+ * The merge patch that takes an object from what a field manager applied last (`previous`) to what
+ * it applies now (`next`): fields it set before and leaves out now are removed, everything it sets
+ * is set. Fields it never set (server defaults, other writers' fields) are kept — the core of
+ * server-side apply, without per-field ownership across managers.
+ */
+export function applyPatch(previous: unknown, next: unknown): unknown {
+  if (!isObject(next) || !isObject(previous)) return structuredClone(next);
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(previous)) if (!(key in next)) patch[key] = null;
+  for (const [key, value] of Object.entries(next)) patch[key] = key in previous ? applyPatch(previous[key], value) : structuredClone(value);
+  return patch;
 }

@@ -4,7 +4,8 @@
  * selectors, PersistentVolumeClaims bound at once, NetworkPolicy CIDRs). Further resources can be
  * registered on the store.
  */
-import type { FieldError, KubeObject, ResourceType } from './types.js';
+import { clusterAppResources } from './resources-cluster-apps.js';
+import { record, type FieldError, type KubeObject, type ResourceType } from './types.js';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -77,9 +78,6 @@ type Obj = Record<string, unknown>;
 /** An IPv4 or IPv6 CIDR, checked by shape (the fake needs no more). */
 const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/;
 
-function record(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-}
 
 const secrets: ResourceType = {
   group: '',
@@ -311,5 +309,5 @@ const networkpolicies: ResourceType = {
 
 /** Everything served unless the caller passes its own list. */
 export function builtinResources(): ResourceType[] {
-  return [namespaces, secrets, configmaps, services, pods, serviceaccounts, deployments, persistentvolumeclaims, networkpolicies];
+  return [namespaces, secrets, configmaps, services, pods, serviceaccounts, deployments, persistentvolumeclaims, networkpolicies, ...clusterAppResources];
 }

@@ -1,16 +1,18 @@
 /**
  * The fake API server: node:http on 127.0.0.1, the real REST paths (`/api/v1/...`,
  * `/apis/{group}/{version}/...`), discovery, and `Status` objects for failures, so that
- * `@kubernetes/client-node` works against it unchanged. Every request served is recorded.
+ * `@kubernetes/client-node` and helm work against it unchanged. Every request served is recorded.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { discoveryDocument } from './discovery.js';
 import { DeploymentController, type DeploymentControllerOptions } from './deployment-controller.js';
 import { KubeApiError } from './errors.js';
 import { PodController, type PodControllerOptions } from './pod-controller.js';
 import { PodExec, type PodExecOptions } from './pod-exec.js';
 import { PodLogs } from './pod-logs.js';
+import { decodeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
 import { builtinResources } from './resources.js';
 import { ObjectStore } from './store.js';
 import { rejectUpgrade } from './websocket.js';
@@ -26,7 +28,7 @@ export interface FakeKubeOptions {
   token?: string;
   /**
    * The resources served.
-   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, persistentvolumeclaims, apps/v1 deployments, networking.k8s.io/v1 networkpolicies)
+   * @default builtinResources() (namespaces, secrets, configmaps, services, pods, serviceaccounts, persistentvolumeclaims, apps/v1 deployments, networking.k8s.io/v1 networkpolicies and ingresses, rbac roles and rolebindings, policy/v1 poddisruptionbudgets, batch/v1 jobs)
    */
   resources?: ResourceType[];
   /** The simulated Deployment controller's settings. */
@@ -152,9 +154,11 @@ export class FakeKube {
     let reply: Reply;
     try {
       const raw = await readBody(req);
-      if (raw.length > 0) {
+      if (raw.length > 0 && contentType === PROTOBUF_CONTENT_TYPE) body = decodeProtobuf(raw);
+      else if (raw.length > 0) {
         try {
-          body = JSON.parse(raw);
+          // Server-side apply bodies (application/apply-patch+yaml) are JSON too from every client we serve.
+          body = JSON.parse(raw.toString('utf8'));
         } catch {
           throw KubeApiError.badRequest('the request body is not valid JSON');
         }
@@ -195,7 +199,7 @@ export class FakeKube {
   #dispatch(method: string, path: string, params: URLSearchParams, contentType: string | undefined, body: unknown): Reply {
     const segments = path.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
     if (method === 'GET') {
-      const discovery = this.#discovery(segments);
+      const discovery = discoveryDocument(this.store, this.#url.slice('http://'.length), segments);
       if (discovery !== undefined) return new Reply(200, discovery);
     }
     const route = this.#route(segments);
@@ -244,6 +248,12 @@ export class FakeKube {
       case 'PUT':
         return new Reply(200, this.store.replace(type, namespace, name, asObject(body), write));
       case 'PATCH':
+        if (contentType === 'application/apply-patch+yaml') {
+          const fieldManager = params.get('fieldManager');
+          if (!fieldManager) throw KubeApiError.badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+          const existed = this.store.find(type, namespace, name) !== undefined;
+          return new Reply(existed || dryRun ? 200 : 201, this.store.apply(type, namespace, name, body, { ...write, fieldManager }));
+        }
         return new Reply(200, this.store.patch(type, namespace, name, contentType ?? '', body, write));
       case 'DELETE': {
         if (subresource !== undefined) break;
@@ -281,39 +291,6 @@ export class FakeKube {
     if (!type || rest.length > 3) throw KubeApiError.routeNotFound();
     return { type, namespace: undefined, name: rest[1], subresource: rest[2] };
   }
-
-  /** The discovery documents client-node's generic object API reads; undefined for other paths. */
-  #discovery(segments: string[]): unknown {
-    const types = this.store.types();
-    const path = segments.join('/');
-    if (path === 'version') return { major: '1', minor: '30', gitVersion: 'v1.30.0-fake-kube', platform: 'linux/amd64' };
-    if (path === 'api') {
-      return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: this.#url.slice('http://'.length) }] };
-    }
-    if (path === 'apis') {
-      const groups = [...new Set(types.filter((t) => t.group).map((t) => t.group))].map((name) => {
-        const versions = [...new Set(types.filter((t) => t.group === name).map((t) => t.version))].map((version) => ({ groupVersion: `${name}/${version}`, version }));
-        return { name, versions, preferredVersion: versions[0] };
-      });
-      return { kind: 'APIGroupList', apiVersion: 'v1', groups };
-    }
-    const groupVersion = segments[0] === 'api' && segments.length === 2 ? { group: '', version: segments[1]! } : segments[0] === 'apis' && segments.length === 3 ? { group: segments[1]!, version: segments[2]! } : undefined;
-    if (!groupVersion) return undefined;
-    const served = types.filter((t) => t.group === groupVersion.group && t.version === groupVersion.version);
-    if (served.length === 0) return undefined;
-    const verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update'];
-    const resources = served.flatMap((t) => [
-      { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs, ...(t.shortNames ? { shortNames: t.shortNames } : {}) },
-      ...(t.statusSubresource ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
-      ...(t.group === '' && t.resource === 'pods'
-        ? [
-            { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
-            { name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] },
-          ]
-        : []),
-    ]);
-    return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(groupVersion), resources };
-  }
 }
 
 function asObject(body: unknown): KubeObject {
@@ -321,7 +298,7 @@ function asObject(body: unknown): KubeObject {
   return body as KubeObject;
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -329,5 +306,5 @@ async function readBody(req: IncomingMessage): Promise<string> {
     if (size > MAX_BODY) throw new KubeApiError(413, 'RequestEntityTooLarge', 'the request is too large');
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

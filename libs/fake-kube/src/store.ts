@@ -6,7 +6,8 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { KubeApiError } from './errors.js';
-import { jsonPatch, mergePatch } from './patch.js';
+import { applyPatch, jsonPatch, mergePatch } from './patch.js';
+import { strategicMerge } from './strategic-merge.js';
 import { builtinResources, metadataErrors, nameError, nameRuleOf } from './resources.js';
 import { matches, matchesFields, parseSelector } from './selectors.js';
 import { apiVersionOf, type KubeObject, type ResourceType } from './types.js';
@@ -41,7 +42,13 @@ export const PATCH_CONTENT_TYPES = [
   'application/merge-patch+json',
   'application/strategic-merge-patch+json',
   'application/json-patch+json',
+  'application/apply-patch+yaml',
 ] as const;
+
+export interface ApplyOptions extends WriteOptions {
+  /** Who applies (`?fieldManager=`): each manager's last applied configuration is kept apart. */
+  fieldManager: string;
+}
 
 /** Stable JSON (sorted keys) for comparing and hashing objects. */
 export function canonical(value: unknown): string {
@@ -66,6 +73,8 @@ export class ObjectStore {
   readonly #types = new Map<string, ResourceType>();
   readonly #objects = new Map<string, KubeObject>();
   readonly #listeners = new Set<(event: StoreEvent) => void>();
+  /** What each field manager applied last, by object uid and manager (server-side apply). */
+  readonly #applied = new Map<string, Map<string, KubeObject>>();
   #resourceVersion = 0;
 
   constructor(resources: ResourceType[] = builtinResources()) {
@@ -233,15 +242,15 @@ export class ObjectStore {
     return structuredClone(next);
   }
 
-  /** PATCH with one of {@link PATCH_CONTENT_TYPES}; strategic merge is applied as merge patch. */
+  /** PATCH with one of {@link PATCH_CONTENT_TYPES} (apply has its own method, {@link ObjectStore.apply}). */
   patch(ref: ResourceRef, namespace: string | undefined, name: string, contentType: string, patch: unknown, options: WriteOptions = {}): KubeObject {
     const type = this.type(ref);
     const existing = this.get(type, type.namespaced ? namespace : undefined, name);
     let patched: KubeObject;
     if (contentType === 'application/json-patch+json') patched = jsonPatch(existing, patch) as KubeObject;
-    else if (contentType === 'application/merge-patch+json' || contentType === 'application/strategic-merge-patch+json') {
-      patched = mergePatch(existing, patch) as KubeObject;
-    } else {
+    else if (contentType === 'application/merge-patch+json') patched = mergePatch(existing, patch) as KubeObject;
+    else if (contentType === 'application/strategic-merge-patch+json') patched = strategicMerge(existing, patch) as KubeObject;
+    else {
       throw new KubeApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_CONTENT_TYPES.join(', ')}`);
     }
     if (!patched || typeof patched !== 'object' || typeof patched.metadata !== 'object' || patched.metadata === null) {
@@ -250,6 +259,41 @@ export class ObjectStore {
     // A resourceVersion in the patch is a precondition, checked by replace against the stored one.
     if (patched.metadata.resourceVersion === undefined) patched.metadata.resourceVersion = existing.metadata.resourceVersion!;
     return this.replace(type, namespace, name, patched, options);
+  }
+
+  /**
+   * Server-side apply (`application/apply-patch+yaml`): creates the object if it is missing, else
+   * sets what `body` sets and removes what the same manager applied before and no longer does.
+   * Fields are not owned across managers: a conflicting manager's value is overwritten.
+   */
+  apply(ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: ApplyOptions): KubeObject {
+    const type = this.type(ref);
+    const applied = structuredClone(body) as KubeObject;
+    if (applied === null || typeof applied !== 'object' || Array.isArray(applied) || typeof applied.metadata !== 'object' || applied.metadata === null) {
+      throw KubeApiError.badRequest('an applied configuration must be an object with metadata');
+    }
+    if (applied.apiVersion !== apiVersionOf(type) || applied.kind !== type.kind) {
+      throw KubeApiError.badRequest(`an applied configuration must have apiVersion "${apiVersionOf(type)}" and kind "${type.kind}"`);
+    }
+    if (applied.metadata.name !== undefined && applied.metadata.name !== name) {
+      throw KubeApiError.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
+    }
+    const existing = this.find(type, type.namespaced ? namespace : undefined, name);
+    let result: KubeObject;
+    if (!existing) {
+      result = this.create(type, namespace, { ...applied, metadata: { ...applied.metadata, name } }, options);
+    } else {
+      const previous = this.#applied.get(existing.metadata.uid!)?.get(options.fieldManager) ?? {};
+      const patched = mergePatch(existing, applyPatch(previous, applied)) as KubeObject;
+      if (applied.metadata.resourceVersion === undefined) patched.metadata.resourceVersion = existing.metadata.resourceVersion!;
+      result = this.replace(type, namespace, name, patched, options);
+    }
+    if (!options.dryRun) {
+      const byManager = this.#applied.get(result.metadata.uid!) ?? new Map<string, KubeObject>();
+      byManager.set(options.fieldManager, applied);
+      this.#applied.set(result.metadata.uid!, byManager);
+    }
+    return result;
   }
 
   /** Deletes the object and, in the background as upstream, everything it owns. */
@@ -263,6 +307,7 @@ export class ObjectStore {
     deleted.metadata.deletionTimestamp = now();
     if (options.dryRun) return deleted;
     this.#objects.delete(key);
+    this.#applied.delete(existing.metadata.uid!);
     this.#resourceVersion++;
     this.#emit('DELETED', type, deleted);
     this.#collectGarbage(type, existing);

@@ -59,3 +59,8 @@ export interface ResourceType {
 export function apiVersionOf(type: Pick<ResourceType, 'group' | 'version'>): string {
   return type.group ? `${type.group}/${type.version}` : type.version;
 }
+
+/** `value` if it is a plain object, else an empty one: for reading optional parts of stored objects. */
+export function record(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
