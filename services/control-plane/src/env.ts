@@ -44,6 +44,10 @@ const schema = z.object({
   BERTH_ARTIFACTS_URL: z.url({ protocol: /^https?$/ }).optional(),
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
   HOME: z.string().default('/tmp'),
+}).refine((e) => !(e.BERTH_DEPLOYER === 'kubernetes' && e.BERTH_S3_BUCKET && !e.BERTH_ARTIFACTS_URL), {
+  // Without it pods would be told the control plane's own loopback address.
+  path: ['BERTH_ARTIFACTS_URL'],
+  message: 'required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET: the artifact endpoint as agent pods reach it',
 });
 
 export function loadControlPlaneConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {

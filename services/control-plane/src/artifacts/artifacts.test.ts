@@ -10,6 +10,7 @@ import { ArtifactChecksumError, fetchArtifact } from '@berth/agent-runtime';
 import { createLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestBucket, testS3 } from '@berth/testing';
+import { loadControlPlaneConfig } from '../env.js';
 import { ArtifactStore, type StoredArtifact } from './artifact-store.js';
 import { artifactCredential, artifactPath, startArtifactServer, type RunningArtifactServer } from './artifact-server.js';
 
@@ -96,5 +97,16 @@ describe('revision artifacts in object storage', () => {
   it('deletes a deployment\'s archives', async () => {
     expect(await store.removeDeployment(deploymentId)).toBe(1);
     expect(await store.removeDeployment(deploymentId)).toBe(0);
+  });
+});
+
+describe('artifact settings', () => {
+  const env = { DATABASE_URL: 'postgres://x@127.0.0.1/x', BERTH_SECRET_KEY: 'k', BERTH_DEPLOYER: 'kubernetes', BERTH_S3_BUCKET: 'builds' };
+
+  it('needs BERTH_ARTIFACTS_URL with a bucket on kubernetes: pods cannot reach the control plane at its loopback address', () => {
+    expect(() => loadControlPlaneConfig(env)).toThrow(/BERTH_ARTIFACTS_URL: required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET/);
+    const config = loadControlPlaneConfig({ ...env, BERTH_ARTIFACTS_URL: 'http://berth-control-plane.berth.svc:8092' });
+    expect(config.deployments?.archives).toMatchObject({ port: 8092, url: 'http://berth-control-plane.berth.svc:8092', storage: { bucket: 'builds' } });
+    expect(loadControlPlaneConfig({ ...env, BERTH_DEPLOYER: 'local' }).deployments?.archives).toBeUndefined();
   });
 });
