@@ -4,7 +4,7 @@ export TURBO_TELEMETRY_DISABLED := 1
 export DO_NOT_TRACK := 1
 BERTH := node cli/dist/bin.js
 
-.PHONY: up down test install uninstall deps build typecheck clean
+.PHONY: up down test install uninstall deps build typecheck clean images
 
 ## Install, provision Postgres under .berth/, start every service (and, as root, a private Podman
 ## engine for sandboxes) in one process, print URL and key.
@@ -30,6 +30,13 @@ test: test-tools build typecheck lint
 test-tools:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-podman.sh
+
+## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
+## is installed, as $(IMAGE_REPOSITORY)/platform:$(IMAGE_TAG) and $(IMAGE_REPOSITORY)/agent-server:$(IMAGE_TAG).
+IMAGE_REPOSITORY ?= berth
+IMAGE_TAG ?= dev
+images:
+	@IMAGE_REPOSITORY='$(IMAGE_REPOSITORY)' IMAGE_TAG='$(IMAGE_TAG)' images/build.sh
 
 ## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
 ## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.
