@@ -38,6 +38,12 @@ IMAGE_TAG ?= dev
 images:
 	@IMAGE_REPOSITORY='$(IMAGE_REPOSITORY)' IMAGE_TAG='$(IMAGE_TAG)' images/build.sh
 
+## Build both images with Podman against a stand-in Node base (no registry needed) and run the platform
+## image against the test Postgres; slow the first time (about N min), cached after. CI runs it after `make test`.
+.PHONY: test-images
+test-images: test-tools build
+	@node scripts/run-tests.mjs --testMatch '<rootDir>/images/tests/**/*.test.ts'
+
 ## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
 ## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.
 install: build
