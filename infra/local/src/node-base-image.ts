@@ -4,11 +4,17 @@
  * machine's own Node.js binary and npm, imported into a Podman engine's storage under the base's
  * name. images/Containerfile then builds unchanged against it.
  *
- * The import is labelled with what went into it (Node version); a later call finds it and skips
- * the minute mmdebstrap takes. An image of that name without the label (the real base) is kept.
+ * It trusts the certificate authorities this machine trusts (its CA bundle replaces Debian's, and
+ * NODE_EXTRA_CA_CERTS points Node at it): where the registry is reached through a TLS-inspecting
+ * proxy, as on CI machines, npm in a build would otherwise fail with SELF_SIGNED_CERT_IN_CHAIN.
+ *
+ * The import is labelled with what went into it (Node version, CA bundle); a later call finds it
+ * and skips the minute mmdebstrap takes. An image of that name without the label (the real base)
+ * is kept.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PodmanService } from './podman-service.js';
 import { run } from './run.js';
@@ -17,6 +23,7 @@ export const NODE_BASE_IMAGE = 'docker.io/library/node:20-bookworm-slim';
 const LABEL = 'berth.stand-in';
 /** Where Debian's nodejs package puts npm; the official image has it under /usr/local. */
 const NPM_DIR = '/usr/lib/node_modules/npm';
+const CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 
 export class NodeBaseImageError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -35,7 +42,8 @@ export async function ensureNodeBaseImage(
   options: { reference?: string; mirror?: string } = {},
 ): Promise<'built' | 'cached' | 'real'> {
   const reference = options.reference ?? NODE_BASE_IMAGE;
-  const fingerprint = `node-${process.version}`;
+  const caDigest = createHash('sha256').update(await readFile(CA_BUNDLE).catch(() => '')).digest('hex').slice(0, 12);
+  const fingerprint = `node-${process.version}-ca-${caDigest}`;
   const label = await podman
     .podman(['image', 'inspect', '--format', `{{index .Labels "${LABEL}"}}`, reference])
     .then(({ stdout }) => stdout.trim(), () => undefined);
@@ -61,12 +69,14 @@ export async function ensureNodeBaseImage(
       '--customize-hook=ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"',
       // The slim image keeps no apt lists or caches either.
       '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
+      ...(existsSync(CA_BUNDLE) ? [`--customize-hook=copy-in ${CA_BUNDLE} /etc/ssl/certs`] : []),
       'bookworm', tar, options.mirror ?? 'http://deb.debian.org/debian',
     ], { timeoutMs: 10 * 60_000 });
     await podman.podman([
       'import', '--quiet',
       '--change', `LABEL ${LABEL}=${fingerprint}`,
       '--change', `ENV NODE_VERSION=${process.version.slice(1)}`,
+      '--change', `ENV NODE_EXTRA_CA_CERTS=${CA_BUNDLE}`,
       '--change', 'CMD ["node"]',
       tar, reference,
     ], 5 * 60_000);
