@@ -62,7 +62,8 @@ afterAll(async () => {
 async function runDetached(image: string, env: Record<string, string>, args: string[]): Promise<string> {
   const { stdout } = await podman.podman([
     'run', '--detach', '--network', 'host', '--read-only',
-    '--tmpfs', '/tmp:rw,size=64m', '--tmpfs', '/var/lib/berth:rw,size=64m',
+    // Mode 1777 as a Kubernetes emptyDir has it (writable by the image's non-root user).
+    '--tmpfs', '/tmp:rw,size=64m,mode=1777', '--tmpfs', '/var/lib/berth:rw,size=64m,mode=1777',
     ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
     image, ...args,
   ]);
