@@ -62,9 +62,7 @@ afterAll(async () => {
 async function runDetached(image: string, env: Record<string, string>, args: string[]): Promise<string> {
   const { stdout } = await podman.podman([
     'run', '--detach', '--network', 'host', '--read-only',
-    // Empty and mode 1777 as a Kubernetes emptyDir (podman's default copies the image folder's
-    // root-owned 0750 instead, which the non-root user cannot write).
-    '--tmpfs', '/tmp:rw,size=64m,mode=1777,notmpcopyup', '--tmpfs', '/var/lib/berth:rw,size=64m,mode=1777,notmpcopyup',
+    '--tmpfs', '/tmp:rw,size=64m', '--tmpfs', '/var/lib/berth:rw,size=64m',
     ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
     image, ...args,
   ]);
