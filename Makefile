@@ -4,7 +4,7 @@ export TURBO_TELEMETRY_DISABLED := 1
 export DO_NOT_TRACK := 1
 BERTH := node cli/dist/bin.js
 
-.PHONY: up down test install uninstall deps build typecheck clean
+.PHONY: up down test install uninstall deps build typecheck clean images
 
 ## Install, provision Postgres under .berth/, start every service (and, as root, a private Podman
 ## engine for sandboxes) in one process, print URL and key.
@@ -30,6 +30,20 @@ test: test-tools build typecheck lint
 test-tools:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-podman.sh
+
+## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
+## is installed, as $(IMAGE_REPOSITORY)/platform:$(IMAGE_TAG) and $(IMAGE_REPOSITORY)/agent-server:$(IMAGE_TAG).
+IMAGE_REPOSITORY ?= berth
+IMAGE_TAG ?= dev
+images:
+	@IMAGE_REPOSITORY='$(IMAGE_REPOSITORY)' IMAGE_TAG='$(IMAGE_TAG)' images/build.sh
+
+## Build both images with Podman against a stand-in Node base (no registry needed) and run the platform
+## image against the test Postgres; about 9 min the first time (stand-in base 1 min, images 6.5 min on 2 cores), about 3 min when
+## the base and the npm layers are cached. CI runs it after `make test`.
+.PHONY: test-images
+test-images: test-tools build
+	@node scripts/run-tests.mjs --testMatch '<rootDir>/images/tests/**/*.test.ts'
 
 ## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
 ## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.

@@ -3,7 +3,8 @@
 # API the sandbox driver speaks), runc, busybox-static and docker-registry (the test image and
 # registry), uidmap and slirp4netns (Podman's own dependencies), btrfs-progs (a btrfs storage root
 # is where Podman can enforce sandbox storage quotas), gcc + libc6-dev (the static in-sandbox agent),
-# iptables (the test of the Kubernetes pods' egress lock runs its script for real).
+# iptables (the test of the Kubernetes pods' egress lock runs its script for real), mmdebstrap (the
+# image tests' stand-in for the Node base image, infra/local/src/node-base-image.ts).
 set -euo pipefail
 declare -A packages=(
   [podman]=/usr/bin/podman
@@ -16,6 +17,7 @@ declare -A packages=(
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/lib/x86_64-linux-gnu/libc.a
   [iptables]=/usr/sbin/iptables
+  [mmdebstrap]=/usr/bin/mmdebstrap
 )
 missing=()
 for package in "${!packages[@]}"; do

@@ -39,7 +39,7 @@ export default [
     rules: syntaxRules,
   },
   {
-    files: ['cli/src/**/*.ts', 'libs/*/src/**/*.ts', 'services/*/src/**/*.ts', 'proto/src/**/*.ts', 'infra/local/src/**/*.ts', 'charts/*/tests/**/*.ts'],
+    files: ['cli/src/**/*.ts', 'libs/*/src/**/*.ts', 'services/*/src/**/*.ts', 'proto/src/**/*.ts', 'infra/local/src/**/*.ts', 'charts/*/tests/**/*.ts', 'images/tests/**/*.ts'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { project: ['./tsconfig.tests.json'], tsconfigRootDir: root },

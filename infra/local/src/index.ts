@@ -12,3 +12,4 @@ export { DockerRegistry } from './docker-registry.js';
 export type { DockerRegistryOptions } from './docker-registry.js';
 export { BUSYBOX_USER_UID, buildBusyboxImages } from './busybox-image.js';
 export type { BusyboxImage } from './busybox-image.js';
+export { NODE_BASE_IMAGE, NodeBaseImageError, ensureNodeBaseImage } from './node-base-image.js';

