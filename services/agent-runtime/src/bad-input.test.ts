@@ -63,6 +63,17 @@ describe('POST /threads/{thread_id}/state', () => {
     expect(await call(`/threads/${threadId}/state`, '{"values":{"messages":[]},"as_node":"nope"}')).toEqual(invalid(['body', 'as_node'], 'value_error'));
   });
 
+  it("refuses values the graph's reducer cannot take (a message of an unknown role), here and in supersteps", async () => {
+    const bad = { messages: [{ role: 'wizard', content: 'x' }] };
+    const res = await call(`/threads/${threadId}/state`, JSON.stringify({ values: bad, as_node: 'respond' }));
+    expect(res).toEqual(invalid(['body'], 'value_error'));
+    expect(res.body.detail[0].msg).toContain('Unable to coerce message');
+    const refusedId = '5f0c9a55-1b7e-4c51-9c1e-0d1a2b3c4d5e';
+    const create = await call('/threads', JSON.stringify({ thread_id: refusedId, metadata: { graph_id: 'echo' }, supersteps: [{ updates: [{ values: bad, as_node: 'respond' }] }] }));
+    expect(create).toEqual(invalid(['body'], 'value_error'));
+    expect((await call(`/threads/${refusedId}`)).status).toBe(404);
+  });
+
   it('still applies an update that fits the graph', async () => {
     const update = JSON.stringify({ values: { messages: [{ role: 'user', content: 'edited' }] }, as_node: 'respond' });
     const res = await call(`/threads/${threadId}/state`, update);

@@ -72,7 +72,11 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         if (!body.supersteps?.length) return threadJson(thread);
         // The thread's first checkpoints, e.g. another thread's history replayed (needs metadata.graph_id).
         const update = await ctx.authz.authorize(auth, 'threads:update', { thread_id: thread.thread_id });
-        await ctx.state.bulkUpdate(thread.thread_id, body.supersteps, update.filter);
+        await ctx.state.bulkUpdate(thread.thread_id, body.supersteps, update.filter).catch(async (error: unknown) => {
+          // Refused supersteps leave no thread behind (unless it was there before: if_exists do_nothing).
+          if (body.if_exists === 'raise') await ctx.threads.delete(thread.thread_id);
+          throw error;
+        });
         return threadJson(await ctx.threads.get(thread.thread_id, update.filter));
       },
     })

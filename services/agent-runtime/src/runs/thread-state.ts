@@ -2,7 +2,7 @@
  * Thread state as the LangGraph API shows it (values, next, tasks, checkpoint, …), read through
  * the thread's graph and the server's checkpointer; state updates and history.
  */
-import { ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
+import { BerthError, ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { Command, type BaseCheckpointSaver } from '@langchain/langgraph';
 import type { CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import type { LoadedGraph } from '../project/index.js';
@@ -347,11 +347,15 @@ function throwSuperstepIssues(graph: StateGraph, supersteps: Superstep[]): void 
   if (issues.length > 0) throw new RequestValidationError(issues);
 }
 
-/** LangGraph refuses updates it cannot attribute to a node ("Ambiguous update, specify asNode"): a 422, not a 500. */
+/**
+ * A state update the graph refuses is the request's fault, a 422 not a 500: LangGraph's own refusals
+ * ("Ambiguous update, specify asNode") and what the graph's reducers throw on values they cannot take
+ * (a message of an unknown role). Berth's errors and those with a `code` (Postgres, the network) are
+ * the server's and pass on.
+ */
 function asValidationError(error: unknown): never {
-  if ((error as Error | undefined)?.name === 'InvalidUpdateError') {
-    throw new RequestValidationError([{ loc: ['body'], msg: (error as Error).message, type: 'value_error' }], { cause: error });
-  }
+  const refused = error instanceof Error && !(error instanceof BerthError) && (error as { code?: unknown }).code === undefined;
+  if (refused) throw new RequestValidationError([{ loc: ['body'], msg: error.message, type: 'value_error' }], { cause: error });
   throw error;
 }
 
