@@ -49,7 +49,8 @@ function sameText(a: string, b: string): boolean {
 }
 
 function detail(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: message }));
+  // The fetcher retries a 503 after a backoff of its own; the header says when for other clients.
+  res.writeHead(status, { 'content-type': 'application/json', ...(status === 503 ? { 'retry-after': '5' } : {}) }).end(JSON.stringify({ detail: message }));
 }
 
 export async function startArtifactServer(options: ArtifactServerOptions): Promise<RunningArtifactServer> {
