@@ -76,6 +76,7 @@ describe('charts/berth', () => {
     ['an ingress without a host', [...REQUIRED, '--set', 'ingress.enabled=true'], "at '/ingress/host'"],
     ['an unknown sandbox driver', [...REQUIRED, '--set', 'sandboxes.driver=docker'], "at '/sandboxes/driver': value must be one of 'kubernetes', 'none'"],
     ['a secret key that is not 32 bytes of base64', [...REQUIRED, '--set', 'secrets.secretKey=short'], "at '/secrets/secretKey'"],
+    ['a pull secret name that is not an object name', [...REQUIRED, '--set', 'deployments.imagePullSecrets[0]=My_Secret'], "at '/deployments/imagePullSecrets/0'"],
     ['a database URL that is not postgres', [...REQUIRED, '--set', 'postgres.url=mysql://db/berth'], "at '/postgres/url'"],
   ])('refuses %s, naming the value', async (_what, args, message) => {
     const result = await helm(['template', 'berth', chart, ...args]);

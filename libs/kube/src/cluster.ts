@@ -30,3 +30,14 @@ export function kubeConfigOf(cluster: KubernetesCluster): KubeConfig {
   );
   return kc;
 }
+
+/**
+ * The cluster a service runs against: the kubeconfig file at `path` (a service run outside the
+ * cluster, e.g. `KUBECONFIG`), else the pod's own service account (in-cluster).
+ */
+export function loadKubeConfig(path?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromCluster();
+  return kc;
+}

@@ -3,7 +3,7 @@
  * (one library, not two copies): which cluster (a `KubeConfig` or an address and token), what a
  * failed call means, abortable waits, and writes under optimistic concurrency.
  */
-export { kubeConfigOf, type KubernetesCluster, type KubernetesServer } from './cluster.js';
+export { kubeConfigOf, loadKubeConfig, type KubernetesCluster, type KubernetesServer } from './cluster.js';
 export { describeApiError, isStatus } from './errors.js';
 export {
   callOptions,

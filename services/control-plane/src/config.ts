@@ -33,7 +33,7 @@ export interface DeploymentsConfig {
    * Where revisions run.
    * @default { kind: 'local' }
    */
-  deployer?: { kind: 'local' } | { kind: 'kubernetes'; namespace?: string; server?: string; token?: string; agentServerImage?: string };
+  deployer?: { kind: 'local' } | KubernetesDeployerSettings;
   /**
    * Keep each built revision as an archive in object storage and serve it to the revision's pods
    * (the kubernetes deployer's source revisions). Unset: build folders stay on this machine only.
@@ -91,3 +91,20 @@ export interface DeploymentsConfig {
 
 /** A URL, or a function that resolves it when it is needed. */
 export type TracingEndpoint = string | (() => Promise<string>);
+
+/** The kubernetes deployer's settings (env.ts: KUBERNETES_NAMESPACE, KUBECONFIG, BERTH_AGENT_*). */
+export interface KubernetesDeployerSettings {
+  kind: 'kubernetes';
+  /** @default 'berth' */
+  namespace?: string;
+  /** The API server by address (tests); else `kubeconfig`, else the pod's service account. */
+  server?: string;
+  token?: string;
+  /** A kubeconfig file, for a control plane run outside the cluster. */
+  kubeconfig?: string;
+  agentServerImage?: string;
+  /** The agent pods' service account; unset: the namespace's default (no token is mounted either way). */
+  serviceAccountName?: string;
+  /** Secrets for pulling the agent-server image and image revisions. */
+  imagePullSecrets?: string[];
+}

@@ -3,7 +3,7 @@
  * AUTH_FLOW_TTL_SECONDS, BERTH_SECRET_KEY, BERTH_ARTIFACTS_DIR, BERTH_DEPLOYER, ...): the only place
  * it reads process.env.
  */
-import { envCidrList, parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envCidrList, envList, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { ControlPlaneConfig } from './config.js';
 
@@ -19,6 +19,12 @@ const schema = z.object({
   /** local (child processes) or kubernetes (in-cluster: the pod's service account). */
   BERTH_DEPLOYER: z.enum(['local', 'kubernetes']).default('local'),
   KUBERNETES_NAMESPACE: z.string().min(1).default('berth'),
+  /** kubernetes: a kubeconfig file (a control plane outside the cluster); unset: the pod's service account. */
+  KUBECONFIG: z.string().min(1).optional(),
+  /** kubernetes: the service account of agent server pods (no token is mounted either way); unset: the namespace's default. */
+  BERTH_AGENT_SERVICE_ACCOUNT: z.string().min(1).optional(),
+  /** kubernetes: Secrets (comma-separated names) for pulling the agent-server image and image revisions. */
+  BERTH_AGENT_IMAGE_PULL_SECRETS: envList,
   REDIS_URL: z.string().min(1).optional(),
   /** Seconds a finished upload no revision uses is kept (from its start). */
   UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
@@ -64,7 +70,14 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             artifactsDir: e.BERTH_ARTIFACTS_DIR,
             deployer:
               e.BERTH_DEPLOYER === 'kubernetes'
-                ? { kind: 'kubernetes', namespace: e.KUBERNETES_NAMESPACE, ...(e.BERTH_AGENT_SERVER_IMAGE ? { agentServerImage: e.BERTH_AGENT_SERVER_IMAGE } : {}) }
+                ? {
+                    kind: 'kubernetes',
+                    namespace: e.KUBERNETES_NAMESPACE,
+                    ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
+                    ...(e.BERTH_AGENT_SERVER_IMAGE ? { agentServerImage: e.BERTH_AGENT_SERVER_IMAGE } : {}),
+                    ...(e.BERTH_AGENT_SERVICE_ACCOUNT ? { serviceAccountName: e.BERTH_AGENT_SERVICE_ACCOUNT } : {}),
+                    ...(e.BERTH_AGENT_IMAGE_PULL_SECRETS.length ? { imagePullSecrets: e.BERTH_AGENT_IMAGE_PULL_SECRETS } : {}),
+                  }
                 : { kind: 'local' },
             // Archives serve only agent servers that run elsewhere; the local deployer runs the build folders.
             ...(e.BERTH_DEPLOYER === 'kubernetes' && e.BERTH_S3_BUCKET

@@ -5,7 +5,7 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '@berth/kube';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
@@ -85,7 +85,7 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const isolation = await detectLocalIsolation(dirname(settings.artifactsDir));
   const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
   // Wiring picks the adapter; how adapters differ is the deployer port's business, not the pipeline's.
-  let deployer: Deployer;
+  let deployer: Deployer | undefined;
   let archives: { store: ArtifactStore; server: RunningArtifactServer; url: string } | undefined;
   if (settings.archives) {
     const artifactStore = new ArtifactStore(settings.archives.storage);
@@ -102,64 +102,62 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     });
     archives = { store: artifactStore, server, url: settings.archives.url ?? server.url };
   }
-  if (settings.deployer?.kind === 'kubernetes') {
-    deployer = new KubernetesDeployer({
-      ...(settings.deployer.agentServerImage ? { agentServerImage: settings.deployer.agentServerImage } : {}),
-      cluster: settings.deployer.server ? { server: settings.deployer.server, ...(settings.deployer.token ? { token: settings.deployer.token } : {}) } : inClusterConfig(),
-      ...(settings.deployer.namespace ? { namespace: settings.deployer.namespace } : {}),
-    });
-  } else {
-    if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
-    deployer = new LocalDeployer({
-      serveScript: AGENT_SERVE_SCRIPT,
-      ...(users ? { users } : {}),
-      logger,
-      baseEnv: processEnv,
-      // What a running agent server prints is its revision's runtime (deploy) log.
-      onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
-    });
-  }
-  const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
-  const databases = new AgentDatabases({
-    adminUrl: config.databaseUrl,
-    ...(settings.agentDatabaseUrl ? { agentUrl: settings.agentDatabaseUrl } : {}),
-    ...(settings.agentConnectionLimit ? { connectionLimit: settings.agentConnectionLimit } : {}),
-  });
-  try {
-    await databases.lockPlatformDatabase();
-  } catch (error) {
-    throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
-  }
-  pipeline = new RevisionPipeline({
-    store,
-    secretBox: new SecretBox(settings.secretKey),
-    builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
-    deployer,
-    queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
-    log: logger,
-    databases,
-    // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
-    // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
-    agentEnv: {
-      LOG_LEVEL: settings.agentLogLevel ?? 'info',
-      ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
-    },
-    ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
-    ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
-  }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
-  await pipeline.start();
   const close = async () => {
-    await pipeline?.close();
+    // The pipeline closes its deployer; one made before a failed start is closed here.
+    await (pipeline ?? deployer)?.close();
     await archives?.server.close();
     archives?.store.close();
   };
+  try {
+    if (settings.deployer?.kind === 'kubernetes') {
+      const { kind: _kind, server, token, kubeconfig, ...options } = settings.deployer;
+      deployer = new KubernetesDeployer({ ...options, cluster: server ? { server, ...(token ? { token } : {}) } : loadKubeConfig(kubeconfig) });
+    } else {
+      if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
+      deployer = new LocalDeployer({
+        serveScript: AGENT_SERVE_SCRIPT,
+        ...(users ? { users } : {}),
+        logger,
+        baseEnv: processEnv,
+        // What a running agent server prints is its revision's runtime (deploy) log.
+        onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
+      });
+    }
+    const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
+    const databases = new AgentDatabases({
+      adminUrl: config.databaseUrl,
+      ...(settings.agentDatabaseUrl ? { agentUrl: settings.agentDatabaseUrl } : {}),
+      ...(settings.agentConnectionLimit ? { connectionLimit: settings.agentConnectionLimit } : {}),
+    });
+    try {
+      await databases.lockPlatformDatabase();
+    } catch (error) {
+      throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
+    }
+    pipeline = new RevisionPipeline({
+      store,
+      secretBox: new SecretBox(settings.secretKey),
+      builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
+      deployer,
+      queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
+      log: logger,
+      databases,
+      // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
+      // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
+      agentEnv: {
+        LOG_LEVEL: settings.agentLogLevel ?? 'info',
+        ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
+      },
+      ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
+      ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
+    }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
+    await pipeline.start();
+  } catch (error) {
+    // What did start (the artifact endpoint's listener, the queue) must not outlive a failed start.
+    await close();
+    throw error;
+  }
   return { pipeline, close, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
-}
-
-function inClusterConfig(): KubeConfig {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromCluster();
-  return kubeConfig;
 }
 
 export async function start(

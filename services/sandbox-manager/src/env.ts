@@ -29,6 +29,8 @@ const schema = z.object({
   SANDBOX_INSECURE_REGISTRIES: envList,
   /** kubernetes driver: the namespace of sandbox pods (it must exist). */
   SANDBOX_KUBERNETES_NAMESPACE: z.string().min(1).default('berth-sandboxes'),
+  /** kubernetes driver: a kubeconfig file (a sandbox manager outside the cluster); unset: the pod's service account. */
+  KUBECONFIG: z.string().min(1).optional(),
   /** kubernetes driver: the Berth platform image (its auth proxy runs as each sandbox's sidecar). */
   BERTH_PLATFORM_IMAGE: z.string().min(1).optional(),
   /** kubernetes driver: a RuntimeClass for sandbox pods (gVisor's `runsc`, `kata-qemu`). */
@@ -58,6 +60,7 @@ function driverConfig(e: z.infer<typeof schema>): DriverConfig | undefined {
       ...(e.SANDBOX_STORAGE_CLASS ? { storageClassName: e.SANDBOX_STORAGE_CLASS } : {}),
       ...(e.SANDBOX_RUN_AS_USER ? { runAsUser: e.SANDBOX_RUN_AS_USER } : {}),
       egressLock: e.SANDBOX_EGRESS_LOCK === 'on',
+      ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
     };
   }
   return undefined;

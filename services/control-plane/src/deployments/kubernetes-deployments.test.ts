@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKube } from '@berth/fake-kube';
@@ -99,3 +100,19 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(fake.store.list('secrets', 'berth')).toEqual([]);
   expect(fake.store.list('services', 'berth')).toEqual([]);
 }, 60_000);
+
+it('fails to start with an unreadable kubeconfig, naming it, and frees the artifact port it had opened', async () => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  const config = testControlPlaneConfig(db.url, join(work, 'artifacts-bad'), {
+    deployer: { kind: 'kubernetes', kubeconfig: join(work, 'no-such-kubeconfig') },
+    archives: { storage: { bucket: 'unused', region: 'us-east-1' }, host: '127.0.0.1', port },
+  });
+  await expect(start(config, silentLogger())).rejects.toThrow(/no-such-kubeconfig/);
+  // The listener did not outlive the failed start: the port can be taken again.
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  await new Promise((resolve) => server.close(resolve));
+}, 30_000);

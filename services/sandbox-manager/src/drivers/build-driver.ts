@@ -2,9 +2,8 @@
  * Builds the configured sandbox driver (env.ts says which): both kinds need the platform's proxy
  * CA, which lives in the database, so the driver is made in `start()` rather than by its caller.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Kysely } from '@berth/db';
-import type { KubernetesCluster } from '@berth/kube';
+import { loadKubeConfig, type KubernetesCluster } from '@berth/kube';
 import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
 import { loadProxyCa } from '../proxy/ca-store.js';
@@ -28,8 +27,10 @@ export interface ContainerDriverConfig {
 
 export interface KubernetesDriverConfig {
   kind: 'kubernetes';
-  /** @default the in-cluster service account */
+  /** @default the kubeconfig file at `kubeconfig`, else the in-cluster service account */
   cluster?: KubernetesCluster;
+  /** A kubeconfig file, for a sandbox manager run outside the cluster. */
+  kubeconfig?: string;
   /** @default 'berth-sandboxes' */
   namespace?: string;
   /** The Berth platform image, whose proxy sidecar runs next to each sandbox. */
@@ -56,12 +57,6 @@ export async function buildDriver(config: DriverConfig, deps: { db: Kysely<Sandb
       ...(config.storageQuota ? { storageQuota: config.storageQuota } : {}),
     });
   }
-  const { kind: _kind, cluster, ...options } = config;
-  return new KubernetesDriver({ ...options, cluster: cluster ?? inClusterConfig(), proxyCa: { certPem: ca.certPem, keyPem: ca.keyPem } });
-}
-
-function inClusterConfig(): KubeConfig {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromCluster();
-  return kubeConfig;
+  const { kind: _kind, cluster, kubeconfig, ...options } = config;
+  return new KubernetesDriver({ ...options, cluster: cluster ?? loadKubeConfig(kubeconfig), proxyCa: { certPem: ca.certPem, keyPem: ca.keyPem } });
 }
