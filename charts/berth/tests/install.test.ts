@@ -6,10 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FakeKube, type KubeObject } from '@berth/fake-kube';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeKubeconfig } from './fake-cluster.js';
 import { helm, type HelmResult } from './helm-binary.js';
 
 const chart = fileURLToPath(new URL('..', import.meta.url));
@@ -57,20 +58,8 @@ function secretValue(key: string): string {
 beforeAll(async () => {
   fake = await FakeKube.start({ namespaces: ['default', NS] });
   dir = await mkdtemp(join(tmpdir(), 'berth-helm-'));
-  kubeconfig = join(dir, 'kubeconfig');
   // Only the helm child process sees this kubeconfig (helm() passes KUBECONFIG to it alone).
-  await writeFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'fake-kube', cluster: { server: fake.url } }],
-      users: [{ name: 'fake-kube', user: {} }],
-      contexts: [{ name: 'fake-kube', context: { cluster: 'fake-kube', user: 'fake-kube', namespace: NS } }],
-      'current-context': 'fake-kube',
-    }),
-    { mode: 0o600 },
-  );
+  kubeconfig = await writeKubeconfig(dir, fake.url, NS);
 });
 
 afterAll(async () => {
