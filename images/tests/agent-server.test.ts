@@ -170,7 +170,10 @@ describe('a source revision on the agent-server image, as the kubernetes manifes
     const base = `http://127.0.0.1:${port}`;
     await until(`${base}/ok`, async () => {
       const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
-      if (state !== 'true') throw new Error(`the agent server exited:\n${(await podman.podman(['logs', id])).stderr}`);
+      if (state !== 'true') {
+        const { stdout: out, stderr } = await podman.podman(['logs', id]);
+        throw new Error(`the agent server exited:\n${out}${stderr}`);
+      }
       const response = await fetch(`${base}/ok`).catch(() => undefined);
       return response?.status === 200 ? true : undefined;
     }, 180_000, 500);
@@ -192,7 +195,7 @@ describe('a source revision on the agent-server image, as the kubernetes manifes
   }, 10 * 60_000);
 
   it.each([
-    ['a wrong artifact credential', (s: SourceRevisionSpec) => ({ ...s.artifact.archive, credential: artifactCredential(secretBox, randomUUID()) }), /401|credential/],
+    ['a wrong artifact credential', (s: SourceRevisionSpec) => ({ ...s.artifact.archive, credential: artifactCredential(secretBox, randomUUID()) }), /answered 401: .*artifact credential is required/],
     ['a wrong SHA-256', (s: SourceRevisionSpec) => ({ ...s.artifact.archive, sha256: 'f'.repeat(64) }), /refusing to unpack it/],
   ])('with %s the init container exits non-zero saying why, and the volume stays empty', async (_case, archive, message) => {
     const broken: SourceRevisionSpec = { ...spec, artifact: { ...spec.artifact, archive: archive(spec) } };
