@@ -15,6 +15,7 @@ import { FakeKube } from '@berth/fake-kube';
 import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestDatabase, testRedisUrl, until, type TestDatabase } from '@berth/testing';
+import { loadControlPlaneConfig } from '../env.js';
 import { start, type RunningControlPlane } from '../index.js';
 import type { DeploymentsConfig } from '../config.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
@@ -69,7 +70,7 @@ async function deploy(running: RunningControlPlane): Promise<{ id: string; env: 
     () =>
       fake.store
         .list('secrets', 'berth')
-        .map((s) => Object.fromEntries(Object.entries((s as { data: Record<string, string> }).data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])))
+        .map((s) => Object.fromEntries(Object.entries((s as unknown as { data: Record<string, string> }).data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])))
         .find((env) => env.BERTH_AGENT_SCHEMA === agentSchema(id)),
     30_000,
   );
@@ -120,3 +121,10 @@ it('with BERTH_AGENT_REDIS=off starts on that user, and agent servers get no RED
   expect(Object.keys(env)).not.toContain('REDIS_URL');
   expect(env.DATABASE_URL).toBeDefined();
 }, 60_000);
+
+it('reads BERTH_AGENT_REDIS: acl by default with REDIS_URL, off on request, anything else refused', () => {
+  const env = { DATABASE_URL: db.url, BERTH_SECRET_KEY: secretKey, REDIS_URL: 'redis://redis.test:6379' };
+  expect(loadControlPlaneConfig(env).deployments).toMatchObject({ redisUrl: 'redis://redis.test:6379', agentRedis: 'acl' });
+  expect(loadControlPlaneConfig({ ...env, BERTH_AGENT_REDIS: 'off' }).deployments?.agentRedis).toBe('off');
+  expect(() => loadControlPlaneConfig({ ...env, BERTH_AGENT_REDIS: 'yes' })).toThrow(/BERTH_AGENT_REDIS/);
+});
