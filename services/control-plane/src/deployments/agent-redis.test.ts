@@ -137,6 +137,17 @@ it('keeps the user out of other deployments’ keys and channels and off admin a
   expect(await dryRun('CLIENT', 'SETNAME', 'x')).toBe('allowed');
 });
 
+it('updates the user on every deploy without cutting off the serving agent servers’ subscriptions', async () => {
+  const subscriber = connect(urlA);
+  const received: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => received.push(message));
+  await subscriber.subscribe(keyOf(a, 'broker:{run}:wake'));
+  expect(await users.ensure(a)).toBe(urlA);
+  expect(await admin.publish(keyOf(a, 'broker:{run}:wake'), 'after the update')).toBe(1);
+  for (let i = 0; i < 50 && !received.length; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(received).toEqual(['after the update']);
+});
+
 it('re-creates a user Redis lost with the same password, and remove deletes the user and its keys', async () => {
   await admin.call('ACL', 'DELUSER', AgentRedis.user(a)); // what a restart without an ACL file does
   expect(await refusal(() => connect(urlA).ping())).toMatch(/WRONGPASS/);
