@@ -19,7 +19,7 @@ import { loadControlPlaneConfig } from '../env.js';
 import { start, type RunningControlPlane } from '../index.js';
 import type { DeploymentsConfig } from '../config.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
-import { AgentRedis, AgentRedisPermissionError } from './agent-redis.js';
+import { AgentRedis, AgentRedisSetupError } from './agent-redis.js';
 import { agentSchema } from './pipeline.js';
 
 const tenant = randomUUID();
@@ -111,7 +111,7 @@ it('refuses to start when its Redis user may not manage ACL users, saying what t
     },
     (error: unknown) => error,
   );
-  expect(refused).toBeInstanceOf(AgentRedisPermissionError);
+  expect(refused).toBeInstanceOf(AgentRedisSetupError);
   expect((refused as Error).message).toMatch(/NOPERM.*\+acl.*BERTH_AGENT_REDIS=off/s);
 }, 60_000);
 

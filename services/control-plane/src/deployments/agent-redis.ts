@@ -27,13 +27,17 @@ export interface AgentRedisOptions {
   resyncIntervalMs?: number;
 }
 
-/** The platform's Redis user may not manage ACL users (or Redis is older than 6). */
-export class AgentRedisPermissionError extends Error {
+/** The platform's Redis cannot give agent servers users of their own: no permission, or older than Redis 7. */
+export class AgentRedisSetupError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'AgentRedisPermissionError';
+    this.name = 'AgentRedisSetupError';
   }
 }
+
+/** Redis 7 is the first to deny subcommands (`-script|flush`) and to check keys inside scripts. */
+const MIN_REDIS_MAJOR = 7;
+const OFF_SWITCH = 'BERTH_AGENT_REDIS=off';
 
 export class AgentRedis {
   private readonly redis: Redis;
@@ -58,16 +62,19 @@ export class AgentRedis {
       await this.redis.call('ACL', 'USERS');
     } catch (error) {
       const message = (error as Error).message ?? '';
-      if (message.startsWith('NOPERM') || /unknown command/i.test(message)) {
-        throw new AgentRedisPermissionError(
+      if (/unknown command/i.test(message)) throw this.tooOld('older than 6: no ACL', error);
+      if (message.startsWith('NOPERM')) {
+        throw new AgentRedisSetupError(
           `the control plane's Redis user may not manage ACL users (${message}): agent servers get Redis users of their own. ` +
-            'Use Redis 6 or later and grant the user of REDIS_URL the acl command (ACL SETUSER <user> +acl), ' +
-            'or set BERTH_AGENT_REDIS=off to keep agent servers\' queues and run events in Postgres',
+            'Grant the user of REDIS_URL the acl command (ACL SETUSER <user> +acl), ' +
+            `or set ${OFF_SWITCH} to keep agent servers' queues and run events in Postgres`,
           { cause: error },
         );
       }
       throw error;
     }
+    const version = /^redis_version:(\S+)/m.exec(String(await this.redis.info('server')))?.[1] ?? 'unknown';
+    if (!(Number.parseInt(version, 10) >= MIN_REDIS_MAJOR)) throw this.tooOld(version);
     for (const deploymentId of await live()) await this.ensure(deploymentId);
     const interval = this.options.resyncIntervalMs ?? 60_000;
     const tick = () => {
@@ -119,6 +126,10 @@ export class AgentRedis {
     this.timer = undefined;
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
     else this.redis.disconnect();
+  }
+
+  private tooOld(version: string, cause?: unknown): AgentRedisSetupError {
+    return new AgentRedisSetupError(`agent servers' Redis users need Redis ${MIN_REDIS_MAJOR} or later (this one is ${version}): upgrade it, or set ${OFF_SWITCH}`, { cause });
   }
 
   private password(deploymentId: string): string {
