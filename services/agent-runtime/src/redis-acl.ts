@@ -4,10 +4,14 @@
  * `redisKeyPrefix(schema)`, and `redisAclRules(schema)` are the `ACL SETUSER` rules that allow that
  * and nothing else.
  */
+import { assertIdentifier } from '@berth/db';
 
-/** The prefix of an agent server's Redis keys and channels (`berth:<schema>`). */
+/**
+ * The prefix of an agent server's Redis keys and channels (`berth:<schema>`). The schema is an SQL
+ * identifier (no glob characters), so the ACL patterns below match this deployment's keys only.
+ */
 export function redisKeyPrefix(schema: string): string {
-  return `berth:${schema}`;
+  return `berth:${assertIdentifier(schema)}`;
 }
 
 /**
