@@ -20,6 +20,8 @@ const schema = z.object({
   DATABASE_URL: envOptionalString,
   /** Run queues (and later the run event broker) on Redis instead of Postgres: the production mode. */
   REDIS_URL: envOptionalString,
+  /** With REDIS_URL: `acl`, agent servers use it as Redis users of their own; `off`, they stay on Postgres. */
+  BERTH_AGENT_REDIS: z.enum(['acl', 'off']).default('acl'),
   LOG_LEVEL: envLogLevel.default('info'),
   /** Where `berth login` keeps its credentials: $XDG_CONFIG_HOME/berth (default ~/.config/berth). */
   XDG_CONFIG_HOME: envOptionalString,

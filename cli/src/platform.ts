@@ -23,6 +23,8 @@ export interface PlatformConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Queues (and later run events) on Redis; BullMQ's Postgres backend when unset. */
   redisUrl?: string;
+  /** How agent servers use `redisUrl` (DeploymentsConfig.agentRedis). @default 'acl' */
+  agentRedis?: 'acl' | 'off';
   /**
    * The URL users reach the platform at, for the links the gateway hands out (GatewayConfig.publicUrl).
    * @default the gateway's listening address
@@ -95,7 +97,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
               secretKey: key,
               artifactsDir: join(config.stateDir, 'artifacts'),
               deployer: { kind: 'local' },
-              ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+              ...(config.redisUrl ? { redisUrl: config.redisUrl, ...(config.agentRedis ? { agentRedis: config.agentRedis } : {}) } : {}),
               processEnv: config.processEnv ?? {},
               agentLogLevel: config.logLevel,
               tracingEndpoint: () => gatewayReached.promise,

@@ -36,7 +36,7 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
         stateDir: env.stateDir,
         processEnv: env.processEnv,
         sandboxes: sandboxConfigFromEnv(env),
-        ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+        ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL, agentRedis: env.BERTH_AGENT_REDIS } : {}),
         ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
       },
       logger,

@@ -22,6 +22,7 @@ export async function start(
 }
 
 export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';
+export { redisAclRules, redisKeyPrefix } from './redis-acl.js';
 export { loadAgentServeConfig } from './env.js';
 export { InvalidWebhookSecretError, generateWebhookSecret, webhookKey } from './runs/webhooks.js';
 export type { AgentServeConfig } from './env.js';

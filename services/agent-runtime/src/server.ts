@@ -57,6 +57,7 @@ import { BerthPostgresSaver } from './storage/checkpointer.js';
 import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
+import { redisKeyPrefix } from './redis-acl.js';
 import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { PostgresStore, StoreSweeper } from './storage/store.js';
@@ -190,11 +191,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false, log });
   const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool, { log });
   const broker = createEventBroker(
-    config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: `berth:${schema}` } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
+    config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: redisKeyPrefix(schema) } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
     { log },
   );
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
-  const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: `berth:${schema}` };
+  const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: redisKeyPrefix(schema) };
   const dispatcher = new RunDispatcher(queueBackend, log);
   const crons = new CronStore(pool);
   const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log });

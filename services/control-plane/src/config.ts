@@ -46,8 +46,21 @@ export interface DeploymentsConfig {
     /** The endpoint as agent pods reach it (its Service); default: the address it listens on. */
     url?: string;
   };
-  /** Revision jobs (and the agent servers' queues) on Redis instead of Postgres. */
+  /** Revision jobs (and the agent servers' queues, see `agentRedis`) on Redis instead of Postgres. */
   redisUrl?: string;
+  /**
+   * How agent servers use `redisUrl` (`BERTH_AGENT_REDIS`). `acl`: for their queues and run events,
+   * each deployment's as a Redis user of its own limited to its keys (the user of `redisUrl` must be
+   * allowed the `acl` command). `off`: not at all; they keep queues and run events in Postgres.
+   * @default 'acl'
+   */
+  agentRedis?: 'acl' | 'off';
+  /**
+   * How often the deployments' Redis users that Redis lost (a restart without an ACL file) are
+   * created again, in milliseconds.
+   * @default 60000
+   */
+  agentRedisResyncMs?: number;
   /**
    * Where agent servers reach Postgres: only its host and port are used (each deployment gets a
    * database and login roles of its own there, created by the control plane with `databaseUrl`).

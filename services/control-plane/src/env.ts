@@ -26,6 +26,8 @@ const schema = z.object({
   /** kubernetes: Secrets (comma-separated names) for pulling the agent-server image and image revisions. */
   BERTH_AGENT_IMAGE_PULL_SECRETS: envList,
   REDIS_URL: z.string().min(1).optional(),
+  /** With REDIS_URL: acl (agent servers get Redis users of their own) or off (they stay on Postgres). */
+  BERTH_AGENT_REDIS: z.enum(['acl', 'off']).default('acl'),
   /** Seconds a finished upload no revision uses is kept (from its start). */
   UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
@@ -96,7 +98,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
                   },
                 }
               : {}),
-            ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
+            ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL, agentRedis: e.BERTH_AGENT_REDIS } : {}),
             ...(e.AGENT_DATABASE_URL ? { agentDatabaseUrl: e.AGENT_DATABASE_URL } : {}),
             processEnv: { PATH: e.PATH, HOME: e.HOME },
             agentLogLevel: grpc.logLevel,

@@ -23,6 +23,7 @@ import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.j
 import { LocalDeployer } from './deployers/local/local-deployer.js';
 import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
 import { AgentDatabases } from './deployments/agent-databases.js';
+import { AgentRedis } from './deployments/agent-redis.js';
 import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
 import { SecretBox } from '@berth/secret-box';
@@ -109,9 +110,11 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     });
     archives = { store: artifactStore, server, url: settings.archives.url ?? server.url };
   }
+  let agentRedis: AgentRedis | undefined;
   const close = async () => {
     // The pipeline closes its deployer; one made before a failed start is closed here.
     await (pipeline ?? deployer)?.close();
+    await agentRedis?.close();
     await archives?.server.close();
     archives?.store.close();
   };
@@ -141,6 +144,12 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     } catch (error) {
       throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
     }
+    // Agent servers reach Redis as users of their own (BERTH_AGENT_REDIS=acl), or not at all (off:
+    // their queues and run events stay in their own database).
+    agentRedis = settings.redisUrl && settings.agentRedis !== 'off'
+      ? new AgentRedis({ url: settings.redisUrl, secretBox: new SecretBox(settings.secretKey), log: logger, ...(settings.agentRedisResyncMs ? { resyncIntervalMs: settings.agentRedisResyncMs } : {}) })
+      : undefined;
+    await agentRedis?.start(async () => (await store.activeRevisions()).map((r) => r.deployment_id));
     pipeline = new RevisionPipeline({
       store,
       secretBox: new SecretBox(settings.secretKey),
@@ -149,8 +158,8 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
       log: logger,
       databases,
-      // No REDIS_URL: the platform's Redis has no per-deployment users, so agent servers keep their
-      // queues and run events in their own database. Where they listen (HOST, PORT) is the deployer's.
+      ...(agentRedis ? { redis: agentRedis } : {}),
+      // Where agent servers listen (HOST, PORT) is the deployer's.
       agentEnv: {
         LOG_LEVEL: settings.agentLogLevel ?? 'info',
         ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),

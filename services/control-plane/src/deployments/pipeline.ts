@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
+import type { AgentRedis } from './agent-redis.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
 import type { RevisionStatus } from './revision-lifecycle.js';
@@ -55,6 +56,8 @@ export interface PipelineDeps {
   log: Logger;
   /** Each deployment's own database and roles (its agent servers never get the platform's). */
   databases: AgentDatabases;
+  /** Each deployment's own Redis user (none: agent servers keep queues and run events in Postgres). */
+  redis?: AgentRedis;
   /** Platform settings every agent server gets (LOG_LEVEL, HOST, ...); never a platform credential. */
   agentEnv: Record<string, string>;
   /** Where agent servers send their traces (DeploymentsConfig.tracingEndpoint); none: they do not trace. */
@@ -285,6 +288,7 @@ export class RevisionPipeline {
     await this.deps.deployer.remove(deploymentId, (line) => this.deps.log.info({ deploymentId }, line));
     await this.deps.archives?.store.removeDeployment(deploymentId);
     await this.deps.databases.drop(deploymentId);
+    await this.deps.redis?.remove(deploymentId);
     await this.deps.store.remove(deploymentId);
   }
 
@@ -444,6 +448,8 @@ export class RevisionPipeline {
         // A login of the deployment's own, with a password fresh for this revision.
         DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
         BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
+        // The deployment's own Redis user, created again here in case Redis lost it.
+        ...(this.deps.redis ? { REDIS_URL: await this.deps.redis.ensure(deployment.id) } : {}),
         BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
         BERTH_WEBHOOK_SECRET: await this.webhookSecret(deployment.id),
         ...(await this.tracingEnv(deployment)),
