@@ -116,3 +116,19 @@ it('fails to start with an unreadable kubeconfig, naming it, and frees the artif
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
   await new Promise((resolve) => server.close(resolve));
 }, 30_000);
+
+it('runs as many agent-server replicas as resource_spec.min_scale asks', async () => {
+  const created = await deployments.create({
+    tenantId: tenant,
+    name: 'scaled',
+    source: 'external_docker',
+    sourceConfig: { deployment_type: 'dev', resource_spec: { min_scale: 3 } },
+    sourceRevisionConfig: { image_uri: 'registry.test/agent:1' },
+    secrets: [],
+  });
+  expect(await settled(created.id, created.latest_revision_id!)).toBe('DEPLOYED');
+  const [deployment] = fake.store.list('deployments', 'berth', { labelSelector: `berth.dev/deployment-id=${created.id}` });
+  expect(deployment!.spec).toMatchObject({ replicas: 3 });
+  expect(deployment!['status']).toMatchObject({ readyReplicas: 3 });
+  await deployments.delete(tenant, created.id);
+}, 60_000);
