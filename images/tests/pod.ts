@@ -4,7 +4,7 @@
  * would do, as far as one machine can:
  *
  * - the container's `command` replaces the image's entrypoint, `args` its command;
- * - `env` (literals and `secretKeyRef`s, read from the deployment's Secret) wins over `envFrom`;
+ * - the environment as the kubelet resolves it (libs/fake-kube `containerEnv`) from the deployment's Secret;
  * - the pod's user and group, a read-only root with nothing writable but the mounts, no
  *   capabilities, no privilege escalation;
  * - each emptyDir is a Podman volume of the pod, shared by its containers (as an emptyDir is):
@@ -14,7 +14,8 @@
  *
  * Resource limits and probes are not applied here: the test polls the readiness path itself.
  */
-import type { V1Container, V1EnvVar, V1PodSpec, V1Secret } from '@kubernetes/client-node';
+import type { V1Container, V1PodSpec, V1Secret } from '@kubernetes/client-node';
+import { containerEnv, type EnvContainer, type EnvSource } from '@berth/fake-kube';
 import type { PodmanService } from '@berth/local-stack';
 
 export class PodSpecError extends Error {
@@ -36,31 +37,12 @@ export interface PodOptions {
   publish?: Record<number, number>;
 }
 
-function secretValue(secret: V1Secret, name: string, key: string): string {
-  if (secret.metadata?.name !== name) throw new PodSpecError(`the pod refers to Secret ${name}, not ${secret.metadata?.name}`);
-  const value = secret.data?.[key];
-  if (value === undefined) throw new PodSpecError(`Secret ${name} has no key ${key}`);
-  return Buffer.from(value, 'base64').toString('utf8');
-}
-
-function envValue(variable: V1EnvVar, secret: V1Secret): string {
-  if (variable.value !== undefined) return variable.value;
-  const ref = variable.valueFrom?.secretKeyRef;
-  if (!ref?.name) throw new PodSpecError(`env ${variable.name}: only values and secretKeyRefs are supported`);
-  return secretValue(secret, ref.name, ref.key);
-}
-
-/** The container's environment, as the kubelet builds it: envFrom first, env over it. */
-export function containerEnv(container: V1Container, secret: V1Secret): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const source of container.envFrom ?? []) {
-    const name = source.secretRef?.name;
-    if (!name) throw new PodSpecError(`container ${container.name}: only envFrom secretRefs are supported`);
-    if (secret.metadata?.name !== name) throw new PodSpecError(`the pod refers to Secret ${name}, not ${secret.metadata?.name}`);
-    for (const key of Object.keys(secret.data ?? {})) env[key] = secretValue(secret, name, key);
-  }
-  for (const variable of container.env ?? []) env[variable.name] = envValue(variable, secret);
-  return env;
+/** The pod's one Secret as the kubelet reads it (`secretKeyRef`s and `envFrom` name it). */
+function secretSource(secret: V1Secret): EnvSource {
+  return (kind, name) => {
+    if (kind !== 'Secret' || secret.metadata?.name !== name) return undefined;
+    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]));
+  };
 }
 
 /** The pod's emptyDirs as Podman volume names. */
@@ -92,7 +74,7 @@ export function podmanRunArgs(container: V1Container, options: PodOptions): stri
     if (!volume) throw new PodSpecError(`container ${container.name} mounts ${mount.name}, which the pod does not declare`);
     args.push('--volume', `${volume}:${mount.mountPath}${mount.readOnly ? ':ro' : ''}`);
   }
-  for (const [name, value] of Object.entries(containerEnv(container, options.secret))) args.push('--env', `${name}=${value}`);
+  for (const [name, value] of Object.entries(containerEnv(container as EnvContainer, secretSource(options.secret)))) args.push('--env', `${name}=${value}`);
   for (const port of container.ports ?? []) {
     const published = options.publish?.[port.containerPort];
     if (published) args.push('--publish', `127.0.0.1:${published}:${port.containerPort}`);

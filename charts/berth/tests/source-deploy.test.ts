@@ -21,7 +21,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { FakeKube, type KubeObject } from '@berth/fake-kube';
 import { freePort } from '@berth/local-stack';
 import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
-import { containerEnv, writeKubeconfig } from './fake-cluster.js';
+import { deploymentContainerEnv, writeKubeconfig } from './fake-cluster.js';
 import { helm } from './helm-binary.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -114,7 +114,7 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
       [`http://berth-control-plane.${NS}.svc:8092`]: `http://127.0.0.1:${artifactsPort}`,
       [`http://berth-gateway.${NS}.svc:80`]: gatewayUrl,
     };
-    const controlPlaneEnv = containerEnv(fake.store, NS, 'berth-control-plane', 'control-plane');
+    const controlPlaneEnv = deploymentContainerEnv(fake.store, NS, 'berth-control-plane', 'control-plane');
     expect(controlPlaneEnv).toMatchObject({ BERTH_DEPLOYER: 'kubernetes', BERTH_S3_BUCKET: bucket, BERTH_AGENT_SERVER_IMAGE: `${AGENT_IMAGE}:0.1.0` });
     const controlPlane = startProcess(bin, ['serve', '--service', 'control-plane'], {
       ...controlPlaneEnv,
@@ -129,13 +129,13 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     });
     // Deploys name a tracing project, which lives in the export worker.
     const exportWorker = startProcess(bin, ['serve', '--service', 'export-worker'], {
-      ...containerEnv(fake.store, NS, 'berth-export-worker', 'export-worker'),
+      ...deploymentContainerEnv(fake.store, NS, 'berth-export-worker', 'export-worker'),
       GRPC_HOST: '127.0.0.1',
       GRPC_PORT: String(exportGrpcPort),
       BERTH_HEALTH_HOST: '127.0.0.1',
       BERTH_HEALTH_PORT: String(exportHealthPort),
     });
-    const gatewayEnv = containerEnv(fake.store, NS, 'berth-gateway', 'gateway');
+    const gatewayEnv = deploymentContainerEnv(fake.store, NS, 'berth-gateway', 'gateway');
     const gateway = startProcess(bin, ['serve', '--service', 'gateway'], {
       ...gatewayEnv,
       GATEWAY_HOST: '127.0.0.1',
@@ -180,7 +180,7 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     expect(pod.volumes.find((v) => v.name === 'project')?.emptyDir).toBeDefined();
     expect(pod.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
     expect(pod.automountServiceAccountToken).toBe(false);
-    const fetchEnv = containerEnv(fake.store, NS, agent!.metadata.name!, 'fetch-artifact');
+    const fetchEnv = deploymentContainerEnv(fake.store, NS, agent!.metadata.name!, 'fetch-artifact');
     expect(fetchEnv['BERTH_ARTIFACT_URL']).toBe(`http://berth-control-plane.${NS}.svc:8092/v1/artifacts/${revisionId}`);
     // The init container gets its one credential, never storage keys or the platform's settings.
     expect(Object.keys(fetchEnv).sort()).toEqual(['BERTH_ARTIFACT_CREDENTIAL', 'BERTH_ARTIFACT_DIR', 'BERTH_ARTIFACT_SHA256', 'BERTH_ARTIFACT_URL']);
@@ -199,7 +199,7 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     const fetched = await runProcess(join(root, 'services/agent-runtime/dist/fetch-artifact.js'), [], mapped({ ...fetchEnv, BERTH_ARTIFACT_DIR: unpacked }, addresses));
     expect({ code: fetched.code, stderr: fetched.stderr }).toMatchObject({ code: 0 });
     expect(JSON.parse(await readFile(join(unpacked, 'langgraph.json'), 'utf8'))).toMatchObject({ graphs: { echo: expect.anything() } });
-    const serverEnv = containerEnv(fake.store, NS, agent!.metadata.name!, 'agent-server');
+    const serverEnv = deploymentContainerEnv(fake.store, NS, agent!.metadata.name!, 'agent-server');
     expect(serverEnv['BERTH_AGENT_CONFIG']).toBe('/srv/project/langgraph.json');
     const agentPort = await freePort();
     const server = startProcess(join(root, 'services/agent-runtime/dist/serve.js'), [], {

@@ -23,3 +23,4 @@ export { KubeApiError, type KubeStatus, type StatusDetails } from './errors.js';
 export { builtinResources, nameError, type NameRule } from './resources.js';
 export { matches, parseSelector, type Requirement } from './selectors.js';
 export { apiVersionOf, type FieldError, type KubeObject, type ObjectMeta, type ResourceType } from './types.js';
+export { ContainerEnvError, containerEnv, storeEnvSource, type EnvContainer, type EnvSource } from './container-env.js';
