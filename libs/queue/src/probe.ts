@@ -34,6 +34,9 @@ export async function pingQueueBackend(config: QueueBackendConfig, timeoutMs = 2
       }
     } else {
       const client = new pg.Client({ connectionString: config.connectionString, connectionTimeoutMillis: timeoutMs });
+      // A server going away also fails the connect or query below, which is what this reports; the
+      // client's own error event (a session ended while idle) would crash the process unheard.
+      client.on('error', () => undefined);
       try {
         await client.connect();
         await client.query('SELECT 1');
