@@ -5,32 +5,26 @@
  * Every process answers the HTTP probes `/healthz` and `/readyz`.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@berth/local-stack';
-import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, spawnTestChild, until, type TestChild, type TestDatabase } from '@berth/testing';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const internalToken = randomBytes(32).toString('base64url');
 let testDb: TestDatabase;
 let temp: string;
-const children: Array<{ child: ChildProcess; output: () => string }> = [];
+const children: TestChild[] = [];
 
 /** Starts `berth serve --service <service>` with only the settings the chart would give it. */
-function serveService(service: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+function serveService(service: string, env: Record<string, string>): TestChild {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(BERTH_|GRPC_|GATEWAY_|DATABASE_URL|REDIS_URL)/.test(name)));
-  const child = spawn(process.execPath, [bin, 'serve', '--service', service], {
+  const started = spawnTestChild(process.execPath, [bin, 'serve', '--service', service], {
     env: { ...inherited, DATABASE_URL: testDb.url, LOG_LEVEL: 'warn', BERTH_INTERNAL_TOKEN: internalToken, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += String(d)));
-  child.stderr!.on('data', (d) => (output += String(d)));
-  const started = { child, output: () => output };
   children.push(started);
   return started;
 }
@@ -41,7 +35,7 @@ async function probe(url: string): Promise<{ status: number; body: { status?: st
 }
 
 /** Waits until `/readyz` answers 200, failing early (with its output) when the process exits. */
-async function ready(base: string, started: { child: ChildProcess; output: () => string }): Promise<void> {
+async function ready(base: string, started: TestChild): Promise<void> {
   await until(`${base}/readyz`, async () => {
     if (started.child.exitCode !== null) throw new Error(`the service exited (${started.child.exitCode}):\n${started.output()}`);
     try {
@@ -57,8 +51,7 @@ beforeAll(async () => {
   temp = await mkdtemp(join(tmpdir(), 'berth-serve-service-'));
 });
 afterAll(async () => {
-  for (const { child } of children) if (child.exitCode === null) child.kill('SIGTERM');
-  await Promise.all(children.filter(({ child }) => child.exitCode === null).map(({ child }) => new Promise((resolve) => child.once('exit', resolve))));
+  await Promise.all(children.map((c) => c.stop()));
   await testDb?.drop();
   if (temp) await rm(temp, { recursive: true, force: true });
 });

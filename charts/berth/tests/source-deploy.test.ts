@@ -12,7 +12,7 @@
  * service names are mapped to those ports, and the control plane reaches the API by KUBECONFIG.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { FakeKube, type KubeObject } from '@berth/fake-kube';
 import { freePort } from '@berth/local-stack';
-import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
+import { createTestBucket, createTestDatabase, spawnTestChild, testS3, until, type TestChild, type TestDatabase } from '@berth/testing';
 import { deploymentContainerEnv, writeKubeconfig } from './fake-cluster.js';
 import { helm } from './helm-binary.js';
 
@@ -30,25 +30,16 @@ const bin = join(root, 'cli/dist/bin.js');
 const NS = 'berth';
 const AGENT_IMAGE = 'registry.example.com/berth/agent-server';
 
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-}
-
 let fake: FakeKube;
 let testDb: TestDatabase;
 let bucket: string;
 let dir: string;
 let kubeconfig: string;
-const children: Started[] = [];
+const children: TestChild[] = [];
 
 /** `node <script> <args>` with exactly `env` (plus PATH), its output kept for failure messages. */
-function startProcess(script: string, args: string[], env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += String(d)));
-  child.stderr!.on('data', (d) => (output += String(d)));
-  const started = { child, output: () => output };
+function startProcess(script: string, args: string[], env: Record<string, string>): TestChild {
+  const started = spawnTestChild(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
   children.push(started);
   return started;
 }
@@ -62,7 +53,7 @@ function runProcess(script: string, args: string[], env: Record<string, string>,
 }
 
 /** Waits until `url` answers 200, failing early (with its output) when the process exits. */
-async function answering(url: string, started: Started): Promise<void> {
+async function answering(url: string, started: TestChild): Promise<void> {
   await until(url, async () => {
     if (started.child.exitCode !== null) throw new Error(`the process exited (${started.child.exitCode}):\n${started.output()}`);
     return (await fetch(url).then((r) => r.status === 200, () => false)) || undefined;
@@ -85,8 +76,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const { child } of children) if (child.exitCode === null) child.kill('SIGTERM');
-  await Promise.all(children.filter(({ child }) => child.exitCode === null).map(({ child }) => new Promise((resolve) => child.once('exit', resolve))));
+  await Promise.all(children.map((c) => c.stop()));
   await fake?.close();
   await testDb?.drop();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -220,7 +210,7 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
       body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'from the cluster' }] } }),
     });
     expect(((await response.json()) as { messages: { content: string }[] }).messages.at(-1)?.content).toBe('echo: from the cluster');
-    server.child.kill('SIGTERM');
+    await server.stop();
 
     // Deleting the deployment removes its objects from the cluster.
     expect((await runProcess(bin, ['deploy', 'delete', deploymentId, '--yes'], user, project)).code).toBe(0);

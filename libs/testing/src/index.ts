@@ -9,3 +9,5 @@ export type { CapturedLogs } from './logs.js';
 export { until } from './until.js';
 export { testSandbox, SANDBOX_TEST_UID } from './sandbox-image.js';
 export type { TestSandbox } from './sandbox-image.js';
+export { spawnTestChild } from './child-process.js';
+export type { TestChild } from './child-process.js';
