@@ -74,6 +74,11 @@ class Receiver {
     return this.received.get(path) ?? [];
   }
 
+  /** Answers every request held so far with `status`. */
+  release(status: number): void {
+    for (const res of this.held.splice(0)) res.writeHead(status).end();
+  }
+
   async close(): Promise<void> {
     for (const res of this.held) res.destroy();
     this.server.closeAllConnections();
@@ -117,8 +122,8 @@ interface Delivery {
   delivered_at: string | null;
 }
 
-async function deliveries(threadId: string, runId: string): Promise<Delivery[]> {
-  const res = await fetch(`${server.url}/threads/${threadId}/runs/${runId}/webhooks`);
+async function deliveries(threadId: string, runId: string, on: RunningAgentServer = server): Promise<Delivery[]> {
+  const res = await fetch(`${on.url}/threads/${threadId}/runs/${runId}/webhooks`);
   expect(res.status).toBe(200);
   return (await res.json()) as Delivery[];
 }
@@ -195,23 +200,36 @@ describe('run webhooks', () => {
   }, 30_000);
 
   it("never fails a run or holds up its thread's next run", async () => {
-    const hanging = receiver.script('/hanging', ['hold']);
-    const thread = await client.threads.create();
-    const first = await client.runs.create(thread.thread_id, 'echo', { input: human('one'), webhook: hanging });
-    const next = await client.runs.create(thread.thread_id, 'echo', { input: human('two'), multitaskStrategy: 'enqueue' });
-    await client.runs.join(thread.thread_id, next.run_id);
-    // Both runs ended while the receiver still holds the first delivery unanswered.
-    expect((await client.runs.get(thread.thread_id, first.run_id)).status).toBe('success');
-    expect((await client.runs.get(thread.thread_id, next.run_id)).status).toBe('success');
-    const record = (await deliveries(thread.thread_id, first.run_id))[0]!;
-    expect(record.state).toBe('pending');
-    expect(record.attempts).toBe(0);
+    // A server that waits a minute for an answer, so that however slow this machine is, the first
+    // delivery is still unanswered when both runs have ended.
+    const patient = await startTestServer(db.url, {
+      schema: 'agent_patient',
+      webhooks: { secret, privateEgress: ['127.0.0.0/8'], timeoutMs: 60_000, attempts: 1, backoffMs: BACKOFF_MS },
+    });
+    try {
+      const hanging = receiver.script('/hanging', ['hold']);
+      const patientClient = new Client({ apiUrl: patient.url });
+      const thread = await patientClient.threads.create();
+      const first = await patientClient.runs.create(thread.thread_id, 'echo', { input: human('one'), webhook: hanging });
+      const next = await patientClient.runs.create(thread.thread_id, 'echo', { input: human('two'), multitaskStrategy: 'enqueue' });
+      await patientClient.runs.join(thread.thread_id, next.run_id);
+      expect((await patientClient.runs.get(thread.thread_id, first.run_id)).status).toBe('success');
+      expect((await patientClient.runs.get(thread.thread_id, next.run_id)).status).toBe('success');
+      await until(async () => receiver.requests('/hanging'), (list) => list.length === 1);
+      const record = (await deliveries(thread.thread_id, first.run_id, patient))[0]!;
+      expect(record.state).toBe('pending');
+      expect(record.attempts).toBe(0);
+    } finally {
+      receiver.release(200);
+      await patient.close();
+    }
 
     // A receiver nobody listens at: the run still succeeds; its delivery fails on its own.
     const closed = http.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
+    const thread = await client.threads.create();
     const run = await client.runs.create(thread.thread_id, 'echo', { input: human('three'), webhook: `http://127.0.0.1:${port}/gone` });
     await client.runs.join(thread.thread_id, run.run_id);
     expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
