@@ -134,7 +134,7 @@ describe('cancellation and failures', () => {
     const elapsed = Date.now() - started;
     expect(ended.status).toBe('interrupted');
     // The graph's AbortSignal fires within milliseconds; the bound leaves room for a loaded CI machine.
-    expect(elapsed).toBeLessThan(1000);
+    expect(elapsed).toBeLessThan(3000);
   });
 
   it('cancels the run when a streaming client with on_disconnect=cancel goes away', async () => {

@@ -208,12 +208,12 @@ describe('semantic search', () => {
 
 describe('TTL', () => {
   it('hides an expired item from GET and search, and the sweep deletes it', async () => {
-    // 0.01 minutes = 0.6 s. The plain server sweeps only every minute: the row outlives its expiry.
+    // 0.025 minutes = 1.5 s. The plain server sweeps only every minute: the row outlives its expiry.
     const mine = as('user-a');
-    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.01 });
+    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.025 });
     await mine.store.putItem(['ttl'], 'forever', { v: 2 }, { ttl: null });
     expect((await mine.store.getItem(['ttl'], 'short', { refreshTtl: false }))!.value).toEqual({ v: 1 });
-    await sleep(900);
+    await sleep(2000);
     expect(await mine.store.getItem(['ttl'], 'short')).toBeNull();
     expect((await mine.store.searchItems(['ttl'])).items.map((i) => i.key)).toEqual(['forever']);
     // The handler moved everything under the caller's identity.
@@ -221,7 +221,7 @@ describe('TTL', () => {
     expect(await rowCount('agent_plain', 'short')).toBe(1);
 
     // This server sweeps every 200 ms.
-    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.01 });
+    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.025 });
     expect(await rowCount('agent', 'short')).toBe(1);
     expect(await until(() => rowCount('agent', 'short'), (n) => n === 0, 5000)).toBe(0);
     // Putting again after expiry makes a new item.
@@ -230,15 +230,16 @@ describe('TTL', () => {
   });
 
   it('restarts the TTL on reads unless refresh_ttl is false', async () => {
-    await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 0.04 }); // 2.4 s
-    await sleep(1500);
-    expect(await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true })).not.toBeNull(); // now until ~3.9 s
-    await sleep(1500);
+    // Each step leaves seconds of room for a loaded machine between the calls.
+    await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 0.07 }); // 4.2 s
+    await sleep(2500);
+    expect(await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true })).not.toBeNull(); // now until ~6.7 s
+    await sleep(2500);
     // Past the first expiry, alive thanks to the refresh; a search without refresh leaves it be.
     expect((await client.store.searchItems(['ttl'], { refreshTtl: false, filter: { v: 1 } })).items.map((i) => i.key)).toEqual(['refreshed']);
-    await sleep(1200);
+    await sleep(2500);
     expect(await client.store.getItem(['ttl'], 'refreshed')).toBeNull();
-  }, 15_000);
+  }, 20_000);
 });
 
 describe('graphs and the API share the store', () => {

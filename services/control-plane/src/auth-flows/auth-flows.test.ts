@@ -114,7 +114,7 @@ describe('CompleteFlow and Wait', () => {
     expect((await a.wait({ authId, timeoutMs: 400 })).status).toBe(WaitStatus.TIMEOUT);
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(400);
-    expect(elapsed).toBeLessThan(1500);
+    expect(elapsed).toBeLessThan(3000);
     expect((await a.wait({ authId, timeoutMs: 0 })).status).toBe(WaitStatus.PENDING);
     expect((await a.wait({ authId: 'brt_auth_' + 'B'.repeat(43), timeoutMs: 0 })).status).toBe(WaitStatus.NOT_FOUND);
     expect((await a.wait({ authId: 'nonsense', timeoutMs: 10_000 })).status).toBe(WaitStatus.NOT_FOUND);
@@ -126,7 +126,7 @@ describe('CompleteFlow and Wait', () => {
     const { authId, approvalId } = await a.startFlow({ ttlSeconds: 1 });
     const started = Date.now();
     expect((await b.wait({ authId, timeoutMs: 10_000 })).status).toBe(WaitStatus.NOT_FOUND);
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(5000);
     await expect(a.completeFlow({ approvalId, token: TOKEN })).rejects.toBeInstanceOf(NotFoundError);
     expect((await a.getFlow({ id: { case: 'approvalId', value: approvalId } })).flow?.status).toBe(AuthFlowStatus.EXPIRED);
   });
@@ -153,7 +153,7 @@ describe('CompleteFlow and Wait', () => {
     const started = Date.now();
     await Promise.all(flows.map((f, i) => (i % 2 ? b : a).completeFlow({ approvalId: f.approvalId, token: `${TOKEN}-${i}` })));
     const answers = await Promise.all(waits);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(5000);
     expect(answers.map((r) => r.token)).toEqual(flows.map((_f, i) => `${TOKEN}-${i}`));
     expect(replicaA.authFlows).toBeDefined();
   });
@@ -192,7 +192,7 @@ describe('CompleteFlow and Wait', () => {
       const closing = replica.close();
       expect((await waiting).status).toBe(WaitStatus.PENDING);
       await closing;
-      expect(Date.now() - started).toBeLessThan(1500);
+      expect(Date.now() - started).toBeLessThan(5000);
     } finally {
       client.close();
     }
