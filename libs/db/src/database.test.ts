@@ -36,6 +36,9 @@ it('logs an idle connection the server ended, and serves the next query on a new
     const lost = () => logs.lines().filter((l) => l.msg === 'idle Postgres connection lost; the pool replaces it');
     await waitFor(() => lost().length > 0);
     expect(lost()).toMatchObject([{ level: 40, schema: 'app', pool: 'berth-idle-test', err: { message: expect.stringMatching(/terminat/) } }]);
+    // Not the whole pg client that pg-pool hangs on the error.
+    expect(lost()[0]!.err).not.toHaveProperty('client');
+    expect(lost()[0]!.err).toMatchObject({ code: '57P01' });
     expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   } finally {
     await pool.end();

@@ -30,11 +30,22 @@ function stdout(): pino.DestinationStream {
   return stdoutDestination;
 }
 
+/**
+ * pino's error serializer, minus the `client` that pg-pool attaches to an idle connection's error:
+ * the whole connection object, kilobytes of internals on every lost-connection line.
+ */
+function serializeError(error: Error): pino.SerializedError {
+  const serialized = pino.stdSerializers.err(error);
+  delete serialized['client'];
+  return serialized;
+}
+
 export function createLogger(config: LoggerConfig): Logger {
   const options: LoggerOptions = {
     level: config.level ?? 'info',
     base: { service: config.name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { err: serializeError },
     redact: {
       paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', '*.password', '*.secret'],
       censor: '[redacted]',
