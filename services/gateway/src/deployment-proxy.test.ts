@@ -420,7 +420,8 @@ describe('routing cache', () => {
     fake.routes.set(id, { tenantId: tenantA, upstreamUrl: upstreamB.url, customAuth: false });
     const changed = Date.now();
     let seenB = 0;
-    while (Date.now() - changed < 3000) {
+    // The cache keeps a route for about a second; the bounds leave room for a loaded machine.
+    while (Date.now() - changed < 5000) {
       if ((await get(`/d/${id}/ok`)).body.upstream === 'b') {
         seenB = Date.now() - changed;
         break;
@@ -428,17 +429,17 @@ describe('routing cache', () => {
       await sleep(50);
     }
     expect(seenB).toBeGreaterThan(0);
-    expect(seenB).toBeLessThan(1500);
+    expect(seenB).toBeLessThan(2500);
 
     fake.routes.delete(id);
     const deleted = Date.now();
     let status = 200;
-    while (status !== 404 && Date.now() - deleted < 3000) {
+    while (status !== 404 && Date.now() - deleted < 5000) {
       status = (await get(`/d/${id}/ok`)).status;
       await sleep(50);
     }
     expect(status).toBe(404);
-    expect(Date.now() - deleted).toBeLessThan(1500);
+    expect(Date.now() - deleted).toBeLessThan(2500);
   });
 
   it('asks the control plane once for many concurrent requests to one deployment', async () => {
