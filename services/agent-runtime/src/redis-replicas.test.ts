@@ -34,9 +34,10 @@ beforeAll(async () => {
   const redisUrl = new URL(testRedisUrl());
   redisUrl.username = user;
   redisUrl.password = password;
-  const started = await Promise.all(
-    Array.from({ length: REPLICAS }, () => spawnAgentServer(db.url, { workers: 2, config: { configPath: project, schema, redisUrl: redisUrl.toString() } })),
-  );
+  // The production lease (5 s), not the tests' 1 s: a process stalled for a second on a loaded
+  // machine loses a 1 s lease, and the worker that takes the run over re-executes its node.
+  const config = { configPath: project, schema, redisUrl: redisUrl.toString(), leaseMs: 5000 };
+  const started = await Promise.all(Array.from({ length: REPLICAS }, () => spawnAgentServer(db.url, { workers: 2, config })));
   for (const { child, url } of started) replicas.push({ child, url, client: new Client({ apiUrl: url }) });
 }, 120_000);
 
