@@ -2,22 +2,22 @@
  * `berth dev` through the built binary, on a copy of the echo test project (plus a graph that waits).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { appendFile, cp, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listen } from '@berth/http';
-import { until as waitUntil } from '@berth/testing';
+import { spawnTestChild, until as waitUntil, type TestChild } from '@berth/testing';
 import express from 'express';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 let project: string;
-let dev: ChildProcess | undefined;
+let dev: TestChild | undefined;
 /** What `berth dev` printed so far. */
-let output = '';
+const output = () => dev?.output() ?? '';
 
 beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'berth-dev-'));
@@ -50,11 +50,7 @@ beforeAll(async () => {
 });
 // A test that failed half-way leaves its berth dev running: stop it before the next starts.
 afterEach(async () => {
-  if (dev && dev.exitCode === null && dev.signalCode === null) {
-    const exited = new Promise((resolve) => dev!.once('exit', resolve));
-    dev.kill('SIGTERM');
-    await exited;
-  }
+  await dev?.stop();
 }, 30_000);
 afterAll(async () => {
   // As root the cluster may live outside the (private) temp folder, linked from .berth/postgres.
@@ -64,25 +60,13 @@ afterAll(async () => {
 });
 
 /** Starts `berth dev` in the project; resolves with the URL that `ready` (the first group) prints. */
-function startDev(args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  dev = child;
-  output = '';
-  return new Promise<string>((resolve, reject) => {
-    child.stderr!.on('data', (d) => (output += String(d)));
-    child.stdout!.on('data', (d) => {
-      output += String(d);
-      const match = ready.exec(output);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${output}`)));
-  });
+async function startDev(args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<string> {
+  dev = spawnTestChild(process.execPath, [bin, 'dev', '--port', '0', ...args], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+  return (await dev.waitForOutput(ready))[1]!;
 }
 
 async function stopDev(): Promise<void> {
-  const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
-  dev!.kill('SIGTERM');
-  expect(await exited).toBe(0);
+  expect(await dev!.stop()).toBe(0);
 }
 
 async function post<T>(url: string, body: unknown): Promise<T> {
@@ -100,7 +84,7 @@ async function reply(url: string, text: string): Promise<string | undefined> {
 /** `until`, with what `berth dev` printed when it times out. */
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   return waitUntil(what, probe, timeoutMs, 200).catch((error: Error) => {
-    throw new Error(`${error.message}; berth dev printed:\n${output}`);
+    throw new Error(`${error.message}; berth dev printed:\n${output()}`);
   });
 }
 
@@ -127,9 +111,7 @@ describe('berth dev', () => {
     expect(result.messages.at(-1)?.content).toBe('echo: dev');
     // State lives in the project's .berth/ folder.
     expect(await readFile(join(project, '.berth', 'postgres', 'data', 'PG_VERSION'), 'utf8')).toMatch(/^\d+\n$/);
-    const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
-    dev!.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    await stopDev();
   }, 60_000);
 
   it('serves one port from several processes with --processes, and stops them all', async () => {
@@ -147,11 +129,9 @@ describe('berth dev', () => {
       }),
     );
     expect(replies.sort()).toEqual(['echo: four', 'echo: one', 'echo: three', 'echo: two']);
-    const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.pid)], (_e, out) => resolve(out)))).trim().split('\n').filter(Boolean);
+    const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.child.pid)], (_e, out) => resolve(out)))).trim().split('\n').filter(Boolean);
     expect(pids.length).toBeGreaterThanOrEqual(2);
-    const exited = new Promise<number | null>((resolve) => dev!.once('exit', resolve));
-    dev!.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    await stopDev();
     for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
   }, 60_000);
 
@@ -166,7 +146,7 @@ describe('berth dev', () => {
     try {
       const url = await startDev(['--no-reload'], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*run webhooks are signed/);
       const file = join(project, '.berth', 'webhook-secret');
-      expect(output).toContain(`run webhooks are signed with the secret in ${file}`);
+      expect(output()).toContain(`run webhooks are signed with the secret in ${file}`);
       expect((await stat(file)).mode & 0o777).toBe(0o600);
       const secret = (await readFile(file, 'utf8')).trim();
       expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
@@ -189,7 +169,7 @@ describe('berth dev', () => {
   it('reloads the graphs when a file changes, on the same port, keeping threads and runs; prints the Studio link', async () => {
     // Once it says so, it watches the project.
     const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
-    expect(output).toContain(`Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
+    expect(output()).toContain(`Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
     const thread = await post<{ thread_id: string }>(`${url}/threads`, {});
     await post(`${url}/threads/${thread.thread_id}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'before' }] } });
     // A run executing across the reload, and one queued behind it on its thread.
@@ -203,8 +183,8 @@ describe('berth dev', () => {
 
     await setPrefix('echo v2');
     expect(await until('the new code', async () => ((await reply(url, 'x')) === 'echo v2: x' ? true : undefined), 20_000)).toBe(true);
-    expect(output).toContain('src/graph.ts changed: reloading');
-    expect(output).toContain(`reloaded: ${url} serves the new code`);
+    expect(output()).toContain('src/graph.ts changed: reloading');
+    expect(output()).toContain(`reloaded: ${url} serves the new code`);
     expect(await status(inFlight.run_id)).toBe('running');
     await writeFile(gate, '');
     // The thread made before the reload, with its state.
@@ -223,8 +203,8 @@ describe('berth dev', () => {
 
     // Code that does not load: said so; the previous code keeps serving.
     await appendFile(graphFile(), '\nexport const broken = ;\n');
-    await until('the failed reload', async () => (output.includes('reload failed') ? true : undefined), 20_000);
-    expect(output).toContain('src/graph.ts');
+    await until('the failed reload', async () => (output().includes('reload failed') ? true : undefined), 20_000);
+    expect(output()).toContain('src/graph.ts');
     expect(await reply(url, 'y')).toBe('echo v2: y');
     // The next save that fixes it reloads.
     await writeFile(graphFile(), (await readFile(graphFile(), 'utf8')).replace('\nexport const broken = ;\n', ''));
@@ -239,7 +219,7 @@ describe('berth dev', () => {
     await setPrefix('echo v4');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     expect(await reply(url, 'same')).toBe(before);
-    expect(output).not.toContain('reloading');
+    expect(output()).not.toContain('reloading');
     await stopDev();
   }, 60_000);
 
@@ -270,7 +250,7 @@ describe('berth dev', () => {
     try {
       const url = await startDev([], tracesLine, settings);
       const folder = basename(project);
-      expect(output).toContain(`traces: ${server.url}, project ${folder}`);
+      expect(output()).toContain(`traces: ${server.url}, project ${folder}`);
       expect(await reply(url, 'traced')).toMatch(/: traced$/);
       await until('the run’s trace', async () => (sessions.length ? true : undefined));
       expect(new Set(sessions)).toEqual(new Set([folder]));
@@ -278,11 +258,11 @@ describe('berth dev', () => {
       await stopDev();
 
       await startDev(['--no-trace'], tracesLine, settings);
-      expect(output).toContain('traces: off (--no-trace)');
+      expect(output()).toContain('traces: off (--no-trace)');
       await stopDev();
 
       await startDev([], tracesLine, { ...settings, LANGSMITH_TRACING: 'false' });
-      expect(output).toContain('traces: as your LANGSMITH_TRACING say (LangSmith); Berth adds none');
+      expect(output()).toContain('traces: as your LANGSMITH_TRACING say (LangSmith); Berth adds none');
       await stopDev();
     } finally {
       await server.close();

@@ -3,19 +3,20 @@
  * works from any folder, and `berth dev` serves a user's own project outside the repository.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnTestChild, type TestChild } from '@berth/testing';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const script = join(repo, 'scripts', 'install-cli.sh');
 let temp: string;
 let bindir: string;
 let project: string;
-let dev: ChildProcess | undefined;
+let dev: TestChild | undefined;
 
 function exec(file: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) =>
@@ -51,11 +52,7 @@ beforeAll(async () => {
   await symlink(join(repo, 'node_modules', '@langchain'), join(project, 'node_modules', '@langchain'));
 });
 afterAll(async () => {
-  if (dev && dev.exitCode === null && dev.signalCode === null) {
-    const exited = new Promise((resolve) => dev!.once('exit', resolve));
-    dev.kill('SIGTERM');
-    await exited;
-  }
+  await dev?.stop();
   // As root the cluster may live outside the (private) temp folder, linked from .berth/postgres.
   const cluster = await realpath(join(project, '.berth', 'postgres')).catch(() => undefined);
   if (cluster && !cluster.startsWith(temp)) await rm(cluster, { recursive: true, force: true });
@@ -89,18 +86,8 @@ describe('make install', () => {
   });
 
   it('gives a berth whose dev serves a project of its own outside the repository', async () => {
-    const child = spawn(join(bindir, 'berth'), ['dev', '--port', '0'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    dev = child;
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += String(d);
-        const match = /ready at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-        if (match) resolve(match[1]!);
-      });
-      child.stderr!.on('data', (d) => (out += String(d)));
-      child.once('exit', (code) => reject(new Error(`berth dev exited (${code}): ${out}`)));
-    });
+    dev = spawnTestChild(join(bindir, 'berth'), ['dev', '--port', '0'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    const [, url] = await dev.waitForOutput(/ready at (http:\/\/127\.0\.0\.1:\d+)/, { timeoutMs: 100_000 });
     const response = await fetch(`${url}/runs/wait`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -7,12 +7,12 @@
  * the gateway with a tenant's API key.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cp, mkdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client as AgentClient } from '@langchain/langgraph-sdk';
-import { until } from '@berth/testing';
+import { spawnTestChild, until, type TestChild } from '@berth/testing';
 import { Client as TraceClient, type Run } from 'langsmith';
 import type { RunningPlatform } from './platform.js';
 import { startTestPlatform, type TestPlatform } from './__tests__/test-platform.js';
@@ -179,14 +179,10 @@ describe('a deployed project', () => {
 });
 
 describe('berth dev', () => {
-  let dev: ChildProcess | undefined;
+  let dev: TestChild | undefined;
   let folder: string;
   afterEach(async () => {
-    if (dev && dev.exitCode === null && dev.signalCode === null) {
-      const exited = new Promise((resolve) => dev!.once('exit', resolve));
-      dev.kill('SIGTERM');
-      await exited;
-    }
+    await dev?.stop();
   }, 30_000);
   afterAll(async () => {
     // As root the cluster may live outside the temp folder, linked from .berth/postgres.
@@ -199,27 +195,17 @@ describe('berth dev', () => {
     await symlink(join(repo, 'node_modules'), join(folder, 'node_modules'));
     await mkdir(join(temp, 'dev-config'), { recursive: true });
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(LANGSMITH|LANGCHAIN|BERTH)_/.test(name))) as Record<string, string>;
-    dev = spawn(process.execPath, [bin, 'dev', '--port', '0', '--no-reload'], {
+    const started = spawnTestChild(process.execPath, [bin, 'dev', '--port', '0', '--no-reload'], {
       cwd: folder,
       env: { ...env, LOG_LEVEL: 'warn', XDG_CONFIG_HOME: join(temp, 'dev-config'), BERTH_HOST_URL: platform.url, BERTH_API_KEY: keyA },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let output = '';
-    const child = dev;
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stderr!.on('data', (d) => (output += String(d)));
-      child.stdout!.on('data', (d) => {
-        output += String(d);
-        const ready = /ready at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*traces: [^\n]*\n/.exec(output);
-        if (ready) resolve(ready[1]!);
-      });
-      child.once('exit', (code, signal) => reject(new Error(`berth dev exited (code ${code}, signal ${signal}): ${output}`)));
-    });
-    expect(output).toContain(`traces: ${platform.url}, project ${basename(folder)}`);
+    dev = started;
+    const [, url] = await started.waitForOutput(/ready at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*traces: [^\n]*\n/, { timeoutMs: 100_000 });
+    expect(started.output()).toContain(`traces: ${platform.url}, project ${basename(folder)}`);
 
-    const run = await agentRun(url)('from dev');
+    const run = await agentRun(url!)('from dev');
     const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]).catch((error: Error) => {
-      throw new Error(`${error.message}; berth dev printed:\n${output}`);
+      throw new Error(`${error.message}; berth dev printed:\n${started.output()}`);
     });
     const { root, nodes, llm } = trace(runs, run.id);
     expect(root).toMatchObject({ name: 'LangGraph', status: 'success' });

@@ -10,4 +10,4 @@ export { until } from './until.js';
 export { testSandbox, SANDBOX_TEST_UID } from './sandbox-image.js';
 export type { TestSandbox } from './sandbox-image.js';
 export { spawnTestChild } from './child-process.js';
-export type { TestChild } from './child-process.js';
+export type { TestChild, TestChildOptions, WaitForOutputOptions } from './child-process.js';

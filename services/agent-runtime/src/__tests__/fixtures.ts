@@ -1,9 +1,9 @@
 /**
  * Shared pieces of the agent server's SDK tests: the test project, message helpers, polling.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '@berth/log';
+import { spawnTestChild, type TestChild } from '@berth/testing';
 import { startAgentServer, type AgentServerConfig, type RunningAgentServer } from '../server.js';
 
 /** The project with every fixture graph (echo, slow, interrupt, subgraph, builder, factory). */
@@ -34,21 +34,22 @@ export function startTestServer(databaseUrl: string, overrides: Partial<AgentSer
 
 const workerScript = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
 
-/** An agent server on the test project in a child process (API + `workers` run slots); resolves once it serves. */
+/**
+ * An agent server on the test project in a child process (API + `workers` run slots); resolves once it
+ * serves. Its stderr goes to the test's, so a crash after it started shows in the test log.
+ */
 export async function spawnAgentServer(
   databaseUrl: string,
   options: { workers?: number; config?: Partial<AgentServerConfig> } = {},
-): Promise<{ child: ChildProcess; url: string }> {
+): Promise<TestChild & { url: string }> {
   const args = ['--conditions=berth-source', '--import', 'tsx', workerScript, serverProject, databaseUrl, String(options.workers ?? 2), JSON.stringify(options.config ?? {})];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += String(d);
-      const match = /ready (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`agent server process exited ${code}`)));
-  });
-  return { child, url };
+  const started = spawnTestChild(process.execPath, args, { env: process.env, stderr: 'inherit' });
+  try {
+    const [, url] = await started.waitForOutput(/ready (\S+)/);
+    return { ...started, url: url! };
+  } catch (error) {
+    // The caller never gets it to stop.
+    await started.stop();
+    throw error;
+  }
 }

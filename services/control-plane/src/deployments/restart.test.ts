@@ -3,7 +3,6 @@
  * step and deploys it. Both are real processes on one Postgres.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeploymentService, RevisionStatus } from '@berth/proto';
 import { createRpcClient } from '@berth/rpc';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, spawnTestChild, type TestChild, type TestDatabase } from '@berth/testing';
 import { echoProject } from '../build/__tests__/tarballs.js';
 import { revisionLifecycle, revisionStatusWire } from './revision-lifecycle.js';
 import { SecretBox } from '@berth/secret-box';
@@ -23,7 +22,7 @@ const tarball = echoProject();
 let db: TestDatabase;
 let work: string;
 const key = SecretBox.generateKey();
-const children: ChildProcess[] = [];
+const children: TestChild[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase('cp_restart');
@@ -32,31 +31,20 @@ beforeAll(async () => {
   await chmod(work, 0o711);
 });
 afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
+  for (const child of children) await child.stop();
   await db?.drop();
   await rm(work, { recursive: true, force: true });
 });
 
 /** Starts a control plane process; resolves with its gRPC address once it serves. */
-function controlPlane(): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(process.execPath, ['--conditions=berth-source', '--import', 'tsx', script, db.url, join(work, 'artifacts'), key], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+async function controlPlane(): Promise<TestChild & { address: string }> {
+  const started = spawnTestChild(process.execPath, ['--conditions=berth-source', '--import', 'tsx', script, db.url, join(work, 'artifacts'), key], {
+    env: process.env,
+    stderr: 'inherit',
   });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      out += data.toString();
-      const address = /ready (\S+)/.exec(out)?.[1];
-      if (address) resolve({ child, address });
-    });
-    child.once('exit', (code) => reject(new Error(`control plane exited with ${code}`)));
-  });
+  children.push(started);
+  const [, address] = await started.waitForOutput(/ready (\S+)/);
+  return { ...started, address: address! };
 }
 
 
@@ -78,7 +66,7 @@ it('resumes a build whose control plane was killed, and deploys the revision', a
     60_000,
   );
   a.child.kill('SIGKILL');
-  await new Promise((resolve) => a.child.once('exit', resolve));
+  await a.stop();
   clientA.close();
 
   const b = await controlPlane();

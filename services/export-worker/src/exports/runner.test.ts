@@ -5,7 +5,6 @@
  * with SIGKILL mid-export is replaced by another that finishes with every row exactly once.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +13,7 @@ import { DeleteBucketCommand } from '@aws-sdk/client-s3';
 import { createDatabase, migrate, type Database } from '@berth/db';
 import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
-import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
+import { createTestBucket, createTestDatabase, spawnTestChild, testS3, until, type TestChild, type TestDatabase } from '@berth/testing';
 import { Destinations } from '../destinations/destinations.js';
 import { exportWorkerMigrationsDir } from '../index.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from '../traces/trace-store.js';
@@ -199,8 +198,8 @@ describe('claims', () => {
 
 describe('a worker killed mid-export', () => {
   const main = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
-  function startWorker(): ChildProcess {
-    return spawn(process.execPath, [main], {
+  function startWorker(): TestChild {
+    return spawnTestChild(process.execPath, [main], {
       env: {
         PATH: process.env.PATH,
         DATABASE_URL: testDb.url,
@@ -212,7 +211,7 @@ describe('a worker killed mid-export', () => {
         BULK_EXPORT_ALLOW_PRIVATE_ENDPOINTS: 'true',
         BULK_EXPORT_LEASE_SECONDS: '2',
       },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stderr: 'inherit',
     });
   }
 
@@ -223,9 +222,9 @@ describe('a worker killed mid-export', () => {
     try {
       await until('the first file', async () => ((await store.runs(exp.id))[0]!.metadata.checkpoint?.exported_files.length ?? 0) >= 1 || undefined, 60_000, 20);
     } finally {
-      first.kill('SIGKILL');
+      first.child.kill('SIGKILL');
     }
-    await new Promise((resolve) => first.once('exit', resolve));
+    await first.stop();
     const before = (await store.runs(exp.id))[0]!;
     expect(before.status).toBe('RUNNING');
     expect(before.metadata.checkpoint!.rows_written).toBeLessThan(ids.length);
@@ -238,8 +237,7 @@ describe('a worker killed mid-export', () => {
       }, 120_000, 100);
       expect(done.status).toBe('COMPLETED');
     } finally {
-      second.kill('SIGTERM');
-      await new Promise((resolve) => second.once('exit', resolve));
+      await second.stop();
     }
     const [run] = await store.runs(exp.id);
     expect(run!.metadata.checkpoint!.rows_written).toBe(ids.length);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { until } from '@berth/testing';
+import { spawnTestChild, until, type TestChild } from '@berth/testing';
 import { ProxyCa, proxyEnvironment } from './proxy-ca.js';
 import type { SidecarConfigFile } from './sidecar.js';
 
@@ -26,8 +26,7 @@ function echo(req: http.IncomingMessage, res: http.ServerResponse): void {
 let dir: string;
 let httpServer: http.Server;
 let httpsServer: https.Server;
-let sidecar: ChildProcess;
-let output = '';
+let sidecar: TestChild;
 let env: Record<string, string>;
 let httpPort: number;
 let httpsPort: number;
@@ -68,27 +67,15 @@ beforeAll(async () => {
   // The sandbox's combined bundle: its image's CAs (here: the upstream's) plus the proxy CA.
   await writeFile(join(dir, 'bundle.crt'), `${upstreamCa.certPem}${berthCa.certPem}`);
 
-  sidecar = spawn(process.execPath, [SIDECAR, '--config', join(dir, 'config.json')], {
+  sidecar = spawnTestChild(process.execPath, [SIDECAR, '--config', join(dir, 'config.json')], {
     env: { PATH: process.env.PATH, NODE_EXTRA_CA_CERTS: join(dir, 'upstream-ca.crt') },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  sidecar.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  sidecar.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    sidecar.once('exit', (code) => reject(new Error(`the sidecar exited (${code}): ${output}`)));
-    sidecar.stdout!.on('data', () => {
-      const listening = /"port":(\d+),"rules".*"msg":"sandbox proxy listening"/.exec(output);
-      if (listening) resolve(Number(listening[1]));
-    });
-  });
+  const port = Number((await sidecar.waitForOutput(/"port":(\d+),"rules".*"msg":"sandbox proxy listening"/, { timeoutMs: 15_000 }))[1]);
   env = { PATH: process.env.PATH!, ...proxyEnvironment({ port, caPath: config.caCertPath, bundlePath: join(dir, 'bundle.crt') }) };
 }, 20_000);
 
 afterAll(async () => {
-  if (sidecar && sidecar.exitCode === null) {
-    sidecar.kill('SIGKILL');
-    await once(sidecar, 'exit');
-  }
+  await sidecar?.stop();
   httpServer?.close();
   httpsServer?.close();
   await rm(dir, { recursive: true, force: true });
@@ -116,16 +103,14 @@ describe('the sandbox proxy sidecar (node dist/proxy/sidecar.js --config …)', 
     const refused = await curl('http://10.0.0.1/');
     expect(refused).toEqual({ status: 403, body: 'egress to 10.0.0.1 refused: private address\n' });
     // The sidecar's log line can reach its stdout pipe after the response reached curl.
-    await until('the refusal in the sidecar log', () => (output.includes('sandbox egress refused') ? true : undefined), 5000).catch(() => undefined);
-    expect(output).toContain('sandbox egress refused');
-    expect(output).not.toContain(SECRET);
+    await until('the refusal in the sidecar log', () => (sidecar.output().includes('sandbox egress refused') ? true : undefined), 5000).catch(() => undefined);
+    expect(sidecar.output()).toContain('sandbox egress refused');
+    expect(sidecar.output()).not.toContain(SECRET);
   });
 
   it('stops on SIGTERM', async () => {
-    sidecar.kill('SIGTERM');
-    const [code] = (await once(sidecar, 'exit')) as [number | null];
-    expect(code).toBe(0);
-    expect(output).toContain('"signal":"SIGTERM"');
+    expect(await sidecar.stop()).toBe(0);
+    expect(sidecar.output()).toContain('"signal":"SIGTERM"');
   });
 
   it('refuses a config file that is not in its format, naming what is wrong and no values', async () => {
