@@ -52,6 +52,14 @@ const schema = z.object({
    */
   BERTH_SANDBOX_PRIVATE_EGRESS: envOptionalString,
   SANDBOX_INSECURE_REGISTRIES: envOptionalString,
+  /** How deployments' containers are limited and where they may connect (the control plane's names, parsed there). */
+  BERTH_DEPLOYMENT_PRIVATE_EGRESS: envOptionalString,
+  BERTH_DEPLOYMENT_MEMORY_MB: envOptionalString,
+  BERTH_DEPLOYMENT_CPU: envOptionalString,
+  BERTH_DEPLOYMENT_MAX_MEMORY_MB: envOptionalString,
+  BERTH_DEPLOYMENT_MAX_CPU: envOptionalString,
+  BERTH_DEPLOYMENT_PIDS: envOptionalString,
+  BERTH_DEPLOYMENT_TMP_MB: envOptionalString,
   /**
    * `berth serve --service <grpc service>`: where its HTTP `/healthz` and `/readyz` listener binds
    * (`0.0.0.0` in a pod, for the kubelet's probes).

@@ -7,7 +7,7 @@ import { start as startAgentRuntime } from '@berth/agent-runtime';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SecretBox, start as startControlPlane } from '@berth/control-plane';
+import { SecretBox, describeIsolation, start as startControlPlane, type DeploymentsConfig } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
@@ -36,6 +36,11 @@ export interface PlatformConfig {
   processEnv?: Record<string, string>;
   /** @default off (sandbox calls answer 503); `berth serve` asks for the private engine */
   sandboxes?: PlatformSandboxConfig;
+  /**
+   * How deployments' agent servers are contained (BERTH_DEPLOYMENT_*): they run in containers on
+   * the sandboxes' engine whenever it runs.
+   */
+  containment?: Pick<DeploymentsConfig, 'agentLimits' | 'deploymentPrivateEgress'>;
 }
 
 /** The key deployment secrets and export destination credentials are encrypted with: made on first start, kept (0600) in the state folder. */
@@ -61,6 +66,8 @@ export interface RunningPlatform {
   services: Readonly<Record<string, string>>;
   /** One line for people on the sandboxes: their engine and storage quotas, or OFF and why. */
   sandboxes: string;
+  /** One line for people on how deployments are contained. */
+  isolation: string;
   close(): Promise<void>;
 }
 
@@ -86,10 +93,11 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     // Agent servers trace their runs through the gateway, which starts after the control plane:
     // the control plane waits for its address when a revision deploys.
     const gatewayReached = deferred<string>();
+    let isolation = '';
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
-      'control-plane': async (logger) =>
-        startControlPlane(
+      'control-plane': async (logger) => {
+        const controlPlane = await startControlPlane(
           {
             ...grpc,
             databaseUrl: config.databaseUrl,
@@ -101,10 +109,15 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
               processEnv: config.processEnv ?? {},
               agentLogLevel: config.logLevel,
               tracingEndpoint: () => gatewayReached.promise,
+              ...config.containment,
+              ...(sandboxEngine.podman ? { agentEngine: sandboxEngine.podman } : {}),
             },
           },
           logger,
-        ),
+        );
+        if (controlPlane.isolation) isolation = describeIsolation(controlPlane.isolation);
+        return controlPlane;
+      },
       'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
       'sandbox-manager': (logger) =>
         startSandboxManager({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key, sandboxes: sandboxEngine.settings }, logger),
@@ -136,7 +149,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     );
     started.push(gateway);
     gatewayReached.resolve(localUrl(config.host, gateway.port, gateway.url));
-    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, close: closeAll };
+    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, isolation, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

@@ -11,6 +11,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
+import type { PodmanCommand } from '@berth/control-plane';
 import type { Logger } from '@berth/log';
 import type { SandboxSettings } from '@berth/sandbox-manager';
 
@@ -22,6 +23,8 @@ export interface ExternalEngine {
   socketPath: string;
   storageQuota: 'enforce' | 'ignore';
   defaultImage?: string;
+  /** The podman CLI against it: deployments' agent servers then run in containers there. */
+  podman?: PodmanCommand;
 }
 
 export interface PlatformSandboxConfig {
@@ -38,6 +41,8 @@ export interface SandboxEngine {
   settings: SandboxSettings;
   /** One line for people: the engine and its storage quotas, or OFF and why. */
   summary: string;
+  /** The podman CLI against the engine, for the deployments' containers; unset without an engine. */
+  podman?: PodmanCommand;
   close(): Promise<void>;
 }
 
@@ -72,6 +77,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
     return {
       settings: { ...shared, driver: { kind: 'container', socketPath: engine.socketPath, runDir, storageQuota: engine.storageQuota }, ...(engine.defaultImage ? { defaultImage: engine.defaultImage } : {}) },
       summary: `on: the engine at ${engine.socketPath}, storage quotas ${engine.storageQuota === 'enforce' ? 'enforced' : 'not enforced'}`,
+      ...(engine.podman ? { podman: engine.podman } : {}),
       close: async () => undefined,
     };
   }
@@ -97,6 +103,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
   return {
     settings: { ...shared, driver: { kind: 'container', socketPath: podman.socketPath, runDir, storageQuota }, ...(defaultImage ? { defaultImage } : {}) },
     summary: `on: private Podman engine (${join(stateDir, 'podman')}), ${quotaNote}, default image ${defaultImage ?? 'NONE (see the platform log)'}`,
+    podman: podmanCommand(podman),
     close: () => podman.stop(),
   };
 }
@@ -139,6 +146,12 @@ async function startPrivateEngine(stateDir: string, logger: Logger): Promise<{ p
     await overlay.start();
     return { podman: overlay, quotaNote: `storage quotas NOT enforced (overlay: ${why.split('\n')[0]})` };
   }
+}
+
+/** How the control plane runs the podman CLI against the engine: its flags and configuration, nothing else of this environment. */
+function podmanCommand(podman: PodmanService): PodmanCommand {
+  const env = Object.fromEntries(Object.entries(podman.env).filter(([key, value]) => value !== undefined && (key === 'PATH' || key.startsWith('CONTAINERS_'))));
+  return { args: podman.cliArgs, env: env as Record<string, string> };
 }
 
 async function ensureDefaultImage(podman: PodmanService, stateDir: string): Promise<void> {

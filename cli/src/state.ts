@@ -20,6 +20,8 @@ export interface PlatformState {
   started_at: string;
   /** The platform's line on sandboxes (their engine, or OFF and why), shown by `berth up`. */
   sandboxes?: string;
+  /** The platform's line on how deployments are contained, shown by `berth up`. */
+  isolation?: string;
 }
 
 export class StateDir {

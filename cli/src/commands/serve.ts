@@ -4,6 +4,7 @@
  * service instead (see serve-service.ts): the Helm chart's Deployments.
  */
 import { parseEnv } from '@berth/config';
+import { loadDeploymentContainment } from '@berth/control-plane';
 import { createLogger, type Logger } from '@berth/log';
 import { envCidrList, envList } from '@berth/sandbox-manager';
 import { z } from 'zod';
@@ -18,7 +19,7 @@ import type { ServiceTarget } from '../service-targets.js';
  * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
  */
 export type ServeReport =
-  | { ready: { url: string; port: number; instance_id: string; sandboxes: string } }
+  | { ready: { url: string; port: number; instance_id: string; sandboxes: string; isolation: string } }
   | { failed: { message: string; code?: string } };
 
 export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise<void> {
@@ -36,6 +37,15 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
         stateDir: env.stateDir,
         processEnv: env.processEnv,
         sandboxes: sandboxConfigFromEnv(env),
+        containment: loadDeploymentContainment({
+          BERTH_DEPLOYMENT_PRIVATE_EGRESS: env.BERTH_DEPLOYMENT_PRIVATE_EGRESS,
+          BERTH_DEPLOYMENT_MEMORY_MB: env.BERTH_DEPLOYMENT_MEMORY_MB,
+          BERTH_DEPLOYMENT_CPU: env.BERTH_DEPLOYMENT_CPU,
+          BERTH_DEPLOYMENT_MAX_MEMORY_MB: env.BERTH_DEPLOYMENT_MAX_MEMORY_MB,
+          BERTH_DEPLOYMENT_MAX_CPU: env.BERTH_DEPLOYMENT_MAX_CPU,
+          BERTH_DEPLOYMENT_PIDS: env.BERTH_DEPLOYMENT_PIDS,
+          BERTH_DEPLOYMENT_TMP_MB: env.BERTH_DEPLOYMENT_TMP_MB,
+        }),
         ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL, agentRedis: env.BERTH_AGENT_REDIS } : {}),
         ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
       },
@@ -45,8 +55,8 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
     await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
     throw error;
   }
-  logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes }, 'platform ready');
-  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes } });
+  logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
+  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
   await untilSignal(logger);
   await platform.close();
 }

@@ -8,7 +8,6 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { detectLocalIsolation } from '@berth/control-plane';
 import { migrateGateway } from '@berth/gateway';
 import { PostgresServer, isPortFree, sleep } from '@berth/local-stack';
 import { CliError } from '../client.js';
@@ -59,8 +58,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
-  const isolation = await detectLocalIsolation(env.stateDir);
-  print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
+  if (platform.isolation) print(`  isolation  ${platform.isolation}`);
   if (platform.sandboxes) print(`  sandboxes  ${platform.sandboxes}`);
   print('');
   print('Try:');
@@ -169,7 +167,7 @@ async function startProcess(env: CliEnv, state: StateDir, databaseUrl: string, p
       }
       await sleep(200);
     }
-    return { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString(), sandboxes: report.ready.sandboxes };
+    return { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString(), sandboxes: report.ready.sandboxes, isolation: report.ready.isolation };
   } finally {
     // It runs on alone: no IPC channel or handle keeps this process.
     if (child.connected) child.disconnect();

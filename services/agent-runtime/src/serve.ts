@@ -6,13 +6,20 @@
  */
 import { createLogger, shutdownOnSignals } from '@berth/log';
 import { loadAgentServeConfig } from './env.js';
+import { openHostLinks, sendFetchThroughProxy } from './host-links.js';
 import { startAgentServer } from './server.js';
 
 const config = loadAgentServeConfig();
 const logger = createLogger({ name: 'agent-server', level: config.logLevel });
+// In a container: before graph code loads, so that its clients are made with the proxy in place.
+if (config.egressProxy) sendFetchThroughProxy(config.egressProxy);
+const links = await openHostLinks(config.hostLinks);
 const server = await startAgentServer(config.server, logger);
 logger.info({ url: server.url }, 'agent server ready');
-shutdownOnSignals(logger, () => server.close());
+shutdownOnSignals(logger, async () => {
+  await server.close();
+  await links.close();
+});
 if (config.exitWithParent) {
   // The parent holds our stdin open while it lives; its end means the parent is gone.
   process.stdin.on('end', () => process.kill(process.pid, 'SIGTERM')).resume();

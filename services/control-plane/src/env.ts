@@ -5,7 +5,40 @@
  */
 import { envCidrList, envList, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
-import type { ControlPlaneConfig } from './config.js';
+import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
+
+/** How local agent servers are contained (their containers' limits and egress), also read by `berth serve`. */
+const containmentSchema = z.object({
+  /** Private CIDRs deployed agent servers in containers may reach (their egress proxy refuses others). */
+  BERTH_DEPLOYMENT_PRIVATE_EGRESS: envCidrList,
+  /** Memory and CPU of a deployment's container when its resource_spec sets none (MiB, cores). */
+  BERTH_DEPLOYMENT_MEMORY_MB: z.coerce.number().int().min(128).optional(),
+  BERTH_DEPLOYMENT_CPU: z.coerce.number().positive().optional(),
+  /** Most a deployment's resource_spec may ask (422 above). */
+  BERTH_DEPLOYMENT_MAX_MEMORY_MB: z.coerce.number().int().min(128).optional(),
+  BERTH_DEPLOYMENT_MAX_CPU: z.coerce.number().positive().optional(),
+  /** Processes and threads per container. */
+  BERTH_DEPLOYMENT_PIDS: z.coerce.number().int().min(32).optional(),
+  /** Size of a container's private /tmp, in MiB. */
+  BERTH_DEPLOYMENT_TMP_MB: z.coerce.number().int().min(1).optional(),
+});
+
+/** The containment settings of the environment (`BERTH_DEPLOYMENT_*`). */
+export function loadDeploymentContainment(env: Record<string, string | undefined>): Pick<DeploymentsConfig, 'agentLimits' | 'deploymentPrivateEgress'> {
+  const e = parseEnv(containmentSchema, env);
+  const limits = {
+    ...(e.BERTH_DEPLOYMENT_MEMORY_MB ? { memoryMb: e.BERTH_DEPLOYMENT_MEMORY_MB } : {}),
+    ...(e.BERTH_DEPLOYMENT_CPU ? { cpu: e.BERTH_DEPLOYMENT_CPU } : {}),
+    ...(e.BERTH_DEPLOYMENT_MAX_MEMORY_MB ? { maxMemoryMb: e.BERTH_DEPLOYMENT_MAX_MEMORY_MB } : {}),
+    ...(e.BERTH_DEPLOYMENT_MAX_CPU ? { maxCpu: e.BERTH_DEPLOYMENT_MAX_CPU } : {}),
+    ...(e.BERTH_DEPLOYMENT_PIDS ? { pids: e.BERTH_DEPLOYMENT_PIDS } : {}),
+    ...(e.BERTH_DEPLOYMENT_TMP_MB ? { tmpMb: e.BERTH_DEPLOYMENT_TMP_MB } : {}),
+  };
+  return {
+    ...(Object.keys(limits).length ? { agentLimits: limits } : {}),
+    ...(e.BERTH_DEPLOYMENT_PRIVATE_EGRESS.length ? { deploymentPrivateEgress: e.BERTH_DEPLOYMENT_PRIVATE_EGRESS } : {}),
+  };
+}
 
 const schema = z.object({
   /** Postgres holding the control_plane schema. */
@@ -105,6 +138,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.BERTH_TRACING_ENDPOINT ? { tracingEndpoint: e.BERTH_TRACING_ENDPOINT } : {}),
             ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
+            ...loadDeploymentContainment(env),
           },
         }
       : {}),

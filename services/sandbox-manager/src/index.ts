@@ -32,6 +32,8 @@ export { UnavailableDriver } from './drivers/unavailable.js';
 export { Reaper } from './sandboxes/reaper.js';
 export { Pools } from './pools/pools.js';
 export { Sandboxes } from './sandboxes/sandboxes.js';
+// The egress proxy, which the local deployer runs for its containers too.
+export { SandboxProxy, type SandboxProxyOptions } from './proxy/index.js';
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.sandboxmanager.v1';

@@ -33,8 +33,11 @@ export interface RestartPolicy {
 export interface SupervisedServerOptions {
   deploymentId: string;
   revisionId: string;
-  /** Starts the agent server process on a port (the deployer's one spawn function). */
-  spawn: (port: number) => ChildProcess;
+  /**
+   * Starts the agent server process on a port (the deployer's one spawn function). It may take a
+   * moment (a container's listening socket is bound first) and reject when it cannot start at all.
+   */
+  spawn: (port: number) => ChildProcess | Promise<ChildProcess>;
   /** The revision's deploy log: progress, crashes, restarts. */
   log: DeployLog;
   logger: Logger;
@@ -71,6 +74,8 @@ export class SupervisedServer {
   private killReason: string | undefined;
   /** Why the current process could not be started at all. */
   private startError: Error | undefined;
+  /** A spawn under way: stop() waits for it, to stop what it starts. */
+  private launching: Promise<unknown> = Promise.resolve();
 
   constructor(port: number, private readonly options: SupervisedServerOptions) {
     this.port = port;
@@ -92,7 +97,7 @@ export class SupervisedServer {
    */
   async start(signal?: AbortSignal): Promise<void> {
     const { log } = this.options;
-    const child = this.launch();
+    const child = await this.launch();
     try {
       await this.waitHealthy(child, signal);
     } catch (error) {
@@ -114,6 +119,7 @@ export class SupervisedServer {
     this.stopping = true;
     clearTimeout(this.restartTimer);
     this.restarting?.abort(new Error('the agent server is being stopped'));
+    await this.launching;
     const child = this.child;
     if (!child || !alive(child)) return;
     child.kill('SIGTERM');
@@ -125,9 +131,10 @@ export class SupervisedServer {
     }
   }
 
-  private launch(): ChildProcess {
-    const child = this.options.spawn(this.port);
-    this.child = child;
+  private async launch(): Promise<ChildProcess> {
+    const spawning = (async () => (this.child = await this.options.spawn(this.port)))();
+    this.launching = spawning.catch(() => undefined);
+    const child = await spawning;
     this.tail = [];
     this.startError = undefined;
     // A process that could not be started at all (e.g. its folder is gone) emits 'error' instead
@@ -227,7 +234,7 @@ export class SupervisedServer {
         log(`${previous} is taken now: the agent server moves to ${this.url}`, 'warn');
       }
       if (this.stopping) return;
-      const child = this.launch();
+      const child = await this.launch();
       try {
         await this.waitHealthy(child, controller.signal);
       } catch (error) {
