@@ -3,9 +3,6 @@
  * the `control_plane` schema and serves, over gRPC, the standard health service (which the
  * gateway's /readyz checks) and `berth.controlplane.v1.AuthFlowService` (login flows).
  */
-import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadKubeConfig } from '@berth/kube';
@@ -23,7 +20,7 @@ import { ProjectBuilder } from './build/index.js';
 import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
-import { AgentContainers, DEFAULT_CONTAINER_LIMITS } from './deployers/local/agent-containers.js';
+import { AgentContainers, DEFAULT_CONTAINER_LIMITS, agentSocketsDir, installationId } from './deployers/local/agent-containers.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
 import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
 import { AgentDatabases } from './deployments/agent-databases.js';
@@ -68,7 +65,7 @@ export function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
 export function describeIsolation(isolation: IsolationMode): string {
   switch (isolation.kind) {
     case 'container':
-      return 'each deployment runs in a container of its own (private Podman engine)';
+      return 'each deployment runs in a container of its own, on the platform\'s Podman engine';
     case 'os-user':
       return `each deployment runs as an OS user of its own, NOT in a container${isolation.reason ? `: ${isolation.reason}` : ''}`;
     case 'none':
@@ -82,12 +79,11 @@ export function describeIsolation(isolation: IsolationMode): string {
  */
 async function agentContainers(settings: DeploymentsConfig, stateDir: string, logger: Logger): Promise<{ containers?: AgentContainers; reason?: string }> {
   if (!settings.agentEngine) return { reason: 'the platform has no container engine (it starts one as root unless BERTH_SANDBOXES=off)' };
-  const id = createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 12);
+  const installation = installationId(stateDir);
   const containers = new AgentContainers({
     podman: settings.agentEngine,
-    installation: id,
-    // Unix socket paths are short: not under the state folder, whose path may be long.
-    socketsDir: join(existsSync('/run') ? '/run' : tmpdir(), `berth-agents-${id}`),
+    installation,
+    socketsDir: agentSocketsDir(installation),
     serveScript: AGENT_SERVE_SCRIPT,
     hidden: [resolve(stateDir)],
     ...(settings.agentLimits ? { limits: settings.agentLimits } : {}),

@@ -23,10 +23,11 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { dirname, join, posix, relative, sep } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import type { Logger } from '@berth/log';
 import { create as createTar } from 'tar';
 import { DeployFailedError, type DeployLog, type RevisionSpec } from '../deployer.js';
@@ -87,6 +88,19 @@ const LAUNCHER = 'mapfile -d "" -u 4 berth_env; exec 4<&-; (( ${#berth_env[@]} )
 const IMAGE_FOLDERS = ['etc', 'tmp', 'proc', 'dev', 'sys', 'run', 'home/berth', 'srv/project', 'var'];
 /** Top-level folders that are the host's own in every container (mounted when real folders, copied when links). */
 const SYSTEM_DIRS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
+
+/** An installation's id (of its state folder): its containers' label, its sockets' folder. */
+export function installationId(stateDir: string): string {
+  return createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 12);
+}
+
+/**
+ * Where an installation's containers' socket folders go: on /run (a tmpfs, gone at reboot), and
+ * short, whatever the state folder's path (a Unix socket's path holds 107 bytes).
+ */
+export function agentSocketsDir(installation: string): string {
+  return join(existsSync('/run') ? '/run' : tmpdir(), `berth-agents-${installation}`);
+}
 
 /** The container name of a revision's agent server. */
 export function containerName(revisionId: string): string {
@@ -164,8 +178,12 @@ export class AgentContainers {
     return {
       name,
       spawn: async (port) => {
+        // As a process's would: a build that is gone is the reason, not podman's failed mount.
+        await stat(spec.artifact.path).catch((error: Error) => {
+          throw new DeployFailedError(`the agent server could not be started (${error.message})`, { cause: error });
+        });
         // One left by a process that died without it (its podman run killed) holds the name.
-        await this.podman.run(['rm', '--force', '--time', '0', '--ignore', name]);
+        await this.remove([name]);
         const listener = await bindLoopback(port);
         // From here to close() is one turn of the event loop: this process never accepts on it.
         const handle = (listener as unknown as { _handle?: { fd?: number } })._handle;
@@ -187,7 +205,7 @@ export class AgentContainers {
       close: async () => {
         closing = true;
         try {
-          await this.podman.run(['rm', '--force', '--time', '0', '--ignore', name]);
+          await this.remove([name]);
         } finally {
           await links.close();
         }
@@ -207,11 +225,27 @@ export class AgentContainers {
       .map((line) => line.trim().split(' '))
       .filter(([name, revision]) => name && revision && !live.has(revision))
       .map(([name]) => name!);
-    if (orphans.length) await this.podman.run(['rm', '--force', '--time', '0', '--ignore', ...orphans]);
+    if (orphans.length) await this.remove(orphans);
     for (const entry of await readdir(this.options.socketsDir)) {
       if (/^[0-9a-f-]{36}$/.test(entry) && !live.has(entry)) await rm(join(this.options.socketsDir, entry), { recursive: true, force: true });
     }
     return orphans;
+  }
+
+  /**
+   * Removes containers, running or not. One that is stopping by itself meanwhile makes podman fail
+   * ("container state improper"): it is tried again.
+   */
+  private async remove(names: string[]): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.podman.run(['rm', '--force', '--time', '0', '--ignore', ...names]);
+        return;
+      } catch (error) {
+        if (attempt === 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      }
+    }
   }
 
   /** Why a container ended with SIGKILL that nobody asked for. */

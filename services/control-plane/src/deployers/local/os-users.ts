@@ -127,9 +127,15 @@ export class OsUsers {
 
   /** Lets the deployment's user read (not write) its own built revisions and nothing else there. */
   async grantArtifacts(deploymentId: string, user: DeploymentUser): Promise<void> {
-    await chmod(this.options.artifactsDir, 0o711);
     const own = join(this.options.artifactsDir, deploymentId);
-    await chown(own, 0, user.gid);
+    try {
+      await chown(own, 0, user.gid);
+    } catch (error) {
+      // No build of it here: nothing to grant (starting it says what is missing).
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    await chmod(this.options.artifactsDir, 0o711);
     await chmod(own, 0o750);
   }
 
