@@ -16,6 +16,7 @@ import { silentLogger } from '@berth/log';
 import { createTestDatabase, testEnv, type TestDatabase } from '@berth/testing';
 import { echoProject as project } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
+import { until } from '../__tests__/until.js';
 import { start, type RunningControlPlane } from '../index.js';
 import type { Deployments } from './service.js';
 
@@ -108,6 +109,9 @@ let plane: RunningControlPlane;
 let deployments: Deployments;
 /** A receiver on a loopback address the operator allowed for this test (127.0.0.2/32): the proxy path works. */
 let receiver: Server;
+/** A webhook receiver on one allowed for webhooks (127.0.0.4/32), and what it was sent. */
+let hooks: Server;
+const delivered: string[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase('cp_isolation');
@@ -118,13 +122,25 @@ beforeAll(async () => {
   await mkdir(join(stateDir, 'logs'), { mode: 0o700 });
   receiver = createServer((_req, res) => res.end('allowed receiver'));
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.2', resolve));
-  plane = await start(testControlPlaneConfig(db.url, join(stateDir, 'artifacts'), { deploymentPrivateEgress: ['127.0.0.2/32'] }), silentLogger());
+  hooks = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString())).on('end', () => {
+      delivered.push(body);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.4', resolve));
+  plane = await start(
+    testControlPlaneConfig(db.url, join(stateDir, 'artifacts'), { deploymentPrivateEgress: ['127.0.0.2/32'], webhookPrivateEgress: ['127.0.0.4/32'] }),
+    silentLogger(),
+  );
   deployments = plane.deployments!;
 }, 60_000);
 
 afterAll(async () => {
   await plane?.close();
   receiver?.close();
+  hooks?.close();
   await db?.drop();
   await rm(stateDir, { recursive: true, force: true });
 });
@@ -144,11 +160,11 @@ async function deploy(name: string, tarball: Buffer): Promise<{ id: string; url:
 }
 
 /** Runs the deployment's graph with `input` (JSON) as the message; its reply, parsed. */
-async function run(deployment: { url: string; credential: string }, input: Record<string, unknown>): Promise<Record<string, string>> {
+async function run(deployment: { url: string; credential: string }, input: Record<string, unknown>, webhook?: string): Promise<Record<string, string>> {
   const res = await fetch(`${deployment.url}/runs/wait`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-berth-deployment-credential': deployment.credential },
-    body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: JSON.stringify(input) }] } }),
+    body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: JSON.stringify(input) }] }, ...(webhook ? { webhook } : {}) }),
   });
   expect(res.status).toBe(200);
   return JSON.parse(((await res.json()) as { messages: { content: string }[] }).messages.at(-1)!.content) as Record<string, string>;
@@ -175,7 +191,8 @@ describe('a deployed graph on the local deployer', () => {
       grpcPort: plane.port,
       allowedUrl: `http://127.0.0.2:${(receiver.address() as { port: number }).port}/`,
     };
-    const outcome = await run(attacker, target);
+    // Its run's webhook goes out through the proxy too, to a receiver the operator allowed.
+    const outcome = await run(attacker, target, `http://127.0.0.4:${(hooks.address() as { port: number }).port}/hook`);
     const refusedByProxy = expect.stringMatching(/^denied .*\b403\b/);
     expect(outcome).toEqual({
       uid: expect.stringMatching(/^ok \d+$/),
@@ -213,5 +230,7 @@ describe('a deployed graph on the local deployer', () => {
     expect(outcome.uid).not.toBe('ok 0');
     // Nor did either write to the host's /tmp.
     expect(existsSync('/tmp/attacker') || existsSync('/tmp/victim')).toBe(false);
+    await until('the webhook', () => (delivered.length ? true : undefined), 20_000);
+    expect(JSON.parse(delivered[0]!)).toMatchObject({ status: 'success' });
   }, 300_000);
 });

@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+/**
+ * bench/containment: what running deployments in containers costs, against OS-user mode, in one
+ * run on this machine (as root). Two fresh `berth up` platforms run side by side (each its own state
+ * folder): one with the private Podman engine (agent servers in containers), one with
+ * BERTH_SANDBOXES=off (no engine: agent servers as OS users). Then:
+ *
+ * - deploy time: the wall time of `berth deploy --json` of examples/echo-agent, first (containers
+ *   first, so they pay for warming npm's cache) and again with new code (the installed tree reused);
+ * - per-run latency: `POST {deployment_url}/runs/wait` on the echo graph through each gateway, as a
+ *   client of the deployment sees it, the two platforms' runs interleaved one by one (alternating
+ *   which goes first) so that both see the same machine; nearest-rank percentiles, and the median of
+ *   the paired differences.
+ *
+ * Writes the figures to docs/benchmarks.md (section bench:containment).
+ *
+ * Usage (as root, after `make build`): node bench/containment/run.mjs [--runs 500] [--warmup 50] [--no-write]
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const BERTH = join(ROOT, 'cli/dist/bin.js');
+const DOC = join(ROOT, 'docs/benchmarks.md');
+const BEGIN = '<!-- bench:containment:begin -->';
+const END = '<!-- bench:containment:end -->';
+const TARGET = { deploySeconds: 15, addedP50Ms: 1 };
+const MODES = [
+  { name: 'OS users', env: { BERTH_SANDBOXES: 'off' }, isolation: /OS user/ },
+  { name: 'containers', env: { BERTH_SANDBOXES: 'on' }, isolation: /container/ },
+];
+
+const { values: opts } = parseArgs({
+  options: { runs: { type: 'string', default: '500' }, warmup: { type: 'string', default: '50' }, 'no-write': { type: 'boolean', default: false } },
+});
+const RUNS = Number(opts.runs);
+const WARMUP = Number(opts.warmup);
+if (process.getuid?.() !== 0) throw new Error('containers need root: run this as root');
+if (!existsSync(BERTH)) throw new Error('cli/dist/bin.js is missing: run `make build` first');
+
+const temp = mkdtempSync(join(os.tmpdir(), 'berth-bench-containment-'));
+// As root the platform's Postgres and the deployments' users must be able to enter here.
+chmodSync(temp, 0o755);
+const base = { ...process.env, BERTH_PORT: '0', LOG_LEVEL: 'warn' };
+for (const name of ['DATABASE_URL', 'REDIS_URL', 'BERTH_API_KEY', 'BERTH_HOST_URL']) delete base[name];
+
+function berth(args, env, cwd = ROOT) {
+  const result = spawnSync(process.execPath, [BERTH, ...args], { cwd, env, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`berth ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** One `berth deploy --json`, timed: seconds and the deployment URL. */
+function deploy(env, project) {
+  return new Promise((done, fail) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [BERTH, 'deploy', '--json'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      const result = out
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+        .find((event) => event.type === 'result');
+      if (code !== 0 || result?.status !== 'succeeded') fail(new Error(`berth deploy failed (exit ${code}):\n${out}\n${err}`));
+      else done({ seconds: (performance.now() - started) / 1000, url: result.deployment_url });
+    });
+  });
+}
+
+async function run(url, apiKey) {
+  const response = await fetch(`${url}/runs/wait`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'hi' }] } }),
+  });
+  const body = await response.json();
+  if (response.status !== 200) throw new Error(`runs/wait answered ${response.status}: ${JSON.stringify(body)}`);
+  return body.messages?.at(-1)?.content;
+}
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+
+/** Starts the mode's platform and copies the project for it. */
+function platform(mode) {
+  const slug = mode.name.replace(/\W+/g, '-');
+  const stateDir = join(temp, slug);
+  const env = { ...base, ...mode.env, BERTH_STATE_DIR: stateDir };
+  const project = join(temp, `project-${slug}`);
+  cpSync(join(ROOT, 'examples/echo-agent'), project, { recursive: true, filter: (p) => !p.includes('node_modules') });
+  console.log(`${mode.name}: berth up…`);
+  const isolation = /isolation\s+(.*)/.exec(berth(['up'], env))?.[1] ?? '';
+  const up = { mode, env, project, down: () => berth(['down'], env) };
+  if (!mode.isolation.test(isolation)) {
+    up.down();
+    throw new Error(`${mode.name}: berth up says "isolation ${isolation}"`);
+  }
+  const credentials = JSON.parse(readFileSync(join(stateDir, 'credentials.json'), 'utf8'));
+  return { ...up, apiKey: credentials.api_key, client: { ...env, BERTH_API_KEY: credentials.api_key, BERTH_HOST_URL: credentials.gateway_url } };
+}
+
+/** Times one run; checks its answer. */
+async function timedRun(p) {
+  const started = performance.now();
+  const text = await run(p.url, p.apiKey);
+  const ms = performance.now() - started;
+  if (text !== 'echo v2: hi') throw new Error(`${p.mode.name}: the deployment answered ${JSON.stringify(text)}`);
+  return ms;
+}
+
+const platforms = [];
+try {
+  for (const mode of MODES) platforms.push(platform(mode));
+  const [users, containers] = platforms;
+  for (const p of [containers, users]) {
+    const first = await deploy(p.client, p.project);
+    Object.assign(p, { url: first.url, first: first.seconds });
+    console.log(`${p.mode.name}: first deploy ${first.seconds.toFixed(1)} s`);
+  }
+  for (const p of [containers, users]) {
+    const graph = join(p.project, 'src/graph.ts');
+    writeFileSync(graph, readFileSync(graph, 'utf8').replace('AIMessage(`echo: ', 'AIMessage(`echo v2: '));
+    p.redeploy = (await deploy(p.client, p.project)).seconds;
+    console.log(`${p.mode.name}: redeploy ${p.redeploy.toFixed(1)} s`);
+    p.latencies = [];
+  }
+  for (let i = 0; i < WARMUP; i += 1) for (const p of platforms) await timedRun(p);
+  const differences = [];
+  for (let i = 0; i < RUNS; i += 1) {
+    const order = i % 2 === 0 ? [users, containers] : [containers, users];
+    const ms = new Map();
+    for (const p of order) ms.set(p, await timedRun(p));
+    users.latencies.push(ms.get(users));
+    containers.latencies.push(ms.get(containers));
+    differences.push(ms.get(containers) - ms.get(users));
+  }
+  for (const p of platforms) {
+    const sorted = [...p.latencies].sort((a, b) => a - b);
+    Object.assign(p, { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) });
+    console.log(`${p.mode.name}: runs p50 ${p.p50.toFixed(2)} ms, p95 ${p.p95.toFixed(2)} ms`);
+  }
+  const added = percentile([...differences].sort((a, b) => a - b), 50);
+  const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  const verdict = (met) => (met ? 'met' : '**missed**');
+  const f1 = (x) => x.toFixed(1);
+  const f2 = (x) => x.toFixed(2);
+  const section = [
+    BEGIN,
+    '## Containment: deployments in containers vs. as OS users (`bench/containment`)',
+    '',
+    'The same `examples/echo-agent` on two fresh `berth up` platforms side by side (as root): agent servers in containers',
+    'on the private Podman engine, and as OS users (`BERTH_SANDBOXES=off`: no engine). Deploy: wall time of `berth deploy',
+    '--json`, first deploy (containers first: they pay for warming npm\'s cache) and a redeploy with new code (installed',
+    'tree reused). Runs: `POST {deployment_url}/runs/wait` on the echo graph through each gateway, the two platforms\' runs',
+    `interleaved one by one (alternating which goes first), ${RUNS} each after ${WARMUP} of warm-up; nearest-rank percentiles,`,
+    'and the median of the paired differences (container − OS user) as the cost. The gateway reaches a container on the',
+    'listening socket the control plane passed in (no proxy hop); the agent server reaches its Postgres through the',
+    'control plane\'s Unix-socket bridge.',
+    '',
+    `**Machine:** ${os.cpus().length} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${os.release()}, Node ${process.version}, ${spawnSync('podman', ['--version'], { encoding: 'utf8' }).stdout.trim()}. **Revision:** ${rev}.`,
+    '',
+    `**Command:** \`node bench/containment/run.mjs --runs ${RUNS} --warmup ${WARMUP}\` (as root), run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}.`,
+    '',
+    '| mode | first deploy s | redeploy s | run p50 ms | run p95 ms | run p99 ms |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...platforms.map((r) => `| ${r.mode.name} | ${f1(r.first)} | ${f1(r.redeploy)} | ${f2(r.p50)} | ${f2(r.p95)} | ${f2(r.p99)} |`),
+    '',
+    `- first deploy in a container: ${f1(containers.first)} s, target ≤ ${TARGET.deploySeconds} s: ${verdict(containers.first <= TARGET.deploySeconds)}`,
+    `- run latency added by the container (median of the paired differences): ${f2(added)} ms, target ≤ ${TARGET.addedP50Ms} ms at p50: ${verdict(added <= TARGET.addedP50Ms)}`,
+    '',
+    END,
+  ].join('\n');
+  console.log(`\n${section}`);
+  if (!opts['no-write']) {
+    let doc = readFileSync(DOC, 'utf8');
+    const from = doc.indexOf(BEGIN);
+    const to = doc.indexOf(END);
+    doc = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
+    writeFileSync(DOC, doc);
+    console.log(`written to ${DOC}`);
+  }
+} finally {
+  for (const p of platforms) {
+    try {
+      p.down();
+    } catch (error) {
+      console.error(error.message);
+    }
+  }
+  rmSync(temp, { recursive: true, force: true });
+}
