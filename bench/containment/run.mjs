@@ -16,17 +16,18 @@
  *
  * Usage (as root, after `make build`): node bench/containment/run.mjs [--runs 500] [--warmup 50] [--no-write]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { timedDeploy } from '../deploy/berth-deploy.mjs';
+import { BENCHMARKS_DOC, writeSection } from '../doc-section.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BERTH = join(ROOT, 'cli/dist/bin.js');
-const DOC = join(ROOT, 'docs/benchmarks.md');
 const BEGIN = '<!-- bench:containment:begin -->';
 const END = '<!-- bench:containment:end -->';
 const TARGET = { deploySeconds: 15, addedP50Ms: 1 };
@@ -55,25 +56,10 @@ function berth(args, env, cwd = ROOT) {
   return result.stdout;
 }
 
-/** One `berth deploy --json`, timed: seconds and the deployment URL. */
-function deploy(env, project) {
-  return new Promise((done, fail) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, [BERTH, 'deploy', '--json'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => {
-      const result = out
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line))
-        .find((event) => event.type === 'result');
-      if (code !== 0 || result?.status !== 'succeeded') fail(new Error(`berth deploy failed (exit ${code}):\n${out}\n${err}`));
-      else done({ seconds: (performance.now() - started) / 1000, url: result.deployment_url });
-    });
-  });
+/** One `berth deploy --json` in the project, timed: seconds and the deployment URL. */
+async function deploy(env, project) {
+  const { seconds, result } = await timedDeploy(BERTH, project, env);
+  return { seconds, url: result.deployment_url };
 }
 
 async function run(url, apiKey) {
@@ -180,12 +166,8 @@ try {
   ].join('\n');
   console.log(`\n${section}`);
   if (!opts['no-write']) {
-    let doc = readFileSync(DOC, 'utf8');
-    const from = doc.indexOf(BEGIN);
-    const to = doc.indexOf(END);
-    doc = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
-    writeFileSync(DOC, doc);
-    console.log(`written to ${DOC}`);
+    writeSection(section, BEGIN, END);
+    console.log(`written to ${BENCHMARKS_DOC}`);
   }
 } finally {
   for (const p of platforms) {
