@@ -57,7 +57,7 @@ export { agentSchema } from './deployments/pipeline.js';
  * not), and if not, why.
  * @param stateDir the folder holding builds (`artifacts/`) and agent homes (`agents/`)
  */
-export function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
+function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
   return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT], stateDir);
 }
 

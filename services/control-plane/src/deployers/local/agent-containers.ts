@@ -40,9 +40,12 @@ export interface ContainerLimits {
   memoryMb?: number;
   /** CPU cores when the deployment's resources set none. @default 1 */
   cpu?: number;
-  /** Most memory a deployment's resources may ask, in MiB (more is clamped to it). @default 16384 */
+  /**
+   * Most memory a deployment's resources may ask, in MiB: the API refuses more (422); a deployment
+   * that asked more before the maximum was lowered gets the maximum. @default 16384
+   */
   maxMemoryMb?: number;
-  /** Most CPU cores a deployment's resources may ask (more is clamped to it). @default 8 */
+  /** Most CPU cores a deployment's resources may ask (as `maxMemoryMb`). @default 8 */
   maxCpu?: number;
   /** Processes and threads. @default 1024 */
   pids?: number;
@@ -122,7 +125,7 @@ export class AgentContainers {
   private prepared: Promise<{ image: string; mounts: string[]; bash: string }> | undefined;
 
   constructor(private readonly options: AgentContainersOptions) {
-    this.podman = new Podman(options.podman);
+    this.podman = new Podman(options.podman, options.socketsDir);
     this.limits = { ...DEFAULT_CONTAINER_LIMITS, ...options.limits };
   }
 

@@ -28,7 +28,14 @@ export class PodmanError extends Error {
 }
 
 export class Podman {
-  constructor(private readonly command: PodmanCommand) {}
+  /**
+   * @param cwd where `spawn` runs podman: conmon leaves an `oom` marker file in its working
+   * directory after a container's OOM kill, which must not be the control plane's.
+   */
+  constructor(
+    private readonly command: PodmanCommand,
+    private readonly cwd?: string,
+  ) {}
 
   /** Runs a command to its end and resolves with what it printed; PodmanError when it fails. */
   run(args: string[], timeoutMs = 60_000): Promise<string> {
@@ -42,7 +49,7 @@ export class Podman {
 
   /** Starts a command that runs on (`run` attached to its container). */
   spawn(args: string[], stdio: StdioOptions): ChildProcess {
-    return spawn(this.binary, [...this.command.args, ...args], { env: this.command.env, stdio });
+    return spawn(this.binary, [...this.command.args, ...args], { env: this.command.env, stdio, ...(this.cwd ? { cwd: this.cwd } : {}) });
   }
 
   private get binary(): string {
