@@ -27,14 +27,10 @@ export interface ExternalEngine {
 export interface PlatformSandboxConfig {
   /** `private`: a Podman engine of the platform's own (needs root); `off`: sandbox calls answer 503. */
   engine: 'private' | 'off' | ExternalEngine;
-  /** Private CIDRs sandboxes may reach (BERTH_SANDBOX_PRIVATE_EGRESS). */
-  privateEgress?: string[];
-  /** Registries pulled over plain HTTP (SANDBOX_INSECURE_REGISTRIES). */
-  insecureRegistries?: string[];
 }
 
 export interface SandboxEngine {
-  /** What the sandbox-manager gets. */
+  /** What the sandbox-manager gets from the engine (its other settings come from its own environment). */
   settings: SandboxSettings;
   /** One line for people: the engine and its storage quotas, or OFF and why. */
   summary: string;
@@ -51,7 +47,7 @@ const HOW_TO_ENABLE =
   'to run sandboxes, start Berth as root on a machine with Podman and runc (`make up` as root installs them with apt-get on Debian/Ubuntu)';
 
 export async function startSandboxEngine(config: PlatformSandboxConfig | undefined, stateDir: string, logger: Logger): Promise<SandboxEngine> {
-  const shared = { privateEgress: config?.privateEgress ?? [], insecureRegistries: config?.insecureRegistries ?? [], stopSandboxesOnClose: true };
+  const shared = { stopSandboxesOnClose: true };
   const off = (why: string): SandboxEngine => {
     const reason = `sandboxes are off: ${why}`;
     logger.warn({ reason }, 'sandboxes are off');

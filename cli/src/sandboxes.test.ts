@@ -27,8 +27,9 @@ describe('with a container engine', () => {
     test = await startTestPlatform('sandboxes-on', {
       sandboxes: {
         engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image },
-        insecureRegistries: [engine.registry],
       },
+      // Read by the sandbox-manager's own loader, as `berth up` passes its environment on.
+      serviceEnv: { SANDBOX_INSECURE_REGISTRIES: engine.registry },
     });
   }, 120_000);
   afterAll(async () => {

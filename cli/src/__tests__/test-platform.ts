@@ -27,6 +27,8 @@ export interface TestPlatformOptions {
   sandboxes?: PlatformSandboxConfig;
   /** The state folder's name under the temporary folder. @default 'platform' */
   stateDirName?: string;
+  /** Settings the services read from the environment (PlatformConfig.serviceEnv). @default {} */
+  serviceEnv?: Record<string, string>;
 }
 
 export async function startTestPlatform(name: string, options: TestPlatformOptions = {}): Promise<TestPlatform> {
@@ -48,6 +50,7 @@ export async function startTestPlatform(name: string, options: TestPlatformOptio
         stateDir: join(temp, options.stateDirName ?? 'platform'),
         processEnv: loadCliEnv().processEnv,
         ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
+        ...(options.serviceEnv ? { serviceEnv: options.serviceEnv } : {}),
       },
       silentLogger(),
     );
