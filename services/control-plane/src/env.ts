@@ -30,6 +30,8 @@ const schema = z.object({
   BERTH_AGENT_REDIS: z.enum(['acl', 'off']).default('acl'),
   /** Seconds a finished upload no revision uses is kept (from its start). */
   UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
+  /** Most deployments one tenant may have; creating another is a 429 until one is deleted. */
+  BERTH_MAX_DEPLOYMENTS_PER_TENANT: z.coerce.number().int().min(1).default(50),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
   AGENT_DATABASE_URL: z.string().min(1).optional(),
   /** The gateway's URL as agent servers reach it (e.g. its Service): where they send their traces. Unset: no tracing. */
@@ -105,6 +107,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.BERTH_TRACING_ENDPOINT ? { tracingEndpoint: e.BERTH_TRACING_ENDPOINT } : {}),
             ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
+            maxDeploymentsPerTenant: e.BERTH_MAX_DEPLOYMENTS_PER_TENANT,
           },
         }
       : {}),

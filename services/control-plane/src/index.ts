@@ -173,7 +173,9 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     await close();
     throw error;
   }
-  return { pipeline, close, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
+  return { pipeline, close, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, {
+    ...(settings.maxDeploymentsPerTenant ? { maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant } : {}),
+  }) };
 }
 
 export async function start(

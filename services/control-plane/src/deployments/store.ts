@@ -4,7 +4,7 @@
  * against the revision lifecycle, so a job that lost a race (its revision was interrupted
  * meanwhile) changes nothing and is told so.
  */
-import { ConflictError, NotFoundError } from '@berth/errors';
+import { ConflictError, NotFoundError, ResourceExhaustedError } from '@berth/errors';
 import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
@@ -81,9 +81,24 @@ export class DeploymentStore {
     revision: NewRevision,
     secrets: { name: string; sealed: Buffer }[],
     webhookSecret: Buffer,
+    maxPerTenant: number,
   ): Promise<DeploymentRow> {
     try {
       return await this.db.transaction().execute(async (tx) => {
+        // Creates of one tenant take turns here, so concurrent ones cannot together pass the quota.
+        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`berth.deployments.${deployment.tenant_id}`}, 0))`.execute(tx);
+        const { count } = await tx
+          .selectFrom('deployments')
+          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .where('tenant_id', '=', deployment.tenant_id)
+          // A deleted one frees its place at once; its removal finishes within seconds.
+          .where('deleting', '=', false)
+          .executeTakeFirstOrThrow();
+        if (Number(count) >= maxPerTenant) {
+          throw new ResourceExhaustedError(
+            `This tenant has ${count} deployments, the most this platform allows per tenant (${maxPerTenant}): delete one before creating another`,
+          );
+        }
         const row = await tx
           .insertInto('deployments')
           .values({ ...deployment, source_config: JSON.stringify(deployment.source_config), latest_revision_id: revision.id, active_revision_id: null })
