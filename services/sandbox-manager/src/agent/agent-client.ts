@@ -2,12 +2,16 @@
  * Client of `berth-sandboxd`, the agent that runs as PID 1 inside every container sandbox and
  * answers on a Unix socket (protocol.ts). One connection per operation: a command holds its
  * connection for its whole life, so closing it (or the agent going away) ends the command.
+ *
+ * The socket lives in a folder the sandbox can change, so it is never dialled by path: it is opened
+ * without following a symlink, and once pinned (the identity of the socket the agent made when it
+ * started) only that very socket is dialled (socket-file.ts).
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
+import { fileTooLarge, MAX_FILE_BYTES, SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
 import {
   decodeError,
   decodeExit,
@@ -20,6 +24,7 @@ import {
   type Frame,
   type SpawnRequest,
 } from './protocol.js';
+import { connectSocketFile, NotASocketError, sameSocket, type SocketIdentity } from './socket-file.js';
 
 /** The built agent binary (`npm run build` in services/sandbox-manager makes it), from src or dist. */
 export function agentBinaryPath(): string {
@@ -28,10 +33,18 @@ export function agentBinaryPath(): string {
 
 /** The agent could not be reached, went away mid-operation, or answered something unexpected. */
 export class AgentError extends Error {
-  override readonly name = 'AgentError';
+  override readonly name: string = 'AgentError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * What is at the agent's socket path is not the socket its agent made (a symlink, another socket):
+ * something inside the sandbox replaced it. Nothing was sent to it.
+ */
+export class AgentSocketReplacedError extends AgentError {
+  override readonly name = 'AgentSocketReplacedError';
 }
 
 /** The command could not be started (no such working directory, program not found or not executable). */
@@ -48,6 +61,12 @@ export class SpawnError extends Error {
 export interface AgentClientOptions {
   /** How long one connect + first answer may take before the operation fails. @default 10000 */
   answerTimeoutMs?: number;
+  /**
+   * The socket the agent made (see {@link AgentClient.identify}): only it is dialled, anything else
+   * at the path is an AgentSocketReplacedError. Without a pin, any socket there (never a symlink) is.
+   * @default no pin
+   */
+  pin?: SocketIdentity;
 }
 
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
@@ -60,12 +79,13 @@ class AgentConnection {
   private sending: Promise<void> = Promise.resolve();
 
   constructor(
+    socket: Socket,
     socketPath: string,
     idleTimeoutMs: number,
     private readonly onFrame: (frame: Frame) => void,
     private readonly onEnd: (error?: AgentError) => void,
   ) {
-    this.socket = connect(socketPath);
+    this.socket = socket;
     // Inactivity, not total time: reading a file of hundreds of MiB takes a while but never stalls.
     this.socket.setTimeout(idleTimeoutMs, () =>
       this.fail(new AgentError(`sandbox agent at ${socketPath} did not answer within ${idleTimeoutMs} ms`)),
@@ -123,6 +143,14 @@ class AgentConnection {
     if (this.ended) return;
     this.ended = true;
     this.socket.end();
+    this.onEnd();
+  }
+
+  /** Ends the operation at once, dropping whatever the agent still sends (no error reported). */
+  abandon(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.socket.destroy();
     this.onEnd();
   }
 
@@ -197,33 +225,43 @@ class AgentProcess implements SandboxProcess {
 
 export class AgentClient {
   private readonly answerTimeoutMs: number;
+  private readonly pin: SocketIdentity | undefined;
 
   constructor(
     readonly socketPath: string,
     options: AgentClientOptions = {},
   ) {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 10_000;
+    this.pin = options.pin;
   }
 
   /** The agent's version line, e.g. `berth-sandboxd 1`. */
   async ping(timeoutMs = this.answerTimeoutMs): Promise<string> {
-    return this.request([encodeFrame(FrameType.PING)], timeoutMs, (frame, answer) => {
-      if (frame.type !== FrameType.PONG) throw this.unexpected(frame);
-      answer(frame.payload.toString('utf8'));
-    });
+    return (await this.pingSocket(timeoutMs)).version;
   }
 
-  /** Resolves once the agent answers a ping (it starts with the container); AgentError after `timeoutMs`. */
-  async waitReady(timeoutMs: number): Promise<void> {
+  /**
+   * Pings the agent; resolves with the identity of the socket that answered, to pin (only when no
+   * one but the agent can have made that socket: right after its sandbox started, before any command).
+   */
+  async identify(timeoutMs = this.answerTimeoutMs): Promise<SocketIdentity> {
+    return (await this.pingSocket(timeoutMs)).identity;
+  }
+
+  /**
+   * Resolves once the agent answers a ping (it starts with the container), with the identity of its
+   * socket; AgentError after `timeoutMs`.
+   */
+  async waitReady(timeoutMs: number): Promise<SocketIdentity> {
     const deadline = Date.now() + timeoutMs;
     let lastError: unknown;
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       try {
-        await this.ping(left);
-        return;
+        return await this.identify(left);
       } catch (error) {
+        if (error instanceof AgentSocketReplacedError) throw error;
         lastError = error;
       }
       await sleep(Math.min(10, Math.max(0, deadline - Date.now())));
@@ -243,6 +281,7 @@ export class AgentClient {
     return new Promise<SandboxProcess>((resolve, reject) => {
       let process: AgentProcess | undefined;
       const connection = new AgentConnection(
+        this.dial().socket,
         this.socketPath,
         this.answerTimeoutMs,
         (frame) => {
@@ -295,21 +334,69 @@ export class AgentClient {
     });
   }
 
-  /** Reads a whole file; SandboxFileError when it cannot. */
-  async readFile(path: string): Promise<Buffer> {
+  /**
+   * Reads a whole file; SandboxFileError when it cannot, `too_large` (without reading on) past
+   * `maxBytes`, which bounds what the agent can make this process hold.
+   */
+  async readFile(path: string, maxBytes = MAX_FILE_BYTES): Promise<Buffer> {
     const chunks: Buffer[] = [];
+    let size = 0;
     return this.request([encodeFrame(FrameType.READ_FILE, Buffer.from(path, 'utf8'))], this.answerTimeoutMs, (frame, answer) => {
-      if (frame.type === FrameType.FILE_DATA) chunks.push(frame.payload);
-      else if (frame.type === FrameType.FILE_END) answer(Buffer.concat(chunks));
+      if (frame.type === FrameType.FILE_DATA) {
+        size += frame.payload.length;
+        if (size > maxBytes) throw fileTooLarge(path, maxBytes);
+        chunks.push(frame.payload);
+      } else if (frame.type === FrameType.FILE_END) answer(Buffer.concat(chunks));
       else throw this.fileError(frame, path);
     });
   }
 
-  /** Sends `frames` on a new connection and feeds answers to `handle` until it calls `answer` or throws. */
-  private request<T>(frames: Buffer[], idleTimeoutMs: number, handle: (frame: Frame, answer: (value: T) => void) => void): Promise<T> {
+  /**
+   * A connection to the agent's socket: opened without following a symlink, and when pinned only
+   * to the pinned socket, so nothing the caller sends can reach anything else.
+   */
+  private dial(): { socket: Socket; identity: SocketIdentity } {
+    try {
+      return connectSocketFile(this.socketPath, (identity) => {
+        if (this.pin && !sameSocket(identity, this.pin)) throw new AgentSocketReplacedError(`${this.socketPath} is not the socket its agent made`);
+      });
+    } catch (error) {
+      if (error instanceof AgentError) throw error;
+      if (error instanceof NotASocketError && this.pin) throw new AgentSocketReplacedError(`${error.message}, not the socket its agent made`, { cause: error });
+      throw new AgentError(`sandbox agent at ${this.socketPath}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  private async pingSocket(timeoutMs: number): Promise<{ version: string; identity: SocketIdentity }> {
+    let identity: SocketIdentity | undefined;
+    const version = await this.request<string>(
+      [encodeFrame(FrameType.PING)],
+      timeoutMs,
+      (frame, answer) => {
+        if (frame.type !== FrameType.PONG) throw this.unexpected(frame);
+        answer(frame.payload.toString('utf8'));
+      },
+      (dialled) => (identity = dialled),
+    );
+    return { version, identity: identity! };
+  }
+
+  /**
+   * Sends `frames` on a new connection and feeds answers to `handle` until it calls `answer` or
+   * throws (which drops the connection at once); `dialled` learns which socket it reached.
+   */
+  private request<T>(
+    frames: Buffer[],
+    idleTimeoutMs: number,
+    handle: (frame: Frame, answer: (value: T) => void) => void,
+    dialled?: (identity: SocketIdentity) => void,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
+      const { socket, identity } = this.dial();
+      dialled?.(identity);
       const connection = new AgentConnection(
+        socket,
         this.socketPath,
         idleTimeoutMs,
         (frame) => {
@@ -321,7 +408,7 @@ export class AgentClient {
             });
           } catch (error) {
             settled = true;
-            connection.finish();
+            connection.abandon();
             reject(error);
           }
         },

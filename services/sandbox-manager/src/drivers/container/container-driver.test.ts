@@ -56,7 +56,7 @@ describe('container driver', () => {
     await driver.close();
   });
 
-  it('creates containers with no network, dropped capabilities, limits and only the agent and run folder mounted', async () => {
+  it('creates containers with no network, dropped capabilities, limits and only the agent and its own folders mounted', async () => {
     const spec = await create({ resources: { memoryBytes: 48 * 1024 * 1024, cpuMillis: 250 } });
     const info = await docker.getContainer(spec.instance).inspect();
     expect(info.HostConfig).toMatchObject({
@@ -72,6 +72,7 @@ describe('container driver', () => {
     const mounts = info.Mounts.map((mount) => ({ destination: mount.Destination, rw: mount.RW })).sort((a, b) => a.destination.localeCompare(b.destination));
     expect(mounts).toEqual([
       { destination: '/.berth/bin/sandboxd', rw: false },
+      { destination: '/.berth/host', rw: false },
       { destination: '/.berth/run', rw: true },
     ]);
     // Root in the sandbox holds only CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID and

@@ -4,16 +4,22 @@
  * the engine (its exec costs ~230 ms): the agent inside (PID 1) answers on a Unix socket in the
  * instance's run folder, which the host side reaches directly.
  *
- * Host side of an instance: `<runDir>/<instance>/` (mounted into it, so the sandbox can change it)
- * holds `agent.sock` (made by the agent), `proxy.sock` (the auth proxy, opened while the instance
- * runs) and the proxy's CA; `<runDir>/<instance>.host/` (not mounted) holds the `stopped` and
- * `claimed-by` markers the engine has no place for.
+ * Host side of an instance, three folders in `<runDir>` (which only this process may enter):
+ * - `<instance>/`, mounted read-write at /.berth/run: the sandbox's to change. The agent makes its
+ *   socket `agent.sock` here (it must: it runs as the sandbox's user), so the host never trusts the
+ *   path: it dials only the socket the agent made when the instance started (its pin; see
+ *   agent/socket-file.ts), never through a symlink, and writes nothing here.
+ * - `<instance>.ro/`, mounted read-only at /.berth/host: the auth proxy's socket `proxy.sock`
+ *   (the host listens, the agent connects) and its CA. The sandbox can use them, not replace them.
+ * - `<instance>.host/`, not mounted: the `stopped` and `claimed-by` markers the engine has no place
+ *   for, and the agent socket's pin (so that a restarted manager keeps it).
  */
-import { access, chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from '@berth/log';
-import { AgentClient, AgentError, agentBinaryPath } from '../../agent/agent-client.js';
+import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath } from '../../agent/agent-client.js';
+import type { SocketIdentity } from '../../agent/socket-file.js';
 import {
   ImagePullError,
   InstanceError,
@@ -27,7 +33,16 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE } from './container-spec.js';
+import {
+  AGENT_OOM_SCORE_ADJ,
+  AGENT_SOCKET,
+  canLowerOomScore,
+  containerCreateOptions,
+  isRootUser,
+  LABELS,
+  PROXY_CA_FILE,
+  PROXY_SOCKET,
+} from './container-spec.js';
 import { pullImage, withTag } from './image-pull.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
@@ -70,10 +85,24 @@ export interface ContainerDriverOptions {
 
 const INSTANCE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
+/**
+ * The longest path below the run directory where the host binds a Unix socket (an instance's auth
+ * proxy, for the platform's `berth-sbx-` + 16 character names): the run directory's path plus this
+ * must fit a socket address (107 bytes). The agent's socket is never dialled by its path.
+ */
+export const LONGEST_SOCKET_SUFFIX = `/berth-sbx-${'x'.repeat(16)}.ro/${PROXY_SOCKET}`;
+
+/** In the marker folder: `<dev>:<inode>` of the socket the agent made when the instance last started. */
+const AGENT_PIN_FILE = 'agent-socket';
+
+const SOCKET_REPLACED = "its agent's socket was replaced from inside the sandbox (stop and start it to get its agent back)";
+
 export class ContainerDriver implements SandboxDriver {
   readonly kind = 'container' as const;
   private readonly docker: Dockerode;
   private readonly proxies = new Map<string, AuthProxyHandle>();
+  /** Pins of running instances' agent sockets, as in their marker folders. */
+  private readonly pins = new Map<string, SocketIdentity>();
   private engine?: Promise<{ podman: boolean }>;
   private warnedStorage = false;
 
@@ -118,17 +147,22 @@ export class ContainerDriver implements SandboxDriver {
   async create(spec: InstanceSpec): Promise<void> {
     checkName(spec.instance);
     const runFolder = this.runFolder(spec.instance);
+    const readOnlyFolder = this.readOnlyFolder(spec.instance);
     await mkdir(runFolder, { recursive: true });
+    await chmod(this.options.runDir, 0o700);
+    await mkdir(readOnlyFolder, { recursive: true });
     await mkdir(this.markerFolder(spec.instance), { recursive: true, mode: 0o700 });
     // Sticky and world-writable: the agent runs as the image's USER, whoever that is, and makes
     // its socket here. Only this sandbox sees the folder.
     await chmod(runFolder, 0o1777);
-    await chmod(this.options.runDir, 0o700);
+    // Whoever the image's USER is must reach the proxy's socket and CA.
+    await chmod(readOnlyFolder, 0o755);
     const layout = {
       agentBinary: this.options.agentBinary ?? agentBinaryPath(),
       runFolder,
+      readOnlyFolder,
       pidsLimit: this.options.pidsLimit ?? 1024,
-      proxyCa: await this.writeProxyCa(runFolder),
+      proxyCa: await this.writeProxyCa(readOnlyFolder),
       oomScoreAdj: this.oomScoreAdj,
       rootUser: isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? ''),
     };
@@ -182,6 +216,7 @@ export class ContainerDriver implements SandboxDriver {
     } finally {
       await this.closeProxy(instance);
     }
+    await this.forgetPin(instance);
   }
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
@@ -199,7 +234,11 @@ export class ContainerDriver implements SandboxDriver {
     } catch (error) {
       if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
     }
+    this.pins.delete(instance);
+    // Nothing of the sandbox runs any more, so nothing changes the run folder while it goes (and
+    // rm never follows a symlink in it).
     await rm(this.runFolder(instance), { recursive: true, force: true });
+    await rm(this.readOnlyFolder(instance), { recursive: true, force: true });
     await rm(this.markerFolder(instance), { recursive: true, force: true });
   }
 
@@ -242,7 +281,9 @@ export class ContainerDriver implements SandboxDriver {
     checkName(instance);
     // An agent that answers is a running instance: no engine inspect (~4 ms) needed.
     try {
-      await this.agent(instance).ping(2000);
+      const pin = await this.pinOf(instance);
+      if (!pin) return false;
+      await this.agent(instance, pin).ping(2000);
     } catch (error) {
       this.options.logger.warn({ err: error, instance }, 'a warm sandbox does not answer; not claiming it');
       return false;
@@ -270,9 +311,9 @@ export class ContainerDriver implements SandboxDriver {
     return this.viaAgent(instance, (agent) => agent.writeFile(path, data));
   }
 
-  async readFile(instance: string, path: string): Promise<Buffer> {
+  async readFile(instance: string, path: string, options: { maxBytes?: number } = {}): Promise<Buffer> {
     checkName(instance);
-    return this.viaAgent(instance, (agent) => agent.readFile(path));
+    return this.viaAgent(instance, (agent) => agent.readFile(path, options.maxBytes));
   }
 
   async close(): Promise<void> {
@@ -280,49 +321,90 @@ export class ContainerDriver implements SandboxDriver {
     await Promise.all(instances.map((instance) => this.closeProxy(instance)));
   }
 
-  /**
-   * Puts the proxy's CA into the run folder; false when the proxy has none. Only here, before the
-   * instance first runs, does the host write into the folder the sandbox can change.
-   */
-  private async writeProxyCa(runFolder: string): Promise<boolean> {
+  /** Puts the proxy's CA into the read-only folder; false when the proxy has none. */
+  private async writeProxyCa(readOnlyFolder: string): Promise<boolean> {
     const pem = this.options.proxy?.caCertPem;
     if (!pem) return false;
-    await writeFile(join(runFolder, PROXY_CA_FILE), pem, { mode: 0o644, flag: 'wx' });
+    await writeFile(join(readOnlyFolder, PROXY_CA_FILE), pem, { mode: 0o644 });
     return true;
   }
 
-  /** The host's own records of an instance (`stopped`, `claimed-by`): not mounted, so out of the sandbox's reach. */
+  /** The host's own records of an instance (`stopped`, `claimed-by`, the pin): not mounted, so out of the sandbox's reach. */
   private markerFolder(instance: string): string {
     return join(this.options.runDir, `${instance}.host`);
   }
 
+  /** What the host serves the instance: mounted read-only. */
+  private readOnlyFolder(instance: string): string {
+    return join(this.options.runDir, `${instance}.ro`);
+  }
+
+  /** The sandbox's to change: mounted read-write. */
   private runFolder(instance: string): string {
     return join(this.options.runDir, instance);
   }
 
-  private agent(instance: string): AgentClient {
-    return new AgentClient(join(this.runFolder(instance), 'agent.sock'));
+  private agent(instance: string, pin?: SocketIdentity): AgentClient {
+    return new AgentClient(join(this.runFolder(instance), AGENT_SOCKET), pin ? { pin } : {});
   }
 
-  /** Runs an agent operation; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
-  private async viaAgent<T>(instance: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+  /** The pin of the instance's agent socket, taken when the instance last started; undefined since it stopped. */
+  private async pinOf(instance: string): Promise<SocketIdentity | undefined> {
+    const known = this.pins.get(instance);
+    if (known) return known;
+    let text: string;
     try {
-      return await operation(this.agent(instance));
+      text = await readFile(join(this.markerFolder(instance), AGENT_PIN_FILE), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const [, dev, ino] = /^(\d+):(\d+)\n$/.exec(text) ?? [];
+    if (!dev || !ino) throw new InstanceError(`sandbox ${instance}'s record of its agent socket is damaged (${JSON.stringify(text)}): stop and start it`);
+    const pin = { dev, ino };
+    this.pins.set(instance, pin);
+    return pin;
+  }
+
+  private async savePin(instance: string, pin: SocketIdentity): Promise<void> {
+    await writeFile(join(this.markerFolder(instance), AGENT_PIN_FILE), `${pin.dev}:${pin.ino}\n`, { mode: 0o600 });
+    this.pins.set(instance, pin);
+  }
+
+  private async forgetPin(instance: string): Promise<void> {
+    this.pins.delete(instance);
+    await rm(join(this.markerFolder(instance), AGENT_PIN_FILE), { force: true });
+  }
+
+  /** Runs an agent operation on the pinned socket; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
+  private async viaAgent<T>(instance: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    const pin = await this.pinOf(instance);
+    try {
+      if (!pin) throw new AgentError(`no agent of sandbox ${instance} was seen start`);
+      return await operation(this.agent(instance, pin));
     } catch (error) {
       if (!(error instanceof AgentError)) throw error;
       const state = await this.inspect(instance);
       if (state.state === 'missing') throw new InstanceNotFoundError(instance, { cause: error });
-      const why = state.state === 'running' ? 'its agent does not answer' : state.state === 'failed' ? state.reason : 'it is stopped';
+      let why = state.state === 'failed' ? state.reason : 'it is stopped';
+      if (state.state === 'running') {
+        if (error instanceof AgentSocketReplacedError) why = SOCKET_REPLACED;
+        else if (!pin) why = 'it was not started by this platform (stop and start it)';
+        else why = 'its agent does not answer';
+      }
       throw new InstanceError(`sandbox ${instance} cannot run commands: ${why}`, { cause: error });
     }
   }
 
   private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
-    const runFolder = this.runFolder(instance);
     await this.closeProxy(instance);
     if (this.options.proxy) {
-      this.proxies.set(instance, await this.options.proxy.open(instance, join(runFolder, 'proxy.sock'), egress));
+      const socketPath = join(this.readOnlyFolder(instance), PROXY_SOCKET);
+      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, egress));
+      // For any image USER (connecting needs write permission); only this instance sees the folder.
+      await chmod(socketPath, 0o666);
     }
+    let started = true;
     try {
       await this.docker.getContainer(instance).start();
     } catch (error) {
@@ -332,21 +414,35 @@ export class ContainerDriver implements SandboxDriver {
         if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
         throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
       }
+      started = false;
     }
-    await this.waitReady(instance);
+    if (started) {
+      // Just started: its agent is the only process in it until it runs a command for us, so the
+      // socket that answers first is the agent's. It is the one pinned until the instance stops.
+      await this.forgetPin(instance);
+      await this.savePin(instance, await this.waitReady(instance));
+      return;
+    }
+    // It ran while no one watched: only the socket pinned when it started will do.
+    const pin = await this.pinOf(instance);
+    if (!pin) throw new InstanceError(`sandbox ${instance} cannot run commands: it was not started by this platform (stop and start it)`);
+    await this.waitReady(instance, pin);
   }
 
-  /** Until the agent answers; fails early when the container dies (wrong architecture, no agent). */
-  private async waitReady(instance: string): Promise<void> {
-    const agent = this.agent(instance);
+  /**
+   * Until the agent answers (on `pin` when given); resolves with the socket that answered. Fails
+   * early when the container dies (wrong architecture, no agent) or the pinned socket is replaced.
+   */
+  private async waitReady(instance: string, pin?: SocketIdentity): Promise<SocketIdentity> {
+    const agent = this.agent(instance, pin);
     const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
     let lastError: unknown;
     let nextCheck = Date.now() + 200;
     while (Date.now() < deadline) {
       try {
-        await agent.ping(Math.max(1, Math.min(1000, deadline - Date.now())));
-        return;
+        return await agent.identify(Math.max(1, Math.min(1000, deadline - Date.now())));
       } catch (error) {
+        if (error instanceof AgentSocketReplacedError) throw new InstanceError(`sandbox ${instance} cannot run commands: ${SOCKET_REPLACED}`, { cause: error });
         lastError = error;
       }
       if (Date.now() >= nextCheck) {
