@@ -2,24 +2,14 @@
  * The `container` sandbox driver: one container per instance through the Docker Engine API over a
  * Unix socket (Docker, or Podman's `podman system service`). Commands and files never go through
  * the engine (its exec costs ~230 ms): the agent inside (PID 1) answers on a Unix socket in the
- * instance's run folder, which the host side reaches directly.
- *
- * Host side of an instance, three folders in `<runDir>` (which only this process may enter):
- * - `<instance>/`, mounted read-write at /.berth/run: the sandbox's to change. The agent makes its
- *   socket `agent.sock` here (it must: it runs as the sandbox's user), so the host never trusts the
- *   path: it dials only the socket the agent made when the instance started (its pin; see
- *   agent/socket-file.ts), never through a symlink, and writes nothing here.
- * - `<instance>.ro/`, mounted read-only at /.berth/host: the auth proxy's socket `proxy.sock`
- *   (the host listens, the agent connects) and its CA. The sandbox can use them, not replace them.
- * - `<instance>.host/`, not mounted: the `stopped` and `claimed-by` markers the engine has no place
- *   for, and the agent socket's pin (so that a restarted manager keeps it).
+ * instance's run folder, which the host side reaches directly — only the very socket the agent made
+ * when the instance started (instance-files.ts says where what lives, and why).
  */
-import { access, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from '@berth/log';
 import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath } from '../../agent/agent-client.js';
-import type { SocketIdentity } from '../../agent/socket-file.js';
 import {
   ImagePullError,
   InstanceError,
@@ -33,17 +23,9 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import {
-  AGENT_OOM_SCORE_ADJ,
-  AGENT_SOCKET,
-  canLowerOomScore,
-  containerCreateOptions,
-  isRootUser,
-  LABELS,
-  PROXY_CA_FILE,
-  PROXY_SOCKET,
-} from './container-spec.js';
+import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE, PROXY_SOCKET } from './container-spec.js';
 import { pullImage, withTag } from './image-pull.js';
+import { InstanceFiles, type AgentSocket, type RunFolderKind } from './instance-files.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
 export interface AuthProxyHandle {
@@ -58,8 +40,15 @@ export interface AuthProxy {
 export interface ContainerDriverOptions {
   /** The engine's API socket (`/var/run/docker.sock`, a `podman system service` socket). */
   socketPath: string;
-  /** Host folder of the instances' run folders; it must be on the engine's host. */
+  /** Host folder of what the host keeps of each instance (instance-files.ts); it must be on the engine's host. */
   runDir: string;
+  /**
+   * Where each instance's run folder lives (instance-files.ts): `volume`, a 1 MiB tmpfs volume of the
+   * engine; `bind`, a folder in `runDir`, on the host's disk without a size limit. A rootless engine
+   * mounts volumes where this process cannot see them.
+   * @default 'volume' on a rootful engine, 'bind' on a rootless one
+   */
+  runFolders?: RunFolderKind;
   /** @default the built berth-sandboxd of this package */
   agentBinary?: string;
   /** Without one, sandboxes have no way out at all (the agent's proxy port leads nowhere). */
@@ -85,31 +74,21 @@ export interface ContainerDriverOptions {
 
 const INSTANCE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-/**
- * The longest path below the run directory where the host binds a Unix socket (an instance's auth
- * proxy, for the platform's `berth-sbx-` + 16 character names): the run directory's path plus this
- * must fit a socket address (107 bytes). The agent's socket is never dialled by its path.
- */
-export const LONGEST_SOCKET_SUFFIX = `/berth-sbx-${'x'.repeat(16)}.ro/${PROXY_SOCKET}`;
-
-/** In the marker folder: `<dev>:<inode>` of the socket the agent made when the instance last started. */
-const AGENT_PIN_FILE = 'agent-socket';
-
 const SOCKET_REPLACED = "its agent's socket was replaced from inside the sandbox (stop and start it to get its agent back)";
 
 export class ContainerDriver implements SandboxDriver {
   readonly kind = 'container' as const;
   private readonly docker: Dockerode;
   private readonly proxies = new Map<string, AuthProxyHandle>();
-  /** Pins of running instances' agent sockets, as in their marker folders. */
-  private readonly pins = new Map<string, SocketIdentity>();
-  private engine?: Promise<{ podman: boolean }>;
+  private readonly files: InstanceFiles;
+  private engine?: Promise<{ podman: boolean; rootless: boolean }>;
   private warnedStorage = false;
 
   private readonly oomScoreAdj: number;
 
   constructor(private readonly options: ContainerDriverOptions) {
     this.docker = new Dockerode({ socketPath: options.socketPath });
+    this.files = new InstanceFiles(options.runDir, this.docker);
     this.oomScoreAdj = options.agentOomScoreAdj ?? (canLowerOomScore() ? AGENT_OOM_SCORE_ADJ : 0);
     if (this.oomScoreAdj === 0) {
       options.logger.info('cannot lower OOM scores here (no CAP_SYS_RESOURCE): a sandbox agent is as likely an OOM victim as its commands');
@@ -146,27 +125,39 @@ export class ContainerDriver implements SandboxDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     checkName(spec.instance);
-    const runFolder = this.runFolder(spec.instance);
-    const readOnlyFolder = this.readOnlyFolder(spec.instance);
-    await mkdir(runFolder, { recursive: true });
-    await chmod(this.options.runDir, 0o700);
-    await mkdir(readOnlyFolder, { recursive: true });
-    await mkdir(this.markerFolder(spec.instance), { recursive: true, mode: 0o700 });
-    // Sticky and world-writable: the agent runs as the image's USER, whoever that is, and makes
-    // its socket here. Only this sandbox sees the folder.
-    await chmod(runFolder, 0o1777);
-    // Whoever the image's USER is must reach the proxy's socket and CA.
-    await chmod(readOnlyFolder, 0o755);
-    const layout = {
-      agentBinary: this.options.agentBinary ?? agentBinaryPath(),
-      runFolder,
-      readOnlyFolder,
-      pidsLimit: this.options.pidsLimit ?? 1024,
-      proxyCa: await this.writeProxyCa(readOnlyFolder),
-      oomScoreAdj: this.oomScoreAdj,
-      rootUser: isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? ''),
-    };
-    const body = containerCreateOptions(spec, layout);
+    const rootUser = isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? '');
+    const runFolders = this.options.runFolders ?? ((await this.engineInfo()).rootless ? 'bind' : 'volume');
+    try {
+      const readOnlyFolder = this.files.readOnlyFolder(spec.instance);
+      const layout = {
+        agentBinary: this.options.agentBinary ?? agentBinaryPath(),
+        runFolder: await this.files.prepare(spec.instance, runFolders),
+        readOnlyFolder,
+        pidsLimit: this.options.pidsLimit ?? 1024,
+        proxyCa: await this.writeProxyCa(readOnlyFolder),
+        oomScoreAdj: this.oomScoreAdj,
+        rootUser,
+      };
+      await this.createContainer(spec, containerCreateOptions(spec, layout));
+    } catch (error) {
+      await this.files.remove(spec.instance).catch((cleanup: unknown) =>
+        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
+      );
+      throw error;
+    }
+    try {
+      await this.startAndWait(spec.instance, spec.egress);
+    } catch (error) {
+      // A sandbox that never answered is of no use to anyone: do not leave it behind.
+      await this.remove(spec.instance).catch((cleanup: unknown) =>
+        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing a sandbox that failed to start failed'),
+      );
+      throw error;
+    }
+  }
+
+  /** Creates the container; without its storage limit when the engine cannot enforce one and that is allowed. */
+  private async createContainer(spec: InstanceSpec, body: Dockerode.ContainerCreateOptions): Promise<void> {
     try {
       await this.docker.createContainer(body);
     } catch (error) {
@@ -190,20 +181,11 @@ export class ContainerDriver implements SandboxDriver {
         throw this.createError(spec, error);
       }
     }
-    try {
-      await this.startAndWait(spec.instance, spec.egress);
-    } catch (error) {
-      // A sandbox that never answered is of no use to anyone: do not leave it behind.
-      await this.remove(spec.instance).catch((cleanup: unknown) =>
-        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing a sandbox that failed to start failed'),
-      );
-      throw error;
-    }
   }
 
   async stop(instance: string): Promise<void> {
     checkName(instance);
-    await writeFile(join(this.markerFolder(instance), 'stopped'), '').catch((error: unknown) => {
+    await writeFile(this.files.marker(instance, 'stopped'), '').catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new InstanceNotFoundError(instance, { cause: error });
       throw error;
     });
@@ -216,12 +198,12 @@ export class ContainerDriver implements SandboxDriver {
     } finally {
       await this.closeProxy(instance);
     }
-    await this.forgetPin(instance);
+    await this.files.unpin(instance);
   }
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
     checkName(instance);
-    await rm(join(this.markerFolder(instance), 'stopped'), { force: true });
+    await rm(this.files.marker(instance, 'stopped'), { force: true });
     await this.startAndWait(instance, spec.egress);
   }
 
@@ -234,12 +216,7 @@ export class ContainerDriver implements SandboxDriver {
     } catch (error) {
       if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
     }
-    this.pins.delete(instance);
-    // Nothing of the sandbox runs any more, so nothing changes the run folder while it goes (and
-    // rm never follows a symlink in it).
-    await rm(this.runFolder(instance), { recursive: true, force: true });
-    await rm(this.readOnlyFolder(instance), { recursive: true, force: true });
-    await rm(this.markerFolder(instance), { recursive: true, force: true });
+    await this.files.remove(instance);
   }
 
   async removeVolume(volume: string): Promise<void> {
@@ -262,7 +239,7 @@ export class ContainerDriver implements SandboxDriver {
     }
     const state = info.State;
     if (state.Running || state.Paused || state.Restarting) return { state: 'running' };
-    if (await exists(join(this.markerFolder(instance), 'stopped'))) return { state: 'stopped' };
+    if (await exists(this.files.marker(instance, 'stopped'))) return { state: 'stopped' };
     if (state.OOMKilled) {
       const limit = info.HostConfig.Memory ? ` (limit ${Math.round(info.HostConfig.Memory / 1024 / 1024)} MiB)` : '';
       return { state: 'failed', reason: `out of memory${limit}` };
@@ -281,16 +258,16 @@ export class ContainerDriver implements SandboxDriver {
     checkName(instance);
     // An agent that answers is a running instance: no engine inspect (~4 ms) needed.
     try {
-      const pin = await this.pinOf(instance);
-      if (!pin) return false;
-      await this.agent(instance, pin).ping(2000);
+      const socket = await this.files.agentSocket(instance);
+      if (!socket) return false;
+      await this.agent(socket).ping(2000);
     } catch (error) {
       this.options.logger.warn({ err: error, instance }, 'a warm sandbox does not answer; not claiming it');
       return false;
     }
     // Exclusive create: of two concurrent claims exactly one makes the file.
     try {
-      await writeFile(join(this.markerFolder(instance), 'claimed-by'), sandboxId, { flag: 'wx' });
+      await writeFile(this.files.marker(instance, 'claimed-by'), sandboxId, { flag: 'wx' });
       return true;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -329,59 +306,17 @@ export class ContainerDriver implements SandboxDriver {
     return true;
   }
 
-  /** The host's own records of an instance (`stopped`, `claimed-by`, the pin): not mounted, so out of the sandbox's reach. */
-  private markerFolder(instance: string): string {
-    return join(this.options.runDir, `${instance}.host`);
-  }
-
-  /** What the host serves the instance: mounted read-only. */
-  private readOnlyFolder(instance: string): string {
-    return join(this.options.runDir, `${instance}.ro`);
-  }
-
-  /** The sandbox's to change: mounted read-write. */
-  private runFolder(instance: string): string {
-    return join(this.options.runDir, instance);
-  }
-
-  private agent(instance: string, pin?: SocketIdentity): AgentClient {
-    return new AgentClient(join(this.runFolder(instance), AGENT_SOCKET), pin ? { pin } : {});
-  }
-
-  /** The pin of the instance's agent socket, taken when the instance last started; undefined since it stopped. */
-  private async pinOf(instance: string): Promise<SocketIdentity | undefined> {
-    const known = this.pins.get(instance);
-    if (known) return known;
-    let text: string;
-    try {
-      text = await readFile(join(this.markerFolder(instance), AGENT_PIN_FILE), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    const [, dev, ino] = /^(\d+):(\d+)\n$/.exec(text) ?? [];
-    if (!dev || !ino) throw new InstanceError(`sandbox ${instance}'s record of its agent socket is damaged (${JSON.stringify(text)}): stop and start it`);
-    const pin = { dev, ino };
-    this.pins.set(instance, pin);
-    return pin;
-  }
-
-  private async savePin(instance: string, pin: SocketIdentity): Promise<void> {
-    await writeFile(join(this.markerFolder(instance), AGENT_PIN_FILE), `${pin.dev}:${pin.ino}\n`, { mode: 0o600 });
-    this.pins.set(instance, pin);
-  }
-
-  private async forgetPin(instance: string): Promise<void> {
-    this.pins.delete(instance);
-    await rm(join(this.markerFolder(instance), AGENT_PIN_FILE), { force: true });
+  /** A client that dials only `socket` (or, without an identity, any socket at its path but a symlink). */
+  private agent(socket: { path: string; identity?: AgentSocket['identity'] }): AgentClient {
+    return new AgentClient(socket.path, socket.identity ? { pin: socket.identity } : {});
   }
 
   /** Runs an agent operation on the pinned socket; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
   private async viaAgent<T>(instance: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
-    const pin = await this.pinOf(instance);
+    const socket = await this.files.agentSocket(instance);
     try {
-      if (!pin) throw new AgentError(`no agent of sandbox ${instance} was seen start`);
-      return await operation(this.agent(instance, pin));
+      if (!socket) throw new AgentError(`no agent of sandbox ${instance} was seen start`);
+      return await operation(this.agent(socket));
     } catch (error) {
       if (!(error instanceof AgentError)) throw error;
       const state = await this.inspect(instance);
@@ -389,7 +324,7 @@ export class ContainerDriver implements SandboxDriver {
       let why = state.state === 'failed' ? state.reason : 'it is stopped';
       if (state.state === 'running') {
         if (error instanceof AgentSocketReplacedError) why = SOCKET_REPLACED;
-        else if (!pin) why = 'it was not started by this platform (stop and start it)';
+        else if (!socket) why = 'it was not started by this platform (stop and start it)';
         else why = 'its agent does not answer';
       }
       throw new InstanceError(`sandbox ${instance} cannot run commands: ${why}`, { cause: error });
@@ -399,7 +334,7 @@ export class ContainerDriver implements SandboxDriver {
   private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
     await this.closeProxy(instance);
     if (this.options.proxy) {
-      const socketPath = join(this.readOnlyFolder(instance), PROXY_SOCKET);
+      const socketPath = join(this.files.readOnlyFolder(instance), PROXY_SOCKET);
       this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, egress));
       // For any image USER (connecting needs write permission); only this instance sees the folder.
       await chmod(socketPath, 0o666);
@@ -419,22 +354,23 @@ export class ContainerDriver implements SandboxDriver {
     if (started) {
       // Just started: its agent is the only process in it until it runs a command for us, so the
       // socket that answers first is the agent's. It is the one pinned until the instance stops.
-      await this.forgetPin(instance);
-      await this.savePin(instance, await this.waitReady(instance));
+      await this.files.unpin(instance);
+      const path = await this.files.agentSocketPath(instance);
+      await this.files.pin(instance, { path, identity: await this.waitReady(instance, { path }) });
       return;
     }
     // It ran while no one watched: only the socket pinned when it started will do.
-    const pin = await this.pinOf(instance);
-    if (!pin) throw new InstanceError(`sandbox ${instance} cannot run commands: it was not started by this platform (stop and start it)`);
-    await this.waitReady(instance, pin);
+    const socket = await this.files.agentSocket(instance);
+    if (!socket) throw new InstanceError(`sandbox ${instance} cannot run commands: it was not started by this platform (stop and start it)`);
+    await this.waitReady(instance, socket);
   }
 
   /**
-   * Until the agent answers (on `pin` when given); resolves with the socket that answered. Fails
+   * Until the agent answers (only on the pinned socket when `socket` has an identity); resolves with the socket that answered. Fails
    * early when the container dies (wrong architecture, no agent) or the pinned socket is replaced.
    */
-  private async waitReady(instance: string, pin?: SocketIdentity): Promise<SocketIdentity> {
-    const agent = this.agent(instance, pin);
+  private async waitReady(instance: string, socket: { path: string; identity?: AgentSocket['identity'] }): Promise<AgentSocket['identity']> {
+    const agent = this.agent(socket);
     const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
     let lastError: unknown;
     let nextCheck = Date.now() + 200;
@@ -476,9 +412,11 @@ export class ContainerDriver implements SandboxDriver {
     await handle.close();
   }
 
-  private engineInfo(): Promise<{ podman: boolean }> {
-    this.engine ??= this.docker.version().then((version) => ({
+  private engineInfo(): Promise<{ podman: boolean; rootless: boolean }> {
+    this.engine ??= Promise.all([this.docker.version(), this.docker.info() as Promise<{ SecurityOptions?: string[] }>]).then(([version, info]) => ({
       podman: (version.Components ?? []).some((component) => /podman/i.test(component.Name)),
+      // Docker and Podman both list `name=rootless` when the engine runs in a user namespace.
+      rootless: (info.SecurityOptions ?? []).some((option) => option.split(',').includes('name=rootless')),
     }));
     return this.engine;
   }

@@ -70,7 +70,7 @@ export function canLowerOomScore(): boolean {
 export interface ContainerLayout {
   /** Host path of the agent binary (mounted read-only). */
   agentBinary: string;
-  /** Host path of this instance's run folder (mounted read-write). */
+  /** This instance's run folder (mounted read-write): the engine volume's name, or a host path. */
   runFolder: string;
   /** Host path of the host's folder for this instance (mounted read-only). */
   readOnlyFolder: string;

@@ -2,22 +2,24 @@
  * The container driver at the boundary between a sandbox and the host, played from inside the
  * sandbox by an attacker who controls every process and file in it: whatever it does to its run
  * folder (the only host folder it can write), the host never reaches another sandbox or a host
- * socket on its behalf, and never follows a path the sandbox chose.
+ * socket on its behalf, and never follows a path the sandbox chose. Both kinds of run folder.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import Dockerode from 'dockerode';
 import { captureLogger, testSandbox } from '@berth/testing';
 import { contractSpec, runIn } from '../contract.js';
 import { InstanceError, SandboxFileError, type InstanceSpec } from '../driver.js';
-import { ContainerDriver, type AuthProxy } from './container-driver.js';
+import { ContainerDriver, type AuthProxy, type ContainerDriverOptions } from './container-driver.js';
+import type { RunFolderKind } from './instance-files.js';
 
 const FAKE_CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
-
 const sandbox = testSandbox();
 const image = { reference: sandbox.image, insecureRegistries: [sandbox.registry] };
+const docker = new Dockerode({ socketPath: sandbox.socketPath });
 
 /** A Unix socket server on the host that records every connection and every byte it is sent. */
 async function trapSocket(): Promise<{ path: string; connections: number; received: Buffer[]; close(): Promise<void> }> {
@@ -32,9 +34,15 @@ async function trapSocket(): Promise<{ path: string; connections: number; receiv
   return trap;
 }
 
-describe('container driver: a sandbox cannot steer the host', () => {
+/** The host path of an instance's agent socket, as the engine reports its run folder mount. */
+async function hostAgentSocket(instance: string): Promise<string> {
+  const info = await docker.getContainer(instance).inspect();
+  return join(info.Mounts.find((mount) => mount.Destination === '/.berth/run')!.Source, 'agent.sock');
+}
+
+describe.each<[RunFolderKind]>([['volume'], ['bind']])('container driver, %s run folders: a sandbox cannot steer the host', (runFolders) => {
   let driver: ContainerDriver;
-  let runDir: string;
+  let options: ContainerDriverOptions;
   const made: string[] = [];
   const create = async (overrides: Partial<InstanceSpec> = {}): Promise<InstanceSpec> => {
     const spec = contractSpec(image, overrides);
@@ -42,6 +50,8 @@ describe('container driver: a sandbox cannot steer the host', () => {
     await driver.create(spec);
     return spec;
   };
+  /** A second manager on the same run directory, as after a restart. */
+  const restartedManager = () => new ContainerDriver({ ...options, logger: captureLogger('container-driver').logger });
   /** Every way the host reaches a sandbox's agent, each expected to be refused without reaching anything. */
   const expectRefused = async (instance: string): Promise<void> => {
     const refusal = /cannot run commands: its agent's socket was replaced from inside the sandbox/;
@@ -53,8 +63,8 @@ describe('container driver: a sandbox cannot steer the host', () => {
   };
 
   beforeAll(async () => {
-    runDir = await mkdtemp(join(sandbox.tmpDir, 'run-'));
-    driver = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+    options = { socketPath: sandbox.socketPath, runDir: await mkdtemp(join(sandbox.tmpDir, 'run-')), logger: captureLogger('container-driver').logger, runFolders };
+    driver = new ContainerDriver(options);
     await driver.pullImage(image);
   });
 
@@ -67,7 +77,7 @@ describe('container driver: a sandbox cannot steer the host', () => {
     const victim = await create();
     await driver.writeFile(victim.instance, '/secret.txt', Buffer.from('the secret of A'));
     const attacker = await create();
-    const swap = await runIn(driver, attacker.instance, `ln -sf ${join(runDir, victim.instance, 'agent.sock')} /.berth/run/agent.sock && echo swapped`);
+    const swap = await runIn(driver, attacker.instance, `ln -sf ${await hostAgentSocket(victim.instance)} /.berth/run/agent.sock && echo swapped`);
     expect(swap.stdout).toBe('swapped\n');
 
     await expectRefused(attacker.instance);
@@ -75,7 +85,7 @@ describe('container driver: a sandbox cannot steer the host', () => {
     expect((await runIn(driver, victim.instance, 'ls /; cat /secret.txt')).stdout).not.toMatch(/reached|written/);
     await expect(driver.readFile(victim.instance, '/written')).rejects.toMatchObject({ kind: 'not_found' });
 
-    // The symlink stays in its run folder across the restart; its agent replaces it.
+    // A bind run folder keeps the symlink across the restart (the agent replaces it); a volume is new.
     await driver.stop(attacker.instance);
     await driver.start(attacker.instance, attacker);
     expect((await runIn(driver, attacker.instance, 'cat /secret.txt 2>&1; hostname')).stdout).toBe(`cat: can't open '/secret.txt': No such file or directory\n${attacker.instance}\n`);
@@ -87,8 +97,8 @@ describe('container driver: a sandbox cannot steer the host', () => {
       const attacker = await create();
       await runIn(driver, attacker.instance, `ln -sf ${trap.path} /.berth/run/agent.sock`);
       await expectRefused(attacker.instance);
-      // A restarted manager (a new driver on the same run folder) reattaching it does not trust the symlink either.
-      const restarted = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+      // A restarted manager reattaching it does not trust the symlink either.
+      const restarted = restartedManager();
       await expect(restarted.start(attacker.instance, attacker)).rejects.toThrow(/socket was replaced/);
       await expect(runIn(restarted, attacker.instance, 'echo chosen-by-the-sandbox')).rejects.toThrow(/socket was replaced/);
       await restarted.close();
@@ -104,7 +114,7 @@ describe('container driver: a sandbox cannot steer the host', () => {
     // The real agent binary, serving on the path the host dials: a perfect impostor.
     await runIn(driver, attacker.instance, '/.berth/bin/sandboxd --socket /.berth/run/agent.sock </dev/null >/dev/null 2>&1 & sleep 0.2');
     await expectRefused(attacker.instance);
-    const restarted = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+    const restarted = restartedManager();
     await expect(restarted.start(attacker.instance, attacker)).rejects.toThrow(/socket was replaced/);
     await restarted.close();
   });
@@ -113,10 +123,48 @@ describe('container driver: a sandbox cannot steer the host', () => {
     const spec = await create();
     // Renamed away and back: the same socket, its agent's.
     await runIn(driver, spec.instance, 'mv /.berth/run/agent.sock /.berth/run/moved && mv /.berth/run/moved /.berth/run/agent.sock');
-    const restarted = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+    const restarted = restartedManager();
     await restarted.start(spec.instance, spec);
     expect((await runIn(restarted, spec.instance, 'echo still mine')).stdout).toBe('still mine\n');
     await restarted.close();
+  });
+});
+
+describe('container driver: what the host keeps of a sandbox', () => {
+  let driver: ContainerDriver;
+  let runDir: string;
+  const made: string[] = [];
+  const create = async (on: ContainerDriver = driver, overrides: Partial<InstanceSpec> = {}): Promise<InstanceSpec> => {
+    const spec = contractSpec(image, overrides);
+    made.push(spec.instance);
+    await on.create(spec);
+    return spec;
+  };
+
+  beforeAll(async () => {
+    runDir = await mkdtemp(join(sandbox.tmpDir, 'run-'));
+    driver = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+    await driver.pullImage(image);
+  });
+
+  afterAll(async () => {
+    await Promise.all(made.map((instance) => driver.remove(instance)));
+    await driver.close();
+  });
+
+  it("the run folder is a small tmpfs of the sandbox's own, new at every start, and gone with it", async () => {
+    const spec = await create();
+    const fill = await runIn(driver, spec.instance, 'dd if=/dev/zero of=/.berth/run/fill bs=1M count=8 2>&1; ls /.berth/run');
+    expect(fill.stdout).toMatch(/No space left on device/);
+    expect(fill.stdout).toMatch(/agent\.sock/);
+    // Nothing of it is on the host's disk in the run directory.
+    expect((await readdir(runDir)).sort()).toEqual([`${spec.instance}.host`, `${spec.instance}.ro`].sort());
+    await driver.stop(spec.instance);
+    await driver.start(spec.instance, spec);
+    expect((await runIn(driver, spec.instance, 'ls /.berth/run')).stdout).toBe('agent.sock\n');
+    await driver.remove(spec.instance);
+    expect(await readdir(runDir)).toEqual([]);
+    await expect(docker.getVolume(`${spec.instance}-run`).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it("the proxy's socket and CA are the host's: the sandbox uses them, as root or not, but cannot replace them", async () => {
@@ -145,21 +193,17 @@ describe('container driver: a sandbox cannot steer the host', () => {
     const userImage = { reference: sandbox.userImage, insecureRegistries: [sandbox.registry] };
     await withProxy.pullImage(userImage);
     for (const source of [image, userImage]) {
-      const spec = contractSpec(source);
-      await withProxy.create(spec);
-      try {
-        const result = await runIn(withProxy, spec.instance, [
-          'wget -S -q -O /dev/null http://example.com/ 2>&1 | head -1',
-          'cat "$NODE_EXTRA_CA_CERTS"',
-          'rm -f /.berth/host/proxy.sock 2>/dev/null || echo cannot-remove',
-          'ln -sf /etc/passwd /.berth/host/proxy-ca.crt 2>/dev/null || echo cannot-link',
-          'touch /.berth/host/new 2>/dev/null || echo cannot-create',
-          'ls /.berth/host',
-        ].join('; '));
-        expect(result.stdout).toBe(`  HTTP/1.1 204 No Content\n${FAKE_CA_PEM}cannot-remove\ncannot-link\ncannot-create\nproxy-ca.crt\nproxy.sock\n`);
-      } finally {
-        await withProxy.remove(spec.instance);
-      }
+      const spec = await create(withProxy, { image: source });
+      const result = await runIn(withProxy, spec.instance, [
+        'wget -S -q -O /dev/null http://example.com/ 2>&1 | head -1',
+        'cat "$NODE_EXTRA_CA_CERTS"',
+        'rm -f /.berth/host/proxy.sock 2>/dev/null || echo cannot-remove',
+        'ln -sf /etc/passwd /.berth/host/proxy-ca.crt 2>/dev/null || echo cannot-link',
+        'touch /.berth/host/new 2>/dev/null || echo cannot-create',
+        'ls /.berth/host',
+      ].join('; '));
+      expect(result.stdout).toBe(`  HTTP/1.1 204 No Content\n${FAKE_CA_PEM}cannot-remove\ncannot-link\ncannot-create\nproxy-ca.crt\nproxy.sock\n`);
+      await withProxy.remove(spec.instance);
     }
     await withProxy.close();
   });
