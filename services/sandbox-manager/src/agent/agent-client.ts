@@ -67,6 +67,8 @@ export interface AgentClientOptions {
    * @default no pin
    */
   pin?: SocketIdentity;
+  /** How errors name the agent (they reach the sandbox's user: no host path). @default `sandbox agent at <socketPath>` */
+  name?: string;
 }
 
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
@@ -80,7 +82,7 @@ class AgentConnection {
 
   constructor(
     socket: Socket,
-    socketPath: string,
+    name: string,
     idleTimeoutMs: number,
     private readonly onFrame: (frame: Frame) => void,
     private readonly onEnd: (error?: AgentError) => void,
@@ -88,14 +90,14 @@ class AgentConnection {
     this.socket = socket;
     // Inactivity, not total time: reading a file of hundreds of MiB takes a while but never stalls.
     this.socket.setTimeout(idleTimeoutMs, () =>
-      this.fail(new AgentError(`sandbox agent at ${socketPath} did not answer within ${idleTimeoutMs} ms`)),
+      this.fail(new AgentError(`${name} did not answer within ${idleTimeoutMs} ms`)),
     );
     this.socket.on('data', (chunk: Buffer) => {
       let frames: Frame[];
       try {
         frames = this.decoder.push(chunk);
       } catch (error) {
-        this.fail(new AgentError(`sandbox agent at ${socketPath} sent a malformed frame`, { cause: error }));
+        this.fail(new AgentError(`${name} sent a malformed frame`, { cause: error }));
         return;
       }
       for (const frame of frames) {
@@ -103,8 +105,8 @@ class AgentConnection {
         this.onFrame(frame);
       }
     });
-    this.socket.on('error', (error) => this.fail(new AgentError(`sandbox agent at ${socketPath}: ${error.message}`, { cause: error })));
-    this.socket.on('close', () => this.fail(new AgentError(`sandbox agent at ${socketPath} closed the connection`)));
+    this.socket.on('error', (error) => this.fail(new AgentError(`${name}: ${error.message}`, { cause: error })));
+    this.socket.on('close', () => this.fail(new AgentError(`${name} closed the connection`)));
   }
 
   /**
@@ -226,6 +228,7 @@ class AgentProcess implements SandboxProcess {
 export class AgentClient {
   private readonly answerTimeoutMs: number;
   private readonly pin: SocketIdentity | undefined;
+  private readonly name: string;
 
   constructor(
     readonly socketPath: string,
@@ -233,6 +236,7 @@ export class AgentClient {
   ) {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 10_000;
     this.pin = options.pin;
+    this.name = options.name ?? `sandbox agent at ${socketPath}`;
   }
 
   /** The agent's version line, e.g. `berth-sandboxd 1`. */
@@ -266,7 +270,7 @@ export class AgentClient {
       }
       await sleep(Math.min(10, Math.max(0, deadline - Date.now())));
     }
-    throw new AgentError(`sandbox agent at ${this.socketPath} did not answer within ${timeoutMs} ms`, { cause: lastError });
+    throw new AgentError(`${this.name} did not answer within ${timeoutMs} ms`, { cause: lastError });
   }
 
   /** Starts a command; SpawnError when it cannot start, AgentError when the agent is unreachable. */
@@ -282,7 +286,7 @@ export class AgentClient {
       let process: AgentProcess | undefined;
       const connection = new AgentConnection(
         this.dial().socket,
-        this.socketPath,
+        this.name,
         this.answerTimeoutMs,
         (frame) => {
           try {
@@ -358,12 +362,16 @@ export class AgentClient {
   private dial(): { socket: Socket; identity: SocketIdentity } {
     try {
       return connectSocketFile(this.socketPath, (identity) => {
-        if (this.pin && !sameSocket(identity, this.pin)) throw new AgentSocketReplacedError(`${this.socketPath} is not the socket its agent made`);
+        if (this.pin && !sameSocket(identity, this.pin)) throw new AgentSocketReplacedError(`${this.name}: its socket is another socket than the one it made`);
       });
     } catch (error) {
       if (error instanceof AgentError) throw error;
-      if (error instanceof NotASocketError && this.pin) throw new AgentSocketReplacedError(`${error.message}, not the socket its agent made`, { cause: error });
-      throw new AgentError(`sandbox agent at ${this.socketPath}: ${(error as Error).message}`, { cause: error });
+      if (error instanceof NotASocketError) {
+        const message = `${this.name}: its socket is ${error.found}`;
+        throw this.pin ? new AgentSocketReplacedError(`${message}, not the one it made`, { cause: error }) : new AgentError(message, { cause: error });
+      }
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new AgentError(`${this.name}: ${code === 'ENOENT' ? 'no socket' : code ?? (error as Error).message}`, { cause: error });
     }
   }
 
@@ -397,7 +405,7 @@ export class AgentClient {
       dialled?.(identity);
       const connection = new AgentConnection(
         socket,
-        this.socketPath,
+        this.name,
         idleTimeoutMs,
         (frame) => {
           try {
@@ -430,8 +438,8 @@ export class AgentClient {
   private unexpected(frame: Frame): AgentError {
     if (frame.type === FrameType.ERROR) {
       const { message } = decodeError(frame.payload);
-      return new AgentError(`sandbox agent at ${this.socketPath} refused the request: ${message}`);
+      return new AgentError(`${this.name} refused the request: ${message}`);
     }
-    return new AgentError(`sandbox agent at ${this.socketPath} sent an unexpected frame 0x${frame.type.toString(16)}`);
+    return new AgentError(`${this.name} sent an unexpected frame 0x${frame.type.toString(16)}`);
   }
 }

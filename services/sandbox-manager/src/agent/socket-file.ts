@@ -24,6 +24,12 @@ const O_PATH = 0o10000000;
 /** The file at the path is not a Unix socket (a symlink, a regular file, a folder). */
 export class NotASocketError extends Error {
   override readonly name = 'NotASocketError';
+  constructor(
+    readonly path: string,
+    readonly found: 'a symlink' | 'not a socket',
+  ) {
+    super(`${path} is ${found}`);
+  }
 }
 
 export function sameSocket(a: SocketIdentity, b: SocketIdentity): boolean {
@@ -40,7 +46,7 @@ export function connectSocketFile(path: string, accept: (identity: SocketIdentit
   const fd = openSync(path, O_PATH | constants.O_NOFOLLOW);
   try {
     const stat = fstatSync(fd, { bigint: true });
-    if (!stat.isSocket()) throw new NotASocketError(`${path} is ${stat.isSymbolicLink() ? 'a symlink' : 'not a socket'}`);
+    if (!stat.isSocket()) throw new NotASocketError(path, stat.isSymbolicLink() ? 'a symlink' : 'not a socket');
     const identity = { dev: String(stat.dev), ino: String(stat.ino) };
     accept(identity);
     // Node connects a Unix socket within this call (libuv's connect(2) is synchronous for them), so

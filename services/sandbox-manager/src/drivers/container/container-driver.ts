@@ -24,7 +24,7 @@ import {
   type SandboxProcess,
 } from '../driver.js';
 import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE, PROXY_SOCKET } from './container-spec.js';
-import { pullImage, withTag } from './image-pull.js';
+import { pullImage, registryOf, withTag } from './image-pull.js';
 import { InstanceFiles, type AgentSocket, type RunFolderKind } from './instance-files.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
@@ -114,8 +114,14 @@ export class ContainerDriver implements SandboxDriver {
 
   async pullImage(image: ImageSource): Promise<ImageInfo> {
     const reference = withTag(image.reference);
-    const present = await this.imageInfo(reference);
-    if (present) return present;
+    // Only an image built on this engine (`localhost/…`, nothing to pull) is taken from its store as
+    // it is. Any other is asked of its registry every time (layers it has are not fetched again), so
+    // that the registry decides who may have it: an image pulled with one tenant's credentials is
+    // not handed to another tenant who has none.
+    if (registryOf(reference) === 'localhost') {
+      const present = await this.imageInfo(reference);
+      if (present) return present;
+    }
     const { podman } = await this.engineInfo();
     await pullImage(this.docker, image, podman);
     const pulled = await this.imageInfo(reference);
@@ -260,7 +266,7 @@ export class ContainerDriver implements SandboxDriver {
     try {
       const socket = await this.files.agentSocket(instance);
       if (!socket) return false;
-      await this.agent(socket).ping(2000);
+      await this.agent(instance, socket).ping(2000);
     } catch (error) {
       this.options.logger.warn({ err: error, instance }, 'a warm sandbox does not answer; not claiming it');
       return false;
@@ -307,8 +313,8 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   /** A client that dials only `socket` (or, without an identity, any socket at its path but a symlink). */
-  private agent(socket: { path: string; identity?: AgentSocket['identity'] }): AgentClient {
-    return new AgentClient(socket.path, socket.identity ? { pin: socket.identity } : {});
+  private agent(instance: string, socket: { path: string; identity?: AgentSocket['identity'] }): AgentClient {
+    return new AgentClient(socket.path, { name: `the agent of sandbox ${instance}`, ...(socket.identity ? { pin: socket.identity } : {}) });
   }
 
   /** Runs an agent operation on the pinned socket; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
@@ -316,7 +322,7 @@ export class ContainerDriver implements SandboxDriver {
     const socket = await this.files.agentSocket(instance);
     try {
       if (!socket) throw new AgentError(`no agent of sandbox ${instance} was seen start`);
-      return await operation(this.agent(socket));
+      return await operation(this.agent(instance, socket));
     } catch (error) {
       if (!(error instanceof AgentError)) throw error;
       const state = await this.inspect(instance);
@@ -370,7 +376,7 @@ export class ContainerDriver implements SandboxDriver {
    * early when the container dies (wrong architecture, no agent) or the pinned socket is replaced.
    */
   private async waitReady(instance: string, socket: { path: string; identity?: AgentSocket['identity'] }): Promise<AgentSocket['identity']> {
-    const agent = this.agent(socket);
+    const agent = this.agent(instance, socket);
     const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
     let lastError: unknown;
     let nextCheck = Date.now() + 200;
