@@ -338,6 +338,7 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
+    const path = await this.files.agentSocketPath(instance);
     await this.closeProxy(instance);
     if (this.options.proxy) {
       const socketPath = join(this.files.readOnlyFolder(instance), PROXY_SOCKET);
@@ -357,18 +358,25 @@ export class ContainerDriver implements SandboxDriver {
       }
       started = false;
     }
-    if (started) {
-      // Just started: its agent is the only process in it until it runs a command for us, so the
-      // socket that answers first is the agent's. It is the one pinned until the instance stops.
-      await this.files.unpin(instance);
-      const path = await this.files.agentSocketPath(instance);
-      await this.files.pin(instance, { path, identity: await this.waitReady(instance, { path }) });
+    // It ran while no one watched: only the socket pinned when it started will do.
+    const socket = started ? undefined : await this.files.agentSocket(instance);
+    if (!started && !socket) {
+      // Never pinned (a manager stopped between starting it and pinning): only a restart makes the
+      // agent the one process in it again. Its files stay; its processes go.
+      this.options.logger.warn({ instance }, 'a running sandbox has no record of its agent socket; restarting it');
+      await this.docker
+        .getContainer(instance)
+        .restart({ t: 10 })
+        .catch((error: unknown) => Promise.reject(new InstanceError(`cannot restart sandbox ${instance}: ${engineMessage(error)}`, { cause: error })));
+    }
+    if (socket) {
+      await this.waitReady(instance, socket);
       return;
     }
-    // It ran while no one watched: only the socket pinned when it started will do.
-    const socket = await this.files.agentSocket(instance);
-    if (!socket) throw new InstanceError(`sandbox ${instance} cannot run commands: it was not started by this platform (stop and start it)`);
-    await this.waitReady(instance, socket);
+    // Just started: its agent is the only process in it until it runs a command for us, so the
+    // socket that answers first is the agent's. It is the one pinned until the instance stops.
+    await this.files.unpin(instance);
+    await this.files.pin(instance, { path, identity: await this.waitReady(instance, { path }) });
   }
 
   /**

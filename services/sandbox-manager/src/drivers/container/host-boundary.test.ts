@@ -6,11 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import { captureLogger, testSandbox } from '@berth/testing';
+import { agentBinaryPath } from '../../agent/agent-client.js';
 import { contractSpec, runIn } from '../contract.js';
 import { InstanceError, SandboxFileError, type InstanceSpec } from '../driver.js';
 import { ContainerDriver, type AuthProxy, type ContainerDriverOptions } from './container-driver.js';
@@ -158,13 +159,40 @@ describe('container driver: what the host keeps of a sandbox', () => {
     expect(fill.stdout).toMatch(/No space left on device/);
     expect(fill.stdout).toMatch(/agent\.sock/);
     // Nothing of it is on the host's disk in the run directory.
-    expect((await readdir(runDir)).sort()).toEqual([`${spec.instance}.host`, `${spec.instance}.ro`].sort());
+    const kept = async () => (await readdir(runDir)).filter((name) => name.startsWith(spec.instance)).sort();
+    expect(await kept()).toEqual([`${spec.instance}.host`, `${spec.instance}.ro`]);
     await driver.stop(spec.instance);
     await driver.start(spec.instance, spec);
     expect((await runIn(driver, spec.instance, 'ls /.berth/run')).stdout).toBe('agent.sock\n');
     await driver.remove(spec.instance);
-    expect(await readdir(runDir)).toEqual([]);
+    expect(await kept()).toEqual([]);
     await expect(docker.getVolume(`${spec.instance}-run`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('a running sandbox whose agent socket was never pinned (the manager stopped in between) is restarted, then pinned', async () => {
+    const spec = await create();
+    await runIn(driver, spec.instance, 'echo kept > /kept; sleep 300 </dev/null >/dev/null 2>&1 &');
+    await rm(join(runDir, `${spec.instance}.host`, 'agent-socket.json'));
+    const restarted = new ContainerDriver({ socketPath: sandbox.socketPath, runDir, logger: captureLogger('container-driver').logger });
+    await restarted.start(spec.instance, spec);
+    const after = await runIn(restarted, spec.instance, 'cat /kept; ps -o args | grep -c "^sleep 300"');
+    expect(after.stdout).toBe('kept\n0\n');
+    await restarted.close();
+  });
+
+  it('a sandbox made by an earlier version (its run folder the only mount) is refused, saying what to do', async () => {
+    const instance = contractSpec(image).instance;
+    made.push(instance);
+    await docker.createContainer({
+      name: instance,
+      Image: sandbox.image,
+      Entrypoint: ['/.berth/bin/sandboxd', '--socket', '/.berth/run/agent.sock'],
+      Labels: { 'berth.dev/sandbox-instance': instance },
+      HostConfig: { NetworkMode: 'none', Binds: [`${agentBinaryPath()}:/.berth/bin/sandboxd:ro`, `${await mkdtemp(join(runDir, 'old-'))}:/.berth/run`] },
+    });
+    await expect(driver.start(instance, contractSpec(image, { instance }))).rejects.toThrow(
+      `sandbox ${instance} was made by an earlier version of Berth, with other folders: delete it and create it again`,
+    );
   });
 
   it("the proxy's socket and CA are the host's: the sandbox uses them, as root or not, but cannot replace them", async () => {

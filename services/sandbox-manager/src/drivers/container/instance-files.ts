@@ -18,8 +18,8 @@ import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
 import type { SocketIdentity } from '../../agent/socket-file.js';
-import { InstanceError } from '../driver.js';
-import { AGENT_SOCKET, LABELS, PROXY_SOCKET, RUN_MOUNT } from './container-spec.js';
+import { InstanceError, InstanceNotFoundError } from '../driver.js';
+import { AGENT_SOCKET, HOST_MOUNT, LABELS, PROXY_SOCKET, RUN_MOUNT } from './container-spec.js';
 
 /** Where run folders live: see the file comment. */
 export type RunFolderKind = 'volume' | 'bind';
@@ -83,14 +83,24 @@ export class InstanceFiles {
   }
 
   /**
-   * Where the agent of a running instance makes its socket on the host: the run folder the engine
-   * mounted (a volume's mount point, a bind's folder), as the engine reports it.
+   * Where the instance's agent makes its socket on the host: in the run folder the engine mounts
+   * (a volume's mount point, a bind's folder), as the engine reports it. InstanceError for an
+   * instance whose mounts are not this layout's (made by an earlier version).
    */
   async agentSocketPath(instance: string): Promise<string> {
-    const info = await this.docker.getContainer(instance).inspect();
-    const source = info.Mounts.find((mount) => mount.Destination === RUN_MOUNT)?.Source;
-    if (!source) throw new InstanceError(`sandbox ${instance} has no run folder mounted (it was made by an earlier Berth): delete it and create it again`);
-    return join(source, AGENT_SOCKET);
+    let info: Dockerode.ContainerInspectInfo;
+    try {
+      info = await this.docker.getContainer(instance).inspect();
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode === 404) throw new InstanceNotFoundError(instance, { cause: error });
+      throw new InstanceError(`cannot inspect sandbox ${instance}: ${(error as Error).message}`, { cause: error });
+    }
+    const source = (destination: string) => info.Mounts.find((mount) => mount.Destination === destination)?.Source;
+    const runFolder = source(RUN_MOUNT);
+    if (!runFolder || !source(HOST_MOUNT)) {
+      throw new InstanceError(`sandbox ${instance} was made by an earlier version of Berth, with other folders: delete it and create it again`);
+    }
+    return join(runFolder, AGENT_SOCKET);
   }
 
   /** The instance's agent socket, pinned when it last started; undefined since it stopped. */
