@@ -146,9 +146,13 @@ export class ContainerDriver implements SandboxDriver {
       };
       await this.createContainer(spec, containerCreateOptions(spec, layout));
     } catch (error) {
-      await this.files.remove(spec.instance).catch((cleanup: unknown) =>
-        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
-      );
+      // Not made: what was prepared for it goes, unless it is an instance of that name that exists.
+      const existing = await this.inspect(spec.instance).catch(() => undefined);
+      if (existing?.state === 'missing') {
+        await this.files.remove(spec.instance).catch((cleanup: unknown) =>
+          this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
+        );
+      }
       throw error;
     }
     try {
@@ -447,7 +451,10 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   private createError(spec: InstanceSpec, error: unknown): InstanceError {
-    if (statusOf(error) === 409) return new InstanceError(`sandbox instance ${spec.instance} already exists`, { cause: error });
+    // Docker answers 409; Podman 4.3 a 500 saying the name "is already in use".
+    if (statusOf(error) === 409 || /name .* is already in use/.test(engineMessage(error))) {
+      return new InstanceError(`sandbox instance ${spec.instance} already exists`, { cause: error });
+    }
     if (statusOf(error) === 404) {
       return new InstanceError(`cannot create sandbox ${spec.instance}: image ${spec.image.reference} is not pulled`, { cause: error });
     }

@@ -169,6 +169,12 @@ describe('container driver: what the host keeps of a sandbox', () => {
     await expect(docker.getVolume(`${spec.instance}-run`).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
+  it('a create under a name that exists fails and leaves that sandbox as it was', async () => {
+    const spec = await create();
+    await expect(driver.create(spec)).rejects.toThrow(`sandbox instance ${spec.instance} already exists`);
+    expect((await runIn(driver, spec.instance, 'echo fine')).stdout).toBe('fine\n');
+  });
+
   it('a running sandbox whose agent socket was never pinned (the manager stopped in between) is restarted, then pinned', async () => {
     const spec = await create();
     await runIn(driver, spec.instance, 'echo kept > /kept; sleep 300 </dev/null >/dev/null 2>&1 &');
