@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from '@berth/log';
 import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath } from '../../agent/agent-client.js';
+import type { SocketIdentity } from '../../agent/socket-file.js';
 import {
   ImagePullError,
   InstanceError,
@@ -23,9 +24,18 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE, PROXY_SOCKET } from './container-spec.js';
+import {
+  AGENT_OOM_SCORE_ADJ,
+  canLowerOomScore,
+  containerCreateOptions,
+  isRootUser,
+  LABELS,
+  PLATFORM_MOUNTS,
+  PROXY_CA_FILE,
+  PROXY_SOCKET,
+} from './container-spec.js';
 import { pullImage, registryOf, withTag } from './image-pull.js';
-import { InstanceFiles, type AgentSocket, type RunFolderKind } from './instance-files.js';
+import { InstanceFiles, type RunFolderKind } from './instance-files.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
 export interface AuthProxyHandle {
@@ -131,6 +141,12 @@ export class ContainerDriver implements SandboxDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     checkName(spec.instance);
+    for (const { mountPath } of spec.volumes) {
+      // A volume over the agent, its run folder or the host's folder would stand in for them.
+      if (mountPath === PLATFORM_MOUNTS || mountPath.startsWith(`${PLATFORM_MOUNTS}/`)) {
+        throw new InstanceError(`cannot create sandbox ${spec.instance}: a volume cannot be mounted at ${mountPath} (${PLATFORM_MOUNTS} is the platform's)`);
+      }
+    }
     const rootUser = isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? '');
     const runFolders = this.options.runFolders ?? ((await this.engineInfo()).rootless ? 'bind' : 'volume');
     try {
@@ -317,7 +333,7 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   /** A client that dials only `socket` (or, without an identity, any socket at its path but a symlink). */
-  private agent(instance: string, socket: { path: string; identity?: AgentSocket['identity'] }): AgentClient {
+  private agent(instance: string, socket: { path: string; identity?: SocketIdentity }): AgentClient {
     return new AgentClient(socket.path, { name: `the agent of sandbox ${instance}`, ...(socket.identity ? { pin: socket.identity } : {}) });
   }
 
@@ -334,7 +350,7 @@ export class ContainerDriver implements SandboxDriver {
       let why = state.state === 'failed' ? state.reason : 'it is stopped';
       if (state.state === 'running') {
         if (error instanceof AgentSocketReplacedError) why = SOCKET_REPLACED;
-        else if (!socket) why = 'it was not started by this platform (stop and start it)';
+        else if (!socket) why = 'no socket of its agent was recorded when it started (stop and start it)';
         else why = 'its agent does not answer';
       }
       throw new InstanceError(`sandbox ${instance} cannot run commands: ${why}`, { cause: error });
@@ -384,10 +400,11 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   /**
-   * Until the agent answers (only on the pinned socket when `socket` has an identity); resolves with the socket that answered. Fails
-   * early when the container dies (wrong architecture, no agent) or the pinned socket is replaced.
+   * Until the agent answers (only on the pinned socket when `socket` has an identity); resolves with
+   * the socket that answered. Fails early when the container dies (wrong architecture, no agent) or
+   * the pinned socket is replaced.
    */
-  private async waitReady(instance: string, socket: { path: string; identity?: AgentSocket['identity'] }): Promise<AgentSocket['identity']> {
+  private async waitReady(instance: string, socket: { path: string; identity?: SocketIdentity }): Promise<SocketIdentity> {
     const agent = this.agent(instance, socket);
     const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
     let lastError: unknown;

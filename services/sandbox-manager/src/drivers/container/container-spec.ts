@@ -9,7 +9,8 @@ import type { ContainerCreateOptions } from 'dockerode';
 import { proxyEnvironment } from '../../proxy/proxy-ca.js';
 import type { InstanceSpec } from '../driver.js';
 
-/** Where the agent binary and the instance's folders appear inside every sandbox. */
+/** Where the agent binary and the instance's folders appear inside every sandbox: all below PLATFORM_MOUNTS. */
+export const PLATFORM_MOUNTS = '/.berth';
 export const AGENT_PATH = '/.berth/bin/sandboxd';
 /** The run folder: the sandbox's to change (the agent makes its socket and CA bundle here). */
 export const RUN_MOUNT = '/.berth/run';
@@ -98,6 +99,7 @@ export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayo
   return {
     name: spec.instance,
     Image: spec.image.reference,
+    // Its own name: no secret and no authority (the host knows its agent by its socket, not a name).
     Hostname: spec.instance,
     Entrypoint: [
       AGENT_PATH,

@@ -169,6 +169,14 @@ describe('container driver: what the host keeps of a sandbox', () => {
     await expect(docker.getVolume(`${spec.instance}-run`).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
+  it("a volume cannot stand in for the platform's mounts", async () => {
+    for (const mountPath of ['/.berth/host', '/.berth/run', '/.berth', '/.berth/bin/sandboxd']) {
+      const spec = contractSpec(image, { volumes: [{ volume: 'berth-vol-shadow', mountPath }] });
+      await expect(driver.create(spec)).rejects.toThrow(`a volume cannot be mounted at ${mountPath} (/.berth is the platform's)`);
+    }
+    await expect(docker.getVolume('berth-vol-shadow').inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
   it('a create under a name that exists fails and leaves that sandbox as it was', async () => {
     const spec = await create();
     await expect(driver.create(spec)).rejects.toThrow(`sandbox instance ${spec.instance} already exists`);
