@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
 import type { Logger } from '@berth/log';
-import type { SandboxSettings } from '@berth/sandbox-manager';
+import { LONGEST_SOCKET_SUFFIX, type SandboxSettings } from '@berth/sandbox-manager';
 
 /** The image of sandboxes created without a template or snapshot; built from busybox on first start. */
 export const DEFAULT_SANDBOX_IMAGE = 'localhost/berth/busybox:1';
@@ -39,8 +39,6 @@ export interface SandboxEngine {
 
 /** Sandbox btrfs storage (a sparse file: only what is written takes disk space). */
 const BTRFS_SIZE_BYTES = 32 * 1024 ** 3;
-/** `/berth-sbx-<16>/agent.sock` under the run folder (instance names are 26 characters). */
-const LONGEST_SOCKET_SUFFIX = `/berth-sbx-${'x'.repeat(16)}/agent.sock`;
 /** Unix socket paths hold at most 107 bytes. */
 const MAX_SOCKET_PATH = 107;
 const HOW_TO_ENABLE =

@@ -29,6 +29,7 @@ export { envCidrList, envList, loadSandboxManagerConfig } from './env.js';
 export * from './drivers/driver.js';
 export type { ContainerDriverConfig, DriverConfig, KubernetesDriverConfig } from './drivers/build-driver.js';
 export { UnavailableDriver } from './drivers/unavailable.js';
+export { LONGEST_SOCKET_SUFFIX } from './drivers/container/instance-files.js';
 export { Reaper } from './sandboxes/reaper.js';
 export { Pools } from './pools/pools.js';
 export { Sandboxes } from './sandboxes/sandboxes.js';

@@ -168,16 +168,25 @@ export class InstanceNotFoundError extends Error {
   }
 }
 
-/** A file operation failed inside the instance. */
+/** Largest file one write takes or one read returns (a read holds the whole file in memory). */
+export const MAX_FILE_BYTES = 512 * 1024 * 1024;
+
+/** A file operation failed inside the instance (`too_large`: a read passed its `maxBytes`). */
 export class SandboxFileError extends Error {
   override readonly name = 'SandboxFileError';
   constructor(
-    readonly kind: 'not_found' | 'is_directory' | 'permission_denied' | 'no_space' | 'other',
+    readonly kind: 'not_found' | 'is_directory' | 'permission_denied' | 'no_space' | 'too_large' | 'other',
     message: string,
     options?: { cause?: unknown },
   ) {
     super(message, options);
   }
+}
+
+/** A read that passed its `maxBytes` (the caller holds what it reads, so it stops there). */
+export function fileTooLarge(path: string, maxBytes: number): SandboxFileError {
+  const limit = maxBytes % (1024 * 1024) === 0 ? `${maxBytes / 1024 / 1024} MiB` : `${maxBytes} bytes`;
+  return new SandboxFileError('too_large', `${path}: larger than ${limit}, the most one read returns`);
 }
 
 export interface SandboxDriver {
@@ -213,6 +222,7 @@ export interface SandboxDriver {
   exec(instance: string, spec: ExecSpec): Promise<SandboxProcess>;
   /** Writes a file (parents created), replacing any file there. */
   writeFile(instance: string, path: string, data: Buffer): Promise<void>;
-  readFile(instance: string, path: string): Promise<Buffer>;
+  /** Reads a whole file: SandboxFileError `too_large` once it passes `maxBytes` (@default MAX_FILE_BYTES). */
+  readFile(instance: string, path: string, options?: { maxBytes?: number }): Promise<Buffer>;
   close(): Promise<void>;
 }

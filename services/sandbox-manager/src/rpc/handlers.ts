@@ -8,7 +8,7 @@ import type { ServiceImplementation } from '@berth/rpc';
 import type { Registries } from '../catalog/registries.js';
 import type { TemplateRef, Templates } from '../catalog/templates.js';
 import type { Volumes } from '../catalog/volumes.js';
-import { SandboxFileError, type SandboxDriver } from '../drivers/driver.js';
+import { MAX_FILE_BYTES, SandboxFileError, type SandboxDriver } from '../drivers/driver.js';
 import type { CommandSessions } from '../exec/sessions.js';
 import type { Pools } from '../pools/pools.js';
 import type { CreateSandboxInput, Sandboxes } from '../sandboxes/sandboxes.js';
@@ -25,8 +25,6 @@ export interface HandlerDeps {
   driver: SandboxDriver;
 }
 
-/** Largest file a write takes in one call. */
-export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 const READ_CHUNK = 1024 * 1024;
 
 function templateRef(ref: WireTemplateRef | undefined): TemplateRef {

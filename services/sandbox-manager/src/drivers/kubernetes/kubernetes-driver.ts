@@ -40,9 +40,11 @@ import {
   type Named,
 } from '@berth/kube';
 import {
+  fileTooLarge,
   ImagePullError,
   InstanceError,
   InstanceNotFoundError,
+  MAX_FILE_BYTES,
   type ExecSpec,
   type ImageInfo,
   type ImageSource,
@@ -336,12 +338,19 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   async writeFile(instance: string, path: string, data: Buffer): Promise<void> {
-    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], data));
+    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], { stdin: data }));
     if (result.exitCode !== 0) throw fileError('write', path, result.exitCode, result.stderr);
   }
 
-  async readFile(instance: string, path: string): Promise<Buffer> {
-    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', READ_SCRIPT, 'berth-read', path]));
+  async readFile(instance: string, path: string, options: { maxBytes?: number } = {}): Promise<Buffer> {
+    const maxBytes = options.maxBytes ?? MAX_FILE_BYTES;
+    const result = await this.#inInstance(instance, () =>
+      // The file's bytes and whatever the sandbox's `cat` says on stderr, which is at most a line.
+      runToEnd(this.#target(instance), ['/bin/sh', '-c', READ_SCRIPT, 'berth-read', path], { maxOutputBytes: maxBytes + 64 * 1024 }),
+    );
+    if (result.overflowed || result.stdout.length > maxBytes) {
+      throw fileTooLarge(path, maxBytes);
+    }
     if (result.exitCode !== 0) throw fileError('read', path, result.exitCode, result.stderr);
     return result.stdout;
   }

@@ -222,7 +222,9 @@ export function buildPod(spec: InstanceSpec, options: ManifestOptions, image: Im
         {
           name: SANDBOX_CONTAINER,
           image: spec.image.reference,
-          imagePullPolicy: 'IfNotPresent',
+          // The registry decides at every start, not the node's cache: an image a node pulled with
+          // one tenant's credentials is not run for another tenant's pod without them.
+          imagePullPolicy: 'Always',
           command: IDLE_COMMAND,
           env: sandboxEnv(spec),
           securityContext: CONTAINER_SECURITY,
