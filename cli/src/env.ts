@@ -74,10 +74,13 @@ export type CliEnv = z.output<typeof schema> & {
   loginFile: string;
   /** What deployment builds and local agent servers inherit: PATH, HOME and npm settings. */
   processEnv: Record<string, string>;
+  /** The sandbox-manager's limits and quotas (SANDBOX_DEFAULT_*, SANDBOX_MAX_*, …), parsed where the platform starts. */
+  sandboxLimitsEnv: Record<string, string>;
 };
 
 /** Variables passed on to builds and agent servers; everything else stays with the CLI. */
 const INHERITED = /^(PATH|HOME|TMPDIR|LANG|npm_config_[a-z_]+|NPM_CONFIG_[A-Z_]+|NODE_EXTRA_CA_CERTS|HTTPS?_PROXY|NO_PROXY)$/;
+const SANDBOX_LIMITS = /^SANDBOX_(DEFAULT_|MAX_|TENANT_MAX_|PIDS_LIMIT$)/;
 
 /** @param checkoutDir the Berth checkout the CLI runs from: two folders up from cli/src/env.ts and cli/dist/env.js alike (tests give another). */
 export function loadCliEnv(
@@ -90,7 +93,8 @@ export function loadCliEnv(
   const configHome =
     parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
   const configDir = join(configHome, 'berth');
-  const processEnv = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => INHERITED.test(e[0]) && e[1] !== undefined));
+  const matching = (pattern: RegExp) => Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => pattern.test(e[0]) && e[1] !== undefined));
+  const processEnv = matching(INHERITED);
   const stateDir = resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth');
   const checkoutStateDir = join(checkoutDir, '.berth');
   return {
@@ -100,6 +104,7 @@ export function loadCliEnv(
     configDir,
     loginFile: join(configDir, 'credentials.json'),
     processEnv,
+    sandboxLimitsEnv: matching(SANDBOX_LIMITS),
   };
 }
 

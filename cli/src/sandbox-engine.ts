@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
 import type { Logger } from '@berth/log';
-import type { SandboxSettings } from '@berth/sandbox-manager';
+import type { SandboxLimits, SandboxQuota, SandboxSettings } from '@berth/sandbox-manager';
 
 /** The image of sandboxes created without a template or snapshot; built from busybox on first start. */
 export const DEFAULT_SANDBOX_IMAGE = 'localhost/berth/busybox:1';
@@ -31,6 +31,9 @@ export interface PlatformSandboxConfig {
   privateEgress?: string[];
   /** Registries pulled over plain HTTP (SANDBOX_INSECURE_REGISTRIES). */
   insecureRegistries?: string[];
+  /** Limits of one sandbox and quotas of one tenant (the sandbox-manager's SANDBOX_* settings); unset: its defaults. */
+  limits?: Partial<SandboxLimits>;
+  quota?: Partial<SandboxQuota>;
 }
 
 export interface SandboxEngine {
@@ -51,7 +54,13 @@ const HOW_TO_ENABLE =
   'to run sandboxes, start Berth as root on a machine with Podman and runc (`make up` as root installs them with apt-get on Debian/Ubuntu)';
 
 export async function startSandboxEngine(config: PlatformSandboxConfig | undefined, stateDir: string, logger: Logger): Promise<SandboxEngine> {
-  const shared = { privateEgress: config?.privateEgress ?? [], insecureRegistries: config?.insecureRegistries ?? [], stopSandboxesOnClose: true };
+  const shared = {
+    privateEgress: config?.privateEgress ?? [],
+    insecureRegistries: config?.insecureRegistries ?? [],
+    ...(config?.limits ? { limits: config.limits } : {}),
+    ...(config?.quota ? { quota: config.quota } : {}),
+    stopSandboxesOnClose: true,
+  };
   const off = (why: string): SandboxEngine => {
     const reason = `sandboxes are off: ${why}`;
     logger.warn({ reason }, 'sandboxes are off');

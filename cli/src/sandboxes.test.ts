@@ -28,6 +28,8 @@ describe('with a container engine', () => {
       sandboxes: {
         engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image },
         insecureRegistries: [engine.registry],
+        limits: { defaultMemoryBytes: 128 * 1024 ** 2, defaultCpuMillis: 500 },
+        quota: { sandboxes: 5 },
       },
     });
   }, 120_000);
@@ -67,9 +69,9 @@ describe('with a container engine', () => {
     }
   }, 90_000);
 
-  it('creates a sandbox of the default image when given no template', async () => {
+  it('creates a sandbox of the default image when given no template, with the operator’s default limits', async () => {
     const box = await call(test, '/boxes', { json: { name: 'plain' } });
-    expect(box.body).toMatchObject({ status: 'ready' });
+    expect(box.body).toMatchObject({ status: 'ready', mem_bytes: 128 * 1024 ** 2, vcpus: 0.5 });
     expect((await call(test, '/boxes/plain', { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 });

@@ -5,7 +5,7 @@
  */
 import { parseEnv } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
-import { envCidrList, envList } from '@berth/sandbox-manager';
+import { envCidrList, envList, sandboxLimitsFromEnv } from '@berth/sandbox-manager';
 import { z } from 'zod';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
@@ -80,6 +80,7 @@ function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
     engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private',
     privateEgress: lists.BERTH_SANDBOX_PRIVATE_EGRESS,
     insecureRegistries: lists.SANDBOX_INSECURE_REGISTRIES,
+    ...sandboxLimitsFromEnv(env.sandboxLimitsEnv),
   };
 }
 

@@ -168,6 +168,14 @@ export class InstanceNotFoundError extends Error {
   }
 }
 
+/** A command could not be started (no such working directory, no such program): the caller's to fix. */
+export class CommandStartError extends Error {
+  override readonly name = 'CommandStartError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** A file operation failed inside the instance. */
 export class SandboxFileError extends Error {
   override readonly name = 'SandboxFileError';
@@ -203,8 +211,11 @@ export interface SandboxDriver {
   /** Removes a named volume (no instance may use it). */
   removeVolume(volume: string): Promise<void>;
   inspect(instance: string): Promise<InstanceState>;
-  /** Names of every instance this platform made (to find orphans). */
-  list(): Promise<string[]>;
+  /**
+   * Names of the instances this driver made that carry all of `labels` (of InstanceSpec.labels), to
+   * find orphans.
+   */
+  list(labels?: Record<string, string>): Promise<string[]>;
   /**
    * Takes a warm-pool member for a sandbox: true when this caller got it and it is running and
    * answering; false when another claim won or it is not healthy (the caller tries another).
