@@ -11,6 +11,7 @@ import { UnavailableError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
 import { UnavailableDriver } from '../drivers/unavailable.js';
+import { Periodic } from '../periodic.js';
 
 /** The engine is down: a 503 with Retry-After. */
 export class EngineUnavailableError extends UnavailableError {
@@ -33,10 +34,11 @@ export interface EngineMonitorOptions {
 export class EngineMonitor {
   #up: boolean | undefined;
   #checking: Promise<boolean> | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #periodic: Periodic;
 
-  constructor(private readonly options: EngineMonitorOptions) {}
+  constructor(private readonly options: EngineMonitorOptions) {
+    this.#periodic = new Periodic(() => this.check(), { intervalMs: options.intervalMs ?? 2000, logger: options.logger, what: 'sandbox engine check' });
+  }
 
   /** Sandboxes are off on this platform (no driver configured): nothing to monitor. */
   get disabled(): boolean {
@@ -64,18 +66,11 @@ export class EngineMonitor {
   }
 
   start(): void {
-    const tick = () => {
-      if (this.#stopped) return;
-      this.#timer = setTimeout(() => void this.check().finally(tick), this.options.intervalMs ?? 2000);
-      this.#timer.unref();
-    };
-    tick();
+    this.#periodic.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    await this.#periodic.stop();
     await this.#checking;
   }
 

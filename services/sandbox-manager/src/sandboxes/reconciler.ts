@@ -13,6 +13,7 @@
 import type { Kysely } from '@berth/db';
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
+import { Periodic } from '../periodic.js';
 import type { SandboxTables } from '../tables.js';
 import { INSTANCE_LABELS } from './instance-spec.js';
 
@@ -32,31 +33,24 @@ export interface ReconcilerOptions {
 export class Reconciler {
   /** Instances seen without any record, and when first (ms). */
   readonly #suspects = new Map<string, number>();
-  #pass: Promise<void> = Promise.resolve();
-  #timer: NodeJS.Timeout | undefined;
+  readonly #periodic: Periodic;
 
-  constructor(private readonly options: ReconcilerOptions) {}
+  constructor(private readonly options: ReconcilerOptions) {
+    this.#periodic = new Periodic(() => this.reconcile(), { intervalMs: options.intervalMs ?? 30_000, logger: options.logger, what: 'sandbox reconciler pass' });
+  }
 
   /** A pass every interval (the manager runs one itself whenever the engine is found up: at start, after an outage). */
   start(): void {
-    const tick = () => {
-      void this.pass();
-      this.#timer = setTimeout(tick, this.options.intervalMs ?? 30_000);
-      this.#timer.unref();
-    };
-    this.#timer = setTimeout(tick, this.options.intervalMs ?? 30_000);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.#timer);
-    await this.#pass;
+    await this.#periodic.stop();
   }
 
   /** One pass (passes never overlap); an engine that does not answer ends it quietly. */
   pass(): Promise<void> {
-    this.#pass = this.#pass.then(() => this.reconcile()).catch((error: unknown) => this.options.logger.error({ err: error }, 'sandbox reconciler pass failed'));
-    return this.#pass;
+    return this.#periodic.run();
   }
 
   private async reconcile(): Promise<void> {
