@@ -103,7 +103,7 @@ export class Sandboxes {
     if (issues.length) throw new RequestValidationError(issues);
     const template = await this.resolveTemplate(tenantId, input.source);
     if (template.status === 'failed') {
-      throw new RequestValidationError([{ loc: ['body', 'source' in input ? 'snapshot_id' : 'template_name'], msg: `its image cannot be used: ${template.status_message}`, type: 'value_error' }]);
+      throw new RequestValidationError([{ loc: sourceLoc(input.source), msg: `its image cannot be used: ${template.status_message}`, type: 'value_error' }]);
     }
     const resources = this.resourcesOf(template, input);
     const proxy = input.proxyConfig ? storeProxyConfig(input.proxyConfig, this.deps.box, ['body', 'proxy_config']) : null;
