@@ -118,9 +118,9 @@ export async function start(
     // Sandboxes off by configuration leave SandboxService unknown to health checks: nothing is failing.
     onChange: (up) => (engine.disabled ? undefined : health?.setStatus(SandboxService.typeName, up ? 'SERVING' : 'NOT_SERVING')),
     // At start and after an outage: what waited for the engine, then what was deleted meanwhile.
-    onUp: async () => {
+    onUp: async (first) => {
       await templates.resumePulls();
-      await sandboxes.resume();
+      await sandboxes.resume({ reattach: first });
       await pools.resume();
       await reconciler.pass();
     },

@@ -25,14 +25,16 @@ export interface EngineMonitorOptions {
   logger: Logger;
   /** Every change of whether the engine answers (and the first check's answer). */
   onChange: (up: boolean) => void;
-  /** After the first check that finds it up, and after each that finds it back. */
-  onUp: () => Promise<void>;
+  /** After the first check that finds it up (`first`), and after each that finds it back. */
+  onUp: (first: boolean) => Promise<void>;
   /** @default 2000 */
   intervalMs?: number;
 }
 
 export class EngineMonitor {
   #up: boolean | undefined;
+  /** onUp ran once: later ones are recoveries. */
+  #resumed = false;
   #checking: Promise<boolean> | undefined;
   readonly #periodic: Periodic;
 
@@ -88,7 +90,8 @@ export class EngineMonitor {
     }
     if (was === false) logger.info('the sandbox engine answers again');
     try {
-      await this.options.onUp();
+      await this.options.onUp(!this.#resumed);
+      this.#resumed = true;
     } catch (error) {
       // Tried again at the next check.
       this.#up = undefined;

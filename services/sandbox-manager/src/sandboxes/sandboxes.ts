@@ -272,17 +272,19 @@ export class Sandboxes {
   }
 
   /**
-   * After a restart: sandboxes left provisioning are finished (ready if their instance runs), and
-   * ready ones whose instance still runs get back what the driver keeps outside it (the container
-   * driver's auth proxy). Ready ones whose instance is gone are the reaper's to mark failed.
+   * After a restart (and after an engine outage): sandboxes left provisioning are finished (ready if
+   * their instance runs). After a restart only (`reattach`), ready ones whose instance still runs
+   * get back what the driver keeps outside it (the container driver's auth proxy, which an engine
+   * outage leaves alone). Ready ones whose instance is gone are the reaper's to mark failed.
    */
-  async resume(): Promise<void> {
+  async resume({ reattach = true }: { reattach?: boolean } = {}): Promise<void> {
     for (const row of await this.store.inStatus(['provisioning'])) {
       if (this.#work.has(row.id)) continue;
       const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
       if (state.state === 'running') await this.store.move(row.id, 'ready').catch(() => undefined);
       else this.track(row.id, this.provision(row, state.state === 'stopped' ? 'start' : 'create'));
     }
+    if (!reattach) return;
     for (const row of await this.store.inStatus(['ready'])) {
       if (this.#work.has(row.id)) continue;
       const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
