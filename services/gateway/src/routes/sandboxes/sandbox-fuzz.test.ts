@@ -164,8 +164,12 @@ describe('fuzzed requests', () => {
       requests(routes.filter((r) => fileRoutes.test(key(r))), credentials, { ...mostly, json: jsonBodies(keys, values), query: filePath }),
     );
     expectHandled(await fuzz(platform.gateway.url, arbitrary, { seed: 2401, numRuns: 1500 }));
-    // Then the data plane of a sandbox that exists, each call authenticated and well framed.
-    const at = (what: string) => `/api/v2/sandboxes/dataplane/${box.id as string}/${what}`;
+    // Then the data plane of a sandbox that exists (a new one: the fuzzer may have deleted any), each
+    // call authenticated and well framed.
+    await platform.cleanup();
+    const live = (await platform.call('/boxes', { json: { name: 'data-plane', snapshot_id: snapshotId, timeout: 60 } })).body;
+    expect(live.status).toBe('ready');
+    const at = (what: string) => `/api/v2/sandboxes/dataplane/${live.id as string}/${what}`;
     const headers = (contentType: string) => ({ 'x-api-key': platform.keyA, 'content-type': contentType });
     const paths = fc.constantFrom('/tmp/f', 'rel/f', '/', '/etc/hostname', '/proc/self/mem', '/tmp/a%00b', '/no/such/dir/f', '/.berth/run/x', '..%2F..%2Fetc');
     const call = fc.oneof(
@@ -185,12 +189,15 @@ describe('fuzzed requests', () => {
       paths.map((path) => ({ method: 'GET', path: `${at('download')}?path=${path}`, headers: headers('application/json'), body: undefined })),
     );
     const statuses = await fuzz(platform.gateway.url, call, { seed: 2403, numRuns: 300 });
-    // Not all bounce off: commands ran and files moved (the seed makes this exact).
+    // Not all bounce off: commands ran and files moved.
     expect((statuses.get(200) ?? 0) + (statuses.get(204) ?? 0)).toBeGreaterThan(40);
     expect((await fetch(`${platform.gateway.url}/readyz`)).status).toBe(200);
   }, 240_000);
 
   it('never make the WebSocket exec answer 5xx or fail internally, whatever the id and frames', async () => {
+    await platform.cleanup();
+    const live = (await platform.call('/boxes', { json: { name: 'ws', snapshot_id: snapshotId, timeout: 60 } })).body;
+    expect(live.status).toBe('ready');
     const frame = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
       fc.record(
@@ -206,7 +213,7 @@ describe('fuzzed requests', () => {
       ),
     );
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.constant(box.id as string), fc.uuid(), nasty), fc.array(frame, { minLength: 1, maxLength: 3 }), async (id, frames) => {
+      fc.asyncProperty(fc.oneof(fc.constant(live.id as string), fc.uuid(), nasty), fc.array(frame, { minLength: 1, maxLength: 3 }), async (id, frames) => {
         const answer = await upgrade(`/dataplane/${id}/execute/ws`, frames);
         expect(answer.status === 101 || (answer.status >= 400 && answer.status < 500)).toBe(true);
         expect(answer.frames.filter((f) => f.type === 'error' && /internal/i.test(String(f.error)))).toEqual([]);
