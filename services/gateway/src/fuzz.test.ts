@@ -6,12 +6,30 @@
  * a 5xx, and both servers must still be healthy afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { countStatuses, createTestDatabase, fuzzRoutes, routesOf, type FuzzAnswer, type FuzzRequest, type FuzzRoute, type TestDatabase } from '@berth/testing';
+import fc from 'fast-check';
 import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
+import {
+  createTestDatabase,
+  fuzzRequests,
+  handledStatuses,
+  jsonBodies,
+  nastyText,
+  requests,
+  routesOf,
+  type FuzzAnswer,
+  type FuzzRequest,
+  type FuzzRoute,
+  type TestDatabase,
+} from '@berth/testing';
 
 let testDb: TestDatabase;
 let stack: AgentStack;
 let threadId: string;
+
+const jsonKeys = fc.constantFrom(
+  'assistant_id', 'graph_id', 'input', 'metadata', 'values', 'limit', 'offset', 'name', 'thread_id', 'config', 'context', 'before',
+  'checkpoint', 'checkpoint_id', 'as_node', 'expires_in', 'source', 'status', 'ids', 'command', 'stream_mode', 'version', 'if_exists', 'role',
+);
 
 /**
  * This stack runs no sandbox-manager: the sandbox routes' answer past validation is a 503 saying
@@ -22,17 +40,11 @@ function sandboxesOff(r: FuzzRequest, res: FuzzAnswer): boolean {
   return res.status === 503 && r.path.startsWith('/api/v2/sandboxes/') && (r.method === 'HEAD' || /SANDBOX_MANAGER_GRPC_ADDRESS/.test(res.text));
 }
 
-/** Fuzzes one server of the stack; the path parameters include the thread that exists and the graph names. */
+/** Runs the property on the agent stack's requests; returns how many answers had each status. */
 function fuzz(baseUrl: string, routes: FuzzRoute[], credentials: () => Record<string, string>, seed: number, numRuns: number): Promise<Map<number, number>> {
-  return fuzzRoutes({ baseUrl, routes, credentials, params: [threadId, 'echo', 'agent'], seed, numRuns, expected5xx: sandboxesOff });
-}
-
-/** The fuzzer is no use if everything bounces off authentication or routing: some requests must get through. */
-function expectHandled(statuses: Map<number, number>): void {
-  expect({ succeeded: countStatuses(statuses, (s) => s < 300) > 0, invalid: countStatuses(statuses, (s) => s === 422) > 0 }).toEqual({
-    succeeded: true,
-    invalid: true,
-  });
+  const params = fc.oneof(fc.constant(threadId), fc.uuid(), fc.constantFrom('echo', 'agent'), nastyText);
+  const json = jsonBodies(jsonKeys, fc.constantFrom('echo', 'agent', '\u0000', '\ud800', -1, 1e308));
+  return fuzzRequests(baseUrl, requests(routes, credentials, { params, json }), { seed, numRuns, allowed: sandboxesOff });
 }
 
 beforeAll(async () => {
@@ -50,14 +62,14 @@ describe('fuzzed requests', () => {
     // Login flows and the approval page call the control plane's AuthFlowService, which the fake
     // does not serve, and /readyz is a 503 for as long as the fake has no health service.
     const routes = await routesOf(stack.gateway.url, /^\/(v2\/auth|login|readyz)\b/);
-    expectHandled(await fuzz(stack.gateway.url, routes, () => ({ 'x-api-key': stack.key }), 9001, 1000));
+    expect(handledStatuses(await fuzz(stack.gateway.url, routes, () => ({ 'x-api-key': stack.key }), 9001, 1000))).toEqual({ succeeded: true, invalid: true });
     expect((await fetch(`${stack.gateway.url}/healthz`)).status).toBe(200);
   }, 60_000);
 
   it('never make an agent server answer 5xx, called directly or through the deployment URL', async () => {
     const routes = await routesOf(stack.agent.url);
-    expectHandled(await fuzz(stack.agent.url, routes, () => ({}), 9002, 1200));
-    expectHandled(await fuzz(stack.deploymentUrl, routes, () => ({ 'x-api-key': stack.key }), 9003, 800));
+    expect(handledStatuses(await fuzz(stack.agent.url, routes, () => ({}), 9002, 1200))).toEqual({ succeeded: true, invalid: true });
+    expect(handledStatuses(await fuzz(stack.deploymentUrl, routes, () => ({ 'x-api-key': stack.key }), 9003, 800))).toEqual({ succeeded: true, invalid: true });
     expect((await fetch(`${stack.agent.url}/ok?check_db=1`)).status).toBe(200);
     expect((await fetch(`${stack.deploymentUrl}/ok`, { headers: { 'x-api-key': stack.key } })).status).toBe(200);
   }, 60_000);

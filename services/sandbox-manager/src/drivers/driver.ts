@@ -171,6 +171,14 @@ export class InstanceNotFoundError extends Error {
 /** Largest file one write takes or one read returns (a read holds the whole file in memory). */
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 
+/** A command could not be started (no such working directory, no such program): the caller's to fix. */
+export class CommandStartError extends Error {
+  override readonly name = 'CommandStartError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** A file operation failed inside the instance (`too_large`: a read passed its `maxBytes`). */
 export class SandboxFileError extends Error {
   override readonly name = 'SandboxFileError';
@@ -212,8 +220,11 @@ export interface SandboxDriver {
   /** Removes a named volume (no instance may use it). */
   removeVolume(volume: string): Promise<void>;
   inspect(instance: string): Promise<InstanceState>;
-  /** Names of every instance this platform made (to find orphans). */
-  list(): Promise<string[]>;
+  /**
+   * Names of the instances this driver made that carry all of `labels` (of InstanceSpec.labels), to
+   * find orphans.
+   */
+  list(labels?: Record<string, string>): Promise<string[]>;
   /**
    * Takes a warm-pool member for a sandbox: true when this caller got it and it is running and
    * answering; false when another claim won or it is not healthy (the caller tries another).

@@ -9,9 +9,10 @@ import { access, chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from '@berth/log';
-import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath } from '../../agent/agent-client.js';
+import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath, SpawnError } from '../../agent/agent-client.js';
 import type { SocketIdentity } from '../../agent/socket-file.js';
 import {
+  CommandStartError,
   ImagePullError,
   InstanceError,
   InstanceNotFoundError,
@@ -83,6 +84,8 @@ export interface ContainerDriverOptions {
 }
 
 const INSTANCE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A hung engine (stopped, swapping) counts as down after this long. */
+const ENGINE_PING_TIMEOUT_MS = 3000;
 
 const SOCKET_REPLACED = "its agent's socket was replaced from inside the sandbox (stop and start it to get its agent back)";
 
@@ -111,6 +114,10 @@ export class ContainerDriver implements SandboxDriver {
       return `the sandbox agent ${agentBinary} is not built (it needs gcc): run \`apt-get install gcc libc6-dev\` as root, then \`make build\``;
     }
     try {
+      // Asked every time (a cheap /_ping): the engine may have gone since the last call.
+      // dockerode's ping takes options (an abort signal) that its types leave out.
+      const ping = this.docker.ping.bind(this.docker) as unknown as (options: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await ping({ abortSignal: AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS) });
       await this.engineInfo();
       return undefined;
     } catch (error) {
@@ -191,7 +198,7 @@ export class ContainerDriver implements SandboxDriver {
         if ((this.options.storageQuota ?? 'enforce') === 'enforce') {
           throw new InstanceError(
             `cannot limit the storage of sandbox ${spec.instance}: the container engine cannot enforce storage quotas ` +
-              `(${engineMessage(error)}); put its storage on btrfs or XFS with project quotas, or remove the template's storage limit`,
+              `(${engineMessage(error)}); put its storage on btrfs or XFS with project quotas, or let the operator run sandboxes without storage limits (SANDBOX_STORAGE_QUOTA=ignore)`,
             { cause: error },
           );
         }
@@ -275,8 +282,9 @@ export class ContainerDriver implements SandboxDriver {
     return { state: 'failed', reason: `exited with code ${state.ExitCode}${detail}` };
   }
 
-  async list(): Promise<string[]> {
-    const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.instance] } });
+  async list(labels: Record<string, string> = {}): Promise<string[]> {
+    const filter = [LABELS.instance, ...Object.entries(labels).map(([key, value]) => `${key}=${value}`)];
+    const containers = await this.docker.listContainers({ all: true, filters: { label: filter } });
     return containers.map((container) => container.Labels[LABELS.instance]!).sort();
   }
 
@@ -306,7 +314,7 @@ export class ContainerDriver implements SandboxDriver {
     checkName(instance);
     return this.viaAgent(instance, (agent) =>
       agent.spawn({ argv: [spec.shell, '-c', spec.command], fallbackArgv0: '/bin/sh', env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }),
-    );
+    ).catch((error: unknown) => Promise.reject(error instanceof SpawnError ? new CommandStartError(error.message, { cause: error }) : error));
   }
 
   async writeFile(instance: string, path: string, data: Buffer): Promise<void> {

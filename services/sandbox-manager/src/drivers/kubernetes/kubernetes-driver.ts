@@ -291,11 +291,12 @@ export class KubernetesDriver implements SandboxDriver {
     return (await findObject(kinds.configMap, instance)) ? { state: 'stopped' } : { state: 'missing' };
   }
 
-  async list(): Promise<string[]> {
+  async list(labels: Record<string, string> = {}): Promise<string[]> {
     const kinds = this.#kinds();
     const names = new Set<string>();
+    const selector = [INSTANCE_SELECTOR, ...Object.entries(labels).map(([key, value]) => `${key}=${labelValue(value)}`)].join(',');
     // Records and pods both: a pod whose record was lost is still ours to find.
-    for (const object of [...(await kinds.configMap.list(INSTANCE_SELECTOR)), ...(await kinds.pod.list(INSTANCE_SELECTOR))]) {
+    for (const object of [...(await kinds.configMap.list(selector)), ...(await kinds.pod.list(selector))]) {
       const name = object.metadata?.labels?.[LABELS.instance];
       if (name) names.add(name);
     }
