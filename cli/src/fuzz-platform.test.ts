@@ -45,7 +45,7 @@ beforeAll(async () => {
   await until('the template is ready', async () => {
     const res = await fetch(`${test.platform.url}/api/v2/sandboxes/templates/fuzz-tpl`, { headers: { 'x-api-key': test.adminKey } });
     return ((await res.json()) as { status?: string }).status === 'ready' || undefined;
-  });
+  }, 60_000);
   const box = await post('/api/v2/sandboxes/boxes', { name: 'fuzz-box', template_name: 'fuzz-tpl' });
   known.push('fuzz-tpl', 'fuzz-box', String(box.id));
   const session = await post('/sessions', { name: 'fuzz-project' });
