@@ -46,21 +46,6 @@ const schema = z.object({
   /** `off`: the platform starts no container engine and sandbox calls answer 503. */
   BERTH_SANDBOXES: z.enum(['on', 'off']).default('on'),
   /**
-   * Private CIDRs sandboxes may reach, and registries pulled over plain HTTP (comma-separated; the
-   * sandbox-manager's names). Kept as text here, parsed where the platform starts: the parser lives
-   * in the sandbox-manager, which every other command should not pay to load.
-   */
-  BERTH_SANDBOX_PRIVATE_EGRESS: envOptionalString,
-  SANDBOX_INSECURE_REGISTRIES: envOptionalString,
-  /** How deployments' containers are limited and where they may connect (the control plane's names, parsed there). */
-  BERTH_DEPLOYMENT_PRIVATE_EGRESS: envOptionalString,
-  BERTH_DEPLOYMENT_MEMORY_MB: envOptionalString,
-  BERTH_DEPLOYMENT_CPU: envOptionalString,
-  BERTH_DEPLOYMENT_MAX_MEMORY_MB: envOptionalString,
-  BERTH_DEPLOYMENT_MAX_CPU: envOptionalString,
-  BERTH_DEPLOYMENT_PIDS: envOptionalString,
-  BERTH_DEPLOYMENT_TMP_MB: envOptionalString,
-  /**
    * `berth serve --service <grpc service>`: where its HTTP `/healthz` and `/readyz` listener binds
    * (`0.0.0.0` in a pod, for the kubelet's probes).
    */
@@ -82,6 +67,8 @@ export type CliEnv = z.output<typeof schema> & {
   loginFile: string;
   /** What deployment builds and local agent servers inherit: PATH, HOME and npm settings. */
   processEnv: Record<string, string>;
+  /** The environment as given: the platform's services read their own settings from it (service-config.ts). */
+  serviceEnv: Readonly<Record<string, string | undefined>>;
 };
 
 /** Variables passed on to builds and agent servers; everything else stays with the CLI. */
@@ -108,6 +95,7 @@ export function loadCliEnv(
     configDir,
     loginFile: join(configDir, 'credentials.json'),
     processEnv,
+    serviceEnv: { ...env },
   };
 }
 

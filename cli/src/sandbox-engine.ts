@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
 import type { PodmanCommand } from '@berth/control-plane';
 import type { Logger } from '@berth/log';
-import type { SandboxSettings } from '@berth/sandbox-manager';
+import { LONGEST_SOCKET_SUFFIX, type SandboxSettings } from '@berth/sandbox-manager';
 
 /** The image of sandboxes created without a template or snapshot; built from busybox on first start. */
 export const DEFAULT_SANDBOX_IMAGE = 'localhost/berth/busybox:1';
@@ -30,14 +30,10 @@ export interface ExternalEngine {
 export interface PlatformSandboxConfig {
   /** `private`: a Podman engine of the platform's own (needs root); `off`: sandbox calls answer 503. */
   engine: 'private' | 'off' | ExternalEngine;
-  /** Private CIDRs sandboxes may reach (BERTH_SANDBOX_PRIVATE_EGRESS). */
-  privateEgress?: string[];
-  /** Registries pulled over plain HTTP (SANDBOX_INSECURE_REGISTRIES). */
-  insecureRegistries?: string[];
 }
 
 export interface SandboxEngine {
-  /** What the sandbox-manager gets. */
+  /** What the sandbox-manager gets from the engine (its other settings come from its own environment). */
   settings: SandboxSettings;
   /** One line for people: the engine and its storage quotas, or OFF and why. */
   summary: string;
@@ -48,15 +44,13 @@ export interface SandboxEngine {
 
 /** Sandbox btrfs storage (a sparse file: only what is written takes disk space). */
 const BTRFS_SIZE_BYTES = 32 * 1024 ** 3;
-/** `/berth-sbx-<16>/agent.sock` under the run folder (instance names are 26 characters). */
-const LONGEST_SOCKET_SUFFIX = `/berth-sbx-${'x'.repeat(16)}/agent.sock`;
 /** Unix socket paths hold at most 107 bytes. */
 const MAX_SOCKET_PATH = 107;
 const HOW_TO_ENABLE =
   'to run sandboxes, start Berth as root on a machine with Podman and runc (`make up` as root installs them with apt-get on Debian/Ubuntu)';
 
 export async function startSandboxEngine(config: PlatformSandboxConfig | undefined, stateDir: string, logger: Logger): Promise<SandboxEngine> {
-  const shared = { privateEgress: config?.privateEgress ?? [], insecureRegistries: config?.insecureRegistries ?? [], stopSandboxesOnClose: true };
+  const shared = { stopSandboxesOnClose: true };
   const off = (why: string): SandboxEngine => {
     const reason = `sandboxes are off: ${why}`;
     logger.warn({ reason }, 'sandboxes are off');

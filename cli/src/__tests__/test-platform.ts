@@ -27,6 +27,8 @@ export interface TestPlatformOptions {
   sandboxes?: PlatformSandboxConfig;
   /** The state folder's name under the temporary folder. @default 'platform' */
   stateDirName?: string;
+  /** Settings the services read from the environment (PlatformConfig.serviceEnv). @default {} */
+  serviceEnv?: Record<string, string>;
 }
 
 /**
@@ -35,10 +37,7 @@ export interface TestPlatformOptions {
  */
 export function testEngine(): PlatformSandboxConfig {
   const engine = testSandbox();
-  return {
-    engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image, podman: engine.podman },
-    insecureRegistries: [engine.registry],
-  };
+  return { engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image, podman: engine.podman } };
 }
 
 export async function startTestPlatform(name: string, options: TestPlatformOptions = {}): Promise<TestPlatform> {
@@ -62,6 +61,7 @@ export async function startTestPlatform(name: string, options: TestPlatformOptio
         stateDir: join(temp, options.stateDirName ?? 'platform'),
         processEnv: loadCliEnv().processEnv,
         ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
+        ...(options.serviceEnv ? { serviceEnv: options.serviceEnv } : {}),
       },
       silentLogger(),
     );

@@ -3,11 +3,7 @@
  * it detached; run it directly to keep the platform in the foreground. `--service <name>` runs one
  * service instead (see serve-service.ts): the Helm chart's Deployments.
  */
-import { parseEnv } from '@berth/config';
-import { loadDeploymentContainment } from '@berth/control-plane';
 import { createLogger, type Logger } from '@berth/log';
-import { envCidrList, envList } from '@berth/sandbox-manager';
-import { z } from 'zod';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
 import { startPlatform } from '../platform.js';
@@ -37,15 +33,7 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
         stateDir: env.stateDir,
         processEnv: env.processEnv,
         sandboxes: sandboxConfigFromEnv(env),
-        containment: loadDeploymentContainment({
-          BERTH_DEPLOYMENT_PRIVATE_EGRESS: env.BERTH_DEPLOYMENT_PRIVATE_EGRESS,
-          BERTH_DEPLOYMENT_MEMORY_MB: env.BERTH_DEPLOYMENT_MEMORY_MB,
-          BERTH_DEPLOYMENT_CPU: env.BERTH_DEPLOYMENT_CPU,
-          BERTH_DEPLOYMENT_MAX_MEMORY_MB: env.BERTH_DEPLOYMENT_MAX_MEMORY_MB,
-          BERTH_DEPLOYMENT_MAX_CPU: env.BERTH_DEPLOYMENT_MAX_CPU,
-          BERTH_DEPLOYMENT_PIDS: env.BERTH_DEPLOYMENT_PIDS,
-          BERTH_DEPLOYMENT_TMP_MB: env.BERTH_DEPLOYMENT_TMP_MB,
-        }),
+        serviceEnv: env.serviceEnv,
         ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL, agentRedis: env.BERTH_AGENT_REDIS } : {}),
         ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
       },
@@ -82,15 +70,7 @@ function untilSignal(logger: Logger): Promise<void> {
 
 /** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off. */
 function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
-  const lists = parseEnv(z.object({ BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList, SANDBOX_INSECURE_REGISTRIES: envList }), {
-    BERTH_SANDBOX_PRIVATE_EGRESS: env.BERTH_SANDBOX_PRIVATE_EGRESS,
-    SANDBOX_INSECURE_REGISTRIES: env.SANDBOX_INSECURE_REGISTRIES,
-  });
-  return {
-    engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private',
-    privateEgress: lists.BERTH_SANDBOX_PRIVATE_EGRESS,
-    insecureRegistries: lists.SANDBOX_INSECURE_REGISTRIES,
-  };
+  return { engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private' };
 }
 
 /** Sends to the process that started this one, when it listens (`berth up`); the process may exit right after. */

@@ -68,7 +68,8 @@ async function check(env: CliEnv, flags: StatusFlags): Promise<StatusReport> {
   return {
     url,
     running: platform !== undefined || readiness !== undefined,
-    ready: readiness?.status === 'ok',
+    // Degraded: serving, with a part down that does not stop it (sandboxes); the checks say which.
+    ready: readiness?.status === 'ok' || readiness?.status === 'degraded',
     ...(platform ? { platform: { pid: platform.pid, started_at: platform.started_at } } : {}),
     ...(readiness ? { checks: readiness.checks } : {}),
   };

@@ -159,6 +159,18 @@ export class PodmanService {
   }
 
   /**
+   * Kills the API service alone (SIGKILL), as a crash would: its containers run on under conmon,
+   * and `start()` serves them again. For tests of a platform whose engine goes away.
+   */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /**
    * Stops the service, then every container it ran (they outlive the service: conmon keeps them),
    * and unmounts its storage. A persistent engine keeps the stopped containers and volumes (and
    * also stops a service and unmounts storage that a crashed predecessor left); otherwise they are

@@ -133,6 +133,8 @@ export interface DeploymentsConfig {
    * @default 3600
    */
   unusedUploadTtlSeconds?: number;
+  /** Most deployments one tenant may have (`BERTH_MAX_DEPLOYMENTS_PER_TENANT`). @default 50 */
+  maxDeploymentsPerTenant?: number;
 }
 
 /** A URL, or a function that resolves it when it is needed. */

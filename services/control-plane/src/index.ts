@@ -36,7 +36,7 @@ import type { ControlPlaneTables } from './tables.js';
 
 export type { ContainerLimits, ControlPlaneConfig, DeploymentsConfig, PodmanCommand, TracingEndpoint } from './config.js';
 export { SecretBox } from '@berth/secret-box';
-export { loadControlPlaneConfig, loadDeploymentContainment } from './env.js';
+export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
 export { deploymentTracingCredential } from './deployments/service.js';
 export type { AuthFlowsOptions, WaitOutcome } from './auth-flows/service.js';
@@ -237,7 +237,10 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   return {
     pipeline,
     close,
-    deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, { maxResources: { cpu: limits.maxCpu, memoryMb: limits.maxMemoryMb } }),
+    deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, {
+      ...(settings.maxDeploymentsPerTenant ? { maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant } : {}),
+      maxResources: { cpu: limits.maxCpu, memoryMb: limits.maxMemoryMb },
+    }),
     ...(settings.deployer?.kind === 'kubernetes' ? {} : { isolation }),
   };
 }

@@ -60,6 +60,12 @@ export interface DeploymentsOptions {
    * @default no bound but the API schema's
    */
   maxResources?: { cpu?: number; memoryMb?: number };
+  /**
+   * Most deployments one tenant may have (a deleted one no longer counts): a deployment holds a
+   * database, agent servers and builds on the platform's machines.
+   * @default 50
+   */
+  maxDeploymentsPerTenant?: number;
 }
 
 function problem(loc: (string | number)[], msg: string): RequestValidationError {
@@ -69,6 +75,7 @@ function problem(loc: (string | number)[], msg: string): RequestValidationError 
 export class Deployments {
   private readonly maxUploadBytes: number;
   private readonly maxResources: { cpu?: number; memoryMb?: number };
+  private readonly maxDeploymentsPerTenant: number;
 
   constructor(
     private readonly store: DeploymentStore,
@@ -77,6 +84,7 @@ export class Deployments {
     options: DeploymentsOptions = {},
   ) {
     this.maxUploadBytes = options.maxUploadBytes ?? 200 * 1024 * 1024;
+    this.maxDeploymentsPerTenant = options.maxDeploymentsPerTenant ?? 50;
     this.maxResources = options.maxResources ?? {};
   }
 
@@ -111,6 +119,7 @@ export class Deployments {
       this.seal(input.secrets),
       // Shown to nobody yet: rotateWebhookSecret hands out the one that signs (once).
       this.secretBox.seal(generateWebhookSecret()),
+      this.maxDeploymentsPerTenant,
     );
     if (revision.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(row);
