@@ -117,6 +117,7 @@ async function timedRun(p) {
 }
 
 const platforms = [];
+const loadBefore = os.loadavg()[0];
 try {
   // Both first deploys install the project's dependencies: from a warm npm cache, not the first paying for it.
   const scratch = join(temp, 'npm-warm-up');
@@ -171,7 +172,7 @@ try {
     '(or its container) to its first answer on `/ok`: the part of a deploy that containers change. Each container also',
     'keeps a `podman run` attached to it on the host (about 36 MB of memory) and a conmon (2 MB).',
     '',
-    `**Machine:** ${os.cpus().length} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${os.release()}, Node ${process.version}, ${spawnSync('podman', ['--version'], { encoding: 'utf8' }).stdout.trim()}. **Revision:** ${rev}.`,
+    `**Machine:** ${os.cpus().length} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${os.release()}, Node ${process.version}, ${spawnSync('podman', ['--version'], { encoding: 'utf8' }).stdout.trim()}; load average ${loadBefore.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end (other work on the machine disturbs both modes alike: their runs are interleaved). **Revision:** ${rev}.`,
     '',
     `**Command:** \`node bench/containment/run.mjs --runs ${RUNS} --warmup ${WARMUP}\` (as root), run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}.`,
     '',
