@@ -97,7 +97,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
   return {
     settings: { ...shared, driver: { kind: 'container', socketPath: podman.socketPath, runDir, storageQuota }, ...(defaultImage ? { defaultImage } : {}) },
     summary: `on: private Podman engine (${join(stateDir, 'podman')}), ${quotaNote}, default image ${defaultImage ?? 'NONE (see the platform log)'}`,
-    podman: podmanCommand(podman),
+    podman: podman.command,
     close: () => podman.stop(),
   };
 }
@@ -140,12 +140,6 @@ async function startPrivateEngine(stateDir: string, logger: Logger): Promise<{ p
     await overlay.start();
     return { podman: overlay, quotaNote: `storage quotas NOT enforced (overlay: ${why.split('\n')[0]})` };
   }
-}
-
-/** How the control plane runs the podman CLI against the engine: its flags and configuration, nothing else of this environment. */
-function podmanCommand(podman: PodmanService): PodmanCommand {
-  const env = Object.fromEntries(Object.entries(podman.env).filter(([key, value]) => value !== undefined && (key === 'PATH' || key.startsWith('CONTAINERS_'))));
-  return { args: podman.cliArgs, env: env as Record<string, string> };
 }
 
 async function ensureDefaultImage(podman: PodmanService, stateDir: string): Promise<void> {

@@ -109,9 +109,6 @@ async function startSandboxEngine(dir: string, servers: Partial<TestServers>): P
     privateRegistry: { host: privateRegistry.host, image: privateImage, ...user },
     storageQuota: podman.enforcesStorageQuota,
     tmpDir: join(dir, 'work'),
-    podman: {
-      args: podman.cliArgs,
-      env: Object.fromEntries(Object.entries(podman.env).filter((e): e is [string, string] => e[1] !== undefined && (e[0] === 'PATH' || e[0].startsWith('CONTAINERS_')))),
-    },
+    podman: podman.command,
   };
 }
