@@ -23,7 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, realpath, rm, rmdir, stat, symlink, writeFile } from 'node:fs/promises';
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -233,6 +233,18 @@ export class AgentContainers {
       if (/^[0-9a-f-]{36}$/.test(entry) && !live.has(entry)) await rm(join(this.options.socketsDir, entry), { recursive: true, force: true });
     }
     return orphans;
+  }
+
+  /**
+   * Removes the sockets folder once no revision uses it (the control plane stops; another one on
+   * the same installation may still be using it, which keeps it).
+   */
+  async close(): Promise<void> {
+    // conmon's marker of an OOM kill, left in its working directory.
+    await rm(join(this.options.socketsDir, 'oom'), { force: true });
+    await rmdir(this.options.socketsDir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT' && error.code !== 'ENOTEMPTY') throw error;
+    });
   }
 
   /**

@@ -135,4 +135,8 @@ it('removes containers that no running revision owns while it runs, and keeps it
   await until('the stray container to go', async () => ((await installationContainers(installation)).includes(stray) ? undefined : true), 20_000);
   expect(await installationContainers(installation)).toEqual([`berth-agent-${own.revisionId}`]);
   expect(await answers(url)).toBe(true);
+  // Stopped, it leaves nothing: no container, no socket folder.
+  await deployer.close();
+  expect(await installationContainers(installation)).toEqual([]);
+  expect(existsSync(agentSocketsDir(installation))).toBe(false);
 }, 120_000);

@@ -181,6 +181,7 @@ export class LocalDeployer implements Deployer {
   async close(): Promise<void> {
     clearInterval(this.reconciler);
     await Promise.all([...this.servers.keys()].map((revisionId) => this.stop(revisionId, () => undefined)));
+    await this.options.containers?.close();
   }
 
   /** Revisions of the deployment whose agent server runs now (for tests and status). */
