@@ -46,6 +46,11 @@ const schema = z.object({
   /** `off`: the platform starts no container engine and sandbox calls answer 503. */
   BERTH_SANDBOXES: z.enum(['on', 'off']).default('on'),
   /**
+   * Set by the supervisor of `berth up` for the platform it starts: the sandbox engine it runs, or
+   * why there is none (JSON, parsed where the platform starts).
+   */
+  BERTH_SUPERVISED_SANDBOXES: envOptionalString,
+  /**
    * Private CIDRs sandboxes may reach, and registries pulled over plain HTTP (comma-separated; the
    * sandbox-manager's names). Kept as text here, parsed where the platform starts: the parser lives
    * in the sandbox-manager, which every other command should not pay to load.

@@ -16,6 +16,7 @@ import { devTracing } from '../dev/tracing.js';
 import { ProjectWatcher } from '../dev/watch.js';
 import { DEV_WEBHOOK_EGRESS, devWebhookSecret } from '../dev/webhooks.js';
 import type { CliEnv } from '../env.js';
+import { STOP_SIGNALS } from '../signals.js';
 
 export interface DevOptions {
   config: string;
@@ -46,26 +47,91 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   const projectDir = dirname(configPath);
   const stateDir = join(projectDir, '.berth');
 
-  const { processes } = options;
   // A process forked by the one below: serve on the port and database it was given.
   if (cluster.isWorker) return serveForked(env, options, configPath);
 
+  // From here on, a signal (Ctrl-C, SIGTERM, SIGHUP; to this process or its group) stops what has
+  // started so far, at whatever point of the start it comes: nothing is left running.
+  let stopRequested = false;
+  let onStop: (() => void) | undefined;
+  let stopped!: (error?: CliError) => void;
+  const stopping = new Promise<CliError | undefined>((done) => {
+    stopped = (error) => {
+      stopRequested = true;
+      onStop?.();
+      done(error);
+    };
+  });
+  for (const signal of STOP_SIGNALS) process.on(signal, () => stopped());
+  // Lines printed after the terminal hung up have nowhere to go: that is no reason to crash half-way.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error;
+  });
+
+  let postgres: PostgresServer | undefined;
+  let servers: DevServers | undefined;
+  let watcher: ProjectWatcher | undefined;
+  try {
+    const started = await startDev(env, options, { configPath, projectDir, stateDir }, print, {
+      stopRequested: () => stopRequested,
+      postgres: (server) => (postgres = server),
+      servers: (created) => {
+        servers = created;
+        // At once (before the processes' exits are seen), so that a Ctrl-C, which they get too, is no crash.
+        onStop = () => void created.stop();
+      },
+      failed: (error) => stopped(error),
+    });
+    if (started) watcher = started.watcher;
+    const failure = await stopping;
+    if (failure) throw failure;
+  } finally {
+    const stoppingServers = servers?.stop();
+    watcher?.close();
+    await stoppingServers;
+    await postgres?.stop();
+  }
+}
+
+interface DevPaths {
+  configPath: string;
+  projectDir: string;
+  stateDir: string;
+}
+
+/** How the start reports what it started (for the stop), and learns of a stop asked for meanwhile. */
+interface StartHooks {
+  stopRequested(): boolean;
+  postgres(server: PostgresServer): void;
+  servers(servers: DevServers): void;
+  /** The agent server failed for good (it exited, and does not reload). */
+  failed(error: CliError): void;
+}
+
+/** Starts Postgres, the agent server processes and the watcher; undefined when a stop came first. */
+async function startDev(
+  env: CliEnv,
+  options: DevOptions,
+  { configPath, projectDir, stateDir }: DevPaths,
+  print: (line: string) => void,
+  hooks: StartHooks,
+): Promise<{ watcher: ProjectWatcher | undefined } | undefined> {
+  const { processes } = options;
   const requested = options.port;
   let databaseUrl = env.DATABASE_URL;
-  let postgres: PostgresServer | undefined;
   if (!databaseUrl) {
-    postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
+    const postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
+    hooks.postgres(postgres);
     databaseUrl = (await postgres.start()).connectionString;
   }
+  if (hooks.stopRequested()) return undefined;
   // Runs are traced into the Berth platform found here, in a project named after the folder.
   const tracing = await devTracing(env, projectEnv(configPath), basename(projectDir), options.trace);
   const webhooks = await devWebhookSecret(stateDir);
   const port = await portOrFree(requested);
+  if (hooks.stopRequested()) return undefined;
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
 
-  let stopped!: (error?: CliError) => void;
-  const stopping = new Promise<CliError | undefined>((done) => (stopped = done));
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopped());
   const servers = new DevServers({
     processes,
     env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port), BERTH_WEBHOOK_SECRET: webhooks.secret, ...tracing.env },
@@ -73,16 +139,16 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
     onExit: (how, remaining) => {
       if (remaining > 0) print(`an agent server process exited (${how}); ${remaining} still serve`);
       else if (options.reload) print(`the agent server exited (${how}): save a file to start it again`);
-      else stopped(new CliError(`the agent server exited (${how})`));
+      else hooks.failed(new CliError(`the agent server exited (${how})`));
     },
   });
+  hooks.servers(servers);
   let url: string;
   try {
     url = await servers.start();
   } catch (error) {
-    // A project that does not load must not leave its Postgres running.
-    await servers.stop();
-    await postgres?.stop();
+    // Stopped while its processes started: they are, and so is the rest (by the caller).
+    if (hooks.stopRequested()) return undefined;
     throw error;
   }
   print(`Agent server ready at ${url}  (API docs: ${url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
@@ -92,27 +158,18 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   print(`  run webhooks are signed with the secret in ${webhooks.file}; receivers on this machine (loopback) are allowed`);
   print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
 
-  let watcher: ProjectWatcher | undefined;
-  if (options.reload) {
-    const reloader = new Reloader(servers, configPath, url, print);
-    watcher = new ProjectWatcher(projectDir, {
-      debounceMs: DEBOUNCE_MS,
-      matters: (path) => reloader.matters(path),
-      onChange: (paths) => reloader.reload(paths),
-      onError: (error) => print(`not watching part of the project: ${error.message}`),
-    });
-    await watcher.start();
-    await reloader.readConfig();
-    print('  reloads when the project changes (--no-reload: never)');
-  }
-
-  const failure = await stopping;
-  // At once (before the processes' exits are seen), so that a Ctrl-C, which they get too, is no crash.
-  const stoppingServers = servers.stop();
-  watcher?.close();
-  await stoppingServers;
-  await postgres?.stop();
-  if (failure) throw failure;
+  if (!options.reload) return { watcher: undefined };
+  const reloader = new Reloader(servers, configPath, url, print);
+  const watcher = new ProjectWatcher(projectDir, {
+    debounceMs: DEBOUNCE_MS,
+    matters: (path) => reloader.matters(path),
+    onChange: (paths) => reloader.reload(paths),
+    onError: (error) => print(`not watching part of the project: ${error.message}`),
+  });
+  await watcher.start();
+  await reloader.readConfig();
+  print('  reloads when the project changes (--no-reload: never)');
+  return { watcher };
 }
 
 /** Reloads on changes, one reload at a time; changes made during one reload the next. */
@@ -194,7 +251,7 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
   );
   process.send?.({ ready: server.url } satisfies ServerReady);
   const close = await new Promise<{ drainMs?: number }>((done) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done({}));
+    for (const signal of STOP_SIGNALS) process.once(signal, () => done({}));
     process.on('message', (message: Partial<DrainRequest>) => typeof message?.drain === 'number' && done({ drainMs: message.drain }));
   });
   await server.close(close);

@@ -101,7 +101,7 @@ describe('Supervisor', () => {
     const { clock, crashes, lives, restarts } = supervised();
     lives[0]!.end('exited with signal SIGKILL');
     await clock.advance(0);
-    expect(crashes).toEqual([{ reason: 'exited with signal SIGKILL', delayMs: 500, inRow: 1 }]);
+    expect(crashes).toEqual([{ reason: 'exited with signal SIGKILL', failedStart: false, delayMs: 500, inRow: 1 }]);
     await clock.advance(499);
     expect(lives).toHaveLength(1);
     await clock.advance(1);
@@ -135,7 +135,7 @@ describe('Supervisor', () => {
     next.push('port 5432 is taken');
     lives[0]!.end('exited with code 1');
     await clock.advance(500);
-    expect(crashes.at(-1)).toEqual({ reason: 'port 5432 is taken', delayMs: 1000, inRow: 2 });
+    expect(crashes.at(-1)).toEqual({ reason: 'port 5432 is taken', failedStart: true, delayMs: 1000, inRow: 2 });
     expect(restarts()).toBe(0);
     await clock.advance(1000);
     expect(lives).toHaveLength(2);

@@ -90,6 +90,8 @@ export interface Incarnation {
 export interface Crash {
   /** Why it ended, or why it could not be started. */
   reason: string;
+  /** It did not end: a restart of it failed. */
+  failedStart: boolean;
   /** When the next start is: after this long. */
   delayMs: number;
   /** Crashes in a row, this one included. */
@@ -133,7 +135,7 @@ export class Supervisor {
     this.current = incarnation;
     this.backoff.up();
     void incarnation.ended.then((reason) => {
-      if (!this.stopping && this.current === incarnation) this.crashed(reason);
+      if (!this.stopping && this.current === incarnation) this.crashed(reason, false);
     });
   }
 
@@ -148,10 +150,10 @@ export class Supervisor {
     await restarting?.done;
   }
 
-  private crashed(reason: string): void {
+  private crashed(reason: string, failedStart: boolean): void {
     this.current = undefined;
     const delayMs = this.backoff.crashed();
-    this.options.onCrash({ reason, delayMs, inRow: this.backoff.inRow });
+    this.options.onCrash({ reason, failedStart, delayMs, inRow: this.backoff.inRow });
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       const controller = new AbortController();
@@ -167,7 +169,7 @@ export class Supervisor {
     try {
       incarnation = await this.options.restart(signal);
     } catch (error) {
-      if (!this.stopping) this.crashed(error instanceof Error ? error.message : String(error));
+      if (!this.stopping) this.crashed(error instanceof Error ? error.message : String(error), true);
       return;
     }
     if (this.stopping) return;
