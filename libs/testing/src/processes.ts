@@ -3,7 +3,7 @@
  * their working directory. How a test finds what a command left running (a Postgres, an engine, a
  * server) under a state folder of its own, whoever started it and whatever it is called.
  */
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 export interface FoundProcess {
   pid: number;
@@ -11,18 +11,35 @@ export interface FoundProcess {
   command: string;
 }
 
+/** Synchronous on purpose: /proc reads are cheap, and a test watching for a phase of a start must look often. */
 export async function processesUsing(paths: string[]): Promise<FoundProcess[]> {
+  // Gone meanwhile, or not ours to read: nothing to say about it.
+  const read = (pid: number, file: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
   const found: FoundProcess[] = [];
-  for (const entry of await readdir('/proc')) {
+  for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    // Gone meanwhile, or not ours to read: nothing to say about it.
-    const read = (file: string) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '');
-    const [cmdline, environ, cwd, stat] = await Promise.all([read('cmdline'), read('environ'), readlink(`/proc/${pid}/cwd`).catch(() => ''), read('stat')]);
+    const stat = read(pid, 'stat');
     // A zombie has run its course (its parent only has not looked yet).
     if (!stat || stat[stat.lastIndexOf(')') + 2] === 'Z') continue;
-    const uses = (path: string) => cmdline.includes(path) || environ.includes(path) || cwd === path || cwd.startsWith(`${path}/`);
-    if (paths.some(uses)) found.push({ pid, command: cmdline.split('\0').join(' ').trim() });
+    const cmdline = read(pid, 'cmdline');
+    let cwd = '';
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      // Not ours to read.
+    }
+    const inPlace = (path: string) => cmdline.includes(path) || cwd === path || cwd.startsWith(`${path}/`);
+    const environ = paths.some(inPlace) ? '' : read(pid, 'environ');
+    if (paths.some((path) => inPlace(path) || environ.includes(path))) {
+      found.push({ pid, command: cmdline.split('\0').join(' ').trim() });
+    }
   }
   return found;
 }
