@@ -191,11 +191,13 @@ export class PodmanService {
       await this.stopLeftoverService();
       this.mounted = await isMountPoint(this.storageDir);
     }
-    if (!existsSync(join(this.storageDir, 'root'))) return;
     const errors: unknown[] = [];
-    const cleanup = this.options.persistent
-      ? [['stop', '--all', '--time', '5']]
-      : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
+    // No storage yet (a start that failed early): no containers; but a storage mount to undo.
+    const cleanup = !existsSync(join(this.storageDir, 'root'))
+      ? []
+      : this.options.persistent
+        ? [['stop', '--all', '--time', '5']]
+        : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
     for (const args of cleanup) {
       await this.podman(args).catch((error: unknown) => errors.push(error));
     }
