@@ -1,8 +1,9 @@
 /**
  * `berth dev`: serve a LangGraph.js project on the embedded stack — a private Postgres under the
  * project's `.berth/` (state survives restarts), agent server processes with API and run workers —
- * until Ctrl-C. When a source file, langgraph.json or the env file changes, new processes load
- * the project on the same port and the old ones finish their runs and exit (`--no-reload`: never).
+ * until Ctrl-C. When a file the project runs changes (a module its graphs import, langgraph.json,
+ * its env file: see dev/reloader.ts), new processes load the project on the same port and the old
+ * ones finish their runs and requests, then exit (`--no-reload`: never).
  */
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { loadProjectConfig, loadProjectEnv, startAgentServer } from '@berth/agen
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
 import { CliError } from '../client.js';
+import { Reloader, projectSources } from '../dev/reloader.js';
 import { DevServers, type DrainRequest, type ServerReady } from '../dev/servers.js';
 import { devTracing } from '../dev/tracing.js';
 import { ProjectWatcher } from '../dev/watch.js';
@@ -38,8 +40,6 @@ const DEBOUNCE_MS = 200;
  * over from its last checkpoint by the new processes once its lease lapses.
  */
 const DRAIN_MS = 15_000;
-/** Files whose change reloads: sources and JSON (langgraph.json, package.json, tsconfig.json). */
-const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx|json)$/;
 
 export async function dev(env: CliEnv, options: DevOptions, print: (line: string) => void): Promise<void> {
   const configPath = resolve(options.config);
@@ -162,7 +162,7 @@ async function startDev(
   const reloader = new Reloader(servers, configPath, url, print);
   const watcher = new ProjectWatcher(projectDir, {
     debounceMs: DEBOUNCE_MS,
-    matters: (path) => reloader.matters(path),
+    matters: (path, kind) => reloader.matters(path, kind),
     onChange: (paths) => reloader.reload(paths),
     onError: (error) => print(`not watching part of the project: ${error.message}`),
   });
@@ -172,65 +172,11 @@ async function startDev(
   return { watcher };
 }
 
-/** Reloads on changes, one reload at a time; changes made during one reload the next. */
-class Reloader {
-  private running: Promise<void> | undefined;
-  private queued: string[] = [];
-  /** The env file langgraph.json names, relative to the project (`/`-separated). */
-  private envFile: string | undefined;
-  private readonly configFile: string;
-
-  constructor(
-    private readonly servers: DevServers,
-    private readonly configPath: string,
-    private readonly url: string,
-    private readonly print: (line: string) => void,
-  ) {
-    this.configFile = basename(configPath);
-  }
-
-  matters(path: string): boolean {
-    return SOURCE_FILE.test(path) || path === this.configFile || path === this.envFile;
-  }
-
-  /** Learns which env file to watch; a config that does not parse keeps the last one (the reload reports why). */
-  async readConfig(): Promise<void> {
-    try {
-      const { envFile } = loadProjectConfig(this.configPath);
-      this.envFile = envFile ? relative(dirname(this.configPath), envFile).split(sep).join('/') : undefined;
-    } catch {
-      // The processes that load it say what is wrong.
-    }
-  }
-
-  reload(paths: string[]): void {
-    if (this.running) {
-      this.queued.push(...paths);
-      return;
-    }
-    this.running = this.run(paths).finally(() => {
-      this.running = undefined;
-      const next = [...new Set(this.queued.splice(0))];
-      if (next.length) this.reload(next);
-    });
-  }
-
-  private async run(paths: string[]): Promise<void> {
-    const shown = paths.length > 3 ? `${paths.slice(0, 3).join(', ')} and ${paths.length - 3} more` : paths.join(', ');
-    this.print(`${shown} changed: reloading…`);
-    try {
-      await this.servers.reload();
-      this.print(`reloaded: ${this.url} serves the new code`);
-    } catch (error) {
-      this.print(`reload failed: ${(error as Error).message} (its error is above); the previous code keeps serving. Save again to retry.`);
-    }
-    await this.readConfig();
-  }
-}
-
 /** One agent server process (forked by `dev`): serves until a signal, or until asked to drain. */
 async function serveForked(env: CliEnv, options: DevOptions, configPath: string): Promise<void> {
   if (!env.DATABASE_URL || env.BERTH_PORT === undefined) throw new CliError('a forked berth dev process needs DATABASE_URL and BERTH_PORT');
+  // What the project runs: the primary reloads when one of these changes.
+  const sources = projectSources(dirname(configPath));
   const logger = createLogger({ name: 'agent-server', level: env.LOG_LEVEL });
   const server = await startAgentServer(
     {
@@ -249,7 +195,7 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
     },
     logger,
   );
-  process.send?.({ ready: server.url } satisfies ServerReady);
+  process.send?.({ ready: server.url, sources: [...sources.take()] } satisfies ServerReady);
   const close = await new Promise<{ drainMs?: number }>((done) => {
     for (const signal of STOP_SIGNALS) process.once(signal, () => done({}));
     process.on('message', (message: Partial<DrainRequest>) => typeof message?.drain === 'number' && done({ drainMs: message.drain }));
