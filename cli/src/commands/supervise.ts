@@ -24,7 +24,7 @@ export async function supervise(env: CliEnv): Promise<void> {
   try {
     const supervisor = new BerthSupervisor(env, logger);
     try {
-      await supervisor.start(stop.signal, report);
+      await supervisor.start(stop.signal, (message) => void report(message));
     } catch (error) {
       logger.error({ err: error }, 'the start failed: stopped what had started');
       await report({ failed: (error as Error).message });

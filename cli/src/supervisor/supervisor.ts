@@ -95,7 +95,7 @@ export class BerthSupervisor {
    */
   stop(): Promise<boolean> {
     this.stopping ??= (async () => {
-      await Promise.all(this.units.map(({ supervisor }) => supervisor?.stop()));
+      await Promise.all(this.units.flatMap(({ supervisor }) => (supervisor ? [supervisor.stop()] : [])));
       let clean = true;
       for (const { unit } of [...this.units].reverse()) {
         this.update(unit.name, { state: 'stopping' });
