@@ -15,6 +15,8 @@ import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
 import type { Logger } from '@berth/log';
 import type { SandboxSettings } from '@berth/sandbox-manager';
+import { ConfigError } from '@berth/config';
+import { z } from 'zod';
 
 /** The image of sandboxes created without a template or snapshot; built from busybox on first start. */
 export const DEFAULT_SANDBOX_IMAGE = 'localhost/berth/busybox:1';
@@ -40,6 +42,39 @@ export interface PlatformSandboxConfig {
   privateEgress?: string[];
   /** Registries pulled over plain HTTP (SANDBOX_INSECURE_REGISTRIES). */
   insecureRegistries?: string[];
+}
+
+/**
+ * What the supervisor of `berth up` tells the platform it starts (BERTH_SUPERVISED_SANDBOXES, as
+ * JSON): the engine it runs, or why there is none.
+ */
+const supervisedSandboxes = z.union([
+  z.strictObject({
+    engine: z.strictObject({
+      socketPath: z.string().min(1),
+      storageQuota: z.enum(['enforce', 'ignore']),
+      defaultImage: z.string().min(1).optional(),
+      summary: z.string().optional(),
+    }),
+  }),
+  z.strictObject({ off: z.string().min(1) }),
+]);
+export type SupervisedSandboxes = z.infer<typeof supervisedSandboxes>;
+
+/** @throws ConfigError naming BERTH_SUPERVISED_SANDBOXES when it is not the JSON of a SupervisedSandboxes */
+export function parseSupervisedSandboxes(json: string): SupervisedSandboxes {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new ConfigError([`BERTH_SUPERVISED_SANDBOXES: not JSON (${(error as Error).message})`], { cause: error });
+  }
+  const result = supervisedSandboxes.safeParse(value);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => `BERTH_SUPERVISED_SANDBOXES${issue.path.map((key) => `.${String(key)}`).join('')}: ${issue.message}`),
+    { cause: result.error },
+  );
 }
 
 export interface SandboxEngine {

@@ -131,7 +131,7 @@ describe('the supervisor of berth up', () => {
       const listed = await fetch(`${url}/api/v2/sandboxes/boxes`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(10_000) });
       await listed.body?.cancel();
       slowest = Math.max(slowest, Date.now() - asked);
-      return listed.status === 200 && (await enginePing());
+      return listed.status === 200 && (await enginePing()) && (await supervisor()).units['sandbox engine']?.state === 'running';
     });
     console.log(`engine killed: answering again after ${took} ms (slowest sandbox API answer meanwhile ${slowest} ms)`);
     // The platform never waited on the dead engine.

@@ -11,7 +11,7 @@ import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
 import { STOP_SIGNALS } from '../signals.js';
 import { startPlatform } from '../platform.js';
-import type { PlatformSandboxConfig } from '../sandbox-engine.js';
+import { parseSupervisedSandboxes, type PlatformSandboxConfig } from '../sandbox-engine.js';
 import type { ServiceTarget } from '../service-targets.js';
 
 /**
@@ -85,51 +85,16 @@ function untilSignal(logger: Logger): { promise: Promise<void>; readonly receive
   };
 }
 
-/**
- * The engine the supervisor of `berth up` runs, or why there is none (BERTH_SUPERVISED_SANDBOXES,
- * which it sets for the platform it starts; JSON of a SupervisedSandboxes).
- */
-const supervisedSandboxes = z.union([
-  z.strictObject({
-    engine: z.strictObject({
-      socketPath: z.string().min(1),
-      storageQuota: z.enum(['enforce', 'ignore']),
-      defaultImage: z.string().min(1).optional(),
-      summary: z.string().optional(),
-    }),
-  }),
-  z.strictObject({ off: z.string().min(1) }),
-]);
-
 /** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off; under `berth up`, its supervisor's engine. */
 function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
-  const parsed = parseEnv(
-    z.object({
-      BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList,
-      SANDBOX_INSECURE_REGISTRIES: envList,
-      BERTH_SUPERVISED_SANDBOXES: z
-        .string()
-        .transform((text, ctx) => {
-          try {
-            return JSON.parse(text) as unknown;
-          } catch {
-            ctx.addIssue({ code: 'custom', message: 'not JSON' });
-            return z.NEVER;
-          }
-        })
-        .pipe(supervisedSandboxes)
-        .optional(),
-    }),
-    {
-      BERTH_SANDBOX_PRIVATE_EGRESS: env.BERTH_SANDBOX_PRIVATE_EGRESS,
-      SANDBOX_INSECURE_REGISTRIES: env.SANDBOX_INSECURE_REGISTRIES,
-      BERTH_SUPERVISED_SANDBOXES: env.BERTH_SUPERVISED_SANDBOXES,
-    },
-  );
-  const supervised = parsed.BERTH_SUPERVISED_SANDBOXES;
+  const parsed = parseEnv(z.object({ BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList, SANDBOX_INSECURE_REGISTRIES: envList }), {
+    BERTH_SANDBOX_PRIVATE_EGRESS: env.BERTH_SANDBOX_PRIVATE_EGRESS,
+    SANDBOX_INSECURE_REGISTRIES: env.SANDBOX_INSECURE_REGISTRIES,
+  });
   const lists = { privateEgress: parsed.BERTH_SANDBOX_PRIVATE_EGRESS, insecureRegistries: parsed.SANDBOX_INSECURE_REGISTRIES };
   if (env.BERTH_SANDBOXES === 'off') return { engine: 'off', ...lists };
-  if (!supervised) return { engine: 'private', ...lists };
+  if (env.BERTH_SUPERVISED_SANDBOXES === undefined) return { engine: 'private', ...lists };
+  const supervised = parseSupervisedSandboxes(env.BERTH_SUPERVISED_SANDBOXES);
   return 'engine' in supervised ? { engine: supervised.engine, ...lists } : { engine: 'off', offReason: supervised.off, ...lists };
 }
 

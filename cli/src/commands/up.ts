@@ -15,8 +15,8 @@ import { childEnv, type CliEnv } from '../env.js';
 import { identify } from '../supervisor/platform-unit.js';
 import type { SupervisorReport } from '../supervisor/supervisor.js';
 import { StateDir, logSize, logTail, supervisorAlive, type Credentials, type PlatformState } from '../state.js';
-import { mintBootstrapKey } from './keys-bootstrap.js';
 import { STOP_SIGNALS } from '../signals.js';
+import { mintBootstrapKey } from './keys-bootstrap.js';
 
 export interface UpResult {
   url: string;
@@ -51,7 +51,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   const { detectLocalIsolation } = await import('@berth/control-plane');
   const isolation = await detectLocalIsolation(env.stateDir);
   print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
-  if (started.sandboxes) print(`  sandboxes  ${started.sandboxes}`);
+  if (platform.sandboxes) print(`  sandboxes  ${platform.sandboxes}`);
   print(`  supervised ${state.supervisorLogFile} (a process that crashes is restarted; \`berth status\` shows restarts)`);
   print('');
   print('Try:');
@@ -63,7 +63,6 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
 interface Started {
   platform: PlatformState;
   databaseUrl: string;
-  sandboxes: string | undefined;
   alreadyRunning: boolean;
 }
 
@@ -77,7 +76,7 @@ async function running(state: StateDir, supervisorPid: number, env: CliEnv): Pro
       // Not started here: the supervisor runs it (and may be restarting it now).
       const databaseUrl = env.DATABASE_URL ?? (await new PostgresServer({ baseDir: state.postgresDir }).lastConnectionString());
       if (!databaseUrl) throw new CliError(`no Postgres cluster in ${state.postgresDir}, though Berth's supervisor (pid ${supervisorPid}) runs: run \`berth down\`, then \`berth up\``);
-      return { platform, databaseUrl, sandboxes: platform.sandboxes, alreadyRunning: true };
+      return { platform, databaseUrl, alreadyRunning: true };
     }
     if (Date.now() > deadline) {
       throw new CliError(`Berth's supervisor (pid ${supervisorPid}) runs, but its platform is not ready: see \`berth status\` and ${state.supervisorLogFile}`);
@@ -131,9 +130,9 @@ async function startSupervisor(env: CliEnv, state: StateDir, print: (line: strin
       throw new CliError(result.failed);
     }
     if ('exited' in result) throw new CliError(`the supervisor exited during start (${result.exited})\n${await logTail(state.supervisorLogFile, logStart)}`);
-    const { platform, databaseUrl, sandboxes, adopted } = result.ready;
+    const { platform, databaseUrl, adopted } = result.ready;
     if (adopted) print('(the platform ran without its supervisor, which had been stopped: a new supervisor watches it now)');
-    return { platform, databaseUrl, sandboxes: sandboxes || platform.sandboxes, alreadyRunning: adopted };
+    return { platform, databaseUrl, alreadyRunning: adopted };
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, interrupt);
     // It runs on alone: no IPC channel or handle keeps this process.

@@ -12,12 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { isPortFree, processAlive, sleep } from '@berth/local-stack';
 import type { ServeReport } from '../commands/serve.js';
 import { childEnv, type CliEnv } from '../env.js';
-import type { ExternalEngine } from '../sandbox-engine.js';
+import type { SupervisedSandboxes } from '../sandbox-engine.js';
 import { logSize, logTail, type PlatformState, type StateDir } from '../state.js';
 import { pidEnded, type Running, type Unit } from './units.js';
-
-/** The sandboxes the platform is told of: the supervisor's engine, or why there is none. */
-export type SupervisedSandboxes = { engine: ExternalEngine } | { off: string };
 
 export interface PlatformUnitOptions {
   env: CliEnv;

@@ -17,15 +17,15 @@ import { PostgresServer } from '@berth/local-stack';
 import type { Logger } from '@berth/log';
 import { Supervisor, type Clock, type RestartPolicy } from '@berth/supervision';
 import type { CliEnv } from '../env.js';
-import { privateEngineUnavailable } from '../sandbox-engine.js';
+import { privateEngineUnavailable, type SupervisedSandboxes } from '../sandbox-engine.js';
 import { StateDir, supervisorAlive, type PlatformState, type SupervisedUnitRecord, type SupervisorRecord } from '../state.js';
-import { PlatformUnit, type SupervisedSandboxes } from './platform-unit.js';
+import { PlatformUnit } from './platform-unit.js';
 import { EngineUnit, PostgresUnit, type Running, type Unit } from './units.js';
 
 /** What the supervisor tells the `berth up` that started it. */
 export type SupervisorReport =
   | { note: string }
-  | { ready: { platform: PlatformState; databaseUrl: string; sandboxes: string; adopted: boolean } }
+  | { ready: { platform: PlatformState; databaseUrl: string; adopted: boolean } }
   | { failed: string };
 
 export interface BerthSupervisorOptions {
@@ -45,7 +45,7 @@ export class BerthSupervisor {
   private readonly state: StateDir;
   private readonly record: SupervisorRecord = { pid: process.pid, started_at: new Date().toISOString(), units: {} };
   /** Started units with their restarters, in start order. */
-  private readonly units: { unit: Unit; supervisor: Supervisor | undefined }[] = [];
+  private readonly units: { unit: Unit; supervisor: Supervisor }[] = [];
   private saving: Promise<void> = Promise.resolve();
   private stopping: Promise<boolean> | undefined;
 
@@ -81,8 +81,7 @@ export class BerthSupervisor {
       const platform = new PlatformUnit({ env, state, databaseUrl, ...(sandboxes ? { sandboxes } : {}), note: (note) => report({ note }) });
       const running = await this.first(platform, signal);
       aborted();
-      const sandboxLine = sandboxes && 'engine' in sandboxes ? sandboxes.engine.summary : platform.current!.sandboxes;
-      report({ ready: { platform: platform.current!, databaseUrl, sandboxes: sandboxLine ?? '', adopted: running.adopted } });
+      report({ ready: { platform: platform.current!, databaseUrl, adopted: running.adopted } });
     } catch (error) {
       await this.stop();
       throw error;
@@ -95,7 +94,7 @@ export class BerthSupervisor {
    */
   stop(): Promise<boolean> {
     this.stopping ??= (async () => {
-      await Promise.all(this.units.flatMap(({ supervisor }) => (supervisor ? [supervisor.stop()] : [])));
+      await Promise.all(this.units.map(({ supervisor }) => supervisor.stop()));
       let clean = true;
       for (const { unit } of [...this.units].reverse()) {
         this.update(unit.name, { state: 'stopping' });
@@ -134,21 +133,19 @@ export class BerthSupervisor {
   /** A unit's first start; supervised from then on. A unit that does not start is not kept. */
   private async first(unit: Unit, signal: AbortSignal): Promise<Running> {
     this.update(unit.name, { state: 'starting', restarts: 0 });
-    const entry: { unit: Unit; supervisor: Supervisor | undefined } = { unit, supervisor: undefined };
-    // Listed before it starts: a stop while it starts stops it too.
-    this.units.push(entry);
     let running: Running;
     try {
       running = await unit.start(signal, true);
     } catch (error) {
-      this.units.splice(this.units.indexOf(entry), 1);
+      // What a start that failed half-way left running (a postmaster whose database could not be made).
+      await unit.stop().catch((cleanup: unknown) => this.logger.error({ err: cleanup, unit: unit.name }, `stopping ${unit.name} after its failed start failed`));
       delete this.record.units[unit.name];
       await this.save();
       throw error;
     }
     this.logger.info({ unit: unit.name, pid: running.pid, adopted: running.adopted }, running.adopted ? `took on ${unit.name}, which ran already` : `started ${unit.name}`);
     this.running(unit, running);
-    entry.supervisor = this.supervise(unit, running);
+    this.units.push({ unit, supervisor: this.supervise(unit, running) });
     return running;
   }
 
