@@ -15,7 +15,7 @@
  */
 import { PostgresServer } from '@berth/local-stack';
 import type { Logger } from '@berth/log';
-import { Supervisor, type Clock, type RestartPolicy } from '@berth/supervision';
+import { Supervisor } from '@berth/supervision';
 import type { CliEnv } from '../env.js';
 import { privateEngineUnavailable, type SupervisedSandboxes } from '../sandbox-engine.js';
 import { StateDir, supervisorAlive, type PlatformState, type SupervisedUnitRecord, type SupervisorRecord } from '../state.js';
@@ -27,12 +27,6 @@ export type SupervisorReport =
   | { note: string }
   | { ready: { platform: PlatformState; databaseUrl: string; adopted: boolean } }
   | { failed: string };
-
-export interface BerthSupervisorOptions {
-  /** @default restartPolicy() of @berth/supervision */
-  policy?: RestartPolicy;
-  clock?: Clock;
-}
 
 export class SupervisorRunningError extends Error {
   constructor(pid: number) {
@@ -52,7 +46,6 @@ export class BerthSupervisor {
   constructor(
     private readonly env: CliEnv,
     private readonly logger: Logger,
-    private readonly options: BerthSupervisorOptions = {},
   ) {
     this.state = new StateDir(env.stateDir);
   }
@@ -152,9 +145,8 @@ export class BerthSupervisor {
   private supervise(unit: Unit, first: Running): Supervisor {
     const { logger } = this;
     let downSince = 0;
+    // The restart policy's defaults: 0.5 s doubling to 30 s, from 0.5 s again after a minute up.
     const supervisor = new Supervisor({
-      ...(this.options.policy ? { policy: this.options.policy } : {}),
-      ...(this.options.clock ? { clock: this.options.clock } : {}),
       restart: async (signal) => {
         const running = await unit.start(signal, false);
         this.running(unit, running);
