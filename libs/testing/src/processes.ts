@@ -4,6 +4,7 @@
  * server) under a state folder of its own, whoever started it and whatever it is called.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { processAlive } from '@berth/local-stack';
 
 export interface FoundProcess {
   pid: number;
@@ -25,9 +26,8 @@ export async function processesUsing(paths: string[]): Promise<FoundProcess[]> {
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const stat = read(pid, 'stat');
     // A zombie has run its course (its parent only has not looked yet).
-    if (!stat || stat[stat.lastIndexOf(')') + 2] === 'Z') continue;
+    if (!processAlive(pid)) continue;
     const cmdline = read(pid, 'cmdline');
     let cwd = '';
     try {
