@@ -100,7 +100,7 @@ export class StateDir {
   }
 
   async writePlatform(state: PlatformState): Promise<void> {
-    await writeFile(this.platformFile, JSON.stringify(state, null, 2) + '\n');
+    await replaceJson(this.platformFile, state);
   }
 
   async clearPlatform(): Promise<void> {
@@ -111,11 +111,8 @@ export class StateDir {
     return readJson<SupervisorRecord>(this.supervisorFile);
   }
 
-  /** Replaced whole (written aside, then renamed): a reader never sees half a record. */
   async writeSupervisor(record: SupervisorRecord): Promise<void> {
-    const aside = `${this.supervisorFile}.${process.pid}`;
-    await writeFile(aside, JSON.stringify(record, null, 2) + '\n');
-    await rename(aside, this.supervisorFile);
+    await replaceJson(this.supervisorFile, record);
   }
 
   async clearSupervisor(): Promise<void> {
@@ -138,6 +135,13 @@ export class StateDir {
   async writeGatewayPort(port: number): Promise<void> {
     await writeFile(this.gatewayPortFile, `${port}\n`);
   }
+}
+
+/** Writes a file whole (aside, then renamed over it): the supervisor rewrites it while others read it. */
+async function replaceJson(file: string, value: unknown): Promise<void> {
+  const aside = `${file}.${process.pid}`;
+  await writeFile(aside, JSON.stringify(value, null, 2) + '\n');
+  await rename(aside, file);
 }
 
 async function readJson<T>(file: string): Promise<T | undefined> {
