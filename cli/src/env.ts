@@ -46,6 +46,11 @@ const schema = z.object({
   /** `off`: the platform starts no container engine and sandbox calls answer 503. */
   BERTH_SANDBOXES: z.enum(['on', 'off']).default('on'),
   /**
+   * Set by the supervisor of `berth up` for the platform it starts: the sandbox engine it runs, or
+   * why there is none (JSON, parsed where the platform starts).
+   */
+  BERTH_SUPERVISED_SANDBOXES: envOptionalString,
+  /**
    * `berth serve --service <grpc service>`: where its HTTP `/healthz` and `/readyz` listener binds
    * (`0.0.0.0` in a pod, for the kubelet's probes).
    */

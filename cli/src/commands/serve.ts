@@ -6,8 +6,9 @@
 import { createLogger, type Logger } from '@berth/log';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
+import { STOP_SIGNALS } from '../signals.js';
 import { startPlatform } from '../platform.js';
-import type { PlatformSandboxConfig } from '../sandbox-engine.js';
+import { parseSupervisedSandboxes, type PlatformSandboxConfig } from '../sandbox-engine.js';
 import type { ServiceTarget } from '../service-targets.js';
 
 /**
@@ -22,6 +23,8 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
   if (target !== 'all') return serveOne(env, target);
   if (!env.DATABASE_URL) throw new CliError('serve needs DATABASE_URL (berth up provides it)');
   const logger = createLogger({ name: 'berth', level: env.LOG_LEVEL });
+  // Before anything starts: a signal during the start stops what started once it has.
+  const signalled = untilSignal(logger);
   let platform;
   try {
     platform = await startPlatform(
@@ -43,34 +46,49 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
     await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
     throw error;
   }
-  logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
-  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
-  await untilSignal(logger);
+  if (!signalled.received) {
+    logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
+    await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
+  }
+  await signalled.promise;
   await platform.close();
 }
 
-/** One service (`--service`), configured by its own environment, until SIGINT/SIGTERM. */
+/** One service (`--service`), configured by its own environment, until SIGINT/SIGTERM/SIGHUP. */
 async function serveOne(env: CliEnv, target: Exclude<ServiceTarget, 'all'>): Promise<void> {
+  const signalled = untilSignal(createLogger({ name: target, level: env.LOG_LEVEL }));
   const { startService } = await import('./serve-service.js');
   const service = await startService(target, env);
-  await untilSignal(createLogger({ name: target, level: env.LOG_LEVEL }));
+  await signalled.promise;
   await service.close();
 }
 
-function untilSignal(logger: Logger): Promise<void> {
-  return new Promise<void>((resolve) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+/** Resolves at the first SIGINT, SIGTERM or SIGHUP (a closed terminal); `received` tells whether one came yet. */
+function untilSignal(logger: Logger): { promise: Promise<void>; readonly received: boolean } {
+  let received = false;
+  const promise = new Promise<void>((resolve) => {
+    for (const signal of STOP_SIGNALS) {
       process.once(signal, () => {
         logger.info({ signal }, 'shutting down');
+        received = true;
         resolve();
       });
     }
   });
+  return {
+    promise,
+    get received() {
+      return received;
+    },
+  };
 }
 
-/** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off. */
+/** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off; under `berth up`, its supervisor's engine. */
 function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
-  return { engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private' };
+  if (env.BERTH_SANDBOXES === 'off') return { engine: 'off' };
+  if (env.BERTH_SUPERVISED_SANDBOXES === undefined) return { engine: 'private' };
+  const supervised = parseSupervisedSandboxes(env.BERTH_SUPERVISED_SANDBOXES);
+  return 'engine' in supervised ? { engine: supervised.engine } : { engine: 'off', offReason: supervised.off };
 }
 
 /** Sends to the process that started this one, when it listens (`berth up`); the process may exit right after. */

@@ -388,9 +388,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     port: server.port,
     close: async (options = {}) => {
       if (options.drainMs !== undefined) {
-        // Connections in flight (a run's stream, a /wait) stay open while their runs finish.
-        server.server.close();
-        inside?.server.close();
+        // Requests in flight (a run's stream, a /wait) get their answers while their runs finish;
+        // clients keeping their connections are told to close them, not cut off.
+        server.drain();
+        inside?.drain();
         await worker?.close({ drainMs: options.drainMs });
       }
       await Promise.all([server.close(), inside?.close()]);

@@ -139,11 +139,7 @@ export class LocalDeployer implements Deployer {
       logger: this.options.logger,
       onOutput: (line, stream) => this.options.onOutput?.(ids, line, stream),
       onHealth: (event) => this.report({ ...ids, ...event }),
-      restart: {
-        initialDelayMs: this.options.restart?.initialDelayMs ?? 500,
-        maxDelayMs: this.options.restart?.maxDelayMs ?? 30_000,
-        resetAfterMs: this.options.restart?.resetAfterMs ?? 60_000,
-      },
+      restart: this.options.restart ?? {},
       healthTimeoutMs: this.options.healthTimeoutMs ?? 60_000,
       drainMs: this.options.drainMs ?? 15_000,
     });
