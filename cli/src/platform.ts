@@ -122,7 +122,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
               agentLogLevel: config.logLevel,
               tracingEndpoint: () => gatewayReached.promise,
               // Deployments' agent servers run in containers on the sandboxes' engine, when it runs.
-              ...(sandboxEngine.podman ? { agentEngine: sandboxEngine.podman } : {}),
+              ...(sandboxEngine.podmanCommand ? { agentEngine: sandboxEngine.podmanCommand } : {}),
             },
           },
           logger,

@@ -33,7 +33,7 @@ export interface ExternalEngine {
   /** What `berth up` says of it. @default its socket and whether storage quotas are enforced */
   summary?: string;
   /** The podman CLI against it: deployments' agent servers then run in containers there. */
-  podman?: PodmanCommand;
+  podmanCommand?: PodmanCommand;
 }
 
 export interface PlatformSandboxConfig {
@@ -54,7 +54,7 @@ const supervisedSandboxes = z.union([
       storageQuota: z.enum(['enforce', 'ignore']),
       defaultImage: z.string().min(1).optional(),
       summary: z.string().optional(),
-      podman: z.strictObject({ args: z.array(z.string()), env: z.record(z.string(), z.string()) }).optional(),
+      podmanCommand: z.strictObject({ args: z.array(z.string()), env: z.record(z.string(), z.string()) }).optional(),
     }),
   }),
   z.strictObject({ off: z.string().min(1) }),
@@ -83,7 +83,7 @@ export interface SandboxEngine {
   /** One line for people: the engine and its storage quotas, or OFF and why. */
   summary: string;
   /** The podman CLI against the engine, for the deployments' containers; unset without an engine. */
-  podman?: PodmanCommand;
+  podmanCommand?: PodmanCommand;
   close(): Promise<void>;
 }
 
@@ -117,7 +117,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
     return {
       settings: { ...shared, driver: { kind: 'container', socketPath: engine.socketPath, runDir, storageQuota: engine.storageQuota }, ...(engine.defaultImage ? { defaultImage: engine.defaultImage } : {}) },
       summary: engine.summary ?? `on: the engine at ${engine.socketPath}, storage quotas ${engine.storageQuota === 'enforce' ? 'enforced' : 'not enforced'}`,
-      ...(engine.podman ? { podman: engine.podman } : {}),
+      ...(engine.podmanCommand ? { podmanCommand: engine.podmanCommand } : {}),
       close: async () => undefined,
     };
   }
@@ -136,7 +136,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
       ...(started.defaultImage ? { defaultImage: started.defaultImage } : {}),
     },
     summary: started.summary,
-    podman: started.podman.command,
+    podmanCommand: started.podman.command,
     close: () => started.podman.stop(),
   };
 }

@@ -121,7 +121,7 @@ export class BerthSupervisor {
     }
     const { socketPath, storageQuota, defaultImage, summary, podman } = engine.started!;
     // The podman command too: the platform runs its deployments' agent servers in containers there.
-    return { engine: { socketPath, storageQuota, summary, podman: podman.command, ...(defaultImage ? { defaultImage } : {}) } };
+    return { engine: { socketPath, storageQuota, summary, podmanCommand: podman.command, ...(defaultImage ? { defaultImage } : {}) } };
   }
 
   /** A unit's first start; supervised from then on. A unit that does not start is not kept. */
