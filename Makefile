@@ -81,6 +81,7 @@ clean:
 bench: build bench/agent-server/node_modules/.bench-installed
 	@node bench/agent-server/run.mjs
 	@node bench/deploy/run.mjs
+	@node bench/containment/run.mjs
 	@node bench/sandboxes/run.mjs
 
 bench/agent-server/node_modules/.bench-installed: bench/agent-server/package-lock.json

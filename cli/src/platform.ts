@@ -7,7 +7,7 @@ import { start as startAgentRuntime } from '@berth/agent-runtime';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SecretBox, start as startControlPlane } from '@berth/control-plane';
+import { SecretBox, describeIsolation, start as startControlPlane } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
@@ -67,6 +67,8 @@ export interface RunningPlatform {
   services: Readonly<Record<string, string>>;
   /** One line for people on the sandboxes: their engine and storage quotas, or OFF and why. */
   sandboxes: string;
+  /** One line for people on how deployments are contained. */
+  isolation: string;
   close(): Promise<void>;
 }
 
@@ -107,10 +109,11 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     // the control plane waits for its address when a revision deploys.
     const gatewayReached = deferred<string>();
     const { controlPlane, sandboxManager, exportWorker } = configs;
+    let isolation = '';
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
-      'control-plane': async (logger) =>
-        startControlPlane(
+      'control-plane': async (logger) => {
+        const plane = await startControlPlane(
           {
             ...controlPlane,
             deployments: {
@@ -118,10 +121,15 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
               processEnv: config.processEnv ?? {},
               agentLogLevel: config.logLevel,
               tracingEndpoint: () => gatewayReached.promise,
+              // Deployments' agent servers run in containers on the sandboxes' engine, when it runs.
+              ...(sandboxEngine.podmanCommand ? { agentEngine: sandboxEngine.podmanCommand } : {}),
             },
           },
           logger,
-        ),
+        );
+        if (plane.isolation) isolation = describeIsolation(plane.isolation);
+        return plane;
+      },
       'agent-runtime': (logger) => startAgentRuntime({ grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken }, logger),
       'sandbox-manager': (logger) => startSandboxManager({ ...sandboxManager, sandboxes: withEngine(sandboxManager.sandboxes, sandboxEngine.settings) }, logger),
       'export-worker': (logger) => startExportWorker(exportWorker, logger),
@@ -142,7 +150,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     );
     started.push(gateway);
     gatewayReached.resolve(localUrl(config.host, gateway.port, gateway.url));
-    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, close: closeAll };
+    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, isolation, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

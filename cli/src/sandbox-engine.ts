@@ -13,6 +13,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PodmanService, buildBusyboxImages, podmanUnavailableReason, run } from '@berth/local-stack';
+import type { PodmanCommand } from '@berth/control-plane';
 import type { Logger } from '@berth/log';
 import { LONGEST_SOCKET_SUFFIX, type SandboxSettings } from '@berth/sandbox-manager';
 import { ConfigError } from '@berth/config';
@@ -31,6 +32,8 @@ export interface ExternalEngine {
   defaultImage?: string;
   /** What `berth up` says of it. @default its socket and whether storage quotas are enforced */
   summary?: string;
+  /** The podman CLI against it: deployments' agent servers then run in containers there. */
+  podmanCommand?: PodmanCommand;
 }
 
 export interface PlatformSandboxConfig {
@@ -51,6 +54,7 @@ const supervisedSandboxes = z.union([
       storageQuota: z.enum(['enforce', 'ignore']),
       defaultImage: z.string().min(1).optional(),
       summary: z.string().optional(),
+      podmanCommand: z.strictObject({ args: z.array(z.string()), env: z.record(z.string(), z.string()) }).optional(),
     }),
   }),
   z.strictObject({ off: z.string().min(1) }),
@@ -78,6 +82,8 @@ export interface SandboxEngine {
   settings: SandboxSettings;
   /** One line for people: the engine and its storage quotas, or OFF and why. */
   summary: string;
+  /** The podman CLI against the engine, for the deployments' containers; unset without an engine. */
+  podmanCommand?: PodmanCommand;
   close(): Promise<void>;
 }
 
@@ -111,6 +117,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
     return {
       settings: { ...shared, driver: { kind: 'container', socketPath: engine.socketPath, runDir, storageQuota: engine.storageQuota }, ...(engine.defaultImage ? { defaultImage: engine.defaultImage } : {}) },
       summary: engine.summary ?? `on: the engine at ${engine.socketPath}, storage quotas ${engine.storageQuota === 'enforce' ? 'enforced' : 'not enforced'}`,
+      ...(engine.podmanCommand ? { podmanCommand: engine.podmanCommand } : {}),
       close: async () => undefined,
     };
   }
@@ -129,6 +136,7 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
       ...(started.defaultImage ? { defaultImage: started.defaultImage } : {}),
     },
     summary: started.summary,
+    podmanCommand: started.podman.command,
     close: () => started.podman.stop(),
   };
 }

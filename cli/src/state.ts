@@ -22,6 +22,8 @@ export interface PlatformState {
   started_at: string;
   /** The platform's line on sandboxes (their engine, or OFF and why), shown by `berth up`. */
   sandboxes?: string;
+  /** The platform's line on how deployments are contained, shown by `berth up`. */
+  isolation?: string;
 }
 
 /** What the supervisor of `berth up` runs, as it records it for `berth status` and `berth down`. */

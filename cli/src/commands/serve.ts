@@ -16,7 +16,7 @@ import type { ServiceTarget } from '../service-targets.js';
  * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
  */
 export type ServeReport =
-  | { ready: { url: string; port: number; instance_id: string; sandboxes: string } }
+  | { ready: { url: string; port: number; instance_id: string; sandboxes: string; isolation: string } }
   | { failed: { message: string; code?: string } };
 
 export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise<void> {
@@ -47,8 +47,8 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
     throw error;
   }
   if (!signalled.received) {
-    logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes }, 'platform ready');
-    await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes } });
+    logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
+    await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
   }
   await signalled.promise;
   await platform.close();

@@ -47,10 +47,8 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
-  // Loaded here, not at the top: the control plane is heavy, and `up` should start its supervisor at once.
-  const { detectLocalIsolation } = await import('@berth/control-plane');
-  const isolation = await detectLocalIsolation(env.stateDir);
-  print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
+  // What the platform found it can do: containers, OS users, or nothing (and why).
+  if (platform.isolation) print(`  isolation  ${platform.isolation}`);
   if (platform.sandboxes) print(`  sandboxes  ${platform.sandboxes}`);
   print(`  supervised ${state.supervisorLogFile} (a process that crashes is restarted; \`berth status\` shows restarts)`);
   print('');

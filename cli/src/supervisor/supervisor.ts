@@ -119,8 +119,9 @@ export class BerthSupervisor {
       this.logger.error({ err: error }, 'the sandbox engine did not start: sandboxes are off');
       return { off: `${(error as Error).message}; see ${this.state.engineLogFile}, fix the cause and run \`berth up\` again` };
     }
-    const { socketPath, storageQuota, defaultImage, summary } = engine.started!;
-    return { engine: { socketPath, storageQuota, summary, ...(defaultImage ? { defaultImage } : {}) } };
+    const { socketPath, storageQuota, defaultImage, summary, podman } = engine.started!;
+    // The podman command too: the platform runs its deployments' agent servers in containers there.
+    return { engine: { socketPath, storageQuota, summary, podmanCommand: podman.command, ...(defaultImage ? { defaultImage } : {}) } };
   }
 
   /** A unit's first start; supervised from then on. A unit that does not start is not kept. */

@@ -123,6 +123,15 @@ export class PodmanService {
     ];
   }
 
+  /**
+   * How another process runs the CLI against this engine (the control plane, for its agent
+   * servers' containers): the flags and the configuration variables, PATH, nothing else of ours.
+   */
+  get command(): { args: string[]; env: Record<string, string> } {
+    const env = Object.entries(this.env).filter((e): e is [string, string] => e[1] !== undefined && (e[0] === 'PATH' || e[0].startsWith('CONTAINERS_')));
+    return { args: this.cliArgs, env: Object.fromEntries(env) };
+  }
+
   /** Runs the podman CLI against this engine's storage. */
   podman(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }> {
     return run(this.binary, [...this.cliArgs, ...args], { env: this.env, timeoutMs });

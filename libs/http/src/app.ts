@@ -100,10 +100,14 @@ const DRAIN_GRACE_MS = 1000;
 /** How long long-lived streams may take to end on a stop without a drain. */
 const CLOSE_GRACE_MS = 2000;
 
-/** Listens on host:port (0 = any free port) and resolves once bound. */
-export function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+/**
+ * Listens on host:port (0 = any free port) and resolves once bound. With `fd`, serves the listening
+ * socket of that inherited file descriptor instead (bound by the parent, which may be outside this
+ * process's network namespace); `host` then only names it in `url`.
+ */
+export function listen(app: Express, host: string, port: number, fd?: number): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const server = fd === undefined ? app.listen(port, host) : app.listen({ fd });
     server.once('error', reject);
     server.once('listening', () => {
       const address = server.address() as AddressInfo;

@@ -46,6 +46,8 @@ export { Sandboxes } from './sandboxes/sandboxes.js';
 export { Templates } from './catalog/templates.js';
 export { DEFAULT_LIMITS, type SandboxLimits } from './sandboxes/limits.js';
 export { DEFAULT_QUOTA, type SandboxQuota } from './sandboxes/quota.js';
+// The egress proxy, which the local deployer runs for its containers too.
+export { SandboxProxy, type SandboxProxyOptions } from './proxy/index.js';
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.sandboxmanager.v1';

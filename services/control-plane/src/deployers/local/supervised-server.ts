@@ -17,8 +17,11 @@ export type { RestartPolicy } from '@berth/supervision';
 export interface SupervisedServerOptions {
   deploymentId: string;
   revisionId: string;
-  /** Starts the agent server process on a port (the deployer's one spawn function). */
-  spawn: (port: number) => ChildProcess;
+  /**
+   * Starts the agent server process on a port (the deployer's one spawn function). It may take a
+   * moment (a container's listening socket is bound first) and reject when it cannot start at all.
+   */
+  spawn: (port: number) => ChildProcess | Promise<ChildProcess>;
   /** The revision's deploy log: progress, crashes, restarts. */
   log: DeployLog;
   logger: Logger;
@@ -45,6 +48,8 @@ export class SupervisedServer {
   private outputEnded: Promise<unknown> = Promise.resolve();
   /** Why the current process could not be started at all. */
   private startError: Error | undefined;
+  /** A spawn under way: stop() waits for it, to stop what it starts. */
+  private launching: Promise<unknown> = Promise.resolve();
   private readonly supervisor: Supervisor;
 
   constructor(port: number, private readonly options: SupervisedServerOptions) {
@@ -78,7 +83,7 @@ export class SupervisedServer {
    */
   async start(signal?: AbortSignal): Promise<void> {
     const { log } = this.options;
-    const child = this.launch();
+    const child = await this.launch();
     const life = this.life(child);
     try {
       await this.waitHealthy(child, signal);
@@ -97,6 +102,7 @@ export class SupervisedServer {
   /** Stops the process on purpose (SIGTERM, SIGKILL after `drainMs`): it is not restarted. */
   async stop(log: DeployLog): Promise<void> {
     await this.supervisor.stop();
+    await this.launching;
     const child = this.child;
     if (!child || !alive(child)) return;
     child.kill('SIGTERM');
@@ -108,9 +114,10 @@ export class SupervisedServer {
     }
   }
 
-  private launch(): ChildProcess {
-    const child = this.options.spawn(this.port);
-    this.child = child;
+  private async launch(): Promise<ChildProcess> {
+    const spawning = (async () => (this.child = await this.options.spawn(this.port)))();
+    this.launching = spawning.catch(() => undefined);
+    const child = await spawning;
     this.tail = [];
     this.startError = undefined;
     // A process that could not be started at all (e.g. its folder is gone) emits 'error' instead
@@ -203,7 +210,7 @@ export class SupervisedServer {
       this.options.log(`${previous} is taken now: the agent server moves to ${this.url}`, 'warn');
     }
     signal.throwIfAborted();
-    const child = this.launch();
+    const child = await this.launch();
     const life = this.life(child);
     try {
       await this.waitHealthy(child, signal);
