@@ -93,9 +93,10 @@ describe('values Postgres cannot store as they are', () => {
       const next = (await client.runs.wait(threadId, 'emit', { input: { kind } })) as Values;
       expect(next.value).toEqual(expected);
 
-      // One execution each, so one root trace each.
+      // One execution each, so one root trace each, which the trace store could keep whole.
       await until('the root traces', () => (receiver.roots(runId).some((r) => r.end_time) ? true : undefined), 15_000);
       expect(receiver.roots(runId)).toHaveLength(1);
+      expect(receiver.refused).toEqual([]);
       expect(receiver.posts.filter((id) => receiver.runs.get(id)?.extra?.metadata?.run_id === runId && !receiver.runs.get(id)?.parent_run_id)).toHaveLength(1);
       expect((await runRow(runId)).attempt).toBe(1);
     }, 30_000);

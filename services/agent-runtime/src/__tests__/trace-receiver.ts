@@ -1,6 +1,8 @@
 /**
  * A trace API stand-in for the agent server's tracing tests: answers /info and takes the
- * `langsmith` Client's multipart batches, keeping each run's latest fields.
+ * `langsmith` Client's multipart batches, keeping each run's latest fields. As the platform's trace
+ * store does, it refuses (keeps out, and lists in `refused`) a part holding a string Postgres cannot
+ * store: U+0000 or a lone surrogate.
  */
 import express from 'express';
 import { listen, type RunningServer } from '@berth/http';
@@ -13,6 +15,8 @@ export class TraceReceiver {
   readonly apiKeys = new Set<string>();
   /** How many times each run id was created (a `post.` part), in arrival order. */
   readonly posts: string[] = [];
+  /** Ids of the runs whose parts were refused. */
+  readonly refused: string[] = [];
   private server?: RunningServer;
 
   async start(): Promise<string> {
@@ -24,8 +28,12 @@ export class TraceReceiver {
       for (const [name, value] of form.entries()) {
         const [, op, id, field] = /^(post|patch)\.([^.]+)(?:\.(.+))?$/.exec(name) ?? [];
         if (!id) continue;
-        if (op === 'post' && !field) this.posts.push(id);
         const json = JSON.parse(typeof value === 'string' ? value : await value.text()) as Record<string, unknown>;
+        if (!storable(json)) {
+          this.refused.push(id);
+          continue;
+        }
+        if (op === 'post' && !field) this.posts.push(id);
         const run = this.runs.get(id) ?? { id };
         this.runs.set(id, field ? { ...run, [field]: json } : { ...run, ...json });
       }
@@ -53,4 +61,21 @@ export class TraceReceiver {
     await until('every run of the trace to end', () => (runs.every((r) => this.runs.get(r.id)?.end_time) ? true : undefined), 5000);
     return runs.map((r) => this.runs.get(r.id)!);
   }
+}
+
+/** Whether every string (keys included) of a JSON value is one Postgres can store. */
+function storable(value: unknown): boolean {
+  const stack = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\0') || !v.isWellFormed()) return false;
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [key, child] of Object.entries(v)) {
+        if (key.includes('\0') || !key.isWellFormed()) return false;
+        stack.push(child);
+      }
+    }
+  }
+  return true;
 }

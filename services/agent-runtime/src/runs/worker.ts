@@ -369,8 +369,13 @@ export class RunWorker {
     const { runs, broker, dispatcher, log } = this.deps;
     const { outcome, cancelled, timedOut } = ended;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
+    // Writes around the run's end are retried through an outage of the database too.
+    const retry = <T>(what: string, fn: () => Promise<T>) =>
+      retryTransient(what, fn, { until: Date.now() + this.lease.holdMs, log, context: { runId: run.run_id }, stopped: () => lease.lost !== undefined });
     // While this run is unfinished no other run of the thread can start: undo a rollback first.
-    if (cancelled?.action === 'rollback') await this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id));
+    if (cancelled?.action === 'rollback') {
+      await retry('rolling the run back', async () => this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id)));
+    }
     const recorded = await recordEnd(
       runs,
       log,
@@ -398,8 +403,6 @@ export class RunWorker {
     const { ending, nextRunId } = recorded;
     // Its graph finished, but its result could not be stored: the stream says so.
     if ((ending.error as { error?: string } | null)?.error === UNSTORABLE) await this.publishError(run.run_id, ending.error as { error: string; message: string });
-    // What follows the recorded end is retried through an outage too, for the hold period.
-    const retry = <T>(what: string, fn: () => Promise<T>) => retryTransient(what, fn, { until: Date.now() + this.lease.holdMs, log, context: { runId: run.run_id } });
     if (cancelled?.action === 'rollback') await retry('removing the rolled-back run', () => runs.remove(run.run_id));
     else report({ status: ending.status, output: ending.output });
     await retry("ending the run's stream", () => broker.end(run.run_id));

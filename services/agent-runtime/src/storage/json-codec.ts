@@ -31,14 +31,15 @@ export class UnstorableValueError extends Error {
   }
 }
 
-/** Whether JSON text (as UTF-8 bytes) nests arrays and objects deeper than `max`. One pass, no recursion. */
-export function nestedDeeperThan(json: Uint8Array, max: number): boolean {
-  // Any nesting deeper than max needs more than 2 × max bytes.
+/** Whether JSON text (or its UTF-8 bytes) nests arrays and objects deeper than `max`. One pass, no recursion. */
+export function nestedDeeperThan(json: string | Uint8Array, max: number): boolean {
+  // Any nesting deeper than max needs more than 2 × max characters.
   if (json.length <= 2 * max) return false;
+  const at = typeof json === 'string' ? (i: number) => json.charCodeAt(i) : (i: number) => json[i]!;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < json.length; i++) {
-    const b = json[i]!;
+    const b = at(i);
     if (inString) {
       if (b === 0x5c) i += 1; // the escaped character
       else if (b === 0x22) inString = false;
@@ -51,7 +52,9 @@ export function nestedDeeperThan(json: Uint8Array, max: number): boolean {
 }
 const JSONB_OID = 3802;
 
-/** JSON.stringify output that may hold a string to escape (it writes U+0000 and lone surrogates as `\u` escapes). */
+/** JSON.stringify output that may hold U+0000 or a lone surrogate (it writes both as `\u` escapes). */
+export const UNSTORABLE_TEXT = /\\u0000|\\ud[89a-f][0-9a-f]{2}/;
+/** JSON.stringify output that may hold a string to escape: U+0000, a lone surrogate, or U+FDD0. */
 const NEEDS_ESCAPE = /\\u0000|\\ud[89a-f][0-9a-f]{2}|\ufdd0/;
 
 /** `s` with U+0000, U+FDD0 and lone surrogates escaped; `s` itself when it has none. */
@@ -108,7 +111,7 @@ export function unescapeString(s: string): string {
  * Rewrites the string literals of JSON text that `select` picks with `rewrite`. Scans the text once
  * (no recursion: any depth of nesting is fine); outside string literals JSON has no `"`.
  */
-function mapStringLiterals(text: string, select: (literal: string) => boolean, rewrite: (s: string) => string): string {
+export function mapStringLiterals(text: string, select: (literal: string) => boolean, rewrite: (s: string) => string): string {
   let out = '';
   let last = 0;
   for (let start = text.indexOf('"'); start >= 0; start = text.indexOf('"', last)) {
