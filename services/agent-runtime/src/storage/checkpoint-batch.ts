@@ -103,21 +103,21 @@ function inserts(allowed: string): string {
   WHERE ${allowed}
   ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
 ), overwrites AS (
-  INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
-  SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob
-  FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int[], $20::text[], $21::text[], $22::bytea[], $23::text[])
-    AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, fence)
-  WHERE ${allowed}
-  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
-    SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob
+  ${writesInsert(15, allowed, 'DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob')}
 ), writes AS (
-  INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
+  ${writesInsert(24, allowed, 'DO NOTHING')}
+)`;
+}
+
+/** An insert into checkpoint_writes of the 9 columns from parameter `$first` on. */
+function writesInsert(first: number, allowed: string, onConflict: string): string {
+  const types = ['text', 'text', 'text', 'text', 'int', 'text', 'text', 'bytea', 'text'];
+  return `INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
   SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob
-  FROM unnest($24::text[], $25::text[], $26::text[], $27::text[], $28::int[], $29::text[], $30::text[], $31::bytea[], $32::text[])
+  FROM unnest(${types.map((type, i) => `$${first + i}::${type}[]`).join(', ')})
     AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, fence)
   WHERE ${allowed}
-  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
-)`;
+  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${onConflict}`;
 }
 
 const UNFENCED_SQL = `WITH ${inserts('true')}

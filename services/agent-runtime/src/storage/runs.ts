@@ -70,16 +70,6 @@ export interface RunEnding {
   error: Json | null;
 }
 
-/** The jsonb parameters of an ending (serializing may throw: see RunStore.unstorable). */
-function completionFields(input: RunEnding) {
-  return {
-    output: jsonParam(input.output),
-    values: jsonParam(input.values ?? null),
-    interrupts: jsonParam(input.interrupts ?? {}),
-    error: input.error === null ? null : jsonParam(input.error),
-  };
-}
-
 export interface Run {
   run_id: string;
   thread_id: string;
@@ -264,7 +254,6 @@ export class RunStore {
    * the thread's next run when there is one.
    */
   async complete(input: RunEnding): Promise<{ finished: boolean; nextRunId?: string }> {
-    const fields = completionFields(input);
     const { rows } = await this.pool.query<{ finished: number; next_run_id: string | null }>(
       `WITH done AS (
          UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
@@ -286,13 +275,13 @@ export class RunStore {
         input.runId,
         input.owner,
         input.status,
-        fields.output,
+        jsonParam(input.output),
         input.failed,
         input.interrupted,
         input.values !== undefined,
-        fields.values,
-        fields.interrupts,
-        fields.error,
+        jsonParam(input.values ?? null),
+        jsonParam(input.interrupts ?? {}),
+        input.error === null ? null : jsonParam(input.error),
         input.attempt,
       ],
     );
