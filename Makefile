@@ -6,8 +6,8 @@ BERTH := node cli/dist/bin.js
 
 .PHONY: up down test install uninstall deps build typecheck clean images
 
-## Install, provision Postgres under .berth/, start every service (and, as root, a private Podman
-## engine for sandboxes) in one process, print URL and key.
+## Install, then start a supervisor that runs Postgres under .berth/, (as root) a private Podman engine
+## for sandboxes and the platform (every service in one process), restarting any that crashes; print URL and key.
 up: sandbox-tools build
 	@$(BERTH) up
 
@@ -17,7 +17,7 @@ up: sandbox-tools build
 sandbox-tools:
 	@scripts/ensure-podman.sh || echo "Berth will start without sandboxes." >&2
 
-## Stop the platform, its sandbox engine and its Postgres (data and sandbox files stay under .berth/).
+## Stop the supervisor, the platform, the sandbox engine and Postgres (data and sandbox files stay under .berth/).
 down:
 	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
 
@@ -81,6 +81,7 @@ clean:
 bench: build bench/agent-server/node_modules/.bench-installed
 	@node bench/agent-server/run.mjs
 	@node bench/deploy/run.mjs
+	@node bench/containment/run.mjs
 	@node bench/sandboxes/run.mjs
 
 bench/agent-server/node_modules/.bench-installed: bench/agent-server/package-lock.json

@@ -12,17 +12,17 @@
  *
  * Usage (after `make build`): node bench/deploy/run.mjs [--redeploys 3] [--no-write]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { BENCHMARKS_DOC, writeSection } from '../doc-section.mjs';
+import { timedDeploy } from './berth-deploy.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BERTH = join(ROOT, 'cli/dist/bin.js');
-const DOC = join(ROOT, 'docs/benchmarks.md');
 const BEGIN = '<!-- bench:deploy:begin -->';
 const END = '<!-- bench:deploy:end -->';
 const TARGET = { first: 15, redeploy: 10 };
@@ -49,34 +49,8 @@ function berth(args, extraEnv = {}, cwd = ROOT) {
   return result.stdout;
 }
 
-/** One `berth deploy --json`, timed; resolves with seconds and the result event. */
-function deploy(credentials) {
-  return new Promise((done, fail) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, [BERTH, 'deploy', '--json'], {
-      cwd: project,
-      env: { ...env, BERTH_API_KEY: credentials.api_key, BERTH_HOST_URL: credentials.gateway_url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => {
-      const seconds = (performance.now() - started) / 1000;
-      const events = out.split('\n').filter(Boolean).map((line) => {
-        try {
-          return JSON.parse(line);
-        } catch {
-          return { type: 'text', line };
-        }
-      });
-      const result = events.find((e) => e.type === 'result');
-      if (code !== 0 || result?.status !== 'succeeded') fail(new Error(`berth deploy failed (exit ${code}):\n${out}\n${err}`));
-      else done({ seconds, result });
-    });
-  });
-}
+/** One `berth deploy --json` in the project, timed. */
+const deploy = (credentials) => timedDeploy(BERTH, project, { ...env, BERTH_API_KEY: credentials.api_key, BERTH_HOST_URL: credentials.gateway_url });
 
 async function reply(credentials, url, text) {
   const response = await fetch(`${url}/runs/wait`, {
@@ -143,12 +117,8 @@ try {
   ].join('\n');
   console.log(`\n${section}`);
   if (!opts['no-write']) {
-    let doc = readFileSync(DOC, 'utf8');
-    const from = doc.indexOf(BEGIN);
-    const to = doc.indexOf(END);
-    doc = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
-    writeFileSync(DOC, doc);
-    console.log(`written to ${DOC}`);
+    writeSection(section, BEGIN, END);
+    console.log(`written to ${BENCHMARKS_DOC}`);
   }
 } finally {
   if (up) {

@@ -16,17 +16,17 @@
  *     [--podman-runs 20] [--podman-execs 50] [--no-write] [--keep]
  */
 import { fork, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { BENCHMARKS_DOC, writeSection } from '../doc-section.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
-const DOC = join(ROOT, 'docs/benchmarks.md');
 const BEGIN = '<!-- bench:sandboxes:begin -->';
 const END = '<!-- bench:sandboxes:end -->';
 const TARGET = { warm: 50, cold: 1000, exec: 20 };
@@ -449,12 +449,8 @@ try {
   ].join('\n');
   log(`\n${section}`);
   if (!opts['no-write']) {
-    let doc = readFileSync(DOC, 'utf8');
-    const from = doc.indexOf(BEGIN);
-    const to = doc.indexOf(END);
-    doc = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
-    writeFileSync(DOC, doc);
-    log(`written to ${DOC}`);
+    writeSection(section, BEGIN, END);
+    log(`written to ${BENCHMARKS_DOC}`);
   }
 } finally {
   await teardown();

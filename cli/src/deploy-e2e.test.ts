@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import type { RunningPlatform } from './platform.js';
-import { startTestPlatform, type TestPlatform } from './__tests__/test-platform.js';
+import { startTestPlatform, testEngine, type TestPlatform } from './__tests__/test-platform.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,7 +61,8 @@ async function reply(url: string, text: string): Promise<unknown> {
 }
 
 beforeAll(async () => {
-  stack = await startTestPlatform('deploy-e2e');
+  // As `berth up` as root: deployments in containers.
+  stack = await startTestPlatform('deploy-e2e', { sandboxes: testEngine() });
   ({ platform, temp } = stack);
   apiKey = stack.adminKey;
   project = join(temp, 'echo-agent');
@@ -74,6 +75,7 @@ afterAll(async () => {
 
 describe('berth deploy (end to end)', () => {
   it('deploys examples/echo-agent, serves it to the SDK at the printed URL, redeploys and deletes it', async () => {
+    expect(platform.isolation).toBe("each deployment runs in a container of its own, on the platform's Podman engine");
     const first = await berth(['deploy']);
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
     expect(first.stdout).toContain('note: not sent as secrets');

@@ -4,7 +4,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { appendFile, cp, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, cp, mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,18 +24,21 @@ beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'berth-dev-'));
   await cp(join(repo, 'services/agent-runtime/test-projects/echo'), project, { recursive: true });
   // A graph whose run lasts until the test creates the file its input names; it notes the pid that ran it.
+  // Its polling interval comes from a module of its own: what the project runs, one import away.
+  await writeFile(join(project, 'src', 'gate-interval.ts'), 'export const INTERVAL_MS = 50;\n');
   await writeFile(
     join(project, 'src', 'gate.ts'),
     [
       "import { existsSync } from 'node:fs';",
       "import { Annotation, StateGraph } from '@langchain/langgraph';",
+      "import { INTERVAL_MS } from './gate-interval.js';",
       'const State = Annotation.Root({',
       '  gate: Annotation<string>,',
       '  pids: Annotation<number[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),',
       '});',
       'export const graph = new StateGraph(State)',
       "  .addNode('wait', async (state) => {",
-      '    while (!existsSync(state.gate)) await new Promise((resolve) => setTimeout(resolve, 50));',
+      '    while (!existsSync(state.gate)) await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS));',
       '    return { pids: [process.pid] };',
       '  })',
       "  .addEdge('__start__', 'wait')",
@@ -210,6 +214,88 @@ describe('berth dev', () => {
     await writeFile(graphFile(), (await readFile(graphFile(), 'utf8')).replace('\nexport const broken = ;\n', ''));
     await setPrefix('echo v3');
     expect(await until('the fixed code', async () => ((await reply(url, 'z')) === 'echo v3: z' ? true : undefined), 20_000)).toBe(true);
+    await stopDev();
+  }, 120_000);
+
+  it('reloads for what the project runs — a module a graph imports, langgraph.json, the env file — not for data files or files nothing imports', async () => {
+    await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
+    const reloads = () => output().match(/^.* changed: reloading…$/gm) ?? [];
+    const reloaded = async (count: number) => until(`reload ${count}`, async () => ((output().match(/^reloaded: /gm) ?? []).length >= count ? true : undefined), 20_000);
+
+    // What the JS dev server and the graphs themselves write, and a script no graph imports…
+    await mkdir(join(project, '.langgraph_api'), { recursive: true });
+    await writeFile(join(project, '.langgraph_api', 'store.json'), '{"runs": []}');
+    await writeFile(join(project, 'results.json'), '[]');
+    await writeFile(join(project, 'src', 'unused.ts'), 'export const unused = 1;\n');
+    // …then a module one import away from a graph: that alone reloads.
+    await writeFile(join(project, 'src', 'gate-interval.ts'), 'export const INTERVAL_MS = 40;\n');
+    await reloaded(1);
+    expect(reloads()).toEqual(['src/gate-interval.ts changed: reloading…']);
+
+    await appendFile(join(project, '.env'), '\nGREETING=hello\n');
+    await reloaded(2);
+    expect(reloads().at(-1)).toBe('.env changed: reloading…');
+    await writeFile(join(project, 'langgraph.json'), await readFile(join(project, 'langgraph.json'), 'utf8'));
+    await reloaded(3);
+    expect(reloads().at(-1)).toBe('langgraph.json changed: reloading…');
+    expect(reloads()).toHaveLength(3);
+    await stopDev();
+  }, 120_000);
+
+  it('a reload fails no request: those in flight get their answers, clients that keep their connections are told to close them, not cut off', async () => {
+    const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
+    const gate = join(project, 'gate-keepalive');
+    await rm(gate, { force: true });
+    // Node's own keep-alive client, four connections at most: the requests after the runs reuse the runs' connections.
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    try {
+      const call = (method: string, path: string, body?: unknown) =>
+        new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+          const req = httpRequest(`${url}${path}`, { method, agent, headers: { 'content-type': 'application/json' } }, (res) => {
+            res.resume();
+            res.once('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+          });
+          req.once('error', reject);
+          req.end(body === undefined ? undefined : JSON.stringify(body));
+        });
+      // Clients that reuse their connections all along (fetch keeps them alive): every request must get its answer.
+      let looping = true;
+      let answered = 0;
+      const failures: string[] = [];
+      const loops = Array.from({ length: 3 }, async () => {
+        while (looping) {
+          try {
+            const response = await fetch(`${url}/ok`);
+            await response.arrayBuffer();
+            if (response.ok) answered++;
+            else failures.push(`status ${response.status}`);
+          } catch (error) {
+            failures.push(String((error as Error & { cause?: Error }).cause?.message ?? error));
+          }
+        }
+      });
+      // Requests in flight across the reload: runs that wait for the gate.
+      const threads = await Promise.all([1, 2, 3, 4].map(() => post<{ thread_id: string }>(`${url}/threads`, {})));
+      const inFlight = threads.map(({ thread_id }) => call('POST', `/threads/${thread_id}/runs/wait`, { assistant_id: 'gate', input: { gate } }));
+      const running = async ({ thread_id }: { thread_id: string }) =>
+        ((await (await fetch(`${url}/threads/${thread_id}/runs`)).json()) as { status: string }[]).some((run) => run.status === 'running');
+      await until('the runs to start', async () => ((await Promise.all(threads.map(running))).every(Boolean) ? true : undefined));
+
+      const before = (output().match(/^reloaded: /gm) ?? []).length;
+      await setPrefix('echo kept');
+      await until('the reload', async () => ((output().match(/^reloaded: /gm) ?? []).length > before ? true : undefined), 20_000);
+      await writeFile(gate, '');
+      expect((await Promise.all(inFlight)).map((answer) => answer.status)).toEqual([200, 200, 200, 200]);
+      // The same connections at once, while the old processes finish: answered, then closed.
+      expect((await Promise.all([1, 2, 3, 4].map(() => call('GET', '/ok')))).map((answer) => answer.status)).toEqual([200, 200, 200, 200]);
+      looping = false;
+      await Promise.all(loops);
+      expect(failures).toEqual([]);
+      expect(answered).toBeGreaterThan(0);
+      expect(await reply(url, 'after')).toBe('echo kept: after');
+    } finally {
+      agent.destroy();
+    }
     await stopDev();
   }, 120_000);
 

@@ -46,12 +46,10 @@ const schema = z.object({
   /** `off`: the platform starts no container engine and sandbox calls answer 503. */
   BERTH_SANDBOXES: z.enum(['on', 'off']).default('on'),
   /**
-   * Private CIDRs sandboxes may reach, and registries pulled over plain HTTP (comma-separated; the
-   * sandbox-manager's names). Kept as text here, parsed where the platform starts: the parser lives
-   * in the sandbox-manager, which every other command should not pay to load.
+   * Set by the supervisor of `berth up` for the platform it starts: the sandbox engine it runs, or
+   * why there is none (JSON, parsed where the platform starts).
    */
-  BERTH_SANDBOX_PRIVATE_EGRESS: envOptionalString,
-  SANDBOX_INSECURE_REGISTRIES: envOptionalString,
+  BERTH_SUPERVISED_SANDBOXES: envOptionalString,
   /**
    * `berth serve --service <grpc service>`: where its HTTP `/healthz` and `/readyz` listener binds
    * (`0.0.0.0` in a pod, for the kubelet's probes).
@@ -74,6 +72,8 @@ export type CliEnv = z.output<typeof schema> & {
   loginFile: string;
   /** What deployment builds and local agent servers inherit: PATH, HOME and npm settings. */
   processEnv: Record<string, string>;
+  /** The environment as given: the platform's services read their own settings from it (service-config.ts). */
+  serviceEnv: Readonly<Record<string, string | undefined>>;
 };
 
 /** Variables passed on to builds and agent servers; everything else stays with the CLI. */
@@ -100,6 +100,7 @@ export function loadCliEnv(
     configDir,
     loginFile: join(configDir, 'credentials.json'),
     processEnv,
+    serviceEnv: { ...env },
   };
 }
 

@@ -21,6 +21,7 @@ const load = {
   up: () => import('./commands/up.js'),
   down: () => import('./commands/down.js'),
   serve: () => import('./commands/serve.js'),
+  supervise: () => import('./commands/supervise.js'),
   status: () => import('./commands/status.js'),
   keys: () => import('./commands/keys.js'),
   keysBootstrap: () => import('./commands/keys-bootstrap.js'),
@@ -74,6 +75,11 @@ export function program(): Command {
       choiceOption('--service <name>', 'the one service to run, configured by its own environment (one Deployment each on Kubernetes)', SERVICE_TARGETS).default('all'),
     )
     .action(async (o: { service: ServiceTarget }) => (await load.serve()).serve(env(), o.service));
+  // What `berth up` leaves running; not for people to start.
+  cli
+    .command('supervise', { hidden: true })
+    .description('run and restart Postgres, the sandbox engine and the platform (started by berth up)')
+    .action(async () => (await load.supervise()).supervise(env()));
   connectionOptions(cli.command('status').description('show whether the platform runs and each readiness check (of another gateway with --url)'), {
     apiKey: false,
   }).action(async (o) => {

@@ -7,13 +7,13 @@ import { start as startAgentRuntime } from '@berth/agent-runtime';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SecretBox, start as startControlPlane } from '@berth/control-plane';
+import { SecretBox, describeIsolation, start as startControlPlane } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
-import { selectQueueBackend } from '@berth/queue';
-import { start as startSandboxManager } from '@berth/sandbox-manager';
+import { start as startSandboxManager, type SandboxSettings } from '@berth/sandbox-manager';
 import { startSandboxEngine, type PlatformSandboxConfig } from './sandbox-engine.js';
+import { embeddedServiceConfigs } from './service-config.js';
 
 export interface PlatformConfig {
   databaseUrl: string;
@@ -36,6 +36,12 @@ export interface PlatformConfig {
   processEnv?: Record<string, string>;
   /** @default off (sandbox calls answer 503); `berth serve` asks for the private engine */
   sandboxes?: PlatformSandboxConfig;
+  /**
+   * The environment the services read their own settings from (`BULK_EXPORT_*`, `SANDBOX_*`…),
+   * through the same loaders as `berth serve --service` (service-config.ts).
+   * @default {} (every service's defaults)
+   */
+  serviceEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The key deployment secrets and export destination credentials are encrypted with: made on first start, kept (0600) in the state folder. */
@@ -61,6 +67,8 @@ export interface RunningPlatform {
   services: Readonly<Record<string, string>>;
   /** One line for people on the sandboxes: their engine and storage quotas, or OFF and why. */
   sandboxes: string;
+  /** One line for people on how deployments are contained. */
+  isolation: string;
   close(): Promise<void>;
 }
 
@@ -77,42 +85,54 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     // A fresh token per start, held in memory only (never printed, logged, or put in an
     // environment a child inherits): deployed graphs on this machine can reach the loopback ports.
     const internalToken = randomBytes(32).toString('base64url');
-    const grpc = { grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken };
+    // The typed settings of PlatformConfig are environment variables of the services, read by their loaders like the rest.
+    const serviceEnv = {
+      ...config.serviceEnv,
+      ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
+      ...(config.agentRedis ? { BERTH_AGENT_REDIS: config.agentRedis } : {}),
+      ...(config.publicUrl ? { BERTH_PUBLIC_URL: config.publicUrl } : {}),
+    };
+    const configs = embeddedServiceConfigs(serviceEnv, {
+      databaseUrl: config.databaseUrl,
+      secretKey: await secretKey(config.stateDir),
+      internalToken,
+      logLevel: config.logLevel,
+      stateDir: config.stateDir,
+      host: config.host,
+      port: config.port,
+    });
     const services: Record<string, string> = {};
-    const key = await secretKey(config.stateDir);
     // Started first, so closed last: the sandbox-manager stops its sandboxes before the engine goes.
     const sandboxEngine = await startSandboxEngine(config.sandboxes, config.stateDir, logger);
     started.push(sandboxEngine);
     // Agent servers trace their runs through the gateway, which starts after the control plane:
     // the control plane waits for its address when a revision deploys.
     const gatewayReached = deferred<string>();
+    const { controlPlane, sandboxManager, exportWorker } = configs;
+    let isolation = '';
     const starters: Record<string, (logger: Logger) => Promise<Closable & { address: string }>> = {
       // The control plane keeps its own schema (login flows, later deployments) in the same Postgres.
-      'control-plane': async (logger) =>
-        startControlPlane(
+      'control-plane': async (logger) => {
+        const plane = await startControlPlane(
           {
-            ...grpc,
-            databaseUrl: config.databaseUrl,
+            ...controlPlane,
             deployments: {
-              secretKey: key,
-              artifactsDir: join(config.stateDir, 'artifacts'),
-              deployer: { kind: 'local' },
-              ...(config.redisUrl ? { redisUrl: config.redisUrl, ...(config.agentRedis ? { agentRedis: config.agentRedis } : {}) } : {}),
+              ...controlPlane.deployments!,
               processEnv: config.processEnv ?? {},
               agentLogLevel: config.logLevel,
               tracingEndpoint: () => gatewayReached.promise,
+              // Deployments' agent servers run in containers on the sandboxes' engine, when it runs.
+              ...(sandboxEngine.podmanCommand ? { agentEngine: sandboxEngine.podmanCommand } : {}),
             },
           },
           logger,
-        ),
-      'agent-runtime': (logger) => startAgentRuntime(grpc, logger),
-      'sandbox-manager': (logger) =>
-        startSandboxManager({ ...grpc, databaseUrl: config.databaseUrl, secretKey: key, sandboxes: sandboxEngine.settings }, logger),
-      'export-worker': (logger) => startExportWorker(
-          // On one machine the operator is the user: a local MinIO or S3 server is a fine destination.
-          { ...grpc, databaseUrl: config.databaseUrl, secretKey: key, bulkExports: { allowPrivateEndpoints: true } },
-          logger,
-        ),
+        );
+        if (plane.isolation) isolation = describeIsolation(plane.isolation);
+        return plane;
+      },
+      'agent-runtime': (logger) => startAgentRuntime({ grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken }, logger),
+      'sandbox-manager': (logger) => startSandboxManager({ ...sandboxManager, sandboxes: withEngine(sandboxManager.sandboxes, sandboxEngine.settings) }, logger),
+      'export-worker': (logger) => startExportWorker(exportWorker, logger),
     };
     for (const [name, startService] of Object.entries(starters)) {
       const service = await startService(createLogger({ name, level: config.logLevel }));
@@ -123,24 +143,27 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
     started.push({ close: async () => gatewayReached.reject(new Error('the platform stopped before its gateway started')) });
     const gateway = await startGateway(
       {
-        databaseUrl: config.databaseUrl,
-        host: config.host,
-        port: config.port,
-        logLevel: config.logLevel,
-        queue: selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) }),
+        ...configs.gateway,
         services,
-        internalToken,
-        ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       },
       createLogger({ name: 'gateway', level: config.logLevel }),
     );
     started.push(gateway);
     gatewayReached.resolve(localUrl(config.host, gateway.port, gateway.url));
-    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, close: closeAll };
+    return { url: gateway.url, port: gateway.port, instanceId: gateway.instanceId, services, sandboxes: sandboxEngine.summary, isolation, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * The sandbox-manager's settings from its environment, on the platform's engine: the engine decides
+ * the driver (or why there is none); SANDBOX_DEFAULT_IMAGE, when set, still wins over its busybox.
+ */
+function withEngine(settings: SandboxSettings | undefined, engine: SandboxSettings): SandboxSettings {
+  const { driver: _ignored, ...fromEnv } = settings ?? {};
+  return { ...fromEnv, ...engine, ...(fromEnv.defaultImage ? { defaultImage: fromEnv.defaultImage } : {}) };
 }
 
 /** How a process on this machine reaches a server listening on `host` (a wildcard address is reached on loopback). */

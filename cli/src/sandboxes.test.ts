@@ -27,8 +27,9 @@ describe('with a container engine', () => {
     test = await startTestPlatform('sandboxes-on', {
       sandboxes: {
         engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image },
-        insecureRegistries: [engine.registry],
       },
+      // Read by the sandbox-manager's own loader, as `berth up` passes its environment on.
+      serviceEnv: { SANDBOX_INSECURE_REGISTRIES: engine.registry, SANDBOX_DEFAULT_MEMORY: '128Mi', SANDBOX_DEFAULT_CPU: '500m', SANDBOX_TENANT_MAX_SANDBOXES: '5' },
     });
   }, 120_000);
   afterAll(async () => {
@@ -67,9 +68,9 @@ describe('with a container engine', () => {
     }
   }, 90_000);
 
-  it('creates a sandbox of the default image when given no template', async () => {
+  it('creates a sandbox of the default image when given no template, with the operator’s default limits', async () => {
     const box = await call(test, '/boxes', { json: { name: 'plain' } });
-    expect(box.body).toMatchObject({ status: 'ready' });
+    expect(box.body).toMatchObject({ status: 'ready', mem_bytes: 128 * 1024 ** 2, vcpus: 0.5 });
     expect((await call(test, '/boxes/plain', { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 });

@@ -1,8 +1,10 @@
 /**
  * Files of the embedded stack under the state folder (default `.berth/`).
  */
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '@berth/local-stack';
 import { CliError } from './client.js';
 
 export interface Credentials {
@@ -20,6 +22,32 @@ export interface PlatformState {
   started_at: string;
   /** The platform's line on sandboxes (their engine, or OFF and why), shown by `berth up`. */
   sandboxes?: string;
+  /** The platform's line on how deployments are contained, shown by `berth up`. */
+  isolation?: string;
+}
+
+/** What the supervisor of `berth up` runs, as it records it for `berth status` and `berth down`. */
+export interface SupervisorRecord {
+  pid: number;
+  started_at: string;
+  /** In start order: postgres (unless DATABASE_URL), the sandbox engine (where one runs), the platform. */
+  units: Partial<Record<SupervisedUnitName, SupervisedUnitRecord>>;
+}
+
+export type SupervisedUnitName = 'postgres' | 'sandbox engine' | 'platform';
+
+export interface SupervisedUnitRecord {
+  state: 'starting' | 'running' | 'restarting' | 'stopping';
+  pid?: number;
+  /** Running since. */
+  since?: string;
+  /** How often it ended unasked (and was started again, or is being). */
+  restarts: number;
+  /** Its last unasked end: why, and when. */
+  last_exit?: { reason: string; at: string };
+  /** While restarting: when the next try is, and why the last one failed (if one did). */
+  restart_at?: string;
+  start_error?: string;
 }
 
 export class StateDir {
@@ -40,6 +68,16 @@ export class StateDir {
   }
   get logFile(): string {
     return join(this.root, 'logs', 'platform.log');
+  }
+  get supervisorFile(): string {
+    return join(this.root, 'supervisor.json');
+  }
+  get supervisorLogFile(): string {
+    return join(this.root, 'logs', 'supervisor.log');
+  }
+  /** The private sandbox engine's own messages. */
+  get engineLogFile(): string {
+    return join(this.root, 'logs', 'sandbox-engine.log');
   }
 
   async ensure(): Promise<void> {
@@ -64,11 +102,23 @@ export class StateDir {
   }
 
   async writePlatform(state: PlatformState): Promise<void> {
-    await writeFile(this.platformFile, JSON.stringify(state, null, 2) + '\n');
+    await replaceJson(this.platformFile, state);
   }
 
   async clearPlatform(): Promise<void> {
     await rm(this.platformFile, { force: true });
+  }
+
+  async readSupervisor(): Promise<SupervisorRecord | undefined> {
+    return readJson<SupervisorRecord>(this.supervisorFile);
+  }
+
+  async writeSupervisor(record: SupervisorRecord): Promise<void> {
+    await replaceJson(this.supervisorFile, record);
+  }
+
+  async clearSupervisor(): Promise<void> {
+    await rm(this.supervisorFile, { force: true });
   }
 
   async readGatewayPort(): Promise<number | undefined> {
@@ -89,6 +139,13 @@ export class StateDir {
   }
 }
 
+/** Writes a file whole (aside, then renamed over it): the supervisor rewrites it while others read it. */
+async function replaceJson(file: string, value: unknown): Promise<void> {
+  const aside = `${file}.${process.pid}`;
+  await writeFile(aside, JSON.stringify(value, null, 2) + '\n');
+  await rename(aside, file);
+}
+
 async function readJson<T>(file: string): Promise<T | undefined> {
   try {
     return JSON.parse(await readFile(file, 'utf8')) as T;
@@ -97,12 +154,37 @@ async function readJson<T>(file: string): Promise<T | undefined> {
   }
 }
 
-/** True when a process with this pid exists. */
-export function isAlive(pid: number): boolean {
+/** True when the recorded supervisor runs: its pid is alive and is a `berth supervise` (not a process that got its pid since). */
+export function supervisorAlive(record: SupervisorRecord): boolean {
+  return runsBerth(record.pid, 'supervise');
+}
+
+/** True when the recorded platform process runs (a `berth serve`, not a process that got its pid since). */
+export function platformAlive(platform: PlatformState): boolean {
+  return runsBerth(platform.pid, 'serve');
+}
+
+function runsBerth(pid: number, command: string): boolean {
+  if (!processAlive(pid)) return false;
   try {
-    process.kill(pid, 0);
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(command);
+  } catch {
+    // No /proc: the pid is all there is to go by.
     return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Lines of a log shown when a start fails. */
+const LOG_TAIL_LINES = 30;
+
+/** The size of a log file now (0 when there is none): where the lines of what starts next begin. */
+export async function logSize(file: string): Promise<number> {
+  return stat(file).then((s) => s.size, () => 0);
+}
+
+/** The lines logged to `file` since `from` (bytes), the last ones only, to explain a failed start. */
+export async function logTail(file: string, from: number): Promise<string> {
+  const text = await readFile(file).then((all) => all.subarray(from).toString('utf8'), () => '');
+  const lines = text.split('\n').filter((line) => line.trim() !== '').slice(-LOG_TAIL_LINES);
+  return lines.length ? `the end of ${file}:\n${lines.map((line) => `  ${line}`).join('\n')}` : `(nothing in ${file})`;
 }

@@ -15,7 +15,7 @@ import { Client as AgentClient } from '@langchain/langgraph-sdk';
 import { spawnTestChild, until, type TestChild } from '@berth/testing';
 import { Client as TraceClient, type Run } from 'langsmith';
 import type { RunningPlatform } from './platform.js';
-import { startTestPlatform, type TestPlatform } from './__tests__/test-platform.js';
+import { startTestPlatform, testEngine, type TestPlatform } from './__tests__/test-platform.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -120,7 +120,8 @@ function agentRun(url: string, apiKey?: string): (text: string) => Promise<{ id:
 }
 
 beforeAll(async () => {
-  stack = await startTestPlatform('traces-e2e');
+  // As `berth up` as root: deployments in containers.
+  stack = await startTestPlatform('traces-e2e', { sandboxes: testEngine() });
   ({ platform, temp } = stack);
   const admin = stack.adminKey;
   keyA = await tenantKey(admin, 'traces-a');

@@ -1,8 +1,9 @@
 /**
  * `berth dev`: serve a LangGraph.js project on the embedded stack — a private Postgres under the
  * project's `.berth/` (state survives restarts), agent server processes with API and run workers —
- * until Ctrl-C. When a source file, langgraph.json or the env file changes, new processes load
- * the project on the same port and the old ones finish their runs and exit (`--no-reload`: never).
+ * until Ctrl-C. When a file the project runs changes (a module its graphs import, langgraph.json,
+ * its env file: see dev/reloader.ts), new processes load the project on the same port and the old
+ * ones finish their runs and requests, then exit (`--no-reload`: never).
  */
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
@@ -11,11 +12,13 @@ import { loadProjectConfig, loadProjectEnv, startAgentServer } from '@berth/agen
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
 import { CliError } from '../client.js';
+import { Reloader, projectSources } from '../dev/reloader.js';
 import { DevServers, type DrainRequest, type ServerReady } from '../dev/servers.js';
 import { devTracing } from '../dev/tracing.js';
 import { ProjectWatcher } from '../dev/watch.js';
 import { DEV_WEBHOOK_EGRESS, devWebhookSecret } from '../dev/webhooks.js';
 import type { CliEnv } from '../env.js';
+import { STOP_SIGNALS } from '../signals.js';
 
 export interface DevOptions {
   config: string;
@@ -37,8 +40,6 @@ const DEBOUNCE_MS = 200;
  * over from its last checkpoint by the new processes once its lease lapses.
  */
 const DRAIN_MS = 15_000;
-/** Files whose change reloads: sources and JSON (langgraph.json, package.json, tsconfig.json). */
-const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx|json)$/;
 
 export async function dev(env: CliEnv, options: DevOptions, print: (line: string) => void): Promise<void> {
   const configPath = resolve(options.config);
@@ -46,26 +47,91 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   const projectDir = dirname(configPath);
   const stateDir = join(projectDir, '.berth');
 
-  const { processes } = options;
   // A process forked by the one below: serve on the port and database it was given.
   if (cluster.isWorker) return serveForked(env, options, configPath);
 
+  // From here on, a signal (Ctrl-C, SIGTERM, SIGHUP; to this process or its group) stops what has
+  // started so far, at whatever point of the start it comes: nothing is left running.
+  let stopRequested = false;
+  let onStop: (() => void) | undefined;
+  let stopped!: (error?: CliError) => void;
+  const stopping = new Promise<CliError | undefined>((done) => {
+    stopped = (error) => {
+      stopRequested = true;
+      onStop?.();
+      done(error);
+    };
+  });
+  for (const signal of STOP_SIGNALS) process.on(signal, () => stopped());
+  // Lines printed after the terminal hung up have nowhere to go: that is no reason to crash half-way.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error;
+  });
+
+  let postgres: PostgresServer | undefined;
+  let servers: DevServers | undefined;
+  let watcher: ProjectWatcher | undefined;
+  try {
+    const started = await startDev(env, options, { configPath, projectDir, stateDir }, print, {
+      stopRequested: () => stopRequested,
+      postgres: (server) => (postgres = server),
+      servers: (created) => {
+        servers = created;
+        // At once (before the processes' exits are seen), so that a Ctrl-C, which they get too, is no crash.
+        onStop = () => void created.stop();
+      },
+      failed: (error) => stopped(error),
+    });
+    if (started) watcher = started.watcher;
+    const failure = await stopping;
+    if (failure) throw failure;
+  } finally {
+    const stoppingServers = servers?.stop();
+    watcher?.close();
+    await stoppingServers;
+    await postgres?.stop();
+  }
+}
+
+interface DevPaths {
+  configPath: string;
+  projectDir: string;
+  stateDir: string;
+}
+
+/** How the start reports what it started (for the stop), and learns of a stop asked for meanwhile. */
+interface StartHooks {
+  stopRequested(): boolean;
+  postgres(server: PostgresServer): void;
+  servers(servers: DevServers): void;
+  /** The agent server failed for good (it exited, and does not reload). */
+  failed(error: CliError): void;
+}
+
+/** Starts Postgres, the agent server processes and the watcher; undefined when a stop came first. */
+async function startDev(
+  env: CliEnv,
+  options: DevOptions,
+  { configPath, projectDir, stateDir }: DevPaths,
+  print: (line: string) => void,
+  hooks: StartHooks,
+): Promise<{ watcher: ProjectWatcher | undefined } | undefined> {
+  const { processes } = options;
   const requested = options.port;
   let databaseUrl = env.DATABASE_URL;
-  let postgres: PostgresServer | undefined;
   if (!databaseUrl) {
-    postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
+    const postgres = new PostgresServer({ baseDir: join(stateDir, 'postgres') });
+    hooks.postgres(postgres);
     databaseUrl = (await postgres.start()).connectionString;
   }
+  if (hooks.stopRequested()) return undefined;
   // Runs are traced into the Berth platform found here, in a project named after the folder.
   const tracing = await devTracing(env, projectEnv(configPath), basename(projectDir), options.trace);
   const webhooks = await devWebhookSecret(stateDir);
   const port = await portOrFree(requested);
+  if (hooks.stopRequested()) return undefined;
   if (requested && port !== requested) print(`port ${requested} is taken; using ${port}`);
 
-  let stopped!: (error?: CliError) => void;
-  const stopping = new Promise<CliError | undefined>((done) => (stopped = done));
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopped());
   const servers = new DevServers({
     processes,
     env: { DATABASE_URL: databaseUrl, BERTH_PORT: String(port), BERTH_WEBHOOK_SECRET: webhooks.secret, ...tracing.env },
@@ -73,16 +139,16 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
     onExit: (how, remaining) => {
       if (remaining > 0) print(`an agent server process exited (${how}); ${remaining} still serve`);
       else if (options.reload) print(`the agent server exited (${how}): save a file to start it again`);
-      else stopped(new CliError(`the agent server exited (${how})`));
+      else hooks.failed(new CliError(`the agent server exited (${how})`));
     },
   });
+  hooks.servers(servers);
   let url: string;
   try {
     url = await servers.start();
   } catch (error) {
-    // A project that does not load must not leave its Postgres running.
-    await servers.stop();
-    await postgres?.stop();
+    // Stopped while its processes started: they are, and so is the rest (by the caller).
+    if (hooks.stopRequested()) return undefined;
     throw error;
   }
   print(`Agent server ready at ${url}  (API docs: ${url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
@@ -92,88 +158,25 @@ export async function dev(env: CliEnv, options: DevOptions, print: (line: string
   print(`  run webhooks are signed with the secret in ${webhooks.file}; receivers on this machine (loopback) are allowed`);
   print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
 
-  let watcher: ProjectWatcher | undefined;
-  if (options.reload) {
-    const reloader = new Reloader(servers, configPath, url, print);
-    watcher = new ProjectWatcher(projectDir, {
-      debounceMs: DEBOUNCE_MS,
-      matters: (path) => reloader.matters(path),
-      onChange: (paths) => reloader.reload(paths),
-      onError: (error) => print(`not watching part of the project: ${error.message}`),
-    });
-    await watcher.start();
-    await reloader.readConfig();
-    print('  reloads when the project changes (--no-reload: never)');
-  }
-
-  const failure = await stopping;
-  // At once (before the processes' exits are seen), so that a Ctrl-C, which they get too, is no crash.
-  const stoppingServers = servers.stop();
-  watcher?.close();
-  await stoppingServers;
-  await postgres?.stop();
-  if (failure) throw failure;
-}
-
-/** Reloads on changes, one reload at a time; changes made during one reload the next. */
-class Reloader {
-  private running: Promise<void> | undefined;
-  private queued: string[] = [];
-  /** The env file langgraph.json names, relative to the project (`/`-separated). */
-  private envFile: string | undefined;
-  private readonly configFile: string;
-
-  constructor(
-    private readonly servers: DevServers,
-    private readonly configPath: string,
-    private readonly url: string,
-    private readonly print: (line: string) => void,
-  ) {
-    this.configFile = basename(configPath);
-  }
-
-  matters(path: string): boolean {
-    return SOURCE_FILE.test(path) || path === this.configFile || path === this.envFile;
-  }
-
-  /** Learns which env file to watch; a config that does not parse keeps the last one (the reload reports why). */
-  async readConfig(): Promise<void> {
-    try {
-      const { envFile } = loadProjectConfig(this.configPath);
-      this.envFile = envFile ? relative(dirname(this.configPath), envFile).split(sep).join('/') : undefined;
-    } catch {
-      // The processes that load it say what is wrong.
-    }
-  }
-
-  reload(paths: string[]): void {
-    if (this.running) {
-      this.queued.push(...paths);
-      return;
-    }
-    this.running = this.run(paths).finally(() => {
-      this.running = undefined;
-      const next = [...new Set(this.queued.splice(0))];
-      if (next.length) this.reload(next);
-    });
-  }
-
-  private async run(paths: string[]): Promise<void> {
-    const shown = paths.length > 3 ? `${paths.slice(0, 3).join(', ')} and ${paths.length - 3} more` : paths.join(', ');
-    this.print(`${shown} changed: reloading…`);
-    try {
-      await this.servers.reload();
-      this.print(`reloaded: ${this.url} serves the new code`);
-    } catch (error) {
-      this.print(`reload failed: ${(error as Error).message} (its error is above); the previous code keeps serving. Save again to retry.`);
-    }
-    await this.readConfig();
-  }
+  if (!options.reload) return { watcher: undefined };
+  const reloader = new Reloader(servers, configPath, url, print);
+  const watcher = new ProjectWatcher(projectDir, {
+    debounceMs: DEBOUNCE_MS,
+    matters: (path, kind) => reloader.matters(path, kind),
+    onChange: (paths) => reloader.reload(paths),
+    onError: (error) => print(`not watching part of the project: ${error.message}`),
+  });
+  await watcher.start();
+  await reloader.readConfig();
+  print('  reloads when the project changes (--no-reload: never)');
+  return { watcher };
 }
 
 /** One agent server process (forked by `dev`): serves until a signal, or until asked to drain. */
 async function serveForked(env: CliEnv, options: DevOptions, configPath: string): Promise<void> {
   if (!env.DATABASE_URL || env.BERTH_PORT === undefined) throw new CliError('a forked berth dev process needs DATABASE_URL and BERTH_PORT');
+  // What the project runs: the primary reloads when one of these changes.
+  const sources = projectSources(dirname(configPath));
   const logger = createLogger({ name: 'agent-server', level: env.LOG_LEVEL });
   const server = await startAgentServer(
     {
@@ -192,9 +195,9 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
     },
     logger,
   );
-  process.send?.({ ready: server.url } satisfies ServerReady);
+  process.send?.({ ready: server.url, sources: [...sources.take()] } satisfies ServerReady);
   const close = await new Promise<{ drainMs?: number }>((done) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done({}));
+    for (const signal of STOP_SIGNALS) process.once(signal, () => done({}));
     process.on('message', (message: Partial<DrainRequest>) => typeof message?.drain === 'number' && done({ drainMs: message.drain }));
   });
   await server.close(close);

@@ -24,21 +24,23 @@ interface StartedGrpcService extends Closable {
 }
 
 // Each starter loads only its own service's modules, and reads that service's settings the one
-// way the service defines (its loader reads the environment).
-const grpcStarters: Record<Exclude<ServiceTarget, 'all' | 'gateway'>, (logger: Logger) => Promise<StartedGrpcService>> = {
-  'control-plane': async (logger) => {
+// way the service defines (its loader, on the CLI's environment) — the same loaders the embedded
+// platform uses (service-config.ts).
+type ServiceEnv = CliEnv['serviceEnv'];
+const grpcStarters: Record<Exclude<ServiceTarget, 'all' | 'gateway'>, (env: ServiceEnv, logger: Logger) => Promise<StartedGrpcService>> = {
+  'control-plane': async (env, logger) => {
     const { loadControlPlaneConfig, start, SERVICE_NAME } = await import('@berth/control-plane');
-    const config = loadControlPlaneConfig();
+    const config = loadControlPlaneConfig(env);
     return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
   },
-  'sandbox-manager': async (logger) => {
+  'sandbox-manager': async (env, logger) => {
     const { loadSandboxManagerConfig, start, SERVICE_NAME } = await import('@berth/sandbox-manager');
-    const config = loadSandboxManagerConfig();
+    const config = loadSandboxManagerConfig(env);
     return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
   },
-  'export-worker': async (logger) => {
+  'export-worker': async (env, logger) => {
     const { loadExportWorkerConfig, start, SERVICE_NAME } = await import('@berth/export-worker');
-    const config = loadExportWorkerConfig();
+    const config = loadExportWorkerConfig(env);
     return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
   },
 };
@@ -48,11 +50,11 @@ export async function startService(target: Exclude<ServiceTarget, 'all'>, env: C
   const logger = createLogger({ name: target, level: env.LOG_LEVEL });
   if (target === 'gateway') {
     const { loadGatewayConfig, start } = await import('@berth/gateway');
-    const gateway = await start(loadGatewayConfig(), logger);
+    const gateway = await start(loadGatewayConfig(env.serviceEnv), logger);
     logger.info({ url: gateway.url }, 'gateway ready');
     return gateway;
   }
-  const service = await grpcStarters[target](logger);
+  const service = await grpcStarters[target](env.serviceEnv, logger);
   const pool = createPool({ connectionString: service.databaseUrl, schema: 'public', max: 1, applicationName: `berth-${target}-health`, log: logger });
   try {
     const health = await startHealthListener({

@@ -3,14 +3,12 @@
  * it detached; run it directly to keep the platform in the foreground. `--service <name>` runs one
  * service instead (see serve-service.ts): the Helm chart's Deployments.
  */
-import { parseEnv } from '@berth/config';
 import { createLogger, type Logger } from '@berth/log';
-import { envCidrList, envList } from '@berth/sandbox-manager';
-import { z } from 'zod';
 import { CliError } from '../client.js';
 import type { CliEnv } from '../env.js';
+import { STOP_SIGNALS } from '../signals.js';
 import { startPlatform } from '../platform.js';
-import type { PlatformSandboxConfig } from '../sandbox-engine.js';
+import { parseSupervisedSandboxes, type PlatformSandboxConfig } from '../sandbox-engine.js';
 import type { ServiceTarget } from '../service-targets.js';
 
 /**
@@ -18,13 +16,15 @@ import type { ServiceTarget } from '../service-targets.js';
  * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
  */
 export type ServeReport =
-  | { ready: { url: string; port: number; instance_id: string; sandboxes: string } }
+  | { ready: { url: string; port: number; instance_id: string; sandboxes: string; isolation: string } }
   | { failed: { message: string; code?: string } };
 
 export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise<void> {
   if (target !== 'all') return serveOne(env, target);
   if (!env.DATABASE_URL) throw new CliError('serve needs DATABASE_URL (berth up provides it)');
   const logger = createLogger({ name: 'berth', level: env.LOG_LEVEL });
+  // Before anything starts: a signal during the start stops what started once it has.
+  const signalled = untilSignal(logger);
   let platform;
   try {
     platform = await startPlatform(
@@ -36,6 +36,7 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
         stateDir: env.stateDir,
         processEnv: env.processEnv,
         sandboxes: sandboxConfigFromEnv(env),
+        serviceEnv: env.serviceEnv,
         ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL, agentRedis: env.BERTH_AGENT_REDIS } : {}),
         ...(env.BERTH_PUBLIC_URL ? { publicUrl: env.BERTH_PUBLIC_URL } : {}),
       },
@@ -45,42 +46,49 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
     await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
     throw error;
   }
-  logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes }, 'platform ready');
-  await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes } });
-  await untilSignal(logger);
+  if (!signalled.received) {
+    logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
+    await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
+  }
+  await signalled.promise;
   await platform.close();
 }
 
-/** One service (`--service`), configured by its own environment, until SIGINT/SIGTERM. */
+/** One service (`--service`), configured by its own environment, until SIGINT/SIGTERM/SIGHUP. */
 async function serveOne(env: CliEnv, target: Exclude<ServiceTarget, 'all'>): Promise<void> {
+  const signalled = untilSignal(createLogger({ name: target, level: env.LOG_LEVEL }));
   const { startService } = await import('./serve-service.js');
   const service = await startService(target, env);
-  await untilSignal(createLogger({ name: target, level: env.LOG_LEVEL }));
+  await signalled.promise;
   await service.close();
 }
 
-function untilSignal(logger: Logger): Promise<void> {
-  return new Promise<void>((resolve) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+/** Resolves at the first SIGINT, SIGTERM or SIGHUP (a closed terminal); `received` tells whether one came yet. */
+function untilSignal(logger: Logger): { promise: Promise<void>; readonly received: boolean } {
+  let received = false;
+  const promise = new Promise<void>((resolve) => {
+    for (const signal of STOP_SIGNALS) {
       process.once(signal, () => {
         logger.info({ signal }, 'shutting down');
+        received = true;
         resolve();
       });
     }
   });
+  return {
+    promise,
+    get received() {
+      return received;
+    },
+  };
 }
 
-/** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off. */
+/** What `berth serve` asks for: the private engine unless BERTH_SANDBOXES=off; under `berth up`, its supervisor's engine. */
 function sandboxConfigFromEnv(env: CliEnv): PlatformSandboxConfig {
-  const lists = parseEnv(z.object({ BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList, SANDBOX_INSECURE_REGISTRIES: envList }), {
-    BERTH_SANDBOX_PRIVATE_EGRESS: env.BERTH_SANDBOX_PRIVATE_EGRESS,
-    SANDBOX_INSECURE_REGISTRIES: env.SANDBOX_INSECURE_REGISTRIES,
-  });
-  return {
-    engine: env.BERTH_SANDBOXES === 'off' ? 'off' : 'private',
-    privateEgress: lists.BERTH_SANDBOX_PRIVATE_EGRESS,
-    insecureRegistries: lists.SANDBOX_INSECURE_REGISTRIES,
-  };
+  if (env.BERTH_SANDBOXES === 'off') return { engine: 'off' };
+  if (env.BERTH_SUPERVISED_SANDBOXES === undefined) return { engine: 'private' };
+  const supervised = parseSupervisedSandboxes(env.BERTH_SUPERVISED_SANDBOXES);
+  return 'engine' in supervised ? { engine: supervised.engine } : { engine: 'off', offReason: supervised.off };
 }
 
 /** Sends to the process that started this one, when it listens (`berth up`); the process may exit right after. */

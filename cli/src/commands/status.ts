@@ -1,10 +1,12 @@
 /**
- * `berth status`: is the platform `berth up` started here running, and is it ready? With `--url`,
- * the readiness of that gateway instead.
+ * `berth status`: is the platform `berth up` started here running, and is it ready; what its
+ * supervisor runs (Postgres, the sandbox engine, the platform) and how often it restarted each.
+ * With `--url`, the readiness of that gateway instead.
  */
 import { gatewayUrl, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
-import { StateDir, isAlive, type PlatformState } from '../state.js';
+import { processAlive } from '@berth/local-stack';
+import { StateDir, supervisorAlive, type PlatformState, type SupervisedUnitRecord, type SupervisorRecord } from '../state.js';
 
 export interface StatusFlags extends Pick<ConnectionFlags, 'url' | 'host'> {
   json?: boolean;
@@ -23,6 +25,8 @@ interface StatusReport {
   running: boolean;
   ready: boolean;
   platform?: Pick<PlatformState, 'pid' | 'started_at'>;
+  /** The supervisor `berth up` left running, and what it runs; `running: false` when it is gone. */
+  supervisor?: (SupervisorRecord & { running: true }) | { running: false };
   checks?: Readiness['checks'];
   /** Something else answers at the URL of the platform `berth up` started (it is gone). */
   impostor?: true;
@@ -35,14 +39,14 @@ export async function status(env: CliEnv, flags: StatusFlags, print: (line: stri
     return report.ready;
   }
   if (!report.url) {
-    print('Berth is not running (start it with `make up`)');
-    return false;
-  }
-  if (report.impostor) {
+    print(report.supervisor?.running ? 'Berth is starting or restarting its platform' : 'Berth is not running (start it with `make up`)');
+  } else if (report.impostor) {
     print(`Berth is not running: another program answers at ${report.url} (start Berth with \`make up\`)`);
-    return false;
+  } else {
+    print(report.platform ? `Berth is running at ${report.url} (pid ${report.platform.pid}, since ${report.platform.started_at})` : `Berth at ${report.url}`);
   }
-  print(report.platform ? `Berth is running at ${report.url} (pid ${report.platform.pid}, since ${report.platform.started_at})` : `Berth at ${report.url}`);
+  printSupervision(report.supervisor, print);
+  if (!report.url || report.impostor) return false;
   if (!report.checks) {
     print('  readiness: no answer');
     return false;
@@ -53,14 +57,46 @@ export async function status(env: CliEnv, flags: StatusFlags, print: (line: stri
   return report.ready;
 }
 
+function printSupervision(supervisor: StatusReport['supervisor'], print: (line: string) => void): void {
+  if (!supervisor) return;
+  if (!supervisor.running) {
+    print('  supervisor: NOT running (it was stopped): nothing restarts a crashed process; `berth up` starts it again');
+    return;
+  }
+  print(`  supervisor (pid ${supervisor.pid}, since ${supervisor.started_at}):`);
+  for (const [name, unit] of Object.entries(supervisor.units)) print(`    ${name.padEnd(15)} ${describe(unit)}`);
+}
+
+/** `running (pid 12, since …); restarted 2 times, last at … (the postmaster (pid 9) ended)` */
+function describe(unit: SupervisedUnitRecord): string {
+  const now =
+    unit.state === 'running'
+      ? `running (pid ${unit.pid}, since ${unit.since})`
+      : unit.state === 'restarting'
+        ? `down, restarting${unit.restart_at ? ` at ${unit.restart_at}` : ''}${unit.start_error ? ` (the last try failed: ${firstLine(unit.start_error)})` : ''}`
+        : unit.state;
+  const restarts = unit.restarts === 0 ? 'never restarted' : `restarted ${unit.restarts} time${unit.restarts === 1 ? '' : 's'}`;
+  return `${now}; ${restarts}${unit.last_exit ? `, last at ${unit.last_exit.at} (${firstLine(unit.last_exit.reason)})` : ''}`;
+}
+
+const firstLine = (text: string) => text.split('\n')[0]!;
+
 async function check(env: CliEnv, flags: StatusFlags): Promise<StatusReport> {
   let platform: PlatformState | undefined;
   let url: string;
+  let supervisor: StatusReport['supervisor'];
   if (flags.url !== undefined || flags.host !== undefined) {
     url = await gatewayUrl(env, flags);
   } else {
-    platform = await new StateDir(env.stateDir).readPlatform();
-    if (!platform || !isAlive(platform.pid)) return { url: null, running: false, ready: false };
+    const state = new StateDir(env.stateDir);
+    const record = await state.readSupervisor();
+    if (record) supervisor = supervisorAlive(record) ? { ...record, running: true } : { running: false };
+    platform = await state.readPlatform();
+    // A live pid that is another program now is told by its `/readyz` below (no instance id of ours).
+    if (platform && !processAlive(platform.pid)) platform = undefined;
+    // A supervisor is only "not running" while something it ran still runs.
+    if (supervisor && !supervisor.running && !platform) supervisor = undefined;
+    if (!platform) return { url: null, running: false, ready: false, ...(supervisor ? { supervisor } : {}) };
     url = platform.url;
   }
   const readiness = await readyz(url);
@@ -68,8 +104,10 @@ async function check(env: CliEnv, flags: StatusFlags): Promise<StatusReport> {
   return {
     url,
     running: platform !== undefined || readiness !== undefined,
-    ready: readiness?.status === 'ok',
+    // Degraded: serving, with a part down that does not stop it (sandboxes); the checks say which.
+    ready: readiness?.status === 'ok' || readiness?.status === 'degraded',
     ...(platform ? { platform: { pid: platform.pid, started_at: platform.started_at } } : {}),
+    ...(supervisor ? { supervisor } : {}),
     ...(readiness ? { checks: readiness.checks } : {}),
   };
 }

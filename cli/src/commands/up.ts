@@ -1,21 +1,22 @@
 /**
- * `berth up`: provision Postgres under the state folder (unless DATABASE_URL is given), apply
- * migrations, start the platform as a detached process on the port it had before, wait until that
- * very process is ready, and print the URL, tenant id and bootstrap API key (also written to
- * credentials.json).
+ * `berth up`: start the supervisor (`berth supervise`, a process of its own session that stays),
+ * which provisions Postgres under the state folder (unless DATABASE_URL is given), starts the
+ * private sandbox engine and the platform process, and restarts any of them that crashes; wait
+ * until the platform it started is ready, and print the URL, tenant id and bootstrap API key (also
+ * written to credentials.json). A signal (Ctrl-C, SIGTERM, SIGHUP) before that stops everything
+ * the start began.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { detectLocalIsolation } from '@berth/control-plane';
-import { migrateGateway } from '@berth/gateway';
-import { PostgresServer, isPortFree, sleep } from '@berth/local-stack';
+import { PostgresServer, sleep } from '@berth/local-stack';
 import { CliError } from '../client.js';
 import { childEnv, type CliEnv } from '../env.js';
-import { StateDir, isAlive, type Credentials, type PlatformState } from '../state.js';
+import { identify } from '../supervisor/platform-unit.js';
+import type { SupervisorReport } from '../supervisor/supervisor.js';
+import { StateDir, logSize, logTail, supervisorAlive, type Credentials, type PlatformState } from '../state.js';
+import { STOP_SIGNALS } from '../signals.js';
 import { mintBootstrapKey } from './keys-bootstrap.js';
-import type { ServeReport } from './serve.js';
 
 export interface UpResult {
   url: string;
@@ -25,29 +26,16 @@ export interface UpResult {
   alreadyRunning: boolean;
 }
 
-const DEFAULT_PORT = 8080;
-/** How long a starting platform may take to answer `/readyz` as itself. */
-const START_TIMEOUT_MS = 60_000;
-/** Lines of the platform's log shown when it fails to start. */
-const LOG_TAIL_LINES = 30;
+/** How long a supervisor that runs may take to have its platform ready (it may be restarting it). */
+const RUNNING_TIMEOUT_MS = 60_000;
 
 export async function up(env: CliEnv, print: (line: string) => void = console.log): Promise<UpResult> {
   const state = new StateDir(env.stateDir);
   await state.ensure();
 
-  let databaseUrl = env.DATABASE_URL;
-  if (!databaseUrl) {
-    const postgres = new PostgresServer({ baseDir: state.postgresDir });
-    const pg = await postgres.start();
-    databaseUrl = pg.connectionString;
-    print(`postgres ${pg.binaries.major} (${pg.binaries.source}) on 127.0.0.1:${pg.port}, data in ${postgres.dataDir}`);
-  }
-  await migrateGateway(databaseUrl);
-
-  const recorded = await state.readPlatform();
-  const alreadyRunning =
-    recorded !== undefined && isAlive(recorded.pid) && recorded.instance_id !== undefined && (await identify(recorded.url))?.instanceId === recorded.instance_id;
-  const platform = alreadyRunning ? recorded : await start(env, state, databaseUrl, print);
+  const supervisor = await state.readSupervisor();
+  const started = supervisor && supervisorAlive(supervisor) ? await running(state, supervisor.pid, env) : await startSupervisor(env, state, print);
+  const { platform, databaseUrl, alreadyRunning } = started;
 
   const credentials = await ensureCredentials(state, platform.url, databaseUrl);
   print('');
@@ -59,9 +47,10 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   print(`  saved in   ${state.credentialsFile}`);
   print(`  queues     ${env.REDIS_URL ? 'redis (REDIS_URL)' : 'postgres (embedded; set REDIS_URL for Redis)'}`);
   print(`  logs       ${state.logFile}`);
-  const isolation = await detectLocalIsolation(env.stateDir);
-  print(`  isolation  ${isolation.kind === 'os-user' ? 'each deployment runs as an OS user of its own' : `NONE: ${isolation.reason}`}`);
+  // What the platform found it can do: containers, OS users, or nothing (and why).
+  if (platform.isolation) print(`  isolation  ${platform.isolation}`);
   if (platform.sandboxes) print(`  sandboxes  ${platform.sandboxes}`);
+  print(`  supervised ${state.supervisorLogFile} (a process that crashes is restarted; \`berth status\` shows restarts)`);
   print('');
   print('Try:');
   print(`  curl -H "X-Api-Key: ${credentials.api_key}" ${platform.url}/v1/me`);
@@ -69,131 +58,87 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   return { url: platform.url, credentials, pid: platform.pid, databaseUrl, alreadyRunning };
 }
 
-/**
- * Starts the platform on the port of its last start (deployment URLs and saved credentials point
- * there) — or BERTH_PORT, or 8080 (any free port when 8080 is taken) the first time — and returns
- * once its gateway answers `/readyz` with the id the process reported: a process that died, or
- * another one answering on the port, is never taken for it.
- */
-async function start(env: CliEnv, state: StateDir, databaseUrl: string, print: (line: string) => void): Promise<PlatformState> {
-  const remembered = (await state.readGatewayPort()) ?? (await state.readPlatform())?.port;
-  const preferred = env.BERTH_PORT ?? remembered ?? DEFAULT_PORT;
-  // Only a first start without BERTH_PORT may land elsewhere: later ones keep their URLs or fail.
-  const mayMove = env.BERTH_PORT === undefined && remembered === undefined;
-  const taken = (port: number) =>
-    new CliError(
-      env.BERTH_PORT !== undefined
-        ? `port ${port} (BERTH_PORT) is taken by another process: stop it, or choose another port`
-        : `port ${port} is taken by another process. Berth served there before, and its deployment URLs and ${state.credentialsFile} use it: ` +
-            `stop that process and start again, or move Berth with BERTH_PORT=<port> (its deployment URLs change)`,
-    );
+interface Started {
+  platform: PlatformState;
+  databaseUrl: string;
+  alreadyRunning: boolean;
+}
 
-  let port = preferred;
-  if (preferred !== 0 && !(await isPortFree(preferred))) {
-    if (!mayMove) throw taken(preferred);
-    port = 0;
+/** A supervisor runs already: its platform, once it answers ready as the one recorded (it may be restarting). */
+async function running(state: StateDir, supervisorPid: number, env: CliEnv): Promise<Started> {
+  const deadline = Date.now() + RUNNING_TIMEOUT_MS;
+  for (;;) {
+    const platform = await state.readPlatform();
+    const seen = platform && (await identify(platform.url));
+    if (platform && seen?.instanceId === platform.instance_id && seen.ready) {
+      // Not started here: the supervisor runs it (and may be restarting it now).
+      const databaseUrl = env.DATABASE_URL ?? (await new PostgresServer({ baseDir: state.postgresDir }).lastConnectionString());
+      if (!databaseUrl) throw new CliError(`no Postgres cluster in ${state.postgresDir}, though Berth's supervisor (pid ${supervisorPid}) runs: run \`berth down\`, then \`berth up\``);
+      return { platform, databaseUrl, alreadyRunning: true };
+    }
+    if (Date.now() > deadline) {
+      throw new CliError(`Berth's supervisor (pid ${supervisorPid}) runs, but its platform is not ready: see \`berth status\` and ${state.supervisorLogFile}`);
+    }
+    await sleep(500);
   }
-  let started = await startProcess(env, state, databaseUrl, port);
-  if (started === 'port-taken' && port !== 0 && mayMove) started = await startProcess(env, state, databaseUrl, (port = 0));
-  if (started === 'port-taken') throw taken(port);
-
-  if (preferred !== 0 && started.port !== preferred) print(`port ${preferred} is taken: the gateway listens on ${started.port} (kept for the next starts)`);
-  else if (remembered !== undefined && started.port !== remembered) {
-    print(`the gateway moved from port ${remembered} to ${started.port}: deployment URLs and saved credentials use the new port`);
-  }
-  await state.writePlatform(started);
-  await state.writeGatewayPort(started.port);
-  return started;
 }
 
 /**
- * Starts `berth serve` detached on `port` (0: any) and waits until it answers as itself; 'port-taken'
- * when it could not bind the port. Any other failure stops it and throws with the end of its log.
+ * Starts the supervisor in a session of its own and waits for its report. Until then a signal to
+ * this process (or its group: a terminal's Ctrl-C) stops the supervisor, which stops what it began.
  */
-async function startProcess(env: CliEnv, state: StateDir, databaseUrl: string, port: number): Promise<PlatformState | 'port-taken'> {
-  const logStart = await stat(state.logFile).then((s) => s.size, () => 0);
-  const log = openSync(state.logFile, 'a');
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../bin.js', import.meta.url)), 'serve'], {
-    detached: true,
-    stdio: ['ignore', log, log, 'ipc'],
-    env: childEnv({
-      DATABASE_URL: databaseUrl,
-      BERTH_PORT: String(port),
-      BERTH_HOST: env.BERTH_HOST,
-      BERTH_STATE_DIR: env.stateDir,
-      LOG_LEVEL: env.LOG_LEVEL,
-      ...(env.BERTH_PUBLIC_URL ? { BERTH_PUBLIC_URL: env.BERTH_PUBLIC_URL } : {}),
-    }),
-  });
-  closeSync(log);
-  const running = () => child.exitCode === null && child.signalCode === null;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const fail = async (why: string): Promise<never> => {
-    if (running()) {
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(15_000)]);
-      if (running()) child.kill('SIGKILL');
-    }
-    throw new CliError(`${why}\n${await logTail(state.logFile, logStart)}`);
+async function startSupervisor(env: CliEnv, state: StateDir, print: (line: string) => void): Promise<Started> {
+  const logStart = await logSize(state.supervisorLogFile);
+  // Before the supervisor exists: a signal from now on stops it (see `interrupt`), not this process.
+  let interrupted: NodeJS.Signals | undefined;
+  let child: ChildProcess | undefined;
+  const interrupt = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = signal;
+    print(`${signal}: stopping what the start began…`);
+    child?.kill('SIGTERM');
   };
+  for (const signal of STOP_SIGNALS) process.on(signal, interrupt);
+  const log = openSync(state.supervisorLogFile, 'a');
   try {
-    const report = await new Promise<ServeReport | { exited: string } | { timeout: true }>((resolve) => {
-      child.on('message', (message: ServeReport) => resolve(message));
-      child.once('exit', (code, signal) => resolve({ exited: signal ? `signal ${signal}` : `code ${code}` }));
-      child.once('error', (error) => resolve({ exited: error.message }));
-      setTimeout(() => resolve({ timeout: true }), START_TIMEOUT_MS).unref();
+    child = spawn(process.execPath, [fileURLToPath(new URL('../bin.js', import.meta.url)), 'supervise'], {
+      // Its own session: the terminal's signals and hangup are not for it once `up` is done.
+      detached: true,
+      stdio: ['ignore', log, log, 'ipc'],
+      env: childEnv({ BERTH_STATE_DIR: env.stateDir }),
     });
-    if ('failed' in report) {
-      if (report.failed.code === 'EADDRINUSE') {
-        await exited;
-        return 'port-taken';
-      }
-      return await fail(`the platform failed to start: ${report.failed.message}`);
-    }
-    if ('exited' in report) return await fail(`the platform exited during start (${report.exited})`);
-    if ('timeout' in report) return await fail(`the platform did not start within ${START_TIMEOUT_MS / 1000} s`);
-    const { url, instance_id } = report.ready;
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    for (;;) {
-      if (!running()) return await fail('the platform exited during start');
-      const seen = await identify(url);
-      if (seen?.instanceId === instance_id && seen.ready) break;
-      if (Date.now() > deadline) {
-        return await fail(
-          seen === undefined
-            ? `the platform did not answer at ${url}/readyz within ${START_TIMEOUT_MS / 1000} s`
-            : seen.instanceId === instance_id
-              ? `the platform at ${url} did not become ready within ${START_TIMEOUT_MS / 1000} s`
-              : `another process answers at ${url}, not the platform that was started`,
-        );
-      }
-      await sleep(200);
-    }
-    return { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString(), sandboxes: report.ready.sandboxes };
   } finally {
+    closeSync(log);
+  }
+  // A signal that came while it was being spawned.
+  if (interrupted) child.kill('SIGTERM');
+  try {
+    const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ? `signal ${signal}` : `code ${code}`)));
+    const result = await new Promise<Exclude<SupervisorReport, { note: string }> | { exited: string }>((resolve) => {
+      child.on('message', (message: SupervisorReport) => ('note' in message ? print(message.note) : resolve(message)));
+      void exited.then((how) => resolve({ exited: how }));
+      child.once('error', (error) => resolve({ exited: error.message }));
+    });
+    if (interrupted) {
+      await exited;
+      throw new CliError(`stopped by ${interrupted}: nothing of Berth was left running`);
+    }
+    if ('failed' in result) {
+      await exited;
+      throw new CliError(result.failed);
+    }
+    if ('exited' in result) throw new CliError(`the supervisor exited during start (${result.exited})\n${await logTail(state.supervisorLogFile, logStart)}`);
+    const { platform, databaseUrl, adopted } = result.ready;
+    if (adopted) print('(the platform ran without its supervisor, which had been stopped: a new supervisor watches it now)');
+    return { platform, databaseUrl, alreadyRunning: adopted };
+  } finally {
+    for (const signal of STOP_SIGNALS) process.off(signal, interrupt);
     // It runs on alone: no IPC channel or handle keeps this process.
     if (child.connected) child.disconnect();
     child.unref();
   }
 }
 
-/** Who answers `/readyz` at `url`: the instance id it gives and whether it is ready; undefined when nothing answers. */
-async function identify(url: string): Promise<{ instanceId: string | undefined; ready: boolean } | undefined> {
-  try {
-    const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(3000) });
-    const body = (await response.json().catch(() => undefined)) as { instance_id?: unknown } | undefined;
-    return { instanceId: typeof body?.instance_id === 'string' ? body.instance_id : undefined, ready: response.ok };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The lines the platform logged since `from` (bytes), the last ones only, to explain a failed start. */
-async function logTail(file: string, from: number): Promise<string> {
-  const text = await readFile(file).then((all) => all.subarray(from).toString('utf8'), () => '');
-  const lines = text.split('\n').filter((line) => line.trim() !== '').slice(-LOG_TAIL_LINES);
-  return lines.length ? `the end of ${file}:\n${lines.map((line) => `  ${line}`).join('\n')}` : `(nothing in ${file})`;
-}
 
 /** Reuses stored credentials while they still work, else mints a new bootstrap admin key. */
 async function ensureCredentials(state: StateDir, url: string, databaseUrl: string): Promise<Credentials> {

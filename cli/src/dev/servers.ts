@@ -11,9 +11,15 @@
 import cluster, { type Worker } from 'node:cluster';
 import { CliError } from '../client.js';
 
-/** A forked process tells the primary it serves, at this URL. */
+/** A forked process tells the primary it serves, at this URL, and the project's files it loaded. */
 export interface ServerReady {
   ready: string;
+  sources: string[];
+}
+
+/** A forked process loaded more of the project's files (a graph imports a module when it runs). */
+export interface SourcesLoaded {
+  sources: string[];
 }
 
 /** The primary asks a forked process to stop, letting its runs finish for at most `drain` ms. */
@@ -37,6 +43,8 @@ const STOP_GRACE_MS = 10_000;
 export class DevServers {
   private serving: Worker[] = [];
   private readonly live = new Set<Worker>();
+  /** The project's files each process loaded (absolute paths). */
+  private readonly sources = new Map<Worker, Set<string>>();
   private stopped = false;
 
   constructor(private readonly options: DevServersOptions) {}
@@ -58,6 +66,11 @@ export class DevServers {
     const previous = this.serving;
     this.serving = workers;
     for (const worker of previous) void this.retire(worker, this.options.drainMs);
+  }
+
+  /** The project's files the serving processes loaded: what the project runs now. */
+  servingSources(): Set<string> {
+    return new Set(this.serving.flatMap((worker) => [...(this.sources.get(worker) ?? [])]));
   }
 
   /** Stops every process at once (no drain). */
@@ -89,8 +102,14 @@ export class DevServers {
   private fork(): Worker {
     const worker = cluster.fork(this.options.env);
     this.live.add(worker);
+    const sources = new Set<string>();
+    this.sources.set(worker, sources);
+    worker.on('message', (message: Partial<SourcesLoaded>) => {
+      if (Array.isArray(message?.sources)) for (const path of message.sources) sources.add(String(path));
+    });
     worker.once('exit', (code, signal) => {
       this.live.delete(worker);
+      this.sources.delete(worker);
       const index = this.serving.indexOf(worker);
       if (index < 0 || this.stopped) return;
       this.serving.splice(index, 1);

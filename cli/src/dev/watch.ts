@@ -11,8 +11,8 @@ import { join, relative, sep } from 'node:path';
 const IGNORED_DIRS = new Set(['node_modules', '.berth', '.git', 'dist']);
 
 export interface ProjectWatcherOptions {
-  /** Whether a changed file (its path relative to the root, `/`-separated) matters. */
-  matters(path: string): boolean;
+  /** Whether a changed file, or a folder made or removed whole (its path relative to the root, `/`-separated), matters. */
+  matters(path: string, kind: 'file' | 'folder'): boolean;
   /** Called with the files that changed once a burst of changes has been quiet this long. */
   debounceMs: number;
   onChange(paths: string[]): void;
@@ -82,26 +82,26 @@ export class ProjectWatcher {
     const path = join(dir, String(name));
     if (path.split(sep).some((part) => IGNORED_DIRS.has(part))) return;
     const isDir = await stat(path).then((s) => s.isDirectory(), () => false);
+    const relativePath = relative(this.root, path).split(sep).join('/');
     if (isDir) {
       // A new folder (say, from a git checkout) and the files in it.
       const known = this.watchers.has(path);
       await this.watchTree(path);
-      if (!known) this.note(relative(this.root, path));
+      if (!known && this.options.matters(relativePath, 'folder')) this.note(relativePath);
       return;
     }
     // A watched folder that is gone.
     if (this.watchers.has(path)) {
       this.unwatch(path);
-      this.note(relative(this.root, path));
+      if (this.options.matters(relativePath, 'folder')) this.note(relativePath);
       return;
     }
-    const file = relative(this.root, path).split(sep).join('/');
-    if (this.options.matters(file)) this.note(file);
+    if (this.options.matters(relativePath, 'file')) this.note(relativePath);
   }
 
   private note(path: string): void {
     if (this.closed) return;
-    this.changed.add(path.split(sep).join('/'));
+    this.changed.add(path);
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       const paths = [...this.changed].sort();

@@ -5,6 +5,7 @@ export type { RedisServerOptions } from './redis-server.js';
 export { S3Server } from './s3-server.js';
 export type { S3ServerOptions } from './s3-server.js';
 export { freePort, isPortFree, portOrFree } from './ports.js';
+export { processAlive } from './processes.js';
 export { CommandError, run, sleep } from './run.js';
 export { PodmanService, isMountPoint, podmanUnavailableReason } from './podman-service.js';
 export type { PodmanServiceOptions } from './podman-service.js';

@@ -71,6 +71,18 @@ describe('a persistent engine', () => {
     if (options.storage === 'btrfs-loop') expect(await mountsUnder(storage())).toBe(0);
     else expect((await next.podman(['inspect', '--format', '{{.State.Status}}', 'kept'])).stdout.trim()).toBe('exited');
   }, 120_000);
+
+  it('undoes the storage mount of a start that failed before the engine made its storage, however often it is retried', async () => {
+    if (options.storage !== 'btrfs-loop') return;
+    // A new engine whose service cannot run: it fails after its storage was mounted, before Podman wrote to it.
+    const failing = { ...options, directory: join(dir, 'failing'), volatileDirectory: join(dir, 'vf'), binary: '/bin/false' };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const engine = new PodmanService(failing);
+      await expect(engine.start()).rejects.toThrow('podman system service exited');
+      await engine.stop();
+      expect(await mountsUnder(join(dir, 'failing', 'storage'))).toBe(0);
+    }
+  }, 60_000);
 });
 
 /** How many mounts there are at or below `path`. */

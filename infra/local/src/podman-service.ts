@@ -12,7 +12,7 @@
  * images, containers and volumes outlive a restart of the platform.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { chmod, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -48,6 +48,12 @@ export interface PodmanServiceOptions {
   btrfsSizeBytes?: number;
   /** @default 'podman' on PATH */
   binary?: string;
+  /**
+   * File the service's messages are appended to. A long-lived engine wants one: its messages are
+   * kept, and it does not depend on a pipe to the process that started it (which may end first).
+   * @default a pipe to this process, kept in memory for the error of a failed start
+   */
+  logFile?: string;
 }
 
 /** Why Podman cannot run here, or undefined when it can (root and the binaries are present). */
@@ -117,6 +123,15 @@ export class PodmanService {
     ];
   }
 
+  /**
+   * How another process runs the CLI against this engine (the control plane, for its agent
+   * servers' containers): the flags and the configuration variables, PATH, nothing else of ours.
+   */
+  get command(): { args: string[]; env: Record<string, string> } {
+    const env = Object.entries(this.env).filter((e): e is [string, string] => e[1] !== undefined && (e[0] === 'PATH' || e[0].startsWith('CONTAINERS_')));
+    return { args: this.cliArgs, env: Object.fromEntries(env) };
+  }
+
   /** Runs the podman CLI against this engine's storage. */
   podman(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }> {
     return run(this.binary, [...this.cliArgs, ...args], { env: this.env, timeoutMs });
@@ -137,25 +152,46 @@ export class PodmanService {
     if (this.options.persistent) await this.stopLeftoverService();
     if (this.storage === 'btrfs-loop') await this.mountBtrfs();
     await this.writeConfig();
-    // --time=0: serve until stopped (the default ends the service after 5 s without requests).
-    const child = spawn(this.binary, [...this.cliArgs, 'system', 'service', '--time=0', `unix://${this.socketPath}`], {
-      env: this.env,
-      // conmon leaves an `oom` marker file in its working directory after an OOM kill: not in ours.
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      detached: this.options.persistent === true,
-    });
+    const { logFile } = this.options;
+    const logFrom = logFile ? await stat(logFile).then((s) => s.size, () => 0) : 0;
+    const log = logFile ? openSync(logFile, 'a') : undefined;
+    let child: ChildProcess;
+    try {
+      // --time=0: serve until stopped (the default ends the service after 5 s without requests).
+      child = spawn(this.binary, [...this.cliArgs, 'system', 'service', '--time=0', `unix://${this.socketPath}`], {
+        env: this.env,
+        // conmon leaves an `oom` marker file in its working directory after an OOM kill: not in ours.
+        cwd: dir,
+        stdio: ['ignore', 'ignore', log ?? 'pipe'],
+        detached: this.options.persistent === true,
+      });
+    } finally {
+      if (log !== undefined) closeSync(log);
+    }
     this.child = child;
     if (child.pid !== undefined) await writeFile(this.pidFile, `${child.pid}\n`);
-    let stderr = '';
-    child.stderr?.on('data', (chunk) => (stderr = (stderr + String(chunk)).slice(-4000)));
+    let piped = '';
+    child.stderr?.on('data', (chunk) => (piped = (piped + String(chunk)).slice(-4000)));
+    const said = async () => (logFile ? (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(logFrom).toString('utf8').slice(-4000) : piped).trim();
     const deadline = Date.now() + 20_000;
     while (!(await ping(this.socketPath))) {
-      if (child.exitCode !== null) throw new Error(`podman system service exited: ${stderr.trim()}`);
-      if (Date.now() > deadline) throw new Error(`podman system service did not answer on ${this.socketPath}: ${stderr.trim()}`);
+      if (child.exitCode !== null) throw new Error(`podman system service exited: ${await said()}`);
+      if (Date.now() > deadline) throw new Error(`podman system service did not answer on ${this.socketPath}: ${await said()}`);
       await sleep(50);
     }
     return { socketPath: this.socketPath };
+  }
+
+  /**
+   * Kills the API service alone (SIGKILL), as a crash would: its containers run on under conmon,
+   * and `start()` serves them again. For tests of a platform whose engine goes away.
+   */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
   }
 
   /**
@@ -176,19 +212,38 @@ export class PodmanService {
       await this.stopLeftoverService();
       this.mounted = await isMountPoint(this.storageDir);
     }
-    if (!existsSync(join(this.storageDir, 'root'))) return;
     const errors: unknown[] = [];
-    const cleanup = this.options.persistent
-      ? [['stop', '--all', '--time', '5']]
-      : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
+    // No storage yet (a start that failed early): no containers; but a storage mount to undo.
+    const cleanup = !existsSync(join(this.storageDir, 'root'))
+      ? []
+      : this.options.persistent
+        ? [['stop', '--all', '--time', '5']]
+        : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
     for (const args of cleanup) {
       await this.podman(args).catch((error: unknown) => errors.push(error));
     }
     if (this.mounted) {
-      await run('umount', ['--recursive', this.storageDir]).catch((error: unknown) => errors.push(error));
+      await this.unmountStorage().catch((error: unknown) => errors.push(error));
       this.mounted = false;
     }
     if (errors.length) throw new AggregateError(errors, 'podman cleanup failed');
+  }
+
+  /**
+   * Unmounts the storage. A container just stopped may still be letting go of it (its conmon
+   * exiting, its rootfs unmounting) on a busy machine: a busy target is tried again for a few
+   * seconds. Never lazily: the next start mounts the same btrfs image again.
+   */
+  private async unmountStorage(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await run('umount', ['--recursive', this.storageDir]);
+        return;
+      } catch (error) {
+        if (attempt >= 20 || !/busy/i.test((error as Error).message)) throw error;
+        await sleep(250);
+      }
+    }
   }
 
   private async mountBtrfs(): Promise<void> {
@@ -207,11 +262,11 @@ export class PodmanService {
 
   /** A service of this engine that runs without us (its platform crashed), or a storage mount it left. */
   async leftBehind(): Promise<boolean> {
-    return (await this.leftoverPid()) !== undefined || (this.storage === 'btrfs-loop' && (await isMountPoint(this.storageDir)));
+    return (await this.runningPid()) !== undefined || (this.storage === 'btrfs-loop' && (await isMountPoint(this.storageDir)));
   }
 
-  /** The pid in the pid file, when that process is this engine's service (the pid may since be another's). */
-  private async leftoverPid(): Promise<number | undefined> {
+  /** The pid of this engine's service while it runs (the pid file's, when that process still is the service). */
+  async runningPid(): Promise<number | undefined> {
     const pid = Number((await readFile(this.pidFile, 'utf8').catch(() => '')).trim());
     if (!Number.isInteger(pid) || pid <= 0) return undefined;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
@@ -220,7 +275,7 @@ export class PodmanService {
 
   /** Stops the service recorded in the pid file when it still runs (its platform crashed). */
   private async stopLeftoverService(): Promise<void> {
-    const pid = await this.leftoverPid();
+    const pid = await this.runningPid();
     if (pid !== undefined) {
       process.kill(pid, 'SIGTERM');
       const deadline = Date.now() + 10_000;

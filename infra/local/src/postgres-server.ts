@@ -7,10 +7,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdir, readFile, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, readFile, readdir, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import { portOrFree } from './ports.js';
+import { isPortFree, portOrFree } from './ports.js';
+import { processAlive } from './processes.js';
 import { run } from './run.js';
 
 export interface PostgresBinaries {
@@ -70,8 +71,12 @@ export class PostgresServer {
     return `postgres://${SUPERUSER}:${encodeURIComponent(this.password)}@127.0.0.1:${this.port}/${database}`;
   }
 
-  /** Initialises the cluster if needed and starts it; a running cluster is reused. Idempotent. */
-  async start(): Promise<{ connectionString: string; port: number; binaries: PostgresBinaries }> {
+  /**
+   * Initialises the cluster if needed and starts it; a running cluster is reused. Idempotent.
+   * @param options.keepPort start on the port of its last start or fail: a restart after a crash,
+   *   when connection strings naming that port are in use. Otherwise a taken port moves it.
+   */
+  async start(options: { keepPort?: boolean } = {}): Promise<{ connectionString: string; port: number; pid: number; binaries: PostgresBinaries }> {
     const runAs = await serverUser();
     this.baseDir = await locateBaseDir(this.options.baseDir, runAs);
     const existingMajor = await readMajor(this.dataDir);
@@ -109,26 +114,56 @@ export class PostgresServer {
       this.password = (await readFile(passwordFile, 'utf8')).trim();
     }
 
-    const running = await this.runningPort();
+    const running = await this.postmaster();
     if (running) {
-      this.port = running;
+      this.port = running.port;
     } else {
-      this.port = await portOrFree(this.options.port || (await this.lastPort()));
-      await this.pg(binaries, runAs, 'pg_ctl', [
-        'start', '-w', '-t', '60', '-D', this.dataDir, '-l', join(this.baseDir, 'postgres.log'),
-        '-o', `-p ${this.port}`,
-      ]);
+      const last = await this.lastPort();
+      if (options.keepPort && last) {
+        if (!(await isPortFree(last))) throw new Error(`port ${last} of the Postgres cluster in ${this.dataDir} is taken by another process`);
+        this.port = last;
+      } else {
+        this.port = await portOrFree(this.options.port || last);
+      }
+      const log = join(this.baseDir, 'postgres.log');
+      const logFrom = await stat(log).then((s) => s.size, () => 0);
+      await this.pg(binaries, runAs, 'pg_ctl', ['start', '-w', '-t', '60', '-D', this.dataDir, '-l', log, '-o', `-p ${this.port}`]).catch(async (error: Error) => {
+        // pg_ctl says only "Examine the log output": the reason is there.
+        const said = (await readFile(log).catch(() => Buffer.alloc(0))).subarray(logFrom).toString('utf8').trim().split('\n').slice(-5);
+        throw new Error(`Postgres did not start: ${said.join('\n') || error.message}`, { cause: error });
+      });
       await writeFile(join(this.baseDir, 'port'), String(this.port));
     }
     await this.ensureDatabase(this.database);
-    return { connectionString: this.connectionString, port: this.port, binaries };
+    const pid = (await this.postmaster())?.pid;
+    if (pid === undefined) throw new Error(`Postgres in ${this.dataDir} stopped right after it started: see ${join(this.baseDir, 'postgres.log')}`);
+    return { connectionString: this.connectionString, port: this.port, pid, binaries };
+  }
+
+  /** The connection string of the cluster as last started (its password and port), without starting it; undefined before its first start. */
+  async lastConnectionString(): Promise<string | undefined> {
+    if (!existsSync(this.options.baseDir)) return undefined;
+    this.baseDir = await realpath(this.options.baseDir);
+    const port = (await this.postmaster())?.port ?? (await this.lastPort());
+    const password = await readFile(join(this.baseDir, 'password'), 'utf8').catch(() => undefined);
+    if (port === undefined || password === undefined) return undefined;
+    this.port = port;
+    this.password = password.trim();
+    return this.connectionString;
+  }
+
+  /** The process id of the cluster's postmaster while it runs. */
+  async pid(): Promise<number | undefined> {
+    if (!existsSync(this.options.baseDir)) return undefined;
+    this.baseDir = await realpath(this.options.baseDir);
+    return (await this.postmaster())?.pid;
   }
 
   /** Stops the cluster (fast shutdown: open sessions are ended, data is kept). */
   async stop(): Promise<void> {
     if (!existsSync(this.options.baseDir)) return;
     this.baseDir = await realpath(this.options.baseDir);
-    if (!(await this.runningPort())) return;
+    if (!(await this.postmaster())) return;
     const binaries = await findPostgresBinaries(await readMajor(this.dataDir));
     await this.pg(binaries, await serverUser(), 'pg_ctl', ['stop', '-w', '-m', 'fast', '-D', this.dataDir]);
   }
@@ -146,8 +181,8 @@ export class PostgresServer {
     }
   }
 
-  /** The port of a live postmaster for our data dir, if any. */
-  private async runningPort(): Promise<number | undefined> {
+  /** The pid and port of a live postmaster for our data dir, if any. */
+  private async postmaster(): Promise<{ pid: number; port: number } | undefined> {
     let pidFile: string;
     try {
       pidFile = await readFile(join(this.dataDir, 'postmaster.pid'), 'utf8');
@@ -156,13 +191,8 @@ export class PostgresServer {
     }
     const [pidLine, , , portLine] = pidFile.split('\n');
     const pid = Number(pidLine);
-    try {
-      process.kill(pid, 0);
-    } catch (error) {
-      // EPERM means the process exists but belongs to another user (the postgres user).
-      if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
-    }
-    return Number(portLine) || undefined;
+    const port = Number(portLine);
+    return Number.isInteger(pid) && pid > 0 && port && processAlive(pid) ? { pid, port } : undefined;
   }
 
   private async lastPort(): Promise<number | undefined> {
@@ -173,9 +203,14 @@ export class PostgresServer {
     }
   }
 
+  /**
+   * Runs a server command in a process group of its own: a signal that stops our caller (a
+   * terminal's Ctrl-C reaches its whole group) must not kill `pg_ctl start` half-way, leaving a
+   * postmaster the caller does not know about; the caller stops the cluster once it returned.
+   */
   private async pg(binaries: PostgresBinaries, runAs: ServerUser | undefined, tool: string, args: string[]) {
     const bin = join(binaries.binDir, tool);
-    return runAs ? run('runuser', ['-u', runAs.name, '--', bin, ...args]) : run(bin, args);
+    return runAs ? run('runuser', ['-u', runAs.name, '--', bin, ...args], { detached: true }) : run(bin, args, { detached: true });
   }
 }
 

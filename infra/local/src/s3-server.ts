@@ -3,9 +3,6 @@
  * path-style addressing and any credentials. It does not implement AbortMultipartUpload.
  */
 import { mkdir } from 'node:fs/promises';
-// s3rver ships no types.
-// @ts-expect-error no declaration file
-import S3rver from 's3rver';
 
 export interface S3ServerOptions {
   /** Folder holding buckets and objects. */
@@ -33,6 +30,10 @@ export class S3Server {
 
   async start(): Promise<{ endpoint: string }> {
     await mkdir(this.options.directory, { recursive: true });
+    // Loaded when used: it is heavy (about 30 MB), and most users of this package (the platform's
+    // supervisor, berth down) never start an S3 server.
+    // @ts-expect-error s3rver ships no types
+    const { default: S3rver } = (await import('s3rver')) as { default: new (options: object) => S3rverInstance };
     const server: S3rverInstance = new S3rver({
       address: '127.0.0.1',
       port: this.options.port ?? 0,

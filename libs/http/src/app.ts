@@ -3,8 +3,8 @@
  * whose failures are 422s, the registered Api routers, then JSON 404/405 and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Server as NetServer, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { errorHandler, notFoundHandler } from './errors.js';
@@ -79,28 +79,79 @@ export interface RunningServer {
   port: number;
   /** `http://host:port` */
   url: string;
+  /**
+   * Stops taking connections (a newer server answers instead) without failing a request: a
+   * response under way, and any answer to a request that comes later on a kept-alive connection,
+   * says `Connection: close` and closes its connection after it. An idle connection is not closed
+   * under its client, which may be sending on it that moment: it ends at the keep-alive timeout
+   * the server announces, which clients heed.
+   */
+  drain(): void;
+  /**
+   * Stops. After a drain: once every connection ended (at most the keep-alive timeout and a second
+   * later). Otherwise idle connections are closed at once. Long-lived streams still open then are
+   * ended either way.
+   */
   close(): Promise<void>;
 }
 
-/** Listens on host:port (0 = any free port) and resolves once bound. */
-export function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+/** How long connections may take to end after the keep-alive timeout, on a stop after a drain. */
+const DRAIN_GRACE_MS = 1000;
+/** How long long-lived streams may take to end on a stop without a drain. */
+const CLOSE_GRACE_MS = 2000;
+
+/**
+ * Listens on host:port (0 = any free port) and resolves once bound. With `fd`, serves the listening
+ * socket of that inherited file descriptor instead (bound by the parent, which may be outside this
+ * process's network namespace); `host` then only names it in `url`.
+ */
+export function listen(app: Express, host: string, port: number, fd?: number): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const server = fd === undefined ? app.listen(port, host) : app.listen({ fd });
     server.once('error', reject);
     server.once('listening', () => {
       const address = server.address() as AddressInfo;
+      let draining = false;
+      /** Responses under way: a drain makes those whose headers are not out yet close their connection. */
+      const underWay = new Set<ServerResponse>();
+      server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+        if (draining) {
+          res.setHeader('connection', 'close');
+          return;
+        }
+        underWay.add(res);
+        const settled = () => underWay.delete(res);
+        res.once('finish', settled).once('close', settled);
+      });
+      const closed = new Promise<void>((done) => server.once('close', () => done()));
       resolve({
         server,
         port: address.port,
         url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            // Idle keep-alive sockets would hold close() open; long-lived streams are ended too.
-            server.closeIdleConnections();
-            setTimeout(() => server.closeAllConnections(), 2000).unref();
-          }),
+        drain: () => {
+          if (draining) return;
+          draining = true;
+          for (const res of underWay) if (!res.headersSent) res.setHeader('connection', 'close');
+          underWay.clear();
+          // net's close, not http's: http's (Node 19+) also closes the idle connections.
+          NetServer.prototype.close.call(server);
+        },
+        close: async () => {
+          if (draining) {
+            await Promise.race([closed, sleep(server.keepAliveTimeout + DRAIN_GRACE_MS)]);
+            server.closeAllConnections();
+            return closed;
+          }
+          server.close();
+          // Idle keep-alive sockets would hold close() open; long-lived streams are ended too.
+          server.closeIdleConnections();
+          const timer = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+          await closed;
+          clearTimeout(timer);
+        },
       });
     });
   });
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());

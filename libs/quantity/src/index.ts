@@ -44,6 +44,15 @@ export function cpuQuantity(cores: number): string {
   return millis % 1000 === 0 ? String(millis / 1000) : `${millis}m`;
 }
 
+/** A byte count as a quantity: binary units when exact (up to Gi), else plain bytes. */
+export function bytesQuantity(bytes: number): string {
+  const whole = Math.max(1, Math.round(bytes));
+  for (const [unit, size] of [['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) {
+    if (whole % size === 0) return `${whole / size}${unit}`;
+  }
+  return String(whole);
+}
+
 /** MiB as a quantity (at least 1Mi). */
 export function memoryQuantity(mib: number): string {
   return `${Math.max(1, Math.round(mib))}Mi`;

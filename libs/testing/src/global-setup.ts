@@ -109,5 +109,6 @@ async function startSandboxEngine(dir: string, servers: Partial<TestServers>): P
     privateRegistry: { host: privateRegistry.host, image: privateImage, ...user },
     storageQuota: podman.enforcesStorageQuota,
     tmpDir: join(dir, 'work'),
+    podman: podman.command,
   };
 }

@@ -10,4 +10,8 @@ export { until } from './until.js';
 export { testSandbox, SANDBOX_TEST_UID } from './sandbox-image.js';
 export type { TestSandbox } from './sandbox-image.js';
 export { spawnTestChild } from './child-process.js';
+export { processesUsing } from './processes.js';
+export type { FoundProcess } from './processes.js';
 export type { TestChild, TestChildOptions, WaitForOutputOptions } from './child-process.js';
+export { contentTypes, encodings, fuzzRequests, handledStatuses, jsonBodies, nastyText, pct, requests, routesOf, sendRaw } from './http-fuzz.js';
+export type { FuzzAnswer, FuzzRequest, FuzzRoute, RequestShape } from './http-fuzz.js';

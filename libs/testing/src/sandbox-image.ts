@@ -54,6 +54,8 @@ export interface TestSandbox {
   storageQuota: boolean;
   /** A folder for the tests' own files (agent run folders). */
   tmpDir: string;
+  /** The podman CLI against the engine (its flags and configuration), as the control plane runs it. */
+  podman: { args: string[]; env: Record<string, string> };
 }
 
 export function testSandbox(): TestSandbox {

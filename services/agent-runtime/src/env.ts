@@ -7,6 +7,7 @@ import { envCidrList, envOptionalString, parseEnv, parseGrpcServerEnv } from '@b
 import { z } from 'zod';
 import type { AgentRuntimeConfig } from './index.js';
 import type { AgentServerConfig } from './server.js';
+import { parseHostLinks, type HostLink } from './host-links.js';
 import { InvalidWebhookSecretError, webhookKey } from './runs/webhooks.js';
 
 export function loadAgentRuntimeConfig(env: Record<string, string | undefined> = process.env): AgentRuntimeConfig {
@@ -43,6 +44,12 @@ const serveSchema = z.object({
   BERTH_WEBHOOK_PRIVATE_EGRESS: envCidrList,
   /** Per graph id, the system assistant's config and `context` (JSON, as the LangGraph.js server reads it). */
   LANGGRAPH_CONFIG: envOptionalString,
+  /** In a container: the inherited descriptor of the listening socket the deployer bound (HOST:PORT names it). */
+  BERTH_LISTEN_FD: z.coerce.number().int().min(3).optional(),
+  /** In a container: loopback ports bridged to the host's Unix sockets, `port=/path,…` (see host-links.ts). */
+  BERTH_HOST_LINKS: envOptionalString,
+  /** In a container: the egress proxy (`http://127.0.0.1:port`) every `fetch` to a non-loopback host goes through. */
+  BERTH_EGRESS_PROXY: z.url({ protocol: /^http$/ }).optional(),
 }).refine((e) => !e.BERTH_TRACING_ENDPOINT || (e.BERTH_TRACING_API_KEY && e.BERTH_TRACING_PROJECT), {
   path: ['BERTH_TRACING_ENDPOINT'],
   message: 'tracing needs BERTH_TRACING_API_KEY and BERTH_TRACING_PROJECT too',
@@ -61,6 +68,9 @@ function isWebhookSecret(secret: string): boolean {
 export interface AgentServeConfig {
   server: AgentServerConfig;
   exitWithParent: boolean;
+  /** What a container's agent server reaches through the host (see host-links.ts). */
+  hostLinks: HostLink[];
+  egressProxy?: string;
   logLevel: z.output<typeof serveSchema>['LOG_LEVEL'];
 }
 
@@ -74,6 +84,7 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
       host: e.HOST,
       port: e.PORT,
+      ...(e.BERTH_LISTEN_FD !== undefined ? { listenFd: e.BERTH_LISTEN_FD } : {}),
       workers: e.N_JOBS_PER_WORKER,
       // Secrets arrive as environment variables; a project env file is not part of a deployment.
       applyProjectEnv: false,
@@ -82,10 +93,12 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       ...(e.BERTH_TRACING_ENDPOINT
         ? { tracing: { endpoint: e.BERTH_TRACING_ENDPOINT, apiKey: e.BERTH_TRACING_API_KEY!, project: e.BERTH_TRACING_PROJECT! } }
         : {}),
-      ...(e.BERTH_WEBHOOK_SECRET ? { webhooks: { secret: e.BERTH_WEBHOOK_SECRET, privateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } } : {}),
+      ...(e.BERTH_WEBHOOK_SECRET ? { webhooks: { secret: e.BERTH_WEBHOOK_SECRET, privateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS, ...(e.BERTH_EGRESS_PROXY ? { proxied: true } : {}) } } : {}),
     },
     logLevel: e.LOG_LEVEL,
     exitWithParent: e.BERTH_EXIT_WITH_PARENT === '1',
+    hostLinks: parseHostLinks(e.BERTH_HOST_LINKS ?? ''),
+    ...(e.BERTH_EGRESS_PROXY ? { egressProxy: e.BERTH_EGRESS_PROXY } : {}),
   };
 }
 

@@ -46,6 +46,7 @@ export {
   loadGraphs,
   loadProjectConfig,
   loadProjectEnv,
+  onFileLoaded,
   registerSdkLogger,
 } from './project/index.js';
 export type { LoadedGraph, ProjectConfig } from './project/index.js';

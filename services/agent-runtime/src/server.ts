@@ -82,6 +82,12 @@ export interface AgentServerConfig {
   /** 0 picks a free port. */
   port: number;
   /**
+   * Serve the listening socket on this inherited file descriptor (bound on `host:port` by the
+   * deployer, outside this process's network namespace: a container's), and `host:port` inside,
+   * where graph code's `new Client()` reaches this server. @default none: listen on `host:port`
+   */
+  listenFd?: number;
+  /**
    * Runs executed at once by this process; 0 makes it an API-only process.
    * @default 10
    */
@@ -261,7 +267,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const served = servedFeatures(project.http);
   for (const warning of project.warnings) log.warn({ config: project.configPath }, warning);
   const webhookConfig = served.webhooks ? config.webhooks : undefined;
-  const webhookTargets = webhookConfig ? new WebhookTargets(webhookConfig.privateEgress, httpApp !== undefined) : undefined;
+  const webhookTargets = webhookConfig ? new WebhookTargets(webhookConfig.privateEgress, httpApp !== undefined, webhookConfig.proxied) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -390,7 +396,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     logger: log,
     routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(served.mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
   });
-  const server = await listen(app, config.host, config.port);
+  const server = await listen(app, config.host, config.port, config.listenFd);
+  // In a container the inherited socket is not in its network namespace: graph code reaches this
+  // server on the same address inside.
+  const inside = config.listenFd === undefined ? undefined : await listen(app, config.host, server.port);
   // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.
   bindLoopbackClient(server.url, config.deploymentCredential);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
@@ -399,11 +408,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     port: server.port,
     close: async (options = {}) => {
       if (options.drainMs !== undefined) {
-        // Connections in flight (a run's stream, a /wait) stay open while their runs finish.
-        server.server.close();
+        // Requests in flight (a run's stream, a /wait) get their answers while their runs finish;
+        // clients keeping their connections are told to close them, not cut off.
+        server.drain();
+        inside?.drain();
         await worker?.close({ drainMs: options.drainMs });
       }
-      await server.close();
+      await Promise.all([server.close(), inside?.close()]);
       await typeSchemas.close();
       await cronScheduler.close();
       await worker?.close();

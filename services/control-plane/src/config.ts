@@ -1,6 +1,11 @@
 import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
 import type { ArtifactStorageConfig } from './artifacts/artifact-store.js';
+import type { ContainerLimits } from './deployers/local/agent-containers.js';
+import type { PodmanCommand } from './deployers/local/podman.js';
+
+export type { ContainerLimits } from './deployers/local/agent-containers.js';
+export type { PodmanCommand } from './deployers/local/podman.js';
 
 export interface ControlPlaneConfig extends GrpcServerConfig {
   /** Postgres holding the control plane's schema (`control_plane`). */
@@ -92,6 +97,34 @@ export interface DeploymentsConfig {
    * @default none: only public addresses receive webhooks
    */
   webhookPrivateEgress?: string[];
+  /**
+   * The container engine local agent servers run in, each in a container of its own, when the
+   * control plane is root (berth up: the platform's private Podman engine, the one sandboxes use).
+   * Unset, or when containers cannot run here: child processes, as OS users of their own when root.
+   */
+  agentEngine?: PodmanCommand;
+  /**
+   * Limits of the agent servers' containers, with defaults for deployments whose `resource_spec`
+   * sets none; `maxCpu`/`maxMemoryMb` also bound what any deployment may ask (422 above).
+   */
+  agentLimits?: ContainerLimits;
+  /**
+   * Private ranges (CIDRs) that agent servers in containers may reach through their egress proxy
+   * (`BERTH_DEPLOYMENT_PRIVATE_EGRESS`; `webhookPrivateEgress` too). Loopback, private, link-local
+   * and metadata addresses are refused otherwise.
+   * @default none
+   */
+  deploymentPrivateEgress?: string[];
+  /**
+   * The registry of OS user ids that every Berth installation on this machine shares.
+   * @default /var/lib/berth/uids
+   */
+  uidRegistryDir?: string;
+  /**
+   * How often containers that no running revision owns are removed, in milliseconds.
+   * @default 60000
+   */
+  agentReconcileIntervalMs?: number;
   /** Tuning of the revision jobs (concurrency, lock and stall intervals, retire delay). */
   pipeline?: RevisionPipelineOptions;
   /**
@@ -100,6 +133,8 @@ export interface DeploymentsConfig {
    * @default 3600
    */
   unusedUploadTtlSeconds?: number;
+  /** Most deployments one tenant may have (`BERTH_MAX_DEPLOYMENTS_PER_TENANT`). @default 50 */
+  maxDeploymentsPerTenant?: number;
 }
 
 /** A URL, or a function that resolves it when it is needed. */

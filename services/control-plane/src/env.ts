@@ -30,8 +30,22 @@ const schema = z.object({
   BERTH_AGENT_REDIS: z.enum(['acl', 'off']).default('acl'),
   /** Seconds a finished upload no revision uses is kept (from its start). */
   UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
+  /** Most deployments one tenant may have; creating another is a 429 until one is deleted. */
+  BERTH_MAX_DEPLOYMENTS_PER_TENANT: z.coerce.number().int().min(1).default(50),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
   AGENT_DATABASE_URL: z.string().min(1).optional(),
+  /** Private CIDRs local agent servers in containers may reach (their egress proxy refuses others). */
+  BERTH_DEPLOYMENT_PRIVATE_EGRESS: envCidrList,
+  /** Memory (MiB) and CPU (cores) of a local deployment's container when its resource_spec sets none. */
+  BERTH_DEPLOYMENT_MEMORY_MB: z.coerce.number().int().min(128).optional(),
+  BERTH_DEPLOYMENT_CPU: z.coerce.number().positive().optional(),
+  /** Most a deployment's resource_spec may ask: above is a 422. */
+  BERTH_DEPLOYMENT_MAX_MEMORY_MB: z.coerce.number().int().min(128).optional(),
+  BERTH_DEPLOYMENT_MAX_CPU: z.coerce.number().positive().optional(),
+  /** Processes and threads per local agent server's container. */
+  BERTH_DEPLOYMENT_PIDS: z.coerce.number().int().min(32).optional(),
+  /** Size of a local agent server container's private /tmp, in MiB. */
+  BERTH_DEPLOYMENT_TMP_MB: z.coerce.number().int().min(1).optional(),
   /** The gateway's URL as agent servers reach it (e.g. its Service): where they send their traces. Unset: no tracing. */
   BERTH_TRACING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   /** Private CIDRs deployed agent servers may send run webhooks to. */
@@ -105,6 +119,16 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.BERTH_TRACING_ENDPOINT ? { tracingEndpoint: e.BERTH_TRACING_ENDPOINT } : {}),
             ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
+            maxDeploymentsPerTenant: e.BERTH_MAX_DEPLOYMENTS_PER_TENANT,
+            ...(e.BERTH_DEPLOYMENT_PRIVATE_EGRESS.length ? { deploymentPrivateEgress: e.BERTH_DEPLOYMENT_PRIVATE_EGRESS } : {}),
+            agentLimits: {
+              ...(e.BERTH_DEPLOYMENT_MEMORY_MB ? { memoryMb: e.BERTH_DEPLOYMENT_MEMORY_MB } : {}),
+              ...(e.BERTH_DEPLOYMENT_CPU ? { cpu: e.BERTH_DEPLOYMENT_CPU } : {}),
+              ...(e.BERTH_DEPLOYMENT_MAX_MEMORY_MB ? { maxMemoryMb: e.BERTH_DEPLOYMENT_MAX_MEMORY_MB } : {}),
+              ...(e.BERTH_DEPLOYMENT_MAX_CPU ? { maxCpu: e.BERTH_DEPLOYMENT_MAX_CPU } : {}),
+              ...(e.BERTH_DEPLOYMENT_PIDS ? { pids: e.BERTH_DEPLOYMENT_PIDS } : {}),
+              ...(e.BERTH_DEPLOYMENT_TMP_MB ? { tmpMb: e.BERTH_DEPLOYMENT_TMP_MB } : {}),
+            },
           },
         }
       : {}),

@@ -3,7 +3,7 @@
  * the `control_plane` schema and serves, over gRPC, the standard health service (which the
  * gateway's /readyz checks) and `berth.controlplane.v1.AuthFlowService` (login flows).
  */
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadKubeConfig } from '@berth/kube';
 import { createDatabase, migrate } from '@berth/db';
@@ -20,6 +20,7 @@ import { ProjectBuilder } from './build/index.js';
 import type { ControlPlaneConfig, DeploymentsConfig } from './config.js';
 import type { Deployer } from './deployers/deployer.js';
 import { KubernetesDeployer } from './deployers/kubernetes/kubernetes-deployer.js';
+import { AgentContainers, DEFAULT_CONTAINER_LIMITS, agentSocketsDir, installationId } from './deployers/local/agent-containers.js';
 import { LocalDeployer } from './deployers/local/local-deployer.js';
 import { OsUsers, detectIsolation, type IsolationMode } from './deployers/local/os-users.js';
 import { AgentDatabases } from './deployments/agent-databases.js';
@@ -33,7 +34,7 @@ import { ArtifactStore } from './artifacts/artifact-store.js';
 import { startArtifactServer, type RunningArtifactServer } from './artifacts/artifact-server.js';
 import type { ControlPlaneTables } from './tables.js';
 
-export type { ControlPlaneConfig, DeploymentsConfig, TracingEndpoint } from './config.js';
+export type { ContainerLimits, ControlPlaneConfig, DeploymentsConfig, PodmanCommand, TracingEndpoint } from './config.js';
 export { SecretBox } from '@berth/secret-box';
 export { loadControlPlaneConfig } from './env.js';
 export { AuthFlows } from './auth-flows/service.js';
@@ -52,11 +53,51 @@ export { AgentDatabases } from './deployments/agent-databases.js';
 export { agentSchema } from './deployments/pipeline.js';
 
 /**
- * Whether local agent servers run as OS users of their own on this machine, and if not, why.
+ * Whether local agent servers can run as OS users of their own on this machine (in containers or
+ * not), and if not, why.
  * @param stateDir the folder holding builds (`artifacts/`) and agent homes (`agents/`)
  */
-export function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
+function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
   return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT], stateDir);
+}
+
+/** One line for people on how local agent servers are contained. */
+export function describeIsolation(isolation: IsolationMode): string {
+  switch (isolation.kind) {
+    case 'container':
+      return 'each deployment runs in a container of its own, on the platform\'s Podman engine';
+    case 'os-user':
+      return `each deployment runs as an OS user of its own, NOT in a container${isolation.reason ? `: ${isolation.reason}` : ''}`;
+    case 'none':
+      return `NONE: ${isolation.reason}`;
+  }
+}
+
+/**
+ * Containers of agent servers when an engine is given and they can run here (root, the runtime
+ * readable by their users); else why not, and agent servers run as OS users.
+ */
+async function agentContainers(settings: DeploymentsConfig, stateDir: string, logger: Logger): Promise<{ containers?: AgentContainers; reason?: string }> {
+  if (!settings.agentEngine) return { reason: 'the platform has no container engine (it starts one as root unless BERTH_SANDBOXES=off)' };
+  const installation = installationId(stateDir);
+  const containers = new AgentContainers({
+    podman: settings.agentEngine,
+    installation,
+    socketsDir: agentSocketsDir(installation),
+    serveScript: AGENT_SERVE_SCRIPT,
+    hidden: [resolve(stateDir)],
+    ...(settings.agentLimits ? { limits: settings.agentLimits } : {}),
+    // A webhook receiver's range the operator allowed is one the agent server's egress must reach.
+    privateEgress: [...(settings.deploymentPrivateEgress ?? []), ...(settings.webhookPrivateEgress ?? [])],
+    logger,
+  });
+  try {
+    await containers.prepare();
+    return { containers };
+  } catch (error) {
+    logger.error({ err: error }, 'agent servers cannot run in containers here: they run as OS users of their own');
+    return { reason: `containers cannot run here (${(error as Error).message})` };
+  }
 }
 
 /** gRPC package whose health status this service reports. */
@@ -81,6 +122,8 @@ export interface RunningControlPlane extends RunningGrpcService {
   authFlows: AuthFlows;
   /** The deployments this process serves, when configured. */
   deployments?: Deployments;
+  /** How its local agent servers are contained (with the local deployer). */
+  isolation?: IsolationMode;
 }
 
 /** The deployments part of the control plane: store, revision pipeline and deployer. */
@@ -89,9 +132,13 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const store = new DeploymentStore(db);
   const processEnv = settings.processEnv ?? {};
   let pipeline: RevisionPipeline | undefined;
-  // Agent servers (and builds) run as OS users of their own where this machine allows it.
-  const isolation = await detectLocalIsolation(dirname(settings.artifactsDir));
-  const users = isolation.kind === 'os-user' ? new OsUsers({ homesDir: join(dirname(settings.artifactsDir), 'agents'), artifactsDir: settings.artifactsDir }) : undefined;
+  // Agent servers (and builds) run as OS users of their own where this machine allows it; agent
+  // servers in containers where it has an engine too.
+  const stateDir = dirname(settings.artifactsDir);
+  let isolation = await detectLocalIsolation(stateDir);
+  const users = isolation.kind === 'os-user'
+    ? new OsUsers({ homesDir: join(stateDir, 'agents'), artifactsDir: settings.artifactsDir, ...(settings.uidRegistryDir ? { registryDir: settings.uidRegistryDir } : {}) })
+    : undefined;
   // Wiring picks the adapter; how adapters differ is the deployer port's business, not the pipeline's.
   let deployer: Deployer | undefined;
   let archives: { store: ArtifactStore; server: RunningArtifactServer; url: string } | undefined;
@@ -123,15 +170,24 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       const { kind: _kind, server, token, kubeconfig, ...options } = settings.deployer;
       deployer = new KubernetesDeployer({ ...options, cluster: server ? { server, ...(token ? { token } : {}) } : loadKubeConfig(kubeconfig) });
     } else {
+      const { containers, reason } = users ? await agentContainers(settings, stateDir, logger) : {};
+      if (containers) isolation = { kind: 'container' };
+      else if (isolation.kind === 'os-user') isolation = { kind: 'os-user', ...(reason ? { reason } : {}) };
       if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
-      deployer = new LocalDeployer({
+      if (isolation.kind === 'os-user') logger.warn({ reason: isolation.reason }, 'local agent servers are not in containers: they see the host\'s processes and network');
+      const local = new LocalDeployer({
         serveScript: AGENT_SERVE_SCRIPT,
         ...(users ? { users } : {}),
+        ...(containers ? { containers } : {}),
+        ...(settings.agentReconcileIntervalMs ? { reconcileIntervalMs: settings.agentReconcileIntervalMs } : {}),
         logger,
         baseEnv: processEnv,
         // What a running agent server prints is its revision's runtime (deploy) log.
         onOutput: (spec, line) => pipeline?.runtimeLog(spec.revisionId)(line),
       });
+      deployer = local;
+      // Containers a killed predecessor left go before any revision is deployed again.
+      await local.start();
     }
     const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(settings.redisUrl ? { redisUrl: settings.redisUrl } : {}) });
     const databases = new AgentDatabases({
@@ -139,10 +195,14 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       ...(settings.agentDatabaseUrl ? { agentUrl: settings.agentDatabaseUrl } : {}),
       ...(settings.agentConnectionLimit ? { connectionLimit: settings.agentConnectionLimit } : {}),
     });
+    let open: string[];
     try {
-      await databases.lockPlatformDatabase();
+      open = await databases.lockPlatformDatabase();
     } catch (error) {
       throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
+    }
+    if (open.length) {
+      logger.warn({ databases: open }, `agent roles can connect to ${open.join(' and ')} (read nothing of the platform there): close them with REVOKE CONNECT ON DATABASE … FROM PUBLIC as their owner`);
     }
     // Agent servers reach Redis as users of their own (BERTH_AGENT_REDIS=acl), or not at all (off:
     // their queues and run events stay in their own database).
@@ -173,7 +233,16 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     await close();
     throw error;
   }
-  return { pipeline, close, deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline) };
+  const limits = { ...DEFAULT_CONTAINER_LIMITS, ...settings.agentLimits };
+  return {
+    pipeline,
+    close,
+    deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, {
+      ...(settings.maxDeploymentsPerTenant ? { maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant } : {}),
+      maxResources: { cpu: limits.maxCpu, memoryMb: limits.maxMemoryMb },
+    }),
+    ...(settings.deployer?.kind === 'kubernetes' ? {} : { isolation }),
+  };
 }
 
 export async function start(
@@ -228,6 +297,7 @@ export async function start(
     health: grpc.health,
     authFlows,
     ...(deploymentsPart ? { deployments: deploymentsPart.deployments } : {}),
+    ...(deploymentsPart?.isolation ? { isolation: deploymentsPart.isolation } : {}),
     close: async () => {
       clearInterval(sweeper);
       await deploymentsPart?.close();

@@ -33,6 +33,8 @@ export interface GatewayAppDeps {
   logger: Logger;
   store: AuthStore;
   readiness: Record<string, ReadinessCheck>;
+  /** Shown in /readyz without making it a 503 (see HealthRouteOptions.degradable). */
+  degradableReadiness?: Record<string, ReadinessCheck>;
   controlPlane: ControlPlaneClients;
   /** The export-worker's clients; without them, the trace and bulk-export routes answer 503. */
   exportWorker?: ExportWorkerClients;
@@ -69,7 +71,12 @@ export const securitySchemes = {
 
 export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator(deps.store, deploymentResolver(deps))): Api<Principal> {
   const api = new Api<Principal>({ authenticate: (req) => auth.authenticate(req) });
-  healthRoutes(api, deps.readiness, async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments, deps.instanceId);
+  healthRoutes(api, {
+    checks: deps.readiness,
+    ...(deps.degradableReadiness ? { degradable: deps.degradableReadiness } : {}),
+    unhealthyDeployments: async () => (await deps.controlPlane.deployments.getDeploymentsHealth({})).unhealthyDeployments,
+    ...(deps.instanceId ? { instanceId: deps.instanceId } : {}),
+  });
   meRoutes(api, deps.store);
   tenantRoutes(api, deps.store);
   apiKeyRoutes(api, deps.store);

@@ -8,6 +8,7 @@ import { createDatabase, migrate, sql } from '@berth/db';
 import { listen } from '@berth/http';
 import { createLogger, type Logger } from '@berth/log';
 import { pingQueueBackend } from '@berth/queue';
+import { SandboxService } from '@berth/proto';
 import { checkHealth } from '@berth/rpc';
 import { createGatewayHttp } from './app.js';
 import type { GatewayConfig } from './config.js';
@@ -63,6 +64,17 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
       if (status !== 'SERVING') throw new Error(`health status ${status}`);
     };
   }
+  // The sandbox engine: down, it fails only the sandbox calls (503s), not the gateway.
+  const degradableReadiness: Record<string, ReadinessCheck> = {};
+  const sandboxManagerAddress = config.services['sandbox-manager'];
+  if (sandboxManagerAddress) {
+    degradableReadiness.sandboxes = async () => {
+      const status = await checkHealth(sandboxManagerAddress, { service: SandboxService.typeName, timeoutMs: 1500, internalToken: config.internalToken });
+      // A manager without a sandbox driver leaves it unknown: sandboxes are off, nothing is failing.
+      if (status === 'SERVICE_UNKNOWN') return 'off';
+      if (status !== 'SERVING') throw new Error('the sandbox engine does not answer');
+    };
+  }
   const controlPlane = new ControlPlaneClients(config.services['control-plane'], config.internalToken);
   const exportWorker = new ExportWorkerClients(config.services['export-worker'], config.internalToken);
   const sandboxManager = new SandboxManagerClients(config.services['sandbox-manager'], config.internalToken);
@@ -72,6 +84,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     instanceId,
     store,
     readiness,
+    degradableReadiness,
     controlPlane,
     exportWorker,
     sandboxManager,

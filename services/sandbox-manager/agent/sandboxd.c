@@ -20,7 +20,11 @@
  * command is sent before its EXIT. A malformed frame closes that connection only.
  *
  * The bridge: TCP connections to --proxy-listen (loopback inside the sandbox, which has no other
- * network) are spliced to the auth proxy's Unix socket, both ways, with half-close.
+ * network) are spliced to the auth proxy's Unix socket, both ways, with half-close. The host
+ * listens on that socket, in a folder mounted read-only: the agent connects out to it.
+ *
+ * The sandbox's commands run as the agent's user and can replace its socket file; the host then
+ * refuses to talk to what is there (it dials only the socket this agent made when it started).
  *
  * One poll() loop, no threads. Static glibc without NSS (no user or host name lookups).
  */
@@ -687,7 +691,9 @@ static int listen_unix(const char *path)
 	strcpy(addr.sun_path, path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) die("socket");
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path); /* left by a previous run */
+	/* Whatever a previous run left here goes (a socket, or a symlink planted by the sandbox's own
+	 * commands): the folder is this sandbox's, and the host only ever dials the socket made below. */
+	if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) unlink(path);
 	mode_t old = umask(077); /* 0600 from the start: no window where others may connect */
 	if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) die(path);
 	umask(old);

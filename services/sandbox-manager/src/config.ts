@@ -3,6 +3,8 @@ import type { GrpcServerConfig } from '@berth/config';
 import type { DriverConfig } from './drivers/build-driver.js';
 import type { SandboxDriver } from './drivers/driver.js';
 import type { ExecDefaults } from './exec/sessions.js';
+import type { SandboxLimits } from './sandboxes/limits.js';
+import type { SandboxQuota } from './sandboxes/quota.js';
 import type { SandboxDefaults } from './sandboxes/sandboxes.js';
 
 export interface SandboxSettings {
@@ -22,12 +24,29 @@ export interface SandboxSettings {
   /** Registries always pulled over plain HTTP (a registry on loopback). */
   insecureRegistries?: string[];
   defaults?: Partial<SandboxDefaults>;
+  /** Defaults and maxima of one sandbox's resources. @default DEFAULT_LIMITS */
+  limits?: Partial<SandboxLimits>;
+  /** What one tenant's sandboxes may use together. @default DEFAULT_QUOTA */
+  quota?: Partial<SandboxQuota>;
   exec?: Partial<ExecDefaults>;
   /** @default 5000 */
   reaperIntervalMs?: number;
+  /** How often the engine is checked (readiness, and 503s while it is down). @default 2000 */
+  engineCheckIntervalMs?: number;
+  /** How often containers without a live record are looked for. @default 30000 */
+  reconcileIntervalMs?: number;
+  /**
+   * How long a container of this platform without any record is left alone before it is removed
+   * (it must be seen that long apart, twice): room for a record on its way.
+   * @default 30000
+   */
+  reconcileGraceMs?: number;
   /** @default 2000 */
   poolIntervalMs?: number;
-  /** Run the reaper and the pool keeper (tests drive them by hand with false). @default true */
+  /**
+   * Run the reaper, the pool keeper, the engine check and the reconciler (tests drive them by hand
+   * with false). @default true
+   */
   background?: boolean;
   /**
    * On close, stop every ready sandbox (files kept; the next command starts it again) and remove

@@ -1,14 +1,16 @@
 /**
  * Sandbox manager: templates and snapshots, registries, volumes, warm pools, sandboxes and their
- * data plane (commands and files), on a sandbox driver (container or kubernetes). `start(config)`
- * migrates its schema and serves `SandboxService` and `SandboxDataService` over gRPC (and the
- * standard health service, which the gateway's /readyz checks).
+ * data plane (commands and files), on a sandbox driver (container or kubernetes), within the
+ * operator's limits and per-tenant quotas. `start(config)` migrates its schema and serves
+ * `SandboxService` and `SandboxDataService` over gRPC, and the standard health service: the server
+ * SERVING while it runs, `SandboxService` SERVING only while its engine answers (the gateway's
+ * /readyz shows it as `sandboxes`).
  */
 import { fileURLToPath } from 'node:url';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { SandboxDataService, SandboxService } from '@berth/proto';
-import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
+import { startGrpcService, type HealthService, type RunningGrpcService } from '@berth/rpc';
 import { SecretBox } from '@berth/secret-box';
 import { Registries } from './catalog/registries.js';
 import { Templates } from './catalog/templates.js';
@@ -19,19 +21,33 @@ import type { SandboxDriver } from './drivers/driver.js';
 import { UnavailableDriver } from './drivers/unavailable.js';
 import { CommandSessions } from './exec/sessions.js';
 import { Pools } from './pools/pools.js';
+import { withDriverFailures } from './rpc/driver-failures.js';
 import { dataHandlers, sandboxHandlers } from './rpc/handlers.js';
+import { EngineMonitor } from './sandboxes/engine-monitor.js';
+import { checkLimits, DEFAULT_LIMITS } from './sandboxes/limits.js';
+import { loadPlatformId } from './sandboxes/platform-id.js';
+import { DEFAULT_QUOTA, TenantQuotas } from './sandboxes/quota.js';
 import { Reaper } from './sandboxes/reaper.js';
+import { Reconciler } from './sandboxes/reconciler.js';
 import { Sandboxes } from './sandboxes/sandboxes.js';
 import type { SandboxTables } from './tables.js';
 
 export type { SandboxManagerConfig, SandboxSettings } from './config.js';
-export { envCidrList, envList, loadSandboxManagerConfig } from './env.js';
+export { envCidrList, envList, loadSandboxManagerConfig, sandboxLimitsFromEnv } from './env.js';
 export * from './drivers/driver.js';
 export type { ContainerDriverConfig, DriverConfig, KubernetesDriverConfig } from './drivers/build-driver.js';
 export { UnavailableDriver } from './drivers/unavailable.js';
+export { LONGEST_SOCKET_SUFFIX } from './drivers/container/instance-files.js';
 export { Reaper } from './sandboxes/reaper.js';
+export { Reconciler } from './sandboxes/reconciler.js';
+export { EngineMonitor } from './sandboxes/engine-monitor.js';
 export { Pools } from './pools/pools.js';
 export { Sandboxes } from './sandboxes/sandboxes.js';
+export { Templates } from './catalog/templates.js';
+export { DEFAULT_LIMITS, type SandboxLimits } from './sandboxes/limits.js';
+export { DEFAULT_QUOTA, type SandboxQuota } from './sandboxes/quota.js';
+// The egress proxy, which the local deployer runs for its containers too.
+export { SandboxProxy, type SandboxProxyOptions } from './proxy/index.js';
 
 /** gRPC package whose health status this service reports. */
 export const SERVICE_NAME = 'berth.sandboxmanager.v1';
@@ -43,8 +59,13 @@ const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 export interface RunningSandboxManager extends RunningGrpcService {
   sandboxes: Sandboxes;
+  templates: Templates;
   pools: Pools;
   reaper: Reaper;
+  reconciler: Reconciler;
+  engine: EngineMonitor;
+  /** This platform's id, on every instance it makes (see INSTANCE_LABELS.platform). */
+  platformId: string;
 }
 
 export async function migrateSandboxManager(databaseUrl: string): Promise<void> {
@@ -59,33 +80,64 @@ export async function start(
   const database = createDatabase<SandboxTables>({ connectionString: config.databaseUrl, schema: SANDBOX_SCHEMA });
   const { db } = database;
   const settings = config.sandboxes ?? {};
+  const limits = { ...DEFAULT_LIMITS, ...settings.limits };
   const box = new SecretBox(config.secretKey);
   let driver: SandboxDriver;
+  let platformId: string;
   try {
+    checkLimits(limits);
+    platformId = await loadPlatformId(db);
     driver =
       settings.driverInstance ??
-      (settings.driver ? await buildDriver(settings.driver, { db, box, logger }) : new UnavailableDriver(settings.unavailableReason ?? NO_DRIVER_REASON));
+      (settings.driver
+        ? await buildDriver(settings.driver, { db, box, logger, pidsLimit: limits.pidsLimit })
+        : new UnavailableDriver(settings.unavailableReason ?? NO_DRIVER_REASON));
   } catch (error) {
     await database.close();
     throw error;
   }
   const now = settings.now ?? (() => new Date());
+  const quotas = new TenantQuotas(db, { ...DEFAULT_QUOTA, ...settings.quota });
   const registries = new Registries(db, box);
-  const volumes = new Volumes(db, (name) => driver.removeVolume(name));
-  const templates = new Templates(db, box, registries, driver, { logger, ...(settings.insecureRegistries ? { insecureRegistries: settings.insecureRegistries } : {}) });
+  const volumes = new Volumes(db, (name) => driver.removeVolume(name), limits.maxStorageBytes);
+  const templates = new Templates(db, box, registries, driver, { logger, limits, ...(settings.insecureRegistries ? { insecureRegistries: settings.insecureRegistries } : {}) });
   const privateEgress = settings.privateEgress ?? [];
-  const pools = new Pools({ db, box, driver, templates, logger, privateEgress, ...(settings.poolIntervalMs ? { intervalMs: settings.poolIntervalMs } : {}) });
+  const specDeps = { db, box, templates, privateEgress, limits, platformId };
+  const pools = new Pools({ ...specDeps, driver, logger, quotas, ...(settings.poolIntervalMs ? { intervalMs: settings.poolIntervalMs } : {}) });
+  const reconciler = new Reconciler({
+    db,
+    driver,
+    logger,
+    now,
+    platformId,
+    ...(settings.reconcileIntervalMs ? { intervalMs: settings.reconcileIntervalMs } : {}),
+    ...(settings.reconcileGraceMs ? { graceMs: settings.reconcileGraceMs } : {}),
+  });
+  let health: HealthService | undefined;
+  const engine = new EngineMonitor({
+    driver,
+    logger,
+    ...(settings.engineCheckIntervalMs ? { intervalMs: settings.engineCheckIntervalMs } : {}),
+    // Sandboxes off by configuration leave SandboxService unknown to health checks: nothing is failing.
+    onChange: (up) => (engine.disabled ? undefined : health?.setStatus(SandboxService.typeName, up ? 'SERVING' : 'NOT_SERVING')),
+    // At start and after an outage: what waited for the engine, then what was deleted meanwhile.
+    onUp: async (first) => {
+      await templates.resumePulls();
+      await sandboxes.resume({ reattach: first });
+      await pools.resume();
+      await reconciler.pass();
+    },
+  });
   let sessions: CommandSessions | undefined;
   const sandboxes = new Sandboxes({
-    db,
-    box,
+    ...specDeps,
     driver,
-    templates,
     logger,
-    privateEgress,
     now,
+    quotas,
+    engine,
+    pools,
     defaults: { idleTtlSeconds: 600, deleteAfterStopSeconds: 14 * 86_400, ...settings.defaults },
-    claim: (template, sandboxId) => pools.claim(template, sandboxId),
     ...(settings.defaultImage ? { defaultImage: settings.defaultImage } : {}),
     onGone: (sandboxId) => sessions?.endSandbox(sandboxId),
   });
@@ -109,30 +161,35 @@ export async function start(
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
         const deps = { templates, registries, volumes, pools, sandboxes, sessions: commands, driver };
-        server.add(SandboxService, sandboxHandlers(deps));
-        server.add(SandboxDataService, dataHandlers(deps));
+        server.add(SandboxService, withDriverFailures(sandboxHandlers(deps), engine));
+        server.add(SandboxDataService, withDriverFailures(dataHandlers(deps), engine));
       },
     });
   } catch (error) {
     await database.close();
     throw error;
   }
-  if (!(await driver.unavailableReason())) {
-    await templates.resumePulls();
-    await sandboxes.resume();
-    await pools.resume();
-  }
+  health = service.health;
+  await engine.check();
   if (settings.background !== false) {
     reaper.start();
     pools.start();
+    engine.start();
+    reconciler.start();
   }
   const grpc = service;
   return {
     ...grpc,
     sandboxes,
+    templates,
     pools,
     reaper,
+    reconciler,
+    engine,
+    platformId,
     close: async () => {
+      await engine.stop();
+      await reconciler.stop();
       await reaper.stop();
       await pools.stop();
       commands.close();

@@ -1,4 +1,4 @@
-/** Kysely types of the sandbox-manager's tables (migrations/0001_sandboxes.sql). */
+/** Kysely types of the sandbox-manager's tables (migrations/). */
 import type { ColumnType } from '@berth/db';
 import type { ImageStatus, PoolMemberStatus, SandboxStatus } from './lifecycle.js';
 
@@ -99,6 +99,9 @@ export interface PoolMembersTable {
   template_version: BigInt;
   status: PoolMemberStatus;
   status_message: Default<string>;
+  /** What it was made with (its template's resources and the operator's defaults), for quotas. */
+  vcpus: Default<number>;
+  mem_bytes: DefaultBigInt;
   created_at: Timestamp;
   ready_at: Default<Date | null>;
 }

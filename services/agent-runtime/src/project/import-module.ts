@@ -14,10 +14,45 @@
  * - Under the tsx CLI (`tsx src/main.ts`): its loader is already active and is not added twice.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { isAbsolute, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 let loaderRegistered: Promise<void> | undefined;
+
+/** Every file loaded through the loader (and bundled for a `ui` entry) in this process, by absolute path. */
+const loadedFiles = new Set<string>();
+const loadListeners = new Set<(path: string) => void>();
+
+/** A file the project's code loaded: as a module (a `file:` URL), or bundled for its UI (a path). */
+export function noteLoadedFile(urlOrPath: string): void {
+  let path: string;
+  if (urlOrPath.startsWith('file:')) {
+    const url = new URL(urlOrPath);
+    url.search = '';
+    url.hash = '';
+    path = fileURLToPath(url);
+  } else if (isAbsolute(urlOrPath)) {
+    path = urlOrPath;
+  } else {
+    // node: builtins, data: URLs: no file to watch.
+    return;
+  }
+  if (loadedFiles.has(path)) return;
+  loadedFiles.add(path);
+  for (const listener of loadListeners) listener(path);
+}
+
+/**
+ * Calls `listener` with every file loaded so far through the project loader (modules the graphs,
+ * auth, http app import, transitively, node_modules included; the files bundled for `ui`), then
+ * with each one loaded later, until the returned function is called. `berth dev` reloads when one
+ * of them changes: what the project runs, not whatever else is in its folder.
+ */
+export function onFileLoaded(listener: (path: string) => void): () => void {
+  for (const path of loadedFiles) listener(path);
+  loadListeners.add(listener);
+  return () => void loadListeners.delete(listener);
+}
 
 /** True when something already compiles TypeScript for `import()` in this process. */
 function typeScriptAlreadyHandled(): boolean {
@@ -35,7 +70,7 @@ export function ensureTypeScriptLoader(tsconfig: string | false = false): Promis
     if (typeScriptAlreadyHandled()) return;
     const { register } = await import('tsx/esm/api');
     try {
-      register({ tsconfig });
+      register({ tsconfig, onImport: noteLoadedFile });
     } catch {
       // A runtime that forbids loader hooks (as jest does) compiles TypeScript its own way.
     }

@@ -24,7 +24,7 @@ export {
   type LoadedGraph,
   type RunnableGraph,
 } from './graphs.js';
-export { ensureTypeScriptLoader, importSourceFile } from './import-module.js';
+export { ensureTypeScriptLoader, importSourceFile, onFileLoaded } from './import-module.js';
 export { registerSdkLogger } from './sdk-logger.js';
 export { captureContextDeclarations } from './context-schema.js';
 export {

@@ -12,6 +12,7 @@ import { extname, relative, resolve, sep } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { BerthError } from '@berth/errors';
 import type { ProjectConfig } from './config.js';
+import { noteLoadedFile } from './import-module.js';
 
 /** One built file of a UI bundle (`entrypoint.js`, and `entrypoint.css` when the components import CSS). */
 export interface UiAsset {
@@ -103,7 +104,10 @@ export async function bundleUi(name: string, componentsFile: string, projectDir:
       jsx: 'automatic',
       logLevel: 'silent',
       plugins: [entryModule(componentsFile, projectDir), sharedModules([...SHARED_BY_DEFAULT, ...shared])],
+      metafile: true,
     });
+    // What it bundled from files (the others are the plugins' namespaces), relative to the working directory.
+    for (const input of Object.keys(result.metafile.inputs)) if (!/^[a-z-]+:/.test(input)) noteLoadedFile(resolve(input));
     return result.outputFiles.map((file) => {
       const basename = file.path.slice(file.path.lastIndexOf(sep) + 1);
       // esbuild marks Symbol.for() pure; without the mark the lookup reads as the SDK documents it

@@ -35,6 +35,12 @@ export interface WebhookConfig {
    * address only when listed on its own. @default none: public addresses only
    */
   privateEgress?: readonly string[];
+  /**
+   * Deliveries go through `fetch`, whose egress proxy checks receivers' addresses (an agent server
+   * in a container: it has no network and no DNS of its own). IP literals are still checked here.
+   * @default false: connect directly, checking the addresses names resolve to
+   */
+  proxied?: boolean;
   /** Longest one attempt may take. @default 10_000 */
   timeoutMs?: number;
   /** Attempts in all, the first included. @default 5 */
@@ -100,7 +106,7 @@ export function webhookPayload(run: Run, end: RunEnd): JsonObject {
   return JSON.parse(JSON.stringify(body)) as JsonObject;
 }
 
-const webhookJobs = (config: Required<Omit<WebhookConfig, 'secret' | 'privateEgress'>>) =>
+const webhookJobs = (config: Required<Omit<WebhookConfig, 'secret' | 'privateEgress' | 'proxied'>>) =>
   defineJobCatalog({
     'webhook.deliver': {
       schema: z.object({ webhook_id: z.uuid() }),
@@ -127,10 +133,14 @@ export class WebhookTargets {
   private readonly allowed: CidrSet | undefined;
   readonly lookup: LookupFunction;
 
-  /** @param ownRoutes - the project has an `http.app`: a relative webhook (`/path`) is POSTed to it. */
+  /**
+   * @param ownRoutes - the project has an `http.app`: a relative webhook (`/path`) is POSTed to it.
+   * @param proxied - names are resolved and checked by the egress proxy deliveries go through.
+   */
   constructor(
     privateEgress: readonly string[] = [],
     private readonly ownRoutes = false,
+    readonly proxied = false,
   ) {
     this.allowed = privateEgress.length > 0 ? new CidrSet(privateEgress) : undefined;
     this.lookup = guardedLookup(this.allowed);
@@ -162,6 +172,7 @@ export class WebhookTargets {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`${url.protocol.slice(0, -1)} URLs are not supported: give an http(s) URL`);
     try {
       this.assertLiteral(url);
+      if (this.proxied) return;
       await new Promise<void>((resolve, reject) =>
         this.lookup(url.hostname.replace(/^\[|\]$/g, ''), { all: true }, (error) => (error ? reject(error) : resolve())),
       );
@@ -178,7 +189,7 @@ export class WebhookTargets {
  */
 export class WebhookDelivery {
   private readonly key: Buffer;
-  private readonly settings: Required<Omit<WebhookConfig, 'secret' | 'privateEgress'>>;
+  private readonly settings: Required<Omit<WebhookConfig, 'secret' | 'privateEgress' | 'proxied'>>;
   private readonly catalog: WebhookJobs;
   private readonly targets: WebhookTargets;
   private queue?: JobQueue<WebhookJobs>;
@@ -197,7 +208,7 @@ export class WebhookDelivery {
     this.key = webhookKey(config.secret);
     this.settings = { timeoutMs: config.timeoutMs ?? 10_000, attempts: config.attempts ?? 5, backoffMs: config.backoffMs ?? 2000 };
     this.catalog = webhookJobs(this.settings);
-    this.targets = new WebhookTargets(config.privateEgress, deps.ownRoutes !== undefined);
+    this.targets = new WebhookTargets(config.privateEgress, deps.ownRoutes !== undefined, config.proxied);
   }
 
   async start(concurrency = 10): Promise<void> {
@@ -259,7 +270,8 @@ export class WebhookDelivery {
       }
       const target = new URL(url);
       this.targets.assertLiteral(target);
-      statusCode = await post(target, headers, body, this.targets.lookup, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
+      const deadline = AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]);
+      statusCode = this.targets.proxied ? await postByFetch(target, headers, body, deadline) : await post(target, headers, body, this.targets.lookup, deadline);
     } catch (error) {
       // A receiver now at a refused address stays refused: no retry.
       if (error instanceof EgressRefusedError) return { attempt: { state: 'failed', statusCode: null, error: error.message }, retry: false };
@@ -288,6 +300,13 @@ export class WebhookDelivery {
     await this.worker?.close();
     await this.queue?.close();
   }
+}
+
+/** POSTs `body` through `fetch` (its proxy) and resolves with the answer's status code (redirects are not followed). */
+async function postByFetch(url: URL, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number> {
+  const response = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal });
+  await response.body?.cancel();
+  return response.status;
 }
 
 /** POSTs `body` and resolves with the answer's status code (redirects are not followed). */

@@ -1,8 +1,12 @@
 /**
  * The control plane config of tests: loopback gRPC on any free port, silent, deployments on, built
- * into `artifactsDir`, with only PATH and HOME passed to builds and agent servers.
+ * into `artifactsDir`, with only PATH and HOME passed to builds and agent servers; local agent
+ * servers in containers on the tests' Podman engine (as `berth up` runs them as root), their uids
+ * claimed in this test run's own registry.
  */
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testEnv, testSandbox } from '@berth/testing';
 import type { ControlPlaneConfig, DeploymentsConfig } from '../config.js';
 import { SecretBox } from '@berth/secret-box';
 
@@ -17,6 +21,8 @@ export function testControlPlaneConfig(databaseUrl: string, artifactsDir: string
       artifactsDir,
       processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
       agentLogLevel: 'warn',
+      agentEngine: testSandbox().podman,
+      uidRegistryDir: join(testEnv('tmpDir'), 'uids'),
       ...deployments,
     },
   };

@@ -87,7 +87,7 @@ beforeAll(async () => {
   artifacts = join(root, 'artifacts');
   rootOnly = join(root, 'root-only');
   await writeFile(rootOnly, 'platform secret', { mode: 0o600 });
-  users = new OsUsers({ homesDir: join(root, 'agents'), artifactsDir: artifacts });
+  users = new OsUsers({ homesDir: join(root, 'agents'), artifactsDir: artifacts, registryDir: join(root, 'uids') });
   builder = new ProjectBuilder({ artifactsDir: artifacts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, users });
   user = await users.userFor('dep-u');
 });

@@ -50,7 +50,8 @@ beforeAll(async () => {
   const admin = await connect(db.url);
   await admin.query('CREATE SCHEMA control_plane; CREATE TABLE control_plane.secrets (value text); INSERT INTO control_plane.secrets VALUES ($$platform$$)');
   databases = new AgentDatabases({ adminUrl: db.url, connectionLimit: 30 });
-  await databases.lockPlatformDatabase();
+  // The tests' superuser may close every database: none is left open.
+  expect(await databases.lockPlatformDatabase()).toEqual([]);
 });
 
 afterAll(async () => {
@@ -77,6 +78,9 @@ describe('agent databases', () => {
     // The platform's database, another deployment's database and the superuser are out of reach.
     expect(await refusal(() => connect(withUser(a.url, own.username, decodeURIComponent(own.password), platformDb)))).toBe('42501');
     expect(await refusal(() => connect(withUser(a.url, own.username, decodeURIComponent(own.password), b.database)))).toBe('42501');
+    // Nor the server's own databases, which every role could connect to by default.
+    expect(await refusal(() => connect(withUser(a.url, own.username, decodeURIComponent(own.password), 'postgres')))).toBe('42501');
+    expect(await refusal(() => connect(withUser(a.url, own.username, decodeURIComponent(own.password), 'template1')))).toBe('42501');
     expect(await refusal(() => connect(withUser(a.url, new URL(db.url).username, decodeURIComponent(own.password), platformDb)))).toBe('28P01');
     expect(await refusal(() => client.query('CREATE ROLE sneaky LOGIN'))).toBe('42501');
     expect(await refusal(() => client.query('CREATE DATABASE sneaky'))).toBe('42501');

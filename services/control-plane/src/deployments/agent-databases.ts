@@ -12,7 +12,11 @@
  *
  * A database of its own (rather than a schema in the platform's) is what keeps deployments apart:
  * LISTEN/NOTIFY channels, advisory locks and catalogs are per database, and a role can be kept out
- * of a database with CONNECT. The platform's own database is closed to PUBLIC here as well.
+ * of a database with CONNECT. The platform's own database is closed to PUBLIC here as well, and so
+ * are the server's `postgres` and `template1` (where the platform may: their owner or a superuser).
+ * The names of other deployments' databases and roles stay readable in the server's shared
+ * catalogs (pg_database, pg_roles, pg_stat_activity, which BullMQ's Postgres backend reads): they
+ * are deployment ids, and give no access.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -57,14 +61,26 @@ export class AgentDatabases {
     this.connectionLimit = options.connectionLimit ?? 60;
   }
 
-  /** Closes the platform's own database to every role not granted it explicitly (agents included). */
-  async lockPlatformDatabase(): Promise<void> {
+  /**
+   * Closes the platform's own database to every role not granted it explicitly (agents included);
+   * fails when it cannot. Closes `postgres` and `template1` too where the platform's role may (it
+   * owns them or is a superuser), and returns those it could not close.
+   */
+  async lockPlatformDatabase(): Promise<string[]> {
     // Replicas starting together take turns: concurrent REVOKEs on one database can fail with
     // "tuple concurrently updated".
-    await withAdvisoryLock(this.options.adminUrl, 'berth.lock-platform-database', () =>
+    return withAdvisoryLock(this.options.adminUrl, 'berth.lock-platform-database', () =>
       this.admin(async (client) => {
         const { rows } = await client.query<{ db: string }>('SELECT current_database() AS db');
         await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${quote(rows[0]!.db)} FROM PUBLIC`);
+        const { rows: shared } = await client.query<{ datname: string; allowed: boolean }>(
+          `SELECT datname, pg_has_role(datdba, 'USAGE') OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS allowed
+             FROM pg_database WHERE datname IN ('postgres', 'template1') AND datname <> current_database()`,
+        );
+        for (const { datname, allowed } of shared) {
+          if (allowed) await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${quote(datname)} FROM PUBLIC`);
+        }
+        return shared.filter((db) => !db.allowed).map((db) => db.datname);
       }),
     );
   }

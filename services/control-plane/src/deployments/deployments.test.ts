@@ -198,6 +198,17 @@ describe('deployments on the local deployer', () => {
     await expect(deployments.get(tenant, 'not-a-uuid')).rejects.toBeInstanceOf(NotFoundError);
   });
 
+  it('refuses resources above the operator\'s maxima, naming the field and the maximum', async () => {
+    const refusal = (work: Promise<unknown>) => work.then(() => undefined, (error: unknown) => (error as RequestValidationError).issues);
+    expect(
+      await refusal(deployments.create({ tenantId: tenant, name: 'greedy', source: 'internal_source', sourceConfig: { resource_spec: { cpu: 9, memory_mb: 512 } }, secrets: [] })),
+    ).toEqual([{ loc: ['body', 'source_config', 'resource_spec', 'cpu'], msg: 'at most 8 CPU per replica on this platform', type: 'value_error' }]);
+    expect(
+      await refusal(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { resource_spec: { memory_mb: 16_385 } } })),
+    ).toEqual([{ loc: ['body', 'source_config', 'resource_spec', 'memory_mb'], msg: 'at most 16384 MB per replica on this platform', type: 'value_error' }]);
+    expect((await deployments.list(tenant, { nameContains: 'greedy', limit: 10, offset: 0 })).resources).toEqual([]);
+  });
+
   it('serves the same over gRPC', async () => {
     const client: RpcClient<typeof DeploymentService> = createRpcClient(DeploymentService, plane.address);
     try {

@@ -55,6 +55,17 @@ export interface DeploymentsOptions {
    * @default 209_715_200 (200 MiB)
    */
   maxUploadBytes?: number;
+  /**
+   * Most a deployment's `resource_spec` may ask per replica (the operator's maxima): above is a 422.
+   * @default no bound but the API schema's
+   */
+  maxResources?: { cpu?: number; memoryMb?: number };
+  /**
+   * Most deployments one tenant may have (a deleted one no longer counts): a deployment holds a
+   * database, agent servers and builds on the platform's machines.
+   * @default 50
+   */
+  maxDeploymentsPerTenant?: number;
 }
 
 function problem(loc: (string | number)[], msg: string): RequestValidationError {
@@ -63,6 +74,8 @@ function problem(loc: (string | number)[], msg: string): RequestValidationError 
 
 export class Deployments {
   private readonly maxUploadBytes: number;
+  private readonly maxResources: { cpu?: number; memoryMb?: number };
+  private readonly maxDeploymentsPerTenant: number;
 
   constructor(
     private readonly store: DeploymentStore,
@@ -71,6 +84,20 @@ export class Deployments {
     options: DeploymentsOptions = {},
   ) {
     this.maxUploadBytes = options.maxUploadBytes ?? 200 * 1024 * 1024;
+    this.maxDeploymentsPerTenant = options.maxDeploymentsPerTenant ?? 50;
+    this.maxResources = options.maxResources ?? {};
+  }
+
+  /** 422 when `resource_spec` asks more than the operator allows. */
+  private checkResources(sourceConfig: Record<string, unknown>): void {
+    const spec = (sourceConfig.resource_spec ?? {}) as { cpu?: unknown; memory_mb?: unknown };
+    const { cpu, memoryMb } = this.maxResources;
+    if (cpu !== undefined && typeof spec.cpu === 'number' && spec.cpu > cpu) {
+      throw problem(['body', 'source_config', 'resource_spec', 'cpu'], `at most ${cpu} CPU per replica on this platform`);
+    }
+    if (memoryMb !== undefined && typeof spec.memory_mb === 'number' && spec.memory_mb > memoryMb) {
+      throw problem(['body', 'source_config', 'resource_spec', 'memory_mb'], `at most ${memoryMb} MB per replica on this platform`);
+    }
   }
 
   async create(input: CreateDeploymentInput): Promise<DeploymentView> {
@@ -83,6 +110,7 @@ export class Deployments {
     const deploymentType = sourceConfig.deployment_type;
     if (deploymentType !== 'dev' && deploymentType !== 'prod') throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type must be dev or prod');
     if (input.sessionId !== undefined && !isUuid(input.sessionId)) throw problem(['body', 'session_id'], 'session_id must be a UUID');
+    this.checkResources(sourceConfig);
     const id = randomUUID();
     const revision = await this.newRevision(id, source, input.sourceRevisionConfig ?? {}, true);
     const row = await this.store.create(
@@ -91,6 +119,7 @@ export class Deployments {
       this.seal(input.secrets),
       // Shown to nobody yet: rotateWebhookSecret hands out the one that signs (once).
       this.secretBox.seal(generateWebhookSecret()),
+      this.maxDeploymentsPerTenant,
     );
     if (revision.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(row);
@@ -113,6 +142,7 @@ export class Deployments {
       if (sourceConfig.deployment_type !== current.deployment_type) {
         throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type cannot change: create a new deployment');
       }
+      this.checkResources(input.sourceConfig);
     }
     // Keys the new config leaves out keep the latest revision's values (a PATCH with only a new
     // tarball keeps a custom langgraph_config_path).

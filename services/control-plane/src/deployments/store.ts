@@ -4,7 +4,7 @@
  * against the revision lifecycle, so a job that lost a race (its revision was interrupted
  * meanwhile) changes nothing and is told so.
  */
-import { ConflictError, NotFoundError } from '@berth/errors';
+import { ConflictError, NotFoundError, ResourceExhaustedError } from '@berth/errors';
 import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
@@ -81,9 +81,12 @@ export class DeploymentStore {
     revision: NewRevision,
     secrets: { name: string; sealed: Buffer }[],
     webhookSecret: Buffer,
+    /** Most deployments the tenant may have; unset: no limit here. */
+    maxPerTenant?: number,
   ): Promise<DeploymentRow> {
     try {
       return await this.db.transaction().execute(async (tx) => {
+        if (maxPerTenant !== undefined) await this.checkQuota(tx, deployment.tenant_id, maxPerTenant);
         const row = await tx
           .insertInto('deployments')
           .values({ ...deployment, source_config: JSON.stringify(deployment.source_config), latest_revision_id: revision.id, active_revision_id: null })
@@ -99,6 +102,23 @@ export class DeploymentStore {
     } catch (error) {
       if (isUniqueViolation(error)) throw new ConflictError(`A deployment named ${deployment.name} already exists`, { cause: error });
       throw error;
+    }
+  }
+
+  /** Refuses a create past the tenant's quota. Creates of one tenant take turns here, so concurrent ones cannot pass it together. */
+  private async checkQuota(tx: Kysely<DeploymentTables>, tenantId: string, maxPerTenant: number): Promise<void> {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`berth.deployments.${tenantId}`}, 0))`.execute(tx);
+    const { count } = await tx
+      .selectFrom('deployments')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      // A deleted one frees its place at once; its removal finishes within seconds.
+      .where('deleting', '=', false)
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= maxPerTenant) {
+      throw new ResourceExhaustedError(
+        `This tenant has ${count} deployments, the most this platform allows per tenant (${maxPerTenant}): delete one before creating another`,
+      );
     }
   }
 

@@ -9,6 +9,7 @@
  * drops its whole batch. Token counts and costs come from the run's usage metadata when the run
  * does not state them, as LangSmith derives them.
  */
+import { unsafeValueIssues } from '@berth/http';
 import { RUN_COLUMNS, toDate, type RunColumn, type RunWrite } from './run-fields.js';
 import type { RunRow } from './trace-store.js';
 
@@ -66,6 +67,17 @@ function parseJson(text: string, what: string): unknown {
   } catch (error) {
     throw new Malformed(`${what} is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Refuses a run Postgres could not store (a NUL character, an unpaired surrogate, nesting deeper
+ * than requests may have): the run alone, with where and what, instead of failing its whole batch.
+ */
+function refuseUnstorable(doc: Record<string, unknown>): void {
+  const [issue] = unsafeValueIssues('body', doc);
+  if (!issue) return;
+  const where = issue.loc.slice(1).join('.');
+  throw new Malformed(where ? `the run's ${where}: ${issue.msg}` : `the run: ${issue.msg}`);
 }
 
 /** The value of `column` checked against its stored type (throws Malformed with the reason). */
@@ -149,6 +161,7 @@ export function parseOperation(op: RunOperationInput): ParsedOperation {
     const doc = op.runJson.trim() === '' ? {} : parseJson(op.runJson, 'the run');
     if (!isObject(doc)) throw new Malformed('the run must be a JSON object');
     for (const [field, text] of Object.entries(op.fieldJson ?? {})) doc[field] = parseJson(text, `the ${field} part`);
+    refuseUnstorable(doc);
     if (!id && typeof doc.id === 'string') id = doc.id;
     if (!id) throw new Malformed('the run has no id');
     const write: RunWrite = { op: op.kind, id };

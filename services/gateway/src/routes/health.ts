@@ -14,18 +14,39 @@ export type UnhealthyDeploymentsCount = () => Promise<number>;
 
 const CheckOut = z.object({ status: z.enum(['ok', 'failing']), detail: z.string().optional() });
 
+export interface HealthRouteOptions {
+  /** What the gateway needs to serve: one failing makes /readyz a 503. */
+  checks: Record<string, ReadinessCheck>;
+  /**
+   * Parts of the platform the gateway serves on without (sandboxes: their engine): one failing is
+   * shown, and makes `status` "degraded", but /readyz stays 200 — a load balancer must not take
+   * every gateway out of rotation for an outage no gateway can fix.
+   */
+  degradable?: Record<string, ReadinessCheck>;
+  unhealthyDeployments?: UnhealthyDeploymentsCount;
+  instanceId?: string;
+  /** @default 2000 */
+  timeoutMs?: number;
+}
+
 /**
  * `/healthz` and `/readyz`. Deployments that are down are shown in `/readyz` as a count but do not
  * make the gateway unready: one tenant's crashing code must not take the gateway out of its load
  * balancer. The count is left out when it cannot be had (the control plane's check says why).
  */
-export function healthRoutes(
-  api: Api<Principal>,
-  checks: Record<string, ReadinessCheck>,
-  unhealthyDeployments?: UnhealthyDeploymentsCount,
-  instanceId?: string,
-  timeoutMs = 2000,
-): void {
+export function healthRoutes(api: Api<Principal>, options: HealthRouteOptions): void {
+  const { checks, degradable = {}, unhealthyDeployments, instanceId, timeoutMs = 2000 } = options;
+  const run = (entries: Record<string, ReadinessCheck>) =>
+    Promise.all(
+      Object.entries(entries).map(async ([name, check]) => {
+        try {
+          const detail = await withTimeout(check(), timeoutMs);
+          return [name, { status: 'ok' as const, ...(detail ? { detail } : {}) }] as const;
+        } catch (error) {
+          return [name, { status: 'failing' as const, detail: publicReason(error) }] as const;
+        }
+      }),
+    );
   api
     .route({
       method: 'get',
@@ -39,11 +60,11 @@ export function healthRoutes(
     .route({
       method: 'get',
       path: '/readyz',
-      summary: 'Readiness: Postgres and every internal service answer (503 otherwise); how many deployments are down',
+      summary: 'Readiness: Postgres and every internal service answer (503 otherwise); the sandbox engine (degraded, still 200, while it does not); how many deployments are down',
       tags: ['health'],
       public: true,
       response: z.object({
-        status: z.enum(['ok', 'failing']),
+        status: z.enum(['ok', 'degraded', 'failing']).describe('failing (503): something the gateway needs is down; degraded (200): only sandboxes are'),
         checks: z.record(z.string(), CheckOut),
         unhealthy_deployments: z.number().int().optional().describe('Deployments whose agent server is down now (they do not make the gateway unready)'),
         instance_id: z.string().optional().describe('Differs at every start of the gateway: lets whoever started it tell its own process from another on the port'),
@@ -51,23 +72,15 @@ export function healthRoutes(
       errors: [503],
       handler: async ({ res }) => {
         const counting = unhealthyDeployments ? withTimeout(unhealthyDeployments(), timeoutMs).catch(() => undefined) : undefined;
-        const results = await Promise.all(
-          Object.entries(checks).map(async ([name, check]) => {
-            try {
-              const detail = await withTimeout(check(), timeoutMs);
-              return [name, { status: 'ok' as const, ...(detail ? { detail } : {}) }] as const;
-            } catch (error) {
-              return [name, { status: 'failing' as const, detail: publicReason(error) }] as const;
-            }
-          }),
-        );
-        const ok = results.every(([, r]) => r.status === 'ok');
+        const [required, optional] = await Promise.all([run(checks), run(degradable)]);
+        const ok = required.every(([, r]) => r.status === 'ok');
+        const whole = ok && optional.every(([, r]) => r.status === 'ok');
         const unhealthy = await counting;
         res.status(ok ? 200 : 503);
         if (!ok) res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
         return {
-          status: ok ? ('ok' as const) : ('failing' as const),
-          checks: Object.fromEntries(results),
+          status: whole ? ('ok' as const) : ok ? ('degraded' as const) : ('failing' as const),
+          checks: Object.fromEntries([...required, ...optional]),
           ...(unhealthy !== undefined ? { unhealthy_deployments: unhealthy } : {}),
           ...(instanceId ? { instance_id: instanceId } : {}),
         };

@@ -2,12 +2,16 @@
  * Client of `berth-sandboxd`, the agent that runs as PID 1 inside every container sandbox and
  * answers on a Unix socket (protocol.ts). One connection per operation: a command holds its
  * connection for its whole life, so closing it (or the agent going away) ends the command.
+ *
+ * The socket lives in a folder the sandbox can change, so it is never dialled by path: it is opened
+ * without following a symlink, and once pinned (the identity of the socket the agent made when it
+ * started) only that very socket is dialled (socket-file.ts).
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
+import { fileTooLarge, MAX_FILE_BYTES, SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
 import {
   decodeError,
   decodeExit,
@@ -20,6 +24,7 @@ import {
   type Frame,
   type SpawnRequest,
 } from './protocol.js';
+import { connectSocketFile, NotASocketError, sameSocket, type SocketIdentity } from './socket-file.js';
 
 /** The built agent binary (`npm run build` in services/sandbox-manager makes it), from src or dist. */
 export function agentBinaryPath(): string {
@@ -28,10 +33,18 @@ export function agentBinaryPath(): string {
 
 /** The agent could not be reached, went away mid-operation, or answered something unexpected. */
 export class AgentError extends Error {
-  override readonly name = 'AgentError';
+  override readonly name: string = 'AgentError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * What is at the agent's socket path is not the socket its agent made (a symlink, another socket):
+ * something inside the sandbox replaced it. Nothing was sent to it.
+ */
+export class AgentSocketReplacedError extends AgentError {
+  override readonly name = 'AgentSocketReplacedError';
 }
 
 /** The command could not be started (no such working directory, program not found or not executable). */
@@ -48,6 +61,14 @@ export class SpawnError extends Error {
 export interface AgentClientOptions {
   /** How long one connect + first answer may take before the operation fails. @default 10000 */
   answerTimeoutMs?: number;
+  /**
+   * The socket the agent made (see {@link AgentClient.identify}): only it is dialled, anything else
+   * at the path is an AgentSocketReplacedError. Without a pin, any socket there (never a symlink) is.
+   * @default no pin
+   */
+  pin?: SocketIdentity;
+  /** How errors name the agent (they reach the sandbox's user: no host path). @default `sandbox agent at <socketPath>` */
+  name?: string;
 }
 
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
@@ -60,22 +81,23 @@ class AgentConnection {
   private sending: Promise<void> = Promise.resolve();
 
   constructor(
-    socketPath: string,
+    socket: Socket,
+    name: string,
     idleTimeoutMs: number,
     private readonly onFrame: (frame: Frame) => void,
     private readonly onEnd: (error?: AgentError) => void,
   ) {
-    this.socket = connect(socketPath);
+    this.socket = socket;
     // Inactivity, not total time: reading a file of hundreds of MiB takes a while but never stalls.
     this.socket.setTimeout(idleTimeoutMs, () =>
-      this.fail(new AgentError(`sandbox agent at ${socketPath} did not answer within ${idleTimeoutMs} ms`)),
+      this.fail(new AgentError(`${name} did not answer within ${idleTimeoutMs} ms`)),
     );
     this.socket.on('data', (chunk: Buffer) => {
       let frames: Frame[];
       try {
         frames = this.decoder.push(chunk);
       } catch (error) {
-        this.fail(new AgentError(`sandbox agent at ${socketPath} sent a malformed frame`, { cause: error }));
+        this.fail(new AgentError(`${name} sent a malformed frame`, { cause: error }));
         return;
       }
       for (const frame of frames) {
@@ -83,8 +105,8 @@ class AgentConnection {
         this.onFrame(frame);
       }
     });
-    this.socket.on('error', (error) => this.fail(new AgentError(`sandbox agent at ${socketPath}: ${error.message}`, { cause: error })));
-    this.socket.on('close', () => this.fail(new AgentError(`sandbox agent at ${socketPath} closed the connection`)));
+    this.socket.on('error', (error) => this.fail(new AgentError(`${name}: ${error.message}`, { cause: error })));
+    this.socket.on('close', () => this.fail(new AgentError(`${name} closed the connection`)));
   }
 
   /**
@@ -123,6 +145,14 @@ class AgentConnection {
     if (this.ended) return;
     this.ended = true;
     this.socket.end();
+    this.onEnd();
+  }
+
+  /** Ends the operation at once, dropping whatever the agent still sends (no error reported). */
+  abandon(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.socket.destroy();
     this.onEnd();
   }
 
@@ -197,38 +227,50 @@ class AgentProcess implements SandboxProcess {
 
 export class AgentClient {
   private readonly answerTimeoutMs: number;
+  private readonly pin: SocketIdentity | undefined;
+  private readonly name: string;
 
   constructor(
     readonly socketPath: string,
     options: AgentClientOptions = {},
   ) {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 10_000;
+    this.pin = options.pin;
+    this.name = options.name ?? `sandbox agent at ${socketPath}`;
   }
 
   /** The agent's version line, e.g. `berth-sandboxd 1`. */
   async ping(timeoutMs = this.answerTimeoutMs): Promise<string> {
-    return this.request([encodeFrame(FrameType.PING)], timeoutMs, (frame, answer) => {
-      if (frame.type !== FrameType.PONG) throw this.unexpected(frame);
-      answer(frame.payload.toString('utf8'));
-    });
+    return (await this.pingSocket(timeoutMs)).version;
   }
 
-  /** Resolves once the agent answers a ping (it starts with the container); AgentError after `timeoutMs`. */
-  async waitReady(timeoutMs: number): Promise<void> {
+  /**
+   * Pings the agent; resolves with the identity of the socket that answered, to pin (only when no
+   * one but the agent can have made that socket: right after its sandbox started, before any command).
+   */
+  async identify(timeoutMs = this.answerTimeoutMs): Promise<SocketIdentity> {
+    return (await this.pingSocket(timeoutMs)).identity;
+  }
+
+  /**
+   * Resolves once the agent answers a ping (it starts with the container), with the identity of its
+   * socket; AgentError after `timeoutMs`.
+   */
+  async waitReady(timeoutMs: number): Promise<SocketIdentity> {
     const deadline = Date.now() + timeoutMs;
     let lastError: unknown;
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       try {
-        await this.ping(left);
-        return;
+        return await this.identify(left);
       } catch (error) {
+        if (error instanceof AgentSocketReplacedError) throw error;
         lastError = error;
       }
       await sleep(Math.min(10, Math.max(0, deadline - Date.now())));
     }
-    throw new AgentError(`sandbox agent at ${this.socketPath} did not answer within ${timeoutMs} ms`, { cause: lastError });
+    throw new AgentError(`${this.name} did not answer within ${timeoutMs} ms`, { cause: lastError });
   }
 
   /** Starts a command; SpawnError when it cannot start, AgentError when the agent is unreachable. */
@@ -243,7 +285,8 @@ export class AgentClient {
     return new Promise<SandboxProcess>((resolve, reject) => {
       let process: AgentProcess | undefined;
       const connection = new AgentConnection(
-        this.socketPath,
+        this.dial().socket,
+        this.name,
         this.answerTimeoutMs,
         (frame) => {
           try {
@@ -295,22 +338,74 @@ export class AgentClient {
     });
   }
 
-  /** Reads a whole file; SandboxFileError when it cannot. */
-  async readFile(path: string): Promise<Buffer> {
+  /**
+   * Reads a whole file; SandboxFileError when it cannot, `too_large` (without reading on) past
+   * `maxBytes`, which bounds what the agent can make this process hold.
+   */
+  async readFile(path: string, maxBytes = MAX_FILE_BYTES): Promise<Buffer> {
     const chunks: Buffer[] = [];
+    let size = 0;
     return this.request([encodeFrame(FrameType.READ_FILE, Buffer.from(path, 'utf8'))], this.answerTimeoutMs, (frame, answer) => {
-      if (frame.type === FrameType.FILE_DATA) chunks.push(frame.payload);
-      else if (frame.type === FrameType.FILE_END) answer(Buffer.concat(chunks));
+      if (frame.type === FrameType.FILE_DATA) {
+        size += frame.payload.length;
+        if (size > maxBytes) throw fileTooLarge(path, maxBytes);
+        chunks.push(frame.payload);
+      } else if (frame.type === FrameType.FILE_END) answer(Buffer.concat(chunks));
       else throw this.fileError(frame, path);
     });
   }
 
-  /** Sends `frames` on a new connection and feeds answers to `handle` until it calls `answer` or throws. */
-  private request<T>(frames: Buffer[], idleTimeoutMs: number, handle: (frame: Frame, answer: (value: T) => void) => void): Promise<T> {
+  /**
+   * A connection to the agent's socket: opened without following a symlink, and when pinned only
+   * to the pinned socket, so nothing the caller sends can reach anything else.
+   */
+  private dial(): { socket: Socket; identity: SocketIdentity } {
+    try {
+      return connectSocketFile(this.socketPath, (identity) => {
+        if (this.pin && !sameSocket(identity, this.pin)) throw new AgentSocketReplacedError(`${this.name}: its socket is another socket than the one it made`);
+      });
+    } catch (error) {
+      if (error instanceof AgentError) throw error;
+      if (error instanceof NotASocketError) {
+        const message = `${this.name}: its socket is ${error.found}`;
+        throw this.pin ? new AgentSocketReplacedError(`${message}, not the one it made`, { cause: error }) : new AgentError(message, { cause: error });
+      }
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new AgentError(`${this.name}: ${code === 'ENOENT' ? 'no socket' : code ?? (error as Error).message}`, { cause: error });
+    }
+  }
+
+  private async pingSocket(timeoutMs: number): Promise<{ version: string; identity: SocketIdentity }> {
+    let identity: SocketIdentity | undefined;
+    const version = await this.request<string>(
+      [encodeFrame(FrameType.PING)],
+      timeoutMs,
+      (frame, answer) => {
+        if (frame.type !== FrameType.PONG) throw this.unexpected(frame);
+        answer(frame.payload.toString('utf8'));
+      },
+      (dialled) => (identity = dialled),
+    );
+    return { version, identity: identity! };
+  }
+
+  /**
+   * Sends `frames` on a new connection and feeds answers to `handle` until it calls `answer` or
+   * throws (which drops the connection at once); `dialled` learns which socket it reached.
+   */
+  private request<T>(
+    frames: Buffer[],
+    idleTimeoutMs: number,
+    handle: (frame: Frame, answer: (value: T) => void) => void,
+    dialled?: (identity: SocketIdentity) => void,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
+      const { socket, identity } = this.dial();
+      dialled?.(identity);
       const connection = new AgentConnection(
-        this.socketPath,
+        socket,
+        this.name,
         idleTimeoutMs,
         (frame) => {
           try {
@@ -321,7 +416,7 @@ export class AgentClient {
             });
           } catch (error) {
             settled = true;
-            connection.finish();
+            connection.abandon();
             reject(error);
           }
         },
@@ -343,8 +438,8 @@ export class AgentClient {
   private unexpected(frame: Frame): AgentError {
     if (frame.type === FrameType.ERROR) {
       const { message } = decodeError(frame.payload);
-      return new AgentError(`sandbox agent at ${this.socketPath} refused the request: ${message}`);
+      return new AgentError(`${this.name} refused the request: ${message}`);
     }
-    return new AgentError(`sandbox agent at ${this.socketPath} sent an unexpected frame 0x${frame.type.toString(16)}`);
+    return new AgentError(`${this.name} sent an unexpected frame 0x${frame.type.toString(16)}`);
   }
 }

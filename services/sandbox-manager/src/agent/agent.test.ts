@@ -5,14 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { until } from '@berth/testing';
 import { SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
-import { AgentClient, AgentError, agentBinaryPath, SpawnError } from './agent-client.js';
+import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath, SpawnError } from './agent-client.js';
 import { encodeFrame, encodeSpawn, FrameDecoder, FrameType } from './protocol.js';
 
 let dir: string;
@@ -199,6 +199,14 @@ describe('files', () => {
     expect((await client.readFile(join(dir, 'empty'))).length).toBe(0);
   });
 
+  it('stops reading a file past the limit the caller holds', async () => {
+    const path = join(dir, 'big.bin');
+    writeFileSync(path, randomBytes(200_000));
+    await expect(client.readFile(path, 200_000)).resolves.toHaveLength(200_000);
+    await expect(client.readFile(path, 100_000)).rejects.toMatchObject({ kind: 'too_large', message: `${path}: larger than 100000 bytes, the most one read returns` });
+    expect(await client.ping()).toBe('berth-sandboxd 1');
+  });
+
   it('reports missing files and directories by kind', async () => {
     await expect(client.readFile(join(dir, 'missing'))).rejects.toMatchObject({ name: 'SandboxFileError', kind: 'not_found' });
     await expect(client.readFile(dir)).rejects.toMatchObject({ kind: 'is_directory' });
@@ -258,6 +266,31 @@ describe('robustness', () => {
     expect(alive(pid)).toBe(true);
     socket.destroy();
     await until('the command to be killed', () => (alive(pid) ? undefined : true), 5000, 10);
+  });
+
+  it('dials only the socket it was pinned to, and never through a symlink', async () => {
+    const pin = await client.identify();
+    expect(await new AgentClient(join(dir, 'agent.sock'), { pin }).ping()).toBe('berth-sandboxd 1');
+    // A server at another path that records whatever reaches it.
+    let reached = 0;
+    const trap = createServer((socket) => {
+      reached += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => trap.listen(join(dir, 'trap.sock'), resolve));
+    try {
+      symlinkSync(join(dir, 'trap.sock'), join(dir, 'link.sock'));
+      // Unpinned: a symlink is not a socket, whatever it points at.
+      await expect(new AgentClient(join(dir, 'link.sock')).ping()).rejects.toThrow(`sandbox agent at ${join(dir, 'link.sock')}: its socket is a symlink`);
+      // Pinned: another socket, or a symlink to the pinned one, is refused before connecting.
+      symlinkSync(join(dir, 'agent.sock'), join(dir, 'link-to-agent.sock'));
+      for (const path of ['trap.sock', 'link.sock', 'link-to-agent.sock']) {
+        await expect(new AgentClient(join(dir, path), { pin }).spawn({ argv: ['true'], env: {} })).rejects.toBeInstanceOf(AgentSocketReplacedError);
+      }
+      expect(reached).toBe(0);
+    } finally {
+      await new Promise((resolve) => trap.close(resolve));
+    }
   });
 
   it('fails with AgentError when no agent answers', async () => {

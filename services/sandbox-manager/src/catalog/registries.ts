@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isForeignKeyViolation, isUniqueViolation, type Kysely, type Selectable } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
+import { isUuid } from '@berth/ids';
 import type { SecretBox } from '@berth/secret-box';
 import type { RegistryCredentials } from '../drivers/driver.js';
 
@@ -50,6 +51,7 @@ export class Registries {
   }
 
   async byId(tenantId: string, id: string): Promise<RegistryRow> {
+    if (!isUuid(id)) throw new NotFoundError(`registry ${id} not found`);
     const row = await this.db.selectFrom('registries').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
     if (!row) throw new NotFoundError(`registry ${id} not found`);
     return row;

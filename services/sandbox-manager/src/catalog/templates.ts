@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
+import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import type { Logger } from '@berth/log';
 import type { ProxyConfig } from '@berth/proto';
@@ -14,6 +15,7 @@ import { parseQuantity, QuantityError } from '@berth/quantity';
 import type { SecretBox } from '@berth/secret-box';
 import type { ImageSource, Resources, SandboxDriver } from '../drivers/driver.js';
 import { imageLifecycle, type ImageStatus } from '../lifecycle.js';
+import { checkResources, templateFields, type ResourceFields, type ResourceKey, type SandboxLimits } from '../sandboxes/limits.js';
 import type { ResourcesJson, RunConfigJson, SandboxTables, TemplatesTable, VolumeMountJson } from '../tables.js';
 import { EMPTY_PROXY_CONFIG, storeProxyConfig } from './proxy-config.js';
 import type { Registries } from './registries.js';
@@ -45,8 +47,10 @@ export interface TemplateChange {
 
 const what = (kind: TemplateKind) => (kind === 'snapshot' ? 'snapshot' : 'template');
 
-/** Parses a template's quantities; a malformed one is a 422 at its REST location. */
-export function resourcesOf(json: ResourcesJson, loc: (string | number)[] = ['body', 'resources']): Resources {
+const JSON_KEYS: Record<keyof ResourcesJson, ResourceKey> = { cpu: 'cpuMillis', memory: 'memoryBytes', storage: 'storageBytes' };
+
+/** Parses a template's quantities; a malformed one is a 422 at its REST location (`fields`). */
+export function resourcesOf(json: ResourcesJson, fields: ResourceFields = templateFields('template')): Resources {
   const issues: ValidationIssue[] = [];
   const parse = (key: keyof ResourcesJson): number | undefined => {
     const text = json[key];
@@ -57,7 +61,7 @@ export function resourcesOf(json: ResourcesJson, loc: (string | number)[] = ['bo
       return value;
     } catch (error) {
       if (!(error instanceof QuantityError)) throw error;
-      issues.push({ loc: [...loc, key], msg: error.message, type: 'value_error' });
+      issues.push({ loc: fields[JSON_KEYS[key]].loc, msg: error.message, type: 'value_error' });
       return undefined;
     }
   };
@@ -72,8 +76,20 @@ export function resourcesOf(json: ResourcesJson, loc: (string | number)[] = ['bo
   };
 }
 
+/** A template's resources as stored; one that cannot be parsed (stored before they were checked) sets none. */
+export function storedResourcesOf(json: ResourcesJson): Resources {
+  try {
+    return resourcesOf(json);
+  } catch (error) {
+    if (error instanceof RequestValidationError) return {};
+    throw error;
+  }
+}
+
 export interface TemplatesOptions {
   logger: Logger;
+  /** A template's or snapshot's resources may not exceed the maxima. */
+  limits: SandboxLimits;
   /** Registries pulled over plain HTTP whatever a registry row says (a local test registry). */
   insecureRegistries?: readonly string[];
 }
@@ -91,7 +107,7 @@ export class Templates {
   ) {}
 
   async create(tenantId: string, kind: TemplateKind, input: TemplateInput): Promise<TemplateRow> {
-    resourcesOf(input.resources ?? {});
+    this.checkResources(kind, input.resources ?? {});
     const volumes = input.volumes ?? [];
     await this.checkVolumes(tenantId, volumes);
     if (input.registryId) await this.registries.byId(tenantId, input.registryId);
@@ -125,6 +141,8 @@ export class Templates {
   }
 
   async get(ref: TemplateRef): Promise<TemplateRow> {
+    // Ids are uuid columns: anything else is unknown, not a query error.
+    if ('id' in ref && !isUuid(ref.id)) throw new NotFoundError(`${what(ref.kind)} ${ref.id} not found`);
     let query = this.db.selectFrom('templates').selectAll().where('tenant_id', '=', ref.tenantId).where('kind', '=', ref.kind);
     query = 'id' in ref ? query.where('id', '=', ref.id) : query.where('name', '=', ref.name);
     const row = await query.executeTakeFirst();
@@ -146,7 +164,7 @@ export class Templates {
 
   async update(ref: TemplateRef, change: TemplateChange): Promise<TemplateRow> {
     const current = await this.get(ref);
-    if (change.resources) resourcesOf(change.resources);
+    if (change.resources) this.checkResources(current.kind, change.resources);
     if (change.volumes) await this.checkVolumes(ref.tenantId, change.volumes);
     if (change.registryId) await this.registries.byId(ref.tenantId, change.registryId);
     const repull = (change.image !== undefined && change.image !== current.image) || (change.registryId !== undefined && change.registryId !== current.registry_id);
@@ -230,6 +248,12 @@ export class Templates {
       .where('version', '=', version)
       .where('status', 'in', imageLifecycle.sourcesOf(to))
       .execute();
+  }
+
+  /** A 422 for resources that are malformed, or beyond the operator's maxima. */
+  private checkResources(kind: TemplateKind, json: ResourcesJson): void {
+    const fields = templateFields(kind);
+    checkResources(resourcesOf(json, fields), this.options.limits, fields);
   }
 
   private async checkVolumes(tenantId: string, volumes: VolumeMountJson[]): Promise<void> {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
-import { parseQuantity, QuantityError } from '@berth/quantity';
+import { bytesQuantity, parseQuantity, QuantityError } from '@berth/quantity';
 import type { SandboxTables, VolumesTable } from '../tables.js';
 
 export type VolumeRow = Selectable<VolumesTable>;
@@ -16,9 +16,11 @@ export function driverVolumeName(row: Pick<VolumeRow, 'id'>): string {
 }
 
 export class Volumes {
+  /** @param maxBytes the largest volume (SandboxLimits.maxStorageBytes) */
   constructor(
     private readonly db: Kysely<SandboxTables>,
     private readonly removeBacking: (driverName: string) => Promise<void>,
+    private readonly maxBytes: number,
   ) {}
 
   async create(tenantId: string, name: string, size: string): Promise<VolumeRow> {
@@ -28,6 +30,9 @@ export class Volumes {
     } catch (error) {
       if (error instanceof QuantityError) throw new RequestValidationError([{ loc: ['body', 'size'], msg: error.message, type: 'value_error' }], { cause: error });
       throw error;
+    }
+    if (bytes < 1 || bytes > this.maxBytes) {
+      throw new RequestValidationError([{ loc: ['body', 'size'], msg: `size must be at least 1 byte and at most ${bytesQuantity(this.maxBytes)}: this platform's maximum`, type: 'value_error' }]);
     }
     try {
       return await this.db

@@ -44,7 +44,8 @@ export interface KubernetesDriverConfig {
 
 export type DriverConfig = ContainerDriverConfig | KubernetesDriverConfig;
 
-export async function buildDriver(config: DriverConfig, deps: { db: Kysely<SandboxTables>; box: SecretBox; logger: Logger }): Promise<SandboxDriver> {
+/** `pidsLimit`: most processes of one sandbox (the container driver's; see SandboxLimits.pidsLimit). */
+export async function buildDriver(config: DriverConfig, deps: { db: Kysely<SandboxTables>; box: SecretBox; logger: Logger; pidsLimit?: number }): Promise<SandboxDriver> {
   const ca = await loadProxyCa(deps.db, deps.box);
   const logger = deps.logger.child({ driver: config.kind });
   if (config.kind === 'container') {
@@ -55,6 +56,7 @@ export async function buildDriver(config: DriverConfig, deps: { db: Kysely<Sandb
       proxy,
       logger,
       ...(config.storageQuota ? { storageQuota: config.storageQuota } : {}),
+      ...(deps.pidsLimit ? { pidsLimit: deps.pidsLimit } : {}),
     });
   }
   const { kind: _kind, cluster, kubeconfig, ...options } = config;

@@ -168,16 +168,33 @@ export class InstanceNotFoundError extends Error {
   }
 }
 
-/** A file operation failed inside the instance. */
+/** Largest file one write takes or one read returns (a read holds the whole file in memory). */
+export const MAX_FILE_BYTES = 512 * 1024 * 1024;
+
+/** A command could not be started (no such working directory, no such program): the caller's to fix. */
+export class CommandStartError extends Error {
+  override readonly name = 'CommandStartError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A file operation failed inside the instance (`too_large`: a read passed its `maxBytes`). */
 export class SandboxFileError extends Error {
   override readonly name = 'SandboxFileError';
   constructor(
-    readonly kind: 'not_found' | 'is_directory' | 'permission_denied' | 'no_space' | 'other',
+    readonly kind: 'not_found' | 'is_directory' | 'permission_denied' | 'no_space' | 'too_large' | 'other',
     message: string,
     options?: { cause?: unknown },
   ) {
     super(message, options);
   }
+}
+
+/** A read that passed its `maxBytes` (the caller holds what it reads, so it stops there). */
+export function fileTooLarge(path: string, maxBytes: number): SandboxFileError {
+  const limit = maxBytes % (1024 * 1024) === 0 ? `${maxBytes / 1024 / 1024} MiB` : `${maxBytes} bytes`;
+  return new SandboxFileError('too_large', `${path}: larger than ${limit}, the most one read returns`);
 }
 
 export interface SandboxDriver {
@@ -203,8 +220,11 @@ export interface SandboxDriver {
   /** Removes a named volume (no instance may use it). */
   removeVolume(volume: string): Promise<void>;
   inspect(instance: string): Promise<InstanceState>;
-  /** Names of every instance this platform made (to find orphans). */
-  list(): Promise<string[]>;
+  /**
+   * Names of the instances this driver made that carry all of `labels` (of InstanceSpec.labels), to
+   * find orphans.
+   */
+  list(labels?: Record<string, string>): Promise<string[]>;
   /**
    * Takes a warm-pool member for a sandbox: true when this caller got it and it is running and
    * answering; false when another claim won or it is not healthy (the caller tries another).
@@ -213,6 +233,7 @@ export interface SandboxDriver {
   exec(instance: string, spec: ExecSpec): Promise<SandboxProcess>;
   /** Writes a file (parents created), replacing any file there. */
   writeFile(instance: string, path: string, data: Buffer): Promise<void>;
-  readFile(instance: string, path: string): Promise<Buffer>;
+  /** Reads a whole file: SandboxFileError `too_large` once it passes `maxBytes` (@default MAX_FILE_BYTES). */
+  readFile(instance: string, path: string, options?: { maxBytes?: number }): Promise<Buffer>;
   close(): Promise<void>;
 }

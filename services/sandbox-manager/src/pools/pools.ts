@@ -1,17 +1,19 @@
 /**
- * Warm pools: per template, `replicas` ready instances in reserve. A sandbox created from the
- * template takes one (`claim`: the member row is deleted under SKIP LOCKED, so two claims never get
- * the same member, then the driver confirms it is alive) and the keeper refills the pool. Members
- * of an older template version are never handed out and are replaced.
+ * Warm pools: per template, `replicas` ready instances in reserve, within the tenant's quota (they
+ * count as its sandboxes). A sandbox created from the template takes one (`take`: the member row is
+ * deleted under SKIP LOCKED in the sandbox's own transaction, so two claims never get the same
+ * member; then `confirm`: the driver checks it is alive) and the keeper refills the pool. Members of
+ * an older template version are never handed out and are replaced.
  */
 import { randomUUID } from 'node:crypto';
-import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
+import { isUniqueViolation, sql, type Kysely, type Selectable, type Transaction } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { TemplateRow, Templates } from '../catalog/templates.js';
 import type { SandboxDriver } from '../drivers/driver.js';
 import { poolMemberLifecycle } from '../lifecycle.js';
-import { INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from '../sandboxes/instance-spec.js';
+import { effectiveResources, INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from '../sandboxes/instance-spec.js';
+import { QuotaExceededError, type TenantQuotas } from '../sandboxes/quota.js';
 import type { PoolsTable, SandboxTables } from '../tables.js';
 
 export type PoolRow = Selectable<PoolsTable>;
@@ -34,6 +36,7 @@ export interface PoolsDeps extends InstanceSpecDeps {
   driver: SandboxDriver;
   templates: Templates;
   logger: Logger;
+  quotas: TenantQuotas;
   /**
    * How often the keeper checks every pool.
    * @default 2000
@@ -88,36 +91,44 @@ export class Pools {
     await Promise.all(members.map((m) => this.removeInstance(m.instance)));
   }
 
-  /** Takes a ready member of the template's current version for a sandbox, or undefined. */
-  async claim(template: TemplateRow, sandboxId: string): Promise<{ instance: string; poolName: string } | undefined> {
-    for (;;) {
-      const member = await this.deps.db
-        .deleteFrom('pool_members')
-        .where('instance', '=', (eb) =>
-          eb
-            .selectFrom('pool_members as m')
-            .innerJoin('pools as p', 'p.id', 'm.pool_id')
-            .select('m.instance')
-            .where('p.template_id', '=', template.id)
-            .where('m.status', '=', 'ready')
-            .where('m.template_version', '=', template.version)
-            .orderBy('m.created_at')
-            .limit(1)
-            .forUpdate()
-            .skipLocked(),
-        )
-        .returning(['instance', 'pool_id'])
-        .executeTakeFirst();
-      if (!member) return undefined;
-      this.kick(REFILL_AFTER_CLAIM_MS);
-      if (await this.deps.driver.claim(member.instance, sandboxId).catch(() => false)) {
-        const pool = await this.deps.db.selectFrom('pools').select('name').where('id', '=', member.pool_id).executeTakeFirst();
-        return { instance: member.instance, poolName: pool?.name ?? '' };
-      }
-      // Dead or taken: never hand it out; try the next one.
-      this.deps.logger.warn({ instance: member.instance }, 'a warm-pool member failed its claim check; removed');
-      await this.removeInstance(member.instance);
-    }
+  /**
+   * Within a sandbox's create (its quota transaction): takes a ready member of the template's
+   * current version out of its pool, or undefined. The sandbox's record names the member's
+   * instance in the same transaction, so that the instance is never without a record.
+   */
+  async take(trx: Transaction<SandboxTables>, template: TemplateRow): Promise<{ instance: string; poolName: string } | undefined> {
+    const member = await trx
+      .deleteFrom('pool_members')
+      .where('instance', '=', (eb) =>
+        eb
+          .selectFrom('pool_members as m')
+          .innerJoin('pools as p', 'p.id', 'm.pool_id')
+          .select('m.instance')
+          .where('p.template_id', '=', template.id)
+          .where('m.status', '=', 'ready')
+          .where('m.template_version', '=', template.version)
+          .orderBy('m.created_at')
+          .limit(1)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returning(['instance', 'pool_id'])
+      .executeTakeFirst();
+    if (!member) return undefined;
+    const pool = await trx.selectFrom('pools').select('name').where('id', '=', member.pool_id).executeTakeFirst();
+    return { instance: member.instance, poolName: pool?.name ?? '' };
+  }
+
+  /**
+   * After `take`: whether the member is alive and now the sandbox's (the driver checks it answers
+   * and marks it claimed). One that is not is removed; the caller starts the sandbox cold.
+   */
+  async confirm(instance: string, sandboxId: string): Promise<boolean> {
+    this.kick(REFILL_AFTER_CLAIM_MS);
+    if (await this.deps.driver.claim(instance, sandboxId).catch(() => false)) return true;
+    this.deps.logger.warn({ instance }, 'a warm-pool member failed its claim check; removed');
+    await this.removeInstance(instance);
+    return false;
   }
 
   /**
@@ -184,14 +195,39 @@ export class Pools {
         if (gone.numDeletedRows > 0n) await this.removeInstance(member.instance);
       }
       if (template.status !== 'ready') continue;
-      for (let i = current.length; i < pool.replicas; i++) this.createMember(pool, template);
+      for (let i = current.length; i < pool.replicas; i++) {
+        const instance = await this.reserveMember(pool, template);
+        if (!instance) break;
+        this.createMember(instance, pool, template);
+      }
     }
   }
 
-  private createMember(pool: PoolRow, template: TemplateRow): void {
+  /**
+   * A new member's record, within its tenant's quota (members are running sandboxes in reserve);
+   * undefined when the quota has no room for it (the pool stays short until it has).
+   */
+  private async reserveMember(pool: PoolRow, template: TemplateRow): Promise<string | undefined> {
     const instance = newInstanceName();
+    const { cpuMillis, memoryBytes } = effectiveResources(template, {}, this.deps.limits);
+    try {
+      await this.deps.quotas.locked(pool.tenant_id, async (trx) => {
+        await this.deps.quotas.check(trx, pool.tenant_id, { sandboxes: 1, cpuMillis, memoryBytes });
+        await trx
+          .insertInto('pool_members')
+          .values({ instance, pool_id: pool.id, template_version: template.version, status: poolMemberLifecycle.initial[0]!, vcpus: cpuMillis / 1000, mem_bytes: memoryBytes })
+          .execute();
+      });
+      return instance;
+    } catch (error) {
+      if (!(error instanceof QuotaExceededError)) throw error;
+      this.deps.logger.debug({ pool: pool.id, reason: error.message }, 'a warm pool stays short: its tenant is at its quota');
+      return undefined;
+    }
+  }
+
+  private createMember(instance: string, pool: PoolRow, template: TemplateRow): void {
     const work = (async () => {
-      await this.deps.db.insertInto('pool_members').values({ instance, pool_id: pool.id, template_version: template.version, status: poolMemberLifecycle.initial[0]! }).execute();
       try {
         const spec = await instanceSpec(this.deps, instance, template, { labels: { [INSTANCE_LABELS.pool]: pool.id } });
         await this.deps.driver.create(spec);
@@ -218,7 +254,7 @@ export class Pools {
   }
 
   private async removeInstance(instance: string): Promise<void> {
-    await this.deps.driver.remove(instance).catch((error: unknown) => this.deps.logger.error({ err: error, instance }, 'removing a warm-pool member failed; it is an orphan now'));
+    await this.deps.driver.remove(instance).catch((error: unknown) => this.deps.logger.warn({ err: error, instance }, 'removing a warm-pool member failed; the reconciler removes it later'));
   }
 
   private async views(tenantId: string, name?: string): Promise<PoolView[]> {

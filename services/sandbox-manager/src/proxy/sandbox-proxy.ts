@@ -27,7 +27,8 @@ export interface SandboxProxyOptions {
   /** A Unix socket path (the container adapter) or a TCP address (the Kubernetes sidecar). */
   listen: { path: string } | { host: string; port: number };
   policy: EgressPolicy;
-  ca: ProxyCa;
+  /** Signs the certificates of hosts that header rules intercept; only a policy with rules needs it. */
+  ca?: ProxyCa;
   logger: Logger;
   /** Extra CAs trusted for upstream TLS besides Node's own roots (tests' local servers). */
   upstreamCa?: string[];
@@ -125,7 +126,7 @@ export class SandboxProxy {
   /** EgressPolicyError when the policy does not compile. */
   constructor(private readonly options: SandboxProxyOptions) {
     this.guard = new EgressGuard(options.policy);
-    this.rules = compileRules(options.policy);
+    this.rules = this.compileRules(options.policy);
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.httpsAgent = this.newHttpsAgent();
     // Uploads through the proxy may take long: no whole-request deadline (headers still have one).
@@ -167,7 +168,7 @@ export class SandboxProxy {
   /** Replaces the rules and lists; requests from now on use them (open tunnels are not cut). */
   update(policy: EgressPolicy): void {
     const guard = new EgressGuard(policy);
-    const rules = compileRules(policy);
+    const rules = this.compileRules(policy);
     this.guard = guard;
     this.rules = rules;
     // Pooled upstream connections were checked under the old policy.
@@ -186,6 +187,11 @@ export class SandboxProxy {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
     await closing;
+  }
+
+  private compileRules(policy: EgressPolicy): CompiledRule[] {
+    if (policy.rules.length > 0 && !this.options.ca) throw new EgressPolicyError('header rules need the proxy CA');
+    return compileRules(policy);
   }
 
   private newHttpsAgent(): https.Agent {
@@ -386,7 +392,7 @@ export class SandboxProxy {
   }
 
   private async contextFor(host: string): Promise<tls.SecureContext> {
-    const pair = await this.options.ca.leafFor(host);
+    const pair = await this.options.ca!.leafFor(host);
     let context = this.contexts.get(pair);
     if (!context) {
       context = tls.createSecureContext({ cert: pair.certPem, key: pair.keyPem });

@@ -8,7 +8,7 @@ import type { ServiceImplementation } from '@berth/rpc';
 import type { Registries } from '../catalog/registries.js';
 import type { TemplateRef, Templates } from '../catalog/templates.js';
 import type { Volumes } from '../catalog/volumes.js';
-import { SandboxFileError, type SandboxDriver } from '../drivers/driver.js';
+import { MAX_FILE_BYTES, type SandboxDriver } from '../drivers/driver.js';
 import type { CommandSessions } from '../exec/sessions.js';
 import type { Pools } from '../pools/pools.js';
 import type { CreateSandboxInput, Sandboxes } from '../sandboxes/sandboxes.js';
@@ -25,8 +25,6 @@ export interface HandlerDeps {
   driver: SandboxDriver;
 }
 
-/** Largest file a write takes in one call. */
-export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 const READ_CHUNK = 1024 * 1024;
 
 function templateRef(ref: WireTemplateRef | undefined): TemplateRef {
@@ -67,6 +65,8 @@ export function sandboxHandlers(deps: HandlerDeps): ServiceImplementation<typeof
       return { templates: rows.map(templateMessage), hasMore };
     },
     async updateTemplate(request) {
+      // A new image is pulled.
+      await sandboxes.assertAvailable();
       const row = await templates.update(templateRef(request.ref), {
         ...(request.image !== undefined ? { image: request.image } : {}),
         ...(request.resources ? { resources: request.resources } : {}),
@@ -184,12 +184,6 @@ export function sandboxHandlers(deps: HandlerDeps): ServiceImplementation<typeof
   };
 }
 
-/** File errors of the driver as Berth errors: a missing file is a 404, the rest are the caller's. */
-function fileError(error: unknown): unknown {
-  if (!(error instanceof SandboxFileError)) return error;
-  return error.kind === 'not_found' ? new NotFoundError(error.message, { cause: error }) : new InvalidArgumentError(error.message, { cause: error });
-}
-
 export function dataHandlers(deps: HandlerDeps): ServiceImplementation<typeof SandboxDataService> {
   const { sandboxes, sessions, driver } = deps;
   return {
@@ -208,13 +202,13 @@ export function dataHandlers(deps: HandlerDeps): ServiceImplementation<typeof Sa
       }
       if (!header) throw new InvalidArgumentError('no file was sent');
       const row = await sandboxes.ensureReady(header.tenantId, header.sandboxId);
-      await driver.writeFile(row.instance, header.path, Buffer.concat(chunks)).catch((error: unknown) => Promise.reject(fileError(error)));
+      await driver.writeFile(row.instance, header.path, Buffer.concat(chunks));
       await sandboxes.store.touch(row.id, new Date());
       return {};
     },
     async *readFile(request) {
       const row = await sandboxes.ensureReady(request.tenantId, request.sandboxId);
-      const data = await driver.readFile(row.instance, request.path).catch((error: unknown) => Promise.reject(fileError(error)));
+      const data = await driver.readFile(row.instance, request.path);
       await sandboxes.store.touch(row.id, new Date());
       if (data.length === 0) yield { data: new Uint8Array() };
       for (let offset = 0; offset < data.length; offset += READ_CHUNK) yield { data: data.subarray(offset, offset + READ_CHUNK) };

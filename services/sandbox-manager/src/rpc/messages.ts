@@ -2,11 +2,11 @@
 import { TemplateKind, timestampFromDate } from '@berth/proto';
 import { wireProxyConfig } from '../catalog/proxy-config.js';
 import type { RegistryRow } from '../catalog/registries.js';
-import type { TemplateRow } from '../catalog/templates.js';
+import { storedResourcesOf, type TemplateRow } from '../catalog/templates.js';
 import type { VolumeRow } from '../catalog/volumes.js';
 import { imageStatuses, sandboxStatuses } from '../lifecycle.js';
 import type { PoolView } from '../pools/pools.js';
-import { effectiveResources } from '../sandboxes/instance-spec.js';
+import { overrideResources, rowOverrides } from '../sandboxes/instance-spec.js';
 import type { SandboxRow } from '../sandboxes/store.js';
 
 const ts = (date: Date | string) => timestampFromDate(new Date(date));
@@ -56,11 +56,13 @@ export function poolMessage(row: PoolView) {
   };
 }
 
+/** An amount as an int64 field; one no sandbox can have (a row stored before amounts were bounded) is 0, unknown. */
+const int64 = (amount: number | undefined) => (amount !== undefined && Number.isSafeInteger(amount) && amount >= 0 ? BigInt(amount) : 0n);
+
 export function sandboxMessage(row: SandboxRow, template: TemplateRow | undefined) {
-  // What the sandbox runs with: its own overrides, else its template's resources.
-  const resources = template
-    ? effectiveResources(template, { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) })
-    : {};
+  // What the sandbox runs with: the limits recorded at its creation (defaults included). Rows of
+  // before they were recorded show their template's, and never break a listing.
+  const resources = { ...(template ? storedResourcesOf(template.resources) : {}), ...overrideResources(rowOverrides(row)) };
   return {
     id: row.id,
     tenantId: row.tenant_id,
@@ -70,9 +72,9 @@ export function sandboxMessage(row: SandboxRow, template: TemplateRow | undefine
     templateName: template?.name ?? '',
     status: sandboxStatuses.encode(row.status.toUpperCase()),
     statusMessage: row.status_message,
-    vcpus: resources.cpuMillis ? resources.cpuMillis / 1000 : 0,
-    memBytes: BigInt(resources.memoryBytes ?? 0),
-    fsCapacityBytes: BigInt(resources.storageBytes ?? 0),
+    vcpus: Number.isFinite(resources.cpuMillis) ? resources.cpuMillis! / 1000 : 0,
+    memBytes: int64(resources.memoryBytes),
+    fsCapacityBytes: int64(resources.storageBytes),
     idleTtlSeconds: BigInt(row.idle_ttl_seconds),
     deleteAfterStopSeconds: BigInt(row.delete_after_stop_seconds),
     ttlSeconds: BigInt(row.ttl_seconds),

@@ -1,15 +1,17 @@
 /**
  * The driver's view of a sandbox (or a warm-pool member): the template's image, resources and
- * volumes with the request's overrides, and the egress policy with its secrets opened.
+ * volumes with the sandbox's own limits (and the operator's defaults for the rest), and the egress
+ * policy with its secrets opened.
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from '@berth/db';
 import type { SecretBox } from '@berth/secret-box';
 import { egressPolicy } from '../catalog/proxy-config.js';
-import { resourcesOf, type TemplateRow, type Templates } from '../catalog/templates.js';
+import { storedResourcesOf, type TemplateRow, type Templates } from '../catalog/templates.js';
 import { driverVolumeName } from '../catalog/volumes.js';
 import type { InstanceSpec, Resources } from '../drivers/driver.js';
 import type { SandboxTables, StoredProxyConfig } from '../tables.js';
+import { withDefaults, type SandboxLimits } from './limits.js';
 
 /** A fresh instance name: `berth-sbx-` and 16 lowercase letters/digits (a DNS-1123 label). */
 export function newInstanceName(): string {
@@ -20,21 +22,29 @@ export function newInstanceName(): string {
   return `berth-sbx-${suffix}`;
 }
 
-/** Overrides a sandbox request may carry over its template's resources. */
+/** Limits a sandbox (its row) or a request sets itself, over its template's. */
 export interface ResourceOverrides {
   vcpus?: number | null;
   memBytes?: number | null;
   fsCapacityBytes?: number | null;
 }
 
-export function effectiveResources(template: TemplateRow, overrides: ResourceOverrides): Resources {
-  const base = resourcesOf(template.resources);
+export function overrideResources(overrides: ResourceOverrides): Resources {
   return {
-    ...base,
     ...(overrides.vcpus ? { cpuMillis: Math.round(overrides.vcpus * 1000) } : {}),
     ...(overrides.memBytes ? { memoryBytes: overrides.memBytes } : {}),
     ...(overrides.fsCapacityBytes ? { storageBytes: overrides.fsCapacityBytes } : {}),
   };
+}
+
+/** The limits of a sandbox's row (null columns: of one made before they were recorded). */
+export function rowOverrides(row: { vcpus: number | null; mem_bytes: string | null; fs_capacity_bytes: string | null }): ResourceOverrides {
+  return { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) };
+}
+
+/** What an instance runs with: its own limits, else its template's, else the operator's defaults. */
+export function effectiveResources(template: TemplateRow | undefined, overrides: ResourceOverrides, limits: SandboxLimits): Required<Resources> {
+  return withDefaults({ ...(template ? storedResourcesOf(template.resources) : {}), ...overrideResources(overrides) }, limits);
 }
 
 export interface InstanceSpecDeps {
@@ -42,10 +52,15 @@ export interface InstanceSpecDeps {
   box: SecretBox;
   templates: Templates;
   privateEgress: readonly string[];
+  limits: SandboxLimits;
+  /** This platform's id (INSTANCE_LABELS.platform): the reconciler touches only its own instances. */
+  platformId: string;
 }
 
 /** Labels every instance of the platform carries (the driver adds its own). */
 export const INSTANCE_LABELS = {
+  /** The platform (its database) that made it: one engine may serve several. */
+  platform: 'berth.dev/platform',
   sandbox: 'berth.dev/sandbox-id',
   pool: 'berth.dev/pool-id',
   template: 'berth.dev/template-id',
@@ -66,7 +81,7 @@ export async function instanceSpec(
     instance,
     tenantId: template.tenant_id,
     image: await deps.templates.imageSource(template),
-    resources: effectiveResources(template, options.overrides ?? {}),
+    resources: effectiveResources(template, options.overrides ?? {}, deps.limits),
     volumes: mounts.map((mount) => {
       const volume = volumes.find((v) => v.name === mount.volume_name);
       // A volume cannot be deleted while a template mounts it, so it is there.
@@ -74,6 +89,6 @@ export async function instanceSpec(
     }),
     egress: egressPolicy(options.proxyConfig ?? template.proxy_config, deps.box, deps.privateEgress),
     env: template.run_config?.env_vars ?? {},
-    labels: { [INSTANCE_LABELS.template]: template.id, [INSTANCE_LABELS.templateVersion]: template.version, ...options.labels },
+    labels: { [INSTANCE_LABELS.platform]: deps.platformId, [INSTANCE_LABELS.template]: template.id, [INSTANCE_LABELS.templateVersion]: template.version, ...options.labels },
   };
 }

@@ -8,6 +8,7 @@
  */
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
+import { Periodic } from '../periodic.js';
 import type { Sandboxes } from './sandboxes.js';
 import { TOMBSTONE_DAYS, type SandboxRow } from './store.js';
 
@@ -28,24 +29,18 @@ export interface ReaperOptions {
 const seconds = (value: string) => Number(value);
 
 export class Reaper {
-  #timer: NodeJS.Timeout | undefined;
-  #pass: Promise<void> = Promise.resolve();
+  readonly #periodic: Periodic;
 
-  constructor(private readonly options: ReaperOptions) {}
+  constructor(private readonly options: ReaperOptions) {
+    this.#periodic = new Periodic(() => this.pass(), { intervalMs: options.intervalMs ?? 5000, logger: options.logger, what: 'sandbox reaper pass' });
+  }
 
   start(): void {
-    const tick = () => {
-      this.#pass = this.#pass.then(() => this.pass()).catch((error: unknown) => this.options.logger.error({ err: error }, 'sandbox reaper pass failed'));
-      this.#timer = setTimeout(tick, this.options.intervalMs ?? 5000);
-      this.#timer.unref();
-    };
-    this.#timer = setTimeout(tick, this.options.intervalMs ?? 5000);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.#timer);
-    await this.#pass;
+    await this.#periodic.stop();
   }
 
   /** One check of every live sandbox. */

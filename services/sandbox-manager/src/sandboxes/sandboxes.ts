@@ -6,16 +6,19 @@
  * resumes a stopped sandbox.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely } from '@berth/db';
-import { ConflictError, DeadlineExceededError, RequestValidationError, UnavailableError, type ValidationIssue } from '@berth/errors';
+import type { Kysely, Transaction } from '@berth/db';
+import { ConflictError, DeadlineExceededError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { ProxyConfig } from '@berth/proto';
 import type { SecretBox } from '@berth/secret-box';
 import { storeProxyConfig } from '../catalog/proxy-config.js';
-import type { TemplateRow, Templates } from '../catalog/templates.js';
-import type { InstanceSpec, SandboxDriver } from '../drivers/driver.js';
+import { resourcesOf, type TemplateRow, type Templates } from '../catalog/templates.js';
+import type { InstanceSpec, Resources, SandboxDriver } from '../drivers/driver.js';
 import type { RunConfigJson, SandboxTables } from '../tables.js';
-import { INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from './instance-spec.js';
+import type { EngineMonitor } from './engine-monitor.js';
+import { effectiveResources, INSTANCE_LABELS, instanceSpec, newInstanceName, overrideResources, rowOverrides, type InstanceSpecDeps } from './instance-spec.js';
+import { BOX_FIELDS, resourceIssues, templateFields, withDefaults, type ResourceFields, type ResourceKey } from './limits.js';
+import type { TenantQuotas } from './quota.js';
 import { SandboxStore, type SandboxRef, type SandboxRow } from './store.js';
 
 /** A ready sandbox is not startable; a provisioning one is not stoppable: 409, with the status. */
@@ -42,8 +45,11 @@ export interface CreateSandboxInput {
   runConfig?: RunConfigJson;
 }
 
-/** Takes a ready warm-pool member of a template for a sandbox: its instance name, or undefined. */
-export type PoolClaim = (template: TemplateRow, sandboxId: string) => Promise<{ instance: string; poolName: string } | undefined>;
+/** Warm pools as sandboxes use them (see Pools.take and Pools.confirm). */
+export interface PoolClaims {
+  take(trx: Transaction<SandboxTables>, template: TemplateRow): Promise<{ instance: string; poolName: string } | undefined>;
+  confirm(instance: string, sandboxId: string): Promise<boolean>;
+}
 
 export interface SandboxesDeps extends InstanceSpecDeps {
   db: Kysely<SandboxTables>;
@@ -51,7 +57,9 @@ export interface SandboxesDeps extends InstanceSpecDeps {
   driver: SandboxDriver;
   logger: Logger;
   defaults: SandboxDefaults;
-  claim: PoolClaim;
+  pools: PoolClaims;
+  quotas: TenantQuotas;
+  engine: EngineMonitor;
   /** Image of sandboxes created without a snapshot or template (a per-tenant snapshot named "default"). */
   defaultImage?: string;
   /** Called when a sandbox stops or goes: its running commands end. */
@@ -81,10 +89,12 @@ export class Sandboxes {
     this.store = new SandboxStore(deps.db);
   }
 
-  /** Refuses every call when no driver can run sandboxes here. */
-  async assertAvailable(): Promise<void> {
-    const reason = await this.deps.driver.unavailableReason();
-    if (reason) throw new UnavailableError(reason);
+  /**
+   * Refuses a call (503) while sandboxes cannot run: off on this platform, or the engine down.
+   * `fresh`: asks the engine first (calls that change sandboxes); otherwise its last check answers.
+   */
+  async assertAvailable(fresh = true): Promise<void> {
+    await this.deps.engine.assertUp(fresh);
   }
 
   async create(tenantId: string, input: CreateSandboxInput): Promise<SandboxRow> {
@@ -93,22 +103,26 @@ export class Sandboxes {
     if (issues.length) throw new RequestValidationError(issues);
     const template = await this.resolveTemplate(tenantId, input.source);
     if (template.status === 'failed') {
-      throw new RequestValidationError([{ loc: ['body', 'source' in input ? 'snapshot_id' : 'template_name'], msg: `its image cannot be used: ${template.status_message}`, type: 'value_error' }]);
+      throw new RequestValidationError([{ loc: sourceLoc(input.source), msg: `its image cannot be used: ${template.status_message}`, type: 'value_error' }]);
     }
+    const resources = this.resourcesOf(template, input);
     const proxy = input.proxyConfig ? storeProxyConfig(input.proxyConfig, this.deps.box, ['body', 'proxy_config']) : null;
+    // Pool members were made from the template alone: a request that changes their resources or
+    // egress gets a cold start rather than a member that does not match it.
+    const poolable = input.vcpus === undefined && input.memBytes === undefined && input.fsCapacityBytes === undefined && !proxy && template.status === 'ready';
     const now = this.deps.now();
     const id = randomUUID();
-    const row = await this.store.insert({
+    const values = {
       id,
       tenant_id: tenantId,
       name: input.name ?? `sandbox-${randomBytes(4).toString('hex')}`,
       template_id: template.id,
       template_version: template.version,
-      instance: newInstanceName(),
-      status: 'provisioning',
-      vcpus: input.vcpus ?? null,
-      mem_bytes: input.memBytes ?? null,
-      fs_capacity_bytes: input.fsCapacityBytes ?? null,
+      status: 'provisioning' as const,
+      // What it runs with, defaults included: its quota is counted with these, whatever its template becomes.
+      vcpus: resources.cpuMillis / 1000,
+      mem_bytes: resources.memoryBytes,
+      fs_capacity_bytes: resources.storageBytes,
       idle_ttl_seconds: input.idleTtlSeconds ?? this.deps.defaults.idleTtlSeconds,
       delete_after_stop_seconds: input.deleteAfterStopSeconds ?? this.deps.defaults.deleteAfterStopSeconds,
       ttl_seconds: input.ttlSeconds ?? 0,
@@ -119,17 +133,49 @@ export class Sandboxes {
       last_activity_at: now,
       created_at: now,
       updated_at: now,
+    };
+    const { row, member } = await this.deps.quotas.locked(tenantId, async (trx) => {
+      const member = poolable ? await this.deps.pools.take(trx, template) : undefined;
+      // A warm member becoming this sandbox adds nothing: the quota counted it already.
+      if (!member) await this.deps.quotas.check(trx, tenantId, { sandboxes: 1, memoryBytes: resources.memoryBytes, cpuMillis: resources.cpuMillis });
+      const row = await new SandboxStore(trx).insert({ ...values, instance: member?.instance ?? newInstanceName(), pool_name: member?.poolName ?? null });
+      return { row, member };
     });
-    // Pool members were made from the template alone: a request that changes their resources or
-    // egress gets a cold start rather than a member that does not match it.
-    const poolable = input.vcpus === undefined && input.memBytes === undefined && input.fsCapacityBytes === undefined && !proxy;
-    const claimed = poolable && template.status === 'ready' ? await this.deps.claim(template, id) : undefined;
-    if (claimed) {
-      this.deps.logger.info({ sandbox: id, instance: claimed.instance, pool: claimed.poolName }, 'sandbox served from a warm pool');
-      return this.store.move(id, 'ready', { instance: claimed.instance, pool_name: claimed.poolName });
+    if (member) {
+      if (await this.deps.pools.confirm(member.instance, id)) {
+        this.deps.logger.info({ sandbox: id, instance: member.instance, pool: member.poolName }, 'sandbox served from a warm pool');
+        return this.store.move(id, 'ready');
+      }
+      // Dead or taken: started cold instead (it is counted already).
+      const cold = await this.store.reassign(id, newInstanceName());
+      this.track(id, this.provision(cold, 'create'));
+      return cold;
     }
     this.track(id, this.provision(row, 'create'));
     return row;
+  }
+
+  /**
+   * Every limit of a new sandbox: the request's, else its template's, else the operator's
+   * defaults. Beyond a maximum is a 422 on the request's field, or on the template that asks for it.
+   */
+  private resourcesOf(template: TemplateRow, input: CreateSandboxInput): Required<Resources> {
+    const { limits } = this.deps;
+    const asked = overrideResources({ vcpus: input.vcpus ?? null, memBytes: input.memBytes ?? null, fsCapacityBytes: input.fsCapacityBytes ?? null });
+    const source = sourceLoc(input.source);
+    const what = `${template.kind} "${template.name}"`;
+    let inherited: Resources;
+    try {
+      inherited = resourcesOf(template.resources);
+    } catch (error) {
+      throw new RequestValidationError([{ loc: source, msg: `the resources of ${what} cannot be used (${(error as Error).message}): change them`, type: 'value_error' }], { cause: error });
+    }
+    for (const key of Object.keys(asked) as ResourceKey[]) delete inherited[key];
+    const names = templateFields(template.kind);
+    const fromTemplate = Object.fromEntries((Object.keys(names) as ResourceKey[]).map((key) => [key, { loc: source, name: `${names[key].name} of ${what}` }])) as ResourceFields;
+    const issues = [...resourceIssues(asked, limits, BOX_FIELDS), ...resourceIssues(inherited, limits, fromTemplate)];
+    if (issues.length) throw new RequestValidationError(issues);
+    return withDefaults({ ...inherited, ...asked }, limits);
   }
 
   /** Waits until the sandbox is ready or failed (DeadlineExceededError after `timeoutMs`). */
@@ -148,6 +194,7 @@ export class Sandboxes {
   }
 
   async stop(ref: SandboxRef, reason = ''): Promise<SandboxRow> {
+    await this.assertAvailable();
     const row = await this.store.get(ref);
     if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a ready sandbox can be stopped`);
     this.deps.onGone(row.id);
@@ -165,14 +212,33 @@ export class Sandboxes {
     return this.#work.has(id) || this.#stopping.has(id);
   }
 
-  /** Starts a stopped (or failed) sandbox again: same files, same TTLs (the idle clock restarts). */
+  /**
+   * Starts a stopped (or failed) sandbox again: same files, same TTLs (the idle clock restarts),
+   * within its tenant's memory and CPU quota (a stopped sandbox holds none).
+   */
   async start(ref: SandboxRef): Promise<SandboxRow> {
     await this.assertAvailable();
     const row = await this.store.get(ref);
     if (row.status === 'ready' || row.status === 'provisioning') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a stopped or failed sandbox can be started`);
-    const moved = await this.store.move(row.id, 'provisioning', { stopped_at: null, last_activity_at: this.deps.now() });
+    const resources = await this.recordedResources(row);
+    const moved = await this.deps.quotas.locked(row.tenant_id, async (trx) => {
+      await this.deps.quotas.check(trx, row.tenant_id, { sandboxes: 0, memoryBytes: resources.memoryBytes, cpuMillis: resources.cpuMillis });
+      return new SandboxStore(trx).move(row.id, 'provisioning', {
+        stopped_at: null,
+        last_activity_at: this.deps.now(),
+        vcpus: resources.cpuMillis / 1000,
+        mem_bytes: String(resources.memoryBytes),
+        fs_capacity_bytes: String(resources.storageBytes),
+      });
+    });
     this.track(row.id, this.provision(moved, 'start'));
     return moved;
+  }
+
+  /** The limits a sandbox runs with; one made before they were recorded gets them now (from its template, defaults for the rest). */
+  private async recordedResources(row: SandboxRow): Promise<Required<Resources>> {
+    const template = row.template_id ? await this.deps.templates.byId(row.template_id) : undefined;
+    return effectiveResources(template, rowOverrides(row), this.deps.limits);
   }
 
   async delete(ref: SandboxRef, reason = 'deleted by its owner'): Promise<void> {
@@ -186,7 +252,8 @@ export class Sandboxes {
     this.deps.onGone(row.id);
     this.deps.logger.info({ sandbox: row.id, name: row.name, reason }, 'sandbox deleted');
     await this.#work.get(row.id);
-    await this.deps.driver.remove(row.instance).catch((error: unknown) => this.deps.logger.error({ err: error, instance: row.instance }, 'removing a sandbox instance failed; it is an orphan now'));
+    // The engine may be down: the tombstone stays, and the reconciler removes the instance once it answers.
+    await this.deps.driver.remove(row.instance).catch((error: unknown) => this.deps.logger.warn({ err: error, instance: row.instance }, 'removing a sandbox instance failed; the reconciler removes it later'));
   }
 
   /**
@@ -195,6 +262,8 @@ export class Sandboxes {
    */
   async ensureReady(tenantId: string, id: string, timeoutMs = 60_000): Promise<SandboxRow> {
     let row = await this.store.get({ tenantId, id });
+    // The last check of the engine: no extra round trip on every command.
+    await this.assertAvailable(false);
     if (row.status === 'stopped') row = await this.start({ tenantId, id }).catch((error: unknown) => (error instanceof SandboxStateError ? row : Promise.reject(error)));
     // Provisioning, or ready and being reattached after a restart (its egress comes back then).
     if (row.status === 'provisioning' || this.#work.has(row.id)) row = await this.waitSettled(row, timeoutMs);
@@ -203,17 +272,19 @@ export class Sandboxes {
   }
 
   /**
-   * After a restart: sandboxes left provisioning are finished (ready if their instance runs), and
-   * ready ones whose instance still runs get back what the driver keeps outside it (the container
-   * driver's auth proxy). Ready ones whose instance is gone are the reaper's to mark failed.
+   * After a restart (and after an engine outage): sandboxes left provisioning are finished (ready if
+   * their instance runs). After a restart only (`reattach`), ready ones whose instance still runs
+   * get back what the driver keeps outside it (the container driver's auth proxy, which an engine
+   * outage leaves alone). Ready ones whose instance is gone are the reaper's to mark failed.
    */
-  async resume(): Promise<void> {
+  async resume({ reattach = true }: { reattach?: boolean } = {}): Promise<void> {
     for (const row of await this.store.inStatus(['provisioning'])) {
       if (this.#work.has(row.id)) continue;
       const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
       if (state.state === 'running') await this.store.move(row.id, 'ready').catch(() => undefined);
       else this.track(row.id, this.provision(row, state.state === 'stopped' ? 'start' : 'create'));
     }
+    if (!reattach) return;
     for (const row of await this.store.inStatus(['ready'])) {
       if (this.#work.has(row.id)) continue;
       const state = await this.deps.driver.inspect(row.instance).catch(() => ({ state: 'missing' as const }));
@@ -266,13 +337,13 @@ export class Sandboxes {
     }
   }
 
-  /** The instance spec of a sandbox, from its template as it is now and its own overrides. */
+  /** The instance spec of a sandbox, from its template as it is now and its own limits. */
   private async specOf(row: SandboxRow): Promise<InstanceSpec> {
     const template = await this.deps.templates.settled(row.template_id ?? '');
     if (!template) throw new Error('its template was deleted');
     if (template.status !== 'ready') throw new Error(`its image could not be pulled: ${template.status_message}`);
     return instanceSpec(this.deps, row.instance, template, {
-      overrides: { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) },
+      overrides: rowOverrides(row),
       proxyConfig: row.proxy_config,
       labels: { [INSTANCE_LABELS.sandbox]: row.id },
     });
@@ -290,4 +361,12 @@ export class Sandboxes {
       templates.create(tenantId, 'snapshot', { name: 'default', image: this.deps.defaultImage! }).catch(() => templates.get({ tenantId, kind: 'snapshot', name: 'default' })),
     );
   }
+}
+
+/** Where a create names its template or snapshot, for errors about it. */
+function sourceLoc(source: CreateSandboxInput['source']): (string | number)[] {
+  if ('snapshotId' in source) return ['body', 'snapshot_id'];
+  if ('snapshotName' in source) return ['body', 'snapshot_name'];
+  if ('templateName' in source) return ['body', 'template_name'];
+  return ['body'];
 }

@@ -6,6 +6,7 @@
  */
 import { isUniqueViolation, type Insertable, type Kysely, type Selectable } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
+import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { sandboxLifecycle, type SandboxStatus } from '../lifecycle.js';
 import type { SandboxesTable, SandboxTables } from '../tables.js';
@@ -40,6 +41,8 @@ export class SandboxStore {
 
   /** A live sandbox; a recently deleted one is a 404 that says when and why. */
   async get(ref: SandboxRef): Promise<SandboxRow> {
+    // Ids are uuid columns: anything else is unknown, not a query error.
+    if ('id' in ref && !isUuid(ref.id)) throw new NotFoundError(`sandbox ${label(ref)} not found`);
     let query = this.db.selectFrom('sandboxes').selectAll().where('tenant_id', '=', ref.tenantId);
     query = 'name' in ref ? query.where('name', '=', ref.name) : query.where('id', '=', ref.id);
     const rows = await query.orderBy('created_at', 'desc').limit(5).execute();
@@ -80,7 +83,7 @@ export class SandboxStore {
   async move(
     id: string,
     to: SandboxStatus,
-    values: Partial<Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name'>> = {},
+    values: Partial<Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name' | 'vcpus' | 'mem_bytes' | 'fs_capacity_bytes'>> = {},
     guard: { unchangedSince?: Date } = {},
   ): Promise<SandboxRow> {
     let update = this.db
@@ -107,6 +110,11 @@ export class SandboxStore {
       if (isUniqueViolation(error)) throw new ConflictError(`a sandbox named "${values.name}" already exists`, { cause: error });
       throw error;
     }
+  }
+
+  /** A new instance for a provisioning sandbox whose warm-pool member failed its claim (not a status change). */
+  async reassign(id: string, instance: string): Promise<SandboxRow> {
+    return this.db.updateTable('sandboxes').set({ instance, pool_name: null, updated_at: new Date() }).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirstOrThrow();
   }
 
   /** Marks activity (a command, a file, a start) for the idle TTL. */

@@ -1,6 +1,8 @@
 /**
- * The `local` deployer: every revision's agent server (API + run workers) is a child process of
- * the control plane on this machine, on its own loopback port. A new revision starts beside the
+ * The `local` deployer: every revision's agent server (API + run workers) runs on this machine, on
+ * its own loopback port: in a container of its own where the platform has a container engine
+ * (agent-containers.ts), else as a child process of the control plane (as an OS user of the
+ * deployment's own when the control plane is root, os-users.ts). A new revision starts beside the
  * old one and counts as deployed once it answers `GET /ok`; the old one is retired afterwards
  * (SIGTERM: the server finishes requests in flight, then exits). Deployed agent servers are
  * supervised (supervised-server.ts): one that exits unasked is restarted, with backoff, on its port.
@@ -17,6 +19,7 @@ import {
   type RevisionHealthListener,
   type RevisionSpec,
 } from '../deployer.js';
+import type { AgentContainer, AgentContainers } from './agent-containers.js';
 import type { DeploymentUser, OsUsers } from './os-users.js';
 import { SupervisedServer, freePort, type RestartPolicy } from './supervised-server.js';
 
@@ -50,6 +53,17 @@ export interface LocalDeployerOptions {
    * @default none: agent servers run as this process's user
    */
   users?: OsUsers;
+  /**
+   * Runs each revision's agent server in a container of its own, as the deployment's user (so it
+   * needs `users` too).
+   * @default none: child processes
+   */
+  containers?: AgentContainers;
+  /**
+   * How often containers that no running revision owns are removed (see {@link LocalDeployer.start}).
+   * @default 60000
+   */
+  reconcileIntervalMs?: number;
   /** Receives what agent servers print once they run (their runtime log). */
   onOutput?: (spec: { deploymentId: string; revisionId: string }, line: string, stream: 'stdout' | 'stderr') => void;
 }
@@ -57,6 +71,7 @@ export interface LocalDeployerOptions {
 interface Entry {
   deploymentId: string;
   server: SupervisedServer;
+  container?: AgentContainer;
 }
 
 export class LocalDeployer implements Deployer {
@@ -65,8 +80,36 @@ export class LocalDeployer implements Deployer {
   readonly revisionsSurviveClose = false;
   private readonly servers = new Map<string, Entry>();
   private readonly listeners = new Set<RevisionHealthListener>();
+  /** Revisions whose container is being set up (not in `servers` yet): the reconciler keeps them. */
+  private readonly opening = new Set<string>();
+  private reconciler: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: LocalDeployerOptions) {}
+  constructor(private readonly options: LocalDeployerOptions) {
+    if (options.containers && !options.users) throw new TypeError('containers need users: they run as the deployment\'s uid');
+  }
+
+  /**
+   * With containers: removes the containers of this installation that no revision of this
+   * deployer runs — all of them now (what a control plane killed with SIGKILL left; its revisions
+   * are deployed again, new), and then every `reconcileIntervalMs`.
+   */
+  async start(): Promise<void> {
+    if (!this.options.containers) return;
+    await this.reconcile();
+    this.reconciler = setInterval(() => {
+      this.reconcile().catch((error: unknown) => this.options.logger.error({ err: error }, 'removing agent-server containers that no revision runs failed'));
+    }, this.options.reconcileIntervalMs ?? 60_000);
+    this.reconciler.unref();
+  }
+
+  /** Removes containers (and socket folders) that no revision runs; returns their names. */
+  async reconcile(): Promise<string[]> {
+    const containers = this.options.containers;
+    if (!containers) return [];
+    const removed = await containers.reconcile(new Set([...this.servers.keys(), ...this.opening]));
+    if (removed.length) this.options.logger.warn({ containers: removed }, 'removed agent-server containers that no running revision owns');
+    return removed;
+  }
 
   async deploy(spec: RevisionSpec, log: DeployLog, signal?: AbortSignal): Promise<DeployedRevision> {
     if (spec.artifact.kind !== 'directory') {
@@ -77,28 +120,36 @@ export class LocalDeployer implements Deployer {
     const ids = { deploymentId: spec.deploymentId, revisionId: spec.revisionId };
     const built = { ...spec, artifact: spec.artifact };
     const user = await this.userFor(spec.deploymentId);
-    if (user) log(`running as OS user ${user.uid} (home ${user.home})`);
+    const env = this.agentEnv(built, user);
+    let container: AgentContainer | undefined;
+    if (this.options.containers && user) {
+      this.opening.add(spec.revisionId);
+      try {
+        container = await this.options.containers.open(built, user, env, log);
+      } finally {
+        this.opening.delete(spec.revisionId);
+      }
+    } else if (user) {
+      log(`running as OS user ${user.uid} (home ${user.home})`);
+    }
     const server = new SupervisedServer(await freePort(), {
       ...ids,
-      spawn: (port) => this.spawnAgentServer(built, port, user),
+      spawn: (port) => container?.spawn(port) ?? this.spawnAgentServer(built, port, user, env),
       log,
       logger: this.options.logger,
       onOutput: (line, stream) => this.options.onOutput?.(ids, line, stream),
       onHealth: (event) => this.report({ ...ids, ...event }),
-      restart: {
-        initialDelayMs: this.options.restart?.initialDelayMs ?? 500,
-        maxDelayMs: this.options.restart?.maxDelayMs ?? 30_000,
-        resetAfterMs: this.options.restart?.resetAfterMs ?? 60_000,
-      },
+      restart: this.options.restart ?? {},
       healthTimeoutMs: this.options.healthTimeoutMs ?? 60_000,
       drainMs: this.options.drainMs ?? 15_000,
     });
-    const entry = { deploymentId: spec.deploymentId, server };
+    const entry: Entry = { deploymentId: spec.deploymentId, server, ...(container ? { container } : {}) };
     this.servers.set(spec.revisionId, entry);
     try {
       await server.start(signal);
     } catch (error) {
       if (this.servers.get(spec.revisionId) === entry) this.servers.delete(spec.revisionId);
+      await container?.close().catch((cleanup: unknown) => this.options.logger.error({ err: cleanup, revisionId: spec.revisionId }, 'removing a failed revision\'s container failed'));
       throw error;
     }
     log('the agent server answers /ok');
@@ -124,7 +175,9 @@ export class LocalDeployer implements Deployer {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.reconciler);
     await Promise.all([...this.servers.keys()].map((revisionId) => this.stop(revisionId, () => undefined)));
+    await this.options.containers?.close();
   }
 
   /** Revisions of the deployment whose agent server runs now (for tests and status). */
@@ -132,27 +185,31 @@ export class LocalDeployer implements Deployer {
     return [...this.servers].filter(([, entry]) => entry.deploymentId === deploymentId && entry.server.running).map(([revisionId]) => revisionId);
   }
 
+  /** The agent server's environment but its PORT (a container's moves the addresses in it). */
+  private agentEnv(spec: RevisionSpec & { artifact: { kind: 'directory' } }, user: DeploymentUser | undefined): Record<string, string> {
+    return {
+      ...(this.options.baseEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' }),
+      ...(user ? { HOME: user.home, TMPDIR: user.home } : {}),
+      ...spec.secrets,
+      ...spec.env,
+      BERTH_AGENT_CONFIG: join(spec.artifact.path, spec.artifact.configPath),
+      HOST: '127.0.0.1',
+      ...(spec.resources.workers !== undefined ? { N_JOBS_PER_WORKER: String(spec.resources.workers) } : {}),
+      // The server exits when this process goes away (its stdin closes), even on a crash.
+      BERTH_EXIT_WITH_PARENT: '1',
+    };
+  }
+
   /**
-   * Starts one agent server process for a revision: the only place that spawns one (first start
-   * and restarts alike).
+   * Starts one agent server process for a revision: the only place that spawns one on the host
+   * (first start and restarts alike; containers start in agent-containers.ts).
    */
-  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number, user: DeploymentUser | undefined): ChildProcess {
+  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number, user: DeploymentUser | undefined, env: Record<string, string>): ChildProcess {
     return spawn(process.execPath, [this.options.serveScript], {
       cwd: spec.artifact.path,
       // Node drops supplementary groups when it changes the user.
       ...(user ? { uid: user.uid, gid: user.gid } : {}),
-      env: {
-        ...(this.options.baseEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' }),
-        ...(user ? { HOME: user.home, TMPDIR: user.home } : {}),
-        ...spec.secrets,
-        ...spec.env,
-        BERTH_AGENT_CONFIG: join(spec.artifact.path, spec.artifact.configPath),
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        ...(spec.resources.workers !== undefined ? { N_JOBS_PER_WORKER: String(spec.resources.workers) } : {}),
-        // The server exits when this process goes away (its stdin closes), even on a crash.
-        BERTH_EXIT_WITH_PARENT: '1',
-      },
+      env: { ...env, PORT: String(port) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
   }
@@ -180,6 +237,10 @@ export class LocalDeployer implements Deployer {
     const entry = this.servers.get(revisionId);
     if (!entry) return;
     this.servers.delete(revisionId);
-    await entry.server.stop(log);
+    try {
+      await entry.server.stop(log);
+    } finally {
+      await entry.container?.close();
+    }
   }
 }

@@ -11,15 +11,17 @@
  * - nothing else of the platform: the state folder's secret key and credentials are 0600 root,
  *   Postgres' files belong to `postgres`.
  *
- * Ids are claimed atomically, one file per id under `<homesDir>/.uids/` (O_EXCL), and never
- * reused: files a deleted deployment left behind stay out of a new deployment's reach.
+ * Ids are claimed host-wide, one file per id in a root-only registry that every Berth
+ * installation on the machine shares (`/var/lib/berth/uids/<uid>`, created with O_EXCL, naming
+ * the installation and the deployment), so two installations never hand out the same id. Ids are
+ * never reused: files a deleted deployment left behind stay out of a new deployment's reach.
  */
 import { constants } from 'node:fs';
-import { chmod, chown, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 
 export interface OsUsersOptions {
-  /** Folder of the private homes (`<dir>/<deploymentId>`) and of the id claims (`<dir>/.uids/`). */
+  /** Folder of the private homes (`<dir>/<deploymentId>`). */
   homesDir: string;
   /** Folder of the built revisions (`<dir>/<deploymentId>/<revision>/`). */
   artifactsDir: string;
@@ -28,7 +30,15 @@ export interface OsUsersOptions {
    * @default 1500000 (above the ranges distributions give users and subordinate ids)
    */
   firstUid?: number;
+  /**
+   * The host-wide registry of claimed ids, shared by every installation on this machine.
+   * @default /var/lib/berth/uids
+   */
+  registryDir?: string;
 }
+
+/** Where the ids of every Berth installation on this machine are claimed. */
+export const DEFAULT_UID_REGISTRY = '/var/lib/berth/uids';
 
 /** The identity one deployment's agent server runs as. */
 export interface DeploymentUser {
@@ -38,8 +48,11 @@ export interface DeploymentUser {
   home: string;
 }
 
-/** Whether local agent servers can run isolated here, and if not, why. */
-export type IsolationMode = { kind: 'os-user' } | { kind: 'none'; reason: string };
+/**
+ * How local agent servers are isolated here: in containers of their own (as their OS users), as
+ * OS users of their own only (and why not in containers), or not at all (and why).
+ */
+export type IsolationMode = { kind: 'container' } | { kind: 'os-user'; reason?: string } | { kind: 'none'; reason: string };
 
 /**
  * `os-user` when this process is root, every file an agent server must load (the node binary, the
@@ -77,30 +90,28 @@ async function closedFolder(dir: string): Promise<string | undefined> {
 
 export class OsUsers {
   private readonly firstUid: number;
+  private readonly registry: string;
 
   constructor(private readonly options: OsUsersOptions) {
     this.firstUid = options.firstUid ?? 1_500_000;
+    this.registry = options.registryDir ?? DEFAULT_UID_REGISTRY;
   }
 
   /** The deployment's user, claimed on first use; its home exists and is private. */
   async userFor(deploymentId: string): Promise<DeploymentUser> {
     const home = join(this.options.homesDir, deploymentId);
-    const claims = join(this.options.homesDir, '.uids');
-    await mkdir(claims, { recursive: true, mode: 0o700 });
+    await mkdir(this.registry, { recursive: true, mode: 0o700 });
+    await mkdir(this.options.homesDir, { recursive: true });
     // Others may pass through to their own home, but not list whose homes exist.
     await chmod(this.options.homesDir, 0o711);
     const existing = await ownerOf(home);
-    if (existing !== undefined) return { uid: existing, gid: existing, home };
-    let uid = this.firstUid + (await readdir(claims)).length;
-    for (;;) {
-      try {
-        await writeFile(join(claims, String(uid)), deploymentId, { flag: 'wx', mode: 0o600 });
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        uid += 1;
-      }
+    if (existing !== undefined) {
+      if (await this.holds(existing, deploymentId)) return { uid: existing, gid: existing, home };
+      // Its id is another installation's (both claimed it before ids were claimed host-wide): a
+      // new id, and a new home, since the other installation's deployment may own files there.
+      await rm(home, { recursive: true, force: true });
     }
+    const uid = await this.claim(deploymentId);
     try {
       await mkdir(home, { mode: 0o700 });
     } catch (error) {
@@ -116,10 +127,51 @@ export class OsUsers {
 
   /** Lets the deployment's user read (not write) its own built revisions and nothing else there. */
   async grantArtifacts(deploymentId: string, user: DeploymentUser): Promise<void> {
-    await chmod(this.options.artifactsDir, 0o711);
     const own = join(this.options.artifactsDir, deploymentId);
-    await chown(own, 0, user.gid);
+    try {
+      await chown(own, 0, user.gid);
+    } catch (error) {
+      // No build of it here: nothing to grant (starting it says what is missing).
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    await chmod(this.options.artifactsDir, 0o711);
     await chmod(own, 0o750);
+  }
+
+  /** What a claim file says: which installation and deployment hold the id. */
+  private claimText(deploymentId: string): string {
+    return `${resolve(this.options.homesDir)}\n${deploymentId}\n`;
+  }
+
+  /** Claims the next free id host-wide for the deployment. */
+  private async claim(deploymentId: string): Promise<number> {
+    let uid = this.firstUid + (await readdir(this.registry)).length;
+    for (;;) {
+      try {
+        await writeFile(join(this.registry, String(uid)), this.claimText(deploymentId), { flag: 'wx', mode: 0o600 });
+        return uid;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        uid += 1;
+      }
+    }
+  }
+
+  /**
+   * Whether `uid` is the deployment's in the registry. An id its home has but the registry lacks
+   * (claimed before the registry was host-wide) is registered now, when no one else holds it.
+   */
+  private async holds(uid: number, deploymentId: string): Promise<boolean> {
+    const file = join(this.registry, String(uid));
+    const mine = this.claimText(deploymentId);
+    try {
+      await writeFile(file, mine, { flag: 'wx', mode: 0o600 });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    return (await readFile(file, 'utf8')) === mine;
   }
 
   /** Removes the deployment's home (its id stays claimed, see above). */

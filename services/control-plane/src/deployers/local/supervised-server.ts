@@ -1,40 +1,27 @@
 /**
  * One revision's agent server process under supervision: started once by `deploy` (which waits
- * for `/ok`), then restarted whenever it exits without being asked to, after an exponential
- * backoff, on the same port when it is still free (so the deployment's recorded url stays valid).
- * Every crash goes to the revision's deploy log (exit code or signal, the last lines it printed)
- * and to the control plane's log, and is reported as a health change; so is its recovery.
+ * for `/ok`), then restarted whenever it exits without being asked to, with the shared restart
+ * policy's backoff (@berth/supervision), on the same port when it is still free (so the
+ * deployment's recorded url stays valid). Every crash goes to the revision's deploy log (exit code
+ * or signal, the last lines it printed) and to the control plane's log, and is reported as a
+ * health change; so is its recovery.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { Logger } from '@berth/log';
+import { Supervisor, type Crash, type Incarnation, type RestartPolicy } from '@berth/supervision';
 import { DeployFailedError, type DeployLog } from '../deployer.js';
 
-/** How crashed agent servers are restarted. */
-export interface RestartPolicy {
-  /**
-   * Wait before the first restart after a crash; each further crash in a row doubles it.
-   * @default 500
-   */
-  initialDelayMs?: number;
-  /**
-   * Longest wait between restarts.
-   * @default 30000
-   */
-  maxDelayMs?: number;
-  /**
-   * An agent server that stayed up this long counts as recovered: its next crash waits
-   * `initialDelayMs` again.
-   * @default 60000
-   */
-  resetAfterMs?: number;
-}
+export type { RestartPolicy } from '@berth/supervision';
 
 export interface SupervisedServerOptions {
   deploymentId: string;
   revisionId: string;
-  /** Starts the agent server process on a port (the deployer's one spawn function). */
-  spawn: (port: number) => ChildProcess;
+  /**
+   * Starts the agent server process on a port (the deployer's one spawn function). It may take a
+   * moment (a container's listening socket is bound first) and reject when it cannot start at all.
+   */
+  spawn: (port: number) => ChildProcess | Promise<ChildProcess>;
   /** The revision's deploy log: progress, crashes, restarts. */
   log: DeployLog;
   logger: Logger;
@@ -42,7 +29,7 @@ export interface SupervisedServerOptions {
   onOutput: (line: string, stream: 'stdout' | 'stderr') => void;
   /** Health changes once deployed: down with the reason, up again with the url. */
   onHealth: (event: { healthy: false; reason: string } | { healthy: true; url: string }) => void;
-  restart: Required<RestartPolicy>;
+  restart: RestartPolicy;
   healthTimeoutMs: number;
   drainMs: number;
 }
@@ -59,21 +46,25 @@ export class SupervisedServer {
   /** The last lines the current process printed. */
   private tail: string[] = [];
   private outputEnded: Promise<unknown> = Promise.resolve();
-  /** Set once the first start answered: from then on, an exit is a crash. */
-  private supervising = false;
-  private stopping = false;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private restarting: AbortController | undefined;
-  /** Crashes in a row (since it last stayed up `resetAfterMs`): the exponent of the backoff. */
-  private crashes = 0;
-  private upSince: number | undefined;
-  /** Why the supervisor killed the process itself (it never answered), for the crash report. */
-  private killReason: string | undefined;
   /** Why the current process could not be started at all. */
   private startError: Error | undefined;
+  /** A spawn under way: stop() waits for it, to stop what it starts. */
+  private launching: Promise<unknown> = Promise.resolve();
+  private readonly supervisor: Supervisor;
 
   constructor(port: number, private readonly options: SupervisedServerOptions) {
     this.port = port;
+    const { log, logger, deploymentId, revisionId } = options;
+    this.supervisor = new Supervisor({
+      policy: options.restart,
+      restart: (signal) => this.restart(signal),
+      onCrash: (crash) => this.reportCrash(crash),
+      onRestart: () => {
+        log('the agent server answers /ok again');
+        logger.info({ deploymentId, revisionId, pid: this.child?.pid, url: this.url }, 'an agent server was restarted');
+        options.onHealth({ healthy: true, url: this.url });
+      },
+    });
   }
 
   get url(): string {
@@ -92,7 +83,8 @@ export class SupervisedServer {
    */
   async start(signal?: AbortSignal): Promise<void> {
     const { log } = this.options;
-    const child = this.launch();
+    const child = await this.launch();
+    const life = this.life(child);
     try {
       await this.waitHealthy(child, signal);
     } catch (error) {
@@ -103,17 +95,14 @@ export class SupervisedServer {
       }
       throw error;
     }
-    this.supervising = true;
-    this.upSince = Date.now();
-    // It may have exited between answering and now: its exit handler ignored it then.
-    if (!alive(child)) void this.crashed(child);
+    // An exit between answering and now is a crash like a later one.
+    this.supervisor.watch(life);
   }
 
   /** Stops the process on purpose (SIGTERM, SIGKILL after `drainMs`): it is not restarted. */
   async stop(log: DeployLog): Promise<void> {
-    this.stopping = true;
-    clearTimeout(this.restartTimer);
-    this.restarting?.abort(new Error('the agent server is being stopped'));
+    await this.supervisor.stop();
+    await this.launching;
     const child = this.child;
     if (!child || !alive(child)) return;
     child.kill('SIGTERM');
@@ -125,25 +114,21 @@ export class SupervisedServer {
     }
   }
 
-  private launch(): ChildProcess {
-    const child = this.options.spawn(this.port);
-    this.child = child;
+  private async launch(): Promise<ChildProcess> {
+    const spawning = (async () => (this.child = await this.options.spawn(this.port)))();
+    this.launching = spawning.catch(() => undefined);
+    const child = await spawning;
     this.tail = [];
     this.startError = undefined;
     // A process that could not be started at all (e.g. its folder is gone) emits 'error' instead
     // of 'exit': it ends there.
-    const ended = () => {
-      if (this.supervising && this.child === child) void this.crashed(child);
-    };
     this.exited = new Promise((resolve) => {
       child.once('exit', () => resolve());
       child.once('error', () => child.pid === undefined && resolve());
     });
-    child.once('exit', ended);
     child.on('error', (error) => {
       if (child.pid === undefined) {
         this.startError = error;
-        ended();
         return;
       }
       // Without a listener this (a failed kill) would throw in the control plane itself.
@@ -174,6 +159,11 @@ export class SupervisedServer {
     return child;
   }
 
+  /** The life of the process just launched: it ends, with how, once its last output arrived. */
+  private life(child: ChildProcess): Incarnation {
+    return { ended: this.outputEnded.then(() => this.ending(child)) };
+  }
+
   /** How a process that is no longer alive ended. */
   private ending(child: ChildProcess): string {
     if (child.pid === undefined) return `the agent server could not be started (${this.startError?.message ?? 'spawn failed'})`;
@@ -184,76 +174,61 @@ export class SupervisedServer {
     const deadline = Date.now() + this.options.healthTimeoutMs;
     for (;;) {
       signal?.throwIfAborted();
-      if (!alive(child)) throw new DeployFailedError(child.pid === undefined ? this.ending(child) : `${this.ending(child)} before it answered`);
+      if (child.pid === undefined) {
+        // Its 'error' event (why) comes a tick after spawn.
+        await this.exited;
+        throw new DeployFailedError(this.ending(child));
+      }
+      if (!alive(child)) throw new DeployFailedError(`${this.ending(child)} before it answered`);
       if (await answers(`${this.url}/ok`)) return;
       if (Date.now() > deadline) throw new DeployFailedError(`the agent server did not answer /ok within ${Math.round(this.options.healthTimeoutMs / 1000)} s`);
       await sleep(100);
     }
   }
 
-  /** Reports a crash of `child` and schedules its restart. */
-  private async crashed(child: ChildProcess): Promise<void> {
-    await this.outputEnded;
-    if (this.stopping) return;
-    const { log, logger, restart, deploymentId, revisionId } = this.options;
-    if (this.upSince !== undefined && Date.now() - this.upSince >= restart.resetAfterMs) this.crashes = 0;
-    this.upSince = undefined;
-    const delayMs = Math.min(restart.maxDelayMs, restart.initialDelayMs * 2 ** this.crashes);
-    this.crashes += 1;
-    const why = this.killReason ?? this.ending(child);
-    this.killReason = undefined;
-    const reason = `${why}; restarting in ${seconds(delayMs)}`;
+  /** A crash (or a failed restart) in the deploy log, the control plane's log and the health events. */
+  private reportCrash({ reason, delayMs }: Crash): void {
+    const { log, logger, deploymentId, revisionId } = this.options;
+    const child = this.child;
+    const text = `${reason}; restarting in ${seconds(delayMs)}`;
     const lastLines = [...this.tail];
-    log(reason, 'error');
+    log(text, 'error');
     if (lastLines.length) log(`its last output lines:\n${lastLines.map((line) => `  ${line}`).join('\n')}`, 'error');
     logger.error(
-      { deploymentId, revisionId, pid: child.pid, exitCode: child.exitCode, signal: child.signalCode, restartInMs: delayMs, lastLines },
+      { deploymentId, revisionId, pid: child?.pid, exitCode: child?.exitCode, signal: child?.signalCode, restartInMs: delayMs, lastLines },
       'an agent server crashed',
     );
-    this.options.onHealth({ healthy: false, reason });
-    this.restartTimer = setTimeout(() => void this.restart(), delayMs).unref();
+    this.options.onHealth({ healthy: false, reason: text });
   }
 
-  private async restart(): Promise<void> {
-    this.restartTimer = undefined;
-    const { log, logger, deploymentId, revisionId } = this.options;
-    const controller = new AbortController();
-    this.restarting = controller;
-    try {
-      if (!(await portFree(this.port))) {
-        // Another process took the port meanwhile: move; the new url is reported with the recovery.
-        const previous = this.url;
-        this.port = await freePort();
-        log(`${previous} is taken now: the agent server moves to ${this.url}`, 'warn');
-      }
-      if (this.stopping) return;
-      const child = this.launch();
-      try {
-        await this.waitHealthy(child, controller.signal);
-      } catch (error) {
-        // An exit is handled by the exit handler (the next restart); a stop needs nothing more.
-        if (this.stopping || !alive(child)) return;
-        this.killReason = (error as Error).message;
-        child.kill('SIGKILL');
-        return;
-      }
-      this.upSince = Date.now();
-      log('the agent server answers /ok again');
-      logger.info({ deploymentId, revisionId, pid: child.pid, url: this.url }, 'an agent server was restarted');
-      this.options.onHealth({ healthy: true, url: this.url });
-    } catch (error) {
-      // Finding a port failed: try again later, as after a crash.
-      logger.error({ err: error, deploymentId, revisionId }, 'restarting an agent server failed');
-      log(`restarting failed: ${(error as Error).message}`, 'error');
-      if (!this.stopping) this.restartTimer = setTimeout(() => void this.restart(), this.options.restart.maxDelayMs).unref();
-    } finally {
-      if (this.restarting === controller) this.restarting = undefined;
+  /** Starts the process again on its port (another one when that was taken meanwhile); resolves once it answers. */
+  private async restart(signal: AbortSignal): Promise<Incarnation> {
+    if (!(await portFree(this.port))) {
+      // Another process took the port meanwhile: move; the new url is reported with the recovery.
+      const previous = this.url;
+      this.port = await freePort();
+      this.options.log(`${previous} is taken now: the agent server moves to ${this.url}`, 'warn');
     }
+    signal.throwIfAborted();
+    const child = await this.launch();
+    const life = this.life(child);
+    try {
+      await this.waitHealthy(child, signal);
+    } catch (error) {
+      // Stopping: stop() ends the process.
+      if (signal.aborted) throw error;
+      // It exited: how is the reason. It does not answer: it is killed, and that is the reason.
+      if (alive(child)) child.kill('SIGKILL');
+      else throw new Error(await life.ended);
+      await this.outputEnded;
+      throw error;
+    }
+    return life;
   }
 }
 
 function alive(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
+  return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
 }
 
 /** 500 → "0.5 s", 2000 → "2 s". */

@@ -59,12 +59,15 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
         '"ImagePullError" | "SandboxFailed", "message": <why>}}` when it failed. Without, it answers at once with status ' +
         '`provisioning`. TTLs are 0 (never) or multiples of 60 seconds: `idle_ttl_seconds` stops it after that long without ' +
         'commands or file calls, `delete_after_stop_seconds` deletes it that long after it stopped, `ttl_seconds` deletes it ' +
-        'that long after creation. 409: the name is taken.',
+        'that long after creation. 409: the name is taken. `vcpus`, `mem_bytes`, `fs_capacity_bytes` not given come from the ' +
+        'template or snapshot, else the operator\'s defaults (the answer shows what it got); above the operator\'s maximum: 422 ' +
+        'naming the field and the maximum. Beyond the tenant\'s quota (sandboxes, memory, CPU): 429. While the sandbox engine ' +
+        'is down: 503 with Retry-After.',
       tags,
       body: CreateBoxBody,
       status: 201,
       response: BoxOut,
-      errors: [404, 408, 409, 503],
+      errors: [404, 408, 409, 422, 429, 503],
       handler: async ({ body, auth, req, res }) => {
         const waitMs = body.timeout * 1000 + WAIT_MARGIN_MS;
         let sandbox: Sandbox;
@@ -154,6 +157,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
       method: 'delete',
       path: `${base}/{name}`,
       summary: 'Delete a sandbox and its files',
+      description: 'Taken even while the sandbox engine is down: the sandbox is gone at once, its container once the engine answers again.',
       tags,
       params: NamePath,
       errors: [404, 503],
@@ -191,12 +195,12 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
       method: 'post',
       path: `${base}/{name}/start`,
       summary: 'Start a stopped (or failed) sandbox',
-      description: 'Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept.',
+      description: 'Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant\'s quota.',
       tags,
       params: NamePath,
       body: EmptyBody,
       response: BoxOut,
-      errors: [404, 409, 503],
+      errors: [404, 409, 429, 503],
       handler: async ({ params, auth, req }) => json(req, (await rpc().startSandbox({ ref: ref(auth.tenantId, params.name) })).sandbox),
     });
 }

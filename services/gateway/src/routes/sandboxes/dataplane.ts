@@ -19,7 +19,7 @@ import { answerDataPlaneError, answerTyped } from './errors.js';
 import { filePart } from './file-part.js';
 import type { SandboxRouteDeps } from './index.js';
 import { DataPlanePath, ExecuteBody, ExecuteOut, FilePathQuery } from './schemas.js';
-import { SANDBOXES_BASE } from './templates.js';
+import { pathId, SANDBOXES_BASE } from './templates.js';
 
 export const DATAPLANE_BASE = `${SANDBOXES_BASE}/dataplane`;
 
@@ -67,6 +67,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       response: ExecuteOut,
       errors: [400, 404, 408, 503],
       handler: async ({ params, body, auth, req, res }) => {
+        const sandboxId = pathId(params.sandbox_id, 'Sandbox');
         const requests = new Pushable<ExecClientInit>();
         const signal = clientGone(req, res);
         requests.push({
@@ -74,7 +75,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
             case: 'execute',
             value: {
               tenantId: auth.tenantId,
-              sandboxId: params.sandbox_id,
+              sandboxId,
               command: body.command,
               shell: body.shell,
               env: body.env ?? body.run_config?.env_vars ?? {},
@@ -135,6 +136,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       query: FilePathQuery,
       errors: [400, 404, 415, 503],
       handler: async ({ params, query, auth, req, res }) => {
+        const sandboxId = pathId(params.sandbox_id, 'Sandbox');
         let boundary: string;
         try {
           boundary = boundaryOf(req.get('content-type'), 'the file');
@@ -150,7 +152,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
         // The first chunk (or the end of an empty file) before the call: a body without the part is a 422 that writes nothing.
         const first = await data.next();
         async function* chunks(): AsyncGenerator<WriteChunkInit> {
-          yield { tenantId: auth.tenantId, sandboxId: params.sandbox_id, path: query.path };
+          yield { tenantId: auth.tenantId, sandboxId, path: query.path };
           if (first.done) return;
           yield { data: first.value };
           for await (const chunk of data) yield { data: chunk };
@@ -176,11 +178,12 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       otherStatuses: { 200: 'the file’s bytes (application/octet-stream)' },
       errors: [400, 404, 503],
       handler: async ({ params, query, auth, req, res }) => {
+        const sandboxId = pathId(params.sandbox_id, 'Sandbox');
         const signal = clientGone(req, res);
         let stream: AsyncIterator<{ data: Uint8Array }>;
         let next: IteratorResult<{ data: Uint8Array }>;
         try {
-          stream = rpc().readFile({ tenantId: auth.tenantId, sandboxId: params.sandbox_id, path: query.path }, { signal, timeoutMs: FILE_DEADLINE_MS })[Symbol.asyncIterator]();
+          stream = rpc().readFile({ tenantId: auth.tenantId, sandboxId, path: query.path }, { signal, timeoutMs: FILE_DEADLINE_MS })[Symbol.asyncIterator]();
           next = await stream.next();
         } catch (error) {
           if (signal.aborted) return;

@@ -110,7 +110,7 @@ describe('the auth proxy', () => {
 
 describe('a manager restart', () => {
   it('keeps a running sandbox’s commands, its auth proxy and the CA it trusts', async () => {
-    const ca = (await box.run('cat /.berth/run/proxy-ca.crt')).stdout;
+    const ca = (await box.run('cat "$NODE_EXTRA_CA_CERTS"')).stdout;
     expect(ca).toContain('BEGIN CERTIFICATE');
     await box.write('/root/before-restart.txt', 'kept');
     await platform.restartManager();
@@ -120,6 +120,6 @@ describe('a manager restart', () => {
     expect(seen.at(-1)).toMatchObject({ url: '/after-restart', headers: { 'x-api-secret': SECRET } });
     // A sandbox created by the new manager trusts the same CA.
     const fresh = await client.createSandbox(box.snapshot_id, { name: 'after-restart', timeout: 60 });
-    expect((await fresh.run('cat /.berth/run/proxy-ca.crt')).stdout).toBe(ca);
+    expect((await fresh.run('cat "$NODE_EXTRA_CA_CERTS"')).stdout).toBe(ca);
   }, 120_000);
 });

@@ -11,6 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Principal } from '@berth/auth';
+import { NotFoundError } from '@berth/errors';
 import { httpErrorBody } from '@berth/http';
 import type { Logger } from '@berth/log';
 import type { ExecuteRequestSchema, ExecuteResponse } from '@berth/proto';
@@ -21,6 +22,7 @@ import { z } from 'zod';
 import type { SandboxManagerClients } from '../../sandbox-manager.js';
 import { DATAPLANE_BASE } from './dataplane.js';
 import { RunConfigIn } from './schemas.js';
+import { pathId } from './templates.js';
 
 type ExecClientInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
@@ -129,6 +131,15 @@ function firstMessage(frame: ClientFrame, tenantId: string, sandboxId: string): 
   };
 }
 
+/** A path segment decoded; malformed percent-encoding names nothing (404). */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch (error) {
+    throw new NotFoundError('Sandbox not found', { cause: error });
+  }
+}
+
 /** Writes a plain HTTP answer on a socket that asked to upgrade, and closes it. */
 function refuseUpgrade(socket: Duplex, status: number, detail: unknown, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ detail });
@@ -182,7 +193,7 @@ export class ExecSockets {
     if (!match) return refuseUpgrade(socket, 404, 'No WebSocket endpoint at this path');
     if (this.closing) return refuseUpgrade(socket, 503, 'The gateway is shutting down, retry shortly', { 'Retry-After': '1' });
     const principal = await this.deps.authenticate(req);
-    const sandboxId = decodeURIComponent(match[1]!);
+    const sandboxId = pathId(decodePathSegment(match[1]!), 'Sandbox');
     // Unknown, or another tenant's: a 404 before the upgrade (the client does not retry it).
     const { sandbox } = await this.deps.manager.sandboxes.getSandbox({ ref: { tenantId: principal.tenantId, id: sandboxId } }, { timeoutMs: 10_000 });
     if (!sandbox) return refuseUpgrade(socket, 404, 'Sandbox not found');

@@ -134,22 +134,22 @@ describe('validation', () => {
       [{ proxy_config: { rules: [], callbacks: [{ url: 'https://x' }] } }, ['body', 'proxy_config', 'callbacks']],
     ];
     for (const [extra, loc] of cases) {
-      const detail = await invalid('/boxes', { snapshot_id: 'x', ...extra });
+      const detail = await invalid('/boxes', { snapshot_id: SANDBOX_ID, ...extra });
       expect({ extra, detail }).toEqual({ extra, detail: expect.arrayContaining([expect.objectContaining({ loc, msg: expect.stringMatching(/not supported by Berth/) })]) });
     }
   });
 
   it('accepts what the client sends for flags left off and empty rule lists', async () => {
-    const res = await call(gateway.url, '/boxes', { json: { snapshot_id: 'x', wait_for_ready: false, persistent: false, proxy_config: { rules: [], access_control: { allow_list: ['example.com'] } } } });
+    const res = await call(gateway.url, '/boxes', { json: { snapshot_id: SANDBOX_ID, wait_for_ready: false, persistent: false, proxy_config: { rules: [], access_control: { allow_list: ['example.com'] } } } });
     expect(res.status).toBe(503); // valid: it got as far as the (missing) sandbox-manager
   });
 
   it('checks TTLs like the client (0 or multiples of 60) and allows one source only', async () => {
-    expect(await invalid('/boxes', { snapshot_id: 'x', idle_ttl_seconds: 90 })).toEqual([
+    expect(await invalid('/boxes', { snapshot_id: SANDBOX_ID, idle_ttl_seconds: 90 })).toEqual([
       expect.objectContaining({ loc: ['body', 'idle_ttl_seconds'], msg: 'idle_ttl_seconds must be 0 or a multiple of 60' }),
     ]);
-    expect(await invalid('/boxes', { snapshot_id: 'x', ttl_seconds: -60 })).toEqual([expect.objectContaining({ loc: ['body', 'ttl_seconds'] })]);
-    expect(await invalid('/boxes', { snapshot_id: 'x', template_name: 'py' })).toEqual([expect.objectContaining({ loc: ['body', 'template_name'] })]);
+    expect(await invalid('/boxes', { snapshot_id: SANDBOX_ID, ttl_seconds: -60 })).toEqual([expect.objectContaining({ loc: ['body', 'ttl_seconds'] })]);
+    expect(await invalid('/boxes', { snapshot_id: SANDBOX_ID, template_name: 'py' })).toEqual([expect.objectContaining({ loc: ['body', 'template_name'] })]);
     expect(await invalid('/snapshots', { name: 's', docker_image: 'busybox' })).toEqual([{ loc: ['body', 'fs_capacity_bytes'], msg: 'Field required', type: 'missing' }]);
   });
 

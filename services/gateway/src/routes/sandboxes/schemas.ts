@@ -6,6 +6,7 @@
  * are refused with a 422 naming the field, never ignored: a caller relying on one must know.
  * Rules between objects (names in use, a template's registry) are the sandbox-manager's.
  */
+import { SandboxName, Uuid } from '@berth/ids';
 import { isResourceQuantity, QuantityError } from '@berth/quantity';
 import { z } from 'zod';
 import { intQuery } from '../../deployment-schemas.js';
@@ -13,7 +14,7 @@ import { intQuery } from '../../deployment-schemas.js';
 const timestamp = z.string();
 
 /** Names of templates, snapshots, sandboxes, registries, volumes and pools (as in URLs). */
-const name = z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'Use letters, digits and . _ - (starting with a letter or digit), at most 63' });
+const name = SandboxName;
 
 /** A Kubernetes quantity (`500m`, `512Mi`, `2Gi`): its form is checked here, its amount by the manager. */
 const quantity = z
@@ -150,7 +151,7 @@ export const CreateSnapshotBody = z.strictObject({
   name,
   docker_image: z.string().min(1).max(512),
   fs_capacity_bytes: z.int().min(1).max(Number.MAX_SAFE_INTEGER).describe('Root filesystem size of its sandboxes, in bytes'),
-  registry_id: z.string().min(1).max(64).optional(),
+  registry_id: Uuid.optional(),
   run_config: RunConfigIn.optional(),
 });
 
@@ -221,7 +222,7 @@ export const NamePath = z.strictObject({ name: z.string() });
 export const CreateBoxBody = z
   .strictObject({
     name: name.optional().describe('Generated when left out'),
-    snapshot_id: z.string().min(1).max(64).optional(),
+    snapshot_id: Uuid.optional(),
     snapshot_name: z.string().min(1).max(128).optional().describe('`name` or `name:tag`'),
     template_name: name.optional().describe('A template from POST /templates (Berth)'),
     wait_for_ready: z.boolean().default(true),

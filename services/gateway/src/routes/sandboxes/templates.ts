@@ -6,6 +6,7 @@
 import type { Principal } from '@berth/auth';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import type { Api } from '@berth/http';
+import { isUuid } from '@berth/ids';
 import { TemplateKind, type Template } from '@berth/proto';
 import { z } from 'zod';
 import { proxyConfigMessage, runConfigMessage, snapshotJson, templateJson } from './convert.js';
@@ -24,6 +25,12 @@ import {
 
 export const SANDBOXES_BASE = '/api/v2/sandboxes';
 
+/** A UUID from a path (snapshot and sandbox ids): anything else names nothing, a 404 that never reaches the manager. */
+export function pathId(id: string, what: string): string {
+  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
+  return id;
+}
+
 export function found<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new NotFoundError(`${what} not found`);
   return value;
@@ -39,7 +46,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
   const tags = ['sandboxes'];
   const base = SANDBOXES_BASE;
   const templateRef = (tenantId: string, name: string) => ({ tenantId, kind: TemplateKind.TEMPLATE, name });
-  const snapshotRef = (tenantId: string, id: string) => ({ tenantId, kind: TemplateKind.SNAPSHOT, id });
+  const snapshotRef = (tenantId: string, id: string) => ({ tenantId, kind: TemplateKind.SNAPSHOT, id: pathId(id, 'Snapshot') });
 
   /** The id of the tenant's registry `name`; an unknown one is a 422 on the field. */
   const registryId = async (tenantId: string, name: string): Promise<string> => {

@@ -233,6 +233,36 @@ describe('the other ingest paths', () => {
     expect((await call(`/runs/${bad.id}`)).status).toBe(404);
   });
 
+  it('refuses alone, with where and why, a run Postgres cannot store (NUL, unpaired surrogate, nesting too deep)', async () => {
+    const good = run({ session_name: 'unstorable' });
+    const nul = run({ session_name: 'unstorable', name: 'step\u0000one' });
+    const surrogate = run({ session_name: 'unstorable' });
+    // As text: too deep for JSON.stringify, not for JSON.parse.
+    const deep = `${'['.repeat(5000)}"bottom"${']'.repeat(5000)}`;
+    const nested = run({ session_name: 'unstorable' });
+    const body = multipart([
+      { name: `post.${good.id}`, value: good },
+      { name: `post.${nul.id}`, value: nul },
+      { name: `post.${surrogate.id}`, value: surrogate },
+      // JSON text with an escaped lone surrogate: JSON.parse makes it a string Postgres cannot encode.
+      { name: `post.${surrogate.id}.outputs`, value: '{"answer": "half \\ud83d of a pair"}' },
+      { name: `post.${nested.id}`, value: { ...nested, inputs: undefined } },
+      { name: `post.${nested.id}.inputs`, value: `{"deep": ${deep}}` },
+    ]);
+    const res = await call('/runs/multipart', { method: 'POST', body: body.body, headers: { 'content-type': body.type } });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ stored: 1, pending: 0 });
+    expect(res.body.refused).toEqual(
+      expect.arrayContaining([
+        { id: nul.id, reason: expect.stringMatching(/the run's name: .*NUL/) },
+        { id: surrogate.id, reason: expect.stringMatching(/the run's outputs\.answer: .*surrogate/) },
+        { id: nested.id, reason: expect.stringMatching(/nested deeper than/) },
+      ]),
+    );
+    expect((await call(`/runs/${good.id}`)).status).toBe(200);
+    for (const refused of [nul, surrogate, nested]) expect((await call(`/runs/${refused.id}`)).status).toBe(404);
+  });
+
   it('a single malformed run is a 422 with the reason; a body that is not multipart is a 415', async () => {
     const res = await call('/runs', { method: 'POST', json: { ...run(), tags: 'not-a-list' } });
     expect(res.status).toBe(422);

@@ -56,7 +56,7 @@ describe('container driver', () => {
     await driver.close();
   });
 
-  it('creates containers with no network, dropped capabilities, limits and only the agent and run folder mounted', async () => {
+  it('creates containers with no network, dropped capabilities, limits and only the agent and its own folders mounted', async () => {
     const spec = await create({ resources: { memoryBytes: 48 * 1024 * 1024, cpuMillis: 250 } });
     const info = await docker.getContainer(spec.instance).inspect();
     expect(info.HostConfig).toMatchObject({
@@ -72,6 +72,7 @@ describe('container driver', () => {
     const mounts = info.Mounts.map((mount) => ({ destination: mount.Destination, rw: mount.RW })).sort((a, b) => a.destination.localeCompare(b.destination));
     expect(mounts).toEqual([
       { destination: '/.berth/bin/sandboxd', rw: false },
+      { destination: '/.berth/host', rw: false },
       { destination: '/.berth/run', rw: true },
     ]);
     // Root in the sandbox holds only CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID and
@@ -93,7 +94,7 @@ describe('container driver', () => {
     }
   });
 
-  it('pulls from a registry that needs credentials, and says when they are missing or wrong', async () => {
+  it('pulls from a registry that needs credentials, says when they are missing or wrong, also once the image is in the engine', async () => {
     const { host, image: reference, username, password } = sandbox.privateRegistry;
     const source = { reference, insecureRegistries: [host] };
     const error = await driver.pullImage(source).catch((caught: unknown) => caught);
@@ -104,6 +105,9 @@ describe('container driver', () => {
     );
     const info = await driver.pullImage({ ...source, credentials: { server: host, username, password } });
     expect(info.digest).toMatch(/^sha256:/);
+    // Now in the engine's store: someone without the credentials (another tenant) still cannot have it.
+    await expect(driver.pullImage(source)).rejects.toThrow(/the registry needs credentials and none are set/);
+    await expect(driver.pullImage({ ...source, credentials: { server: host, username, password: 'wrong' } })).rejects.toThrow(/the registry credentials were refused/);
   });
 
   it('says when a registry is unreachable or serves plain HTTP to a TLS pull', async () => {

@@ -2,19 +2,17 @@
  * The `container` sandbox driver: one container per instance through the Docker Engine API over a
  * Unix socket (Docker, or Podman's `podman system service`). Commands and files never go through
  * the engine (its exec costs ~230 ms): the agent inside (PID 1) answers on a Unix socket in the
- * instance's run folder, which the host side reaches directly.
- *
- * Host side of an instance: `<runDir>/<instance>/` (mounted into it, so the sandbox can change it)
- * holds `agent.sock` (made by the agent), `proxy.sock` (the auth proxy, opened while the instance
- * runs) and the proxy's CA; `<runDir>/<instance>.host/` (not mounted) holds the `stopped` and
- * `claimed-by` markers the engine has no place for.
+ * instance's run folder, which the host side reaches directly — only the very socket the agent made
+ * when the instance started (instance-files.ts says where what lives, and why).
  */
-import { access, chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from '@berth/log';
-import { AgentClient, AgentError, agentBinaryPath } from '../../agent/agent-client.js';
+import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath, SpawnError } from '../../agent/agent-client.js';
+import type { SocketIdentity } from '../../agent/socket-file.js';
 import {
+  CommandStartError,
   ImagePullError,
   InstanceError,
   InstanceNotFoundError,
@@ -27,8 +25,18 @@ import {
   type SandboxDriver,
   type SandboxProcess,
 } from '../driver.js';
-import { AGENT_OOM_SCORE_ADJ, canLowerOomScore, containerCreateOptions, isRootUser, LABELS, PROXY_CA_FILE } from './container-spec.js';
-import { pullImage, withTag } from './image-pull.js';
+import {
+  AGENT_OOM_SCORE_ADJ,
+  canLowerOomScore,
+  containerCreateOptions,
+  isRootUser,
+  LABELS,
+  PLATFORM_MOUNTS,
+  PROXY_CA_FILE,
+  PROXY_SOCKET,
+} from './container-spec.js';
+import { pullImage, registryOf, withTag } from './image-pull.js';
+import { InstanceFiles, type RunFolderKind } from './instance-files.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
 export interface AuthProxyHandle {
@@ -43,8 +51,15 @@ export interface AuthProxy {
 export interface ContainerDriverOptions {
   /** The engine's API socket (`/var/run/docker.sock`, a `podman system service` socket). */
   socketPath: string;
-  /** Host folder of the instances' run folders; it must be on the engine's host. */
+  /** Host folder of what the host keeps of each instance (instance-files.ts); it must be on the engine's host. */
   runDir: string;
+  /**
+   * Where each instance's run folder lives (instance-files.ts): `volume`, a 1 MiB tmpfs volume of the
+   * engine; `bind`, a folder in `runDir`, on the host's disk without a size limit. A rootless engine
+   * mounts volumes where this process cannot see them.
+   * @default 'volume' on a rootful engine, 'bind' on a rootless one
+   */
+  runFolders?: RunFolderKind;
   /** @default the built berth-sandboxd of this package */
   agentBinary?: string;
   /** Without one, sandboxes have no way out at all (the agent's proxy port leads nowhere). */
@@ -69,18 +84,24 @@ export interface ContainerDriverOptions {
 }
 
 const INSTANCE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A hung engine (stopped, swapping) counts as down after this long. */
+const ENGINE_PING_TIMEOUT_MS = 3000;
+
+const SOCKET_REPLACED = "its agent's socket was replaced from inside the sandbox (stop and start it to get its agent back)";
 
 export class ContainerDriver implements SandboxDriver {
   readonly kind = 'container' as const;
   private readonly docker: Dockerode;
   private readonly proxies = new Map<string, AuthProxyHandle>();
-  private engine?: Promise<{ podman: boolean }>;
+  private readonly files: InstanceFiles;
+  private engine?: Promise<{ podman: boolean; rootless: boolean }>;
   private warnedStorage = false;
 
   private readonly oomScoreAdj: number;
 
   constructor(private readonly options: ContainerDriverOptions) {
     this.docker = new Dockerode({ socketPath: options.socketPath });
+    this.files = new InstanceFiles(options.runDir, this.docker);
     this.oomScoreAdj = options.agentOomScoreAdj ?? (canLowerOomScore() ? AGENT_OOM_SCORE_ADJ : 0);
     if (this.oomScoreAdj === 0) {
       options.logger.info('cannot lower OOM scores here (no CAP_SYS_RESOURCE): a sandbox agent is as likely an OOM victim as its commands');
@@ -93,6 +114,10 @@ export class ContainerDriver implements SandboxDriver {
       return `the sandbox agent ${agentBinary} is not built (it needs gcc): run \`apt-get install gcc libc6-dev\` as root, then \`make build\``;
     }
     try {
+      // Asked every time (a cheap /_ping): the engine may have gone since the last call.
+      // dockerode's ping takes options (an abort signal) that its types leave out.
+      const ping = this.docker.ping.bind(this.docker) as unknown as (options: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await ping({ abortSignal: AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS) });
       await this.engineInfo();
       return undefined;
     } catch (error) {
@@ -106,8 +131,14 @@ export class ContainerDriver implements SandboxDriver {
 
   async pullImage(image: ImageSource): Promise<ImageInfo> {
     const reference = withTag(image.reference);
-    const present = await this.imageInfo(reference);
-    if (present) return present;
+    // Only an image built on this engine (`localhost/…`, nothing to pull) is taken from its store as
+    // it is. Any other is asked of its registry every time (layers it has are not fetched again), so
+    // that the registry decides who may have it: an image pulled with one tenant's credentials is
+    // not handed to another tenant who has none.
+    if (registryOf(reference) === 'localhost') {
+      const present = await this.imageInfo(reference);
+      if (present) return present;
+    }
     const { podman } = await this.engineInfo();
     await pullImage(this.docker, image, podman);
     const pulled = await this.imageInfo(reference);
@@ -117,22 +148,49 @@ export class ContainerDriver implements SandboxDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     checkName(spec.instance);
-    const runFolder = this.runFolder(spec.instance);
-    await mkdir(runFolder, { recursive: true });
-    await mkdir(this.markerFolder(spec.instance), { recursive: true, mode: 0o700 });
-    // Sticky and world-writable: the agent runs as the image's USER, whoever that is, and makes
-    // its socket here. Only this sandbox sees the folder.
-    await chmod(runFolder, 0o1777);
-    await chmod(this.options.runDir, 0o700);
-    const layout = {
-      agentBinary: this.options.agentBinary ?? agentBinaryPath(),
-      runFolder,
-      pidsLimit: this.options.pidsLimit ?? 1024,
-      proxyCa: await this.writeProxyCa(runFolder),
-      oomScoreAdj: this.oomScoreAdj,
-      rootUser: isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? ''),
-    };
-    const body = containerCreateOptions(spec, layout);
+    for (const { mountPath } of spec.volumes) {
+      // A volume over the agent, its run folder or the host's folder would stand in for them.
+      if (mountPath === PLATFORM_MOUNTS || mountPath.startsWith(`${PLATFORM_MOUNTS}/`)) {
+        throw new InstanceError(`cannot create sandbox ${spec.instance}: a volume cannot be mounted at ${mountPath} (${PLATFORM_MOUNTS} is the platform's)`);
+      }
+    }
+    const rootUser = isRootUser(spec.image.user ?? (await this.imageInfo(withTag(spec.image.reference)))?.user ?? '');
+    const runFolders = this.options.runFolders ?? ((await this.engineInfo()).rootless ? 'bind' : 'volume');
+    try {
+      const readOnlyFolder = this.files.readOnlyFolder(spec.instance);
+      const layout = {
+        agentBinary: this.options.agentBinary ?? agentBinaryPath(),
+        runFolder: await this.files.prepare(spec.instance, runFolders),
+        readOnlyFolder,
+        pidsLimit: this.options.pidsLimit ?? 1024,
+        proxyCa: await this.writeProxyCa(readOnlyFolder),
+        oomScoreAdj: this.oomScoreAdj,
+        rootUser,
+      };
+      await this.createContainer(spec, containerCreateOptions(spec, layout));
+    } catch (error) {
+      // Not made: what was prepared for it goes, unless it is an instance of that name that exists.
+      const existing = await this.inspect(spec.instance).catch(() => undefined);
+      if (existing?.state === 'missing') {
+        await this.files.remove(spec.instance).catch((cleanup: unknown) =>
+          this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
+        );
+      }
+      throw error;
+    }
+    try {
+      await this.startAndWait(spec.instance, spec.egress);
+    } catch (error) {
+      // A sandbox that never answered is of no use to anyone: do not leave it behind.
+      await this.remove(spec.instance).catch((cleanup: unknown) =>
+        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing a sandbox that failed to start failed'),
+      );
+      throw error;
+    }
+  }
+
+  /** Creates the container; without its storage limit when the engine cannot enforce one and that is allowed. */
+  private async createContainer(spec: InstanceSpec, body: Dockerode.ContainerCreateOptions): Promise<void> {
     try {
       await this.docker.createContainer(body);
     } catch (error) {
@@ -140,7 +198,7 @@ export class ContainerDriver implements SandboxDriver {
         if ((this.options.storageQuota ?? 'enforce') === 'enforce') {
           throw new InstanceError(
             `cannot limit the storage of sandbox ${spec.instance}: the container engine cannot enforce storage quotas ` +
-              `(${engineMessage(error)}); put its storage on btrfs or XFS with project quotas, or remove the template's storage limit`,
+              `(${engineMessage(error)}); put its storage on btrfs or XFS with project quotas, or let the operator run sandboxes without storage limits (SANDBOX_STORAGE_QUOTA=ignore)`,
             { cause: error },
           );
         }
@@ -156,20 +214,11 @@ export class ContainerDriver implements SandboxDriver {
         throw this.createError(spec, error);
       }
     }
-    try {
-      await this.startAndWait(spec.instance, spec.egress);
-    } catch (error) {
-      // A sandbox that never answered is of no use to anyone: do not leave it behind.
-      await this.remove(spec.instance).catch((cleanup: unknown) =>
-        this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing a sandbox that failed to start failed'),
-      );
-      throw error;
-    }
   }
 
   async stop(instance: string): Promise<void> {
     checkName(instance);
-    await writeFile(join(this.markerFolder(instance), 'stopped'), '').catch((error: unknown) => {
+    await writeFile(this.files.marker(instance, 'stopped'), '').catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new InstanceNotFoundError(instance, { cause: error });
       throw error;
     });
@@ -182,11 +231,12 @@ export class ContainerDriver implements SandboxDriver {
     } finally {
       await this.closeProxy(instance);
     }
+    await this.files.unpin(instance);
   }
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
     checkName(instance);
-    await rm(join(this.markerFolder(instance), 'stopped'), { force: true });
+    await rm(this.files.marker(instance, 'stopped'), { force: true });
     await this.startAndWait(instance, spec.egress);
   }
 
@@ -199,8 +249,7 @@ export class ContainerDriver implements SandboxDriver {
     } catch (error) {
       if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
     }
-    await rm(this.runFolder(instance), { recursive: true, force: true });
-    await rm(this.markerFolder(instance), { recursive: true, force: true });
+    await this.files.remove(instance);
   }
 
   async removeVolume(volume: string): Promise<void> {
@@ -223,7 +272,7 @@ export class ContainerDriver implements SandboxDriver {
     }
     const state = info.State;
     if (state.Running || state.Paused || state.Restarting) return { state: 'running' };
-    if (await exists(join(this.markerFolder(instance), 'stopped'))) return { state: 'stopped' };
+    if (await exists(this.files.marker(instance, 'stopped'))) return { state: 'stopped' };
     if (state.OOMKilled) {
       const limit = info.HostConfig.Memory ? ` (limit ${Math.round(info.HostConfig.Memory / 1024 / 1024)} MiB)` : '';
       return { state: 'failed', reason: `out of memory${limit}` };
@@ -233,8 +282,9 @@ export class ContainerDriver implements SandboxDriver {
     return { state: 'failed', reason: `exited with code ${state.ExitCode}${detail}` };
   }
 
-  async list(): Promise<string[]> {
-    const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.instance] } });
+  async list(labels: Record<string, string> = {}): Promise<string[]> {
+    const filter = [LABELS.instance, ...Object.entries(labels).map(([key, value]) => `${key}=${value}`)];
+    const containers = await this.docker.listContainers({ all: true, filters: { label: filter } });
     return containers.map((container) => container.Labels[LABELS.instance]!).sort();
   }
 
@@ -242,14 +292,16 @@ export class ContainerDriver implements SandboxDriver {
     checkName(instance);
     // An agent that answers is a running instance: no engine inspect (~4 ms) needed.
     try {
-      await this.agent(instance).ping(2000);
+      const socket = await this.files.agentSocket(instance);
+      if (!socket) return false;
+      await this.agent(instance, socket).ping(2000);
     } catch (error) {
       this.options.logger.warn({ err: error, instance }, 'a warm sandbox does not answer; not claiming it');
       return false;
     }
     // Exclusive create: of two concurrent claims exactly one makes the file.
     try {
-      await writeFile(join(this.markerFolder(instance), 'claimed-by'), sandboxId, { flag: 'wx' });
+      await writeFile(this.files.marker(instance, 'claimed-by'), sandboxId, { flag: 'wx' });
       return true;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -262,7 +314,7 @@ export class ContainerDriver implements SandboxDriver {
     checkName(instance);
     return this.viaAgent(instance, (agent) =>
       agent.spawn({ argv: [spec.shell, '-c', spec.command], fallbackArgv0: '/bin/sh', env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }),
-    );
+    ).catch((error: unknown) => Promise.reject(error instanceof SpawnError ? new CommandStartError(error.message, { cause: error }) : error));
   }
 
   async writeFile(instance: string, path: string, data: Buffer): Promise<void> {
@@ -270,9 +322,9 @@ export class ContainerDriver implements SandboxDriver {
     return this.viaAgent(instance, (agent) => agent.writeFile(path, data));
   }
 
-  async readFile(instance: string, path: string): Promise<Buffer> {
+  async readFile(instance: string, path: string, options: { maxBytes?: number } = {}): Promise<Buffer> {
     checkName(instance);
-    return this.viaAgent(instance, (agent) => agent.readFile(path));
+    return this.viaAgent(instance, (agent) => agent.readFile(path, options.maxBytes));
   }
 
   async close(): Promise<void> {
@@ -280,49 +332,49 @@ export class ContainerDriver implements SandboxDriver {
     await Promise.all(instances.map((instance) => this.closeProxy(instance)));
   }
 
-  /**
-   * Puts the proxy's CA into the run folder; false when the proxy has none. Only here, before the
-   * instance first runs, does the host write into the folder the sandbox can change.
-   */
-  private async writeProxyCa(runFolder: string): Promise<boolean> {
+  /** Puts the proxy's CA into the read-only folder; false when the proxy has none. */
+  private async writeProxyCa(readOnlyFolder: string): Promise<boolean> {
     const pem = this.options.proxy?.caCertPem;
     if (!pem) return false;
-    await writeFile(join(runFolder, PROXY_CA_FILE), pem, { mode: 0o644, flag: 'wx' });
+    await writeFile(join(readOnlyFolder, PROXY_CA_FILE), pem, { mode: 0o644 });
     return true;
   }
 
-  /** The host's own records of an instance (`stopped`, `claimed-by`): not mounted, so out of the sandbox's reach. */
-  private markerFolder(instance: string): string {
-    return join(this.options.runDir, `${instance}.host`);
+  /** A client that dials only `socket` (or, without an identity, any socket at its path but a symlink). */
+  private agent(instance: string, socket: { path: string; identity?: SocketIdentity }): AgentClient {
+    return new AgentClient(socket.path, { name: `the agent of sandbox ${instance}`, ...(socket.identity ? { pin: socket.identity } : {}) });
   }
 
-  private runFolder(instance: string): string {
-    return join(this.options.runDir, instance);
-  }
-
-  private agent(instance: string): AgentClient {
-    return new AgentClient(join(this.runFolder(instance), 'agent.sock'));
-  }
-
-  /** Runs an agent operation; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
+  /** Runs an agent operation on the pinned socket; an unreachable agent becomes InstanceNotFoundError or InstanceError. */
   private async viaAgent<T>(instance: string, operation: (agent: AgentClient) => Promise<T>): Promise<T> {
+    const socket = await this.files.agentSocket(instance);
     try {
-      return await operation(this.agent(instance));
+      if (!socket) throw new AgentError(`no agent of sandbox ${instance} was seen start`);
+      return await operation(this.agent(instance, socket));
     } catch (error) {
       if (!(error instanceof AgentError)) throw error;
       const state = await this.inspect(instance);
       if (state.state === 'missing') throw new InstanceNotFoundError(instance, { cause: error });
-      const why = state.state === 'running' ? 'its agent does not answer' : state.state === 'failed' ? state.reason : 'it is stopped';
+      let why = state.state === 'failed' ? state.reason : 'it is stopped';
+      if (state.state === 'running') {
+        if (error instanceof AgentSocketReplacedError) why = SOCKET_REPLACED;
+        else if (!socket) why = 'no socket of its agent was recorded when it started (stop and start it)';
+        else why = 'its agent does not answer';
+      }
       throw new InstanceError(`sandbox ${instance} cannot run commands: ${why}`, { cause: error });
     }
   }
 
   private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
-    const runFolder = this.runFolder(instance);
+    const path = await this.files.agentSocketPath(instance);
     await this.closeProxy(instance);
     if (this.options.proxy) {
-      this.proxies.set(instance, await this.options.proxy.open(instance, join(runFolder, 'proxy.sock'), egress));
+      const socketPath = join(this.files.readOnlyFolder(instance), PROXY_SOCKET);
+      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, egress));
+      // For any image USER (connecting needs write permission); only this instance sees the folder.
+      await chmod(socketPath, 0o666);
     }
+    let started = true;
     try {
       await this.docker.getContainer(instance).start();
     } catch (error) {
@@ -332,21 +384,44 @@ export class ContainerDriver implements SandboxDriver {
         if (statusOf(error) === 404) throw new InstanceNotFoundError(instance, { cause: error });
         throw new InstanceError(`cannot start sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
       }
+      started = false;
     }
-    await this.waitReady(instance);
+    // It ran while no one watched: only the socket pinned when it started will do.
+    const socket = started ? undefined : await this.files.agentSocket(instance);
+    if (!started && !socket) {
+      // Never pinned (a manager stopped between starting it and pinning): only a restart makes the
+      // agent the one process in it again. Its files stay; its processes go.
+      this.options.logger.warn({ instance }, 'a running sandbox has no record of its agent socket; restarting it');
+      await this.docker
+        .getContainer(instance)
+        .restart({ t: 10 })
+        .catch((error: unknown) => Promise.reject(new InstanceError(`cannot restart sandbox ${instance}: ${engineMessage(error)}`, { cause: error })));
+    }
+    if (socket) {
+      await this.waitReady(instance, socket);
+      return;
+    }
+    // Just started: its agent is the only process in it until it runs a command for us, so the
+    // socket that answers first is the agent's. It is the one pinned until the instance stops.
+    await this.files.unpin(instance);
+    await this.files.pin(instance, { path, identity: await this.waitReady(instance, { path }) });
   }
 
-  /** Until the agent answers; fails early when the container dies (wrong architecture, no agent). */
-  private async waitReady(instance: string): Promise<void> {
-    const agent = this.agent(instance);
+  /**
+   * Until the agent answers (only on the pinned socket when `socket` has an identity); resolves with
+   * the socket that answered. Fails early when the container dies (wrong architecture, no agent) or
+   * the pinned socket is replaced.
+   */
+  private async waitReady(instance: string, socket: { path: string; identity?: SocketIdentity }): Promise<SocketIdentity> {
+    const agent = this.agent(instance, socket);
     const deadline = Date.now() + (this.options.readyTimeoutMs ?? 30_000);
     let lastError: unknown;
     let nextCheck = Date.now() + 200;
     while (Date.now() < deadline) {
       try {
-        await agent.ping(Math.max(1, Math.min(1000, deadline - Date.now())));
-        return;
+        return await agent.identify(Math.max(1, Math.min(1000, deadline - Date.now())));
       } catch (error) {
+        if (error instanceof AgentSocketReplacedError) throw new InstanceError(`sandbox ${instance} cannot run commands: ${SOCKET_REPLACED}`, { cause: error });
         lastError = error;
       }
       if (Date.now() >= nextCheck) {
@@ -380,9 +455,11 @@ export class ContainerDriver implements SandboxDriver {
     await handle.close();
   }
 
-  private engineInfo(): Promise<{ podman: boolean }> {
-    this.engine ??= this.docker.version().then((version) => ({
+  private engineInfo(): Promise<{ podman: boolean; rootless: boolean }> {
+    this.engine ??= Promise.all([this.docker.version(), this.docker.info() as Promise<{ SecurityOptions?: string[] }>]).then(([version, info]) => ({
       podman: (version.Components ?? []).some((component) => /podman/i.test(component.Name)),
+      // Docker and Podman both list `name=rootless` when the engine runs in a user namespace.
+      rootless: (info.SecurityOptions ?? []).some((option) => option.split(',').includes('name=rootless')),
     }));
     return this.engine;
   }
@@ -399,7 +476,10 @@ export class ContainerDriver implements SandboxDriver {
   }
 
   private createError(spec: InstanceSpec, error: unknown): InstanceError {
-    if (statusOf(error) === 409) return new InstanceError(`sandbox instance ${spec.instance} already exists`, { cause: error });
+    // Docker answers 409; Podman 4.3 a 500 saying the name "is already in use".
+    if (statusOf(error) === 409 || /name .* is already in use/.test(engineMessage(error))) {
+      return new InstanceError(`sandbox instance ${spec.instance} already exists`, { cause: error });
+    }
     if (statusOf(error) === 404) {
       return new InstanceError(`cannot create sandbox ${spec.instance}: image ${spec.image.reference} is not pulled`, { cause: error });
     }

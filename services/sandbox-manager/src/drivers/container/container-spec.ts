@@ -1,21 +1,29 @@
 /**
  * The container a sandbox instance is: its Docker Engine API create body. Isolation first — no
- * network but loopback, no host files but the agent binary and the instance's own run folder,
- * almost no capabilities — with the in-sandbox agent as PID 1.
+ * network but loopback, no host files but the agent binary and the instance's own two folders (its
+ * run folder, read-write, and the host's folder for it, read-only), almost no capabilities — with
+ * the in-sandbox agent as PID 1.
  */
 import { readFileSync } from 'node:fs';
 import type { ContainerCreateOptions } from 'dockerode';
 import { proxyEnvironment } from '../../proxy/proxy-ca.js';
 import type { InstanceSpec } from '../driver.js';
 
-/** Where the agent binary and the run folder appear inside every sandbox. */
+/** Where the agent binary and the instance's folders appear inside every sandbox: all below PLATFORM_MOUNTS. */
+export const PLATFORM_MOUNTS = '/.berth';
 export const AGENT_PATH = '/.berth/bin/sandboxd';
+/** The run folder: the sandbox's to change (the agent makes its socket and CA bundle here). */
 export const RUN_MOUNT = '/.berth/run';
-/** The auth proxy's port on the sandbox's loopback (the agent bridges it to `proxy.sock`). */
-export const PROXY_PORT = 3128;
-/** In the run folder: the proxy's CA (written by the driver) and the image's bundle plus it (by the agent). */
+/** The host's folder for the instance, read-only inside: what the host serves or writes for it. */
+export const HOST_MOUNT = '/.berth/host';
+export const AGENT_SOCKET = 'agent.sock';
+/** In the host's folder: the auth proxy's socket (the agent bridges PROXY_PORT to it) and CA. */
+export const PROXY_SOCKET = 'proxy.sock';
 export const PROXY_CA_FILE = 'proxy-ca.crt';
+/** In the run folder: the image's CA bundle plus the proxy's CA (written by the agent). */
 export const CA_BUNDLE_FILE = 'ca-bundle.crt';
+/** The auth proxy's port on the sandbox's loopback. */
+export const PROXY_PORT = 3128;
 
 export const LABELS = {
   instance: 'berth.dev/sandbox-instance',
@@ -63,11 +71,13 @@ export function canLowerOomScore(): boolean {
 export interface ContainerLayout {
   /** Host path of the agent binary (mounted read-only). */
   agentBinary: string;
-  /** Host path of this instance's run folder. */
+  /** This instance's run folder (mounted read-write): the engine volume's name, or a host path. */
   runFolder: string;
+  /** Host path of the host's folder for this instance (mounted read-only). */
+  readOnlyFolder: string;
   /** Most processes (threads included) one sandbox may run. */
   pidsLimit: number;
-  /** The driver put the proxy's CA in the run folder (PROXY_CA_FILE): sandboxes are told to trust it. */
+  /** The driver put the proxy's CA in the host's folder (PROXY_CA_FILE): sandboxes are told to trust it. */
   proxyCa: boolean;
   /** oom_score_adj of the agent; 0 = the engine's default. */
   oomScoreAdj: number;
@@ -79,7 +89,7 @@ export interface ContainerLayout {
 }
 
 export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayout): ContainerCreateOptions {
-  const caPath = `${RUN_MOUNT}/${PROXY_CA_FILE}`;
+  const caPath = `${HOST_MOUNT}/${PROXY_CA_FILE}`;
   const bundlePath = `${RUN_MOUNT}/${CA_BUNDLE_FILE}`;
   const env: Record<string, string> = {
     ...spec.env,
@@ -89,12 +99,13 @@ export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayo
   return {
     name: spec.instance,
     Image: spec.image.reference,
+    // Its own name: no secret and no authority (the host knows its agent by its socket, not a name).
     Hostname: spec.instance,
     Entrypoint: [
       AGENT_PATH,
-      '--socket', `${RUN_MOUNT}/agent.sock`,
+      '--socket', `${RUN_MOUNT}/${AGENT_SOCKET}`,
       '--proxy-listen', `127.0.0.1:${PROXY_PORT}`,
-      '--proxy-socket', `${RUN_MOUNT}/proxy.sock`,
+      '--proxy-socket', `${HOST_MOUNT}/${PROXY_SOCKET}`,
       ...(layout.proxyCa ? ['--ca-bundle', bundlePath, '--ca-extra', caPath] : []),
     ],
     // The image's CMD would become arguments of the agent.
@@ -108,6 +119,8 @@ export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayo
       Binds: [
         `${layout.agentBinary}:${AGENT_PATH}:ro`,
         `${layout.runFolder}:${RUN_MOUNT}`,
+        // Connecting to a socket on a read-only mount works; replacing or adding a file does not.
+        `${layout.readOnlyFolder}:${HOST_MOUNT}:ro`,
         ...spec.volumes.map((volume) => `${volume.volume}:${volume.mountPath}`),
       ],
       CapDrop: ['ALL'],

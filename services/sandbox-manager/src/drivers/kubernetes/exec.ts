@@ -244,16 +244,39 @@ export class PodProcess implements SandboxProcess {
   }
 }
 
-/** Runs one short command to its end, collecting its output. */
-export async function runToEnd(target: ExecTarget, argv: string[], stdin?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
+/** Output of the helper scripts (write, kill) that is more than they ever print. */
+const SCRIPT_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * Runs one short command to its end, collecting its output; the sandbox decides what the command
+ * prints, so past `maxOutputBytes` (stdout and stderr together) the exec is dropped and `overflowed`
+ * set instead of holding more.
+ */
+export async function runToEnd(
+  target: ExecTarget,
+  argv: string[],
+  options: { stdin?: Buffer; maxOutputBytes?: number } = {},
+): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer; overflowed: boolean }> {
   const stream = await ExecStream.open(target, argv);
+  const limit = options.maxOutputBytes ?? SCRIPT_OUTPUT_BYTES;
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  stream.onOutput((name, chunk) => (name === 'stdout' ? out : err).push(chunk));
-  if (stdin) stream.write(stdin);
+  let size = 0;
+  let overflowed = false;
+  stream.onOutput((name, chunk) => {
+    if (overflowed) return;
+    size += chunk.length;
+    if (size > limit) {
+      overflowed = true;
+      stream.close();
+      return;
+    }
+    (name === 'stdout' ? out : err).push(chunk);
+  });
+  if (options.stdin) stream.write(options.stdin);
   stream.closeStdin();
-  const exitCode = await stream.exitCode;
-  return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  const exitCode = await stream.exitCode.catch((error: unknown) => (overflowed ? -1 : Promise.reject(error)));
+  return { exitCode: overflowed ? -1 : exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err), overflowed };
 }
 
 /** A failed file script as SandboxFileError, by its exit code or what it printed. */
@@ -262,6 +285,13 @@ export function fileError(action: 'read' | 'write', path: string, exitCode: numb
   const kind =
     FILE_EXIT[exitCode] ??
     (/permission denied|read-only file system/i.test(said) ? 'permission_denied' : /no space left/i.test(said) ? 'no_space' : /no such file|not a directory/i.test(said) ? 'not_found' : 'other');
-  const reason = { not_found: 'no such file', is_directory: 'is a directory', permission_denied: 'permission denied', no_space: 'no space left', other: said || `exit code ${exitCode}` }[kind];
+  const reason = {
+    not_found: 'no such file',
+    is_directory: 'is a directory',
+    permission_denied: 'permission denied',
+    no_space: 'no space left',
+    too_large: 'too large',
+    other: said || `exit code ${exitCode}`,
+  }[kind];
   return new SandboxFileError(kind, `could not ${action} ${path}: ${reason}`);
 }

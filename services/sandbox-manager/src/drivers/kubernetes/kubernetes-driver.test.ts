@@ -274,6 +274,17 @@ describe('commands and files', () => {
     expect((await driver.readFile(s.instance, join(dir, 'empty'))).length).toBe(0);
   });
 
+  it('a read holds at most its limit: past it the exec is dropped and the read is too_large', async () => {
+    const dir = fake.exec.scratchDir(NS, s.instance);
+    const limit = 1024 * 1024;
+    await driver.writeFile(s.instance, join(dir, 'at-limit'), randomBytes(limit));
+    expect((await driver.readFile(s.instance, join(dir, 'at-limit'), { maxBytes: limit })).length).toBe(limit);
+    await driver.writeFile(s.instance, join(dir, 'big'), randomBytes(3 * limit));
+    const error = await driver.readFile(s.instance, join(dir, 'big'), { maxBytes: limit }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SandboxFileError);
+    expect(error).toMatchObject({ kind: 'too_large', message: `${join(dir, 'big')}: larger than 1 MiB, the most one read returns` });
+  });
+
   it('tells a missing file from a folder', async () => {
     const dir = fake.exec.scratchDir(NS, s.instance);
     const missing = await driver.readFile(s.instance, join(dir, 'missing')).catch((e: unknown) => e);

@@ -40,9 +40,11 @@ import {
   type Named,
 } from '@berth/kube';
 import {
+  fileTooLarge,
   ImagePullError,
   InstanceError,
   InstanceNotFoundError,
+  MAX_FILE_BYTES,
   type ExecSpec,
   type ImageInfo,
   type ImageSource,
@@ -289,11 +291,12 @@ export class KubernetesDriver implements SandboxDriver {
     return (await findObject(kinds.configMap, instance)) ? { state: 'stopped' } : { state: 'missing' };
   }
 
-  async list(): Promise<string[]> {
+  async list(labels: Record<string, string> = {}): Promise<string[]> {
     const kinds = this.#kinds();
     const names = new Set<string>();
+    const selector = [INSTANCE_SELECTOR, ...Object.entries(labels).map(([key, value]) => `${key}=${labelValue(value)}`)].join(',');
     // Records and pods both: a pod whose record was lost is still ours to find.
-    for (const object of [...(await kinds.configMap.list(INSTANCE_SELECTOR)), ...(await kinds.pod.list(INSTANCE_SELECTOR))]) {
+    for (const object of [...(await kinds.configMap.list(selector)), ...(await kinds.pod.list(selector))]) {
       const name = object.metadata?.labels?.[LABELS.instance];
       if (name) names.add(name);
     }
@@ -336,12 +339,19 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   async writeFile(instance: string, path: string, data: Buffer): Promise<void> {
-    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], data));
+    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], { stdin: data }));
     if (result.exitCode !== 0) throw fileError('write', path, result.exitCode, result.stderr);
   }
 
-  async readFile(instance: string, path: string): Promise<Buffer> {
-    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', READ_SCRIPT, 'berth-read', path]));
+  async readFile(instance: string, path: string, options: { maxBytes?: number } = {}): Promise<Buffer> {
+    const maxBytes = options.maxBytes ?? MAX_FILE_BYTES;
+    const result = await this.#inInstance(instance, () =>
+      // The file's bytes and whatever the sandbox's `cat` says on stderr, which is at most a line.
+      runToEnd(this.#target(instance), ['/bin/sh', '-c', READ_SCRIPT, 'berth-read', path], { maxOutputBytes: maxBytes + 64 * 1024 }),
+    );
+    if (result.overflowed || result.stdout.length > maxBytes) {
+      throw fileTooLarge(path, maxBytes);
+    }
     if (result.exitCode !== 0) throw fileError('read', path, result.exitCode, result.stderr);
     return result.stdout;
   }

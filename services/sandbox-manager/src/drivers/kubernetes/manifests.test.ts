@@ -95,6 +95,10 @@ describe('what a sandbox pod gets', () => {
   const sandbox = pod.containers.find((c) => c.name === SANDBOX_CONTAINER)!;
   const proxy = pod.containers.find((c) => c.name === PROXY_CONTAINER)!;
 
+  it("the sandbox's image is pulled at every start: the registry, not a node's cache, decides who may run it", () => {
+    expect(sandbox.imagePullPolicy).toBe('Always');
+  });
+
   it('the proxy config (header values, CA key) only in the sidecar, never in the sandbox container', () => {
     expect(proxy.volumeMounts).toEqual([{ name: 'proxy-config', mountPath: PROXY_CONFIG_DIR, readOnly: true }]);
     const sandboxVolumes = new Set(sandbox.volumeMounts!.map((m) => m.name));

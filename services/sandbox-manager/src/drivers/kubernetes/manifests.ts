@@ -22,6 +22,7 @@
  */
 import type { V1ConfigMap, V1Container, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
 import { labelValue } from '@berth/kube';
+import { bytesQuantity } from '@berth/quantity';
 import { proxyEnvironment, type PemPair } from '../../proxy/proxy-ca.js';
 import type { SidecarConfigFile } from '../../proxy/sidecar.js';
 import { InstanceError, type EgressPolicy, type ImageInfo, type InstanceSpec, type Resources } from '../driver.js';
@@ -124,15 +125,6 @@ function meta(spec: InstanceSpec, options: ManifestOptions, name: string) {
   return { name, namespace: options.namespace, labels: instanceLabels(spec) };
 }
 
-/** A byte count as a quantity: binary units when exact, else plain bytes. */
-export function bytesQuantity(bytes: number): string {
-  const whole = Math.max(1, Math.round(bytes));
-  for (const [unit, size] of [['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) {
-    if (whole % size === 0) return `${whole / size}${unit}`;
-  }
-  return String(whole);
-}
-
 function resourceList(resources: Resources): Record<string, string> {
   return {
     ...(resources.cpuMillis !== undefined ? { cpu: `${Math.max(1, Math.round(resources.cpuMillis))}m` } : {}),
@@ -222,7 +214,9 @@ export function buildPod(spec: InstanceSpec, options: ManifestOptions, image: Im
         {
           name: SANDBOX_CONTAINER,
           image: spec.image.reference,
-          imagePullPolicy: 'IfNotPresent',
+          // The registry decides at every start, not the node's cache: an image a node pulled with
+          // one tenant's credentials is not run for another tenant's pod without them.
+          imagePullPolicy: 'Always',
           command: IDLE_COMMAND,
           env: sandboxEnv(spec),
           securityContext: CONTAINER_SECURITY,

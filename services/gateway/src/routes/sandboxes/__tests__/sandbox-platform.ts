@@ -24,6 +24,8 @@ export interface PlatformOptions {
   /** Test database name prefix. */
   db: string;
   sandboxes?: Omit<SandboxSettings, 'driver' | 'driverInstance'>;
+  /** Another engine than the test run's (a private one a test stops and starts). */
+  engine?: { socketPath: string; storageQuota: boolean };
 }
 
 export const images = testSandbox();
@@ -36,6 +38,11 @@ export class SandboxPlatform {
   #db!: TestDatabase;
   #runDir = '';
 
+  /** The test database (its `berth_sandbox` schema holds the manager's tables). */
+  get databaseUrl(): string {
+    return this.#db.url;
+  }
+
   private constructor(private readonly options: PlatformOptions) {}
 
   static async start(options: PlatformOptions): Promise<SandboxPlatform> {
@@ -45,7 +52,8 @@ export class SandboxPlatform {
     platform.#runDir = await mkdtemp('/tmp/bsx-');
     platform.manager = await platform.startManager();
     const config = testGatewayConfig(platform.#db.url, '127.0.0.1:1');
-    platform.gateway = await start({ ...config, services: { ...config.services, 'sandbox-manager': platform.manager.address } }, silentLogger());
+    // No control plane: this platform is about sandboxes (its /readyz checks only what runs).
+    platform.gateway = await start({ ...config, services: { 'sandbox-manager': platform.manager.address } }, silentLogger());
     for (const name of ['a', 'b'] as const) {
       const tenant = await platform.gateway.store.createTenant({ name });
       const { key } = await platform.gateway.store.createApiKey({ tenantId: tenant.id, name, role: 'member' });
@@ -66,7 +74,12 @@ export class SandboxPlatform {
         sandboxes: {
           insecureRegistries: [images.registry, images.privateRegistry.host],
           ...this.options.sandboxes,
-          driver: { kind: 'container', socketPath: images.socketPath, runDir: this.#runDir, storageQuota: images.storageQuota ? 'enforce' : 'ignore' },
+          driver: {
+            kind: 'container',
+            socketPath: this.options.engine?.socketPath ?? images.socketPath,
+            runDir: this.#runDir,
+            storageQuota: (this.options.engine ?? images).storageQuota ? 'enforce' : 'ignore',
+          },
         },
       },
       silentLogger(),
@@ -85,14 +98,14 @@ export class SandboxPlatform {
   }
 
   /** A REST call under /api/v2/sandboxes as tenant A (or `key`). */
-  async call(path: string, init: CallInit = {}): Promise<{ status: number; body: Json }> {
+  async call(path: string, init: CallInit = {}): Promise<{ status: number; body: Json; retryAfter: string | null }> {
     const res = await fetch(`${this.gateway.url}/api/v2/sandboxes${path}`, {
       method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
       headers: { 'x-api-key': init.key ?? this.keyA, ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}) },
       body: init.json !== undefined ? JSON.stringify(init.json) : undefined,
     });
     const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, retryAfter: res.headers.get('retry-after') };
   }
 
   /** Creates a template from the test image and waits until it is pulled. */

@@ -1,0 +1,52 @@
+/**
+ * A task of the manager's that runs every `intervalMs` and on demand (the reaper, the reconciler,
+ * the engine check): one run at a time, in order; a failed run is logged and the next comes all the
+ * same. Timers never keep the process alive.
+ */
+import type { Logger } from '@berth/log';
+
+export interface PeriodicOptions {
+  intervalMs: number;
+  logger: Logger;
+  /** For the log line of a failed run, e.g. `sandbox reaper pass`. */
+  what: string;
+}
+
+export class Periodic {
+  #timer: NodeJS.Timeout | undefined;
+  #last: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(
+    private readonly task: () => Promise<unknown>,
+    private readonly options: PeriodicOptions,
+  ) {}
+
+  /** Runs the task once more, after any run in flight; resolves when that run is over. */
+  run(): Promise<void> {
+    this.#last = this.#last
+      .then(() => this.task())
+      .then(
+        () => undefined,
+        (error: unknown) => this.options.logger.error({ err: error }, `${this.options.what} failed`),
+      );
+    return this.#last;
+  }
+
+  /** A run every interval from now on (the first one an interval from now). */
+  start(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      void this.run();
+      this.start();
+    }, this.options.intervalMs);
+    this.#timer.unref();
+  }
+
+  /** No more runs; resolves once the one in flight is over. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#last;
+  }
+}
