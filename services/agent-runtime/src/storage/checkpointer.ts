@@ -26,7 +26,6 @@ import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointM
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { silentLogger, type Logger } from '@berth/log';
 import type pg from 'pg';
-
 import { batchStatement, FENCE_KEY, RunFencedError, type WriteFence, type WriteOp } from './checkpoint-batch.js';
 import { MAX_VALUE_DEPTH, nestedDeeperThan, toJsonb, UnstorableValueError } from './json-codec.js';
 import { backoffMs, isTransientDbError, sleep } from './retry.js';
