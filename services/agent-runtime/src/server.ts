@@ -49,11 +49,14 @@ import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
-import { RunWorker } from './runs/worker.js';
+import { leaseSettings } from './runs/lease.js';
+import { OwnerLiveness } from './runs/liveness.js';
+import { newOwnerId, RunWorker } from './runs/worker.js';
 import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
 import { AssistantStore } from './storage/assistants.js';
 import { BerthPostgresSaver } from './storage/checkpointer.js';
+import { useJsonbCodec } from './storage/json-codec.js';
 import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
@@ -90,10 +93,17 @@ export interface AgentServerConfig {
    */
   workers?: number;
   /**
-   * How long a dead worker's run waits before another worker takes it over.
+   * How long a claim holds a run without renewal: a dead worker's run moves to another worker
+   * after it (see src/runs/lease.ts and docs/deployments.md, "Delivery of runs").
    * @default 5000
    */
   leaseMs?: number;
+  /**
+   * How long past its lease a run stays with a worker that is alive but renews nothing (cut off
+   * from the database, or stalled): the longest database outage a worker rides through.
+   * @default 60_000
+   */
+  leaseHoldMs?: number;
   /**
    * Longest a run may execute before it is stopped with status `timeout`.
    * @default 3_600_000 (1 hour)
@@ -192,10 +202,16 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   };
 
   await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir, log });
-  const pool = createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true, log });
+  // jsonb comes back through the codec that escaped it (strings with U+0000 or lone surrogates).
+  const pool = useJsonbCodec(createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true, log }));
   // Checkpoint writes of async-durability runs go through this one (no wait for the WAL flush).
-  const lazyPool = createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false, log });
-  const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool, { log });
+  const lazyPool = useJsonbCodec(
+    createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false, log }),
+  );
+  const lease = leaseSettings({ ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}), ...(config.leaseHoldMs !== undefined ? { holdMs: config.leaseHoldMs } : {}) });
+  // A run's writes are retried for as long as its worker may hold it without renewing.
+  const retryWritesMs = lease.leaseMs + lease.holdMs;
+  const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool, { log, retryWritesMs });
   const broker = createEventBroker(
     config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: redisKeyPrefix(schema) } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
     { log },
@@ -221,7 +237,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   // Whole-thread checkpoint operations, after the writes a run may still have queued behind. A
   // failed write was logged by the checkpointer and failed its run; the operation goes on.
-  const settled = (threadId: string) => checkpointer.flushThread(threadId).catch(() => undefined);
+  const settled = (threadId: string) => checkpointer.settled(threadId);
   const checkpointRows = {
     async delete(threadId: string) {
       await settled(threadId);
@@ -304,6 +320,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
+  const owner = newOwnerId();
   worker =
     workers > 0
       ? new RunWorker(
@@ -320,16 +337,19 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
               broker,
               log,
               latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId),
+              retryWritesMs,
               ...(tracing ? { tracing } : {}),
             }),
             deleteCheckpoints: checkpointRows.delete,
             deleteCheckpointsAfter: checkpointRows.deleteAfter,
             ...(webhooks ? { webhooks } : {}),
+            owner,
+            liveness: new OwnerLiveness({ connectionString: config.databaseUrl, schema, owner, log }),
             log,
           },
           {
             concurrency: workers,
-            ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
+            ...lease,
             ...(config.runTimeoutMs ? { timeoutMs: config.runTimeoutMs } : {}),
           },
         )

@@ -8,6 +8,8 @@ import { startAgentServer, type AgentServerConfig, type RunningAgentServer } fro
 
 /** The project with every fixture graph (echo, slow, interrupt, subgraph, builder, factory). */
 export const serverProject = fileURLToPath(new URL('../../test-projects/server/langgraph.json', import.meta.url));
+/** The `emit` and `steps` graphs (graph outputs, and executions counted outside Postgres). */
+export const durabilityProject = fileURLToPath(new URL('../../test-projects/durability/langgraph.json', import.meta.url));
 
 export type Msg = { type: string; content: string };
 export const human = (content: string) => ({ messages: [{ role: 'user', content }] });
@@ -36,13 +38,15 @@ const workerScript = fileURLToPath(new URL('./worker-process.ts', import.meta.ur
 
 /**
  * An agent server on the test project in a child process (API + `workers` run slots); resolves once it
- * serves. Its stderr goes to the test's, so a crash after it started shows in the test log.
+ * serves. Its stderr goes to the test's, so a crash after it started shows in the test log; with
+ * `logLevel` its log lines are in its output().
  */
 export async function spawnAgentServer(
   databaseUrl: string,
-  options: { workers?: number; config?: Partial<AgentServerConfig> } = {},
+  options: { workers?: number; configPath?: string; config?: Partial<AgentServerConfig>; logLevel?: 'info' | 'warn' } = {},
 ): Promise<TestChild & { url: string }> {
-  const args = ['--conditions=berth-source', '--import', 'tsx', workerScript, serverProject, databaseUrl, String(options.workers ?? 2), JSON.stringify(options.config ?? {})];
+  const args = ['--conditions=berth-source', '--import', 'tsx', workerScript, options.configPath ?? serverProject, databaseUrl, String(options.workers ?? 2), JSON.stringify(options.config ?? {})];
+  if (options.logLevel) args.push(options.logLevel);
   const started = spawnTestChild(process.execPath, args, { env: process.env, stderr: 'inherit' });
   try {
     const [, url] = await started.waitForOutput(/ready (\S+)/);

@@ -7,6 +7,8 @@ import type { EventBroker } from '@berth/broker';
 import type { Logger } from '@berth/log';
 import type { LoadedGraph } from '../project/index.js';
 import type { Assistant } from '../storage/assistants.js';
+import { FENCE_KEY, RunFencedError, type WriteFence } from '../storage/checkpoint-batch.js';
+import { retryTransient } from '../storage/retry.js';
 import type { Run } from '../storage/runs.js';
 import type { RunTracing } from '../tracing/run-tracing.js';
 import type { Json, JsonObject } from '../storage/sql.js';
@@ -58,6 +60,12 @@ export interface ExecutorDeps {
   log: Logger;
   /** Traces every run (a tracer callback per run); none: runs are not traced. */
   tracing?: RunTracing;
+  /**
+   * How long the run's events, and its last read of the state, are retried while the database is
+   * unreachable (the worker holds the run that long; the lease's abort ends it sooner).
+   * @default 65_000
+   */
+  retryWritesMs?: number;
 }
 
 /** Thrown into the graph's signal when a client cancels the run. */
@@ -79,6 +87,7 @@ export class RunExecutor {
   async execute(run: Run, assistant: Assistant, signal: AbortSignal): Promise<RunOutcome> {
     const { broker } = this.deps;
     const kwargs = run.kwargs;
+    const stop = new AbortController();
     const configurable = {
       ...((assistant.config.configurable as JsonObject | undefined) ?? {}),
       ...((kwargs.config?.configurable as JsonObject | undefined) ?? {}),
@@ -88,6 +97,8 @@ export class RunExecutor {
       graph_id: assistant.graph_id,
       assistant_id: assistant.assistant_id,
       ...(kwargs.checkpoint_id ? { checkpoint_id: kwargs.checkpoint_id } : {}),
+      // The checkpointer writes only while this attempt holds the run (see checkpoint-batch.ts).
+      [FENCE_KEY]: { runId: run.run_id, attempt: run.attempt } satisfies WriteFence,
     };
     const requested = kwargs.stream_mode.length ? kwargs.stream_mode : ['values'];
     const config = {
@@ -96,7 +107,12 @@ export class RunExecutor {
       recursionLimit: (kwargs.config?.recursion_limit as number | undefined) ?? (assistant.config.recursion_limit as number | undefined) ?? 25,
       tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
       metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
-      signal,
+      // A failure on this side of the stream (an event that cannot be published or sent) stops
+      // the graph through this signal, so that it ends its runs (and their traces) as failed.
+      signal: AbortSignal.any([signal, stop.signal]),
+      // The root run of the trace is the run itself (its id), as the LangGraph API records it: an
+      // attempt that takes the run over adds to that trace instead of starting another.
+      runId: run.run_id,
       // The trace's root run is LangGraph's (named "LangGraph", as the anchor's traces and streamed
       // events are); its metadata (above) names the graph, assistant, thread and run.
       ...(this.deps.tracing ? { callbacks: this.deps.tracing.handlers() } : {}),
@@ -109,7 +125,8 @@ export class RunExecutor {
       ...(kwargs.durability ? { durability: kwargs.durability } : {}),
     };
     const graph = await this.deps.graph(assistant.graph_id).getGraph(config, { checkpointer: this.deps.checkpointer, store: this.deps.store });
-    const events = new EventPipe(broker, run.run_id);
+    const retryWritesMs = this.deps.retryWritesMs ?? 65_000;
+    const events = new EventPipe(broker, run.run_id, { retryMs: retryWritesMs, signal });
     events.push('metadata', { run_id: run.run_id, attempt: run.attempt });
 
     const translator = new StreamTranslator(requested);
@@ -122,38 +139,51 @@ export class RunExecutor {
     try {
       const input = await this.input(run);
       for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
-        if (mode === 'events') {
-          events.push('events', data);
-          continue;
+        if (stop.signal.aborted) continue; // the graph is stopping: its last chunks go nowhere
+        try {
+          if (mode === 'events') {
+            events.push('events', data);
+            continue;
+          }
+          if (namespace.length === 0) {
+            if (mode === 'values') seen.output = data;
+            if (isInterruptChunk(data)) seen.interrupted = true;
+            else if (mode === 'values') seen.values = data;
+          }
+          if (namespace.length && !kwargs.stream_subgraphs) continue;
+          for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
+        } catch (error) {
+          stop.abort(error);
         }
-        if (namespace.length === 0) {
-          if (mode === 'values') seen.output = data;
-          if (isInterruptChunk(data)) seen.interrupted = true;
-          else if (mode === 'values') seen.values = data;
-        }
-        if (namespace.length && !kwargs.stream_subgraphs) continue;
-        for (const event of translator.translate(namespace, mode as never, data)) events.push(event.event, event.data);
       }
+      if (stop.signal.aborted) throw stop.signal.reason;
       // The run's checkpoints may have been written behind: it ends once they are all saved. Its
       // events are published meanwhile (a publishing failure surfaces at the final flush below).
       await Promise.all([this.deps.checkpointer.flushThread?.(run.thread_id), events.flush().catch(() => undefined)]);
     } catch (error) {
-      failure = error;
+      failure = stop.signal.aborted && !signal.aborted ? stop.signal.reason : error;
     } finally {
       releaseDurability?.();
       releaseEmpty?.();
     }
     if (failure) await this.deps.checkpointer.flushThread?.(run.thread_id).catch(() => undefined);
-    if (failure && signal.aborted) {
+    // Cancelled, timed out, lease lost — or another attempt holds the run: nothing more of this
+    // attempt is recorded (the worker decides what its end is).
+    if (failure && (signal.aborted || failure instanceof RunFencedError)) {
       await events.flush().catch(() => undefined);
-      throw signal.reason ?? failure;
+      throw signal.aborted ? (signal.reason ?? failure) : failure;
     }
 
     const state =
       // A run that ran to its end: its last values are the thread's state, no need to read it back.
       !failure && seen.values !== undefined && !seen.interrupted && !kwargs.interrupt_before && !kwargs.interrupt_after
         ? { values: seen.values, tasks: [], next: [] }
-        : await graph.getState({ configurable: { thread_id: run.thread_id } });
+        : await retryTransient('reading the state at the end of the run', () => graph.getState({ configurable: { thread_id: run.thread_id } }), {
+            until: Date.now() + retryWritesMs,
+            log: this.deps.log,
+            context: { runId: run.run_id },
+            stopped: () => signal.aborted,
+          });
     const interrupts: JsonObject = {};
     for (const task of state.tasks ?? []) {
       if (task.interrupts?.length) interrupts[task.id] = toWire(task.interrupts) as Json;
@@ -191,7 +221,7 @@ export class RunExecutor {
       return;
     }
     const rootRunId = (config.metadata as { run_id: string }).run_id;
-    for await (const raw of graph.streamEvents(input, { ...config, version: 'v2', runId: rootRunId })) {
+    for await (const raw of graph.streamEvents(input, { ...config, version: 'v2' })) {
       const event = raw as { event: string; run_id: string; tags?: string[]; data?: { chunk?: unknown } };
       if (event.tags?.includes('langsmith:hidden')) continue;
       if (event.event === 'on_chain_stream' && event.run_id === rootRunId && Array.isArray(event.data?.chunk)) {

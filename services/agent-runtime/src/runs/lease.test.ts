@@ -1,7 +1,8 @@
 /**
  * A worker that loses a run's lease stops executing the run and says so, so the run is not
- * executed twice: when another worker holds the lease, and when the lease ran out because the
- * worker could not renew it. Real Postgres; the lease is taken or stalled in the database.
+ * executed twice; a worker that merely cannot renew it for a while (the database is away) keeps
+ * it and renews it afterwards. Real Postgres; the lease is taken or stalled in the database. (The
+ * timing of a lease that cannot be renewed for longer than lease + hold: run-lease.test.ts.)
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
@@ -74,10 +75,10 @@ it('stops a run whose lease another worker took, logs `lease lost`, and leaves t
   expect(leaseLost(runId)).toHaveLength(1);
 }, 30_000);
 
-it('stops a run whose lease it could not renew before it expired, logging each failed renewal', async () => {
-  const runId = await startSlowRun(3000);
+it('keeps a run whose lease it cannot renew for longer than the lease, and renews it once the database answers', async () => {
+  const runId = await startSlowRun(4000);
   // The run's row is locked (as by a stalled transaction): renewals wait, and are cut off as a
-  // broken connection would fail them.
+  // broken connection would fail them, for one and a half leases.
   const locker = await sql.connect();
   const stalledAt = Date.now();
   try {
@@ -89,26 +90,21 @@ it('stops a run whose lease it could not renew before it expired, logging each f
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE runs SET lease_expires_at%'`,
         );
-        return leaseLost(runId);
+        return Date.now() - stalledAt;
       },
-      (l) => l.length > 0,
-      5_000,
+      (ms) => ms > LEASE_MS * 1.5,
+      10_000,
     );
   } finally {
     await locker.query('ROLLBACK');
     locker.release();
   }
-  const [line] = leaseLost(runId);
-  expect(line).toMatchObject({ level: 50, reason: 'expired' });
-  // Lost when the lease ran out (it was last renewed at most a third of a lease before the stall), not later.
-  expect(Date.now() - stalledAt).toBeGreaterThanOrEqual(LEASE_MS * (2 / 3) - 50);
-  expect(Date.now() - stalledAt).toBeLessThan(LEASE_MS + 1000);
-  const failures = logs.lines().filter((l) => l.runId === runId && l.msg === 'run lease renewal failed');
-  expect(failures.length).toBeGreaterThan(0);
+  const failures = logs.lines().filter((l) => l.runId === runId && String(l.msg).startsWith('run lease renewal failed'));
   expect(failures[0]).toMatchObject({ level: 40, err: { message: expect.stringMatching(/terminat/) } });
+  await until(async () => logs.lines().filter((l) => l.runId === runId && l.msg === 'run lease renewed again'), (l) => l.length > 0, 5_000);
 
-  // The run is taken over (its lease has expired) and completes once, on its second attempt.
+  // The run went on and completes on its first attempt; nothing was lost or taken over.
   const done = await until(() => runRow(runId), (r) => r.status === 'success', 15_000);
-  expect(done).toEqual({ status: 'success', attempt: 2, lease_owner: null });
-  expect(leaseLost(runId)).toHaveLength(1);
+  expect(done).toEqual({ status: 'success', attempt: 1, lease_owner: null });
+  expect(leaseLost(runId)).toHaveLength(0);
 }, 30_000);

@@ -1,12 +1,79 @@
 /**
- * The lease a worker holds on a run while it executes it (runs.lease_owner / lease_expires_at).
- * Another worker takes a run over once its lease has expired, so a worker that cannot renew its
- * lease in time, or finds it taken, must stop executing the run: otherwise the run executes twice.
+ * Leases on runs: who may execute a run, and when another worker may take it over. The rules, in
+ * one place (docs/deployments.md, "Delivery of runs", says what they guarantee):
+ *
+ * - A claim holds a run for `leaseMs` (runs.lease_expires_at, database time) and increments its
+ *   `attempt`, the fencing token: every write of the run (renewals, checkpoint writes, its end)
+ *   names the attempt and is refused once another claim took the run.
+ * - The holder renews the lease every third of `leaseMs`. When it cannot (the database is away),
+ *   it goes on executing, keeps what the run produces (its writes are retried) and renews once the
+ *   database is back. It gives the run up only when a renewal finds it taken, or when it has been
+ *   unable to renew for `leaseMs + holdMs` — after which others may take the run anyway.
+ * - Another worker takes an expired lease over at once when the holder is dead — the holder's
+ *   liveness session (liveness.ts) is gone — and after `holdMs` more when the holder still looks
+ *   alive but renews nothing (stalled, or cut off from the database with its session open).
+ * - A worker takes no run over before its own liveness session has been up for `takeoverGraceMs`:
+ *   after an outage of the database every worker reconnects at about the same time, and the live
+ *   holders renew their leases (and their liveness) before anyone may take their runs.
+ *
+ * The timing is the RunLease class below (per run) with an injectable clock; the SQL of the
+ * takeover rule is {@link takeoverCondition} with the functions of migration 0008.
  */
 import type { Logger } from '@berth/log';
-import type { RunStore } from '../storage/runs.js';
 
-/** Why a worker stopped executing a run: its lease was taken over, or expired without a renewal. */
+export interface LeaseOptions {
+  /**
+   * How long a claim holds a run without a renewal; a dead worker's runs move after it.
+   * @default 5000
+   */
+  leaseMs?: number;
+  /**
+   * How long a worker must have been connected (its liveness session up) before it takes over
+   * another worker's run; at least a lease, so that after an outage the live holders renew first.
+   * @default leaseMs
+   */
+  takeoverGraceMs?: number;
+  /**
+   * How long past its lease a run stays with a holder that is alive but renews nothing (cut off
+   * from the database, or stalled): the longest database outage a worker rides through.
+   * @default 60_000
+   */
+  holdMs?: number;
+}
+
+export type LeaseSettings = Required<LeaseOptions>;
+
+export function leaseSettings(options: LeaseOptions = {}): LeaseSettings {
+  const leaseMs = options.leaseMs ?? 5000;
+  return { leaseMs, takeoverGraceMs: options.takeoverGraceMs ?? leaseMs, holdMs: options.holdMs ?? 60_000 };
+}
+
+/**
+ * SQL condition: the run row `row` (columns status, lease_owner, lease_expires_at) may be taken
+ * over now, by a worker allowed to (`$takeover`, see OwnerLiveness.mayTakeOver), with `$holdMs`.
+ */
+export function takeoverCondition(row: string, takeover: string, holdMs: string): string {
+  return `(${row}.status = 'running' AND ${takeover} AND ${row}.lease_expires_at < now()
+    AND (NOT lease_owner_alive(${row}.lease_owner) OR ${row}.lease_expires_at < now() - make_interval(secs => ${holdMs}::double precision / 1000)))`;
+}
+
+/** Time and timers, injectable for tests. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  /** Runs `fn` after the I/O callbacks already due (setImmediate). */
+  defer(fn: () => void): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  defer: (fn) => void setImmediate(fn),
+};
+
+/** Why a worker stopped executing a run: its lease was taken over, or it could not renew it in time. */
 export class RunLeaseLostError extends Error {
   constructor(
     readonly runId: string,
@@ -15,86 +82,123 @@ export class RunLeaseLostError extends Error {
     super(
       reason === 'taken'
         ? `lease lost on run ${runId}: another worker holds it (or it ended) — it finishes the run`
-        : `lease lost on run ${runId}: it could not be renewed before it expired — another worker takes the run over`,
+        : `lease lost on run ${runId}: it could not be renewed for longer than the lease and the hold period — another worker takes the run over`,
     );
     this.name = 'RunLeaseLostError';
   }
 }
 
+/** What a renewal found: whether this attempt still holds the run, and a cancel asked for meanwhile. */
+export interface Renewal {
+  held: boolean;
+  cancel?: 'interrupt' | 'rollback';
+}
+
 export interface RunLeaseOptions {
-  runs: Pick<RunStore, 'heartbeat'>;
   runId: string;
   owner: string;
-  leaseMs: number;
+  settings: Pick<LeaseSettings, 'leaseMs' | 'holdMs'>;
+  /** Extends the lease in the database (RunStore.heartbeat of this attempt). */
+  renew(): Promise<Renewal>;
   log: Logger;
   /** Called once when the lease is lost: the run's execution must stop. */
   onLost(error: RunLeaseLostError): void;
   /** A cancellation recorded in the database (by an API process that could not message this one). */
   onCancel(action: 'interrupt' | 'rollback'): void;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 /**
- * Renews a run's lease every third of its duration. Each renewal that fails is logged; when none
- * has succeeded by the time the lease runs out (by this process's clock, counted from when the
- * last successful renewal was sent), the lease counts as lost.
+ * Renews a run's lease every third of its duration. A renewal that fails is logged and the run
+ * goes on; the lease counts as lost when a renewal finds the run taken, or when none has succeeded
+ * for `leaseMs + holdMs` (by this process's clock, from when the last successful one was sent).
  */
 export class RunLease {
   readonly #options: RunLeaseOptions;
+  readonly #clock: Clock;
   readonly #log: Logger;
-  #expiresAt: number;
+  /** When the last successful renewal (or the claim) was sent. */
+  #confirmedAt: number;
   #renewing = false;
   #failures = 0;
   #stopped = false;
-  readonly #ticker: NodeJS.Timeout;
-  #watchdog: NodeJS.Timeout;
+  #lost: RunLeaseLostError | undefined;
+  #ticker: unknown;
+  #watchdog: unknown;
 
   /** @param acquiredAt - when the claim that took the lease was sent (ms since the epoch). */
   constructor(options: RunLeaseOptions, acquiredAt: number) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#log = options.log.child({ runId: options.runId, owner: options.owner });
-    this.#expiresAt = acquiredAt + options.leaseMs;
+    this.#confirmedAt = acquiredAt;
     this.#watchdog = this.#arm();
-    // #renew handles its errors (logged, and the watchdog counts the missed renewals).
-    this.#ticker = setInterval(() => void this.#renew(), Math.max(200, Math.floor(options.leaseMs / 3)));
+    this.#tick();
+  }
+
+  /** Set once the lease is lost. */
+  get lost(): RunLeaseLostError | undefined {
+    return this.#lost;
   }
 
   /** Stops renewing (the run has ended here); the lease is released by completing the run. */
   stop(): void {
     this.#stopped = true;
-    clearInterval(this.#ticker);
-    clearTimeout(this.#watchdog);
+    this.#clock.clearTimeout(this.#ticker);
+    this.#clock.clearTimeout(this.#watchdog);
   }
 
-  #arm(): NodeJS.Timeout {
+  get #every(): number {
+    return Math.max(200, Math.floor(this.#options.settings.leaseMs / 3));
+  }
+
+  get #deadline(): number {
+    const { leaseMs, holdMs } = this.#options.settings;
+    return this.#confirmedAt + leaseMs + holdMs;
+  }
+
+  #tick(): void {
+    this.#ticker = this.#clock.setTimeout(() => {
+      if (this.#stopped) return;
+      // #renew handles its errors (logged, and the watchdog counts the time without a renewal).
+      void this.#renew();
+      this.#tick();
+    }, this.#every);
+  }
+
+  #arm(): unknown {
     // After a stalled event loop, due timers run before the I/O that arrived meanwhile: the check
-    // waits one turn (setImmediate runs after I/O callbacks) so that a renewal already answered counts.
-    return setTimeout(() => setImmediate(() => this.#expire()), Math.max(0, this.#expiresAt - Date.now()));
+    // waits one turn so that a renewal already answered counts.
+    return this.#clock.setTimeout(() => this.#clock.defer(() => this.#expire()), Math.max(0, this.#deadline - this.#clock.now()));
   }
 
   #expire(): void {
-    if (Date.now() >= this.#expiresAt) this.#lose('expired');
+    if (this.#stopped) return;
+    if (this.#clock.now() >= this.#deadline) this.#lose('expired');
+    else this.#watchdog = this.#arm();
   }
 
   async #renew(): Promise<void> {
     // A renewal still waiting for the database is not doubled; the watchdog covers a stuck one.
     if (this.#renewing || this.#stopped) return;
     this.#renewing = true;
-    const sentAt = Date.now();
-    const { runs, runId, owner, leaseMs } = this.#options;
+    const sentAt = this.#clock.now();
     try {
-      const { held, cancel } = await runs.heartbeat(runId, owner, leaseMs);
+      const { held, cancel } = await this.#options.renew();
       if (this.#stopped) return;
       if (!held) return this.#lose('taken');
-      if (this.#failures > 0) this.#log.info({ failures: this.#failures }, 'run lease renewed again');
+      if (this.#failures > 0) this.#log.info({ failures: this.#failures, unconfirmedMs: sentAt - this.#confirmedAt }, 'run lease renewed again');
       this.#failures = 0;
-      this.#expiresAt = sentAt + leaseMs;
-      clearTimeout(this.#watchdog);
-      this.#watchdog = this.#arm();
+      this.#confirmedAt = sentAt;
       if (cancel) this.#options.onCancel(cancel);
     } catch (error) {
       if (this.#stopped) return;
       this.#failures += 1;
-      this.#log.warn({ err: error, failures: this.#failures, expiresInMs: this.#expiresAt - Date.now() }, 'run lease renewal failed');
+      // Once per outage at warn level, then quietly: a minute of failures is hundreds of lines.
+      const line = { err: error, failures: this.#failures, expiresInMs: this.#deadline - this.#clock.now() };
+      if (this.#failures === 1) this.#log.warn(line, 'run lease renewal failed: the run goes on, and the lease is renewed once the database answers');
+      else this.#log.debug(line, 'run lease renewal failed');
     } finally {
       this.#renewing = false;
     }
@@ -103,8 +207,8 @@ export class RunLease {
   #lose(reason: 'taken' | 'expired'): void {
     if (this.#stopped) return;
     this.stop();
-    const error = new RunLeaseLostError(this.#options.runId, reason);
+    this.#lost = new RunLeaseLostError(this.#options.runId, reason);
     this.#log.error({ reason, failedRenewals: this.#failures }, 'lease lost: stopping the run here');
-    this.#options.onLost(error);
+    this.#options.onLost(this.#lost);
   }
 }

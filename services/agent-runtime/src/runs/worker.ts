@@ -8,26 +8,30 @@ import type { EventBroker } from '@berth/broker';
 import { NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import { JobWorker, type QueueBackendConfig } from '@berth/queue';
-import type { ClaimedRun, Run, RunResult, RunStore } from '../storage/runs.js';
+import type { ClaimedRun, Run, RunResult, RunStore, Takeover } from '../storage/runs.js';
+import { RunFencedError } from '../storage/checkpoint-batch.js';
+import { retryTransient } from '../storage/retry.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
 import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor.js';
-import { RunLease, RunLeaseLostError } from './lease.js';
+import { leaseSettings, RunLease, RunLeaseLostError, type LeaseOptions, type LeaseSettings } from './lease.js';
+import type { OwnerLiveness } from './liveness.js';
+import { recordEnd, UNSTORABLE } from './run-end.js';
 import type { RunEnd, WebhookDelivery } from './webhooks.js';
 
-export interface RunWorkerOptions {
+export interface RunWorkerOptions extends LeaseOptions {
   /**
    * Runs executed at the same time by this worker.
    * @default 10
    */
   concurrency?: number;
   /**
-   * How long a run stays held without a heartbeat; after a crash another worker takes it over
-   * once this has passed.
-   * @default 5000
+   * Executions of a run at most: a run whose workers died this many times (taken over each time)
+   * ends `error` instead of executing again.
+   * @default 3
    */
-  leaseMs?: number;
+  maxAttempts?: number;
   /**
    * Runs accepted in this process beyond `concurrency`, waiting in memory for a free slot instead
    * of taking the queue's round trips (they stay `pending` in the database: if this process dies,
@@ -62,6 +66,17 @@ export class RunTimeoutError extends Error {
   }
 }
 
+/** How an execution ended: an outcome, or a cancel. */
+interface Ended {
+  outcome?: RunOutcome;
+  cancelled?: RunCancelledError;
+  timedOut?: boolean;
+}
+
+function failedOutcome(error: { error: string; message: string }): RunOutcome {
+  return { status: 'error', interrupted: false, values: null, output: null, interrupts: {}, error };
+}
+
 /** A run claimed before the worker got it (by the statement that created it), and when its slot was taken. */
 interface ClaimedBefore {
   claimed: ClaimedRun;
@@ -81,12 +96,19 @@ export interface RunWorkerDeps {
   deleteCheckpointsAfter(threadId: string, checkpointId: string | null): Promise<void>;
   /** Sends the webhook of a run that names one; unset when this server has no signing secret. */
   webhooks?: Pick<WebhookDelivery, 'send'>;
+  /** This process's liveness session, for `owner` (see liveness.ts); started and closed by the worker. */
+  liveness: Pick<OwnerLiveness, 'start' | 'close' | 'mayTakeOver'>;
+  /** The lease owner id of this process (the liveness session's). */
+  owner: string;
   log: Logger;
 }
 
+/** A new lease owner id for a worker process. */
+export const newOwnerId = (): string => `worker-${randomUUID()}`;
+
 export class RunWorker {
-  private readonly owner = `worker-${randomUUID()}`;
-  private readonly leaseMs: number;
+  private readonly owner: string;
+  private readonly lease: LeaseSettings;
   private jobs?: JobWorker<typeof runJobs>;
   private local = 0;
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
@@ -100,10 +122,12 @@ export class RunWorker {
   private readonly outcomes = new Map<string, { promise: Promise<RunResult | undefined>; settle(result: RunResult | undefined): void }>();
 
   constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
-    this.leaseMs = options.leaseMs ?? 5000;
+    this.owner = deps.owner;
+    this.lease = leaseSettings(options);
   }
 
   async start(): Promise<void> {
+    await this.deps.liveness.start();
     this.jobs = new JobWorker(runJobs, RUN_QUEUE, this.deps.queue, {
       'run.execute': ({ run_id }) => this.handle(run_id),
       'thread.delete': ({ thread_id }) => this.deleteTemporaryThread(thread_id),
@@ -112,8 +136,14 @@ export class RunWorker {
       log: this.deps.log,
     });
     await this.jobs.ready();
-    this.sweeper = setInterval(() => void this.sweep(), this.leaseMs);
+    // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
+    this.sweeper = setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
     this.sweeper.unref();
+  }
+
+  /** Whether this worker may take other workers' runs over now (see lease.ts). */
+  private takeover(): Takeover {
+    return { allowed: this.deps.liveness.mayTakeOver(this.lease.takeoverGraceMs), holdMs: this.lease.holdMs };
   }
 
   /**
@@ -138,6 +168,7 @@ export class RunWorker {
     const closed = this.jobs?.close();
     if (drainMs === undefined) {
       await closed;
+      this.deps.liveness.close();
       return;
     }
     const executing = this.local === 0 ? undefined : new Promise<void>((resolve) => (this.idle = resolve));
@@ -148,6 +179,8 @@ export class RunWorker {
     ]);
     clearTimeout(timer);
     if (!drained) this.deps.log.warn({ drainMs }, 'runs still executing after the drain: another worker takes them over');
+    // Last: while it is open, other workers leave the runs still held here alone for the hold period.
+    this.deps.liveness.close();
   }
 
   /**
@@ -178,7 +211,7 @@ export class RunWorker {
     const reservedAt = Date.now();
     return {
       owner: this.owner,
-      leaseMs: this.leaseMs,
+      leaseMs: this.lease.leaseMs,
       start: (claimed) => {
         if (used) return;
         used = true;
@@ -235,7 +268,7 @@ export class RunWorker {
 
   private async sweep(): Promise<void> {
     try {
-      for (const runId of await this.deps.runs.orphaned()) await this.deps.dispatcher.dispatch(runId);
+      for (const runId of await this.deps.runs.orphaned(this.takeover())) await this.deps.dispatcher.dispatch(runId);
     } catch (error) {
       this.deps.log.warn({ err: error }, 'run sweep failed');
     }
@@ -250,7 +283,7 @@ export class RunWorker {
   private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedBefore): Promise<void> {
     const { runs, broker, log } = this.deps;
     const claimedAt = claimedBefore?.at ?? Date.now();
-    const claimed = claimedBefore?.claimed ?? (await runs.claim(runId, this.owner, this.leaseMs));
+    const claimed = claimedBefore?.claimed ?? (await runs.claim(runId, this.owner, this.lease.leaseMs, this.takeover()));
     if (!claimed) {
       const pending = await runs.getById(runId);
       // Not due yet: come back when it is. Blocked behind another run: that run's end dispatches it.
@@ -265,89 +298,124 @@ export class RunWorker {
     if (claimed.cancel) controller.abort(new RunCancelledError(claimed.cancel));
     const stopControl = await broker.onControl(runId, (message) => controller.abort(new RunCancelledError(message.action)));
     // Losing the lease aborts the graph: the worker that takes the run over executes it instead.
+    // It is renewed until the run's end is recorded (which may wait for the database).
     const lease = new RunLease(
       {
-        runs,
         runId,
         owner: this.owner,
-        leaseMs: this.leaseMs,
+        settings: this.lease,
+        renew: () => runs.heartbeat(runId, this.owner, run.attempt, this.lease.leaseMs),
         log,
         onLost: (error) => controller.abort(error),
         onCancel: (action) => controller.abort(new RunCancelledError(action)),
       },
       claimedAt,
     );
-    const timeoutMs = this.options.timeoutMs ?? 3_600_000;
-    const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
-    let outcome: RunOutcome | undefined;
-    let cancelled: RunCancelledError | undefined;
-    let timedOut: RunTimeoutError | undefined;
     try {
-      if (!assistant) throw new NotFoundError(`Assistant ${run.assistant_id} not found`);
-      outcome = await this.deps.executor.execute(run, assistant, controller.signal);
-    } catch (error) {
-      if (error instanceof RunCancelledError) cancelled = error;
-      else if (error instanceof RunTimeoutError) {
-        timedOut = error;
-        const message = { error: error.name, message: error.message };
-        await this.publishError(runId, message);
-        outcome = { status: 'error', interrupted: false, values: null, output: null, interrupts: {}, error: message };
-      } else if (controller.signal.reason instanceof RunLeaseLostError) return; // logged by the lease; the new holder finishes the run
-      else {
-        log.error({ err: error, runId }, 'run crashed');
-        const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
-        await this.publishError(runId, message);
-        outcome = { status: 'error', interrupted: false, values: null, output: null, interrupts: {}, error: message };
-      }
+      const maxAttempts = this.options.maxAttempts ?? 3;
+      const ended =
+        run.attempt > maxAttempts
+          ? await this.abandon(run, maxAttempts)
+          : await this.executeClaimed(run, assistant, controller);
+      if (ended && !lease.lost) await this.finish(run, ended, report, claimedAt, lease);
     } finally {
       lease.stop();
-      clearTimeout(deadline);
       await stopControl();
     }
-    await this.finish(run, outcome, cancelled, timedOut !== undefined, report, claimedAt);
   }
 
-  private async finish(
-    run: Run,
-    outcome: RunOutcome | undefined,
-    cancelled: RunCancelledError | undefined,
-    timedOut: boolean,
-    report: (result: RunResult) => void,
-    startedAt: number,
-  ): Promise<void> {
-    const { runs, broker, dispatcher } = this.deps;
+  /** Executes a claimed run; undefined when it stopped because its lease was lost. */
+  private async executeClaimed(run: Run, assistant: ClaimedRun['assistant'], controller: AbortController): Promise<Ended | undefined> {
+    const { log } = this.deps;
+    const runId = run.run_id;
+    const timeoutMs = this.options.timeoutMs ?? 3_600_000;
+    const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
+    try {
+      if (!assistant) throw new NotFoundError(`Assistant ${run.assistant_id} not found`);
+      return { outcome: await this.deps.executor.execute(run, assistant, controller.signal) };
+    } catch (error) {
+      if (error instanceof RunCancelledError) return { cancelled: error };
+      if (error instanceof RunTimeoutError) {
+        const message = { error: error.name, message: error.message };
+        await this.publishError(runId, message);
+        return { outcome: failedOutcome(message), timedOut: true };
+      }
+      if (controller.signal.reason instanceof RunLeaseLostError) return undefined; // logged by the lease; the new holder finishes the run
+      if (error instanceof RunFencedError) {
+        log.warn({ runId, attempt: run.attempt }, 'lease lost: another attempt holds the run, this one stops');
+        return undefined;
+      }
+      log.error({ err: error, runId }, 'run crashed');
+      const message = { error: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
+      await this.publishError(runId, message);
+      return { outcome: failedOutcome(message) };
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  /** A run taken over too often: it ends `error` without executing again. */
+  private async abandon(run: Run, maxAttempts: number): Promise<Ended> {
+    const message = {
+      error: 'RunAbandonedError',
+      message: `the run was started ${maxAttempts} times and its worker stopped each time (it died or lost its lease): it is not executed again`,
+    };
+    this.deps.log.error({ runId: run.run_id, attempt: run.attempt, maxAttempts }, 'run abandoned');
+    await this.publishError(run.run_id, message);
+    return { outcome: failedOutcome(message) };
+  }
+
+  private async finish(run: Run, ended: Ended, report: (result: RunResult) => void, startedAt: number, lease: RunLease): Promise<void> {
+    const { runs, broker, dispatcher, log } = this.deps;
+    const { outcome, cancelled, timedOut } = ended;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;
+    // Writes around the run's end are retried through an outage of the database too.
+    const retry = <T>(what: string, fn: () => Promise<T>) =>
+      retryTransient(what, fn, { until: Date.now() + this.lease.holdMs, log, context: { runId: run.run_id }, stopped: () => lease.lost !== undefined });
     // While this run is unfinished no other run of the thread can start: undo a rollback first.
-    if (cancelled?.action === 'rollback') await this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id));
-    const { finished, nextRunId } = await runs.complete({
-      runId: run.run_id,
-      owner: this.owner,
-      status,
-      output: outcome?.output ?? null,
-      failed: outcome?.status === 'error',
-      interrupted: outcome?.interrupted ?? false,
-      // A run that crashed or timed out has no final values: the thread keeps its last ones.
-      ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
-      error: outcome?.error ?? null,
-    });
+    if (cancelled?.action === 'rollback') {
+      await retry('rolling the run back', async () => this.deps.deleteCheckpointsAfter(run.thread_id, await runs.startCheckpoint(run.run_id)));
+    }
+    const recorded = await recordEnd(
+      runs,
+      log,
+      {
+        runId: run.run_id,
+        owner: this.owner,
+        attempt: run.attempt,
+        status,
+        output: outcome?.output ?? null,
+        failed: outcome?.status === 'error',
+        interrupted: outcome?.interrupted ?? false,
+        // A run that crashed or timed out has no final values: the thread keeps its last ones.
+        ...(outcome && outcome.values !== null ? { values: outcome.values, interrupts: outcome.interrupts } : {}),
+        error: outcome?.error ?? null,
+      },
+      () => lease.lost !== undefined,
+    );
+    lease.stop();
     const endedAt = new Date();
-    if (!finished) {
-      // Its lease expired while it ended (or was taken over): the new holder's outcome stands.
-      this.deps.log.warn({ runId: run.run_id, status }, 'lease lost: the run ended here after another worker took it over; this outcome is discarded');
+    if (!recorded.finished) {
+      // Its lease was lost while it ended (or it was taken over): the new holder's outcome stands.
+      log.warn({ runId: run.run_id, status }, 'lease lost: the run ended here after another worker took it over; this outcome is discarded');
       return;
     }
-    if (cancelled?.action === 'rollback') await runs.remove(run.run_id);
-    else report({ status, output: outcome?.output ?? null });
-    await broker.end(run.run_id);
+    const { ending, nextRunId } = recorded;
+    // Its graph finished, but its result could not be stored: the stream says so.
+    if ((ending.error as { error?: string } | null)?.error === UNSTORABLE) await this.publishError(run.run_id, ending.error as { error: string; message: string });
+    if (cancelled?.action === 'rollback') await retry('removing the rolled-back run', () => runs.remove(run.run_id));
+    else report({ status: ending.status, output: ending.output });
+    await retry("ending the run's stream", () => broker.end(run.run_id));
     if (nextRunId) {
-      if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId);
+      // The sweeper dispatches a pending run that was not: a failure here only delays it.
+      if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId).catch((error: unknown) => log.warn({ err: error, runId: nextRunId }, 'could not dispatch the thread\'s next run: the sweeper will'));
     }
-    else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await dispatcher.deleteThreadLater(run.thread_id);
+    else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await retry('scheduling the temporary thread\'s removal', () => dispatcher.deleteThreadLater(run.thread_id));
     // Last, once the thread's next run is on its way; a rolled-back run is gone and sends none.
     if (run.kwargs.webhook && cancelled?.action !== 'rollback') {
-      const end: RunEnd = { status, startedAt: new Date(startedAt), endedAt, values: outcome?.values ?? null, error: outcome?.error ?? null };
-      if (this.deps.webhooks) await this.deps.webhooks.send(run, run.kwargs.webhook, end);
-      else this.deps.log.warn({ runId: run.run_id }, 'the run names a webhook but this server has no signing secret: it is not sent');
+      const end: RunEnd = { status: ending.status, startedAt: new Date(startedAt), endedAt, values: ending.values ?? null, error: ending.error as RunEnd['error'] };
+      if (this.deps.webhooks) await retry('queueing the run\'s webhook', () => this.deps.webhooks!.send(run, run.kwargs.webhook!, end));
+      else log.warn({ runId: run.run_id }, 'the run names a webhook but this server has no signing secret: it is not sent');
     }
   }
 

@@ -130,6 +130,34 @@ describe('BerthPostgresSaver', () => {
     expect(await savedSteps('t-all')).toBe(1);
   });
 
+  it('fails only the thread whose write Postgres refuses, not the others of its statement', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool);
+    // Both puts are queued in the same turn of the event loop: one statement.
+    const [bad, good] = await Promise.allSettled([
+      saver.put(config('t-refused\u0000'), checkpoint(0), meta(0), { step: 1 }),
+      saver.put(config('t-kept'), checkpoint(0), meta(0), { step: 1 }),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: { name: 'CheckpointWriteError', threadId: 't-refused\u0000' } });
+    expect(good.status).toBe('fulfilled');
+    expect(await savedSteps('t-kept')).toBe(1);
+  });
+
+  it('refuses a state value that cannot be stored, naming its channel', async () => {
+    const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { maxValueBytes: 1000 });
+    const put = (value: unknown) => saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: value } }, meta(0), { answer: 1 });
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    await expect(put({ n: 1n })).rejects.toThrow(/^state channel "answer" cannot be stored: it holds a BigInt/);
+    await expect(put(cycle)).rejects.toThrow(/^state channel "answer" cannot be stored: it is a circular structure/);
+    await expect(put('x'.repeat(2000))).rejects.toThrow(/^state channel "answer" cannot be stored: it is 2002 bytes, more than the limit of 1000/);
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 1001; i++) deep = [deep];
+    await expect(saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: deep } }, meta(0), { answer: 1 })).rejects.toThrow(/nested deeper than 1000 levels/);
+    // A string that merely reads "[Circular]" is a value like any other.
+    await saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: '[Circular]' } }, meta(0), { answer: 1 });
+    expect(await savedSteps('t-unstorable')).toBe(1);
+  });
+
   it('logs a failed write that no one waits for (written behind, flushed at shutdown)', async () => {
     const logs = captureLogger();
     const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 60_000, log: logs.logger });

@@ -1,14 +1,21 @@
 /**
  * RunStore.create's claim (migrations/0003): a run that may start at once is created running for
- * the worker that asked, in the same statement; anything else is created pending as before.
+ * the worker that asked, in the same statement; anything else is created pending as before. And
+ * the lease rules (runs/lease.ts, migration 0008) in SQL: who may take a run over, and the fence
+ * that refuses an attempt's writes once another attempt holds the run.
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPool, migrate } from '@berth/db';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
+import { ManualClock } from '../__tests__/manual-clock.js';
+import { OwnerLiveness } from '../runs/liveness.js';
 import { AssistantStore } from './assistants.js';
+import { FENCE_KEY, RunFencedError } from './checkpoint-batch.js';
 import { BerthPostgresSaver } from './checkpointer.js';
 import { RunStore, type CreateRun } from './runs.js';
 import { ThreadStore } from './threads.js';
@@ -64,7 +71,7 @@ describe('RunStore.create with claimFor', () => {
     expect(claimed?.assistant?.created_at).toBeInstanceOf(Date);
     expect(await row(run.run_id)).toEqual({ status: 'running', attempt: 1, lease_owner: 'worker-a', leased: true, started: true });
     // A worker that claims it again (a duplicate dispatch) gets nothing: it is held.
-    expect(await runs.claim(run.run_id, 'worker-b', 5000)).toBeUndefined();
+    expect(await runs.claim(run.run_id, 'worker-b', 5000, { allowed: true, holdMs: 0 })).toBeUndefined();
 
     // The thread is busy now: the next run waits its turn, unclaimed.
     const second = await newRun(threadId);
@@ -80,5 +87,102 @@ describe('RunStore.create with claimFor', () => {
       expect(claimed).toBeUndefined();
       expect(await row(run.run_id)).toMatchObject({ status: 'pending', lease_owner: null });
     }
+  });
+});
+
+describe('leases: takeover and fencing', () => {
+  const expire = (runId: string, secondsAgo = 1) =>
+    pool.query("UPDATE runs SET lease_expires_at = now() - make_interval(secs => $2) WHERE run_id = $1", [runId, secondsAgo]);
+  const takeover = (holdMs: number) => ({ allowed: true, holdMs });
+
+  async function runHeldBy(owner: string) {
+    const threadId = randomUUID();
+    await threads.create({ thread_id: threadId, metadata: {}, if_exists: 'raise' });
+    const { run } = await newRun(threadId, { claimFor: { owner, leaseMs: 5000 } });
+    return { threadId, runId: run.run_id };
+  }
+
+  it('refuses every write of an attempt once another attempt took the run over: renewal, checkpoint, end', async () => {
+    const { threadId, runId } = await runHeldBy('worker-old');
+    await expire(runId);
+    // worker-old has no liveness session: it is dead, the run is taken at once.
+    const taken = await runs.claim(runId, 'worker-new', 5000, takeover(60_000));
+    expect(taken?.run.attempt).toBe(2);
+
+    expect(await runs.heartbeat(runId, 'worker-old', 1, 5000)).toEqual({ held: false });
+    const saver = new BerthPostgresSaver(pool, SCHEMA);
+    const fenced = (attempt: number) => ({ configurable: { thread_id: threadId, checkpoint_ns: '', [FENCE_KEY]: { runId, attempt } } });
+    const checkpoint = (step: number) => ({ ...emptyCheckpoint(), id: uuid6(step), channel_values: { step }, channel_versions: { step: step + 1 } });
+    await expect(saver.put(fenced(1), checkpoint(0), { source: 'loop', step: 0, parents: {} }, { step: 1 })).rejects.toBeInstanceOf(RunFencedError);
+    await expect(saver.putWrites({ configurable: { ...fenced(1).configurable, checkpoint_id: 'x' } }, [['step', 1]], 'task')).rejects.toBeInstanceOf(RunFencedError);
+    const rows = async () => (await pool.query('SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1)::int AS n', [threadId])).rows[0].n;
+    expect(await rows()).toBe(0);
+    // The new attempt writes.
+    await saver.put(fenced(2), checkpoint(0), { source: 'loop', step: 0, parents: {} }, { step: 1 });
+    expect(await rows()).toBe(2);
+
+    const ending = { runId, status: 'success' as const, output: null, failed: false, interrupted: false, error: null };
+    expect(await runs.complete({ ...ending, owner: 'worker-old', attempt: 1 })).toEqual({ finished: false });
+    expect((await runs.complete({ ...ending, owner: 'worker-new', attempt: 2 })).finished).toBe(true);
+  });
+
+  it("leaves a live owner's expired run alone for the hold period, and takes a dead owner's at once", async () => {
+    const liveness = new OwnerLiveness({ connectionString: db.url, schema: SCHEMA, owner: 'worker-live', log: silentLogger() });
+    await liveness.start();
+    try {
+      const live = await runHeldBy('worker-live');
+      const dead = await runHeldBy('worker-gone');
+      await expire(live.runId, 2);
+      await expire(dead.runId, 2);
+      expect(await runs.orphaned(takeover(10_000))).toEqual(expect.not.arrayContaining([live.runId]));
+      expect(await runs.orphaned(takeover(10_000))).toEqual(expect.arrayContaining([dead.runId]));
+      expect(await runs.claim(live.runId, 'worker-b', 5000, takeover(10_000))).toBeUndefined();
+      expect((await runs.claim(dead.runId, 'worker-b', 5000, takeover(10_000)))?.run.attempt).toBe(2);
+      // Past the hold, a live owner that renews nothing loses the run too.
+      expect((await runs.claim(live.runId, 'worker-b', 5000, takeover(1000)))?.run.attempt).toBe(2);
+    } finally {
+      liveness.close();
+    }
+  });
+
+  it('takes nothing over for a worker not yet allowed to', async () => {
+    const { runId } = await runHeldBy('worker-gone-too');
+    await expire(runId);
+    expect(await runs.claim(runId, 'worker-b', 5000, { allowed: false, holdMs: 0 })).toBeUndefined();
+    expect(await runs.orphaned({ allowed: false, holdMs: 0 })).not.toContain(runId);
+  });
+});
+
+describe('OwnerLiveness', () => {
+  const alive = async (owner: string) => (await pool.query<{ alive: boolean }>('SELECT lease_owner_alive($1) AS alive', [owner])).rows[0]!.alive;
+
+  it('holds its lock while its session lasts, allows takeovers only after the grace, and reconnects', async () => {
+    const clock = new ManualClock();
+    const liveness = new OwnerLiveness({ connectionString: db.url, schema: SCHEMA, owner: 'worker-probe', log: silentLogger(), clock });
+    await liveness.start();
+    try {
+      expect(await alive('worker-probe')).toBe(true);
+      expect(await alive('worker-other')).toBe(false);
+      expect(liveness.mayTakeOver(5000)).toBe(false);
+      await clock.advance(5000);
+      expect(liveness.mayTakeOver(5000)).toBe(true);
+
+      // Its session ends (as in a restart of Postgres): the lock is gone at once, and the worker
+      // takes nothing over until it has been back for the grace.
+      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [`berth-agent-${SCHEMA}-liveness`]);
+      await until('the lock to go with the session', async () => ((await alive('worker-probe')) ? undefined : true), 5000);
+      await clock.advance(1000); // the probe finds the session gone
+      expect(liveness.mayTakeOver(5000)).toBe(false);
+      await until('the lock to be held again', async () => {
+        await clock.advance(1000);
+        return (await alive('worker-probe')) ? true : undefined;
+      }, 10_000);
+      expect(liveness.mayTakeOver(5000)).toBe(false);
+      await clock.advance(5000);
+      expect(liveness.mayTakeOver(5000)).toBe(true);
+    } finally {
+      liveness.close();
+    }
+    await until('the lock to be released', async () => ((await alive('worker-probe')) ? undefined : true), 5000);
   });
 });

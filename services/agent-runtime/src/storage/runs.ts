@@ -5,6 +5,8 @@
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { ASSISTANT_COLUMNS, type Assistant } from './assistants.js';
+import { takeoverCondition } from '../runs/lease.js';
+import { isTransientDbError } from './retry.js';
 import { filterClauses, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
 export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
@@ -44,6 +46,28 @@ export interface ClaimedRun {
   assistant?: Assistant;
   /** A cancel asked for before the worker listened for one. */
   cancel?: 'interrupt' | 'rollback';
+}
+
+/** Whether a claim may take over another worker's run (see runs/lease.ts), and the hold period. */
+export interface Takeover {
+  allowed: boolean;
+  holdMs: number;
+}
+const NO_TAKEOVER: Takeover = { allowed: false, holdMs: 0 };
+
+/** How a run ended, as its attempt records it (RunStore.complete). */
+export interface RunEnding {
+  runId: string;
+  owner: string;
+  /** The attempt that ends it: refused when another attempt holds the run. */
+  attempt: number;
+  status: Exclude<RunStatus, 'pending' | 'running'>;
+  output: Json | null;
+  failed: boolean;
+  interrupted: boolean;
+  values?: Json;
+  interrupts?: JsonObject;
+  error: Json | null;
 }
 
 export interface Run {
@@ -168,9 +192,10 @@ export class RunStore {
 
   /**
    * Takes a run for execution when it is due, is the oldest unfinished run of its thread, and is
-   * pending or held by a worker whose lease has expired (a takeover). Returns undefined otherwise.
+   * pending — or, when `takeover` allows it, held by a worker whose lease may be taken over (see
+   * runs/lease.ts). Increments its attempt (the fencing token). Returns undefined otherwise.
    */
-  async claim(runId: string, owner: string, leaseMs: number): Promise<ClaimedRun | undefined> {
+  async claim(runId: string, owner: string, leaseMs: number, takeover: Takeover = NO_TAKEOVER): Promise<ClaimedRun | undefined> {
     // Also remembers, at the first start, the thread's latest checkpoint (see markStarted), and
     // reads what the worker needs next in the same round trip: the assistant and a cancel that
     // came before the worker listened.
@@ -182,14 +207,14 @@ export class RunStore {
            start_checkpoint_id = CASE WHEN r.started THEN r.start_checkpoint_id
              ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = r.thread_id::text AND checkpoint_ns = '') END
          WHERE r.run_id = $1 AND r.available_at <= now()
-           AND (r.status = 'pending' OR (r.status = 'running' AND r.lease_expires_at < now()))
+           AND (r.status = 'pending' OR ${takeoverCondition('r', '$4::boolean', '$5')})
            AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
                              AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
          RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id, r.cancel_action
        )
        SELECT c.*, (SELECT to_jsonb(a) FROM (SELECT ${ASSISTANT_COLUMNS} FROM assistants WHERE assistant_id = c.assistant_id) a) AS assistant
        FROM claimed c`,
-      [runId, owner, leaseMs],
+      [runId, owner, leaseMs, takeover.allowed, takeover.holdMs],
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -198,14 +223,14 @@ export class RunStore {
   }
 
   /**
-   * Extends the lease. `held` is false when this worker no longer holds the run; `cancel` is a
-   * cancellation asked for meanwhile.
+   * Extends the lease of this attempt. `held` is false when it no longer holds the run (another
+   * attempt took it over, or it ended); `cancel` is a cancellation asked for meanwhile.
    */
-  async heartbeat(runId: string, owner: string, leaseMs: number): Promise<{ held: boolean; cancel?: 'interrupt' | 'rollback' }> {
+  async heartbeat(runId: string, owner: string, attempt: number, leaseMs: number): Promise<{ held: boolean; cancel?: 'interrupt' | 'rollback' }> {
     const { rows } = await this.pool.query<{ cancel_action: 'interrupt' | 'rollback' | null }>(
-      `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
-       WHERE run_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_action`,
-      [runId, owner, leaseMs],
+      `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+       WHERE run_id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' RETURNING cancel_action`,
+      [runId, owner, attempt, leaseMs],
     );
     if (!rows[0]) return { held: false };
     return rows[0].cancel_action ? { held: true, cancel: rows[0].cancel_action } : { held: true };
@@ -223,26 +248,16 @@ export class RunStore {
 
 
   /**
-   * Ends a run held by `owner` and settles its thread in one statement: the thread becomes
-   * `error`, `interrupted`, `busy` (more runs queued) or `idle`, and takes the run's final values
-   * when it has some. Returns false when the run was taken from this worker meanwhile, and the
-   * thread's next run when there is one.
+   * Ends a run held by `owner`'s `attempt` and settles its thread in one statement: the thread
+   * becomes `error`, `interrupted`, `busy` (more runs queued) or `idle`, and takes the run's final
+   * values when it has some. Returns false when the run was taken from this attempt meanwhile, and
+   * the thread's next run when there is one.
    */
-  async complete(input: {
-    runId: string;
-    owner: string;
-    status: Exclude<RunStatus, 'pending' | 'running'>;
-    output: Json | null;
-    failed: boolean;
-    interrupted: boolean;
-    values?: Json;
-    interrupts?: JsonObject;
-    error: Json | null;
-  }): Promise<{ finished: boolean; nextRunId?: string }> {
+  async complete(input: RunEnding): Promise<{ finished: boolean; nextRunId?: string }> {
     const { rows } = await this.pool.query<{ finished: number; next_run_id: string | null }>(
       `WITH done AS (
          UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-         WHERE run_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING thread_id
+         WHERE run_id = $1 AND lease_owner = $2 AND attempt = $11 AND status = 'running' RETURNING thread_id
        ), next AS (
          SELECT r.run_id FROM runs r JOIN done ON r.thread_id = done.thread_id
          WHERE r.run_id <> $1 AND r.status IN ('pending', 'running') ORDER BY r.created_at, r.run_id LIMIT 1
@@ -267,10 +282,41 @@ export class RunStore {
         jsonParam(input.values ?? null),
         jsonParam(input.interrupts ?? {}),
         input.error === null ? null : jsonParam(input.error),
+        input.attempt,
       ],
     );
     const row = rows[0]!;
     return { finished: row.finished === 1, ...(row.next_run_id ? { nextRunId: row.next_run_id } : {}) };
+  }
+
+  /**
+   * Which part of an ending could not be stored, and why, when `complete` failed for good: each
+   * value alone is serialized and then parsed by Postgres. Undefined when each passes alone.
+   */
+  async unstorable(input: RunEnding): Promise<{ field: string; reason: string } | undefined> {
+    const values: Record<string, unknown> = { output: input.output, values: input.values, interrupts: input.interrupts, error: input.error };
+    for (const [field, value] of Object.entries(values)) {
+      if (value === undefined) continue;
+      try {
+        await this.pool.query('SELECT $1::jsonb IS NULL', [jsonParam(value)]);
+      } catch (error) {
+        if (isTransientDbError(error)) throw error;
+        return { field, reason: (error as Error).message };
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * The end of a run that `complete` may have recorded before its answer was lost (the database
+   * went away): when the run is no longer running and still at `attempt`, that attempt ended it.
+   */
+  async endedBy(runId: string, attempt: number): Promise<{ ended: boolean; nextRunId?: string }> {
+    const { rows } = await this.pool.query<{ status: RunStatus; attempt: number; thread_id: string }>('SELECT status, attempt, thread_id FROM runs WHERE run_id = $1', [runId]);
+    const row = rows[0];
+    if (!row || row.attempt !== attempt || row.status === 'running' || row.status === 'pending') return { ended: false };
+    const next = await this.nextOnThread(row.thread_id);
+    return { ended: true, ...(next ? { nextRunId: next.run_id } : {}) };
   }
 
   async startCheckpoint(runId: string): Promise<string | null> {
@@ -313,13 +359,16 @@ export class RunStore {
     return (rowCount ?? 0) > 0;
   }
 
-  /** Runs whose worker stopped renewing its lease, and pending runs that are due: candidates to (re)dispatch. */
-  async orphaned(limit = 100): Promise<string[]> {
+  /**
+   * Pending runs that are due, and — when `takeover` allows it — runs whose lease may be taken
+   * over: candidates to (re)dispatch.
+   */
+  async orphaned(takeover: Takeover = NO_TAKEOVER, limit = 100): Promise<string[]> {
     const { rows } = await this.pool.query<{ run_id: string }>(
-      `SELECT run_id FROM runs
-       WHERE (status = 'running' AND lease_expires_at < now()) OR (status = 'pending' AND available_at <= now() - interval '5 seconds')
+      `SELECT run_id FROM runs r
+       WHERE ${takeoverCondition('r', '$2::boolean', '$3')} OR (r.status = 'pending' AND r.available_at <= now() - interval '5 seconds')
        ORDER BY created_at LIMIT $1`,
-      [limit],
+      [limit, takeover.allowed, takeover.holdMs],
     );
     return rows.map((r) => r.run_id);
   }

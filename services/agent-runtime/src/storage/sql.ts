@@ -2,12 +2,17 @@
  * Small helpers for the raw SQL of the agent server's stores: JSON parameters, metadata filters
  * and sort orders that only ever come from an allow-list.
  */
+import { escapeString, toJsonb } from './json-codec.js';
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
-/** pg sends JS objects as JSON, but arrays as Postgres arrays: always stringify jsonb parameters. */
+/**
+ * A jsonb parameter: pg sends JS objects as JSON, but arrays as Postgres arrays, so it is always
+ * stringified — with the strings jsonb cannot hold escaped (see json-codec.ts).
+ */
 export function jsonParam(value: unknown): string {
-  return JSON.stringify(value ?? null);
+  return toJsonb(value);
 }
 
 /** Builds `col @> $n` for a metadata containment filter; returns the clause and its parameter. */
@@ -37,7 +42,7 @@ export type MetadataFilter = readonly MetadataCondition[];
  */
 export function filterClauses(column: string, filter: MetadataFilter | undefined, params: unknown[]): string[] {
   return (filter ?? []).map((condition) => {
-    params.push(condition.key, jsonParam(condition.value));
+    params.push(escapeString(condition.key), jsonParam(condition.value));
     const value = `$${params.length}::jsonb`;
     const field = `(${column} -> $${params.length - 1}::text)`;
     // `@>` on two arrays is "contains every element of"; a scalar or object never contains an array.

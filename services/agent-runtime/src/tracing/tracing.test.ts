@@ -8,54 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { listen, type RunningServer } from '@berth/http';
+import { listen } from '@berth/http';
 import { captureLogger, createTestDatabase, until, type CapturedLogs, type TestDatabase } from '@berth/testing';
 import express from 'express';
 import { startAgentServer, type RunningAgentServer } from '../server.js';
+import { TraceReceiver, type TracedRun } from '../__tests__/trace-receiver.js';
 
 const tracedProject = fileURLToPath(new URL('../../test-projects/traced/langgraph.json', import.meta.url));
-
-type TracedRun = Record<string, any> & { id: string };
-
-/** A trace API stand-in: answers /info and takes multipart batches, keeping each run's latest fields. */
-class TraceReceiver {
-  readonly runs = new Map<string, TracedRun>();
-  readonly apiKeys = new Set<string>();
-  private server?: RunningServer;
-
-  async start(): Promise<string> {
-    const app = express();
-    app.get('/info', (_req, res) => void res.json({ version: 'test' }));
-    app.post('/runs/multipart', express.raw({ type: () => true, limit: '50mb' }), async (req, res) => {
-      this.apiKeys.add(String(req.headers['x-api-key']));
-      const form = await new Response(req.body as Buffer, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
-      for (const [name, value] of form.entries()) {
-        const [, id, field] = /^(?:post|patch)\.([^.]+)(?:\.(.+))?$/.exec(name) ?? [];
-        if (!id) continue;
-        const json = JSON.parse(typeof value === 'string' ? value : await value.text()) as Record<string, unknown>;
-        const run = this.runs.get(id) ?? { id };
-        this.runs.set(id, field ? { ...run, [field]: json } : { ...run, ...json });
-      }
-      res.status(202).json({});
-    });
-    this.server = await listen(app, '127.0.0.1', 0);
-    return this.server.url;
-  }
-
-  close(): Promise<void> {
-    return this.server?.close() ?? Promise.resolve();
-  }
-
-  /** The runs of the trace whose root is the run with `metadata.run_id` = `runId`, once it ended. */
-  async trace(runId: string): Promise<TracedRun[]> {
-    const ended = () => [...this.runs.values()].find((r) => r.extra?.metadata?.run_id === runId && !r.parent_run_id && r.end_time);
-    const root = await until(`the trace of run ${runId}`, ended, 15_000);
-    const runs = [...this.runs.values()].filter((r) => r.trace_id === root.id);
-    // Children end before their parent; wait until every run of the trace has ended too.
-    await until('every run of the trace to end', () => (runs.every((r) => this.runs.get(r.id)?.end_time) ? true : undefined), 5000);
-    return runs.map((r) => this.runs.get(r.id)!);
-  }
-}
 
 /** Runs LangGraph hides from traces (its own plumbing, e.g. `__start__`). */
 const visible = (runs: TracedRun[]) => runs.filter((r) => !(r.tags ?? []).includes('langsmith:hidden'));

@@ -1,0 +1,76 @@
+/**
+ * RunLease's timing, on a clock the test moves: a worker that cannot renew its lease keeps the run
+ * through the lease and the hold period (an outage of the database), renews it when the database
+ * answers again, and gives it up only when a renewal finds it taken or when it could renew nothing
+ * for longer than lease + hold — the moment after which other workers may take the run.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { captureLogger } from '@berth/testing';
+import { ManualClock } from '../__tests__/manual-clock.js';
+import { RunLease, RunLeaseLostError, type Renewal } from './lease.js';
+
+const settings = { leaseMs: 3000, holdMs: 60_000 };
+
+/** A lease whose renewals answer as `database` says; `lost` collects what it reported. */
+function lease(clock: ManualClock) {
+  const state = { database: 'up' as 'up' | 'down' | 'taken', renewals: 0, lost: [] as RunLeaseLostError[], cancels: [] as string[] };
+  const logs = captureLogger();
+  const renew = async (): Promise<Renewal> => {
+    state.renewals += 1;
+    if (state.database === 'down') throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    return { held: state.database === 'up' };
+  };
+  const runLease = new RunLease(
+    { runId: 'r1', owner: 'w1', settings, renew, log: logs.logger, clock, onLost: (e) => state.lost.push(e), onCancel: (a) => state.cancels.push(a) },
+    clock.now(),
+  );
+  return { state, runLease, logs };
+}
+
+describe('RunLease', () => {
+  it('keeps the run through an outage shorter than lease + hold and renews it afterwards', async () => {
+    const clock = new ManualClock();
+    const { state, runLease, logs } = lease(clock);
+    await clock.advance(2500);
+    expect(state.renewals).toBe(2); // every second (a third of the lease)
+
+    state.database = 'down';
+    await clock.advance(50_000); // far past the lease: the run goes on
+    expect(state.lost).toEqual([]);
+    expect(runLease.lost).toBeUndefined();
+    // One warning for the outage, not one per renewal.
+    expect(logs.lines().filter((l) => l.level === 40)).toHaveLength(1);
+
+    state.database = 'up';
+    await clock.advance(1000);
+    expect(logs.lines().at(-1)).toMatchObject({ msg: 'run lease renewed again', failures: 50 });
+    // Renewed: a second outage has the whole lease + hold again.
+    state.database = 'down';
+    await clock.advance(settings.leaseMs + settings.holdMs - 1000);
+    expect(state.lost).toEqual([]);
+    runLease.stop();
+  });
+
+  it('gives the run up once it could renew nothing for lease + hold, not a moment before', async () => {
+    const clock = new ManualClock();
+    const { state } = lease(clock);
+    await clock.advance(1000); // renewed at +1 s
+    state.database = 'down';
+    await clock.advance(settings.leaseMs + settings.holdMs - 1);
+    expect(state.lost).toEqual([]);
+    await clock.advance(1);
+    expect(state.lost).toEqual([expect.objectContaining({ reason: 'expired', runId: 'r1' })]);
+    // It stopped renewing.
+    const renewals = state.renewals;
+    await clock.advance(10_000);
+    expect(state.renewals).toBe(renewals);
+  });
+
+  it('gives the run up at the first renewal that finds it taken', async () => {
+    const clock = new ManualClock();
+    const { state } = lease(clock);
+    state.database = 'taken';
+    await clock.advance(1000);
+    expect(state.lost).toEqual([expect.objectContaining({ reason: 'taken' })]);
+  });
+});
