@@ -9,6 +9,6 @@ export { openApiDocument } from './openapi.js';
 export type { OpenApiInfo } from './openapi.js';
 export { SseWriter } from './sse.js';
 export type { SseEvent, SseOptions } from './sse.js';
-export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart, unsafeValueIssues } from './validation.js';
+export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart, storableString, storableStrings, unsafeValueIssues } from './validation.js';
 export type { RequestPart } from './validation.js';
 export { DEPLOYMENT_CREDENTIAL_HEADER } from './headers.js';

@@ -7,8 +7,9 @@ import type { z } from 'zod';
 
 declare global {
   interface String {
-    /** ES2024 (Node 20 has it; the ES2023 lib does not declare it). */
+    /** ES2024 (Node 20 has them; the ES2023 lib does not declare them). */
     isWellFormed(): boolean;
+    toWellFormed(): string;
   }
 }
 
@@ -60,6 +61,41 @@ function stringProblem(value: string): { msg: string; type: string } | undefined
   if (value.includes('\0')) return { msg: 'String must not contain NUL characters (\\u0000)', type: 'string_nul' };
   if (!value.isWellFormed()) return { msg: 'String must be valid Unicode (it has an unpaired surrogate)', type: 'string_unicode' };
   return undefined;
+}
+
+/**
+ * A string Postgres can store: U+0000 removed, unpaired surrogates replaced (U+FFFD). For stores
+ * that keep what they are sent rather than refuse it (traces: one odd character must not cost a run).
+ */
+export function storableString(value: string): string {
+  const clean = value.includes('\0') ? value.replaceAll('\0', '') : value;
+  return clean.isWellFormed() ? clean : clean.toWellFormed();
+}
+
+/**
+ * The same value with every string in it, keys included, made storable ({@link storableString}), in
+ * place (a key that becomes another key of its object replaces it). Walks iteratively: no nesting
+ * overflows the stack here.
+ */
+export function storableStrings(value: unknown): unknown {
+  if (typeof value === 'string') return storableString(value);
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    const entries = node as Record<string, unknown>;
+    for (const key of Object.keys(entries)) {
+      let child = entries[key];
+      if (typeof child === 'string') child = entries[key] = storableString(child);
+      else if (typeof child === 'object' && child !== null) stack.push(child);
+      const storableKey = Array.isArray(node) ? key : storableString(key);
+      if (storableKey !== key) {
+        delete entries[key];
+        entries[storableKey] = child;
+      }
+    }
+  }
+  return value;
 }
 
 interface Node {

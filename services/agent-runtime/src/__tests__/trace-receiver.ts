@@ -1,11 +1,11 @@
 /**
  * A trace API stand-in for the agent server's tracing tests: answers /info and takes the
  * `langsmith` Client's multipart batches, keeping each run's latest fields. As the platform's trace
- * store does, it refuses (keeps out, and lists in `refused`) a part holding a string Postgres cannot
- * store: U+0000 or a lone surrogate.
+ * store does, it cleans strings (keys too) with U+0000 or a lone surrogate and refuses (keeps out,
+ * and lists in `refused`) a part it still cannot store: one nested too deep.
  */
 import express from 'express';
-import { listen, type RunningServer } from '@berth/http';
+import { listen, storableStrings, unsafeValueIssues, type RunningServer } from '@berth/http';
 import { until } from '@berth/testing';
 
 export type TracedRun = Record<string, any> & { id: string };
@@ -28,8 +28,8 @@ export class TraceReceiver {
       for (const [name, value] of form.entries()) {
         const [, op, id, field] = /^(post|patch)\.([^.]+)(?:\.(.+))?$/.exec(name) ?? [];
         if (!id) continue;
-        const json = JSON.parse(typeof value === 'string' ? value : await value.text()) as Record<string, unknown>;
-        if (!storable(json)) {
+        const json = storableStrings(JSON.parse(typeof value === 'string' ? value : await value.text())) as Record<string, unknown>;
+        if (unsafeValueIssues('body', json).length > 0) {
           this.refused.push(id);
           continue;
         }
@@ -61,21 +61,4 @@ export class TraceReceiver {
     await until('every run of the trace to end', () => (runs.every((r) => this.runs.get(r.id)?.end_time) ? true : undefined), 5000);
     return runs.map((r) => this.runs.get(r.id)!);
   }
-}
-
-/** Whether every string (keys included) of a JSON value is one Postgres can store. */
-function storable(value: unknown): boolean {
-  const stack = [value];
-  while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (v.includes('\0') || !v.isWellFormed()) return false;
-    } else if (typeof v === 'object' && v !== null) {
-      for (const [key, child] of Object.entries(v)) {
-        if (key.includes('\0') || !key.isWellFormed()) return false;
-        stack.push(child);
-      }
-    }
-  }
-  return true;
 }

@@ -12,7 +12,7 @@ import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { LangChainTracer } from '@langchain/core/tracers/tracer_langchain';
 import { Client } from 'langsmith';
 import type { Logger } from '@berth/log';
-import { mapStringLiterals, nestedDeeperThan, UNSTORABLE_TEXT } from '../storage/json-codec.js';
+import { nestedDeeperThan } from '../storage/json-codec.js';
 import { TraceDelivery, type TraceDeliveryOptions } from './trace-delivery.js';
 
 /** Deepest nesting of a traced value the trace store keeps (its run documents nest at most 128 levels). */
@@ -20,10 +20,9 @@ const MAX_TRACED_DEPTH = 120;
 
 /**
  * A run's traced inputs, outputs or metadata as the trace store can keep them: it refuses a run
- * holding U+0000, a lone surrogate or nesting deeper than 128 levels. Such strings lose their NUL
- * characters and get U+FFFD for their lone surrogates (as the trace API's JSON routes do); a value
- * nested too deeply is replaced by a note. Anything else is returned as it is. (The run itself
- * stores the values exactly; only their trace is cleaned.)
+ * nested deeper than 128 levels, so such a value is replaced by a note (the store cleans strings
+ * with U+0000 or lone surrogates itself). Anything else is returned as it is. (The run itself
+ * stores the values exactly; only their trace is shortened.)
  */
 export function traceable(value: KVMap): KVMap {
   let text: string | undefined;
@@ -32,13 +31,9 @@ export function traceable(value: KVMap): KVMap {
   } catch {
     return value; // a BigInt, a cycle: the Client's serializer has its own answer for those
   }
-  if (text === undefined) return value;
-  if (nestedDeeperThan(text, MAX_TRACED_DEPTH)) return { note: `not traced: nested deeper than ${MAX_TRACED_DEPTH} levels` };
-  if (!UNSTORABLE_TEXT.test(text)) return value;
-  return JSON.parse(mapStringLiterals(text, (literal) => UNSTORABLE_TEXT.test(literal), (s) => s.replaceAll('\0', '').replace(LONE_SURROGATE, '\ufffd'))) as KVMap;
+  if (text === undefined || !nestedDeeperThan(text, MAX_TRACED_DEPTH)) return value;
+  return { note: `not traced: nested deeper than ${MAX_TRACED_DEPTH} levels` };
 }
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 type KVMap = Record<string, unknown>;
 

@@ -9,7 +9,7 @@
  * drops its whole batch. Token counts and costs come from the run's usage metadata when the run
  * does not state them, as LangSmith derives them.
  */
-import { unsafeValueIssues } from '@berth/http';
+import { storableStrings, unsafeValueIssues } from '@berth/http';
 import { RUN_COLUMNS, toDate, type RunColumn, type RunWrite } from './run-fields.js';
 import type { RunRow } from './trace-store.js';
 
@@ -70,10 +70,12 @@ function parseJson(text: string, what: string): unknown {
 }
 
 /**
- * Refuses a run Postgres could not store (a NUL character, an unpaired surrogate, nesting deeper
- * than requests may have): the run alone, with where and what, instead of failing its whole batch.
+ * Refuses a run Postgres could not store even cleaned (nesting deeper than requests may have): the
+ * run alone, with where and what, instead of failing its whole batch.
  */
 function refuseUnstorable(doc: Record<string, unknown>): void {
+  // Strings are cleaned as the JSON routes' parser does: an odd character must not cost the run.
+  storableStrings(doc);
   const [issue] = unsafeValueIssues('body', doc);
   if (!issue) return;
   const where = issue.loc.slice(1).join('.');

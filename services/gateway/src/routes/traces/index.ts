@@ -5,7 +5,7 @@
  * export-worker's trace store.
  */
 import type { Principal } from '@berth/auth';
-import { httpErrorBody, type Api } from '@berth/http';
+import { httpErrorBody, storableString, type Api } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -67,19 +67,6 @@ export function traceRoutes(api: Api<Principal>, deps: TraceRouteDeps): void {
   sessionRoutes(api, { exportWorker: deps.exportWorker });
 }
 
-declare global {
-  interface String {
-    /** ES2024 (Node 20 has it; the ES2023 lib does not declare it). */
-    toWellFormed(): string;
-  }
-}
-
-/** Postgres cannot store U+0000 or a lone surrogate: the trace JSON parser cleans such strings instead of refusing a batch. */
-function cleanString(value: string): string {
-  const clean = value.includes('\0') ? value.replaceAll('\0', '') : value;
-  return clean.isWellFormed() ? clean : clean.toWellFormed();
-}
-
 /**
  * The JSON parser of the run ingest routes, mounted before the app's own: their batches are larger
  * than other requests (up to the trace body limit), and a run's odd string must not fail its batch.
@@ -88,7 +75,8 @@ export function traceJsonParser(limits: Partial<TraceLimits> = {}): RequestHandl
   const parse = express.json({
     limit: limits.maxBodyBytes ?? DEFAULT_TRACE_LIMITS.maxBodyBytes,
     type: ['application/json', 'application/*+json'],
-    reviver: (_key, value: unknown) => (typeof value === 'string' ? cleanString(value) : value),
+    // Postgres cannot store U+0000 or a lone surrogate: such strings are cleaned instead of failing a batch.
+    reviver: (_key, value: unknown) => (typeof value === 'string' ? storableString(value) : value),
   });
   return (req, res, next) => {
     const path = req.path;

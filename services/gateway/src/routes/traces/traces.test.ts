@@ -233,13 +233,14 @@ describe('the other ingest paths', () => {
     expect((await call(`/runs/${bad.id}`)).status).toBe(404);
   });
 
-  it('refuses alone, with where and why, a run Postgres cannot store (NUL, unpaired surrogate, nesting too deep)', async () => {
+  it('keeps, cleaned, a run with a NUL or an unpaired surrogate (in values or keys), as the JSON routes do; refuses alone a run nested too deep', async () => {
     const good = run({ session_name: 'unstorable' });
     const nul = run({ session_name: 'unstorable', name: 'step\u0000one' });
     const surrogate = run({ session_name: 'unstorable' });
     // As text: too deep for JSON.stringify, not for JSON.parse.
     const deep = `${'['.repeat(5000)}"bottom"${']'.repeat(5000)}`;
     const nested = run({ session_name: 'unstorable' });
+    const nulKey = run({ session_name: 'unstorable' });
     const body = multipart([
       { name: `post.${good.id}`, value: good },
       { name: `post.${nul.id}`, value: nul },
@@ -248,19 +249,17 @@ describe('the other ingest paths', () => {
       { name: `post.${surrogate.id}.outputs`, value: '{"answer": "half \\ud83d of a pair"}' },
       { name: `post.${nested.id}`, value: { ...nested, inputs: undefined } },
       { name: `post.${nested.id}.inputs`, value: `{"deep": ${deep}}` },
+      { name: `post.${nulKey.id}`, value: { ...nulKey, inputs: { 'a\u0000b': 1 } } },
     ]);
     const res = await call('/runs/multipart', { method: 'POST', body: body.body, headers: { 'content-type': body.type } });
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ stored: 1, pending: 0 });
-    expect(res.body.refused).toEqual(
-      expect.arrayContaining([
-        { id: nul.id, reason: expect.stringMatching(/the run's name: .*NUL/) },
-        { id: surrogate.id, reason: expect.stringMatching(/the run's outputs\.answer: .*surrogate/) },
-        { id: nested.id, reason: expect.stringMatching(/nested deeper than/) },
-      ]),
-    );
+    expect(res.body).toMatchObject({ stored: 4, pending: 0 });
+    expect(res.body.refused).toEqual([{ id: nested.id, reason: expect.stringMatching(/^the run: .*nested deeper than 128 levels/) }]);
     expect((await call(`/runs/${good.id}`)).status).toBe(200);
-    for (const refused of [nul, surrogate, nested]) expect((await call(`/runs/${refused.id}`)).status).toBe(404);
+    expect((await call(`/runs/${nul.id}`)).body.name).toBe('stepone');
+    expect((await call(`/runs/${surrogate.id}`)).body.outputs).toEqual({ answer: 'half \ufffd of a pair' });
+    expect((await call(`/runs/${nulKey.id}`)).body.inputs).toEqual({ ab: 1 });
+    expect((await call(`/runs/${nested.id}`)).status).toBe(404);
   });
 
   it('a single malformed run is a 422 with the reason; a body that is not multipart is a 415', async () => {
