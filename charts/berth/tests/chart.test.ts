@@ -157,7 +157,10 @@ describe('charts/berth', () => {
       };
       expect([settings['GATEWAY_PORT'], settings['BERTH_ARTIFACTS_PORT']]).toEqual([containerPort('berth-gateway', 'http'), containerPort('berth-control-plane', 'artifacts')]);
     }
-    const off = loadAllYaml(await render([...REQUIRED, '--set', 'deployments.networkPolicy.enabled=false'])).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>;
-    expect(off.find((o) => o.kind === 'ConfigMap')!.data!['BERTH_DEPLOYMENT_NETWORK_POLICY']).toBe('off');
+    const policySetting = async (args: string[]) =>
+      (loadAllYaml(await render([...REQUIRED, ...args])).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>).find((o) => o.kind === 'ConfigMap')!.data!['BERTH_DEPLOYMENT_NETWORK_POLICY'];
+    expect(await policySetting(['--set', 'deployments.networkPolicy.enabled=false'])).toBe('off');
+    // `helm upgrade --reuse-values` of a release from before the setting: the values have none.
+    expect(await policySetting(['--set', 'deployments.networkPolicy=null'])).toBe('on');
   });
 });

@@ -1,7 +1,7 @@
 import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
 import type { ArtifactStorageConfig } from './artifacts/artifact-store.js';
-import type { PlatformPods } from './deployers/kubernetes/network-policy.js';
+import type { AgentNetworkPolicy } from './deployers/kubernetes/network-policy.js';
 import type { ContainerLimits } from './deployers/local/agent-containers.js';
 import type { PodmanCommand } from './deployers/local/podman.js';
 
@@ -157,14 +157,10 @@ export interface KubernetesDeployerSettings {
   /** Secrets for pulling the agent-server image and image revisions. */
   imagePullSecrets?: string[];
   /**
-   * A NetworkPolicy per deployment, naming the platform's pods that agent pods may talk to
-   * (env.ts: on unless `BERTH_DEPLOYMENT_NETWORK_POLICY=off`; see deployers/kubernetes/network-policy.ts).
-   * Unset: none is made (and one made earlier is removed at the deployment's next deploy).
+   * A NetworkPolicy per deployment, naming the platform's pods that agent pods may talk to (its
+   * private ranges are `deploymentPrivateEgress` and `webhookPrivateEgress`). env.ts sets it unless
+   * `BERTH_DEPLOYMENT_NETWORK_POLICY=off`. Unset: none is made (and one made earlier is removed at
+   * the deployment's next deploy).
    */
-  networkPolicy?: {
-    /** The gateway's pods (on the port they listen on): the only ones that may connect to agent pods. */
-    gateway: PlatformPods;
-    /** The control plane's pods, on the artifact endpoint's port (source revisions are fetched there). */
-    controlPlane?: PlatformPods;
-  };
+  networkPolicy?: Omit<AgentNetworkPolicy, 'privateEgress'>;
 }

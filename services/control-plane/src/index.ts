@@ -178,7 +178,6 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       deployer = new KubernetesDeployer({
         ...options,
         cluster: server ? { server, ...(token ? { token } : {}) } : loadKubeConfig(kubeconfig),
-        // A webhook receiver's range the operator allowed is one the agent pods must reach, as in containers.
         ...(networkPolicy ? { networkPolicy: { ...networkPolicy, privateEgress: agentPrivateEgress(settings) } } : {}),
       });
     } else {
