@@ -38,6 +38,15 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .service }}
 {{- end -}}
 
+{{/* The selector labels of one service as `key=value,…` (for settings); call like berth.selectorLabels. */}}
+{{- define "berth.selectorList" -}}
+{{- $items := list -}}
+{{- range $key, $value := include "berth.selectorLabels" . | fromYaml -}}
+{{- $items = append $items (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $items -}}
+{{- end -}}
+
 {{- define "berth.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}

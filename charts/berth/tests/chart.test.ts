@@ -78,6 +78,8 @@ describe('charts/berth', () => {
     ['a secret key that is not 32 bytes of base64', [...REQUIRED, '--set', 'secrets.secretKey=short'], "at '/secrets/secretKey'"],
     ['a pull secret name that is not an object name', [...REQUIRED, '--set', 'deployments.imagePullSecrets[0]=My_Secret'], "at '/deployments/imagePullSecrets/0'"],
     ['a database URL that is not postgres', [...REQUIRED, '--set', 'postgres.url=mysql://db/berth'], "at '/postgres/url'"],
+    ['a private egress range that is not a CIDR', [...REQUIRED, '--set', 'deployments.privateEgress[0]=ten/8'], "at '/deployments/privateEgress/0'"],
+    ['a network policy switch that is not a boolean', [...REQUIRED, '--set-string', 'deployments.networkPolicy.enabled=maybe'], "at '/deployments/networkPolicy/enabled'"],
   ])('refuses %s, naming the value', async (_what, args, message) => {
     const result = await helm(['template', 'berth', chart, ...args]);
     expect(result.code).not.toBe(0);
@@ -132,5 +134,33 @@ describe('charts/berth', () => {
       deployments.map((d) => [d.metadata.name, (d.spec as { template: { spec: { automountServiceAccountToken?: boolean } } }).template.spec.automountServiceAccountToken]),
     );
     expect(tokens).toEqual({ 'berth-control-plane': true, 'berth-sandbox-manager': true, 'berth-gateway': false, 'berth-export-worker': false });
+  });
+
+  it('names in the agent pods\' NetworkPolicy settings exactly the pods of its gateway and control plane, and turns it off on request', async () => {
+    for (const args of [REQUIRED, ['-f', production]]) {
+      const objects = loadAllYaml(await render(args)).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>;
+      const settings = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'berth')!.data!;
+      expect(settings['BERTH_DEPLOYMENT_NETWORK_POLICY']).toBe('on');
+      expect(settings['BERTH_PLATFORM_NAMESPACE']).toBe('berth');
+      const podLabels = Object.fromEntries(
+        objects.filter((o) => o.kind === 'Deployment').map((d) => [d.metadata.name, (d.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels]),
+      );
+      for (const [setting, selected] of [['BERTH_GATEWAY_POD_LABELS', 'berth-gateway'], ['BERTH_CONTROL_PLANE_POD_LABELS', 'berth-control-plane']]) {
+        const wanted = Object.fromEntries(settings[setting!]!.split(',').map((item) => item.split('=') as [string, string]));
+        const matching = Object.entries(podLabels).filter(([, labels]) => Object.entries(wanted).every(([k, v]) => labels[k] === v)).map(([name]) => name);
+        expect({ setting, matching }).toEqual({ setting, matching: [selected] });
+      }
+      // The ports the policy opens are the pods' own: the gateway's HTTP port, the artifact endpoint's.
+      const containerPort = (deployment: string, name: string) => {
+        const pod = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === deployment)!.spec as { template: { spec: import('@kubernetes/client-node').V1PodSpec } }).template.spec;
+        return String(pod.containers[0]!.ports!.find((p) => p.name === name)!.containerPort);
+      };
+      expect([settings['GATEWAY_PORT'], settings['BERTH_ARTIFACTS_PORT']]).toEqual([containerPort('berth-gateway', 'http'), containerPort('berth-control-plane', 'artifacts')]);
+    }
+    const policySetting = async (args: string[]) =>
+      (loadAllYaml(await render([...REQUIRED, ...args])).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>).find((o) => o.kind === 'ConfigMap')!.data!['BERTH_DEPLOYMENT_NETWORK_POLICY'];
+    expect(await policySetting(['--set', 'deployments.networkPolicy.enabled=false'])).toBe('off');
+    // `helm upgrade --reuse-values` of a release from before the setting: the values have none.
+    expect(await policySetting(['--set', 'deployments.networkPolicy=null'])).toBe('on');
   });
 });

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FakeKube, type KubeObject } from '@berth/fake-kube';
+import { until } from '@berth/testing';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +49,13 @@ function releases(): Record<string, string | undefined> {
   return Object.fromEntries(
     fake.store.list('secrets', NS, { labelSelector: 'owner=helm,name=berth' }).map((s) => [s.metadata.labels!['version']!, s.metadata.labels!['status']]),
   );
+}
+
+/** Whether a Deployment's controller finished rolling out its latest spec (its status written last). */
+function rolledOut(object: KubeObject): boolean {
+  const status = (object['status'] ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number };
+  const replicas = (object['spec'] as { replicas: number }).replicas;
+  return status.observedGeneration === object.metadata.generation && status.updatedReplicas === replicas && status.availableReplicas === replicas;
 }
 
 function secretValue(key: string): string {
@@ -110,6 +118,8 @@ describe('helm against a Kubernetes API (libs/fake-kube)', () => {
     });
     // Read back with lookup: a new key would make every stored deployment secret unreadable.
     expect(secretValue('BERTH_SECRET_KEY')).toBe(secretKey);
+    // helm returns before the rollouts end (the fake's controllers finish them): every one does.
+    await until('every service rolled out', () => SERVICES.every((s) => rolledOut(deployment(s))) || undefined, 10_000, 20);
     expect(releases()).toEqual({ 1: 'superseded', 2: 'deployed' });
   });
 

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { FakeKube, type KubeObject } from '@berth/fake-kube';
+import { connectionAllowed, FakeKube, podEndpoint, type KubeObject, type NetworkPolicyObject } from '@berth/fake-kube';
 import { freePort } from '@berth/local-stack';
 import { createTestBucket, createTestDatabase, spawnTestChild, testS3, until, type TestChild, type TestDatabase } from '@berth/testing';
 import { deploymentContainerEnv, writeKubeconfig } from './fake-cluster.js';
@@ -175,6 +175,29 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     // The init container gets its one credential, never storage keys or the platform's settings.
     expect(Object.keys(fetchEnv).sort()).toEqual(['BERTH_ARTIFACT_CREDENTIAL', 'BERTH_ARTIFACT_DIR', 'BERTH_ARTIFACT_SHA256', 'BERTH_ARTIFACT_URL']);
 
+    // Its NetworkPolicy, from the chart's settings, against the pods of the chart's own Deployments:
+    // the gateway reaches it; it reaches the gateway, the artifact endpoint and its database, and
+    // none of the platform's internal services.
+    const policies = fake.store.list('networking.k8s.io/networkpolicies', NS) as unknown as NetworkPolicyObject[];
+    expect(policies.map((p) => p.metadata?.name)).toEqual([agent!.metadata.name]);
+    const platformPod = (component: string) => {
+      const [pod] = fake.store.list('pods', NS, { labelSelector: `app.kubernetes.io/instance=berth,app.kubernetes.io/component=${component}` });
+      expect({ component, pod: pod !== undefined }).toEqual({ component, pod: true });
+      return podEndpoint(pod!);
+    };
+    const [agentPod] = fake.store.list('pods', NS, { labelSelector: `berth.dev/deployment-id=${deploymentId}` }).map((p) => podEndpoint(p));
+    const database = new URL(testDb.url);
+    expect(connectionAllowed(policies, platformPod('gateway'), agentPod!, { port: 8000 })).toBe(true);
+    expect(connectionAllowed(policies, agentPod!, platformPod('gateway'), { port: 8080 })).toBe(true);
+    // (The artifact endpoint's port is where it listens: its pod's port in a cluster, a free one here.)
+    expect(connectionAllowed(policies, agentPod!, platformPod('control-plane'), { port: artifactsPort! })).toBe(true);
+    expect(connectionAllowed(policies, agentPod!, { ip: database.hostname.replace(/^\[|\]$/g, '') }, { port: Number(database.port) })).toBe(true);
+    for (const component of ['control-plane', 'sandbox-manager', 'export-worker']) {
+      expect({ component, allowed: connectionAllowed(policies, agentPod!, platformPod(component), { port: 50051 }) }).toEqual({ component, allowed: false });
+    }
+    expect(connectionAllowed(policies, platformPod('control-plane'), agentPod!, { port: 8000 })).toBe(false);
+    expect(connectionAllowed(policies, agentPod!, { ip: '169.254.169.254' }, { port: 80 })).toBe(false);
+
     // The build is in the bucket under the revision.
     const client = s3.client();
     try {
@@ -215,5 +238,6 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     // Deleting the deployment removes its objects from the cluster.
     expect((await runProcess(bin, ['deploy', 'delete', deploymentId, '--yes'], user, project)).code).toBe(0);
     await until('the agent objects are gone', async () => fake.store.list('apps/deployments', NS, { labelSelector: `berth.dev/deployment-id=${deploymentId}` }).length === 0 || undefined, 30_000, 200);
+    await until('its NetworkPolicy is gone', async () => fake.store.list('networking.k8s.io/networkpolicies', NS).length === 0 || undefined, 30_000, 200);
   }, 400_000);
 });

@@ -46,6 +46,26 @@ const METADATA_ADDRESSES: readonly string[] = ['169.254.169.254', 'fd00:ec2::254
 const METADATA = new BlockList();
 for (const address of METADATA_ADDRESSES) METADATA.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
 
+/** An address block with holes: the form of a Kubernetes NetworkPolicy's `ipBlock`. */
+export interface AddressBlock {
+  cidr: string;
+  /** Ranges inside `cidr` that are not part of the block; none when absent. */
+  except?: string[];
+}
+
+/**
+ * The public internet as address blocks: everything but the ranges {@link nonPublicKind} refuses
+ * (so a NetworkPolicy and the egress proxies refuse the same addresses). IPv4-mapped IPv6 addresses
+ * are excepted too: the proxies check them as the IPv4 address they reach.
+ */
+export function publicAddressBlocks(): AddressBlock[] {
+  const except = (v6: boolean) => NOT_PUBLIC_RANGES.filter(([network]) => (isIP(network) === 6) === v6).map(([network, prefix]) => `${network}/${prefix}`);
+  return [
+    { cidr: '0.0.0.0/0', except: except(false) },
+    { cidr: '::/0', except: [...except(true), '::ffff:0:0/96'] },
+  ];
+}
+
 /**
  * `address` in the form address checks must use: an IPv4-mapped IPv6 address (::ffff:10.0.0.1)
  * reaches the IPv4 host, so it is checked as that host.
@@ -89,6 +109,21 @@ export function parseCidr(cidr: string): { network: string; prefix: number; type
   const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
   if (family === 0 || extra !== undefined || !(prefix >= 0 && prefix <= max)) throw new InvalidCidrError(cidr);
   return { network, prefix, type: family === 6 ? 'ipv6' : 'ipv4' };
+}
+
+/**
+ * `cidr` as an address block that lets through what {@link refusedAddressKind} lets through when
+ * the operator allows `cidr`: the range, but no cloud metadata address inside it unless `cidr` is
+ * that address alone (169.254.0.0/16 does not open 169.254.169.254; 169.254.169.254/32 does).
+ */
+export function allowedBlock(cidr: string): AddressBlock {
+  const { network, prefix, type } = parseCidr(cidr);
+  const range = new BlockList();
+  range.addSubnet(network, prefix, type);
+  const single = prefix === (type === 'ipv6' ? 128 : 32);
+  const metadata = single ? [] : METADATA_ADDRESSES.filter((address) => (isIP(address) === 6) === (type === 'ipv6') && range.check(address, type));
+  const except = metadata.map((address) => `${address}/${type === 'ipv6' ? 128 : 32}`);
+  return { cidr: `${network}/${prefix}`, ...(except.length > 0 ? { except } : {}) };
 }
 
 /** A set of CIDRs (e.g. the operator's `BERTH_SANDBOX_PRIVATE_EGRESS`); InvalidCidrError for a bad one. */

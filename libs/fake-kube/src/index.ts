@@ -4,7 +4,8 @@
  * controller whose rollouts tests can make succeed, fail or stall, a simulated kubelet for pods
  * (image pull failures included), `pods/exec` over WebSocket backed by host processes (a
  * protocol fake, not isolation: see pod-exec.ts), and what helm needs to install a chart
- * (OpenAPI v3, server-side apply, protobuf release Secrets: discovery.ts, store.ts, protobuf.ts).
+ * (OpenAPI v3, server-side apply, protobuf release Secrets: discovery.ts, store.ts, protobuf.ts);
+ * and what NetworkPolicies let through, as a policy-enforcing network plugin decides (network-policy.ts).
  */
 export { FakeKube, type FakeKubeOptions, type RecordedRequest } from './server.js';
 export { ObjectStore, PATCH_CONTENT_TYPES, type ChangeType, type ListOptions, type ResourceRef, type StoreEvent, type WriteOptions } from './store.js';
@@ -22,5 +23,14 @@ export { EXEC_PROTOCOLS, PodExec, type PodExecOptions } from './pod-exec.js';
 export { KubeApiError, type KubeStatus, type StatusDetails } from './errors.js';
 export { builtinResources, nameError, type NameRule } from './resources.js';
 export { matches, parseSelector, type Requirement } from './selectors.js';
+export {
+  connectionAllowed,
+  podEndpoint,
+  type Connection,
+  type Endpoint,
+  type LabelSelector,
+  type NetworkPolicyObject,
+  type PodEndpoint,
+} from './network-policy.js';
 export { apiVersionOf, type FieldError, type KubeObject, type ObjectMeta, type ResourceType } from './types.js';
 export { ContainerEnvError, containerEnv, storeEnvSource, type EnvContainer, type EnvSource } from './container-env.js';

@@ -1,6 +1,7 @@
 import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
 import type { ArtifactStorageConfig } from './artifacts/artifact-store.js';
+import type { AgentNetworkPolicy } from './deployers/kubernetes/network-policy.js';
 import type { ContainerLimits } from './deployers/local/agent-containers.js';
 import type { PodmanCommand } from './deployers/local/podman.js';
 
@@ -109,9 +110,9 @@ export interface DeploymentsConfig {
    */
   agentLimits?: ContainerLimits;
   /**
-   * Private ranges (CIDRs) that agent servers in containers may reach through their egress proxy
-   * (`BERTH_DEPLOYMENT_PRIVATE_EGRESS`; `webhookPrivateEgress` too). Loopback, private, link-local
-   * and metadata addresses are refused otherwise.
+   * Private ranges (CIDRs) that agent servers may reach (`BERTH_DEPLOYMENT_PRIVATE_EGRESS`;
+   * `webhookPrivateEgress` too): through their egress proxy in containers, by their NetworkPolicy on
+   * Kubernetes. Loopback, private, link-local and metadata addresses are refused otherwise.
    * @default none
    */
   deploymentPrivateEgress?: string[];
@@ -155,4 +156,11 @@ export interface KubernetesDeployerSettings {
   serviceAccountName?: string;
   /** Secrets for pulling the agent-server image and image revisions. */
   imagePullSecrets?: string[];
+  /**
+   * A NetworkPolicy per deployment, naming the platform's pods that agent pods may talk to (its
+   * private ranges are `deploymentPrivateEgress` and `webhookPrivateEgress`). env.ts sets it unless
+   * `BERTH_DEPLOYMENT_NETWORK_POLICY=off`. Unset: none is made (and one made earlier is removed at
+   * the deployment's next deploy).
+   */
+  networkPolicy?: Omit<AgentNetworkPolicy, 'privateEgress'>;
 }

@@ -3,9 +3,20 @@
  * AUTH_FLOW_TTL_SECONDS, BERTH_SECRET_KEY, BERTH_ARTIFACTS_DIR, BERTH_DEPLOYER, ...): the only place
  * it reads process.env.
  */
-import { envCidrList, envList, parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envCidrList, envList, envPort, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
-import type { ControlPlaneConfig } from './config.js';
+import type { ControlPlaneConfig, KubernetesDeployerSettings } from './config.js';
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** `key=value,…`: labels that select pods (unset or empty: none). */
+const envLabels = envList
+  .refine((items) => items.every((item) => {
+    const [key = '', value, extra] = item.split('=');
+    return value !== undefined && extra === undefined && LABEL_KEY.test(key) && LABEL_VALUE.test(value);
+  }), { message: 'a comma-separated list of Kubernetes labels such as app.kubernetes.io/component=gateway,app.kubernetes.io/instance=berth' })
+  .transform((items) => (items.length > 0 ? Object.fromEntries(items.map((item) => item.split('=') as [string, string])) : undefined));
 
 const schema = z.object({
   /** Postgres holding the control_plane schema. */
@@ -34,8 +45,18 @@ const schema = z.object({
   BERTH_MAX_DEPLOYMENTS_PER_TENANT: z.coerce.number().int().min(1).default(50),
   /** Postgres of the agent servers (defaults to DATABASE_URL). */
   AGENT_DATABASE_URL: z.string().min(1).optional(),
-  /** Private CIDRs local agent servers in containers may reach (their egress proxy refuses others). */
+  /** Private CIDRs agent servers may reach (local containers: their egress proxy; kubernetes: their NetworkPolicy). */
   BERTH_DEPLOYMENT_PRIVATE_EGRESS: envCidrList,
+  /** kubernetes: a NetworkPolicy per deployment (on), or none (off: the cluster enforces none, or the operator writes their own). */
+  BERTH_DEPLOYMENT_NETWORK_POLICY: z.enum(['on', 'off']).default('on'),
+  /** kubernetes: the namespace of the platform's pods (the gateway's, the control plane's); unset: KUBERNETES_NAMESPACE. */
+  BERTH_PLATFORM_NAMESPACE: z.string().min(1).optional(),
+  /** kubernetes: labels of the gateway's pods, the only pods that may connect to agent pods (which send them traces). */
+  BERTH_GATEWAY_POD_LABELS: envLabels,
+  /** kubernetes: labels of the control plane's pods, whose artifact endpoint agent pods fetch source revisions from. */
+  BERTH_CONTROL_PLANE_POD_LABELS: envLabels,
+  /** The port the gateway's pods listen on (the gateway's own setting, shared by the chart's ConfigMap). */
+  GATEWAY_PORT: envPort.default(8080),
   /** Memory (MiB) and CPU (cores) of a local deployment's container when its resource_spec sets none. */
   BERTH_DEPLOYMENT_MEMORY_MB: z.coerce.number().int().min(128).optional(),
   BERTH_DEPLOYMENT_CPU: z.coerce.number().positive().optional(),
@@ -70,6 +91,13 @@ const schema = z.object({
   // Without it pods would be told the control plane's own loopback address.
   path: ['BERTH_ARTIFACTS_URL'],
   message: 'required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET: the artifact endpoint as agent pods reach it',
+}).refine((e) => !(e.BERTH_DEPLOYER === 'kubernetes' && e.BERTH_DEPLOYMENT_NETWORK_POLICY === 'on' && !e.BERTH_GATEWAY_POD_LABELS), {
+  // Without them the policy would let nothing reach the agent pods, the gateway included.
+  path: ['BERTH_GATEWAY_POD_LABELS'],
+  message: 'required with BERTH_DEPLOYER=kubernetes while BERTH_DEPLOYMENT_NETWORK_POLICY is on: the labels of the gateway\'s pods, the only pods that may connect to agent pods (or set BERTH_DEPLOYMENT_NETWORK_POLICY=off)',
+}).refine((e) => !(e.BERTH_DEPLOYER === 'kubernetes' && e.BERTH_DEPLOYMENT_NETWORK_POLICY === 'on' && e.BERTH_S3_BUCKET && !e.BERTH_CONTROL_PLANE_POD_LABELS), {
+  path: ['BERTH_CONTROL_PLANE_POD_LABELS'],
+  message: 'required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET while BERTH_DEPLOYMENT_NETWORK_POLICY is on: the labels of the control plane\'s pods, whose artifact endpoint agent pods fetch source revisions from',
 });
 
 export function loadControlPlaneConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {
@@ -93,6 +121,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
                     ...(e.BERTH_AGENT_SERVER_IMAGE ? { agentServerImage: e.BERTH_AGENT_SERVER_IMAGE } : {}),
                     ...(e.BERTH_AGENT_SERVICE_ACCOUNT ? { serviceAccountName: e.BERTH_AGENT_SERVICE_ACCOUNT } : {}),
                     ...(e.BERTH_AGENT_IMAGE_PULL_SECRETS.length ? { imagePullSecrets: e.BERTH_AGENT_IMAGE_PULL_SECRETS } : {}),
+                    ...(e.BERTH_DEPLOYMENT_NETWORK_POLICY === 'on' && e.BERTH_GATEWAY_POD_LABELS ? { networkPolicy: networkPolicySettings(e) } : {}),
                   }
                 : { kind: 'local' },
             // Archives serve only agent servers that run elsewhere; the local deployer runs the build folders.
@@ -132,5 +161,14 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
           },
         }
       : {}),
+  };
+}
+
+/** The platform's pods that agent pods' NetworkPolicy names (BERTH_PLATFORM_NAMESPACE, BERTH_*_POD_LABELS). */
+function networkPolicySettings(e: z.output<typeof schema>): NonNullable<KubernetesDeployerSettings['networkPolicy']> {
+  const namespace = e.BERTH_PLATFORM_NAMESPACE ?? e.KUBERNETES_NAMESPACE;
+  return {
+    gateway: { namespace, labels: e.BERTH_GATEWAY_POD_LABELS!, port: e.GATEWAY_PORT },
+    ...(e.BERTH_CONTROL_PLANE_POD_LABELS ? { controlPlane: { namespace, labels: e.BERTH_CONTROL_PLANE_POD_LABELS, port: e.BERTH_ARTIFACTS_PORT } } : {}),
   };
 }

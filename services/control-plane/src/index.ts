@@ -74,6 +74,14 @@ export function describeIsolation(isolation: IsolationMode): string {
 }
 
 /**
+ * The private ranges agent servers may reach: the operator's, and the webhook receivers' (a range
+ * the operator allowed for webhooks is one the agent server's egress must reach).
+ */
+function agentPrivateEgress(settings: DeploymentsConfig): string[] {
+  return [...(settings.deploymentPrivateEgress ?? []), ...(settings.webhookPrivateEgress ?? [])];
+}
+
+/**
  * Containers of agent servers when an engine is given and they can run here (root, the runtime
  * readable by their users); else why not, and agent servers run as OS users.
  */
@@ -87,8 +95,7 @@ async function agentContainers(settings: DeploymentsConfig, stateDir: string, lo
     serveScript: AGENT_SERVE_SCRIPT,
     hidden: [resolve(stateDir)],
     ...(settings.agentLimits ? { limits: settings.agentLimits } : {}),
-    // A webhook receiver's range the operator allowed is one the agent server's egress must reach.
-    privateEgress: [...(settings.deploymentPrivateEgress ?? []), ...(settings.webhookPrivateEgress ?? [])],
+    privateEgress: agentPrivateEgress(settings),
     logger,
   });
   try {
@@ -167,8 +174,12 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   };
   try {
     if (settings.deployer?.kind === 'kubernetes') {
-      const { kind: _kind, server, token, kubeconfig, ...options } = settings.deployer;
-      deployer = new KubernetesDeployer({ ...options, cluster: server ? { server, ...(token ? { token } : {}) } : loadKubeConfig(kubeconfig) });
+      const { kind: _kind, server, token, kubeconfig, networkPolicy, ...options } = settings.deployer;
+      deployer = new KubernetesDeployer({
+        ...options,
+        cluster: server ? { server, ...(token ? { token } : {}) } : loadKubeConfig(kubeconfig),
+        ...(networkPolicy ? { networkPolicy: { ...networkPolicy, privateEgress: agentPrivateEgress(settings) } } : {}),
+      });
     } else {
       const { containers, reason } = users ? await agentContainers(settings, stateDir, logger) : {};
       if (containers) isolation = { kind: 'container' };

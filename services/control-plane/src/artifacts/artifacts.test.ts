@@ -101,7 +101,15 @@ describe('revision artifacts in object storage', () => {
 });
 
 describe('artifact settings', () => {
-  const env = { DATABASE_URL: 'postgres://x@127.0.0.1/x', BERTH_SECRET_KEY: 'k', BERTH_DEPLOYER: 'kubernetes', BERTH_S3_BUCKET: 'builds' };
+  // As the chart sets them (the agent pods' NetworkPolicy names the platform's pods).
+  const env = {
+    DATABASE_URL: 'postgres://x@127.0.0.1/x',
+    BERTH_SECRET_KEY: 'k',
+    BERTH_DEPLOYER: 'kubernetes',
+    BERTH_S3_BUCKET: 'builds',
+    BERTH_GATEWAY_POD_LABELS: 'app.kubernetes.io/component=gateway',
+    BERTH_CONTROL_PLANE_POD_LABELS: 'app.kubernetes.io/component=control-plane',
+  };
 
   it('needs BERTH_ARTIFACTS_URL with a bucket on kubernetes: pods cannot reach the control plane at its loopback address', () => {
     expect(() => loadControlPlaneConfig(env)).toThrow(/BERTH_ARTIFACTS_URL: required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET/);

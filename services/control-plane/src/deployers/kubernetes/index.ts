@@ -14,3 +14,4 @@ export {
   type ImageRevisionSpec,
   type ManifestOptions,
 } from './manifests.js';
+export { buildNetworkPolicy, type AgentNetworkPolicy, type Lookup, type PlatformEndpoint, type PlatformPods } from './network-policy.js';

@@ -3,12 +3,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
-import { FakeKube, type KubeObject } from '@berth/fake-kube';
+import { connectionAllowed, FakeKube, podEndpoint, type Endpoint, type KubeObject, type NetworkPolicyObject } from '@berth/fake-kube';
 import { labelValue } from '@berth/kube';
 import { collectLog, deployerContract } from '../contract.js';
 import { DeployFailedError, type RevisionSpec } from '../deployer.js';
 import { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
 import { ARTIFACT_CREDENTIAL_KEY, buildManifests, FETCH_CONTAINER_NAME, LABELS, objectName, PROJECT_DIR, type ImageRevisionSpec } from './manifests.js';
+import type { AgentNetworkPolicy, Lookup } from './network-policy.js';
 
 const NAMESPACE = 'berth';
 const GOOD = 'registry.test/agent:ok';
@@ -30,13 +31,24 @@ async function startFake(options: { token?: string; namespaces?: string[] } = {}
   return fake;
 }
 
+const POLICIES = 'networking.k8s.io/networkpolicies';
+const PLATFORM_LABELS = { 'app.kubernetes.io/name': 'berth', 'app.kubernetes.io/instance': 'berth' };
+const NETWORK_POLICY: AgentNetworkPolicy = {
+  gateway: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': 'gateway' }, port: 8080 },
+  controlPlane: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': 'control-plane' }, port: 8092 },
+};
+/** Where the agent servers' database is, as the cluster's DNS answers now (tests move it). */
+const databaseAddresses: Record<string, string[]> = { db: ['10.0.9.9'], 'db.internal.example': ['10.0.9.9'] };
+const lookup: Lookup = async (host) => databaseAddresses[host] ?? Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
+
+/** A deployer as env.ts makes one by default: with the NetworkPolicy on. */
 function deployerFor(fake: FakeKube, options: Partial<KubernetesDeployerOptions> = {}): KubernetesDeployer {
-  return new KubernetesDeployer({ cluster: { server: fake.url }, pollIntervalMs: 20, rolloutTimeoutMs: 5_000, ...options });
+  return new KubernetesDeployer({ cluster: { server: fake.url }, pollIntervalMs: 20, rolloutTimeoutMs: 5_000, networkPolicy: NETWORK_POLICY, lookup, ...options });
 }
 
 function objectsOf(fake: FakeKube, deploymentId: string): KubeObject[] {
   const labelSelector = `${LABELS.deploymentId}=${labelValue(deploymentId)}`;
-  return ['apps/deployments', 'services', 'secrets', 'pods'].flatMap((r) => fake.store.list(r, NAMESPACE, { labelSelector }));
+  return ['apps/deployments', 'services', 'secrets', 'pods', POLICIES].flatMap((r) => fake.store.list(r, NAMESPACE, { labelSelector }));
 }
 
 deployerContract('kubernetes (fake API server)', async () => {
@@ -68,6 +80,27 @@ deployerContract('kubernetes (fake API server)', async () => {
   };
 });
 
+/** A revision of a new deployment (a prod one of two replicas, with secrets and platform env). */
+function spec(overrides: Partial<RevisionSpec> = {}): ImageRevisionSpec {
+  return {
+    deploymentId: randomUUID(),
+    revisionId: randomUUID(),
+    tenantId: randomUUID(),
+    name: `agent-${randomUUID().slice(0, 6)}`,
+    deploymentType: 'prod',
+    artifact: { kind: 'image', imageUri: GOOD },
+    secrets: { OPENAI_API_KEY: 'sk-test', EMPTY: '' },
+    env: {
+      DATABASE_URL: 'postgres://agent_x:role-password@db/berth',
+      BERTH_AGENT_SCHEMA: 'agent_x',
+      BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_deployment_credential',
+      PORT: '1234',
+    },
+    resources: { replicas: 2, cpu: 0.5, memoryMb: 512, workers: 4 },
+    ...overrides,
+  } as ImageRevisionSpec;
+}
+
 describe('KubernetesDeployer', () => {
   let fake: FakeKube;
   let deployer: KubernetesDeployer;
@@ -81,25 +114,6 @@ describe('KubernetesDeployer', () => {
     await fake.close();
   });
 
-  function spec(overrides: Partial<RevisionSpec> = {}): ImageRevisionSpec {
-    return {
-      deploymentId: randomUUID(),
-      revisionId: randomUUID(),
-      tenantId: randomUUID(),
-      name: `agent-${randomUUID().slice(0, 6)}`,
-      deploymentType: 'prod',
-      artifact: { kind: 'image', imageUri: GOOD },
-      secrets: { OPENAI_API_KEY: 'sk-test', EMPTY: '' },
-      env: {
-        DATABASE_URL: 'postgres://agent_x:role-password@db/berth',
-        BERTH_AGENT_SCHEMA: 'agent_x',
-        BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_deployment_credential',
-        PORT: '1234',
-      },
-      resources: { replicas: 2, cpu: 0.5, memoryMb: 512, workers: 4 },
-      ...overrides,
-    } as ImageRevisionSpec;
-  }
 
   it('writes the Secret, Deployment and Service of the manifests, and returns the in-cluster url', async () => {
     const revision = spec();
@@ -171,6 +185,7 @@ describe('KubernetesDeployer', () => {
     expect(log.text()).toContain(`replacing Deployment ${name}`);
     const puts = fake.requests.filter((r) => r.method === 'PUT');
     expect(puts.map((r) => r.path)).toEqual([
+      `/apis/networking.k8s.io/v1/namespaces/${NAMESPACE}/networkpolicies/${name}`,
       `/api/v1/namespaces/${NAMESPACE}/secrets/${name}`,
       `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/${name}`,
       `/api/v1/namespaces/${NAMESPACE}/services/${name}`,
@@ -276,9 +291,9 @@ describe('KubernetesDeployer', () => {
     const log = collectLog();
     await deployer.remove(a.deploymentId, log.log);
     const name = objectName(a.name, a.deploymentId);
-    expect(log.text().split('\n')).toEqual([`deleted Deployment ${name}`, `deleted Service ${name}`, `deleted Secret ${name}`]);
+    expect(log.text().split('\n')).toEqual([`deleted Deployment ${name}`, `deleted Service ${name}`, `deleted Secret ${name}`, `deleted NetworkPolicy ${name}`]);
     expect(objectsOf(fake, a.deploymentId)).toEqual([]);
-    expect(objectsOf(fake, b.deploymentId).map((o) => o.kind).sort()).toEqual(['Deployment', 'Pod', 'Pod', 'Secret', 'Service']);
+    expect(objectsOf(fake, b.deploymentId).map((o) => o.kind).sort()).toEqual(['Deployment', 'NetworkPolicy', 'Pod', 'Pod', 'Secret', 'Service']);
   });
 
   it('stops after close', async () => {
@@ -288,6 +303,135 @@ describe('KubernetesDeployer', () => {
     await closing.close();
     await expect(deploying).rejects.toThrow('the kubernetes deployer is closed');
     await expect(closing.deploy(spec(), collectLog().log)).rejects.toThrow('closed');
+  });
+
+  describe('its NetworkPolicy (from a deployed graph\'s side)', () => {
+    /** A dev deployment whose database is at a name the test's resolver answers. */
+    const contained = (overrides: Partial<RevisionSpec> = {}) =>
+      spec({ deploymentType: 'dev', env: { DATABASE_URL: 'postgres://agent_x:pw@db.internal.example:5432/berth_agent_x' }, resources: { replicas: 1 }, ...overrides });
+
+    const policies = () => fake.store.list(POLICIES, NAMESPACE) as unknown as NetworkPolicyObject[];
+    const podsOf = (deploymentId: string) => fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${deploymentId}` }).map((p) => podEndpoint(p));
+    const platformPod = (component: string): Endpoint => ({ pod: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': component }, ip: '10.244.9.1' } });
+    const tcp = (port: number) => ({ port });
+
+    it('contains its pods from their first moment: no metadata endpoint, no platform service but its own, no other deployment', async () => {
+      const mine = contained();
+      const theirs = contained({ tenantId: randomUUID() });
+      fake.clearRequests();
+      await deployer.deploy(mine, collectLog().log);
+      await deployer.deploy(theirs, collectLog().log);
+      // Written before the Deployment: no pod of it ever ran without its policy.
+      const writes = fake.requests.filter((r) => r.method === 'POST').map((r) => r.path.split('/').at(-1));
+      expect(writes.slice(0, 2)).toEqual(['networkpolicies', 'secrets']);
+      expect(writes.indexOf('networkpolicies')).toBeLessThan(writes.indexOf('deployments'));
+
+      const [me] = podsOf(mine.deploymentId);
+      const [neighbour] = podsOf(theirs.deploymentId);
+      expect(me && neighbour).toBeDefined();
+      const reach = (to: Endpoint, port: number) => connectionAllowed(policies(), me!, to, tcp(port));
+      expect(reach({ ip: '169.254.169.254' }, 80)).toBe(false);
+      expect(reach({ ip: '10.0.0.1' }, 443)).toBe(false);
+      expect(reach(neighbour!, 8000)).toBe(false);
+      expect(connectionAllowed(policies(), neighbour!, me!, tcp(8000))).toBe(false);
+      for (const [component, port] of [['control-plane', 50051], ['sandbox-manager', 50051], ['export-worker', 50051], ['gateway', 8081]] as const) {
+        expect({ component, port, allowed: reach(platformPod(component), port) }).toEqual({ component, port, allowed: false });
+      }
+      // What it needs: its database (where it resolves now), the gateway, the artifact endpoint, the internet.
+      expect(reach({ ip: '10.0.9.9' }, 5432)).toBe(true);
+      expect(reach(platformPod('gateway'), 8080)).toBe(true);
+      expect(reach(platformPod('control-plane'), 8092)).toBe(true);
+      expect(reach({ ip: '93.184.216.34' }, 443)).toBe(true);
+      // Only the gateway reaches it.
+      expect(connectionAllowed(policies(), platformPod('gateway'), me!, tcp(8000))).toBe(true);
+      expect(connectionAllowed(policies(), platformPod('control-plane'), me!, tcp(8000))).toBe(false);
+    });
+
+    it('resolves the database again at every deploy: a moved database is reachable, its old address no longer', async () => {
+      const first = contained();
+      await deployer.deploy(first, collectLog().log);
+      databaseAddresses['db.internal.example'] = ['10.0.9.10'];
+      try {
+        const log = collectLog();
+        await deployer.deploy({ ...first, revisionId: randomUUID() }, log.log);
+        expect(log.text()).toContain('network policy: agent pods may reach DATABASE_URL (db.internal.example:5432) at 10.0.9.10, on port 5432');
+        expect(log.text()).toContain(`replacing NetworkPolicy ${objectName(first.name, first.deploymentId)}`);
+        const [pod] = podsOf(first.deploymentId);
+        expect(connectionAllowed(policies(), pod!, { ip: '10.0.9.10' }, tcp(5432))).toBe(true);
+        expect(connectionAllowed(policies(), pod!, { ip: '10.0.9.9' }, tcp(5432))).toBe(false);
+      } finally {
+        databaseAddresses['db.internal.example'] = ['10.0.9.9'];
+      }
+    });
+
+    it('puts the previous policy back when a revision fails, and removes a failed first revision\'s', async () => {
+      const first = contained();
+      const name = objectName(first.name, first.deploymentId);
+      await deployer.deploy(first, collectLog().log);
+      databaseAddresses['db.internal.example'] = ['10.0.9.11'];
+      try {
+        await expect(deployer.deploy({ ...first, revisionId: randomUUID(), artifact: { kind: 'image', imageUri: BROKEN } }, collectLog().log)).rejects.toThrow(BROKEN_REASON);
+      } finally {
+        databaseAddresses['db.internal.example'] = ['10.0.9.9'];
+      }
+      const [pod] = podsOf(first.deploymentId);
+      expect(connectionAllowed(policies(), pod!, { ip: '10.0.9.9' }, tcp(5432))).toBe(true);
+      expect(connectionAllowed(policies(), pod!, { ip: '10.0.9.11' }, tcp(5432))).toBe(false);
+      expect(fake.store.find(POLICIES, NAMESPACE, name)).toBeDefined();
+
+      const failedFirst = contained({ artifact: { kind: 'image', imageUri: BROKEN } });
+      await expect(deployer.deploy(failedFirst, collectLog().log)).rejects.toThrow(BROKEN_REASON);
+      expect(objectsOf(fake, failedFirst.deploymentId)).toEqual([]);
+    });
+
+    it('removes the policy with the deployment only once its last pod is gone', async () => {
+      const revision = contained();
+      const name = objectName(revision.name, revision.deploymentId);
+      await deployer.deploy(revision, collectLog().log);
+      // A pod that outlives its Deployment (ending slowly, its code ignoring SIGTERM).
+      const labels = fake.store.get('apps/deployments', NAMESPACE, name)['spec'] as { template: { metadata: { labels: Record<string, string> } } };
+      fake.store.create('pods', NAMESPACE, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `${name}-lingering`, labels: labels.template.metadata.labels }, spec: { containers: [{ name: 'agent-server', image: GOOD }] } });
+      const impatient = deployerFor(fake, { podsGoneTimeoutMs: 200 });
+      try {
+        const log = collectLog();
+        await expect(impatient.remove(revision.deploymentId, log.log)).rejects.toThrow(`pods ${name}-lingering are still there after 200ms: their NetworkPolicy stays until they are gone`);
+        expect(log.text()).toContain('waiting for 1 pod(s) to end before removing their NetworkPolicy');
+        expect(fake.store.find('apps/deployments', NAMESPACE, name)).toBeUndefined();
+        const [lingering] = podsOf(revision.deploymentId);
+        expect(connectionAllowed(policies(), lingering!, { ip: '169.254.169.254' }, tcp(80))).toBe(false);
+        // The removal is tried again once the pod is gone.
+        fake.store.delete('pods', NAMESPACE, `${name}-lingering`);
+        const again = collectLog();
+        await impatient.remove(revision.deploymentId, again.log);
+        expect(again.text()).toBe(`deleted NetworkPolicy ${name}`);
+        expect(objectsOf(fake, revision.deploymentId)).toEqual([]);
+      } finally {
+        await impatient.close();
+      }
+    });
+
+    it('makes none when turned off, and removes the one it made before', async () => {
+      const off = deployerFor(fake, { networkPolicy: undefined });
+      try {
+        const plain = contained();
+        await off.deploy(plain, collectLog().log);
+        expect(fake.store.find(POLICIES, NAMESPACE, objectName(plain.name, plain.deploymentId))).toBeUndefined();
+
+        const earlier = contained();
+        const name = objectName(earlier.name, earlier.deploymentId);
+        await deployer.deploy(earlier, collectLog().log);
+        expect(fake.store.find(POLICIES, NAMESPACE, name)).toBeDefined();
+        const log = collectLog();
+        await off.deploy({ ...earlier, revisionId: randomUUID() }, log.log);
+        expect(log.lines).toContainEqual({ line: `deleted NetworkPolicy ${name}: the deployer makes none (BERTH_DEPLOYMENT_NETWORK_POLICY=off)`, level: 'warn' });
+        expect(fake.store.find(POLICIES, NAMESPACE, name)).toBeUndefined();
+        // Uncontained again: what the switch is for (clusters with their own policies).
+        const [pod] = podsOf(earlier.deploymentId);
+        expect(connectionAllowed(policies(), pod!, { ip: '169.254.169.254' }, tcp(80))).toBe(true);
+      } finally {
+        await off.close();
+      }
+    });
   });
 });
 

@@ -1,10 +1,11 @@
 /**
- * The `kubernetes` adapter of the deployer port: per deployment one Secret, one Deployment and
- * one ClusterIP Service (see `manifests.ts`), created or replaced on every revision; a revision
- * is deployed once its rolling update has finished. A revision that fails puts the previous
- * Deployment spec and Secret back, so the revision that served keeps serving.
+ * The `kubernetes` adapter of the deployer port: per deployment one Secret, one Deployment, one
+ * ClusterIP Service (see `manifests.ts`) and, unless turned off, one NetworkPolicy
+ * (`network-policy.ts`), created or replaced on every revision; a revision is deployed once its
+ * rolling update has finished. A revision that fails puts the previous Deployment spec, Secret
+ * and NetworkPolicy back, so the revision that served keeps serving.
  */
-import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, NetworkingV1Api, type V1Deployment, type V1NetworkPolicy, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
 import {
   callOptions,
   coreKinds,
@@ -14,6 +15,9 @@ import {
   findObject,
   formatMs,
   kubeConfigOf,
+  networkPolicyKind,
+  poll,
+  PollTimeoutError,
   removeObject,
   sleep,
   writable,
@@ -29,9 +33,11 @@ import {
   deploymentLabelSelector,
   revisionPodSelector,
   serviceUrl,
+  TERMINATION_GRACE_SECONDS,
   UnrunnableRevisionError,
   type KubeRevisionSpec,
 } from './manifests.js';
+import { buildNetworkPolicy, describeEndpoint, resolveEndpoints, systemLookup, type AgentNetworkPolicy, type Lookup } from './network-policy.js';
 import { describeProblem, podProblems, rolloutVerdict, type PodProblem } from './rollout.js';
 
 export interface KubernetesDeployerOptions {
@@ -61,6 +67,23 @@ export interface KubernetesDeployerOptions {
    * project an init container fetches from the control plane. Unset: only image revisions run.
    */
   agentServerImage?: string;
+  /**
+   * What each deployment's pods may reach and be reached by, as a NetworkPolicy of their own.
+   * Unset: no policy is made (for clusters whose network plugin enforces none, or whose operator
+   * writes their own), and one made before is removed at the deployment's next deploy.
+   */
+  networkPolicy?: AgentNetworkPolicy;
+  /**
+   * Resolves the hosts of the agent server's DATABASE_URL and REDIS_URL for its NetworkPolicy.
+   * @default the system resolver
+   */
+  lookup?: Lookup;
+  /**
+   * How long `remove` waits for a deleted deployment's pods to be gone before it removes their
+   * NetworkPolicy (which contains them until then).
+   * @default their termination grace period plus 30 s
+   */
+  podsGoneTimeoutMs?: number;
 }
 
 /** Lines of a failing pod's output copied into the deploy log. */
@@ -72,6 +95,7 @@ export class KubernetesDeployer implements Deployer {
   readonly namespace: string;
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
+  readonly #net: NetworkingV1Api;
   readonly #options: KubernetesDeployerOptions;
   readonly #rolloutTimeoutMs: number;
   readonly #pollIntervalMs: number;
@@ -85,6 +109,7 @@ export class KubernetesDeployer implements Deployer {
     const kc = kubeConfigOf(options.cluster);
     this.#core = kc.makeApiClient(CoreV1Api);
     this.#apps = kc.makeApiClient(AppsV1Api);
+    this.#net = kc.makeApiClient(NetworkingV1Api);
   }
 
   async deploy(spec: RevisionSpec, log: DeployLog, signal?: AbortSignal): Promise<DeployedRevision> {
@@ -113,12 +138,18 @@ export class KubernetesDeployer implements Deployer {
     }
     const name = manifests.deployment.metadata!.name!;
     const kinds = this.#kinds(aborted);
-    let previous: { secret: V1Secret | undefined; deployment: V1Deployment | undefined } | undefined;
+    let previous: Previous | undefined;
     try {
       const what = kubeSpec.artifact.kind === 'image' ? `image ${kubeSpec.artifact.imageUri}` : `built from source, sha256 ${kubeSpec.artifact.archive.sha256}`;
       log(`deploying revision ${spec.revisionId} (${what}) as ${name} in namespace ${this.namespace}`);
       // What serves now, to put back if this revision fails.
-      previous = { secret: await findObject(kinds.secret, name), deployment: await findObject(kinds.deployment, name) };
+      previous = {
+        secret: await findObject(kinds.secret, name),
+        deployment: await findObject(kinds.deployment, name),
+        networkPolicy: await findObject(kinds.networkPolicy, name),
+      };
+      // The policy first: no pod of this revision runs uncontained, not even for a moment.
+      await this.#applyNetworkPolicy(kinds.networkPolicy, spec, previous.networkPolicy, log);
       await this.#apply(kinds.secret, manifests.secret, previous.secret, log);
       const applied = await this.#apply(kinds.deployment, manifests.deployment, previous.deployment, log);
       await this.#apply(kinds.service, manifests.service, await findObject(kinds.service, name), log, (body, existing) => ({
@@ -136,7 +167,7 @@ export class KubernetesDeployer implements Deployer {
       const failure =
         error instanceof DeployFailedError ? error : new DeployFailedError(`kubernetes: ${describeApiError(error)}`, { cause: error });
       if (!(error instanceof DeployFailedError)) log(failure.message, 'error');
-      if (previous) await this.#restore(name, previous, log);
+      if (previous) await this.#restore(spec.deploymentId, name, previous, log);
       throw failure;
     }
     const url = serviceUrl(manifests.service.metadata!.name!, this.namespace);
@@ -154,7 +185,7 @@ export class KubernetesDeployer implements Deployer {
     const kinds = this.#kinds(this.#closed.signal);
     const selector = deploymentLabelSelector(deploymentId);
     let removed = 0;
-    for (const kind of [kinds.deployment, kinds.service, kinds.secret]) {
+    const removeAll = async (kind: KindApi<Named>) => {
       for (const object of await kind.list(selector)) {
         const objectName = object.metadata!.name!;
         const deleted = await removeObject(kind, objectName).catch((error: unknown) => {
@@ -165,6 +196,13 @@ export class KubernetesDeployer implements Deployer {
           removed++;
         }
       }
+    };
+    for (const kind of [kinds.deployment, kinds.service, kinds.secret] as Array<KindApi<Named>>) await removeAll(kind);
+    // Pods run on for their grace period after their Deployment is gone (longer if their code
+    // ignores SIGTERM): the policy keeps containing them until the last one is gone.
+    if ((await kinds.networkPolicy.list(selector)).length > 0) {
+      await this.#podsGone(selector, log);
+      await removeAll(kinds.networkPolicy as KindApi<Named>);
     }
     if (removed === 0) log(`nothing of deployment ${deploymentId} in namespace ${this.namespace}`);
   }
@@ -172,6 +210,39 @@ export class KubernetesDeployer implements Deployer {
   async close(): Promise<void> {
     // Workloads keep running; only our own waits stop.
     this.#closed.abort(new DeployFailedError('the kubernetes deployer is closed'));
+  }
+
+  /**
+   * Writes the deployment's NetworkPolicy, its platform services' hosts resolved now; with the
+   * policy turned off, removes one an earlier configuration made.
+   */
+  async #applyNetworkPolicy(kind: KindApi<V1NetworkPolicy>, spec: RevisionSpec, existing: V1NetworkPolicy | undefined, log: DeployLog): Promise<void> {
+    const policy = this.#options.networkPolicy;
+    if (!policy) {
+      const name = existing?.metadata?.name;
+      if (name && (await removeObject(kind, name))) log(`deleted NetworkPolicy ${name}: the deployer makes none (BERTH_DEPLOYMENT_NETWORK_POLICY=off)`, 'warn');
+      return;
+    }
+    const endpoints = await resolveEndpoints(spec.env, this.namespace, this.#options.lookup ?? systemLookup);
+    for (const endpoint of endpoints) log(describeEndpoint(endpoint), endpoint.addresses.length > 0 || endpoint.serviceNamespace ? 'info' : 'warn');
+    await this.#apply(kind, buildNetworkPolicy(spec, this.namespace, policy, endpoints), existing, log);
+  }
+
+  /** Waits until no pod of the deployment is left; DeployFailedError (the removal is tried again) when some stay. */
+  async #podsGone(selector: string, log: DeployLog): Promise<void> {
+    const signal = this.#closed.signal;
+    const timeoutMs = this.#options.podsGoneTimeoutMs ?? (TERMINATION_GRACE_SECONDS + 30) * 1000;
+    const left = async () => (await this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector }, callOptions(signal))).items;
+    const pods = await left();
+    if (pods.length === 0) return;
+    log(`waiting for ${pods.length} pod(s) to end before removing their NetworkPolicy`);
+    try {
+      await poll(async () => ((await left()).length === 0 ? true : undefined), { timeoutMs, intervalMs: this.#pollIntervalMs, signal, what: 'the end of the deployment\'s pods' });
+    } catch (error) {
+      if (!(error instanceof PollTimeoutError)) throw error;
+      const names = (await left()).map((p) => p.metadata?.name).join(', ');
+      throw new DeployFailedError(`pods ${names} are still there after ${formatMs(timeoutMs)}: their NetworkPolicy stays until they are gone`, { cause: error });
+    }
   }
 
   /** Creates the object, or replaces it (at the resourceVersion read) when it exists. */
@@ -255,7 +326,7 @@ export class KubernetesDeployer implements Deployer {
   }
 
   /** Puts back what served before a failed revision; a first revision that failed is removed. */
-  async #restore(name: string, previous: { secret: V1Secret | undefined; deployment: V1Deployment | undefined }, log: DeployLog): Promise<void> {
+  async #restore(deploymentId: string, name: string, previous: Previous, log: DeployLog): Promise<void> {
     const kinds = this.#kinds(this.#closed.signal);
     try {
       if (!previous.deployment) {
@@ -263,11 +334,22 @@ export class KubernetesDeployer implements Deployer {
           await removeObject(kind, name);
         }
         log(`removed the objects of the failed first revision`, 'warn');
+        // The policy once the failed revision's pods are gone: it contains them while they end.
+        try {
+          await this.#podsGone(deploymentLabelSelector(deploymentId), log);
+          await removeObject(kinds.networkPolicy, name);
+        } catch (error) {
+          if (!(error instanceof DeployFailedError)) throw error;
+          log(`${error.message} (it goes with the deployment)`, 'warn');
+        }
         return;
       }
       const quiet: DeployLog = () => undefined;
       if (previous.secret) await this.#apply(kinds.secret, writable(previous.secret), undefined, quiet);
       await this.#apply(kinds.deployment, writable(previous.deployment), undefined, quiet);
+      // The policy the previous revision served under (none: it served before there were policies).
+      if (previous.networkPolicy) await this.#apply(kinds.networkPolicy, writable(previous.networkPolicy), undefined, quiet);
+      else await removeObject(kinds.networkPolicy, name);
       const revision = previous.deployment.metadata?.annotations?.[ANNOTATIONS.revisionId];
       log(`rolled ${name} back to ${revision ? `revision ${revision}` : 'its previous spec'}, which keeps serving`, 'warn');
     } catch (error) {
@@ -275,9 +357,16 @@ export class KubernetesDeployer implements Deployer {
     }
   }
 
-  #kinds(signal: AbortSignal): { secret: KindApi<V1Secret>; deployment: KindApi<V1Deployment>; service: KindApi<V1Service> } {
+  #kinds(signal: AbortSignal): { secret: KindApi<V1Secret>; deployment: KindApi<V1Deployment>; service: KindApi<V1Service>; networkPolicy: KindApi<V1NetworkPolicy> } {
     const call = () => callOptions(signal);
     const { secret, service } = coreKinds(this.#core, this.namespace, call);
-    return { secret, service, deployment: deploymentKind(this.#apps, this.namespace, call) };
+    return { secret, service, deployment: deploymentKind(this.#apps, this.namespace, call), networkPolicy: networkPolicyKind(this.#net, this.namespace, call) };
   }
+}
+
+/** What served a deployment before a revision's deploy began, to put back if the revision fails. */
+interface Previous {
+  secret: V1Secret | undefined;
+  deployment: V1Deployment | undefined;
+  networkPolicy: V1NetworkPolicy | undefined;
 }

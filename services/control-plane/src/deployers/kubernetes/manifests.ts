@@ -45,6 +45,8 @@ export const AGENT_HOME = '/home/berth';
 export const SCRATCH_SIZE_LIMIT = '1Gi';
 
 export const APP_NAME = 'berth-agent-server';
+/** How long a pod being replaced or removed may take to end (then the kubelet kills it). */
+export const TERMINATION_GRACE_SECONDS = 60;
 export const MANAGED_BY = 'berth';
 
 /**
@@ -146,7 +148,8 @@ function commonLabels(spec: RevisionSpec): Record<string, string> {
   };
 }
 
-function objectMeta(spec: RevisionSpec, options: ManifestOptions) {
+/** Name, namespace, labels and annotations of each of a deployment's objects. */
+export function objectMeta(spec: RevisionSpec, options: Pick<ManifestOptions, 'namespace'>) {
   return {
     name: objectName(spec.name, spec.deploymentId),
     namespace: options.namespace,
@@ -320,7 +323,7 @@ export function buildDeployment(spec: KubeRevisionSpec, options: ManifestOptions
           securityContext: POD_SECURITY_CONTEXT,
           volumes: [...SCRATCH_VOLUMES.map(({ name }) => ({ name, emptyDir: { sizeLimit: SCRATCH_SIZE_LIMIT } })), ...run.volumes],
           // Room for in-flight requests and runs to finish when a rollout replaces a pod.
-          terminationGracePeriodSeconds: 60,
+          terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
           ...(options.serviceAccountName ? { serviceAccountName: options.serviceAccountName } : {}),
           ...(options.imagePullSecrets?.length ? { imagePullSecrets: options.imagePullSecrets.map((name) => ({ name })) } : {}),
         },

@@ -21,6 +21,7 @@
  * (gVisor's `runsc`), and non-root when the image's user is a non-root uid.
  */
 import type { V1ConfigMap, V1Container, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
+import { allowedBlock, publicAddressBlocks } from '@berth/egress';
 import { labelValue } from '@berth/kube';
 import { bytesQuantity } from '@berth/quantity';
 import { proxyEnvironment, type PemPair } from '../../proxy/proxy-ca.js';
@@ -60,14 +61,6 @@ export const IDLE_COMMAND = ['/bin/sh', '-c', "trap 'exit 0' TERM INT; while :; 
 
 /** Size of a volume whose spec gives none. */
 export const DEFAULT_VOLUME_BYTES = 1024 ** 3;
-
-/**
- * Ranges a sandbox may not reach directly (RFC 1918, carrier-grade NAT, loopback, link-local with
- * the cloud metadata address, and the IPv6 equivalents); the operator's `privateAllow` CIDRs are
- * allowed by a rule of their own.
- */
-export const NOT_PUBLIC_IPV4 = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'];
-export const NOT_PUBLIC_IPV6 = ['::1/128', 'fc00::/7', 'fe80::/10'];
 
 export interface ManifestOptions {
   namespace: string;
@@ -309,13 +302,10 @@ export function buildNetworkPolicy(spec: InstanceSpec, options: ManifestOptions)
             { protocol: 'TCP', port: 53 },
           ],
         },
-        {
-          to: [
-            { ipBlock: { cidr: '0.0.0.0/0', except: NOT_PUBLIC_IPV4 } },
-            { ipBlock: { cidr: '::/0', except: NOT_PUBLIC_IPV6 } },
-          ],
-        },
-        ...(spec.egress.privateAllow.length > 0 ? [{ to: spec.egress.privateAllow.map((cidr) => ({ ipBlock: { cidr } })) }] : []),
+        // The public internet: every range the proxy refuses is excepted (one list, in @berth/egress).
+        { to: publicAddressBlocks().map((ipBlock) => ({ ipBlock })) },
+        // The operator's ranges, a metadata address inside a wider one excepted (as the proxy does).
+        ...(spec.egress.privateAllow.length > 0 ? [{ to: spec.egress.privateAllow.map((cidr) => ({ ipBlock: allowedBlock(cidr) })) }] : []),
       ],
     },
   };
