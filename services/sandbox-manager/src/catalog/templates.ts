@@ -5,6 +5,7 @@
  * makes running warm-pool members stale bumps `version`.
  */
 import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
 import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { isUuid } from '@berth/ids';
@@ -13,6 +14,7 @@ import type { Logger } from '@berth/log';
 import type { ProxyConfig } from '@berth/proto';
 import { parseQuantity, QuantityError } from '@berth/quantity';
 import type { SecretBox } from '@berth/secret-box';
+import { PLATFORM_MOUNTS } from '../drivers/container/container-spec.js';
 import type { ImageSource, Resources, SandboxDriver } from '../drivers/driver.js';
 import { imageLifecycle, type ImageStatus } from '../lifecycle.js';
 import { checkResources, templateFields, type ResourceFields, type ResourceKey, type SandboxLimits } from '../sandboxes/limits.js';
@@ -261,6 +263,11 @@ export class Templates {
     const paths = new Set<string>();
     for (const [i, mount] of volumes.entries()) {
       if (!mount.mount_path.startsWith('/') || mount.mount_path === '/') issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: 'mount_path must be an absolute path other than /', type: 'value_error' });
+      // There the platform mounts the agent and its folders, which a volume would stand in for.
+      const normalized = posix.normalize(mount.mount_path);
+      if (normalized === PLATFORM_MOUNTS || normalized.startsWith(`${PLATFORM_MOUNTS}/`)) {
+        issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: `mount_path may not be ${PLATFORM_MOUNTS} or under it: the platform's own mounts are there`, type: 'value_error' });
+      }
       if (paths.has(mount.mount_path)) issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: `two volumes are mounted at ${mount.mount_path}`, type: 'value_error' });
       paths.add(mount.mount_path);
       const exists = await this.db.selectFrom('volumes').select('id').where('tenant_id', '=', tenantId).where('name', '=', mount.volume_name).executeTakeFirst();

@@ -128,6 +128,15 @@ describe('maxima', () => {
     expect(volume).toMatchObject({ status: 422, body: { detail: [{ loc: ['body', 'size'] }] } });
   });
 
+  it('refuses a template that mounts a volume where the platform mounts the agent (/.berth), however the path is written', async () => {
+    expect((await call('/volumes', { json: { name: 'cover', size: '1Gi' } })).status).toBe(201);
+    for (const mountPath of ['/.berth', '/.berth/run', '//.berth/bin/', '/tmp/../.berth/host']) {
+      const res = await call('/templates', { json: { name: 'cover', image: images.image, volumes: [{ volume_name: 'cover', mount_path: mountPath }] } });
+      expect(res).toMatchObject({ status: 422, body: { detail: [{ loc: ['body', 'volumes', 0, 'mount_path'], msg: expect.stringContaining('/.berth') }] } });
+    }
+    expect((await call('/volumes/cover', { method: 'DELETE' })).status).toBe(204);
+  });
+
   it('never lets a bad stored row break the list of sandboxes', async () => {
     // A template stored before quantities were bounded, and a sandbox made from it.
     const database = createDatabase({ connectionString: platform.databaseUrl, schema: 'berth_sandbox' });
