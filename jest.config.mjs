@@ -40,4 +40,8 @@ export default {
   globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.mjs',
   testTimeout: 30000,
   maxWorkers: 2,
+  // A worker whose heap grew past this after a test file is replaced: memory a file leaves behind
+  // (the graph-output tests' 50 MB values, in-process servers) does not accumulate into an
+  // out-of-memory crash of a later file in the same worker.
+  workerIdleMemoryLimit: '1GB',
 };
