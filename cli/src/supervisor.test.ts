@@ -58,6 +58,23 @@ async function keyWorks(): Promise<boolean> {
 }
 
 /** Resolves once `probe` holds, failing after the issue's bound; what it took, in ms. */
+/**
+ * The error and fatal lines of a log in the state folder's logs (message and error message), and
+ * what is not a log line (a crash's stack, printed by Node).
+ */
+async function loggedErrors(file: string): Promise<string[]> {
+  const text = await readFile(join(stateDir, 'logs', file), 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '' && (!line.startsWith('{') || /"level":(50|60)/.test(line)))
+    .map((line) => {
+      if (!line.startsWith('{')) return line;
+      const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
+      return `${entry.msg ?? ''}: ${entry.err?.message ?? ''}`;
+    })
+    .slice(-30);
+}
+
 async function servingAgain(what: string, since: number, probe: () => Promise<boolean>): Promise<number> {
   await until(what, async () => ((await probe()) ? true : undefined), SERVING_AGAIN_MS - (Date.now() - since), 100);
   return Date.now() - since;
@@ -118,8 +135,10 @@ describe('the supervisor of berth up', () => {
     expect(after.units.postgres).toMatchObject({ state: 'running', restarts: 1, last_exit: { reason: `the postmaster (pid ${postmaster}) ended` } });
     expect(after.units.postgres!.pid).not.toBe(postmaster);
     expect((await readFile(join(await realpath(join(stateDir, 'postgres')), 'data', 'postmaster.pid'), 'utf8')).split('\n')[3]).toBe(port);
-    // The same process serves on: its database URL (port, password) held.
-    expect(after.units.platform!.pid).toBe(before.units.platform!.pid);
+    // The same process serves on: its database URL (port, password) held. (When not, the platform's
+    // errors say why it ended.)
+    const platformErrors = after.units.platform!.pid === before.units.platform!.pid ? [] : await loggedErrors('platform.log');
+    expect({ pid: after.units.platform!.pid, platformErrors }).toEqual({ pid: before.units.platform!.pid, platformErrors: [] });
     const status = await berth(['status']);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`postgres +running \\(pid ${after.units.postgres!.pid}, since .*\\); restarted 1 time, last at .* \\(the postmaster \\(pid ${postmaster}\\) ended\\)`));

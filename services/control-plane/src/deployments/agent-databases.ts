@@ -148,6 +148,9 @@ export class AgentDatabases {
 
   private async admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client({ connectionString: this.options.adminUrl, application_name: 'berth-control-plane-agent-databases' });
+    // A session Postgres ends (a restart) fails the query under way; unheard, the client's own error
+    // event would crash the process.
+    client.on('error', () => undefined);
     await client.connect();
     try {
       return await fn(client);
