@@ -45,6 +45,27 @@ it('logs an idle connection the server ended, and serves the next query on a new
   }
 });
 
+it('survives the loss of a connection checked out between statements, logging it; the pool serves on', async () => {
+  const logs = captureLogger();
+  const pool = createPool({ connectionString: db.url, schema: 'app', applicationName: 'berth-held-test', log: logs.logger });
+  try {
+    // Held, as a transaction awaiting other work holds its connection: no statement in flight.
+    const held = await pool.connect();
+    await held.query('SELECT 1');
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'berth-held-test'");
+    const lost = () => logs.lines().filter((l) => l.msg === 'Postgres connection lost while in use');
+    await waitFor(() => lost().length > 0);
+    // Once per connection, however many errors its end brings.
+    expect(lost()).toMatchObject([{ level: 40, schema: 'app', pool: 'berth-held-test', err: { code: '57P01' } }]);
+    await expect(held.query('SELECT 1')).rejects.toThrow();
+    // As Kysely does after a failed statement: the pool drops a client whose connection is gone.
+    held.release();
+    expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  } finally {
+    await pool.end();
+  }
+});
+
 it('reports a migration whose session died as that migration failing, and logs the cleanup it could not do', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'berth-migrations-'));
   const logs = captureLogger();

@@ -83,6 +83,21 @@ export function createPool(options: DatabaseOptions): pg.Pool {
   // the pool drops it and connects anew for the next query, so this is worth a warning only.
   const log = options.log ?? defaultLogger();
   pool.on('error', (error) => log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'idle Postgres connection lost; the pool replaces it'));
+  // The pool listens to a client only while it is idle. One checked out but between statements (a
+  // transaction awaiting other work, a session held) that loses its server emits on itself: without
+  // a listener Node would crash the process. Its next statement fails, which its caller handles.
+  const inUse = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => inUse.add(client));
+  pool.on('release', (_error, client) => inUse.delete(client));
+  pool.on('connect', (client) => {
+    let logged = false;
+    client.on('error', (error) => {
+      // An idle client's loss reaches the pool's listener above; a lost connection's later errors add nothing.
+      if (!inUse.has(client) || logged) return;
+      logged = true;
+      log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'Postgres connection lost while in use');
+    });
+  });
   if (options.prepareStatements) {
     pool.on('connect', (client) => {
       const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
