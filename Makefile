@@ -15,7 +15,8 @@ up: sandbox-tools build
 # them Berth still starts, and sandbox calls answer 503 saying why.
 .PHONY: sandbox-tools
 sandbox-tools:
-	@scripts/ensure-podman.sh || echo "Berth will start without sandboxes." >&2
+	@scripts/ensure-podman.sh
+	@scripts/ensure-chromium.sh || echo "Berth will start without sandboxes." >&2
 
 ## Stop the supervisor, the platform, the sandbox engine and Postgres (data and sandbox files stay under .berth/).
 down:
@@ -30,6 +31,7 @@ test: test-tools build typecheck lint
 test-tools:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-podman.sh
+	@scripts/ensure-chromium.sh
 
 ## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
 ## is installed, as $(IMAGE_REPOSITORY)/platform:$(IMAGE_TAG) and $(IMAGE_REPOSITORY)/agent-server:$(IMAGE_TAG).
@@ -67,6 +69,7 @@ build: deps
 ## Type-check tests too (the build skips them; jest strips types without checking).
 typecheck: deps
 	@npx tsc -p tsconfig.tests.json
+	@npx tsc -p tsconfig.pages.json
 
 ## ESLint (tools/lint/eslint.config.mjs): floating promises, swallowed errors, import cycles.
 .PHONY: lint

@@ -15,3 +15,5 @@ export type { FoundProcess } from './processes.js';
 export type { TestChild, TestChildOptions, WaitForOutputOptions } from './child-process.js';
 export { contentTypes, encodings, fuzzRequests, handledStatuses, jsonBodies, nastyText, pct, requests, routesOf, sendRaw } from './http-fuzz.js';
 export type { FuzzAnswer, FuzzRequest, FuzzRoute, RequestShape } from './http-fuzz.js';
+export { launchChromium, servePage } from './browser.js';
+export type { PageBundleOptions, ServedPage } from './browser.js';
