@@ -42,7 +42,7 @@ export default [
     files: ['cli/src/**/*.ts', 'libs/*/src/**/*.ts', 'services/*/src/**/*.ts', 'proto/src/**/*.ts', 'infra/local/src/**/*.ts', 'charts/*/tests/**/*.ts', 'images/tests/**/*.ts'],
     languageOptions: {
       parser: tseslint.parser,
-      parserOptions: { project: ['./tsconfig.tests.json'], tsconfigRootDir: root },
+      parserOptions: { project: ['./tsconfig.tests.json', './tsconfig.pages.json'], tsconfigRootDir: root },
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     plugins: { '@typescript-eslint': tseslint.plugin, 'import-x': importX },
