@@ -65,6 +65,7 @@ import { RunStore } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { PostgresStore, StoreSweeper } from './storage/store.js';
 import { ThreadStore } from './storage/threads.js';
+import { ThreadSweeper } from './storage/thread-ttl.js';
 import { WebhookStore } from './storage/webhooks.js';
 
 export interface AgentServerConfig {
@@ -254,7 +255,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   };
 
   const assistants = new AssistantStore(pool);
-  const threads = new ThreadStore(pool);
+  // langgraph.json checkpointer.ttl: the TTL of threads created without one, and how they are swept.
+  const threadTtl = project.json.checkpointer?.ttl;
+  const threads = new ThreadStore(pool, threadTtl?.default_ttl ? { defaultTtl: { strategy: threadTtl.strategy ?? 'delete', minutes: threadTtl.default_ttl } } : {});
   const runs = new RunStore(pool);
   const storeTtl = project.json.store?.ttl;
   const store = new PostgresStore(pool, {
@@ -360,6 +363,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
       : undefined;
   sweeper?.start();
+  const threadSweeper =
+    workers > 0
+      ? new ThreadSweeper(threads, log, {
+          ...(threadTtl?.sweep_interval_minutes ? { intervalMs: threadTtl.sweep_interval_minutes * 60_000 } : {}),
+          ...(threadTtl?.sweep_limit ? { limit: threadTtl.sweep_limit } : {}),
+        })
+      : undefined;
+  threadSweeper?.start();
   // Ticks are fired by the worker role only; an API-only process just queues them.
   if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
@@ -419,6 +430,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       await cronScheduler.close();
       await worker?.close();
       await sweeper?.close();
+      await threadSweeper?.close();
       // Deliveries under way finish (each within its timeout); queued ones wait for the next start.
       await webhooks?.close();
       // The traces of the runs that ended here, sent (or counted as dropped) within a few seconds.

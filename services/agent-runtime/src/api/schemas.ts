@@ -71,6 +71,19 @@ export const AssistantLatest = z.strictObject({ version: z.number().int().min(1)
 export const ThreadStatus = z.enum(['idle', 'busy', 'interrupted', 'error']);
 /** A graph `Command`, as the client sends it (resume/update are user data; goto names nodes or sends). */
 const Command = z.strictObject({ resume: UserData.optional(), update: UserData.optional(), goto: UserData.optional() });
+/** Longest thread TTL, in minutes (100 years): beyond it Postgres cannot add it to a date. */
+const MAX_TTL_MINUTES = 52_560_000;
+/**
+ * A thread's TTL as the LangGraph API takes it: `{strategy, ttl}` (minutes of inactivity), or the
+ * minutes alone (strategy `delete`), as the SDKs also accept it.
+ */
+export const ThreadTtlBody = z
+  .union([
+    z.number().positive().max(MAX_TTL_MINUTES),
+    z.strictObject({ strategy: z.enum(['delete', 'keep_latest']).default('delete'), ttl: z.number().positive().max(MAX_TTL_MINUTES) }),
+  ])
+  .transform((t) => (typeof t === 'number' ? { strategy: 'delete' as const, minutes: t } : { strategy: t.strategy, minutes: t.ttl }));
+
 export const ThreadCreate = z.strictObject({
   thread_id: z.uuid().optional(),
   metadata: JsonObject.optional(),
@@ -79,8 +92,10 @@ export const ThreadCreate = z.strictObject({
   supersteps: z
     .array(z.strictObject({ updates: z.array(z.strictObject({ values: UserData.nullable().optional(), command: Command.nullable().optional(), as_node: z.string() })).min(1) }))
     .optional(),
+  ttl: ThreadTtlBody.optional(),
 });
-export const ThreadPatch = z.strictObject({ metadata: JsonObject.optional() });
+/** `ttl` replaces the thread's TTL, counted from now; null removes it. */
+export const ThreadPatch = z.strictObject({ metadata: JsonObject.optional(), ttl: ThreadTtlBody.nullable().optional() });
 export const ThreadSearch = z.strictObject({
   ids: z.array(z.uuid()).optional(),
   metadata: JsonObject.optional(),
@@ -171,6 +186,8 @@ export const Thread = z
     /** Open interrupts by task id. */
     interrupts: z.record(z.string(), z.array(Interrupt)),
     error: ErrorBody.optional(),
+    /** With `?include=ttl` on GET, for a thread that has a TTL: its strategy, minutes and next expiry. */
+    ttl: z.strictObject({ strategy: z.enum(['delete', 'keep_latest']), ttl: z.number(), expires_at: Timestamp.nullable() }).optional(),
   })
   .meta({ id: 'Thread' });
 

@@ -1,9 +1,11 @@
 /**
- * /threads — durable conversation state: CRUD, search, copy, state, history.
+ * /threads — durable conversation state: CRUD, search, copy, prune, state, history.
  *
  * Authorization events (custom auth): create → `threads:create`; search and count →
  * `threads:search`; get, copy, state and history reads → `threads:read`; patch and state updates →
- * `threads:update`; delete → `threads:delete`. A thread outside the handler's filter is a 404.
+ * `threads:update`; delete and prune → `threads:delete` (prune: once for the whole request, its
+ * filter applied to each thread: those outside it are not pruned). A thread outside the handler's
+ * filter is a 404.
  */
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
@@ -11,6 +13,7 @@ import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
+import type { Thread as ThreadRow } from '../storage/threads.js';
 import type { ServerContext } from './context.js';
 import {
   CheckpointBody,
@@ -26,8 +29,24 @@ import {
   ThreadSearch,
   ThreadState,
   UserData,
+  iso,
   threadJson,
 } from './schemas.js';
+
+/** Most threads one `POST /threads/prune` names. */
+export const MAX_PRUNE_IDS = 1000;
+
+const PruneBody = z.strictObject({
+  thread_ids: z.array(z.uuid()).min(1).max(MAX_PRUNE_IDS),
+  strategy: z.enum(['delete', 'keep_latest']).default('delete'),
+});
+
+/** A thread's JSON with its `ttl` (GET `?include=ttl`). */
+function withTtl(thread: ThreadRow) {
+  const json = threadJson(thread);
+  if (!thread.ttl_strategy || thread.ttl_minutes === null) return json;
+  return { ...json, ttl: { strategy: thread.ttl_strategy, ttl: thread.ttl_minutes, expires_at: iso(thread.expires_at) } };
+}
 
 const StateUpdate = z.strictObject({
   /** State values to write: the graph's own shape (checked against its channels). */
@@ -59,7 +78,12 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       response: Thread,
       errors: [409],
       handler: async ({ body, auth }) => {
-        const request = { thread_id: body.thread_id ?? randomUUID(), metadata: (body.metadata ?? {}) as JsonObject, if_exists: body.if_exists };
+        const request = {
+          thread_id: body.thread_id ?? randomUUID(),
+          metadata: (body.metadata ?? {}) as JsonObject,
+          if_exists: body.if_exists,
+          ...(body.ttl ? { ttl: { strategy: body.ttl.strategy, ttl: body.ttl.minutes } } : {}),
+        };
         const { filter, value } = await ctx.authz.authorize(auth, 'threads:create', request);
         if (body.supersteps?.length) {
           const graphId = body.metadata?.graph_id;
@@ -68,7 +92,8 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
           }
           await ctx.state.checkSupersteps(ctx.graph(graphId).graphId, body.supersteps);
         }
-        const thread = await ctx.threads.create({ ...request, metadata: metadataOf(value, 'threads:create') }, filter);
+        const { ttl: _asAuthSeesIt, ...created } = request;
+        const thread = await ctx.threads.create({ ...created, metadata: metadataOf(value, 'threads:create'), ...(body.ttl ? { ttl: body.ttl } : {}) }, filter);
         if (!body.supersteps?.length) return threadJson(thread);
         // The thread's first checkpoints, e.g. another thread's history replayed (needs metadata.graph_id).
         const update = await ctx.authz.authorize(auth, 'threads:update', { thread_id: thread.thread_id });
@@ -101,6 +126,21 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     })
     .route({
       method: 'post',
+      path: '/threads/prune',
+      summary: 'Prune threads: delete them, or keep only their latest checkpoint (keep_latest)',
+      description:
+        `At most ${MAX_PRUNE_IDS} ids per call. Threads that do not exist, that custom auth hides, or that have a pending or running run ` +
+        '(cancel it first) are left as they are and not counted.',
+      tags,
+      body: PruneBody,
+      response: z.strictObject({ pruned_count: z.number().int() }),
+      handler: async ({ body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:delete', { thread_ids: body.thread_ids, strategy: body.strategy });
+        return { pruned_count: await ctx.threads.prune([...new Set(body.thread_ids)], body.strategy, filter) };
+      },
+    })
+    .route({
+      method: 'post',
       path: '/threads/count',
       summary: 'Count threads',
       tags,
@@ -120,7 +160,10 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       query: z.strictObject({ include: z.union([z.string(), z.array(z.string())]).optional() }),
       response: Thread,
       errors: [404],
-      handler: async ({ params, auth }) => threadJson(await ctx.threads.get(params.thread_id, await readable(auth, params.thread_id))),
+      handler: async ({ params, query, auth }) => {
+        const thread = await ctx.threads.get(params.thread_id, await readable(auth, params.thread_id));
+        return [query.include ?? []].flat().includes('ttl') ? withTtl(thread) : threadJson(thread);
+      },
     })
     .route({
       method: 'patch',
@@ -135,7 +178,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         const request = { thread_id: params.thread_id, metadata: body.metadata as JsonObject | undefined };
         const { filter, value } = await ctx.authz.authorize(auth, 'threads:update', request);
         const metadata = value.metadata === undefined ? undefined : metadataOf(value, 'threads:update');
-        return threadJson(await ctx.threads.patch(params.thread_id, { metadata }, filter));
+        return threadJson(await ctx.threads.patch(params.thread_id, { metadata, ...(body.ttl !== undefined ? { ttl: body.ttl } : {}) }, filter));
       },
     })
     .route({

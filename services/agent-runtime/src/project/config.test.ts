@@ -90,6 +90,17 @@ describe('loadProjectConfig', () => {
     ]);
   });
 
+  test('checkpointer.ttl takes effect (no warning); the rest of checkpointer is named as having none', () => {
+    const ttl = { strategy: 'keep_latest', default_ttl: 60, sweep_interval_minutes: 5, sweep_limit: 100 };
+    const config = loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl, path: './src/saver.ts:saver' } }));
+    expect(config.json.checkpointer?.ttl).toEqual(ttl);
+    expect(config.warnings).toEqual(['"checkpointer.path" has no effect on Berth: threads are checkpointed to Postgres']);
+    const typo = loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { default_tll: 5 } } }));
+    expect(typo.warnings).toEqual(['unknown key "checkpointer.ttl.default_tll" is ignored']);
+    const strategy = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { strategy: 'archive' } } })));
+    expect(strategy.key).toBe('checkpointer.ttl.strategy');
+  });
+
   test('a ui entry whose file is missing', () => {
     const path = project({ graphs: { a: './src/graph.ts:graph' }, ui: { a: './src/missing.tsx' } }, { 'src/graph.ts': '' });
     expect(configError(() => loadProjectConfig(path)).message).toMatch(/: ui\.a: file not found: \.\/src\/missing\.tsx/);

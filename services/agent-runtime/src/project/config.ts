@@ -85,6 +85,23 @@ const storeSchema = z
   })
   .loose();
 
+/** Thread TTLs (see storage/thread-ttl.ts), as the LangGraph server reads `checkpointer.ttl`. */
+const threadTtlSchema = z
+  .object({
+    /** What happens to an expired thread. @default 'delete' */
+    strategy: z.enum(['delete', 'keep_latest']).optional(),
+    /** Minutes of inactivity after which a thread created without a ttl expires; absent: never. */
+    default_ttl: z.number().positive().nullable().optional(),
+    /** How often expired threads are swept. @default 5 */
+    sweep_interval_minutes: z.number().positive().nullable().optional(),
+    /** Most threads handled by one sweep. @default 1000 */
+    sweep_limit: z.number().int().positive().nullable().optional(),
+  })
+  .loose();
+
+/** `checkpointer`: Berth checkpoints to Postgres itself; only `ttl` has an effect. */
+const checkpointerSchema = z.object({ ttl: threadTtlSchema.optional() }).loose();
+
 const nodeVersionSchema = z
   .union([z.string(), z.number()])
   .transform((v) => String(v))
@@ -110,7 +127,7 @@ export const langGraphJsonSchema = z
     ui: z.record(z.string(), z.string()).optional(),
     ui_config: z.object({ shared: stringList.optional() }).loose().optional(),
     store: storeSchema.optional(),
-    checkpointer: z.record(z.string(), z.unknown()).optional(),
+    checkpointer: checkpointerSchema.optional(),
     api_version: z.string().optional(),
     node_loader: z.string().optional(),
     docker_compose_file: z.string().optional(),
@@ -173,6 +190,7 @@ const NESTED_KEYS: [string, Set<string>][] = [
   ['http', knownKeys(httpSchema)],
   ['http.cors', knownKeys(corsSchema)],
   ['store', knownKeys(storeSchema)],
+  ['checkpointer.ttl', knownKeys(threadTtlSchema)],
 ];
 
 function unknownKeyWarnings(json: Record<string, unknown>): string[] {
@@ -194,7 +212,8 @@ const NOT_APPLIED: [path: string, instead: string][] = [
   ['http.configurable_headers', 'request headers do not reach the run configuration'],
   ['http.logging_headers', 'request headers are not logged'],
   ['http.middleware_order', 'auth runs before the http.app middleware'],
-  ['checkpointer', 'threads are checkpointed to Postgres'],
+  ['checkpointer.path', 'threads are checkpointed to Postgres'],
+  ['checkpointer.serde', 'checkpoints are serialized as JSON'],
   ['webhooks', 'run webhooks are checked by the platform (BERTH_WEBHOOK_* settings)'],
   ['encryption', 'data is not encrypted by project code'],
 ];

@@ -267,6 +267,8 @@ export class RunStore {
            "values" = CASE WHEN $7::boolean THEN $8::jsonb ELSE t."values" END,
            interrupts = CASE WHEN $7::boolean THEN $9::jsonb ELSE t.interrupts END,
            error = $10::jsonb, updated_at = now(),
+           -- The end of a run is activity: a thread with a TTL expires that long after it.
+           expires_at = now() + t.ttl_minutes * interval '1 minute',
            state_updated_at = CASE WHEN $7::boolean THEN now() ELSE t.state_updated_at END
          FROM done WHERE t.thread_id = done.thread_id RETURNING 1
        )

@@ -4,9 +4,16 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { containsClause, filterClauses, jsonParam, orderBy, type Json, type JsonObject, type MetadataFilter } from './sql.js';
+import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, type Json, type JsonObject, type MetadataFilter } from './sql.js';
+import { PRUNABLE, pruneLocked, type PruneStrategy } from './thread-ttl.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
+
+/** A thread's time to live: it expires `minutes` after its last activity and is then pruned by `strategy`. */
+export interface ThreadTtl {
+  strategy: PruneStrategy;
+  minutes: number;
+}
 
 export interface Thread {
   thread_id: string;
@@ -20,6 +27,10 @@ export interface Thread {
   created_at: Date;
   updated_at: Date;
   state_updated_at: Date;
+  ttl_strategy: PruneStrategy | null;
+  ttl_minutes: number | null;
+  /** When the sweeper prunes the thread (unless a run is active then); null: not due. */
+  expires_at: Date | null;
 }
 
 export interface ThreadQuery {
@@ -36,17 +47,28 @@ export interface ThreadQuery {
 }
 
 const SORTABLE = ['thread_id', 'status', 'created_at', 'updated_at', 'state_updated_at'] as const;
-const COLUMNS = 'thread_id, metadata, config, status, "values", interrupts, error, temporary, created_at, updated_at, state_updated_at';
+const COLUMNS =
+  'thread_id, metadata, config, status, "values", interrupts, error, temporary, created_at, updated_at, state_updated_at, ttl_strategy, ttl_minutes, expires_at';
+/** SQL: the expiry of a thread with TTL `$minutes` whose activity is now. */
+const expiry = (minutes: string) => `now() + ${minutes}::float8 * interval '1 minute'`;
+
+export interface ThreadStoreOptions {
+  /** The TTL of threads created without one (langgraph.json checkpointer.ttl). @default none: they live until deleted */
+  defaultTtl?: ThreadTtl;
+}
 
 export class ThreadStore {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: ThreadStoreOptions = {},
+  ) {}
 
   /**
    * Creates a thread. An existing thread is a conflict with `if_exists: 'raise'`, and also when it
    * does not match `filter` (the caller may not see it); otherwise it is returned as it is.
    */
   async create(
-    input: { thread_id: string; metadata: JsonObject; if_exists: 'raise' | 'do_nothing'; temporary?: boolean },
+    input: { thread_id: string; metadata: JsonObject; if_exists: 'raise' | 'do_nothing'; temporary?: boolean; ttl?: ThreadTtl },
     filter?: MetadataFilter,
   ): Promise<Thread> {
     const created = await this.insert(input);
@@ -57,11 +79,12 @@ export class ThreadStore {
   }
 
   /** Inserts a thread unless one with that id exists; undefined when it did. */
-  async insert(input: { thread_id: string; metadata: JsonObject; temporary?: boolean }): Promise<Thread | undefined> {
+  async insert(input: { thread_id: string; metadata: JsonObject; temporary?: boolean; ttl?: ThreadTtl }): Promise<Thread | undefined> {
     const { rows } = await this.pool.query<Thread>(
-      `INSERT INTO threads (thread_id, metadata, temporary) VALUES ($1, $2::jsonb, $3)
+      `INSERT INTO threads (thread_id, metadata, temporary, ttl_strategy, ttl_minutes, expires_at)
+       VALUES ($1, $2::jsonb, $3, $4, $5::float8, ${expiry('$5')})
        ON CONFLICT (thread_id) DO NOTHING RETURNING ${COLUMNS}`,
-      [input.thread_id, jsonParam(input.metadata), input.temporary ?? false],
+      [input.thread_id, jsonParam(input.metadata), input.temporary ?? false, ...this.ttlParams(input.ttl)],
     );
     return rows[0];
   }
@@ -73,12 +96,19 @@ export class ThreadStore {
     return thread;
   }
 
-  /** Merges `metadata` over the thread's metadata; NotFoundError when missing or not matching `filter`. */
-  async patch(threadId: string, patch: { metadata?: JsonObject }, filter?: MetadataFilter): Promise<Thread> {
-    const params: unknown[] = [threadId, jsonParam(patch.metadata ?? {})];
+  /**
+   * Merges `metadata` over the thread's metadata and, with `ttl`, replaces its TTL (counted from
+   * now); NotFoundError when missing or not matching `filter`.
+   */
+  async patch(threadId: string, patch: { metadata?: JsonObject; ttl?: ThreadTtl | null }, filter?: MetadataFilter): Promise<Thread> {
+    const params: unknown[] = [threadId, jsonParam(patch.metadata ?? {}), patch.ttl !== undefined, patch.ttl?.strategy ?? null, patch.ttl?.minutes ?? null];
     const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await this.pool.query<Thread>(
-      `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE ${where} RETURNING ${COLUMNS}`,
+      `UPDATE threads SET metadata = metadata || $2::jsonb, updated_at = now(),
+         ttl_strategy = CASE WHEN $3 THEN $4 ELSE ttl_strategy END,
+         ttl_minutes = CASE WHEN $3 THEN $5::float8 ELSE ttl_minutes END,
+         expires_at = CASE WHEN $3 THEN ${expiry('$5')} ELSE expires_at END
+       WHERE ${where} RETURNING ${COLUMNS}`,
       params,
     );
     if (!rows[0]) throw new NotFoundError(`Thread with ID ${threadId} not found`);
@@ -93,13 +123,47 @@ export class ThreadStore {
     if (!rowCount) throw new NotFoundError(`Thread with ID ${threadId} not found`);
   }
 
+  /**
+   * Prunes the threads of `threadIds` that match `filter` and have no pending or running run
+   * (those are left alone: cancel their runs first); returns how many were pruned.
+   */
+  async prune(threadIds: readonly string[], strategy: PruneStrategy, filter?: MetadataFilter): Promise<number> {
+    return inTransaction(this.pool, async (client) => {
+      const params: unknown[] = [threadIds];
+      const where = ['thread_id = ANY($1::uuid[])', PRUNABLE, ...filterClauses('metadata', filter, params)].join(' AND ');
+      const { rows } = await client.query<{ thread_id: string }>(`SELECT thread_id FROM threads WHERE ${where} FOR UPDATE SKIP LOCKED`, params);
+      await pruneLocked(client, rows.map((r) => r.thread_id), strategy);
+      return rows.length;
+    });
+  }
+
+  /**
+   * Prunes, each by its own strategy, at most `limit` threads whose TTL expired at `now` and that
+   * have no pending or running run (they are swept once it ended); returns how many.
+   */
+  async sweepExpired(now: Date, limit: number): Promise<{ deleted: number; trimmed: number }> {
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ thread_id: string; ttl_strategy: PruneStrategy }>(
+        `SELECT thread_id, ttl_strategy FROM threads WHERE expires_at <= $1 AND ${PRUNABLE}
+         ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        [now, limit],
+      );
+      const of = (strategy: PruneStrategy) => rows.filter((r) => r.ttl_strategy === strategy).map((r) => r.thread_id);
+      const [deleted, trimmed] = [of('delete'), of('keep_latest')];
+      await pruneLocked(client, deleted, 'delete');
+      await pruneLocked(client, trimmed, 'keep_latest');
+      return { deleted: deleted.length, trimmed: trimmed.length };
+    });
+  }
+
   /** A new thread with the same metadata and values (the caller copies checkpoints). */
   async copy(threadId: string, newThreadId: string, filter?: MetadataFilter): Promise<Thread> {
-    const params: unknown[] = [threadId, newThreadId];
+    const params: unknown[] = [threadId, newThreadId, ...this.ttlParams(undefined)];
     const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
+    // The copy is a new thread: it gets the default TTL, not the original's.
     const { rows } = await this.pool.query<Thread>(
-      `INSERT INTO threads (thread_id, metadata, config, status, "values", interrupts, error)
-       SELECT $2, metadata, config, CASE WHEN status = 'busy' THEN 'idle' ELSE status END, "values", interrupts, error
+      `INSERT INTO threads (thread_id, metadata, config, status, "values", interrupts, error, ttl_strategy, ttl_minutes, expires_at)
+       SELECT $2, metadata, config, CASE WHEN status = 'busy' THEN 'idle' ELSE status END, "values", interrupts, error, $3, $4::float8, ${expiry('$4')}
        FROM threads WHERE ${where} RETURNING ${COLUMNS}`,
       params,
     );
@@ -135,7 +199,8 @@ export class ThreadStore {
       `UPDATE threads SET status = $2,
          "values" = CASE WHEN $3::boolean THEN $4::jsonb ELSE "values" END,
          interrupts = COALESCE($5::jsonb, interrupts), error = $6::jsonb,
-         updated_at = now(), state_updated_at = CASE WHEN $3::boolean THEN now() ELSE state_updated_at END
+         updated_at = now(), state_updated_at = CASE WHEN $3::boolean THEN now() ELSE state_updated_at END,
+         expires_at = ${expiry('ttl_minutes')}
        WHERE thread_id = $1`,
       [
         threadId,
@@ -154,6 +219,12 @@ export class ThreadStore {
     const where = ['thread_id = $1', ...filterClauses('metadata', filter, params)].join(' AND ');
     const { rows } = await this.pool.query<Thread>(`SELECT ${COLUMNS} FROM threads WHERE ${where}`, params);
     return rows[0];
+  }
+
+  /** `[strategy, minutes]` of a new thread: `ttl`, else the default (nulls: none). */
+  private ttlParams(ttl: ThreadTtl | undefined): [PruneStrategy | null, number | null] {
+    const effective = ttl ?? this.options.defaultTtl;
+    return [effective?.strategy ?? null, effective?.minutes ?? null];
   }
 
   private filters(query: Omit<ThreadQuery, 'limit' | 'offset'>, params: unknown[]): string {

@@ -1,0 +1,186 @@
+/**
+ * The thread lifecycle: thread TTLs (`ttl` on create and update, langgraph.json
+ * checkpointer.ttl) swept by a sweeper whose clock the test moves, `POST /threads/prune`, bulk
+ * `POST /runs/cancel` and the thread's stream across runs (`GET /threads/{id}/stream`) — driven by
+ * the official SDK against real Postgres, under the custom auth of test-projects/auth (users
+ * `user-a` and `user-b`, each seeing only the threads they created).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from '@langchain/langgraph-sdk';
+import { createPool } from '@berth/db';
+import { silentLogger } from '@berth/log';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { ManualClock } from './__tests__/manual-clock.js';
+import { human, until } from './__tests__/fixtures.js';
+import { startAgentServer, type RunningAgentServer } from './index.js';
+import { ThreadSweeper } from './storage/thread-ttl.js';
+import { ThreadStore } from './storage/threads.js';
+
+const project = fileURLToPath(new URL('../test-projects/auth/langgraph.lifecycle.json', import.meta.url));
+const MINUTE = 60_000;
+let db: TestDatabase;
+let server: RunningAgentServer;
+let sql: pg.Pool;
+let a: Client;
+let b: Client;
+const as = (token: string) => new Client({ apiUrl: server.url, defaultHeaders: { Authorization: `Bearer ${token}` } });
+
+async function call(path: string, init: { method?: string; token?: string; body?: unknown } = {}) {
+  const res = await fetch(`${server.url}${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { authorization: `Bearer ${init.token ?? 'user-a'}`, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+const count = async (query: string, threadId: string) => (await sql.query<{ n: number }>(query, [threadId])).rows[0]!.n;
+const checkpoints = (threadId: string) => count('SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = $1', threadId);
+const runsOf = (threadId: string) => count('SELECT count(*)::int AS n FROM runs WHERE thread_id = $1::uuid', threadId);
+const exists = async (threadId: string) => (await call(`/threads/${threadId}`)).status === 200;
+
+/** A thread of user-a with `turns` finished echo runs (several checkpoints each). */
+async function threadWithRuns(turns: number, ttl?: { ttl: number; strategy: 'delete' | 'keep_latest' }): Promise<string> {
+  const thread = await a.threads.create(ttl ? ({ ttl } as { ttl: { ttl: number; strategy: 'delete' } }) : {});
+  for (let i = 0; i < turns; i++) await a.runs.wait(thread.thread_id, 'echo', { input: human(`turn ${i}`) });
+  return thread.thread_id;
+}
+
+/** A sweeper of the server's threads on a clock the test moves, from now, every minute. */
+function sweeperAt(): { clock: ManualClock; sweeper: ThreadSweeper; after(ms: number): Promise<void> } {
+  const clock = new ManualClock(Date.now());
+  const sweeper = new ThreadSweeper(new ThreadStore(sql), silentLogger(), { clock, intervalMs: MINUTE });
+  sweeper.start();
+  return {
+    clock,
+    sweeper,
+    async after(ms: number) {
+      await clock.advance(ms);
+      await sweeper.idle();
+    },
+  };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('agent');
+  server = await startAgentServer({ configPath: project, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000 }, silentLogger());
+  sql = createPool({ connectionString: db.url, schema: 'agent', max: 4 });
+  a = as('user-a');
+  b = as('user-b');
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await sql?.end();
+  await db?.drop();
+});
+
+describe('thread TTL', () => {
+  it('gives threads the TTL of langgraph.json checkpointer.ttl, or the one they are created or updated with', async () => {
+    const plain = await a.threads.create();
+    const byDefault = (await call(`/threads/${plain.thread_id}?include=ttl`)).body!.ttl as { strategy: string; ttl: number; expires_at: string };
+    expect(byDefault).toMatchObject({ strategy: 'delete', ttl: 43200 });
+    expect(Date.parse(byDefault.expires_at) - Date.now()).toBeGreaterThan(43199 * MINUTE);
+    // The SDK's number form, and the API's {strategy, ttl}.
+    const short = await a.threads.create({ ttl: 5 });
+    expect((await call(`/threads/${short.thread_id}?include=ttl`)).body!.ttl).toMatchObject({ strategy: 'delete', ttl: 5 });
+    await a.threads.update(short.thread_id, { ttl: { ttl: 7, strategy: 'keep_latest' } as unknown as { ttl: number; strategy: 'delete' } });
+    expect((await call(`/threads/${short.thread_id}?include=ttl`)).body!.ttl).toMatchObject({ strategy: 'keep_latest', ttl: 7 });
+    // Without include, a thread reads as the LangGraph API answers it.
+    expect((await call(`/threads/${short.thread_id}`)).body).not.toHaveProperty('ttl');
+    for (const ttl of [0, -1, 1e12, { ttl: 5, strategy: 'forever' }, { ttl: 5, extra: 1 }, 'soon']) {
+      expect((await call('/threads', { body: { ttl } })).status).toBe(422);
+    }
+  });
+
+  it('deletes a thread with strategy delete, with its runs and checkpoints, once its TTL passed and not before', async () => {
+    const threadId = await threadWithRuns(1, { ttl: 2, strategy: 'delete' });
+    expect(await checkpoints(threadId)).toBeGreaterThan(0);
+    const { sweeper, after } = sweeperAt();
+    try {
+      await after(MINUTE); // a sweep one minute after the run ended: not due
+      expect(await exists(threadId)).toBe(true);
+      await after(MINUTE + 1000); // the next sweep, past two minutes
+      expect(await exists(threadId)).toBe(false);
+      expect(await runsOf(threadId)).toBe(0);
+      expect(await checkpoints(threadId)).toBe(0);
+    } finally {
+      await sweeper.close();
+    }
+  });
+
+  it('keeps only the latest checkpoint with strategy keep_latest, and the thread goes on from it', async () => {
+    const threadId = await threadWithRuns(2, { ttl: 1, strategy: 'keep_latest' });
+    const before = await a.threads.getState(threadId);
+    expect((await a.threads.getHistory(threadId, { limit: 100 })).length).toBeGreaterThan(2);
+    const { sweeper, after } = sweeperAt();
+    try {
+      await after(MINUTE + 1000);
+      const history = await a.threads.getHistory(threadId, { limit: 100 });
+      expect(history).toHaveLength(1);
+      expect(history[0]!.values).toEqual(before.values);
+      expect((await a.threads.getState(threadId)).values).toEqual(before.values);
+      // The next turn starts from the kept state.
+      const next = (await a.runs.wait(threadId, 'echo', { input: human('again') })) as { messages: unknown[] };
+      expect(next.messages).toHaveLength((before.values as { messages: unknown[] }).messages.length + 2);
+    } finally {
+      await sweeper.close();
+    }
+  });
+
+  it('does not sweep a thread while it has a running run; it expires that long after the run ended', async () => {
+    const thread = await a.threads.create({ ttl: 1 });
+    const run = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
+    await until(async () => (await a.runs.get(thread.thread_id, run.run_id)).status, (s) => s === 'running');
+    const { sweeper, after } = sweeperAt();
+    try {
+      await after(3 * MINUTE);
+      expect(await exists(thread.thread_id)).toBe(true);
+      await a.runs.cancel(thread.thread_id, run.run_id, true);
+      expect((await a.runs.get(thread.thread_id, run.run_id)).status).toBe('interrupted');
+      // The run's end counts as activity: the TTL runs from it (the sweep of minute 4 is 3 minutes later by this clock).
+      await after(MINUTE);
+      expect(await exists(thread.thread_id)).toBe(false);
+    } finally {
+      await sweeper.close();
+    }
+  });
+});
+
+describe('POST /threads/prune', () => {
+  it('prunes with keep_latest and delete, leaving out missing and busy threads', async () => {
+    const [one, two] = [await threadWithRuns(2), await threadWithRuns(1)];
+    const values = (await a.threads.getState(one)).values;
+    expect(await a.threads.prune([one, two], { strategy: 'keep_latest' })).toEqual({ pruned_count: 2 });
+    expect(await a.threads.getHistory(one, { limit: 100 })).toHaveLength(1);
+    expect((await a.threads.getState(one)).values).toEqual(values);
+
+    const busy = await a.threads.create();
+    const run = await a.runs.create(busy.thread_id, 'echo', { input: human('later'), afterSeconds: 600 });
+    expect(await a.threads.prune([one, randomUUID(), busy.thread_id])).toEqual({ pruned_count: 1 });
+    expect(await exists(one)).toBe(false);
+    expect(await runsOf(one)).toBe(0);
+    expect(await checkpoints(one)).toBe(0);
+    expect(await exists(busy.thread_id)).toBe(true);
+    await a.runs.cancel(busy.thread_id, run.run_id);
+  });
+
+  it("never prunes another user's thread", async () => {
+    const mine = await threadWithRuns(1);
+    expect(await b.threads.prune([mine])).toEqual({ pruned_count: 0 });
+    expect(await b.threads.prune([mine], { strategy: 'keep_latest' })).toEqual({ pruned_count: 0 });
+    expect(await exists(mine)).toBe(true);
+    expect((await a.threads.getHistory(mine, { limit: 100 })).length).toBeGreaterThan(1);
+  });
+
+  it('refuses more than 1000 ids, an empty list and unknown strategies (422)', async () => {
+    const ids = Array.from({ length: 1001 }, () => randomUUID());
+    for (const body of [{ thread_ids: ids }, { thread_ids: [] }, { thread_ids: [randomUUID()], strategy: 'shred' }, { thread_ids: ['nope'] }, {}]) {
+      expect((await call('/threads/prune', { body })).status).toBe(422);
+    }
+    expect((await call('/threads/prune', { body: { thread_ids: ids.slice(0, 1000) } })).body).toEqual({ pruned_count: 0 });
+  });
+});
