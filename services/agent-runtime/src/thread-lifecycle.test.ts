@@ -184,3 +184,50 @@ describe('POST /threads/prune', () => {
     expect((await call('/threads/prune', { body: { thread_ids: ids.slice(0, 1000) } })).body).toEqual({ pruned_count: 0 });
   });
 });
+
+describe('POST /runs/cancel', () => {
+  const status = (c: Client, threadId: string, runId: string) => c.runs.get(threadId, runId).then((r) => r.status);
+
+  it('cancels the runs named by id: a running one and the one queued behind it end interrupted', async () => {
+    const thread = await a.threads.create();
+    const running = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
+    const queued = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, multitaskStrategy: 'enqueue' });
+    await until(() => status(a, thread.thread_id, running.run_id), (s) => s === 'running');
+    await a.runs.cancelMany({ threadId: thread.thread_id, runIds: [running.run_id, queued.run_id] });
+    expect(await status(a, thread.thread_id, queued.run_id)).toBe('interrupted');
+    expect(await until(() => status(a, thread.thread_id, running.run_id), (s) => s === 'interrupted')).toBe('interrupted');
+    expect((await a.threads.get(thread.thread_id)).status).toBe('idle');
+  });
+
+  it("cancels by status only the caller's runs; another user's run ids are not found", async () => {
+    const later = { input: human('later'), afterSeconds: 600 };
+    const [ta, tb] = [await a.threads.create(), await b.threads.create()];
+    const ofA = [await a.runs.create(ta.thread_id, 'echo', later), await a.runs.create(ta.thread_id, 'echo', later)];
+    const ofB = await b.runs.create(tb.thread_id, 'echo', later);
+
+    const stolen = await call('/runs/cancel', { token: 'user-b', body: { thread_id: ta.thread_id, run_ids: [ofA[0]!.run_id] } });
+    expect(stolen.status).toBe(404);
+    await b.runs.cancelMany({ status: 'pending' });
+    expect(await status(b, tb.thread_id, ofB.run_id)).toBe('interrupted');
+    for (const run of ofA) expect(await status(a, ta.thread_id, run.run_id)).toBe('pending');
+
+    // rollback: the runs are gone rather than interrupted.
+    await a.runs.cancelMany({ status: 'all', action: 'rollback' });
+    for (const run of ofA) expect((await call(`/threads/${ta.thread_id}/runs/${run.run_id}`)).status).toBe(404);
+    expect(await status(b, tb.thread_id, ofB.run_id)).toBe('interrupted');
+  });
+
+  it('refuses a body naming both or neither, too many ids, and an unknown action (422)', async () => {
+    const id = randomUUID();
+    for (const [path, body] of [
+      ['/runs/cancel', {}],
+      ['/runs/cancel', { run_ids: [id], status: 'all' }],
+      ['/runs/cancel', { status: 'done' }],
+      ['/runs/cancel', { run_ids: Array.from({ length: 1001 }, () => randomUUID()) }],
+      ['/runs/cancel?action=explode', { status: 'all' }],
+    ] as const) {
+      expect((await call(path, { body })).status).toBe(422);
+    }
+    expect((await call('/runs/cancel', { body: { run_ids: [id] } })).status).toBe(404);
+  });
+});

@@ -1,15 +1,18 @@
 /**
- * Runs on a thread and threadless runs: create, stream (SSE), wait, join, list, get, cancel, delete.
+ * Runs on a thread and threadless runs: create, stream (SSE), wait, join, list, get, cancel (one,
+ * or many with POST /runs/cancel), delete.
  *
  * Runs inherit their thread's authorization (custom auth): creating a run (also /stream, /wait,
  * /runs/batch) → `threads:create_run`; listing, getting, joining and streaming → `threads:read`;
- * cancel → `threads:update`; delete → `threads:delete`. A thread outside the filter is a 404.
+ * cancel → `threads:update` (bulk: once per request, its filter applied to each run's thread);
+ * delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
 import type { Api } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
+import { ConflictError, NotFoundError } from '@berth/errors';
 import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
 import type { Run, RunStatus } from '../storage/runs.js';
@@ -23,6 +26,23 @@ const RunPage = z.strictObject({
   status: z.enum(['pending', 'running', 'success', 'error', 'timeout', 'interrupted']).optional(),
   select: z.union([z.string(), z.array(z.string())]).optional(),
 });
+
+/** Most runs one `POST /runs/cancel` names by id. */
+export const MAX_CANCEL_IDS = 1000;
+/** Runs read per round trip when cancelling by status. */
+const CANCEL_PAGE = 100;
+
+const BulkCancel = z
+  .strictObject({
+    /** Only runs of this thread. */
+    thread_id: z.uuid().optional(),
+    run_ids: z.array(z.uuid()).min(1).max(MAX_CANCEL_IDS).optional(),
+    /** Every unfinished run in this status (`all`: pending and running) the caller may update. */
+    status: z.enum(['pending', 'running', 'all']).optional(),
+  })
+  .refine((b) => (b.run_ids === undefined) !== (b.status === undefined), { message: 'name the runs to cancel: run_ids or status (not both)', path: ['run_ids'] });
+
+const ActionQuery = z.enum(['interrupt', 'rollback']).default('interrupt');
 
 /** What the SSE routes send, for the OpenAPI document. */
 const STREAM_EVENTS =
@@ -168,7 +188,49 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       });
   }
 
+  /** Cancels a run found unfinished; one that ended meanwhile is left as it ended. */
+  async function cancelIfUnfinished(run: Run, action: 'interrupt' | 'rollback') {
+    if (run.status !== 'pending' && run.status !== 'running') return;
+    await ctx.runService.cancel(run, action, false).catch((error: unknown) => {
+      if (!(error instanceof ConflictError)) throw error;
+    });
+  }
+
   api
+    .route({
+      method: 'post',
+      path: '/runs/cancel',
+      summary: 'Cancel several runs: by ids, or every pending and/or running run (interrupt keeps their checkpoints, rollback deletes them)',
+      description: `At most ${MAX_CANCEL_IDS} run_ids per call; a named run that does not exist (or that custom auth hides) is a 404 and nothing is cancelled. Runs that already ended are left as they are.`,
+      tags,
+      query: z.strictObject({ action: ActionQuery }),
+      body: BulkCancel,
+      status: 204,
+      errors: [404],
+      handler: async ({ query, body, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:update', { ...body, action: query.action });
+        const scope = { ...(body.thread_id ? { threadId: body.thread_id } : {}), ...(filter ? { threadFilter: filter } : {}) };
+        if (body.run_ids) {
+          const ids = [...new Set(body.run_ids)];
+          const found = await ctx.runs.findForCancel({ ...scope, runIds: ids, limit: ids.length });
+          const missing = ids.filter((id) => !found.some((r) => r.run_id === id));
+          if (missing.length) throw new NotFoundError(`Runs not found: ${missing.join(', ')}`);
+          for (const run of found) await cancelIfUnfinished(run, query.action);
+          return;
+        }
+        // Newest first: cancelling a thread's oldest run dispatches the next, which must not start before its own cancel.
+        const statuses: RunStatus[] = body.status === 'all' ? ['pending', 'running'] : [body.status!];
+        const done: string[] = [];
+        for (;;) {
+          const page = await ctx.runs.findForCancel({ ...scope, statuses, exclude: done, limit: CANCEL_PAGE });
+          for (const run of page) {
+            await cancelIfUnfinished(run, query.action);
+            done.push(run.run_id);
+          }
+          if (page.length < CANCEL_PAGE) return;
+        }
+      },
+    })
     .route({
       method: 'post',
       path: '/runs/batch',
@@ -269,7 +331,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
       params: RunPath,
       query: z.strictObject({
         wait: Flag.optional(),
-        action: z.enum(['interrupt', 'rollback']).default('interrupt'),
+        action: ActionQuery,
         reason: z.string().optional(),
       }),
       status: 202,

@@ -181,6 +181,38 @@ export class RunStore {
     return rows;
   }
 
+  /**
+   * Runs to cancel in bulk, newest first: those of `runIds` (any status, so the caller can tell
+   * which do not exist), or the unfinished ones in `statuses`; on `threadId` alone when given, on
+   * threads matching `threadFilter`, but not those of `exclude`.
+   */
+  async findForCancel(query: {
+    runIds?: readonly string[];
+    statuses?: readonly RunStatus[];
+    threadId?: string;
+    threadFilter?: MetadataFilter;
+    /** Runs already handled (a running run stays running for a moment after its cancel). */
+    exclude?: readonly string[];
+    limit: number;
+  }): Promise<Run[]> {
+    const params: unknown[] = [];
+    const where: string[] = [];
+    const $ = (value: unknown) => `$${params.push(value)}`;
+    if (query.runIds) where.push(`run_id = ANY(${$(query.runIds)}::uuid[])`);
+    if (query.statuses) where.push(`status = ANY(${$(query.statuses)}::text[])`);
+    if (query.threadId) where.push(`thread_id = ${$(query.threadId)}::uuid`);
+    if (query.exclude?.length) where.push(`run_id <> ALL(${$(query.exclude)}::uuid[])`);
+    if (query.threadFilter?.length) {
+      where.push(`EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', query.threadFilter, params).join(' AND ')})`);
+    }
+    params.push(query.limit);
+    const { rows } = await this.pool.query<Run>(
+      `SELECT ${COLUMNS} FROM runs WHERE ${where.length ? where.join(' AND ') : 'true'} ORDER BY created_at DESC, run_id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows;
+  }
+
   /** Deletes a finished run; an unfinished one must be cancelled first. */
   async delete(threadId: string, runId: string, threadFilter?: MetadataFilter): Promise<void> {
     const run = await this.get(threadId, runId, threadFilter);
