@@ -231,3 +231,80 @@ describe('POST /runs/cancel', () => {
     expect((await call('/runs/cancel', { body: { run_ids: [id] } })).status).toBe(404);
   });
 });
+
+describe('GET /threads/{thread_id}/stream', () => {
+  type Part = { id?: string; event: string; data: unknown };
+
+  /** Collects a thread stream's parts until `enough` holds (then leaves) or the server ends it. */
+  async function collect(stream: AsyncIterable<Part>, abort: AbortController, enough: (parts: Part[]) => boolean, onPart?: (part: Part, parts: Part[]) => Promise<void>) {
+    const parts: Part[] = [];
+    try {
+      for await (const part of stream) {
+        parts.push(part);
+        await onPart?.(part, parts);
+        if (enough(parts)) break;
+      }
+    } finally {
+      abort.abort();
+    }
+    return parts;
+  }
+  const doneCount = (parts: Part[]) => parts.filter((p) => p.event === 'run_done').length;
+
+  it('replays the thread from its first run ("-") across runs, and resumes after any event id', async () => {
+    const thread = await a.threads.create();
+    const runs = [await a.runs.create(thread.thread_id, 'echo', { input: human('one') }), await a.runs.create(thread.thread_id, 'echo', { input: human('two') })];
+    await a.runs.join(thread.thread_id, runs[1]!.run_id);
+
+    const abort = new AbortController();
+    const all = await collect(a.threads.joinStream(thread.thread_id, { lastEventId: '-', signal: abort.signal }), abort, (p) => doneCount(p) === 2);
+    expect(all.map((p) => p.event)).toEqual(['metadata', 'values', 'values', 'run_done', 'metadata', 'values', 'values', 'run_done']);
+    expect(all[0]!.data).toMatchObject({ run_id: runs[0]!.run_id });
+    expect(all[3]).toEqual({ id: `${runs[0]!.run_id}:done`, event: 'run_done', data: { run_id: runs[0]!.run_id, status: 'success' } });
+    expect(all[4]!.data).toMatchObject({ run_id: runs[1]!.run_id });
+    expect((all[6]!.data as { messages: unknown[] }).messages).toHaveLength(4);
+    expect(all.map((p) => p.id)).toEqual([...new Set(all.map((p) => p.id))]);
+
+    // Resuming after the first run's second event gives exactly what followed it.
+    const again = new AbortController();
+    const resumed = await collect(a.threads.joinStream(thread.thread_id, { lastEventId: all[1]!.id!, signal: again.signal }), again, (p) => doneCount(p) === 2);
+    expect(resumed).toEqual(all.slice(2));
+    // lifecycle: only where each run starts and ends.
+    const life = new AbortController();
+    const lifecycle = await collect(a.threads.joinStream(thread.thread_id, { lastEventId: '-', streamMode: 'lifecycle', signal: life.signal }), life, (p) => doneCount(p) === 2);
+    expect(lifecycle.map((p) => p.event)).toEqual(['metadata', 'run_done', 'metadata', 'run_done']);
+  });
+
+  it('joins the running run, follows the next one, and ends when the thread is deleted', async () => {
+    const thread = await a.threads.create();
+    const first = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, streamResumable: true, streamMode: ['values', 'custom'] });
+    const abort = new AbortController();
+    let second: string | undefined;
+    const parts = await collect(
+      a.threads.joinStream(thread.thread_id, { signal: abort.signal }),
+      abort,
+      () => false,
+      async (part, seen) => {
+        // Joined: stop the first run; once it is done, start the next; once that is done, delete the thread.
+        if (part.event === 'custom') await a.runs.cancel(thread.thread_id, first.run_id);
+        if (part.event === 'run_done' && doneCount(seen) === 1) second = (await a.runs.create(thread.thread_id, 'echo', { input: human('next') })).run_id;
+        if (part.event === 'run_done' && doneCount(seen) === 2) await a.threads.delete(thread.thread_id);
+      },
+    );
+    expect(parts.filter((p) => p.event === 'metadata').map((p) => (p.data as { run_id: string }).run_id)).toEqual([first.run_id, second]);
+    expect(parts.filter((p) => p.event === 'run_done').map((p) => p.data)).toEqual([
+      { run_id: first.run_id, status: 'interrupted' },
+      { run_id: second, status: 'success' },
+    ]);
+  });
+
+  it("is a 404 for another user's thread and a 422 for a Last-Event-ID it never sent", async () => {
+    const thread = await a.threads.create();
+    await expect(async () => {
+      for await (const part of b.threads.joinStream(thread.thread_id)) void part;
+    }).rejects.toThrow(/404/);
+    const res = await fetch(`${server.url}/threads/${thread.thread_id}/stream`, { headers: { authorization: 'Bearer user-a', 'last-event-id': 'banana' } });
+    expect(res.status).toBe(422);
+    expect((await call(`/threads/${thread.thread_id}/stream?stream_mode=everything`)).status).toBe(422);
+  });
+});

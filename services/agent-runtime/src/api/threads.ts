@@ -2,7 +2,7 @@
  * /threads — durable conversation state: CRUD, search, copy, prune, state, history.
  *
  * Authorization events (custom auth): create → `threads:create`; search and count →
- * `threads:search`; get, copy, state and history reads → `threads:read`; patch and state updates →
+ * `threads:search`; get, copy, state and history reads and the thread's stream → `threads:read`; patch and state updates →
  * `threads:update`; delete and prune → `threads:delete` (prune: once for the whole request, its
  * filter applied to each thread: those outside it are not pruned). A thread outside the handler's
  * filter is a 404.
@@ -32,6 +32,7 @@ import {
   iso,
   threadJson,
 } from './schemas.js';
+import { threadStreamRoutes } from './thread-stream.js';
 
 /** Most threads one `POST /threads/prune` names. */
 export const MAX_PRUNE_IDS = 1000;
@@ -293,4 +294,5 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
         });
       },
     });
+  threadStreamRoutes(api, ctx);
 }

@@ -199,6 +199,17 @@ export class RunService {
     return this.deps.broker.subscribe(runId, { from, ...(signal ? { signal } : {}) });
   }
 
+  /**
+   * Whether the run's events can still be subscribed to (a subscription to a forgotten stream
+   * would wait for an event that never comes): it has not ended, or its stream is retained.
+   */
+  async eventsRetained(run: Run): Promise<boolean> {
+    if (!TERMINAL.has(run.status)) return true;
+    if (await this.deps.broker.isEnded(run.run_id)) return true;
+    // Recorded as ended, its stream is about to be: the worker ends it right after (worker.ts).
+    return Date.now() - run.updated_at.getTime() < 30_000;
+  }
+
   /** Resolves once the run has finished, with its final status and values. */
   async join(run: Run, signal?: AbortSignal): Promise<{ status?: RunStatus; output: Json | null }> {
     const local = TERMINAL.has(run.status) ? undefined : await this.deps.localResult?.(run.run_id);

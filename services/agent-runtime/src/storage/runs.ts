@@ -89,6 +89,12 @@ export interface Run {
 const COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, available_at, created_at, updated_at';
 const UNFINISHED = "status IN ('pending', 'running')";
 
+/** A run's place in its thread's queue: its creation time at full precision (as text) and its id. */
+export interface RunCursor {
+  created: string;
+  run_id: string;
+}
+
 export interface CreateRun {
   run_id: string;
   thread_id: string;
@@ -211,6 +217,33 @@ export class RunStore {
       params,
     );
     return rows;
+  }
+
+  /**
+   * The first run of a thread after `after` in queue order (all of them from the first with
+   * null), only unfinished ones with `unfinished`; with its own cursor.
+   */
+  async nextAfter(threadId: string, after: RunCursor | null, unfinished = false): Promise<(Run & { cursor: RunCursor }) | undefined> {
+    const { rows } = await this.pool.query<Run & { created: string }>(
+      `SELECT ${COLUMNS}, created_at::text AS created FROM runs
+       WHERE thread_id = $1 AND ($2::text IS NULL OR (created_at, run_id) > ($2::timestamptz, $3::uuid)) ${unfinished ? `AND ${UNFINISHED}` : ''}
+       ORDER BY created_at, run_id LIMIT 1`,
+      [threadId, after?.created ?? null, after?.run_id ?? null],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const { created, ...run } = row;
+    return { ...run, cursor: { created, run_id: run.run_id } };
+  }
+
+  /** The cursor of a run of the thread (`runId`), or of its newest run; undefined when there is none. */
+  async cursor(threadId: string, runId?: string): Promise<RunCursor | undefined> {
+    const { rows } = await this.pool.query<RunCursor>(
+      `SELECT created_at::text AS created, run_id FROM runs WHERE thread_id = $1 AND ($2::uuid IS NULL OR run_id = $2)
+       ORDER BY created_at DESC, run_id DESC LIMIT 1`,
+      [threadId, runId ?? null],
+    );
+    return rows[0];
   }
 
   /** Deletes a finished run; an unfinished one must be cancelled first. */
