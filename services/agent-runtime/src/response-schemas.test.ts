@@ -112,6 +112,16 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'patch /threads/{thread_id}': [() => call('patch', `/threads/${f.thread}`, { metadata: { b: 2 } })],
   'delete /threads/{thread_id}': [async () => call('delete', `/threads/${(await json('post', '/threads', {})).thread_id}`)],
   'post /threads/{thread_id}/copy': [() => call('post', `/threads/${f.thread}/copy`)],
+  'post /threads/prune': [async () => call('post', '/threads/prune', { thread_ids: [(await json('post', '/threads', {})).thread_id], strategy: 'keep_latest' })],
+  'get /threads/{thread_id}/stream': [
+    async () => {
+      // The stream stays open until the thread is deleted.
+      const thread = (await json('post', '/threads', {})).thread_id;
+      const res = await call('get', `/threads/${thread}/stream`);
+      await call('delete', `/threads/${thread}`);
+      return res;
+    },
+  ],
   'get /threads/{thread_id}/state': [
     () => call('get', `/threads/${f.thread}/state`),
     () => call('get', `/threads/${f.nested}/state`),
@@ -144,6 +154,7 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
     () => call('post', '/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, { accept: 'application/json, text/event-stream' }),
   ],
   'delete /mcp': [() => call('delete', '/mcp')],
+  'post /runs/cancel': [async () => call('post', '/runs/cancel', { thread_id: (await json('post', '/threads', {})).thread_id, status: 'all' })],
   'post /runs/batch': [() => call('post', '/runs/batch', [{ assistant_id: 'echo', input: human('b1') }, { assistant_id: 'echo', input: human('b2') }])],
   'get /threads/{thread_id}/runs': [() => call('get', `/threads/${f.thread}/runs`)],
   'get /threads/{thread_id}/runs/{run_id}': [() => call('get', `/threads/${f.thread}/runs/${f.run}`)],
