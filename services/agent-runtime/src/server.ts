@@ -49,7 +49,7 @@ import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
-import { leaseSettings } from './runs/lease.js';
+import { leaseSettings, type Clock } from './runs/lease.js';
 import { OwnerLiveness } from './runs/liveness.js';
 import { newOwnerId, RunWorker } from './runs/worker.js';
 import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
@@ -138,6 +138,8 @@ export interface AgentServerConfig {
   storeSweepIntervalMs?: number;
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
+  /** Time of the thread TTL sweeper (tests move it by hand). @default the system clock */
+  threadSweepClock?: Clock;
 }
 
 export interface RunningAgentServer {
@@ -368,6 +370,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ? new ThreadSweeper(threads, log, {
           ...(threadTtl?.sweep_interval_minutes ? { intervalMs: threadTtl.sweep_interval_minutes * 60_000 } : {}),
           ...(threadTtl?.sweep_limit ? { limit: threadTtl.sweep_limit } : {}),
+          ...(config.threadSweepClock ? { clock: config.threadSweepClock } : {}),
         })
       : undefined;
   threadSweeper?.start();

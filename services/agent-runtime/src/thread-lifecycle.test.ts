@@ -23,6 +23,8 @@ const project = fileURLToPath(new URL('../test-projects/auth/langgraph.lifecycle
 const MINUTE = 60_000;
 let db: TestDatabase;
 let server: RunningAgentServer;
+/** The clock of the server's own sweeper (langgraph.json: every 60 minutes). */
+const serverClock = new ManualClock(Date.now());
 let sql: pg.Pool;
 let a: Client;
 let b: Client;
@@ -67,7 +69,10 @@ function sweeperAt(): { clock: ManualClock; sweeper: ThreadSweeper; after(ms: nu
 
 beforeAll(async () => {
   db = await createTestDatabase('agent');
-  server = await startAgentServer({ configPath: project, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000 }, silentLogger());
+  server = await startAgentServer(
+    { configPath: project, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, threadSweepClock: serverClock },
+    silentLogger(),
+  );
   sql = createPool({ connectionString: db.url, schema: 'agent', max: 4 });
   a = as('user-a');
   b = as('user-b');
@@ -94,6 +99,14 @@ describe('thread TTL', () => {
     for (const ttl of [0, -1, 1e12, { ttl: 5, strategy: 'forever' }, { ttl: 5, extra: 1 }, 'soon']) {
       expect((await call('/threads', { body: { ttl } })).status).toBe(422);
     }
+  });
+
+  it("is swept by the server's worker role every checkpointer.ttl.sweep_interval_minutes", async () => {
+    const thread = await a.threads.create({ ttl: 30 });
+    await serverClock.advance(59 * MINUTE);
+    expect(await exists(thread.thread_id)).toBe(true);
+    await serverClock.advance(MINUTE); // the sweep of minute 60
+    expect(await until(() => exists(thread.thread_id), (e) => !e)).toBe(false);
   });
 
   it('deletes a thread with strategy delete, with its runs and checkpoints, once its TTL passed and not before', async () => {

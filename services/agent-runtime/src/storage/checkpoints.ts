@@ -8,9 +8,12 @@ import { inTransaction } from './sql.js';
 const TABLES = ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes'] as const;
 
 export async function deleteCheckpoints(pool: pg.Pool, threadId: string): Promise<void> {
-  await inTransaction(pool, async (client) => {
-    for (const table of TABLES) await client.query(`DELETE FROM ${table} WHERE thread_id = $1`, [threadId]);
-  });
+  await inTransaction(pool, (client) => deleteCheckpointsOf(client, [threadId]));
+}
+
+/** Deletes the checkpoints of several threads, in the caller's transaction. */
+export async function deleteCheckpointsOf(client: pg.PoolClient, threadIds: readonly string[]): Promise<void> {
+  for (const table of TABLES) await client.query(`DELETE FROM ${table} WHERE thread_id = ANY($1::text[])`, [threadIds]);
 }
 
 export async function copyCheckpoints(pool: pg.Pool, fromThreadId: string, toThreadId: string): Promise<void> {

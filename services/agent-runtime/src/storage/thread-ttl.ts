@@ -9,6 +9,7 @@
 import type pg from 'pg';
 import type { Logger } from '@berth/log';
 import { systemClock, type Clock } from '../runs/lease.js';
+import { deleteCheckpointsOf } from './checkpoints.js';
 
 export type PruneStrategy = 'delete' | 'keep_latest';
 
@@ -23,7 +24,7 @@ export async function pruneLocked(client: pg.PoolClient, threadIds: readonly str
   if (!threadIds.length) return;
   const ids = [threadIds];
   if (strategy === 'delete') {
-    for (const table of ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes']) await client.query(`DELETE FROM ${table} WHERE thread_id = ANY($1::text[])`, ids);
+    await deleteCheckpointsOf(client, threadIds);
     // Runs go with their thread (ON DELETE CASCADE).
     await client.query('DELETE FROM threads WHERE thread_id = ANY($1::uuid[])', ids);
     return;
@@ -95,7 +96,7 @@ export class ThreadSweeper {
   }
 
   /** One pass: prunes what is due by the clock's time. */
-  async sweep(): Promise<void> {
+  private async sweep(): Promise<void> {
     try {
       const { deleted, trimmed } = await this.threads.sweepExpired(new Date(this.clock.now()), this.limit);
       if (deleted || trimmed) this.log.info({ deleted, trimmed }, 'threads past their TTL pruned');
