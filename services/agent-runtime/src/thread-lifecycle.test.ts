@@ -311,11 +311,27 @@ describe('GET /threads/{thread_id}/stream', () => {
     ]);
   });
 
-  it("is a 404 for another user's thread and a 422 for a Last-Event-ID it never sent", async () => {
+  it("is a 404 for another user's thread, never shows another thread's run, and is a 422 for a Last-Event-ID it never sent", async () => {
     const thread = await a.threads.create();
     await expect(async () => {
       for await (const part of b.threads.joinStream(thread.thread_id)) void part;
     }).rejects.toThrow(/404/);
+    // Another thread's event id leads nowhere: b's stream shows b's run only.
+    const theirs = await a.runs.create(thread.thread_id, 'echo', { input: human('secret') });
+    await a.runs.join(thread.thread_id, theirs.run_id);
+    const own = await b.threads.create();
+    const run = await b.runs.create(own.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, streamResumable: true });
+    const abort = new AbortController();
+    const parts = await collect(
+      b.threads.joinStream(own.thread_id, { lastEventId: `${theirs.run_id}:0`, signal: abort.signal }),
+      abort,
+      (p) => doneCount(p) === 1,
+      async (part) => {
+        if (part.event === 'metadata') await b.runs.cancel(own.thread_id, run.run_id);
+      },
+    );
+    expect(parts.filter((p) => p.event === 'metadata' || p.event === 'run_done').map((p) => (p.data as { run_id: string }).run_id)).toEqual([run.run_id, run.run_id]);
+
     const res = await fetch(`${server.url}/threads/${thread.thread_id}/stream`, { headers: { authorization: 'Bearer user-a', 'last-event-id': 'banana' } });
     expect(res.status).toBe(422);
     expect((await call(`/threads/${thread.thread_id}/stream?stream_mode=everything`)).status).toBe(422);
