@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Assistant as AssistantRow, AssistantVersion as AssistantVersionRow } from '../storage/assistants.js';
 import type { Run as RunRow } from '../storage/runs.js';
 import type { Thread as ThreadRow } from '../storage/threads.js';
+import { MAX_THREAD_TTL_MINUTES } from '../storage/thread-ttl.js';
 import { STREAM_MODES } from '../runs/stream-modes.js';
 
 /** Data whose shape the graph or the caller decides (state values, metadata and context values, interrupt values): any JSON. */
@@ -71,16 +72,14 @@ export const AssistantLatest = z.strictObject({ version: z.number().int().min(1)
 export const ThreadStatus = z.enum(['idle', 'busy', 'interrupted', 'error']);
 /** A graph `Command`, as the client sends it (resume/update are user data; goto names nodes or sends). */
 const Command = z.strictObject({ resume: UserData.optional(), update: UserData.optional(), goto: UserData.optional() });
-/** Longest thread TTL, in minutes (100 years): beyond it Postgres cannot add it to a date. */
-const MAX_TTL_MINUTES = 52_560_000;
 /**
  * A thread's TTL as the LangGraph API takes it: `{strategy, ttl}` (minutes of inactivity), or the
  * minutes alone (strategy `delete`), as the SDKs also accept it.
  */
 export const ThreadTtlBody = z
   .union([
-    z.number().positive().max(MAX_TTL_MINUTES),
-    z.strictObject({ strategy: z.enum(['delete', 'keep_latest']).default('delete'), ttl: z.number().positive().max(MAX_TTL_MINUTES) }),
+    z.number().positive().max(MAX_THREAD_TTL_MINUTES),
+    z.strictObject({ strategy: z.enum(['delete', 'keep_latest']).default('delete'), ttl: z.number().positive().max(MAX_THREAD_TTL_MINUTES) }),
   ])
   .transform((t) => (typeof t === 'number' ? { strategy: 'delete' as const, minutes: t } : { strategy: t.strategy, minutes: t.ttl }));
 

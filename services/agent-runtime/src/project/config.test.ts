@@ -99,6 +99,11 @@ describe('loadProjectConfig', () => {
     expect(typo.warnings).toEqual(['unknown key "checkpointer.ttl.default_tll" is ignored']);
     const strategy = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { strategy: 'archive' } } })));
     expect(strategy.key).toBe('checkpointer.ttl.strategy');
+    // Beyond what Postgres can add to a date, or a timer can wait.
+    const long = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { default_ttl: 1e12 } } })));
+    expect(long.key).toBe('checkpointer.ttl.default_ttl');
+    const rare = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { sweep_interval_minutes: 50_000 } } })));
+    expect(rare.key).toBe('checkpointer.ttl.sweep_interval_minutes');
   });
 
   test('a ui entry whose file is missing', () => {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ProjectConfigError } from './errors.js';
+import { MAX_SWEEP_INTERVAL_MINUTES, MAX_THREAD_TTL_MINUTES } from '../storage/thread-ttl.js';
 
 const stringList = z.array(z.string());
 
@@ -91,9 +92,9 @@ const threadTtlSchema = z
     /** What happens to an expired thread. @default 'delete' */
     strategy: z.enum(['delete', 'keep_latest']).optional(),
     /** Minutes of inactivity after which a thread created without a ttl expires; absent: never. */
-    default_ttl: z.number().positive().nullable().optional(),
+    default_ttl: z.number().positive().max(MAX_THREAD_TTL_MINUTES).nullable().optional(),
     /** How often expired threads are swept. @default 5 */
-    sweep_interval_minutes: z.number().positive().nullable().optional(),
+    sweep_interval_minutes: z.number().positive().max(MAX_SWEEP_INTERVAL_MINUTES).nullable().optional(),
     /** Most threads handled by one sweep. @default 1000 */
     sweep_limit: z.number().int().positive().nullable().optional(),
   })
