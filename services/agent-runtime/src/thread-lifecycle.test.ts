@@ -286,6 +286,14 @@ describe('GET /threads/{thread_id}/stream', () => {
     const life = new AbortController();
     const lifecycle = await collect(a.threads.joinStream(thread.thread_id, { lastEventId: '-', streamMode: 'lifecycle', signal: life.signal }), life, (p) => doneCount(p) === 2);
     expect(lifecycle.map((p) => p.event)).toEqual(['metadata', 'run_done', 'metadata', 'run_done']);
+    // Several modes: their union.
+    const both = new AbortController();
+    const union = await collect(
+      a.threads.joinStream(thread.thread_id, { lastEventId: '-', streamMode: ['lifecycle', 'state_update'], signal: both.signal }),
+      both,
+      (p) => doneCount(p) === 2,
+    );
+    expect(union).toEqual(all);
   });
 
   it('joins the running run, follows the next one, and ends when the thread is deleted', async () => {
