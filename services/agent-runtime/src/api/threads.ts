@@ -2,10 +2,10 @@
  * /threads — durable conversation state: CRUD, search, copy, prune, state, history.
  *
  * Authorization events (custom auth): create → `threads:create`; search and count →
- * `threads:search`; get, copy, state and history reads and the thread's stream → `threads:read`; patch and state updates →
- * `threads:update`; delete and prune → `threads:delete` (prune: once for the whole request, its
- * filter applied to each thread: those outside it are not pruned). A thread outside the handler's
- * filter is a 404.
+ * `threads:search`; get, copy, state and history reads and the thread's stream → `threads:read`;
+ * patch and state updates → `threads:update`; delete and prune → `threads:delete` (prune: once
+ * for the whole request, its filter applied to each thread: those outside it are not pruned). A
+ * thread outside the handler's filter is a 404.
  */
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
