@@ -47,13 +47,31 @@ export function errorAnswerFor(id: JsonRpcId | null, error: unknown, req: Reques
   return errorAnswer(id, status >= 500 ? INTERNAL_ERROR : SERVER_ERROR, message, { status, ...body });
 }
 
-/** Answers a body that is not JSON with a JSON-RPC parse error (instead of the usual 422) on the paths `path` matches. */
+/**
+ * Answers a body that is not JSON with a JSON-RPC parse error (instead of the usual 422) on the
+ * paths `path` matches; JSON that is not an object or array (which the body parser refuses too) is
+ * an invalid request.
+ */
 export function jsonRpcParseErrors(path: RegExp): ErrorRequestHandler {
-  return (error: { type?: string }, req, res, next) => {
+  return (error: { type?: string; body?: unknown }, req, res, next) => {
     if (res.headersSent || error?.type !== 'entity.parse.failed' || !path.test(req.path)) {
       next(error);
       return;
     }
+    if (isJson(error.body)) {
+      res.status(400).json(errorAnswer(null, INVALID_REQUEST, 'Invalid Request: the body must be a JSON-RPC request object'));
+      return;
+    }
     res.status(400).json(errorAnswer(null, PARSE_ERROR, 'Parse error: the body is not valid JSON'));
   };
+}
+
+function isJson(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
