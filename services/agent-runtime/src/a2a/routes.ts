@@ -40,6 +40,9 @@ const V03_NAMES: Record<string, string> = {
 const V10_NAMES = new Set([...Object.values(V03_NAMES), 'ListTasks']);
 const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);
 
+/** What the card routes answer, for the OpenAPI document (the handlers write it, with its ETag). */
+const AgentCardJson = z.record(z.string(), z.unknown());
+
 /** ListTasks pages: the spec's default and bounds. */
 const PAGE_SIZE = { default: 50, max: 100 };
 
@@ -351,7 +354,8 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
       summary: "An assistant's A2A agent card (A2A-Version: 0.3 for the 0.3 shape)",
       tags,
       params: z.strictObject({ assistant_id: z.string() }),
-      produces: ['application/json'],
+      response: AgentCardJson,
+      otherStatuses: { 304: 'the card the client has (If-None-Match) is current' },
       errors: [404],
       handler: async ({ params, req, res, auth }) => {
         sendCard(req, res, cardOf(req, params.assistant_id, await readable(auth, params.assistant_id), cardVersion(req)));
@@ -363,7 +367,8 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
       summary: "An assistant's A2A agent card, by `assistant_id` (an id or a graph name)",
       tags,
       query: z.strictObject({ assistant_id: z.string() }),
-      produces: ['application/json'],
+      response: AgentCardJson,
+      otherStatuses: { 304: 'the card the client has (If-None-Match) is current' },
       errors: [404],
       handler: async ({ query, req, res, auth }) => {
         sendCard(req, res, cardOf(req, query.assistant_id, await readable(auth, query.assistant_id), cardVersion(req)));
