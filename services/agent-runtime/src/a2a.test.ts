@@ -106,6 +106,14 @@ describe('the agent card', () => {
     expect(card.url).toBe(card.supportedInterfaces[0]!.url);
   });
 
+  it('serves the extended card (GetExtendedAgentCard, agent/getAuthenticatedExtendedCard) it advertises', async () => {
+    const client = await clientOf('echo');
+    expect(await client.getAgentCard()).toMatchObject({ name: 'echo', capabilities: { extendedAgentCard: true } });
+    const legacy = await rpc('echo', 'agent/getAuthenticatedExtendedCard', {});
+    expect(legacy.body.result).toMatchObject({ protocolVersion: '0.3.0', url: `${server.url}/a2a/echo`, preferredTransport: 'JSONRPC', supportsAuthenticatedExtendedCard: true });
+    expect(legacy.body.result!.supportedInterfaces).toBeUndefined();
+  });
+
   it('answers 404 for an assistant that does not exist', async () => {
     expect((await fetch(`${server.url}/a2a/nope/.well-known/agent-card.json`)).status).toBe(404);
     expect((await fetch(`${server.url}/.well-known/agent-card.json?assistant_id=${randomUUID()}`)).status).toBe(404);
@@ -227,9 +235,13 @@ describe('SendStreamingMessage and SubscribeToTask', () => {
     const cases = events.map((e) => e.payload?.$case);
     expect(cases[0]).toBe('task');
     expect(cases).toContain('artifactUpdate');
-    const artifact = events.find((e) => e.payload?.$case === 'artifactUpdate')!.payload!.value as { artifact: { parts: { content: unknown }[] }; lastChunk: boolean };
-    expect(artifact.artifact.parts[0]!.content).toEqual({ $case: 'text', value: 'echo: stream me' });
-    expect(artifact.lastChunk).toBe(true);
+    const artifacts = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload!.value as { artifact: { artifactId: string; parts: { content: unknown }[] }; append: boolean; lastChunk: boolean });
+    // The AI message as the graph streamed it, then the whole artifact replacing the chunks.
+    expect(artifacts.map((a) => [a.artifact.parts[0]!.content, a.append, a.lastChunk])).toEqual([
+      [{ $case: 'text', value: 'echo: stream me' }, false, false],
+      [{ $case: 'text', value: 'echo: stream me' }, false, true],
+    ]);
+    expect(new Set(artifacts.map((a) => a.artifact.artifactId)).size).toBe(1);
     const last = events.at(-1)!.payload!;
     expect(last.$case).toBe('statusUpdate');
     expect((last.value as { status: { state: TaskState } }).status.state).toBe(TaskState.TASK_STATE_COMPLETED);

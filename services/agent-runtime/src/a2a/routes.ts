@@ -275,7 +275,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     let first: 'task' | 'none' = 'task';
     if (name === 'SendStreamingMessage') {
       const p = parseParams(SendParams[version], params, method);
-      ({ run } = await tasks.send(caller, readMessage(p.message), { ...(await sendOptions(version, p)), returnImmediately: true }));
+      ({ run } = await tasks.send(caller, readMessage(p.message), { ...(await sendOptions(version, p)), returnImmediately: true, streaming: true }));
     } else {
       const p = parseParams(z.strictObject({ id: z.string(), tenant, metadata: meta }), params, method);
       run = await tasks.find(caller, p.id);

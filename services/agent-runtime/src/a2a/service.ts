@@ -15,7 +15,7 @@ import type { Assistant } from '../storage/assistants.js';
 import type { Run } from '../storage/runs.js';
 import type { JsonObject } from '../storage/sql.js';
 import { notCancelable, taskNotFound, unsupported } from './errors.js';
-import { artifactOf, MESSAGE_KEY, resumeValue, runInput, stateOf, taskOf, taskView, type TaskView } from './tasks.js';
+import { aiText, ARTIFACT_NAME, artifactIdOf, artifactOf, MESSAGE_KEY, resumeValue, runInput, stateOf, taskOf, taskView, type TaskView } from './tasks.js';
 import { TERMINAL_STATES, type Message, type StreamEvent, type Task, type TaskState } from './wire.js';
 
 /** Who asks, about which agent. */
@@ -31,6 +31,8 @@ export interface SendOptions {
   historyLength?: number;
   /** Called with the new run's id before the run exists, so nothing it does is missed (push configs). */
   beforeRun?: (taskId: string, contextId: string) => Promise<unknown>;
+  /** The run streams its AI messages (`messages-tuple`) for SendStreamingMessage's artifact chunks. @default false */
+  streaming?: boolean;
   /** Undoes `beforeRun` when the run could not be created. */
   runFailed?: (taskId: string) => Promise<void>;
 }
@@ -96,7 +98,7 @@ export class A2aTasks {
       ...(waiting ? { command: { resume: resumeValue(message) } } : { input: runInput(message) }),
       metadata: { [MESSAGE_KEY]: JSON.parse(JSON.stringify({ ...message, contextId: threadId })) as JsonObject },
       if_not_exists: 'create',
-      stream_mode: ['values'],
+      stream_mode: options.streaming ? ['values', 'messages-tuple'] : ['values'],
     };
     const runId = randomUUID();
     await options.beforeRun?.(runId, threadId);
@@ -132,8 +134,9 @@ export class A2aTasks {
   }
 
   /**
-   * A task's events from now on: the task first, `working` once its run is under way, then its
-   * artifact and its final (terminal or interrupted) status. Ends with the run.
+   * A task's events from now on: the task first, `working` once its run is under way, the text of
+   * AI messages as the run streams them (artifact chunks, with `messages-tuple`), then the whole
+   * artifact (replacing the chunks) and the final (terminal or interrupted) status. Ends with the run.
    */
   async *events(run: Run, signal: AbortSignal, first: 'task' | 'none' = 'task'): AsyncGenerator<StreamEvent> {
     const start = await this.view(run);
@@ -141,10 +144,16 @@ export class A2aTasks {
     if (first === 'task') yield { task: taskOf(start) };
     const ids = { taskId: run.run_id, contextId: run.thread_id };
     if (state === 'submitted' || state === 'working') {
+      let streamed = false;
       for await (const event of this.ctx.runService.events(run.run_id, 'start', signal)) {
         if (state === 'submitted' && event.event !== 'end') {
           state = 'working';
           yield { statusUpdate: { ...ids, status: { state, timestamp: new Date().toISOString() }, final: false } };
+        }
+        const text = event.event === 'messages' ? aiText(event.data) : '';
+        if (text) {
+          yield { artifactUpdate: { ...ids, artifact: { artifactId: artifactIdOf(run.run_id), name: ARTIFACT_NAME, parts: [{ text }] }, append: streamed, lastChunk: false } };
+          streamed = true;
         }
       }
       await this.ctx.runService.join(start.run, signal);
@@ -153,7 +162,7 @@ export class A2aTasks {
     const task = taskOf(end);
     if (task.status.state === 'completed') {
       const artifact = artifactOf(run.run_id, end.output);
-      if (artifact) yield { artifactUpdate: { ...ids, artifact, lastChunk: true } };
+      if (artifact) yield { artifactUpdate: { ...ids, artifact, append: false, lastChunk: true } };
     }
     yield { statusUpdate: { ...ids, status: task.status, final: true } };
   }

@@ -46,9 +46,17 @@ export function resultParts(values: Json | null | undefined): Part[] {
   return parts;
 }
 
+export const artifactIdOf = (runId: string) => `${runId}-${ARTIFACT_NAME}`;
+
 export function artifactOf(runId: string, values: Json | null | undefined): Artifact | undefined {
   const parts = resultParts(values);
-  return parts.length ? { artifactId: `${runId}-${ARTIFACT_NAME}`, name: ARTIFACT_NAME, parts } : undefined;
+  return parts.length ? { artifactId: artifactIdOf(runId), name: ARTIFACT_NAME, parts } : undefined;
+}
+
+/** The text of a `messages-tuple` event (`[message, metadata]`) when its message is the AI's; '' otherwise. */
+export function aiText(data: unknown): string {
+  const message = (Array.isArray(data) ? data[0] : undefined) as StoredMessage | undefined;
+  return message && typeof message === 'object' && isAi(message) ? textOf(message.content) : '';
 }
 
 /** The values the thread's pending interrupts ask with (LangGraph's `{value, id}` entries). */
