@@ -385,6 +385,12 @@ describe('bad input is a JSON-RPC error, never a 500', () => {
     expect((await rpc('echo', 'ListTaskPushNotificationConfigs', { taskId: randomUUID() })).body.error?.code).toBe(-32003);
   });
 
+  it('keeps a context to the agent whose context it is', async () => {
+    const task = asTask(await (await clientOf('echo')).sendMessage(send(userText('mine'))));
+    const { body } = await rpc('approve', 'SendMessage', { message: { messageId: 'm', role: 'ROLE_USER', contextId: task.contextId, parts: [{ text: 'yours?' }] } });
+    expect(body.error).toMatchObject({ code: -32602, data: { contextId: task.contextId } });
+  });
+
   it('answers an unknown assistant with an error naming it', async () => {
     const { body } = await rpc('nope', 'GetTask', { id: randomUUID() });
     expect(body.error).toMatchObject({ code: -32000, data: { status: 404 } });
