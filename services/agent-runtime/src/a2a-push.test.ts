@@ -13,6 +13,7 @@ import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
 import { startTestServer, until } from './__tests__/fixtures.js';
+import { asTask, userText } from './__tests__/a2a.js';
 import { Receiver, verify, type Received } from './__tests__/webhook-receiver.js';
 import { generateWebhookSecret } from './runs/webhooks.js';
 
@@ -38,22 +39,7 @@ afterAll(async () => {
 });
 
 const clientOf = (assistant: string, on = server): Promise<Client> => new ClientFactory().createFromUrl(`${on.url}/a2a/${assistant}/`);
-const userText = (text: string, contextId = ''): Message => ({
-  messageId: randomUUID(),
-  contextId,
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
 const pushConfig = (url: string, token = '', taskId = ''): TaskPushNotificationConfig => ({ tenant: '', id: '', taskId, url, token, authentication: undefined });
-const asTask = (result: Task | Message): Task => {
-  if (!('status' in result)) throw new Error('expected a task');
-  return result;
-};
-
 /** Waits for `count` requests at the receiver's `path`. */
 const arrived = (path: string, count = 1): Promise<Received[]> => until(async () => receiver.requests(path), (list) => list.length >= count, 20_000);
 

@@ -13,6 +13,7 @@ import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
 import { startTestServer } from './__tests__/fixtures.js';
+import { asTask, userText } from './__tests__/a2a.js';
 
 const project = (name: string) => fileURLToPath(new URL(`../test-projects/a2a/${name}`, import.meta.url));
 
@@ -37,18 +38,6 @@ async function legacyClientOf(assistant: string): Promise<Client> {
   return new Client(new LegacyJsonRpcTransport({ endpoint: `${server.url}/a2a/${assistant}` }), card);
 }
 
-const userText = (text: string, extra: Partial<Message> = {}): Message => ({
-  messageId: randomUUID(),
-  contextId: '',
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-  ...extra,
-});
-
 const send = (message: Message, configuration?: { returnImmediately?: boolean; historyLength?: number }) => ({
   tenant: '',
   message,
@@ -56,10 +45,6 @@ const send = (message: Message, configuration?: { returnImmediately?: boolean; h
   metadata: undefined,
 });
 
-const asTask = (result: Task | Message): Task => {
-  if (!('status' in result)) throw new Error(`expected a task, got a message: ${JSON.stringify(result)}`);
-  return result;
-};
 const texts = (task: Task) => task.artifacts.flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : undefined)));
 
 /** One JSON-RPC call by hand; the parsed answer. */

@@ -9,6 +9,7 @@
  */
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
 import { Annotation, MessagesAnnotation, StateGraph, interrupt, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import { sleep } from '../../slow/src/graph.js';
 
 function lastHumanText(messages: BaseMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i -= 1) {
@@ -25,21 +26,6 @@ export const approve = new StateGraph(MessagesAnnotation)
   .addEdge('__start__', 'ask')
   .addEdge('ask', '__end__')
   .compile();
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new Error('aborted'));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 export const slow = new StateGraph(MessagesAnnotation)
   .addNode('wait', async (state, config: LangGraphRunnableConfig) => {
