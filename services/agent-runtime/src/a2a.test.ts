@@ -146,6 +146,25 @@ describe('SendMessage and GetTask (A2A 1.0)', () => {
     expect(body.error).toMatchObject({ code: -32001, data: { taskId: other.id } });
   });
 
+  it('hands files and data to the graph as content blocks of the human message', async () => {
+    const { body } = await rpc('echo', 'SendMessage', {
+      message: {
+        messageId: 'm-files',
+        role: 'ROLE_USER',
+        parts: [{ text: 'look' }, { url: 'https://example.com/cat.png', mediaType: 'image/png', filename: 'cat.png' }, { raw: 'aGk=', mediaType: 'text/plain' }, { data: { n: 1 } }],
+      },
+    });
+    const task = body.result!.task;
+    const state = (await (await fetch(`${server.url}/threads/${task.contextId}/state`)).json()) as { values: { messages: { content: unknown }[] } };
+    expect(state.values.messages[0]!.content).toEqual([
+      { type: 'text', text: 'look' },
+      { type: 'file', url: 'https://example.com/cat.png', mime_type: 'image/png', metadata: { filename: 'cat.png' } },
+      { type: 'file', data: 'aGk=', mime_type: 'text/plain' },
+      { type: 'text', text: '{"n":1}' },
+    ]);
+    expect(task.artifacts[0].parts).toEqual([{ text: 'echo: look{"n":1}' }]);
+  });
+
   it('puts the graph\'s structured_response in the artifact as a DataPart', async () => {
     const task = asTask(await (await clientOf('structured')).sendMessage(send(userText('abc'))));
     expect(task.artifacts[0]!.parts.map((p) => p.content)).toEqual([
