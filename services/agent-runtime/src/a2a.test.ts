@@ -340,6 +340,16 @@ describe('CancelTask and ListTasks', () => {
     const canceled = await client.listTasks({ ...query, status: TaskState.TASK_STATE_CANCELED });
     expect(canceled.tasks).toEqual([]);
   });
+
+  it('lists an agent\'s tasks across contexts, and no other agent\'s', async () => {
+    const failing = await clientOf('fail');
+    const failed = asTask(await failing.sendMessage(send(userText('list me'))));
+    const listed = await failing.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_FAILED, pageToken: '', statusTimestampAfter: undefined, historyLength: 0 });
+    expect(listed.tasks.map((t) => t.id)).toContain(failed.id);
+    expect(listed.tasks.every((t) => t.status?.state === TaskState.TASK_STATE_FAILED && t.history.length === 0)).toBe(true);
+    const echoes = await (await clientOf('echo')).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, pageSize: 100 });
+    expect(echoes.tasks.map((t) => t.id)).not.toContain(failed.id);
+  });
 });
 
 describe('bad input is a JSON-RPC error, never a 500', () => {

@@ -194,7 +194,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     const limit = p.pageSize ?? PAGE_SIZE.default;
     const { filter } = await ctx.authz.authorize(caller.auth, 'threads:search', { ...(p.contextId ? { thread_id: p.contextId } : {}), limit, offset });
     if (p.contextId !== undefined && !isUuid(p.contextId)) throw new JsonRpcError(INVALID_PARAMS, 'contextId must be a UUID (it names the thread)', { contextId: p.contextId });
-    const { runs, total } = await options.store.listRuns({
+    const { views, total } = await options.store.listTasks({
       assistantId: caller.assistant.assistant_id,
       ...(p.contextId ? { threadId: p.contextId } : {}),
       ...(state ? { statuses: RUN_STATUSES[state] } : {}),
@@ -203,11 +203,10 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
       limit,
       offset,
     });
-    const views = await Promise.all(runs.map((run) => tasks.view(run)));
     const found = views
       .map((view) => taskOf(view, { ...(p.historyLength !== undefined ? { historyLength: p.historyLength } : {}), artifacts: p.includeArtifacts ?? false }))
       .filter((task) => !state || task.status.state === state);
-    const next = offset + runs.length < total ? Buffer.from(String(offset + runs.length)).toString('base64url') : '';
+    const next = offset + views.length < total ? Buffer.from(String(offset + views.length)).toString('base64url') : '';
     return { tasks: found.map((task) => taskWire(task, '1.0')), nextPageToken: next, pageSize: limit, totalSize: total };
   }
 

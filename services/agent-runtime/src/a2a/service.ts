@@ -76,7 +76,8 @@ export class A2aTasks {
       if (contextId !== undefined && contextId !== previous.thread_id) {
         throw new JsonRpcError(INVALID_PARAMS, `Task ${message.taskId} belongs to context ${previous.thread_id}, not ${contextId}`, { taskId: message.taskId, contextId: previous.thread_id });
       }
-      const state = stateOf(previous, await ctx.threads.find(previous.thread_id), (await ctx.runs.list(previous.thread_id, { limit: 1, offset: 0 }))[0]?.run_id);
+      const view = await this.view(previous);
+      const state = stateOf(view.run, view.thread, view.latestRunId);
       if (state !== 'input-required') {
         throw unsupported(`Task ${message.taskId} is ${state}: only an input-required task takes more input; send a new message in context ${previous.thread_id} instead`, { taskId: message.taskId, state });
       }

@@ -97,7 +97,7 @@ export interface TaskView {
   run: Run;
   /** The run's final values (RunStore.result's output); null while it has none. */
   output: Json | null;
-  thread: Thread | undefined;
+  thread: Pick<Thread, 'status' | 'interrupts' | 'error'> | undefined;
   latestRunId: string | undefined;
 }
 
