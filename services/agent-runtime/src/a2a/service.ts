@@ -87,8 +87,8 @@ export class A2aTasks {
       throw new JsonRpcError(INVALID_PARAMS, 'message.contextId must be a UUID (it names the thread)', { contextId });
     }
     const threadId = contextId ?? randomUUID();
-    const { filter } = await ctx.authz.authorize(caller.auth, 'threads:read', { thread_id: threadId });
-    const thread = contextId === undefined ? undefined : await ctx.threads.find(threadId, filter);
+    // A context the user may not read is as good as a new one to them; creating the run will refuse it.
+    const thread = contextId === undefined ? undefined : await ctx.threads.find(threadId, (await ctx.authz.authorize(caller.auth, 'threads:read', { thread_id: threadId })).filter);
     const graphOfThread = thread?.metadata.graph_id;
     if (typeof graphOfThread === 'string' && graphOfThread !== caller.assistant.graph_id) {
       throw new JsonRpcError(INVALID_PARAMS, `Context ${threadId} belongs to another agent`, { contextId: threadId });
