@@ -271,8 +271,8 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
   /** A streaming method: SSE of JSON-RPC responses, one per event, ending with the task's final status. */
   async function stream(caller: Caller, version: Version, name: string, params: unknown, method: string, id: JsonRpcId, res: Response): Promise<void> {
     let run;
-    let first: 'task' | 'none' = 'task';
-    if (name === 'SendStreamingMessage') {
+    const justCreated = name === 'SendStreamingMessage';
+    if (justCreated) {
       const p = parseParams(SendParams[version], params, method);
       ({ run } = await tasks.send(caller, readMessage(p.message), { ...(await sendOptions(version, p)), returnImmediately: true, streaming: true }));
     } else {
@@ -287,9 +287,8 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     const sse = new SseWriter(res);
     sse.onClose(() => abort.abort());
     try {
-      for await (const event of tasks.events(run, abort.signal, first)) {
+      for await (const event of tasks.events(run, abort.signal, { justCreated })) {
         sse.send({ event: 'message', data: { jsonrpc: '2.0', id, result: eventWire(event, version) } });
-        first = 'none';
       }
     } catch (error) {
       if (!abort.signal.aborted) sse.send({ event: 'message', data: errorAnswerFor(id, error, caller.req, ctx.log, method) });

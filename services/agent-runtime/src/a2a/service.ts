@@ -139,17 +139,21 @@ export class A2aTasks {
    * AI messages as the run streams them (artifact chunks, with `messages-tuple`), then the whole
    * artifact (replacing the chunks) and the final (terminal or interrupted) status. Ends with the run.
    */
-  async *events(run: Run, signal: AbortSignal, first: 'task' | 'none' = 'task'): AsyncGenerator<StreamEvent> {
-    const start = await this.view(run);
-    let state: TaskState = stateOf(start.run, start.thread, start.latestRunId);
-    if (first === 'task') yield { task: taskOf(start) };
+  async *events(run: Run, signal: AbortSignal, options: { justCreated: boolean }): AsyncGenerator<StreamEvent> {
+    // A run this call just created is shown as it was created, and its events are followed from
+    // its start even when it has ended already: they are still retained (an older run's may be
+    // gone, and would be waited for in vain).
+    const start: TaskView = options.justCreated ? { run, output: null, thread: undefined, latestRunId: run.run_id } : await this.view(run);
+    const state = stateOf(start.run, start.thread, start.latestRunId);
+    yield { task: taskOf(start) };
     const ids = { taskId: run.run_id, contextId: run.thread_id };
     if (state === 'submitted' || state === 'working') {
+      let working = state === 'working';
       let streamed = false;
       for await (const event of this.ctx.runService.events(run.run_id, 'start', signal)) {
-        if (state === 'submitted' && event.event !== 'end') {
-          state = 'working';
-          yield { statusUpdate: { ...ids, status: { state, timestamp: new Date().toISOString() }, final: false } };
+        if (!working && event.event !== 'end') {
+          working = true;
+          yield { statusUpdate: { ...ids, status: { state: 'working', timestamp: new Date().toISOString() }, final: false } };
         }
         const text = event.event === 'messages' ? aiText(event.data) : '';
         if (text) {
