@@ -5,11 +5,12 @@
  * messages there, against a real agent server behind a real gateway.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
+// The agent runtime's own A2A test helpers, reused rather than copied.
+import { userText } from '../../agent-runtime/src/__tests__/a2a.js';
 
 let db: TestDatabase;
 let stack: AgentStack;
@@ -31,28 +32,17 @@ function clientOf(headers: Record<string, string>): Promise<Client> {
   );
 }
 
-const message = (text: string): Message => ({
-  messageId: randomUUID(),
-  contextId: '',
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
-
 describe('A2A through the gateway', () => {
   it('serves the card with the deployment URL, and runs messages sent there', async () => {
     const client = await clientOf({ 'x-api-key': stack.key });
     const card = await client.getAgentCard();
     expect(card.supportedInterfaces[0]).toMatchObject({ url: `${stack.deploymentUrl}/a2a/echo`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
 
-    const task = await client.sendMessage({ tenant: '', message: message('via the gateway'), configuration: undefined, metadata: undefined });
+    const task = await client.sendMessage({ tenant: '', message: userText('via the gateway'), configuration: undefined, metadata: undefined });
     expect(task).toMatchObject({ status: { state: TaskState.TASK_STATE_COMPLETED }, artifacts: [{ parts: [{ content: { $case: 'text', value: 'echo: via the gateway' } }] }] });
 
     const events = [];
-    for await (const event of client.sendMessageStream({ tenant: '', message: message('streamed'), configuration: undefined, metadata: undefined })) events.push(event.payload);
+    for await (const event of client.sendMessageStream({ tenant: '', message: userText('streamed'), configuration: undefined, metadata: undefined })) events.push(event.payload);
     expect(events[0]?.$case).toBe('task');
     expect(events.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { status: { state: TaskState.TASK_STATE_COMPLETED } } });
   });
