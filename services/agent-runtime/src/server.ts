@@ -392,7 +392,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   if (served.mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   if (served.a2a) {
     const graphDescriptions = new Map([...graphs.values()].map((g) => [g.graphId, g.description]));
-    a2aRoutes(api, ctx, { graphDescriptions, store: new A2aStore(pool), serverVersion: AGENT_SERVER_VERSION, ...(a2aPush ? { push: a2aPush } : {}) });
+    a2aRoutes(api, ctx, { graphDescriptions, store: new A2aStore(pool), ...(a2aPush ? { push: a2aPush } : {}) });
   }
   if (served.ui) uiRoutes(api, ctx, uiBundles);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });

@@ -14,9 +14,8 @@ const MODES = ['text/plain', 'application/json'];
 
 export interface CardOptions {
   /** The project's description of the assistant's graph (`graphs.<id>.description`). */
-  graphDescription?: string;
+  graphDescription: string | undefined;
   pushNotifications: boolean;
-  serverVersion: string;
 }
 
 const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();

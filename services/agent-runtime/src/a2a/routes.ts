@@ -16,7 +16,7 @@ import type { ServerContext } from '../api/context.js';
 import { errorAnswer, errorAnswerFor, INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, jsonRpcParseErrors, METHOD_NOT_FOUND, type JsonRpcId } from '../api/json-rpc.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { RunStatus } from '../storage/runs.js';
-import { agentCard, etagOf, type CardOptions } from './card.js';
+import { agentCard, etagOf } from './card.js';
 import { unsupported, VERSION_NOT_SUPPORTED, pushNotSupported } from './errors.js';
 import type { A2aPush, PushConfigInput } from './push.js';
 import { A2aTasks, isFinal, type Caller, type SendOptions } from './service.js';
@@ -126,7 +126,7 @@ function headerVersion(req: Request): string | undefined {
   return match ? `${Number(match[1])}.${Number(match[2] ?? 0)}` : value;
 }
 
-export interface A2aOptions extends Omit<CardOptions, 'graphDescription' | 'pushNotifications'> {
+export interface A2aOptions {
   /** The project's graph descriptions (`graphs.<id>.description`), for cards. */
   graphDescriptions: ReadonlyMap<string, string | undefined>;
   /** Push notification configs and their deliveries; unset: push is not supported (-32003). */
@@ -144,7 +144,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
   const readable = async (auth: RequestAuth, ref: string) =>
     ctx.resolveAssistant(ref, (await ctx.authz.authorize(auth, 'assistants:read', { assistant_id: ref })).filter);
   const cardOf = (req: Request, ref: string, assistant: Assistant, version: Version | 'both') =>
-    agentCard(req, ref, assistant, { ...options, graphDescription: options.graphDescriptions.get(assistant.graph_id), pushNotifications: options.push !== undefined }, version);
+    agentCard(req, ref, assistant, { graphDescription: options.graphDescriptions.get(assistant.graph_id), pushNotifications: options.push !== undefined }, version);
 
   /** The card as JSON, with validators and caching headers; 304 when the client has it. */
   function sendCard(req: Request, res: Response, card: Record<string, unknown>): void {
