@@ -5,8 +5,8 @@
  * goes with a wildcard: with credentials allowed, the allowed origin is echoed (with
  * `Vary: Origin`). A preflight is answered here, before any route, authentication or body parsing.
  */
-import type { IncomingMessage } from 'node:http';
-import type { Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request, RequestHandler } from 'express';
 
 export interface CorsOptions {
   /** Origins allowed (`*`: any). @default ['*'] */
@@ -59,9 +59,9 @@ export class CorsPolicy {
    * Sets the headers answering `req` (an actual request or a preflight); returns whether the origin
    * is allowed. The answer depends on Origin unless it is a plain `*`: then caches are told so.
    */
-  apply(req: IncomingMessage, res: Response): boolean {
+  apply(req: IncomingMessage, res: ServerResponse): boolean {
     const credentials = this.options.allow_credentials === true;
-    if (!(this.anyOrigin && !credentials)) res.vary('Origin');
+    if (!(this.anyOrigin && !credentials)) varyByOrigin(res);
     const origin = req.headers.origin;
     if (typeof origin !== 'string' || !this.allows(origin)) return false;
     res.setHeader('Access-Control-Allow-Origin', this.anyOrigin && !credentials ? '*' : origin);
@@ -80,10 +80,17 @@ export class CorsPolicy {
   }
 
   /** Answers a preflight (204, with the headers when the origin is allowed). */
-  answerPreflight(req: IncomingMessage, res: Response): void {
+  answerPreflight(req: IncomingMessage, res: ServerResponse): void {
     this.apply(req, res);
-    res.status(204).end();
+    res.statusCode = 204;
+    res.end();
   }
+}
+
+function varyByOrigin(res: ServerResponse): void {
+  const vary = res.getHeader('vary');
+  const listed = String(vary ?? '').split(',').map((v) => v.trim().toLowerCase());
+  if (!listed.includes('origin') && !listed.includes('*')) res.setHeader('Vary', vary ? `${String(vary)}, Origin` : 'Origin');
 }
 
 /**

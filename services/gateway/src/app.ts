@@ -5,9 +5,10 @@
  * docs page.
  */
 import type { AuthStore, Principal } from '@berth/auth';
-import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
+import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
+import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
@@ -46,6 +47,8 @@ export interface GatewayAppDeps {
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
   publicUrl?: string;
+  /** See GatewayConfig.corsAllowOrigins. @default [] */
+  corsAllowOrigins?: string[];
   /** @default 2592000 */
   loginTokenTtlSeconds?: number;
   /** @default 20 */
@@ -157,10 +160,21 @@ export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(deploymentProxy({ resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  app.use(gatewayCors(deps.corsAllowOrigins ?? [], deps.publicUrl));
   // Run batches are larger than other JSON bodies: parsed by their own parser first.
   app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
   return { app, sockets };
+}
+
+/**
+ * CORS of the gateway's own API: the operator's origins and the gateway's public one (where the
+ * console is served). Preflights are answered before authentication; no credentials (cookies) are
+ * ever allowed: the API takes header credentials, which a preflight has to allow first.
+ */
+function gatewayCors(origins: string[], publicUrl: string | undefined): RequestHandler {
+  const fixed = publicUrl ? new CorsPolicy({ allow_origins: [...origins, new URL(publicUrl).origin] }) : undefined;
+  return cors((req) => fixed ?? new CorsPolicy({ allow_origins: [...origins, new URL(publicOrigin(req, undefined)).origin] }));
 }
 
 /** The proxy is not an Api route; it is documented by hand (any method, any path below the deployment). */

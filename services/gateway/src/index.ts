@@ -90,6 +90,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     sandboxManager,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
+    ...(config.corsAllowOrigins ? { corsAllowOrigins: config.corsAllowOrigins } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
   });
   const server = await listen(app, config.host, config.port);

@@ -18,7 +18,7 @@ let devServer: Awaited<ReturnType<typeof startTestServer>>;
 
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_bodies');
-  stack = await startAgentStack(testDb.url, { deploymentCredential: 'bodies-credential' });
+  stack = await startAgentStack(testDb.url, { agent: { deploymentCredential: 'bodies-credential' } });
   devServer = await startTestServer(testDb.url, { workers: 0 });
 }, 60_000);
 afterAll(async () => {

@@ -16,6 +16,15 @@
  * - The agent server answers only the gateway: every forwarded request carries the serving
  *   revision's credential (`x-berth-deployment-credential`). A client can neither send that
  *   header (it is dropped) nor see it (it is dropped from answers too).
+ * - CORS: a preflight (OPTIONS with Origin and Access-Control-Request-Method; browsers never send
+ *   credentials on one) needs none. It is answered by the deployment's agent server, per its
+ *   `http.cors`, and nothing else reaches it: a bodiless OPTIONS carrying only Origin and the
+ *   Access-Control-Request-* headers (and the gateway's own), without the query. When no agent
+ *   server can answer — an unknown, malformed or other tenant's id, none serving yet, one down —
+ *   the gateway answers as a deployment without `http.cors` does (any origin, no credentials), so a
+ *   preflight tells no more about a deployment than its CORS answer. Other answers carry the agent
+ *   server's Access-Control-* headers untouched; the gateway's own (below) allow any origin to read
+ *   them, without credentials, so a page can show why a call failed.
  * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
  *   deleted deployment, or a malformed id), 502 (the agent server's answer is malformed), 503 with
  *   Retry-After (no revision serves yet, or its agent server is down or restarting), 503 without
@@ -26,13 +35,13 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
+import { CorsPolicy, DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, isPreflight } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { DeploymentStatus } from '@berth/proto';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
-import type { DeploymentResolver } from './resolver.js';
+import type { DeploymentResolver, ResolvedDeployment } from './resolver.js';
 import type { GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
@@ -47,6 +56,9 @@ export interface DeploymentProxyDeps {
 
 /** Seconds a client is asked to wait while an agent server is (re)starting. */
 const RETRY_AFTER_SECONDS = '5';
+
+/** A deployment without `http.cors`: any origin, no credentials (the LangGraph servers' default). */
+const NO_HTTP_CORS = new CorsPolicy();
 
 /** `/d/{id}` with an optional rest of path and query. */
 const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
@@ -89,6 +101,7 @@ function sendJson(res: ServerResponse, status: number, detail: unknown, extra: R
     return;
   }
   const body = JSON.stringify({ detail });
+  NO_HTTP_CORS.apply(res.req, res);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...extra });
   res.end(body);
 }
@@ -122,6 +135,7 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
   res.setHeader('X-Request-Id', requestId);
   const id = rawId.toLowerCase();
   const path = rest.startsWith('/') ? rest : `/${rest}`;
+  if (isPreflight(req)) return preflight(deps, req, res, id, path, requestId);
   res.once('close', () => {
     const status = res.statusCode;
     const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
@@ -157,6 +171,26 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
   forward(deps, req, res, id, target.upstreamUrl, path, headers, requestId);
 }
 
+/** Has the deployment's agent server answer a preflight, else answers as one without `http.cors` does. */
+async function preflight(deps: DeploymentProxyDeps, req: IncomingMessage, res: ServerResponse, id: string, path: string, requestId: string): Promise<void> {
+  let target: ResolvedDeployment | undefined;
+  try {
+    target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
+  } catch (error) {
+    deps.logger.warn({ err: error, deploymentId: id }, 'could not resolve a deployment for a CORS preflight');
+  }
+  const standIn = () => NO_HTTP_CORS.answerPreflight(req, res);
+  if (!target?.upstreamUrl || target.status === DeploymentStatus.UNHEALTHY) return standIn();
+  // What a preflight is, and nothing else: no body, no cookies, no other header, no query.
+  const headers: Record<string, string> = {};
+  for (const name of ['origin', 'access-control-request-method', 'access-control-request-headers', 'access-control-request-private-network']) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;
+  forward(deps, req, res, id, target.upstreamUrl, path.split('?')[0]!, headers, requestId, standIn);
+}
+
 function forward(
   deps: DeploymentProxyDeps,
   req: IncomingMessage,
@@ -166,6 +200,8 @@ function forward(
   path: string,
   headers: Record<string, string | string[]>,
   requestId: string,
+  /** A preflight: no body goes up, and this answers when the agent server cannot. */
+  preflightStandIn?: () => void,
 ): void {
   const base = new URL(upstreamUrl);
   const prior = req.headers['x-forwarded-for'];
@@ -217,11 +253,13 @@ function forward(
       return;
     }
     deps.logger.warn({ err: error, deploymentId: id, upstream: upstreamUrl }, 'agent server unreachable');
+    if (preflightStandIn) return preflightStandIn();
     // An answer that is not HTTP is a bad gateway; anything else (refused, reset, hang-up before
     // answering) means the agent server is down or restarting: worth a retry.
     if (error.code?.startsWith('HPE_')) sendJson(res, 502, `The agent server of deployment ${id} sent a malformed answer`);
     else unavailable(res, `The agent server of deployment ${id} is restarting; retry shortly`);
   });
   req.once('aborted', () => upstream.destroy());
-  req.pipe(upstream);
+  if (preflightStandIn) upstream.end();
+  else req.pipe(upstream);
 }
