@@ -12,6 +12,7 @@ import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
+import { DeploymentSockets } from './proxy/deployment-sockets.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
 import { SandboxManagerClients } from './sandbox-manager.js';
@@ -118,6 +119,8 @@ export interface GatewayHttp {
   app: Express;
   /** The sandboxes' streaming exec; close it before the server (its sockets get 1001). */
   sockets: ExecSockets;
+  /** WebSockets on deployment URLs, tunnelled to agent servers; close it before the server. */
+  deploymentSockets: DeploymentSockets;
 }
 
 export function createGatewayApp(deps: GatewayAppDeps): Express {
@@ -159,12 +162,13 @@ export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(deploymentProxy({ resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  const proxyDeps = { resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) };
+  app.use(deploymentProxy(proxyDeps));
   app.use(gatewayCors(deps.corsAllowOrigins ?? [], deps.publicUrl));
   // Run batches are larger than other JSON bodies: parsed by their own parser first.
   app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
-  return { app, sockets };
+  return { app, sockets, deploymentSockets: new DeploymentSockets(proxyDeps) };
 }
 
 /**

@@ -79,7 +79,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
   const exportWorker = new ExportWorkerClients(config.services['export-worker'], config.internalToken);
   const sandboxManager = new SandboxManagerClients(config.services['sandbox-manager'], config.internalToken);
   const instanceId = randomUUID();
-  const { app, sockets } = createGatewayHttp({
+  const { app, sockets, deploymentSockets } = createGatewayHttp({
     logger,
     instanceId,
     store,
@@ -94,7 +94,9 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
   });
   const server = await listen(app, config.host, config.port);
-  server.server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
+  server.server.on('upgrade', (req, socket, head) => {
+    if (!deploymentSockets.handleUpgrade(req, socket, head)) sockets.handleUpgrade(req, socket, head);
+  });
   logger.info({ url: server.url }, 'gateway listening');
   return {
     url: server.url,
@@ -103,6 +105,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     instanceId,
     close: async () => {
       sockets.close();
+      deploymentSockets.close();
       await server.close();
       controlPlane.close();
       exportWorker.close();
