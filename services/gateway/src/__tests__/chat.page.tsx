@@ -2,13 +2,14 @@
  * A browser chat app as people build them with the classic `useStream` hook of
  * `@langchain/langgraph-sdk/react`, talking to a deployment through the gateway from its own
  * origin with an API key. Query: `api` (the deployment URL), `key`, `thread` (kept in the URL
- * once made, so a reload rejoins the thread). Renders the messages (`type: text`), the pending
+ * once made, so a reload rejoins the thread). Renders the messages (`type: text`; a human one
+ * with a box to edit it, which forks the thread), the pending
  * interrupt with an approve button, and `#partials`: how many distinct texts the newest AI
  * message had while it streamed.
  */
 import { useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import type { Message } from '@langchain/langgraph-sdk';
+import type { Checkpoint, Message } from '@langchain/langgraph-sdk';
 import { useStream } from '@langchain/langgraph-sdk/react';
 
 const params = new URLSearchParams(location.search);
@@ -23,6 +24,8 @@ function Chat() {
     defaultHeaders: { 'x-api-key': params.get('key')! },
     messagesKey: 'messages',
     threadId,
+    // The checkpoints before each message, for forks.
+    fetchStateHistory: true,
     onThreadId: (id) => {
       setThreadId(id);
       const url = new URL(location.href);
@@ -41,9 +44,9 @@ function Chat() {
     setPartialCount(partials.current.size);
   }, [lastAi, stream.isLoading]);
 
-  const send = (content: string) => {
+  const send = (content: string, checkpoint?: Omit<Checkpoint, 'thread_id'> | null) => {
     partials.current = new Set();
-    void stream.submit({ messages: [{ type: 'human', content }] });
+    void stream.submit({ messages: [{ type: 'human', content }] }, checkpoint ? { checkpoint } : {});
   };
 
   return (
@@ -54,7 +57,23 @@ function Chat() {
       <ul id="messages">
         {stream.messages.map((message, index) => (
           <li key={message.id ?? index}>
-            {message.type}: {textOf(message)}
+            <span className="text">
+              {message.type}: {textOf(message)}
+            </span>
+            {message.type === 'human' ? (
+              // Edit the message: a new branch from the checkpoint before it.
+              <form
+                className="fork"
+                onSubmit={(event) => {
+                  event.preventDefault();
+                  const edited = (event.currentTarget.elements.namedItem('edit') as HTMLInputElement).value;
+                  send(edited, stream.getMessagesMetadata(message, index)?.firstSeenState?.parent_checkpoint);
+                }}
+              >
+                <input name="edit" />
+                <button type="submit">fork</button>
+              </form>
+            ) : null}
           </li>
         ))}
       </ul>
