@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
+import { Api, cors, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
@@ -16,7 +16,6 @@ import { assistantRoutes, checkContext } from './api/assistants.js';
 import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
 import type { ServerContext } from './api/context.js';
 import { requireDeploymentCredential } from './auth/deployment-credential.js';
-import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
 import { bindLoopbackClient, customRoutes, loadHttpApp } from './api/custom-routes.js';
 import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
@@ -385,7 +384,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const authenticate = customAuth ? oncePerRequest(createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false })) : undefined;
-  const api = new Api<RequestAuth>(authenticate ? { authenticate } : {});
+  // Behind the gateway without custom auth, every request that has the deployment credential was
+  // authenticated by the gateway with a credential header (which it does not pass on).
+  const credentialed = config.deploymentCredential && !customAuth ? () => true : hasCredentialHeader;
+  const api = new Api<RequestAuth>({ ...(authenticate ? { authenticate } : {}), credentialed });
   systemRoutes(api, {
     info: served.meta,
     version: AGENT_SERVER_VERSION,
