@@ -418,9 +418,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const userRoutes = httpApp
     ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), publicPaths: new Set(api.routes.filter((r) => r.public).map((r) => r.path)), log })]
     : [];
+  // Error middleware: JSON-RPC paths answer unreadable bodies (from the app's parser or a route) in JSON-RPC's terms.
+  const jsonRpcErrors = [...(served.mcp ? [mcpParseErrors()] : []), ...(served.a2a ? [a2aParseErrors()] : [])] as unknown as RequestHandler[];
   const app = createApp({
     logger: log,
-    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(served.mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...(served.a2a ? [a2aParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
+    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...userRoutes, api.router(), ...jsonRpcErrors, authErrors],
   });
   const server = await listen(app, config.host, config.port, config.listenFd);
   // In a container the inherited socket is not in its network namespace: graph code reaches this

@@ -3,7 +3,7 @@
  * standard error codes, an error class carrying one, answers, and the parse-error handler.
  */
 import type { ErrorRequestHandler, Request } from 'express';
-import { httpErrorBody } from '@berth/http';
+import { httpErrorBody, UnsupportedMediaTypeError } from '@berth/http';
 import type { Logger } from '@berth/log';
 
 export const PARSE_ERROR = -32700;
@@ -50,11 +50,19 @@ export function errorAnswerFor(id: JsonRpcId | null, error: unknown, req: Reques
 /**
  * Answers a body that is not JSON with a JSON-RPC parse error (instead of the usual 422) on the
  * paths `path` matches; JSON that is not an object or array (which the body parser refuses too) is
- * an invalid request.
+ * an invalid request, and a body of another content type that may not be read as JSON (415) too.
  */
 export function jsonRpcParseErrors(path: RegExp): ErrorRequestHandler {
   return (error: { type?: string; body?: unknown }, req, res, next) => {
-    if (res.headersSent || error?.type !== 'entity.parse.failed' || !path.test(req.path)) {
+    if (res.headersSent || !path.test(req.path)) {
+      next(error);
+      return;
+    }
+    if (error instanceof UnsupportedMediaTypeError) {
+      res.status(415).json(errorAnswer(null, INVALID_REQUEST, error.message));
+      return;
+    }
+    if (error?.type !== 'entity.parse.failed') {
       next(error);
       return;
     }
