@@ -204,6 +204,35 @@ describe('the SDK thread stream over SSE', () => {
     expect(values.events.at(-1)!.params.data.messages.map((m: any) => m.type)).toEqual(['human', 'ai', 'tool', 'ai']);
   });
 
+  it('forgets the events of a deleted thread: a thread created again under its id replays nothing of it', async () => {
+    const client = new Client({ apiUrl: server.url });
+    const threadId = randomUUID();
+    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'old secret' }] } } });
+    await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
+    await client.threads.delete(threadId);
+    await command(server.url, threadId, { id: 2, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'new' }] } } });
+    const { events } = await readEvents(server.url, threadId, { channels: ['lifecycle', 'values'] }, rootEnds(1));
+    expect(JSON.stringify(events)).not.toContain('old secret');
+    expect(events[0]!.seq).toBe(1);
+  });
+
+  it('streams a subgraph: its lifecycle under its namespace, its interrupt, and the agent tree', async () => {
+    const threadId = randomUUID();
+    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'nested_interrupt', input: { step: 'start' } } });
+    const { events } = await readEvents(server.url, threadId, { channels: ['lifecycle', 'input', 'updates'] }, rootEnds(1));
+    const child = events.find((e) => e.method === 'lifecycle' && e.params.namespace.length === 1 && e.params.data.event === 'started')!;
+    expect(child.params.namespace[0]).toMatch(/^child:/);
+    expect(child.params.data.graph_name).toBe('child');
+    expect(events.filter((e) => e.method === 'input.requested').map((e) => e.params.data.payload)).toEqual(['child asks']);
+    expect(events.at(-1)!.params.data).toEqual({ event: 'interrupted', graph_name: 'nested_interrupt' });
+    // Only the subgraph's events, by namespace and depth.
+    const nested = await readEvents(server.url, threadId, { channels: ['lifecycle', 'updates'], namespaces: [['child']], depth: 1 }, (e) => e.length >= 2);
+    expect(nested.events.length).toBeGreaterThan(0);
+    expect(nested.events.every((e) => e.params.namespace[0]!.startsWith('child:'))).toBe(true);
+    const tree = await command(server.url, threadId, { id: 2, method: 'agent.getTree', params: {} });
+    expect(tree.body.result.tree).toMatchObject({ namespace: [], status: 'interrupted', graph_name: 'nested_interrupt', children: [{ status: 'interrupted', graph_name: 'child' }] });
+  });
+
   it('answers bad commands with error envelopes, never a server error', async () => {
     const threadId = randomUUID();
     const cases: [unknown, string][] = [

@@ -19,6 +19,7 @@ import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type
 import type { ServerContext } from './api/context.js';
 import { deploymentCredentialCheck, requireDeploymentCredential } from './auth/deployment-credential.js';
 import { AuthHttpError } from './auth/errors.js';
+import { threadStreamKey } from './protocol/events.js';
 import { ProtocolTransport } from './protocol/routes.js';
 import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
@@ -255,6 +256,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     async delete(threadId: string) {
       await settled(threadId);
       await deleteCheckpoints(pool, threadId);
+      // With its protocol v2 events: a thread created again under the id must not replay them.
+      await broker.delete(threadStreamKey(threadId));
     },
     async deleteAfter(threadId: string, id: string | null) {
       await settled(threadId);

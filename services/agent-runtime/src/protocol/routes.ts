@@ -152,11 +152,18 @@ function invalidCommand(body: unknown): CommandResponse {
   return { type: 'error', id, error: 'invalid_argument', message: 'a protocol command is {id: integer >= 0, method: string, params?: object}' };
 }
 
-/** One WebSocket: its subscriptions, each pumping the thread's events that match it. */
+/**
+ * One WebSocket: its subscriptions, and one pump sending the thread's events that match any of
+ * them, in seq order (clients rely on one ordered wire: a run's end must not overtake its last
+ * values). A new subscription restarts the pump from the start of the retained stream (from
+ * `since` for a reconnect), as the SDK's own SSE transport reopens its stream: the events already
+ * sent come again, and clients drop them by event_id.
+ */
 class SocketSession implements SubscriptionHost {
-  private readonly subscriptions = new Map<string, AbortController>();
-  /** Subscriptions made by the command being answered: they start once its answer is sent. */
-  private pending: { id: string; filter: EventFilter; since: number | undefined }[] = [];
+  private readonly filters = new Map<string, EventFilter>();
+  /** Where the pump restarts once the command being answered is: set by the subscriptions it made. */
+  private restartAt: number | undefined;
+  private pump: { abort: AbortController; done: Promise<void> } | undefined;
   private readonly closed = new AbortController();
 
   constructor(
@@ -168,10 +175,7 @@ class SocketSession implements SubscriptionHost {
   ) {}
 
   start(): void {
-    this.ws.on('close', () => {
-      this.closed.abort();
-      for (const sub of this.subscriptions.values()) sub.abort();
-    });
+    this.ws.on('close', () => this.closed.abort());
     // Commands are answered in the order they came, once the socket's checks passed (none when they failed).
     let queue = this.checked.then(
       () => true,
@@ -201,35 +205,42 @@ class SocketSession implements SubscriptionHost {
     }
     this.send(response);
     // The answer first, then what the new subscriptions replay: the client knows them by then.
-    for (const sub of this.pending.splice(0)) this.pump(sub.id, sub.filter, sub.since, auth);
+    if (this.restartAt !== undefined) {
+      const since = this.restartAt;
+      this.restartAt = undefined;
+      await this.restart(since, auth);
+    }
   }
 
   subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): Promise<{ subscription_id: string; replayed_events: number }> {
     const subscription_id = id ?? subscriptionId(filter);
-    this.subscriptions.get(subscription_id)?.abort();
-    this.pending.push({ id: subscription_id, filter, since: filter.since });
+    this.filters.set(subscription_id, { channels: filter.channels, namespaces: filter.namespaces, depth: filter.depth });
+    this.restartAt = Math.min(this.restartAt ?? Infinity, filter.since ?? 0);
     return Promise.resolve({ subscription_id, replayed_events: 0 });
   }
 
   unsubscribe(id: string): boolean {
-    const sub = this.subscriptions.get(id);
-    sub?.abort();
-    return this.subscriptions.delete(id);
+    return this.filters.delete(id);
   }
 
-  private pump(id: string, filter: EventFilter, since: number | undefined, auth: RequestAuth): void {
+  private async restart(since: number, auth: RequestAuth): Promise<void> {
+    if (this.pump) {
+      this.pump.abort.abort();
+      await this.pump.done;
+    }
+    if (this.closed.signal.aborted) return;
     const abort = new AbortController();
-    this.subscriptions.set(id, abort);
     const signal = AbortSignal.any([abort.signal, this.closed.signal]);
-    void (async () => {
+    const done = (async () => {
       try {
-        for await (const event of this.transport.events(this.threadId, auth, since, signal)) {
-          if (matches(event, filter)) this.send(event);
+        for await (const event of this.transport.events(this.threadId, auth, since || undefined, signal)) {
+          if ([...this.filters.values()].some((filter) => matches(event, filter))) this.send(event);
         }
       } catch (error) {
         if (!signal.aborted) this.ws.close(4500, (error as Error).message.slice(0, 100));
       }
     })();
+    this.pump = { abort, done };
   }
 
   private send(message: unknown): void {

@@ -1,7 +1,8 @@
 /**
  * Protocol v2 fixtures. `chat`: node `agent` streams a fake model's reply token by token
  * (`reply: <last human text>`); a human message `tool` makes it call the `lookup` tool first
- * (node `tools`), whose result it then repeats. `ask`: `interrupt({question})` then `answer`.
+ * (node `tools`), whose result it then repeats; one starting with `slowly` waits 50 ms before each
+ * token (so that a browser renders them one by one). `ask`: `interrupt({question})` then `answer`.
  */
 import { AIMessage, AIMessageChunk, type BaseMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
@@ -25,7 +26,9 @@ class TokenModel extends BaseChatModel {
       return;
     }
     const text = `reply: ${last.text}`;
+    const pause = last.text.startsWith('slowly') ? 50 : 0;
     for (let i = 0; i < text.length; i += 3) {
+      if (pause) await new Promise((resolve) => setTimeout(resolve, pause));
       const token = text.slice(i, i + 3);
       const done = i + 3 >= text.length;
       const message = new AIMessageChunk({ content: token, ...(done ? { usage_metadata: { input_tokens: 5, output_tokens: 4, total_tokens: 9 } } : {}) });
