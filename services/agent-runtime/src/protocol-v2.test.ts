@@ -204,6 +204,15 @@ describe('the SDK thread stream over SSE', () => {
     expect(values.events.at(-1)!.params.data.messages.map((m: any) => m.type)).toEqual(['human', 'ai', 'tool', 'ai']);
   });
 
+  it('publishes nothing to the thread stream for classic runs', async () => {
+    const client = new Client({ apiUrl: server.url });
+    const { thread_id: threadId } = await client.threads.create();
+    await client.runs.wait(threadId, 'chat', { input: { messages: [{ role: 'user', content: 'classic' }] } });
+    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'v2' }] } } });
+    const { events } = await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
+    expect(events[0]).toMatchObject({ seq: 1, params: { data: { event: 'running' } } });
+  });
+
   it('forgets the events of a deleted thread: a thread created again under its id replays nothing of it', async () => {
     const client = new Client({ apiUrl: server.url });
     const threadId = randomUUID();
