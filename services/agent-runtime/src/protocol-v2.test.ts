@@ -150,7 +150,7 @@ describe('the SDK thread stream over SSE', () => {
     const sent = await readEvents(server.url, thread.threadId, { channels: ['values'], since: 0 }, (e) => e.length === 2);
     const last = sent.events.at(-1)!.params.data;
     expect(last.messages.map((m: any) => [m.type, m.content])).toEqual([
-      ['human', [{ type: 'text', text: 'hello there' }]],
+      ['human', 'hello there'],
       ['ai', [{ type: 'text', text: 'reply: hello there' }]],
     ]);
     // The run's end was recorded before its completed event: the thread is idle by then.
