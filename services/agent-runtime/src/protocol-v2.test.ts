@@ -176,7 +176,7 @@ describe('the SDK thread stream over SSE', () => {
     expect(tree.body.result.tree).toEqual({ namespace: [], status: 'completed', graph_name: 'interrupt' });
   }, 30_000);
 
-  it('forks from a checkpoint with state.fork, and refuses another assistant on a bound thread', async () => {
+  it('forks from a checkpoint with state.fork, injects a message, and refuses another assistant on a bound thread', async () => {
     const threadId = randomUUID();
     await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'one' }] } } });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
@@ -187,6 +187,11 @@ describe('the SDK thread stream over SSE', () => {
     const state = (await command(server.url, threadId, { id: 4, method: 'state.get', params: {} })).body.result.values;
     // Forked from the checkpoint with the first human message only.
     expect(state.messages.map(text)).toEqual(['one', 'two', 'reply: two']);
+    // input.inject adds a message to the thread's state, which the next run sees.
+    const injected = await command(server.url, threadId, { id: 6, method: 'input.inject', params: { namespace: [], message: { role: 'user', content: 'injected' } } });
+    expect(injected.body).toMatchObject({ type: 'success', id: 6, result: {} });
+    const after = (await command(server.url, threadId, { id: 7, method: 'state.get', params: { keys: ['messages'] } })).body.result.values;
+    expect(after.messages.map(text)).toEqual(['one', 'two', 'reply: two', 'injected']);
     const other = await command(server.url, threadId, { id: 5, method: 'run.start', params: { assistant_id: 'interrupt', input: {} } });
     expect(other.body).toMatchObject({ type: 'error', id: 5, error: 'invalid_argument', message: expect.stringContaining('bound to assistant') });
   }, 30_000);

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import type { ServerContext } from '../api/context.js';
 import type { Json, JsonObject, MetadataFilter } from '../storage/sql.js';
+import type { ProtocolRun } from '../storage/runs.js';
 import type { RunRequest } from '../runs/run-service.js';
 import { seqOfEventId, type EventFilter, type Namespace } from './events.js';
 
@@ -206,10 +207,16 @@ export class ProtocolCommands {
     return last?.assistant_id;
   }
 
-  /** Queues a protocol run (it resumes the interrupts `answered`), creating the thread when it is new. */
-  private async startRun(threadId: string, request: RunRequest, answered: string[], auth: RequestAuth, headers: Record<string, string>) {
-    const { graph_id } = await this.ctx.resolveAssistant(request.assistant_id);
-    return this.ctx.runService.create(threadId, { stream_mode: ['values'], if_not_exists: 'create', ...request, protocol: { graph: graph_id, answered } }, headers, auth);
+  /** Queues a protocol run (see RunKwargs.protocol), creating the thread when it is new. */
+  private async startRun(threadId: string, request: RunRequest, protocol: ProtocolRun, auth: RequestAuth, headers: Record<string, string>) {
+    return this.ctx.runService.create(threadId, { stream_mode: ['values'], if_not_exists: 'create', ...request, protocol }, headers, auth);
+  }
+
+  /** The assistant of the thread's runs (a thread binds to the assistant of its first run). */
+  private async threadAssistant(threadId: string, what: string) {
+    const assistantId = await this.boundAssistant(threadId);
+    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to ${what}`);
+    return this.ctx.resolveAssistant(assistantId);
   }
 
   private async runStart(threadId: string, params: z.output<typeof RunStart>, auth: RequestAuth, headers: Record<string, string>) {
@@ -239,7 +246,7 @@ export class ProtocolCommands {
         ...(params.metadata ? { metadata: params.metadata as JsonObject } : {}),
         multitask_strategy: params.multitaskStrategy ?? 'enqueue',
       },
-      resume ? pending.map((p) => p.id) : [],
+      { graph: assistant.graph_id, answered: resume ? pending.map((p) => p.id) : [] },
       auth,
       headers,
     );
@@ -253,18 +260,17 @@ export class ProtocolCommands {
     if (!pending.size) throw new ProtocolCommandError('no_such_run', `thread ${threadId} is not waiting at an interrupt`);
     const unknown = responses.find((r) => !pending.has(r.interrupt_id));
     if (unknown) throw new ProtocolCommandError('no_such_interrupt', `thread ${threadId} has no pending interrupt ${unknown.interrupt_id}`);
-    const assistantId = await this.boundAssistant(threadId);
-    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to resume`);
+    const assistant = await this.threadAssistant(threadId, 'resume');
     const resume = Object.fromEntries(responses.map((r) => [r.interrupt_id, r.response])) as Json;
     await this.startRun(
       threadId,
       {
-        assistant_id: assistantId,
+        assistant_id: assistant.assistant_id,
         command: { resume, ...(params.update ? { update: params.update } : {}), ...(params.goto !== undefined ? { goto: params.goto } : {}) },
         ...(params.config ? { config: params.config as JsonObject } : {}),
         ...(params.metadata ? { metadata: params.metadata as JsonObject } : {}),
       },
-      responses.map((r) => r.interrupt_id),
+      { graph: assistant.graph_id, answered: responses.map((r) => r.interrupt_id) },
       auth,
       headers,
     );
@@ -313,17 +319,16 @@ export class ProtocolCommands {
     await this.ctx.state.state(threadId, { checkpoint: { checkpoint_id: params.checkpoint_id }, filter }).catch((error: unknown) => {
       throw error instanceof NotFoundError ? new ProtocolCommandError('no_such_checkpoint', error.message, { cause: error }) : error;
     });
-    const assistantId = await this.boundAssistant(threadId);
-    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to fork from`);
+    const assistant = await this.threadAssistant(threadId, 'fork from');
     const run = await this.startRun(
       threadId,
       {
-        assistant_id: assistantId,
+        assistant_id: assistant.assistant_id,
         input: (params.input ?? null) as Json,
         checkpoint_id: params.checkpoint_id,
         ...(params.config ? { config: params.config as JsonObject } : {}),
       },
-      [],
+      { graph: assistant.graph_id, answered: [] },
       auth,
       headers,
     );
