@@ -308,6 +308,18 @@ describe('the SDK thread stream over WebSocket', () => {
     expect(missed.map((e) => e.params.data.event)).toEqual(['running', 'completed']);
     expect(missed[0].seq).toBeGreaterThan(seen.at(-1).seq);
   }, 30_000);
+
+  it('refuses a 65th subscription on one socket', async () => {
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/threads/${randomUUID()}/stream/events`);
+    const answers: any[] = [];
+    ws.on('message', (data) => answers.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    for (let id = 1; id <= 65; id++) ws.send(JSON.stringify({ id, method: 'subscription.subscribe', params: { channels: ['values'] } }));
+    for (let i = 0; i < 500 && answers.length < 65; i++) await new Promise((r) => setTimeout(r, 20));
+    ws.close();
+    expect(answers.filter((a) => a.type === 'success')).toHaveLength(64);
+    expect(answers.at(-1)).toMatchObject({ type: 'error', id: 65, error: 'invalid_argument' });
+  });
 });
 
 describe('replay after since from another process', () => {

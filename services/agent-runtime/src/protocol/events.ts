@@ -103,7 +103,8 @@ function stateData(value: unknown): unknown {
   return out;
 }
 
-function interruptsIn(value: unknown): { interrupt_id: string; payload: unknown }[] {
+/** The interrupts in a values chunk (`__interrupt__`) or a list of them, as `input.requested` data. */
+export function interruptsIn(value: unknown): { interrupt_id: string; payload: unknown }[] {
   const list = Array.isArray(value) ? value : isRecord(value) && Array.isArray(value.__interrupt__) ? value.__interrupt__ : [];
   return (toWire(list) as unknown[]).flatMap((entry) => (isRecord(entry) && typeof entry.id === 'string' ? [{ interrupt_id: entry.id, payload: entry.value ?? null }] : []));
 }
@@ -169,7 +170,7 @@ export class ProtocolPublisher {
     }
   }
 
-  /** Interrupts found once the run stopped (in its saved state), if the stream did not show them. */
+  /** `input.requested` for each interrupt not requested yet (from the stream, or the saved state at the run's end). */
   requestInput(namespace: Namespace, requests: { interrupt_id: string; payload: unknown }[]): void {
     for (const request of requests) {
       if (this.requested.has(request.interrupt_id)) continue;
@@ -187,5 +188,3 @@ export class ProtocolPublisher {
     this.pipe.push(method, stored);
   }
 }
-
-export { interruptsIn };
