@@ -47,6 +47,12 @@ export class ProtocolCommandError extends Error {
   }
 }
 
+/** The answer to a command, as documented (result: the command's own). */
+export const CommandResponseSchema = z.union([
+  z.strictObject({ type: z.literal('success'), id: z.number().int(), result: z.unknown(), meta: z.strictObject({ thread_id: z.string(), applied_through_seq: z.number().int() }) }),
+  z.strictObject({ type: z.literal('error'), id: z.number().int().nullable(), error: z.string(), message: z.string() }),
+]);
+
 export const CommandSchema = z.object({ id: z.number().int().nonnegative(), method: z.string(), params: z.record(z.string(), z.unknown()).optional() });
 
 const NamespaceSchema = z.array(z.string());

@@ -23,7 +23,7 @@ import { AuthHttpError } from '../auth/errors.js';
 import type { ServerContext } from '../api/context.js';
 import { passHeaders } from '../api/runs.js';
 import { ThreadPath } from '../api/schemas.js';
-import { CommandSchema, errorResponse, FilterSchema, ProtocolCommandError, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
+import { CommandResponseSchema, CommandSchema, errorResponse, FilterSchema, ProtocolCommandError, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
 import { fromSince, matches, threadStreamKey, toProtocolEvent, type EventFilter, type ProtocolEvent } from './events.js';
 
 const STREAM_BODY = z.strictObject({
@@ -90,7 +90,7 @@ export class ProtocolTransport {
         tags,
         params: ThreadPath,
         body: z.unknown(),
-        response: z.unknown(),
+        response: CommandResponseSchema,
         handler: async ({ params, body, req, auth }) => {
           const parsed = CommandSchema.safeParse(body);
           if (!parsed.success) return invalidCommand(body);
