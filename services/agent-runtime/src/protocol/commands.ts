@@ -128,7 +128,8 @@ export function filterOfSubscriptionId(id: string): EventFilter | undefined {
 
 /** What a transport does for the subscription commands (only the WebSocket has any). */
 export interface SubscriptionHost {
-  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): Promise<{ subscription_id: string; replayed_events: number }>;
+  /** Adds a subscription (replacing one of the same id); its events, from `since`, follow the command's answer. */
+  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): { subscription_id: string };
   unsubscribe(id: string): boolean;
 }
 
@@ -370,14 +371,14 @@ export class ProtocolCommands {
   }
 
   private async reconnect(threadId: string, params: z.output<typeof Reconnect>, auth: RequestAuth, host: SubscriptionHost) {
-    await this.readable(threadId, auth);
+    await this.readableIfExists(threadId, auth);
     const since = params.last_event_id === undefined ? undefined : seqOf(params.last_event_id);
     const filters = (params.subscriptions ?? []).map((id) => ({ id, filter: filterOfSubscriptionId(id) }));
     const unknown = filters.find((f) => !f.filter);
     if (unknown) throw new ProtocolCommandError('no_such_subscription', `not a subscription of this server: ${unknown.id}`);
-    let missed = 0;
-    for (const { id, filter } of filters) missed += (await host.subscribe({ ...filter!, since }, id)).replayed_events;
-    return { restored: true, missed_events: missed };
+    for (const { id, filter } of filters) host.subscribe({ ...filter!, since }, id);
+    // The events missed follow this answer (their number is not known before they are read).
+    return { restored: true };
   }
 }
 

@@ -222,15 +222,15 @@ class SocketSession implements SubscriptionHost {
     }
   }
 
-  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): Promise<{ subscription_id: string; replayed_events: number }> {
+  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): { subscription_id: string } {
     const subscription_id = id ?? subscriptionId(filter);
     // Each one replays the thread's stream: a socket may not ask for that without end.
     if (this.filters.size >= MAX_SUBSCRIPTIONS && !this.filters.has(subscription_id)) {
-      return Promise.reject(new ProtocolCommandError('invalid_argument', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe some first`));
+      throw new ProtocolCommandError('invalid_argument', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe some first`);
     }
     this.filters.set(subscription_id, { channels: filter.channels, namespaces: filter.namespaces, depth: filter.depth });
     this.restartAt = Math.min(this.restartAt ?? Infinity, filter.since ?? 0);
-    return Promise.resolve({ subscription_id, replayed_events: 0 });
+    return { subscription_id };
   }
 
   unsubscribe(id: string): boolean {
