@@ -43,6 +43,11 @@ async function ownBodyRoutes(baseUrl: string): Promise<Set<string>> {
 }
 
 const concrete = (route: FuzzRoute) => route.path.replace(/\{[^}]+\}/g, () => randomUUID());
+/** Why a 415 says it refused: `detail`, or a JSON-RPC endpoint's (MCP, A2A) error message. */
+const refusal = (a: FuzzAnswer) => {
+  const body = JSON.parse(a.text) as { detail?: string; error?: { message?: string } };
+  return body.detail ?? body.error?.message ?? '';
+};
 /** What must agree between two answers: status, and a validation error's content. */
 const outcome = (a: FuzzAnswer) => ({ status: a.status, detail: a.status === 422 ? (JSON.parse(a.text) as { detail: unknown }).detail : undefined });
 
@@ -83,7 +88,7 @@ async function walk({ baseUrl, docsUrl, credential, skip, withoutCredential, uns
       if (JSON.stringify(outcome(answer)) !== JSON.stringify(outcome(asJson))) problems.push(`${where} ${how}: ${answer.status} ${answer.text} where JSON got ${asJson.status} ${asJson.text}`);
     }
     for (const answer of anonymous) {
-      const refused = answer.status === withoutCredential && (withoutCredential !== 415 || /application\/json/.test((JSON.parse(answer.text) as { detail: string }).detail));
+      const refused = answer.status === withoutCredential && (withoutCredential !== 415 || /application\/json/.test(refusal(answer)));
       if (!refused) problems.push(`${where} without a credential: ${answer.status} ${answer.text}`);
     }
   }
