@@ -15,8 +15,7 @@ up: sandbox-tools build
 # them Berth still starts, and sandbox calls answer 503 saying why.
 .PHONY: sandbox-tools
 sandbox-tools:
-	@scripts/ensure-podman.sh
-	@scripts/ensure-chromium.sh || echo "Berth will start without sandboxes." >&2
+	@scripts/ensure-podman.sh || echo "Berth will start without sandboxes." >&2
 
 ## Stop the supervisor, the platform, the sandbox engine and Postgres (data and sandbox files stay under .berth/).
 down:
@@ -29,9 +28,9 @@ test: test-tools build typecheck lint
 
 .PHONY: test-tools
 test-tools:
-	@scripts/ensure-redis.sh
+	@scripts/ensure-debian-package.sh redis-server redis-server
 	@scripts/ensure-podman.sh
-	@scripts/ensure-chromium.sh
+	@scripts/ensure-debian-package.sh chromium chromium fonts-dejavu-core
 
 ## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
 ## is installed, as $(IMAGE_REPOSITORY)/platform:$(IMAGE_TAG) and $(IMAGE_REPOSITORY)/agent-server:$(IMAGE_TAG).
