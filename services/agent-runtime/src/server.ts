@@ -4,6 +4,8 @@
  * and runs the graphs in its worker role.
  */
 import { createRequire } from 'node:module';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
@@ -15,7 +17,10 @@ import { fileURLToPath } from 'node:url';
 import { assistantRoutes, checkContext } from './api/assistants.js';
 import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
 import type { ServerContext } from './api/context.js';
-import { requireDeploymentCredential } from './auth/deployment-credential.js';
+import { deploymentCredentialCheck, requireDeploymentCredential } from './auth/deployment-credential.js';
+import { AuthHttpError } from './auth/errors.js';
+import { threadStreamKey } from './protocol/events.js';
+import { ProtocolTransport } from './protocol/routes.js';
 import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
 import { bindLoopbackClient, customRoutes, loadHttpApp } from './api/custom-routes.js';
@@ -159,6 +164,15 @@ async function refuseWebhooks(): Promise<never> {
   throw new RequestValidationError([{ loc: ['body', 'webhook'], msg: 'this project sends no webhooks: its langgraph.json sets http.disable_webhooks', type: 'value_error' }]);
 }
 
+/** What the authenticator reads of an express request, for a WebSocket upgrade request (which express never sees). */
+function asExpressRequest(req: IncomingMessage): ExpressRequest {
+  return Object.assign(Object.create(req) as ExpressRequest, {
+    protocol: 'http',
+    originalUrl: req.url,
+    get: (name: string) => req.headers[name.toLowerCase()],
+  });
+}
+
 function oncePerRequest<T>(authenticate: (req: ExpressRequest) => Promise<T>): (req: ExpressRequest) => Promise<T> {
   const done = new WeakMap<ExpressRequest, Promise<T>>();
   return (req) => {
@@ -245,6 +259,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     async delete(threadId: string) {
       await settled(threadId);
       await deleteCheckpoints(pool, threadId);
+      // With its protocol v2 events: a thread created again under the id must not replay them.
+      await broker.delete(threadStreamKey(threadId));
     },
     async deleteAfter(threadId: string, id: string | null) {
       await settled(threadId);
@@ -396,6 +412,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     cronRoutes(api, ctx);
     webhookRoutes(api, ctx, webhookStore);
   }
+  // Protocol v2 (threads, runs and their events in one): where both threads and runs are served.
+  const protocol = served.threads && served.runs ? new ProtocolTransport(ctx, broker) : undefined;
+  protocol?.routes(api);
   if (served.store) storeRoutes(api, ctx);
   if (served.mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
   if (served.ui) uiRoutes(api, ctx, uiBundles);
@@ -414,6 +433,17 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // In a container the inherited socket is not in its network namespace: graph code reaches this
   // server on the same address inside.
   const inside = config.listenFd === undefined ? undefined : await listen(app, config.host, server.port);
+  // WebSocket upgrades (protocol v2) pass the same checks as requests: the deployment credential, then custom auth.
+  const hasCredential = config.deploymentCredential ? deploymentCredentialCheck(config.deploymentCredential) : undefined;
+  const upgrade = protocol?.upgradeHandler(async (req) => {
+    if (hasCredential && !hasCredential(req)) throw new AuthHttpError(401, 'This agent server answers only requests forwarded by the Berth gateway', {});
+    return authenticate ? authenticate(asExpressRequest(req)) : undefined;
+  });
+  for (const running of [server, inside]) {
+    running?.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!upgrade?.(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    });
+  }
   // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.
   bindLoopbackClient(server.url, config.deploymentCredential);
   log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
@@ -428,6 +458,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         inside?.drain();
         await worker?.close({ drainMs: options.drainMs });
       }
+      protocol?.close();
       await Promise.all([server.close(), inside?.close()]);
       await typeSchemas.close();
       await cronScheduler.close();

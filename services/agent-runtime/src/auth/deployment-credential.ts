@@ -7,18 +7,28 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
+import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-export function requireDeploymentCredential(credential: string): RequestHandler {
+/** Whether a request carries the credential; takes it out of the request either way. */
+export function deploymentCredentialCheck(credential: string): (req: IncomingMessage) => boolean {
   const expected = digest(credential);
-  return (req, res, next) => {
+  return (req) => {
     const sent = req.headers[DEPLOYMENT_CREDENTIAL_HEADER];
     // Graph code and the project's own auth handler never see it.
     delete req.headers[DEPLOYMENT_CREDENTIAL_HEADER];
+    return typeof sent === 'string' && timingSafeEqual(digest(sent), expected);
+  };
+}
+
+export function requireDeploymentCredential(credential: string): RequestHandler {
+  const check = deploymentCredentialCheck(credential);
+  return (req, res, next) => {
+    const carried = check(req);
     if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/ok') return next();
-    if (typeof sent === 'string' && timingSafeEqual(digest(sent), expected)) return next();
+    if (carried) return next();
     res.status(401).json({ detail: 'This agent server answers only requests forwarded by the Berth gateway: call it through the deployment URL.' });
   };
 }

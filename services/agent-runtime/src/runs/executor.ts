@@ -16,6 +16,7 @@ import { toWire } from './serialize.js';
 import { toCommand } from './thread-state.js';
 import { EventPipe } from './event-pipe.js';
 import { StreamTranslator, graphModes } from './stream-modes.js';
+import { interruptsIn, ProtocolPublisher, type GraphProtocolEvent } from '../protocol/events.js';
 
 export interface RunOutcome {
   /** A graph that stops at an interrupt still ends its run `success`; its thread becomes `interrupted`. */
@@ -129,6 +130,9 @@ export class RunExecutor {
     const events = new EventPipe(broker, run.run_id, { retryMs: retryWritesMs, signal });
     events.push('metadata', { run_id: run.run_id, attempt: run.attempt });
 
+    // A protocol v2 run also publishes to its thread's protocol stream (see protocol/events.ts).
+    const protocol = kwargs.protocol ? new ProtocolPublisher(broker, run.thread_id, kwargs.protocol, { retryMs: retryWritesMs, signal }) : undefined;
+    protocol?.start();
     const translator = new StreamTranslator(requested);
     let failure: unknown;
     const seen: StreamOutcome = { interrupted: false };
@@ -138,7 +142,8 @@ export class RunExecutor {
     const releaseEmpty = run.attempt === 1 && run.start_checkpoint_id === null && !kwargs.checkpoint_id ? this.deps.checkpointer.primeEmpty?.(run.thread_id) : undefined;
     try {
       const input = await this.input(run);
-      for await (const [namespace, mode, data] of this.chunks(graph, input, config, requested.includes('events'))) {
+      const chunks = protocol ? this.protocolChunks(graph, input, config, protocol) : this.chunks(graph, input, config, requested.includes('events'));
+      for await (const [namespace, mode, data] of chunks) {
         if (stop.signal.aborted) continue; // the graph is stopping: its last chunks go nowhere
         try {
           if (mode === 'events') {
@@ -170,7 +175,7 @@ export class RunExecutor {
     // Cancelled, timed out, lease lost — or another attempt holds the run: nothing more of this
     // attempt is recorded (the worker decides what its end is).
     if (failure && (signal.aborted || failure instanceof RunFencedError)) {
-      await events.flush().catch(() => undefined);
+      await Promise.all([events.flush().catch(() => undefined), protocol?.flush().catch(() => undefined)]);
       throw signal.aborted ? (signal.reason ?? failure) : failure;
     }
 
@@ -193,13 +198,15 @@ export class RunExecutor {
       const error = { error: (failure as Error).name ?? 'Error', message: (failure as Error).message ?? String(failure) };
       this.deps.log.warn({ err: failure, runId: run.run_id }, 'run failed');
       events.push('error', error);
-      await events.flush();
+      await Promise.all([events.flush(), protocol?.flush()]);
       return { status: 'error', interrupted: false, values, output: values, interrupts, error };
     }
     // LangGraph itself streams the `values` and `updates` chunks `{__interrupt__: [...]}` when a run
     // stops at an interrupt, as the LangGraph API sends them: nothing is added here.
     const interrupted = Object.keys(interrupts).length > 0 || (state.next?.length ?? 0) > 0;
-    await events.flush();
+    // Pending interrupts as the saved state has them (a subgraph's too), not only as streamed.
+    for (const task of state.tasks ?? []) protocol?.requestInput([], interruptsIn(task.interrupts ?? []));
+    await Promise.all([events.flush(), protocol?.flush()]);
     return { status: 'success', interrupted, values, output: seen.output === undefined ? values : (toWire(seen.output) as Json), interrupts };
   }
 
@@ -229,6 +236,31 @@ export class RunExecutor {
         continue;
       }
       yield [[], 'events', toWire(event)];
+    }
+  }
+
+  /**
+   * A protocol v2 run: LangGraph's own protocol events (`streamEvents` v3: messages as content
+   * blocks, tools, subgraph lifecycles…) go to the publisher; the root `values` and `updates`
+   * come out as `[namespace, mode, chunk]` tuples too, for the run's outcome and classic stream.
+   */
+  private async *protocolChunks(
+    graph: { streamEvents(i: unknown, c: object): AsyncIterable<unknown> | Promise<AsyncIterable<unknown>> },
+    input: unknown,
+    config: Record<string, unknown>,
+    protocol: ProtocolPublisher,
+  ): AsyncGenerator<[string[], string, unknown]> {
+    const { streamMode: _modes, subgraphs: _subgraphs, ...rest } = config;
+    for await (const raw of await graph.streamEvents(input, { ...rest, version: 'v3' })) {
+      const event = raw as GraphProtocolEvent;
+      protocol.graphEvent(event);
+      const namespace = event.params.namespace ?? [];
+      if (namespace.length) continue;
+      if (event.method === 'values') yield [[], 'values', event.params.data];
+      else if (event.method === 'updates') {
+        const data = event.params.data as { node?: string; values?: unknown };
+        if (data?.node) yield [[], 'updates', { [data.node]: data.values }];
+      }
     }
   }
 

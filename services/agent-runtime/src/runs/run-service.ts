@@ -9,7 +9,7 @@ import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
-import { noAssistantFor, type MultitaskStrategy, type Run, type RunKwargs, type RunResult, type RunStatus, type RunStore } from '../storage/runs.js';
+import { noAssistantFor, type MultitaskStrategy, type ProtocolRun, type Run, type RunKwargs, type RunResult, type RunStatus, type RunStore } from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import type { LocalSlot } from './worker.js';
@@ -36,6 +36,8 @@ export interface RunRequest {
   durability?: 'sync' | 'async' | 'exit';
   /** POSTed the run when it ends (see runs/webhooks.ts). */
   webhook?: string;
+  /** Set by protocol v2 commands (never by the classic routes' schemas): see RunKwargs.protocol. */
+  protocol?: ProtocolRun;
 }
 
 const TERMINAL = new Set(['success', 'error', 'timeout', 'interrupted']);
@@ -116,6 +118,7 @@ export class RunService {
       ...(request.checkpoint_id ?? request.checkpoint?.checkpoint_id ? { checkpoint_id: request.checkpoint_id ?? request.checkpoint!.checkpoint_id! } : {}),
       ...(request.durability ? { durability: request.durability } : {}),
       ...(request.webhook !== undefined ? { webhook: request.webhook } : {}),
+      ...(request.protocol ? { protocol: request.protocol } : {}),
       on_completion: request.on_completion ?? 'delete',
       temporary,
       headers,

@@ -19,6 +19,7 @@ import { leaseSettings, RunLease, RunLeaseLostError, type LeaseOptions, type Lea
 import type { OwnerLiveness } from './liveness.js';
 import { recordEnd, UNSTORABLE } from './run-end.js';
 import type { RunEnd, WebhookDelivery } from './webhooks.js';
+import { publishRunEnd } from '../protocol/events.js';
 
 export interface RunWorkerOptions extends LeaseOptions {
   /**
@@ -405,6 +406,7 @@ export class RunWorker {
     if ((ending.error as { error?: string } | null)?.error === UNSTORABLE) await this.publishError(run.run_id, ending.error as { error: string; message: string });
     if (cancelled?.action === 'rollback') await retry('removing the rolled-back run', () => runs.remove(run.run_id));
     else report({ status: ending.status, output: ending.output });
+    if (run.kwargs.protocol) await this.publishProtocolEnd(run, ending.status, outcome?.interrupted ?? false, ending.error as { message?: string } | null);
     await retry("ending the run's stream", () => broker.end(run.run_id));
     if (nextRunId) {
       // The sweeper dispatches a pending run that was not: a failure here only delays it.
@@ -428,6 +430,17 @@ export class RunWorker {
       await this.deps.broker.publish(runId, 'error', message);
     } catch (error) {
       this.deps.log.warn({ err: error, runId }, 'could not publish the run\'s error event');
+    }
+  }
+
+  /** The root lifecycle event ending a protocol v2 run (best effort, like the error event). */
+  private async publishProtocolEnd(run: Run, status: string, interrupted: boolean, error: { message?: string } | null): Promise<void> {
+    const ending =
+      status === 'success' ? { event: interrupted ? ('interrupted' as const) : ('completed' as const) } : status === 'interrupted' ? { event: 'interrupted' as const } : { event: 'failed' as const, error: error?.message ?? status };
+    try {
+      await publishRunEnd(this.deps.broker, run.thread_id, run.kwargs.protocol!, ending);
+    } catch (failure) {
+      this.deps.log.warn({ err: failure, runId: run.run_id }, 'could not publish the end of the protocol run');
     }
   }
 

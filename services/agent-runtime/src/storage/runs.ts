@@ -13,6 +13,14 @@ export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' 
 export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
 
 /** What the run was asked to do (the request body, as stored). */
+/** What a protocol v2 run records in its kwargs (see protocol/events.ts). */
+export interface ProtocolRun {
+  /** The graph, named in the run's root lifecycle events. */
+  graph: string;
+  /** The interrupts the run resumes (its `input.answered`). */
+  answered: string[];
+}
+
 export interface RunKwargs {
   input?: Json;
   command?: { resume?: Json; update?: Json; goto?: Json } | null;
@@ -31,6 +39,8 @@ export interface RunKwargs {
   headers?: Record<string, string>;
   /** Where the run is POSTed when it ends. */
   webhook?: string;
+  /** Started through protocol v2: the run publishes protocol events (see protocol/events.ts). */
+  protocol?: ProtocolRun;
 }
 
 /** How a run ended (or where it is): its status and, once finished, its final values. */
