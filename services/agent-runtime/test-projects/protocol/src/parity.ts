@@ -9,8 +9,10 @@
  *   answer: found berth` in five chunks, usage (7 in, 5 out) on the last.
  * - `ask`: `prepare` → `ask`, which calls `interrupt({question: "Which city?"})` and writes
  *   `answer: "going to <response>"`.
+ * - `nested_ask`: `before` → subgraph `child` (`ask`: the same interrupt, `answer`) → `after`
+ *   (`steps: ["after <answer>"]`).
  * - `nest`: `prepare` → subgraph `child` (`inner` → subgraph `grandchild` (`leaf`)) → `summarize`:
- *   namespaces two deep.
+ *   namespaces two deep; `trail` ends `["inner", "leaf"]`, `steps` `["prepare", "summary of 2"]`.
  */
 import { AIMessageChunk, type AIMessage, type BaseMessage, type BaseMessageChunk } from '@langchain/core/messages';
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
@@ -98,16 +100,34 @@ export const ask = new StateGraph(Annotation.Root({ steps: append, answer: Annot
   .addEdge('ask', '__end__')
   .compile();
 
-const trail = Annotation.Root({ trail: append });
+const asking = new StateGraph(Annotation.Root({ answer: Annotation<string> }))
+  .addNode('ask', () => ({ answer: `going to ${interrupt<{ question: string }, string>({ question: 'Which city?' })}` }))
+  .addEdge('__start__', 'ask')
+  .addEdge('ask', '__end__')
+  .compile();
+
+export const nestedAsk = new StateGraph(Annotation.Root({ steps: append, answer: Annotation<string> }))
+  .addNode('before', () => ({ steps: ['before'] }))
+  .addNode('child', asking)
+  .addNode('after', (state) => ({ steps: [`after ${state.answer}`] }))
+  .addEdge('__start__', 'before')
+  .addEdge('before', 'child')
+  .addEdge('child', 'after')
+  .addEdge('after', '__end__')
+  .compile();
+
+/** No reducer: each node writes the whole trail, so a subgraph's result replaces its parent's. */
+const trail = Annotation.Root({ trail: Annotation<string[]> });
+const walk = (name: string) => (state: typeof trail.State) => ({ trail: [...(state.trail ?? []), name] });
 
 const grandchild = new StateGraph(trail)
-  .addNode('leaf', () => ({ trail: ['leaf'] }))
+  .addNode('leaf', walk('leaf'))
   .addEdge('__start__', 'leaf')
   .addEdge('leaf', '__end__')
   .compile();
 
 const child = new StateGraph(trail)
-  .addNode('inner', () => ({ trail: ['inner'] }))
+  .addNode('inner', walk('inner'))
   .addNode('grandchild', grandchild)
   .addEdge('__start__', 'inner')
   .addEdge('inner', 'grandchild')

@@ -1,0 +1,277 @@
+/**
+ * Protocol v2 parity (issue 25): on the same graphs (test-projects/protocol/langgraph.parity.json),
+ * Berth's agent server sends the event sequences the JS LangGraph server (`@langchain/langgraph-api`
+ * 1.5.1, the reference implementation, in its own process) sends: values and updates, the messages
+ * content-block lifecycle of a streaming model, tools, an interrupt answered with `input.respond`,
+ * subgraph namespaces and `depth`, replay after `since`. Each scenario first pins what the JS server
+ * sent (the expectation Berth must meet, readable in a diff), then compares Berth's recording with
+ * it field by field. Where Berth differs on purpose, the difference is asserted on its own.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import type { RunningAgentServer } from './server.js';
+import { startTestServer } from './__tests__/fixtures.js';
+import { spawnJsServer, type RunningJsServer } from './__tests__/js-server.js';
+import { recordScenario, type RecordedEvent, type Recording, type Scenario } from './__tests__/protocol-collector.js';
+
+const project = fileURLToPath(new URL('../test-projects/protocol/langgraph.parity.json', import.meta.url));
+
+let db: TestDatabase;
+let berth: RunningAgentServer;
+let js: RunningJsServer;
+
+beforeAll(async () => {
+  db = await createTestDatabase('agent_protocol_parity');
+  [berth, js] = await Promise.all([startTestServer(db.url, { configPath: project }), spawnJsServer(project)]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([berth?.close(), js?.stop()]);
+  await db?.drop();
+});
+
+/** JSON with sorted keys: the pinned lines do not depend on the order a server builds objects in. */
+function sorted(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sorted).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${sorted((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** One line per event: method, namespace (`-` the root), node, data. */
+const lines = (events: RecordedEvent[]) => events.map((e) => `${e.method} ${e.namespace.join('/') || '-'}${e.node ? ` ${e.node}` : ''} ${sorted(e.data)}`);
+
+/** Both servers, the JS server first (a scenario's runs are short; one at a time keeps the machine calm). */
+async function recordBoth(scenario: Scenario): Promise<{ reference: Recording; ours: Recording }> {
+  const reference = await recordScenario(js.url, scenario);
+  const ours = await recordScenario(berth.url, scenario);
+  return { reference, ours };
+}
+
+/**
+ * Berth sends `input.answered` (protocol 0.0.21, which the SDK's stream controller reads to stop
+ * offering answered interrupts in every tab) when a run that answers interrupts starts; the JS server
+ * 1.5.1 speaks protocol 0.0.19, which has no such event. Asserts where Berth sends it (just before the
+ * answering run's `running`, naming the interrupts that `input.requested` named) and returns the
+ * recording without it.
+ */
+function withoutInputAnswered(recording: Recording): Recording {
+  const answered = recording.events.flatMap((e, i) => (e.method === 'input.answered' ? [i] : []));
+  const requested = recording.events.filter((e) => e.method === 'input.requested').map((e) => (e.data as { interrupt_id: string }).interrupt_id);
+  for (const i of answered) {
+    expect(recording.events[i]).toEqual({ method: 'input.answered', namespace: [], data: { interrupt_ids: requested } });
+    expect(recording.events[i + 1]).toMatchObject({ method: 'lifecycle', namespace: [], data: { event: 'running' } });
+  }
+  return { ...recording, events: recording.events.filter((e) => e.method !== 'input.answered') };
+}
+
+/**
+ * Berth's `messages` events name the node that produced them in `params.node` (an optional field of
+ * the protocol's MessagesEvent; the JS server leaves it out). Asserts it is the node the namespace
+ * ends in and returns the recording without it.
+ */
+function withoutMessagesNode(recording: Recording): Recording {
+  return {
+    ...recording,
+    events: recording.events.map((e) => {
+      if (e.method !== 'messages') return e;
+      expect(e.node).toBe(e.namespace.at(-1)?.split(':')[0]);
+      const { node: _node, ...rest } = e;
+      return rest;
+    }),
+  };
+}
+
+const agentInput = { messages: [{ role: 'user', content: 'look up berth' }] };
+
+describe('protocol v2: Berth sends the JS server’s event sequences', () => {
+  it('values and updates of a simple graph', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'steps', input: { steps: ['start'] }, channels: ['values', 'updates', 'lifecycle'] });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"steps"}',
+      'values - {"steps":["start"]}',
+      'updates - first {"steps":["first"]}',
+      'values - {"steps":["start","first"]}',
+      'updates - second {"steps":["second"]}',
+      'values - {"steps":["start","first","second"]}',
+      'lifecycle - {"event":"completed","graph_name":"steps"}',
+    ]);
+    expect(reference.responses).toEqual([{ status: 200, body: { type: 'success', id: 1, result: { run_id: '<id 1>' }, meta: { thread_id: '<id 2>', applied_through_seq: '<seq>' } } }]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('the content-block lifecycle of a streaming model: a tool call in chunks, text token by token, usage', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'agent', input: agentInput, channels: ['messages', 'lifecycle'] });
+    // Each model call is in the namespace of its node's task, which has a lifecycle of its own.
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"agent"}',
+      'lifecycle model:* {"event":"started","graph_name":"model"}',
+      'messages model:* {"event":"message-start","id":"<id 1>","run_id":"<id 2>"}',
+      'messages model:* {"content":{"args":"","id":"<id 3>","index":0,"name":"lookup","type":"tool_call_chunk"},"event":"content-block-start","index":0,"run_id":"<id 2>"}',
+      'messages model:* {"delta":{"args":"{\\"q\\":","type":"tool-call-delta"},"event":"content-block-delta","index":0,"run_id":"<id 2>"}',
+      'messages model:* {"delta":{"args":"\\"berth\\"}","type":"tool-call-delta"},"event":"content-block-delta","index":0,"run_id":"<id 2>"}',
+      'messages model:* {"content":{"args":{"q":"berth"},"id":"<id 3>","name":"lookup","type":"tool_call"},"event":"content-block-finish","index":0,"run_id":"<id 2>"}',
+      'messages model:* {"event":"message-finish","reason":"stop","run_id":"<id 2>"}',
+      'lifecycle model:* {"event":"completed","graph_name":"model"}',
+      'lifecycle tools:* {"event":"started","graph_name":"tools"}',
+      'lifecycle tools:* {"event":"completed","graph_name":"tools"}',
+      'lifecycle model:* {"event":"started","graph_name":"model"}',
+      'messages model:* {"event":"message-start","id":"<id 4>","run_id":"<id 5>"}',
+      'messages model:* {"content":{"text":"","type":"text"},"event":"content-block-start","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"delta":{"text":"The ","type":"text-delta"},"event":"content-block-delta","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"delta":{"text":"answ","type":"text-delta"},"event":"content-block-delta","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"delta":{"text":"er: ","type":"text-delta"},"event":"content-block-delta","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"delta":{"text":"found","type":"text-delta"},"event":"content-block-delta","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"delta":{"text":" berth","type":"text-delta"},"event":"content-block-delta","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"event":"usage","run_id":"<id 5>","usage":{"input_tokens":7,"output_tokens":5,"total_tokens":12}}',
+      'messages model:* {"content":{"text":"The answer: found berth","type":"text"},"event":"content-block-finish","index":0,"run_id":"<id 5>"}',
+      'messages model:* {"event":"message-finish","reason":"stop","run_id":"<id 5>","usage":{"input_tokens":7,"output_tokens":5,"total_tokens":12}}',
+      'lifecycle model:* {"event":"completed","graph_name":"model"}',
+      'lifecycle - {"event":"completed","graph_name":"agent"}',
+    ]);
+    expect(withoutMessagesNode(ours)).toEqual(reference);
+  }, 60_000);
+
+  it('tools: started and finished, correlated by the tool call id', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'agent', input: agentInput, channels: ['tools', 'lifecycle'] });
+    const tools = reference.events.filter((e) => e.method === 'tools');
+    // The tool message's metadata names the @langchain/core version: left out of the pinned lines only.
+    expect(tools[1]).toMatchObject({ data: { output: { metadata: { versions: { '@langchain/core': expect.any(String) } } } } });
+    delete (tools[1]?.data as { output: { metadata?: unknown } }).output.metadata;
+    expect(lines(tools)).toEqual([
+      'tools tools:* {"event":"tool-started","input":"{\\"q\\":\\"berth\\"}","tool_call_id":"call_lookup_1","tool_name":"lookup"}',
+      'tools tools:* {"event":"tool-finished","output":{"additional_kwargs":{},"content":"found berth","id":"<id 1>","name":"lookup","response_metadata":{},"status":"success","tool_call_id":"call_lookup_1","type":"tool"},"tool_call_id":"call_lookup_1"}',
+    ]);
+    expect(lines(reference.events.filter((e) => e.method === 'lifecycle'))).toEqual([
+      'lifecycle - {"event":"running","graph_name":"agent"}',
+      'lifecycle model:* {"event":"started","graph_name":"model"}',
+      'lifecycle model:* {"event":"completed","graph_name":"model"}',
+      'lifecycle tools:* {"event":"started","graph_name":"tools"}',
+      'lifecycle tools:* {"event":"completed","graph_name":"tools"}',
+      'lifecycle model:* {"event":"started","graph_name":"model"}',
+      'lifecycle model:* {"event":"completed","graph_name":"model"}',
+      'lifecycle - {"event":"completed","graph_name":"agent"}',
+    ]);
+    delete (ours.events.filter((e) => e.method === 'tools')[1]?.data as { output: { metadata?: unknown } } | undefined)?.output.metadata;
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('messages in values and updates have the JS server’s shape (content as the graph wrote it)', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'agent', input: agentInput, channels: ['values', 'updates', 'lifecycle'], namespaces: [[]], depth: 0 });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"agent"}',
+      'values - {"messages":[{"content":"look up berth","id":"<id 1>","type":"human"}]}',
+      'updates - model {"messages":[{"content":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"id":"<id 3>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"tool_calls":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"type":"ai"}]}',
+      'values - {"messages":[{"content":"look up berth","id":"<id 1>","type":"human"},{"content":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"id":"<id 3>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"tool_calls":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"type":"ai"}]}',
+      'updates - tools {"messages":[{"content":"found berth","id":"<id 4>","name":"lookup","status":"success","tool_call_id":"call_lookup_1","type":"tool"}]}',
+      'values - {"messages":[{"content":"look up berth","id":"<id 1>","type":"human"},{"content":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"id":"<id 3>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"tool_calls":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"type":"ai"},{"content":"found berth","id":"<id 4>","name":"lookup","status":"success","tool_call_id":"call_lookup_1","type":"tool"}]}',
+      'updates - model {"messages":[{"content":[{"text":"The answer: found berth","type":"text"}],"id":"<id 5>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"type":"ai"}]}',
+      'values - {"messages":[{"content":"look up berth","id":"<id 1>","type":"human"},{"content":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"id":"<id 3>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"tool_calls":[{"args":{"q":"berth"},"id":"<id 2>","name":"lookup","type":"tool_call"}],"type":"ai"},{"content":"found berth","id":"<id 4>","name":"lookup","status":"success","tool_call_id":"call_lookup_1","type":"tool"},{"content":[{"text":"The answer: found berth","type":"text"}],"id":"<id 5>","response_metadata":{"finish_reason":"stop","output_version":"v1"},"type":"ai"}]}',
+      'lifecycle - {"event":"completed","graph_name":"agent"}',
+    ]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('an interrupt: input.requested, the run interrupted, input.respond resumes it on the same stream', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Lisbon' });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"ask"}',
+      'values - {"steps":["start"]}',
+      'updates - prepare {"steps":["prepare"]}',
+      'values - {"steps":["start","prepare"]}',
+      'input.requested - {"interrupt_id":"<id 1>","payload":{"question":"Which city?"}}',
+      'lifecycle - {"event":"interrupted","graph_name":"ask"}',
+      'lifecycle - {"event":"running","graph_name":"ask"}',
+      'values - {"steps":["start","prepare"]}',
+      'updates - ask {"answer":"going to Lisbon","steps":["ask"]}',
+      'values - {"answer":"going to Lisbon","steps":["start","prepare","ask"]}',
+      'lifecycle - {"event":"completed","graph_name":"ask"}',
+    ]);
+    expect(reference.responses.map((r) => (r as { body: unknown }).body)).toEqual([
+      { type: 'success', id: 1, result: { run_id: '<id 2>' }, meta: { thread_id: '<id 3>', applied_through_seq: '<seq>' } },
+      { type: 'success', id: 2, result: {}, meta: { thread_id: '<id 3>', applied_through_seq: '<seq>' } },
+    ]);
+    expect(withoutInputAnswered(ours)).toEqual(reference);
+  }, 60_000);
+
+  it('an interrupt in a subgraph: requested in the subgraph’s namespace, resumed from the root', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Porto' });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"nested_ask"}',
+      'values - {"steps":["start"]}',
+      'updates - before {"steps":["before"]}',
+      'values - {"steps":["start","before"]}',
+      'lifecycle child:* {"event":"started","graph_name":"child"}',
+      'input.requested child:* {"interrupt_id":"<id 1>","payload":{"question":"Which city?"}}',
+      'lifecycle child:* {"event":"completed","graph_name":"child"}',
+      'lifecycle - {"event":"interrupted","graph_name":"nested_ask"}',
+      'lifecycle - {"event":"running","graph_name":"nested_ask"}',
+      'values - {"steps":["start","before"]}',
+      'lifecycle child:* {"event":"started","graph_name":"child"}',
+      'updates child:* ask {"answer":"going to Porto"}',
+      'values child:* {"answer":"going to Porto"}',
+      'updates - child {"answer":"going to Porto"}',
+      'lifecycle child:* {"event":"completed","graph_name":"child"}',
+      'values - {"answer":"going to Porto","steps":["start","before"]}',
+      'updates - after {"steps":["after going to Porto"]}',
+      'values - {"answer":"going to Porto","steps":["start","before","after going to Porto"]}',
+      'lifecycle - {"event":"completed","graph_name":"nested_ask"}',
+    ]);
+    expect(withoutInputAnswered(ours)).toEqual(reference);
+  }, 60_000);
+
+  it('subgraph namespaces two deep', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'nest', input: { steps: ['start'] }, channels: ['values', 'updates', 'lifecycle'] });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"nest"}',
+      'values - {"steps":["start"]}',
+      'updates - prepare {"steps":["prepare"]}',
+      'values - {"steps":["start","prepare"]}',
+      'lifecycle child:* {"event":"started","graph_name":"child"}',
+      'updates child:* inner {"trail":["inner"]}',
+      'values child:* {"trail":["inner"]}',
+      'lifecycle child:*/grandchild:* {"event":"started","graph_name":"grandchild"}',
+      'values child:*/grandchild:* {"trail":["inner"]}',
+      'updates child:*/grandchild:* leaf {"trail":["inner","leaf"]}',
+      'values child:*/grandchild:* {"trail":["inner","leaf"]}',
+      'updates child:* grandchild {"trail":["inner","leaf"]}',
+      'lifecycle child:*/grandchild:* {"event":"completed","graph_name":"grandchild"}',
+      'values child:* {"trail":["inner","leaf"]}',
+      'updates - child {"trail":["inner","leaf"]}',
+      'lifecycle child:* {"event":"completed","graph_name":"child"}',
+      'values - {"steps":["start","prepare"],"trail":["inner","leaf"]}',
+      'updates - summarize {"steps":["summary of 2"]}',
+      'values - {"steps":["start","prepare","summary of 2"],"trail":["inner","leaf"]}',
+      'lifecycle - {"event":"completed","graph_name":"nest"}',
+    ]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('namespaces and depth: the root and one level below, not the grandchild', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'nest', input: { steps: ['start'] }, channels: ['updates', 'lifecycle'], namespaces: [[]], depth: 1 });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"nest"}',
+      'updates - prepare {"steps":["prepare"]}',
+      'lifecycle child:* {"event":"started","graph_name":"child"}',
+      'updates child:* inner {"trail":["inner"]}',
+      'updates child:* grandchild {"trail":["inner","leaf"]}',
+      'updates - child {"trail":["inner","leaf"]}',
+      'lifecycle child:* {"event":"completed","graph_name":"child"}',
+      'updates - summarize {"steps":["summary of 2"]}',
+      'lifecycle - {"event":"completed","graph_name":"nest"}',
+    ]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('replay after since: a second stream gets the events after that seq', async () => {
+    const scenario: Scenario = { assistant_id: 'nest', input: { steps: ['start'] }, channels: ['updates', 'lifecycle'], replayAfter: 3 };
+    const { reference, ours } = await recordBoth(scenario);
+    expect(reference.replayed).toEqual(reference.events.slice(4));
+    expect(ours).toEqual(reference);
+  }, 60_000);
+});
