@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './server.js';
 import { startTestServer } from './__tests__/fixtures.js';
 import { spawnJsServer, type RunningJsServer } from './__tests__/js-server.js';
-import { recordScenario, type RecordedEvent, type Recording, type Scenario } from './__tests__/protocol-collector.js';
+import { recordScenario, type RecordedEvent, type Recording, type Scenario, type Transport } from './__tests__/protocol-collector.js';
 
 const project = fileURLToPath(new URL('../test-projects/protocol/langgraph.parity.json', import.meta.url));
 
@@ -47,9 +47,9 @@ function sorted(value: unknown): string {
 const lines = (events: RecordedEvent[]) => events.map((e) => `${e.method} ${e.namespace.join('/') || '-'}${e.node ? ` ${e.node}` : ''} ${sorted(e.data)}`);
 
 /** Both servers, the JS server first (a scenario's runs are short; one at a time keeps the machine calm). */
-async function recordBoth(scenario: Scenario): Promise<{ reference: Recording; ours: Recording }> {
-  const reference = await recordScenario(js.url, scenario);
-  const ours = await recordScenario(berth.url, scenario);
+async function recordBoth(scenario: Scenario, transport: Transport = 'sse'): Promise<{ reference: Recording; ours: Recording }> {
+  const reference = await recordScenario(js.url, scenario, transport);
+  const ours = await recordScenario(berth.url, scenario, transport);
   return { reference, ours };
 }
 
@@ -83,6 +83,26 @@ function withoutMessagesNode(recording: Recording): Recording {
       expect(e.node).toBe(e.namespace.at(-1)?.split(':')[0]);
       const { node: _node, ...rest } = e;
       return rest;
+    }),
+  };
+}
+
+/**
+ * The JS server puts its platform's keys in every run's metadata (`langgraph_version`,
+ * `langgraph_plan: "developer"`, `langgraph_host: "self-hosted"`, and the assistant's `created_by`),
+ * which `tasks` events show; Berth's runs carry no such keys in any API (classic streams alike), so
+ * this is not a protocol v2 difference. Asserts the JS server sent them and returns its recording
+ * without them.
+ */
+function withoutPlatformRunMetadata(recording: Recording): Recording {
+  const keys = ['created_by', 'langgraph_version', 'langgraph_plan', 'langgraph_host'];
+  return {
+    ...recording,
+    events: recording.events.map((e) => {
+      const metadata = (e.data as { metadata?: Record<string, unknown> }).metadata;
+      if (e.method !== 'tasks' || !metadata) return e;
+      expect(Object.keys(metadata)).toEqual(expect.arrayContaining(keys));
+      return { ...e, data: { ...(e.data as object), metadata: Object.fromEntries(Object.entries(metadata).filter(([k]) => !keys.includes(k))) } };
     }),
   };
 }
@@ -273,5 +293,34 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     const { reference, ours } = await recordBoth(scenario);
     expect(reference.replayed).toEqual(reference.events.slice(4));
     expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('every channel at once, an interrupt in a subgraph: checkpoints, tasks and input too', async () => {
+    const channels = ['values', 'updates', 'messages', 'tools', 'lifecycle', 'checkpoints', 'input', 'tasks', 'custom'];
+    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels, respond: 'Porto' });
+    expect(reference.events.map((e) => e.method).filter((m, i, all) => all.indexOf(m) === i)).toEqual(['lifecycle', 'checkpoints', 'values', 'tasks', 'updates', 'input.requested']);
+    expect(withoutInputAnswered(ours)).toEqual(withoutPlatformRunMetadata(reference));
+  }, 60_000);
+
+  it('over the WebSocket: the same sequences (messages; an interrupt answered on the socket)', async () => {
+    const messages = await recordBoth({ assistant_id: 'agent', input: agentInput, channels: ['messages', 'tools', 'lifecycle'] }, 'websocket');
+    expect(messages.reference.events.filter((e) => e.method === 'messages')).toHaveLength(16);
+    expect(withoutMessagesNode(messages.ours)).toEqual(messages.reference);
+
+    const ask = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Lisbon' }, 'websocket');
+    expect(ask.reference.events.at(-2)).toEqual({ method: 'values', namespace: [], data: { steps: ['start', 'prepare', 'ask'], answer: 'going to Lisbon' } });
+    const meta = { thread_id: '<id 3>', applied_through_seq: '<seq>' };
+    const subscribed = { body: { type: 'success', id: 0, result: { subscription_id: '<id 2>', replayed_events: 0 }, meta } };
+    expect(ask.reference.responses).toEqual([
+      subscribed,
+      { body: { type: 'success', id: 1, result: { run_id: '<id 4>' }, meta } },
+      { body: { type: 'success', id: 2, result: {}, meta } },
+    ]);
+    // The JS server answers the subscribe command again, with another subscription id, when the next
+    // run (the answer) starts: it re-attaches the socket's subscriptions to each run's session. From
+    // Berth a client gets one answer per command.
+    const { repeated, ...reference } = ask.reference;
+    expect(repeated).toEqual([{ body: { ...subscribed.body, result: { subscription_id: '<id 5>', replayed_events: 0 } } }]);
+    expect(withoutInputAnswered(ask.ours)).toEqual(reference);
   }, 60_000);
 });
