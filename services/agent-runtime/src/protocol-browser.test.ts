@@ -68,6 +68,28 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
     }
   }, 60_000);
 
+  it('rejoins a run still streaming after a reload, and shows how it ends', async () => {
+    const tab = await browser.newPage();
+    try {
+      await open(tab, { transport, assistant: 'chat' });
+      // About 50 tokens 50 ms apart: the run goes on for seconds after the reload.
+      const words = 'slowly, a reply long enough to reload in the middle of it, and then some more words to be sure of that';
+      await tab.fill('#input', JSON.stringify({ messages: [{ type: 'human', content: words }] }));
+      await tab.click('#send');
+      // Some tokens are in, not all.
+      const partial = await until(() => text(tab, 'messages'), (t) => t.includes('|rep'));
+      expect(partial).not.toBe(`${words}|reply: ${words}`);
+      const threadId = await text(tab, 'thread');
+      await open(tab, { transport, assistant: 'chat', thread: threadId });
+      // Rejoined while it runs: more of the reply comes in after the reload.
+      expect(await until(() => text(tab, 'loading'), (t) => t === 'yes')).toBe('yes');
+      const seen = await until(async () => `${await text(tab, 'messages')} (loading: ${await text(tab, 'loading')})`, (t) => t === `${words}|reply: ${words} (loading: no)`);
+      expect(seen).toBe(`${words}|reply: ${words} (loading: no)`);
+    } finally {
+      await tab.close();
+    }
+  }, 60_000);
+
   it('shows an interrupt and resumes the run with respond', async () => {
     const tab = await browser.newPage();
     try {

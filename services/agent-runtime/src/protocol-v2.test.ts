@@ -150,7 +150,7 @@ describe('the SDK thread stream over SSE', () => {
     const sent = await readEvents(server.url, thread.threadId, { channels: ['values'], since: 0 }, (e) => e.length === 2);
     const last = sent.events.at(-1)!.params.data;
     expect(last.messages.map((m: any) => [m.type, m.content])).toEqual([
-      ['human', [{ type: 'text', text: 'hello there' }]],
+      ['human', 'hello there'],
       ['ai', [{ type: 'text', text: 'reply: hello there' }]],
     ]);
     // The run's end was recorded before its completed event: the thread is idle by then.
@@ -176,7 +176,7 @@ describe('the SDK thread stream over SSE', () => {
     expect(tree.body.result.tree).toEqual({ namespace: [], status: 'completed', graph_name: 'interrupt' });
   }, 30_000);
 
-  it('forks from a checkpoint with state.fork, and refuses another assistant on a bound thread', async () => {
+  it('forks from a checkpoint with state.fork, injects a message, and refuses another assistant on a bound thread', async () => {
     const threadId = randomUUID();
     await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'one' }] } } });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
@@ -187,6 +187,11 @@ describe('the SDK thread stream over SSE', () => {
     const state = (await command(server.url, threadId, { id: 4, method: 'state.get', params: {} })).body.result.values;
     // Forked from the checkpoint with the first human message only.
     expect(state.messages.map(text)).toEqual(['one', 'two', 'reply: two']);
+    // input.inject adds a message to the thread's state, which the next run sees.
+    const injected = await command(server.url, threadId, { id: 6, method: 'input.inject', params: { namespace: [], message: { role: 'user', content: 'injected' } } });
+    expect(injected.body).toMatchObject({ type: 'success', id: 6, result: {} });
+    const after = (await command(server.url, threadId, { id: 7, method: 'state.get', params: { keys: ['messages'] } })).body.result.values;
+    expect(after.messages.map(text)).toEqual(['one', 'two', 'reply: two', 'injected']);
     const other = await command(server.url, threadId, { id: 5, method: 'run.start', params: { assistant_id: 'interrupt', input: {} } });
     expect(other.body).toMatchObject({ type: 'error', id: 5, error: 'invalid_argument', message: expect.stringContaining('bound to assistant') });
   }, 30_000);
@@ -303,6 +308,18 @@ describe('the SDK thread stream over WebSocket', () => {
     expect(missed.map((e) => e.params.data.event)).toEqual(['running', 'completed']);
     expect(missed[0].seq).toBeGreaterThan(seen.at(-1).seq);
   }, 30_000);
+
+  it('refuses a 65th subscription on one socket', async () => {
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/threads/${randomUUID()}/stream/events`);
+    const answers: any[] = [];
+    ws.on('message', (data) => answers.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    for (let id = 1; id <= 65; id++) ws.send(JSON.stringify({ id, method: 'subscription.subscribe', params: { channels: ['values'] } }));
+    for (let i = 0; i < 500 && answers.length < 65; i++) await new Promise((r) => setTimeout(r, 20));
+    ws.close();
+    expect(answers.filter((a) => a.type === 'success')).toHaveLength(64);
+    expect(answers.at(-1)).toMatchObject({ type: 'error', id: 65, error: 'invalid_argument' });
+  });
 });
 
 describe('replay after since from another process', () => {

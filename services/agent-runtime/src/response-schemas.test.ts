@@ -196,6 +196,19 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'delete /store/items': [() => call('delete', '/store/items', { namespace: ['resp', 'a'], key: 'gone' })],
   'post /store/items/search': [() => call('post', '/store/items/search', { namespace_prefix: ['resp'], filter: { n: { $gte: 1 } }, limit: 5 })],
   'post /store/namespaces': [() => call('post', '/store/namespaces', { prefix: ['resp'], max_depth: 2 })],
+  'post /threads/{thread_id}/commands': [
+    () => call('post', `/threads/${f.thread}/commands`, { id: 1, method: 'state.get', params: {} }),
+    () => call('post', `/threads/${f.thread}/commands`, { id: 2, method: 'no.such' }),
+  ],
+  // The stream stays open across runs: its headers are what there is to check.
+  'post /threads/{thread_id}/stream/events': [
+    async () => {
+      const abort = new AbortController();
+      const res = await fetch(`${server.url}/threads/${f.thread}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ channels: ['values'] }), signal: abort.signal });
+      abort.abort();
+      return new Response('', { status: res.status, headers: res.headers });
+    },
+  ],
 };
 
 describe('the OpenAPI document', () => {

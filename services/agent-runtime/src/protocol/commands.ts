@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import type { ServerContext } from '../api/context.js';
 import type { Json, JsonObject, MetadataFilter } from '../storage/sql.js';
+import type { ProtocolRun } from '../storage/runs.js';
 import type { RunRequest } from '../runs/run-service.js';
 import { seqOfEventId, type EventFilter, type Namespace } from './events.js';
 
@@ -45,6 +46,12 @@ export class ProtocolCommandError extends Error {
     this.name = 'ProtocolCommandError';
   }
 }
+
+/** The answer to a command, as documented (result: the command's own). */
+export const CommandResponseSchema = z.union([
+  z.strictObject({ type: z.literal('success'), id: z.number().int(), result: z.unknown(), meta: z.strictObject({ thread_id: z.string(), applied_through_seq: z.number().int() }) }),
+  z.strictObject({ type: z.literal('error'), id: z.number().int().nullable(), error: z.string(), message: z.string() }),
+]);
 
 export const CommandSchema = z.object({ id: z.number().int().nonnegative(), method: z.string(), params: z.record(z.string(), z.unknown()).optional() });
 
@@ -121,7 +128,8 @@ export function filterOfSubscriptionId(id: string): EventFilter | undefined {
 
 /** What a transport does for the subscription commands (only the WebSocket has any). */
 export interface SubscriptionHost {
-  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): Promise<{ subscription_id: string; replayed_events: number }>;
+  /** Adds a subscription (replacing one of the same id); its events, from `since`, follow the command's answer. */
+  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): { subscription_id: string };
   unsubscribe(id: string): boolean;
 }
 
@@ -206,10 +214,16 @@ export class ProtocolCommands {
     return last?.assistant_id;
   }
 
-  /** Queues a protocol run (it resumes the interrupts `answered`), creating the thread when it is new. */
-  private async startRun(threadId: string, request: RunRequest, answered: string[], auth: RequestAuth, headers: Record<string, string>) {
-    const { graph_id } = await this.ctx.resolveAssistant(request.assistant_id);
-    return this.ctx.runService.create(threadId, { stream_mode: ['values'], if_not_exists: 'create', ...request, protocol: { graph: graph_id, answered } }, headers, auth);
+  /** Queues a protocol run (see RunKwargs.protocol), creating the thread when it is new. */
+  private async startRun(threadId: string, request: RunRequest, protocol: ProtocolRun, auth: RequestAuth, headers: Record<string, string>) {
+    return this.ctx.runService.create(threadId, { stream_mode: ['values'], if_not_exists: 'create', ...request, protocol }, headers, auth);
+  }
+
+  /** The assistant of the thread's runs (a thread binds to the assistant of its first run). */
+  private async threadAssistant(threadId: string, what: string) {
+    const assistantId = await this.boundAssistant(threadId);
+    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to ${what}`);
+    return this.ctx.resolveAssistant(assistantId);
   }
 
   private async runStart(threadId: string, params: z.output<typeof RunStart>, auth: RequestAuth, headers: Record<string, string>) {
@@ -239,7 +253,7 @@ export class ProtocolCommands {
         ...(params.metadata ? { metadata: params.metadata as JsonObject } : {}),
         multitask_strategy: params.multitaskStrategy ?? 'enqueue',
       },
-      resume ? pending.map((p) => p.id) : [],
+      { graph: assistant.graph_id, answered: resume ? pending.map((p) => p.id) : [] },
       auth,
       headers,
     );
@@ -253,18 +267,17 @@ export class ProtocolCommands {
     if (!pending.size) throw new ProtocolCommandError('no_such_run', `thread ${threadId} is not waiting at an interrupt`);
     const unknown = responses.find((r) => !pending.has(r.interrupt_id));
     if (unknown) throw new ProtocolCommandError('no_such_interrupt', `thread ${threadId} has no pending interrupt ${unknown.interrupt_id}`);
-    const assistantId = await this.boundAssistant(threadId);
-    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to resume`);
+    const assistant = await this.threadAssistant(threadId, 'resume');
     const resume = Object.fromEntries(responses.map((r) => [r.interrupt_id, r.response])) as Json;
     await this.startRun(
       threadId,
       {
-        assistant_id: assistantId,
+        assistant_id: assistant.assistant_id,
         command: { resume, ...(params.update ? { update: params.update } : {}), ...(params.goto !== undefined ? { goto: params.goto } : {}) },
         ...(params.config ? { config: params.config as JsonObject } : {}),
         ...(params.metadata ? { metadata: params.metadata as JsonObject } : {}),
       },
-      responses.map((r) => r.interrupt_id),
+      { graph: assistant.graph_id, answered: responses.map((r) => r.interrupt_id) },
       auth,
       headers,
     );
@@ -313,17 +326,16 @@ export class ProtocolCommands {
     await this.ctx.state.state(threadId, { checkpoint: { checkpoint_id: params.checkpoint_id }, filter }).catch((error: unknown) => {
       throw error instanceof NotFoundError ? new ProtocolCommandError('no_such_checkpoint', error.message, { cause: error }) : error;
     });
-    const assistantId = await this.boundAssistant(threadId);
-    if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to fork from`);
+    const assistant = await this.threadAssistant(threadId, 'fork from');
     const run = await this.startRun(
       threadId,
       {
-        assistant_id: assistantId,
+        assistant_id: assistant.assistant_id,
         input: (params.input ?? null) as Json,
         checkpoint_id: params.checkpoint_id,
         ...(params.config ? { config: params.config as JsonObject } : {}),
       },
-      [],
+      { graph: assistant.graph_id, answered: [] },
       auth,
       headers,
     );
@@ -359,14 +371,14 @@ export class ProtocolCommands {
   }
 
   private async reconnect(threadId: string, params: z.output<typeof Reconnect>, auth: RequestAuth, host: SubscriptionHost) {
-    await this.readable(threadId, auth);
+    await this.readableIfExists(threadId, auth);
     const since = params.last_event_id === undefined ? undefined : seqOf(params.last_event_id);
     const filters = (params.subscriptions ?? []).map((id) => ({ id, filter: filterOfSubscriptionId(id) }));
     const unknown = filters.find((f) => !f.filter);
     if (unknown) throw new ProtocolCommandError('no_such_subscription', `not a subscription of this server: ${unknown.id}`);
-    let missed = 0;
-    for (const { id, filter } of filters) missed += (await host.subscribe({ ...filter!, since }, id)).replayed_events;
-    return { restored: true, missed_events: missed };
+    for (const { id, filter } of filters) host.subscribe({ ...filter!, since }, id);
+    // The events missed follow this answer (their number is not known before they are read).
+    return { restored: true };
   }
 }
 

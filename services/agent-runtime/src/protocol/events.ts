@@ -76,18 +76,17 @@ const isRecord = (value: unknown): value is Record_ => typeof value === 'object'
 
 const MESSAGE_TYPES: Record<string, string> = { human: 'human', user: 'human', ai: 'ai', assistant: 'ai', tool: 'tool', system: 'system', function: 'function', remove: 'remove' };
 
-/** A message in state as protocol clients read it: content as blocks, only the fields they use. */
+/** A message in state as protocol clients read it (as the JS server sends it): only the fields they use. */
 function protocolMessage(message: Record_): Record_ {
   const type = MESSAGE_TYPES[String(message.type)];
   if (!type) return message;
-  const content = typeof message.content === 'string' ? (message.content ? [{ type: 'text', text: message.content }] : []) : message.content;
-  const out: Record_ = { type, content };
+  const out: Record_ = { type, content: message.content ?? '' };
   for (const key of ['id', 'name', 'tool_call_id', 'status', 'artifact'] as const) if (message[key] !== undefined && message[key] !== null) out[key] = message[key];
   if (isRecord(message.response_metadata) && Object.keys(message.response_metadata).length) out.response_metadata = message.response_metadata;
   if (type === 'ai') {
-    if (Array.isArray(message.tool_calls) && message.tool_calls.length) out.tool_calls = message.tool_calls.map((call: Record_) => ({ ...call, type: 'tool_call' }));
+    const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Record_[]) : [];
+    if (calls.length) out.tool_calls = calls.map(({ id, name, args }) => ({ id, name, args, type: 'tool_call' }));
     if (Array.isArray(message.invalid_tool_calls) && message.invalid_tool_calls.length) out.invalid_tool_calls = message.invalid_tool_calls;
-    if (message.usage_metadata) out.usage_metadata = message.usage_metadata;
   }
   return out;
 }
@@ -104,7 +103,8 @@ function stateData(value: unknown): unknown {
   return out;
 }
 
-function interruptsIn(value: unknown): { interrupt_id: string; payload: unknown }[] {
+/** The interrupts in a values chunk (`__interrupt__`) or a list of them, as `input.requested` data. */
+export function interruptsIn(value: unknown): { interrupt_id: string; payload: unknown }[] {
   const list = Array.isArray(value) ? value : isRecord(value) && Array.isArray(value.__interrupt__) ? value.__interrupt__ : [];
   return (toWire(list) as unknown[]).flatMap((entry) => (isRecord(entry) && typeof entry.id === 'string' ? [{ interrupt_id: entry.id, payload: entry.value ?? null }] : []));
 }
@@ -165,11 +165,12 @@ export class ProtocolPublisher {
         return;
       }
       default:
-        this.push(method, namespace, toWire(params.data), params.node);
+        // As the JS server: only updates name their node.
+        this.push(method, namespace, toWire(params.data));
     }
   }
 
-  /** Interrupts found once the run stopped (in its saved state), if the stream did not show them. */
+  /** `input.requested` for each interrupt not requested yet (from the stream, or the saved state at the run's end). */
   requestInput(namespace: Namespace, requests: { interrupt_id: string; payload: unknown }[]): void {
     for (const request of requests) {
       if (this.requested.has(request.interrupt_id)) continue;
@@ -187,5 +188,3 @@ export class ProtocolPublisher {
     this.pipe.push(method, stored);
   }
 }
-
-export { interruptsIn };

@@ -23,7 +23,7 @@ import { AuthHttpError } from '../auth/errors.js';
 import type { ServerContext } from '../api/context.js';
 import { passHeaders } from '../api/runs.js';
 import { ThreadPath } from '../api/schemas.js';
-import { CommandSchema, errorResponse, FilterSchema, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
+import { CommandResponseSchema, CommandSchema, errorResponse, FilterSchema, ProtocolCommandError, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
 import { fromSince, matches, threadStreamKey, toProtocolEvent, type EventFilter, type ProtocolEvent } from './events.js';
 
 const STREAM_BODY = z.strictObject({
@@ -50,7 +50,14 @@ export class ProtocolTransport {
    */
   async *events(threadId: string, auth: RequestAuth, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
     const { filter } = await this.ctx.authz.authorize(auth, 'threads:read', { thread_id: threadId });
-    const visible = async () => (await this.ctx.threads.find(threadId)) !== undefined && (await this.ctx.threads.get(threadId, filter).then(() => true, () => false));
+    const visible = () =>
+      this.ctx.threads.get(threadId, filter).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof NotFoundError) return false;
+          throw error;
+        },
+      );
     let allowed = await visible();
     for await (const raw of this.broker.subscribe(threadStreamKey(threadId), { from: fromSince(since), signal })) {
       if (!allowed && !(allowed = await visible())) return;
@@ -83,7 +90,7 @@ export class ProtocolTransport {
         tags,
         params: ThreadPath,
         body: z.unknown(),
-        response: z.unknown(),
+        response: CommandResponseSchema,
         handler: async ({ params, body, req, auth }) => {
           const parsed = CommandSchema.safeParse(body);
           if (!parsed.success) return invalidCommand(body);
@@ -146,6 +153,9 @@ export class ProtocolTransport {
     };
   }
 }
+
+/** Subscriptions one WebSocket may hold at once. */
+const MAX_SUBSCRIPTIONS = 64;
 
 function invalidCommand(body: unknown): CommandResponse {
   const id = typeof body === 'object' && body !== null && Number.isInteger((body as { id?: unknown }).id) ? (body as { id: number }).id : null;
@@ -212,11 +222,15 @@ class SocketSession implements SubscriptionHost {
     }
   }
 
-  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): Promise<{ subscription_id: string; replayed_events: number }> {
+  subscribe(filter: EventFilter & { since?: number | undefined }, id?: string): { subscription_id: string } {
     const subscription_id = id ?? subscriptionId(filter);
+    // Each one replays the thread's stream: a socket may not ask for that without end.
+    if (this.filters.size >= MAX_SUBSCRIPTIONS && !this.filters.has(subscription_id)) {
+      throw new ProtocolCommandError('invalid_argument', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe some first`);
+    }
     this.filters.set(subscription_id, { channels: filter.channels, namespaces: filter.namespaces, depth: filter.depth });
     this.restartAt = Math.min(this.restartAt ?? Infinity, filter.since ?? 0);
-    return Promise.resolve({ subscription_id, replayed_events: 0 });
+    return { subscription_id };
   }
 
   unsubscribe(id: string): boolean {

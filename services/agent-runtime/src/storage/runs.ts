@@ -12,7 +12,6 @@ import { filterClauses, jsonParam, type Json, type JsonObject, type MetadataFilt
 export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
 export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
 
-/** What the run was asked to do (the request body, as stored). */
 /** What a protocol v2 run records in its kwargs (see protocol/events.ts). */
 export interface ProtocolRun {
   /** The graph, named in the run's root lifecycle events. */
@@ -21,6 +20,7 @@ export interface ProtocolRun {
   answered: string[];
 }
 
+/** What the run was asked to do (the request body, as stored). */
 export interface RunKwargs {
   input?: Json;
   command?: { resume?: Json; update?: Json; goto?: Json } | null;
