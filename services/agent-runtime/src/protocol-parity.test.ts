@@ -330,4 +330,31 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     expect(repeated).toEqual([{ body: { ...subscribed.body, result: { subscription_id: '<id 5>', replayed_events: 0 } } }]);
     expect(withoutInputAnswered(ask.ours)).toEqual(withoutReplayCount(reference));
   }, 60_000);
+
+  it('custom events of the stream writer, and a run that fails', async () => {
+    const custom = await recordBoth({ assistant_id: 'report', input: { steps: ['start'] }, channels: ['custom', 'lifecycle'] });
+    expect(lines(custom.reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"report"}',
+      'custom - {"payload":{"of":2,"progress":1}}',
+      'custom - {"payload":{"of":2,"progress":2}}',
+      'lifecycle - {"event":"completed","graph_name":"report"}',
+    ]);
+    expect(custom.ours).toEqual(custom.reference);
+
+    const failed = await recordBoth({ assistant_id: 'report', input: { steps: ['start'], fail: true }, channels: ['values', 'custom', 'lifecycle'] });
+    expect(lines(failed.reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"report"}',
+      'values - {"fail":true,"steps":["start"]}',
+      'custom - {"payload":{"of":2,"progress":1}}',
+      'custom - {"payload":{"of":2,"progress":2}}',
+      'lifecycle - {"error":"{\\"error\\":\\"Error\\",\\"message\\":\\"the report broke\\"}","event":"failed","graph_name":"report"}',
+    ]);
+    // The protocol's `error` is a string; the JS server's is its error object ({error, message})
+    // JSON-encoded a second time (it serialises the run's already serialised error). Berth sends the
+    // message.
+    const jsError = JSON.parse((failed.reference.events.at(-1)!.data as { error: string }).error) as { message: string };
+    expect(failed.ours.events.at(-1)).toEqual({ method: 'lifecycle', namespace: [], data: { event: 'failed', graph_name: 'report', error: jsError.message } });
+    expect(failed.ours.events.slice(0, -1)).toEqual(failed.reference.events.slice(0, -1));
+    expect(failed.ours.responses).toEqual(failed.reference.responses);
+  }, 60_000);
 });

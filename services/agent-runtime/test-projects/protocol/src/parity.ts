@@ -9,6 +9,8 @@
  *   answer: found berth` in five chunks, usage (7 in, 5 out) on the last.
  * - `ask`: `prepare` → `ask`, which calls `interrupt({question: "Which city?"})` and writes
  *   `answer: "going to <response>"`.
+ * - `report`: `report` writes custom events `{progress: 1, of: 2}` and `{progress: 2, of: 2}`, then
+ *   throws `the report broke` when the input says `fail: true`.
  * - `nested_ask`: `before` → subgraph `child` (`ask`: the same interrupt, `answer`) → `after`
  *   (`steps: ["after <answer>"]`).
  * - `nest`: `prepare` → subgraph `child` (`inner` → subgraph `grandchild` (`leaf`)) → `summarize`:
@@ -98,6 +100,18 @@ export const ask = new StateGraph(Annotation.Root({ steps: append, answer: Annot
   .addEdge('__start__', 'prepare')
   .addEdge('prepare', 'ask')
   .addEdge('ask', '__end__')
+  .compile();
+
+/** `report` writes two custom events through the stream writer, `fail` then throws. */
+export const report = new StateGraph(Annotation.Root({ steps: append, fail: Annotation<boolean> }))
+  .addNode('report', (state, config) => {
+    config.writer?.({ progress: 1, of: 2 });
+    config.writer?.({ progress: 2, of: 2 });
+    if (state.fail) throw new Error('the report broke');
+    return { steps: ['report'] };
+  })
+  .addEdge('__start__', 'report')
+  .addEdge('report', '__end__')
   .compile();
 
 const asking = new StateGraph(Annotation.Root({ answer: Annotation<string> }))
