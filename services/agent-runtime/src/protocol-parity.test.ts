@@ -2,8 +2,9 @@
  * Protocol v2 parity (issue 25): on the same graphs (test-projects/protocol/langgraph.parity.json),
  * Berth's agent server sends the event sequences the JS LangGraph server (`@langchain/langgraph-api`
  * 1.5.1, the reference implementation, in its own process) sends: values and updates, the messages
- * content-block lifecycle of a streaming model, tools, an interrupt answered with `input.respond`,
- * subgraph namespaces and `depth`, replay after `since`. Each scenario first pins what the JS server
+ * content-block lifecycle of a streaming model, tools, an interrupt answered with `input.respond` (at
+ * the root and in a subgraph), subgraph namespaces and `depth`, replay after `since`, checkpoints and
+ * tasks, custom events, a failing run; over SSE and over the WebSocket. Each scenario first pins what the JS server
  * sent (the expectation Berth must meet, readable in a diff), then compares Berth's recording with
  * it field by field. Where Berth differs on purpose, the difference is asserted on its own.
  */
@@ -63,6 +64,8 @@ async function recordBoth(scenario: Scenario, transport: Transport = 'sse'): Pro
 function withoutInputAnswered(recording: Recording): Recording {
   const answered = recording.events.flatMap((e, i) => (e.method === 'input.answered' ? [i] : []));
   const requested = recording.events.filter((e) => e.method === 'input.requested').map((e) => (e.data as { interrupt_id: string }).interrupt_id);
+  // The scenarios answer one interrupt once.
+  expect(answered).toHaveLength(requested.length ? 1 : 0);
   for (const i of answered) {
     expect(recording.events[i]).toEqual({ method: 'input.answered', namespace: [], data: { interrupt_ids: requested } });
     expect(recording.events[i + 1]).toMatchObject({ method: 'lifecycle', namespace: [], data: { event: 'running' } });
