@@ -14,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './server.js';
 import { startTestServer } from './__tests__/fixtures.js';
 import { spawnJsServer, type RunningJsServer } from './__tests__/js-server.js';
-import { recordScenario, type RecordedEvent, type Recording, type Scenario, type Transport } from './__tests__/protocol-collector.js';
+import { commandAnswers, recordScenario, type RecordedEvent, type Recording, type Scenario, type Transport } from './__tests__/protocol-collector.js';
 
 const project = fileURLToPath(new URL('../test-projects/protocol/langgraph.parity.json', import.meta.url));
 
@@ -124,6 +124,9 @@ function withoutCoreVersion(recording: Recording): Recording {
   };
 }
 
+/** `input.respond` answering the one interrupt requested with `response`. */
+const answer = (response: unknown) => (requested: { interrupt_id: string }[]) => ({ interrupt_id: requested[0]?.interrupt_id, response });
+
 const agentInput = { messages: [{ role: 'user', content: 'look up berth' }] };
 
 describe('protocol v2: Berth sends the JS server’s event sequences', () => {
@@ -208,7 +211,7 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('an interrupt: input.requested, the run interrupted, input.respond resumes it on the same stream', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Lisbon' });
+    const { reference, ours } = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Lisbon') });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"ask"}',
       'values - {"steps":["start"]}',
@@ -230,7 +233,7 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('an interrupt in a subgraph: requested in the subgraph’s namespace, resumed from the root', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Porto' });
+    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Porto') });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"nested_ask"}',
       'values - {"steps":["start"]}',
@@ -307,7 +310,7 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
 
   it('every channel at once, an interrupt in a subgraph: checkpoints, tasks and input too', async () => {
     const channels = ['values', 'updates', 'messages', 'tools', 'lifecycle', 'checkpoints', 'input', 'tasks', 'custom'];
-    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels, respond: 'Porto' });
+    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels, respond: answer('Porto') });
     expect(reference.events.map((e) => e.method).filter((m, i, all) => all.indexOf(m) === i)).toEqual(['lifecycle', 'checkpoints', 'values', 'tasks', 'updates', 'input.requested']);
     expect(withoutInputAnswered(ours)).toEqual(withoutPlatformRunMetadata(reference));
   }, 60_000);
@@ -317,7 +320,7 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     expect(messages.reference.events.filter((e) => e.method === 'messages')).toHaveLength(16);
     expect(messages.ours).toEqual(withoutReplayCount(messages.reference));
 
-    const ask = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: 'Lisbon' }, 'websocket');
+    const ask = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Lisbon') }, 'websocket');
     expect(ask.reference.events.at(-2)).toEqual({ method: 'values', namespace: [], data: { steps: ['start', 'prepare', 'ask'], answer: 'going to Lisbon' } });
     const meta = { thread_id: '<id 3>', applied_through_seq: '<seq>' };
     const subscribed = { body: { type: 'success', id: 0, result: { subscription_id: '<id 2>', replayed_events: 0 }, meta } };
@@ -359,5 +362,69 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     expect(failed.ours.events.at(-1)).toEqual({ method: 'lifecycle', namespace: [], data: { event: 'failed', graph_name: 'report', error: jsError.message } });
     expect(failed.ours.events.slice(0, -1)).toEqual(failed.reference.events.slice(0, -1));
     expect(failed.ours.responses).toEqual(failed.reference.responses);
+  }, 60_000);
+
+  it('two interrupts at once answered in one input.respond (responses[]) with an update', async () => {
+    const respond = (requested: { interrupt_id: string; payload: unknown }[]) => ({
+      responses: requested.map(({ interrupt_id, payload }) => ({ interrupt_id, response: payload === 'left?' ? 'L' : 'R' })),
+      update: { steps: ['updated'] },
+    });
+    const { reference, ours } = await recordBoth({ assistant_id: 'pair', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond });
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"pair"}',
+      'values - {"steps":["start"]}',
+      'input.requested - {"interrupt_id":"<id 1>","payload":"left?"}',
+      'input.requested - {"interrupt_id":"<id 2>","payload":"right?"}',
+      'lifecycle - {"event":"interrupted","graph_name":"pair"}',
+      'lifecycle - {"event":"running","graph_name":"pair"}',
+      'values - {"steps":["start","updated"]}',
+      'updates - left {"steps":["left L"]}',
+      'updates - right {"steps":["right R"]}',
+      'values - {"steps":["start","updated","left L","right R"]}',
+      'updates - join {"steps":["join"]}',
+      'values - {"steps":["start","updated","left L","right R","join"]}',
+      'lifecycle - {"event":"completed","graph_name":"pair"}',
+    ]);
+    expect(withoutInputAnswered(ours)).toEqual(reference);
+  }, 60_000);
+
+  it('a stream stays open across runs: a second run.start on the thread, then state.get', async () => {
+    const scenario: Scenario = { assistant_id: 'steps', input: { steps: ['start'] }, again: { steps: ['again'] }, channels: ['values', 'lifecycle'], after: [{ method: 'state.get', params: {} }] };
+    const { reference, ours } = await recordBoth(scenario);
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"steps"}',
+      'values - {"steps":["start"]}',
+      'values - {"steps":["start","first"]}',
+      'values - {"steps":["start","first","second"]}',
+      'lifecycle - {"event":"completed","graph_name":"steps"}',
+      'lifecycle - {"event":"running","graph_name":"steps"}',
+      'values - {"steps":["start","first","second","again"]}',
+      'values - {"steps":["start","first","second","again","first"]}',
+      'values - {"steps":["start","first","second","again","first","second"]}',
+      'lifecycle - {"event":"completed","graph_name":"steps"}',
+    ]);
+    const meta = { thread_id: '<id 2>', applied_through_seq: '<seq>' };
+    expect(reference.responses.map((r) => (r as { body: unknown }).body)).toEqual([
+      { type: 'success', id: 1, result: { run_id: '<id 1>' }, meta },
+      { type: 'success', id: 2, result: { run_id: '<id 3>' }, meta },
+      { type: 'success', id: 3, result: { values: { steps: ['start', 'first', 'second', 'again', 'first', 'second'] }, checkpoint: { id: '<id 4>', ns: '' } }, meta },
+    ]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
+
+  it('bad commands get the same error codes', async () => {
+    const commands = [
+      { method: 'run.start', params: {} },
+      { method: 'input.respond', params: { response: 'x' } },
+      { method: 'input.respond', params: { interrupt_id: 'nope', response: 'x' } },
+      { method: 'nope.nothing' },
+    ];
+    const reference = await commandAnswers(js.url, commands);
+    const error = (id: number, code: string) => ({ status: 200, type: 'error', id, error: code });
+    expect(reference).toEqual([error(1, 'invalid_argument'), error(2, 'invalid_argument'), error(3, 'no_such_run'), error(4, 'no_such_run')]);
+    // A method no server knows: the JS server forwards what it does not handle itself to the thread's
+    // run session, and answers no_such_run while there is none (unknown_command once there is). Berth
+    // answers unknown_command either way.
+    expect(await commandAnswers(berth.url, commands)).toEqual([...reference.slice(0, 3), error(4, 'unknown_command')]);
   }, 60_000);
 });

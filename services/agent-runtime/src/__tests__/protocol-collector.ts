@@ -21,8 +21,15 @@ export interface EventFilter {
 export interface Scenario extends EventFilter {
   assistant_id: string;
   input: unknown;
-  /** Answer the first interrupt with this (`input.respond`), then record until the run after it ends. */
-  respond?: unknown;
+  /**
+   * Once the run is interrupted, send `input.respond` with these params (given the interrupts the
+   * `input.requested` events named, in order), then record until the run after it ends.
+   */
+  respond?: (requested: { interrupt_id: string; payload: unknown }[]) => Record<string, unknown>;
+  /** Once the run ended, start another on the thread with this input (same stream) and record until it ends. */
+  again?: unknown;
+  /** Commands sent once the recording ended (their answers recorded too), e.g. `state.get`. */
+  after?: { method: string; params: Record<string, unknown> }[];
   /**
    * Once it ended, open a second stream with the same filter and `since` the seq of the event at
    * this index, and record what it replays (until the root's end again).
@@ -289,12 +296,17 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
     let from = 0;
     if (scenario.respond !== undefined) {
       const paused = await log.until(rootEnd(['interrupted', 'completed', 'failed']), 0, timeoutMs);
-      const request = log.events.find((event) => event.method === 'input.requested');
-      await command('input.respond', { interrupt_id: (request?.params.data as { interrupt_id?: string } | undefined)?.interrupt_id, response: scenario.respond });
+      const requested = log.events.filter((event) => event.method === 'input.requested').map((event) => event.params.data as { interrupt_id: string; payload: unknown });
+      await command('input.respond', scenario.respond(requested));
       from = paused + 1;
     }
-    await log.until(rootEnd(['completed', 'failed']), from, timeoutMs);
+    const ended = await log.until(rootEnd(['completed', 'failed']), from, timeoutMs);
+    if (scenario.again !== undefined) {
+      await command('run.start', { assistant_id: scenario.assistant_id, input: scenario.again });
+      await log.until(rootEnd(['completed', 'failed']), ended + 1, timeoutMs);
+    }
     log.check();
+    for (const { method, params } of scenario.after ?? []) await command(method, params);
     // The first connection stays open meanwhile: a server may forget a thread's events once no one listens.
     if (scenario.replayAfter !== undefined) {
       const again = await openSse(baseUrl, threadId, scenario, log.events[scenario.replayAfter]!.seq);
@@ -325,4 +337,16 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
   const responses = answers.map(answer);
   const repeated = connection.repeated?.map(answer) ?? [];
   return { events, responses, ...(replay ? { replayed: replay.map(record) } : {}), ...(repeated.length ? { repeated } : {}) };
+}
+
+/** Sends `commands` one by one to a new thread (`POST …/commands`) and returns their answers: status, type, id, error code. */
+export async function commandAnswers(baseUrl: string, commands: { method: string; params?: Record<string, unknown> }[]): Promise<unknown[]> {
+  const threadId = randomUUID();
+  const answers: unknown[] = [];
+  for (const [i, { method, params }] of commands.entries()) {
+    const response = await fetch(`${baseUrl}/threads/${threadId}/commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: i + 1, method, ...(params ? { params } : {}) }) });
+    const body = (await response.json()) as { type: string; id: number | null; error?: string };
+    answers.push({ status: response.status, type: body.type, id: body.id, ...(body.error !== undefined ? { error: body.error } : {}) });
+  }
+  return answers;
 }

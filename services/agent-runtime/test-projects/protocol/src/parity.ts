@@ -9,6 +9,8 @@
  *   answer: found berth` in five chunks, usage (7 in, 5 out) on the last.
  * - `ask`: `prepare` → `ask`, which calls `interrupt({question: "Which city?"})` and writes
  *   `answer: "going to <response>"`.
+ * - `pair`: `left` and `right` in parallel, each `interrupt("left?")` / `interrupt("right?")` and
+ *   appending `left <answer>` / `right <answer>` to `steps`, then `join`.
  * - `report`: `report` writes custom events `{progress: 1, of: 2}` and `{progress: 2, of: 2}`, then
  *   throws `the report broke` when the input says `fail: true`.
  * - `nested_ask`: `before` → subgraph `child` (`ask`: the same interrupt, `answer`) → `after`
@@ -100,6 +102,17 @@ export const ask = new StateGraph(Annotation.Root({ steps: append, answer: Annot
   .addEdge('__start__', 'prepare')
   .addEdge('prepare', 'ask')
   .addEdge('ask', '__end__')
+  .compile();
+
+/** `left` and `right` run in one superstep and each interrupt; `join` runs once both are answered. */
+export const pair = new StateGraph(Annotation.Root({ steps: append }))
+  .addNode('left', () => ({ steps: [`left ${interrupt<string, string>('left?')}`] }))
+  .addNode('right', () => ({ steps: [`right ${interrupt<string, string>('right?')}`] }))
+  .addNode('join', () => ({ steps: ['join'] }))
+  .addEdge('__start__', 'left')
+  .addEdge('__start__', 'right')
+  .addEdge(['left', 'right'], 'join')
+  .addEdge('join', '__end__')
   .compile();
 
 /** `report` writes two custom events through the stream writer, `fail` then throws. */
