@@ -38,7 +38,7 @@ function open(tab: Page, params: Record<string, string>) {
 const text = (tab: Page, id: string) => tab.textContent(`#${id}`).then((t) => t ?? '');
 
 describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (transport) => {
-  it('sends, streams the reply token by token, sends again on the thread, and rehydrates it after a reload', async () => {
+  it('sends, streams the reply token by token, sends again, forks from a checkpoint, and rehydrates after a reload', async () => {
     const tab = await browser.newPage();
     const said = (words: string) => JSON.stringify({ messages: [{ type: 'human', content: words }] });
     const shows = async (expected: string) => {
@@ -59,10 +59,16 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
       const partials = (await text(tab, 'partials')).split('|').filter((p) => p.startsWith('rep') && p !== 'reply: quick');
       expect(partials.length).toBeGreaterThan(1);
       expect(partials.at(-1)).toBe('reply: slowly now');
+      // Fork from the checkpoint the last reply came after (its parent, from the streamed checkpoints):
+      // the new turn replaces that reply instead of following it.
+      expect(await until(() => text(tab, 'fork-from'), (t) => t !== '')).toMatch(/^[0-9a-f-]{36}$/);
+      await tab.fill('#input', said('edited'));
+      await tab.click('#edit');
+      await shows('quick|reply: quick|slowly now|edited|reply: edited');
       const threadId = await text(tab, 'thread');
       expect(threadId).toMatch(/^[0-9a-f-]{36}$/);
       await open(tab, { transport, assistant: 'chat', thread: threadId });
-      await shows('quick|reply: quick|slowly now|reply: slowly now');
+      await shows('quick|reply: quick|slowly now|edited|reply: edited');
     } finally {
       await tab.close();
     }

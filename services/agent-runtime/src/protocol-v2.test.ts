@@ -157,7 +157,7 @@ describe('the SDK thread stream over SSE', () => {
     expect((await client.threads.get(thread.threadId)).status).toBe('idle');
   }, 30_000);
 
-  it('answers several interrupts in one input.respond with update and goto applied', async () => {
+  it('answers interrupts with the batch form of input.respond, its update applied in the same step', async () => {
     const threadId = randomUUID();
     await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'interrupt', input: { question: 'q' } } });
     const first = await readEvents(server.url, threadId, { channels: ['lifecycle', 'input'] }, rootEnds(1));

@@ -72,6 +72,8 @@ const RunStart = z.object({
   context: Obj.optional(),
   metadata: Obj.optional(),
   multitaskStrategy: MultitaskStrategy.optional(),
+  /** The SDK sends both spellings. */
+  multitask_strategy: MultitaskStrategy.optional(),
 });
 const Resume = { update: Obj.optional(), goto: Goto.optional(), config: Obj.optional(), metadata: Obj.optional() };
 const InputRespond = z.union([
@@ -208,7 +210,7 @@ export class ProtocolCommands {
     return state.interrupts as { id: string }[];
   }
 
-  /** The assistant the thread's runs use: a thread binds to the assistant of its first run. */
+  /** The assistant the thread's runs use (its latest run's: protocol commands keep them all on one). */
   private async boundAssistant(threadId: string): Promise<string | undefined> {
     const [last] = await this.ctx.runs.list(threadId, { limit: 1, offset: 0 });
     return last?.assistant_id;
@@ -219,7 +221,7 @@ export class ProtocolCommands {
     return this.ctx.runService.create(threadId, { stream_mode: ['values'], if_not_exists: 'create', ...request, protocol }, headers, auth);
   }
 
-  /** The assistant of the thread's runs (a thread binds to the assistant of its first run). */
+  /** The assistant of the thread's runs, resolved; no_such_run for a thread without runs. */
   private async threadAssistant(threadId: string, what: string) {
     const assistantId = await this.boundAssistant(threadId);
     if (!assistantId) throw new ProtocolCommandError('no_such_run', `thread ${threadId} has no run to ${what}`);
@@ -251,7 +253,7 @@ export class ProtocolCommands {
           : {}),
         ...(params.context ? { context: params.context as JsonObject } : {}),
         ...(params.metadata ? { metadata: params.metadata as JsonObject } : {}),
-        multitask_strategy: params.multitaskStrategy ?? 'enqueue',
+        multitask_strategy: params.multitaskStrategy ?? params.multitask_strategy ?? 'enqueue',
       },
       { graph: assistant.graph_id, answered: resume ? pending.map((p) => p.id) : [] },
       auth,

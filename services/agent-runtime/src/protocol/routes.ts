@@ -154,6 +154,9 @@ export class ProtocolTransport {
   }
 }
 
+/** Interval of WebSocket pings (as the SSE writer's heartbeats). */
+const PING_MS = 15_000;
+
 /** Subscriptions one WebSocket may hold at once. */
 const MAX_SUBSCRIPTIONS = 64;
 
@@ -185,7 +188,12 @@ class SocketSession implements SubscriptionHost {
   ) {}
 
   start(): void {
-    this.ws.on('close', () => this.closed.abort());
+    // Pings keep an idle socket open through proxies that close quiet connections.
+    const ping = setInterval(() => this.ws.ping(), PING_MS).unref();
+    this.ws.on('close', () => {
+      clearInterval(ping);
+      this.closed.abort();
+    });
     // Commands are answered in the order they came, once the socket's checks passed (none when they failed).
     let queue = this.checked.then(
       () => true,
