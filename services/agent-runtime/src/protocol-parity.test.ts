@@ -389,7 +389,7 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('a stream stays open across runs: a second run.start on the thread, then state.get', async () => {
-    const scenario: Scenario = { assistant_id: 'steps', input: { steps: ['start'] }, again: { steps: ['again'] }, channels: ['values', 'lifecycle'], after: [{ method: 'state.get', params: {} }] };
+    const scenario: Scenario = { assistant_id: 'steps', input: { steps: ['start'] }, again: () => ({ input: { steps: ['again'] } }), channels: ['values', 'lifecycle'], after: [{ method: 'state.get', params: {} }] };
     const { reference, ours } = await recordBoth(scenario);
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"steps"}',
@@ -426,5 +426,35 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     // run session, and answers no_such_run while there is none (unknown_command once there is). Berth
     // answers unknown_command either way.
     expect(await commandAnswers(berth.url, commands)).toEqual([...reference.slice(0, 3), error(4, 'unknown_command')]);
+  }, 60_000);
+
+  it('a fork: run.start from an earlier checkpoint (config.configurable.checkpoint_id) on the same stream', async () => {
+    // The checkpoint after `first` (step 1), as its `checkpoints` event named it.
+    const fromFirst = (events: RecordedEvent[]) => {
+      const checkpoint = events.find((e) => e.method === 'checkpoints' && (e.data as { step: number }).step === 1)!.data as { id: string };
+      return { input: { steps: ['forked'] }, config: { configurable: { checkpoint_id: checkpoint.id } } };
+    };
+    const { reference, ours } = await recordBoth({ assistant_id: 'steps', input: { steps: ['start'] }, again: fromFirst, channels: ['values', 'checkpoints', 'lifecycle'] });
+    // The forked run's checkpoints continue from the one it forked from: their parent is the
+    // checkpoint written for its input on top of that one (<id 6>), which no event names.
+    expect(lines(reference.events)).toEqual([
+      'lifecycle - {"event":"running","graph_name":"steps"}',
+      'checkpoints - {"id":"<id 1>","parent_id":"<id 2>","source":"loop","step":0}',
+      'values - {"steps":["start"]}',
+      'checkpoints - {"id":"<id 3>","parent_id":"<id 1>","source":"loop","step":1}',
+      'values - {"steps":["start","first"]}',
+      'checkpoints - {"id":"<id 4>","parent_id":"<id 3>","source":"loop","step":2}',
+      'values - {"steps":["start","first","second"]}',
+      'lifecycle - {"event":"completed","graph_name":"steps"}',
+      'lifecycle - {"event":"running","graph_name":"steps"}',
+      'checkpoints - {"id":"<id 5>","parent_id":"<id 6>","source":"loop","step":3}',
+      'values - {"steps":["start","first","forked"]}',
+      'checkpoints - {"id":"<id 7>","parent_id":"<id 5>","source":"loop","step":4}',
+      'values - {"steps":["start","first","forked","first"]}',
+      'checkpoints - {"id":"<id 8>","parent_id":"<id 7>","source":"loop","step":5}',
+      'values - {"steps":["start","first","forked","first","second"]}',
+      'lifecycle - {"event":"completed","graph_name":"steps"}',
+    ]);
+    expect(ours).toEqual(reference);
   }, 60_000);
 });

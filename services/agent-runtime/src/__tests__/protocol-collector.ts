@@ -26,8 +26,11 @@ export interface Scenario extends EventFilter {
    * `input.requested` events named, in order), then record until the run after it ends.
    */
   respond?: (requested: { interrupt_id: string; payload: unknown }[]) => Record<string, unknown>;
-  /** Once the run ended, start another on the thread with this input (same stream) and record until it ends. */
-  again?: unknown;
+  /**
+   * Once the run ended, start another on the thread (same stream) with these `run.start` params (given
+   * the events so far, e.g. to fork from a checkpoint they named) and record until it ends.
+   */
+  again?: (events: RecordedEvent[]) => Record<string, unknown>;
   /** Commands sent once the recording ended (their answers recorded too), e.g. `state.get`. */
   after?: { method: string; params: Record<string, unknown> }[];
   /**
@@ -302,7 +305,9 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
     }
     const ended = await log.until(rootEnd(['completed', 'failed']), from, timeoutMs);
     if (scenario.again !== undefined) {
-      await command('run.start', { assistant_id: scenario.assistant_id, input: scenario.again });
+      // The raw events: ids as the server knows them.
+      const raw = log.events.map(({ method, params: { namespace, node, data } }) => ({ method, namespace, ...(node !== undefined ? { node } : {}), data }));
+      await command('run.start', { assistant_id: scenario.assistant_id, ...scenario.again(raw) });
       await log.until(rootEnd(['completed', 'failed']), ended + 1, timeoutMs);
     }
     log.check();
