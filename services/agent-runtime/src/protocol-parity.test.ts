@@ -457,4 +457,30 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     ]);
     expect(ours).toEqual(reference);
   }, 60_000);
+
+  it('a model and a tool inside a subgraph: messages and tools one namespace deeper', async () => {
+    const { reference, ours } = await recordBoth({ assistant_id: 'team', input: agentInput, channels: ['messages', 'tools', 'lifecycle'] });
+    // Pinned by kind (the payloads are those of the flat `agent` above, compared in full below).
+    const kinds = reference.events.map((e) => `${e.method} ${e.namespace.join('/')} ${(e.data as { event: string }).event}`);
+    const model = (blocks: string[]) => [
+      'lifecycle researcher:*/model:* started',
+      'messages researcher:*/model:* message-start',
+      ...blocks.map((event) => `messages researcher:*/model:* ${event}`),
+      'messages researcher:*/model:* message-finish',
+      'lifecycle researcher:*/model:* completed',
+    ];
+    expect(kinds).toEqual([
+      'lifecycle  running',
+      'lifecycle researcher:* started',
+      ...model(['content-block-start', 'content-block-delta', 'content-block-delta', 'content-block-finish']),
+      'lifecycle researcher:*/tools:* started',
+      'tools researcher:*/tools:* tool-started',
+      'tools researcher:*/tools:* tool-finished',
+      'lifecycle researcher:*/tools:* completed',
+      ...model(['content-block-start', ...Array<string>(5).fill('content-block-delta'), 'usage', 'content-block-finish']),
+      'lifecycle researcher:* completed',
+      'lifecycle  completed',
+    ]);
+    expect(ours).toEqual(reference);
+  }, 60_000);
 });

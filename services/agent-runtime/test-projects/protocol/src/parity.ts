@@ -7,6 +7,7 @@
  * - `agent`: `model` streams a call of the tool `lookup` ({"q":"berth"}, its arguments in two
  *   chunks), the prebuilt `ToolNode` (`tools`) runs it (`found berth`), then `model` streams `The
  *   answer: found berth` in five chunks, usage (7 in, 5 out) on the last.
+ * - `team`: `agent` as the subgraph `researcher` of a parent.
  * - `ask`: `prepare` → `ask`, which calls `interrupt({question: "Which city?"})` and writes
  *   `answer: "going to <response>"`.
  * - `pair`: `left` and `right` in parallel, each `interrupt("left?")` / `interrupt("right?")` and
@@ -91,6 +92,13 @@ export const agent = new StateGraph(MessagesAnnotation)
   .addEdge('__start__', 'model')
   .addConditionalEdges('model', (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? 'tools' : '__end__'), ['tools', '__end__'])
   .addEdge('tools', 'model')
+  .compile();
+
+/** `agent` as the subgraph `researcher` of a parent: its model and tool calls one namespace deeper. */
+export const team = new StateGraph(MessagesAnnotation)
+  .addNode('researcher', agent)
+  .addEdge('__start__', 'researcher')
+  .addEdge('researcher', '__end__')
   .compile();
 
 export const ask = new StateGraph(Annotation.Root({ steps: append, answer: Annotation<string> }))
