@@ -290,7 +290,12 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
   const { log } = connection;
   const answers: Answer[] = [];
   let commandId = 0;
-  const command = async (method: string, params: Record<string, unknown>) => answers.push(await connection.command(++commandId, method, params));
+  // Every command of a scenario is meant to succeed: an error ends the recording at once, with its answer.
+  const command = async (method: string, params: Record<string, unknown>) => {
+    const answer = await connection.command(++commandId, method, params);
+    if (answer.body.type !== 'success') throw new Error(`${method} answered ${JSON.stringify(answer.body)}`);
+    answers.push(answer);
+  };
 
   let replay: WireEvent[] | undefined;
   try {
@@ -314,13 +319,13 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
     for (const { method, params } of scenario.after ?? []) await command(method, params);
     // The first connection stays open meanwhile: a server may forget a thread's events once no one listens.
     if (scenario.replayAfter !== undefined) {
-      const again = await openSse(baseUrl, threadId, scenario, log.events[scenario.replayAfter]!.seq);
+      const second = await openSse(baseUrl, threadId, scenario, log.events[scenario.replayAfter]!.seq);
       try {
-        await again.log.until(rootEnd(['completed', 'failed']), 0, timeoutMs);
-        again.log.check();
-        replay = again.log.events;
+        await second.log.until(rootEnd(['completed', 'failed']), 0, timeoutMs);
+        second.log.check();
+        replay = second.log.events;
       } finally {
-        await again.close();
+        await second.close();
       }
     }
   } finally {
