@@ -79,6 +79,28 @@ api
     handler: () => ({ ok: true }),
   })
   .route({
+    method: 'post',
+    path: '/notes',
+    summary: 'Echo a note (public: no credential needed)',
+    public: true,
+    body: z.strictObject({ text: z.string().optional() }),
+    response: z.strictObject({ text: z.string().optional() }),
+    handler: ({ body }) => body,
+  })
+  .route({
+    method: 'post',
+    path: '/raw',
+    summary: 'Count the bytes of a body the handler reads itself',
+    public: true,
+    consumes: ['application/octet-stream'],
+    response: z.strictObject({ bytes: z.number() }),
+    handler: async ({ req }) => {
+      let bytes = 0;
+      for await (const chunk of req) bytes += (chunk as Buffer).length;
+      return { bytes };
+    },
+  })
+  .route({
     method: 'get',
     path: '/events',
     summary: 'Stream events',
@@ -256,5 +278,44 @@ describe('OpenAPI', () => {
     expect(() =>
       new Api().route({ method: 'post', path: '/x', summary: 'x', body: z.object({ a: z.string() }), handler: () => undefined }),
     ).toThrow(/strict object schema/);
+  });
+});
+
+describe('bodies sent without Content-Type: application/json', () => {
+  const body = JSON.stringify({ text: 'hello' });
+  /** No content type at all: fetch sets none for bytes. */
+  const untyped = (text: string) => new TextEncoder().encode(text);
+
+  it('are read as JSON from a request with a credential header', async () => {
+    for (const headers of [{ 'x-api-key': 'k' }, { authorization: 'Bearer t' }] as Record<string, string>[]) {
+      for (const init of [{ body }, { body: untyped(body) }, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }] as { body: string | Uint8Array; headers?: Record<string, string> }[]) {
+        const res = await fetch(`${server.url}/notes`, { method: 'POST', body: init.body, headers: { ...headers, ...init.headers } });
+        expect(await res.json()).toEqual({ text: 'hello' });
+      }
+    }
+    // The same checks as JSON: an unknown field is a 422, malformed JSON too.
+    const unknown = await call('/items', { method: 'POST', body: JSON.stringify({ id: 'x', name: 'n', extra: 1 }) });
+    expect(unknown.status).toBe(422);
+    expect(await unknown.json()).toEqual({ detail: [{ loc: ['body', 'extra'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }] });
+    const malformed = await call('/items', { method: 'POST', body: untyped('{"id": ') });
+    expect(await malformed.json()).toMatchObject({ detail: [{ loc: ['body'], type: 'json_invalid' }] });
+  });
+
+  it('are refused with 415 naming application/json from a request without one', async () => {
+    for (const init of [{ body }, { body: untyped(body) }]) {
+      const res = await fetch(`${server.url}/notes`, { method: 'POST', body: init.body });
+      expect(res.status).toBe(415);
+      expect(await res.json()).toEqual({ detail: expect.stringContaining('application/json') });
+    }
+    // Even where the route takes no body, and before authentication.
+    const res = await fetch(`${server.url}/items/a`, { method: 'DELETE', body });
+    expect(res.status).toBe(415);
+  });
+
+  it('are left to routes that read their own body, and an empty body is no body', async () => {
+    const raw = await fetch(`${server.url}/raw`, { method: 'POST', body: untyped('12345') });
+    expect(await raw.json()).toEqual({ bytes: 5 });
+    const empty = await fetch(`${server.url}/notes`, { method: 'POST', body: '' });
+    expect(await empty.json()).toEqual({});
   });
 });

@@ -4,6 +4,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
+import { hasCredentialHeader, hasUnreadBody, readBodyAsJson } from './json-body.js';
 import { RouteTable } from './route-table.js';
 import { parseRequestPart } from './validation.js';
 
@@ -52,6 +53,12 @@ export interface RouteSpec<
    * Documented as strings of those types; not combined with `response` or `events`.
    */
   produces?: string[];
+  /**
+   * Media types of a body the handler reads itself from the request stream (a tarball, multipart),
+   * e.g. `['multipart/form-data']`. Other routes take JSON: a body of another or no type is read as
+   * JSON from a credentialed request and refused with 415 otherwise (ApiOptions.credentialed).
+   */
+  consumes?: string[];
   /** Other success statuses the handler may set itself, without a body, and when, e.g. `{ 204: 'with wait=true' }`. */
   otherStatuses?: Record<number, string>;
   /** Error statuses worth documenting besides 401/403/422, e.g. `[404, 409]`. */
@@ -62,6 +69,12 @@ export interface RouteSpec<
 export interface ApiOptions<Ctx> {
   /** Runs before every non-public route; throw an UnauthenticatedError/PermissionDeniedError to refuse. */
   authenticate?: (req: Request) => Promise<Ctx>;
+  /**
+   * The request carries a credential a cross-site page cannot send without a CORS preflight: only
+   * then is a body of another or no content type read as JSON (else 415).
+   * @default hasCredentialHeader (an `x-api-key` or `authorization` header)
+   */
+  credentialed?: (req: Request) => boolean;
 }
 
 /** Top-level request schemas must reject unknown keys; a non-strict object is a programming error. */
@@ -121,6 +134,8 @@ export class Api<Ctx = undefined> {
 
   private async handle(spec: RouteSpec<Ctx>, pathParams: Record<string, string>, req: Request, res: Response): Promise<void> {
     req.params = pathParams;
+    // Before authentication: a refused body is refused whoever sends it, and is never left unread.
+    if (!spec.consumes && hasUnreadBody(req)) await readBodyAsJson(req, res, (this.options.credentialed ?? hasCredentialHeader)(req));
     const auth = spec.public || !this.options.authenticate ? (undefined as Ctx) : await this.options.authenticate(req);
     // Parts without a schema are still read by handlers (req.params, req.query): they are checked too.
     const params = parseRequestPart('path', spec.params ?? anything, pathParams);

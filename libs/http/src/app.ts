@@ -8,16 +8,12 @@ import { Server as NetServer, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { errorHandler, notFoundHandler } from './errors.js';
+import { JSON_BODY_LIMIT, JSON_TYPES } from './json-body.js';
 
 export interface AppOptions {
   logger: Logger;
   /** Routers and middleware mounted after the common middleware, in order. */
   routes: (RequestHandler | express.Router)[];
-  /**
-   * Largest accepted JSON body.
-   * @default '10mb'
-   */
-  bodyLimit?: string;
   /** Paths not written to the request log (health probes). */
   quietPaths?: string[];
   /** How a request URL appears in the request log, e.g. with secrets carried in paths hidden. */
@@ -33,7 +29,8 @@ export function createApp(options: AppOptions): Express {
   const quiet = new Set(options.quietPaths ?? ['/healthz', '/readyz', '/ok']);
   app.set('etag', false); // API answers change with every call; hashing each body costs CPU for nothing
   app.use(requestLog(options.logger, quiet, options.logUrl));
-  app.use(express.json({ limit: options.bodyLimit ?? '10mb', type: ['application/json', 'application/*+json'] }));
+  // Bodies of other types are left to the routes: Api routes read them as JSON or answer 415 (json-body.ts).
+  app.use(express.json({ limit: JSON_BODY_LIMIT, type: JSON_TYPES }));
   for (const route of options.routes) app.use(route);
   app.use(notFoundHandler());
   app.use(errorHandler(options.logger));

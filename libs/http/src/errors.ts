@@ -24,6 +24,24 @@ interface BodyParserError extends Error {
   expose?: boolean;
 }
 
+/**
+ * A body of another or no content type on a JSON route, from a request without a credential
+ * header: a cross-site page can send such a request without a preflight, so it is refused (415)
+ * rather than read as JSON or silently ignored.
+ */
+export class UnsupportedMediaTypeError extends Error {
+  constructor(
+    readonly expected: string,
+    readonly sent: string | undefined,
+  ) {
+    super(
+      `Send the body as ${expected} (Content-Type: ${expected}), not ${sent ? sent : 'without a content type'}` +
+        ` (a body of another type is read as ${expected} only from requests that carry a credential header)`,
+    );
+    this.name = 'UnsupportedMediaTypeError';
+  }
+}
+
 const answer = (status: number, detail: unknown, headers: Record<string, string> = {}): HttpErrorAnswer => ({ status, body: { detail }, headers });
 const retryLater = (status: number, detail: string) => answer(status, detail, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
 
@@ -52,6 +70,7 @@ function bodyParserAnswer(error: BodyParserError): HttpErrorAnswer | undefined {
 
 /** The status, body and headers answering `error`; `requestId` goes into a 500's body. */
 export function httpErrorBody(error: unknown, requestId?: string): HttpErrorAnswer {
+  if (error instanceof UnsupportedMediaTypeError) return answer(415, error.message);
   if (isBerthError(error)) {
     const status = httpStatusOf(error.code);
     if (error instanceof RequestValidationError) return answer(status, error.issues);

@@ -119,7 +119,9 @@ export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record
         parameters: [...parameters(spec, 'path', spec.params, components), ...parameters(spec, 'query', spec.query, components)],
         ...(spec.body
           ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input', components) } } } }
-          : {}),
+          : spec.consumes?.length
+            ? { requestBody: { required: true, content: Object.fromEntries(spec.consumes.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) } }
+            : {}),
         responses,
         ...(authenticated && securityNames.length ? { security: securityNames.map((n) => ({ [n]: [] })) } : {}),
       };

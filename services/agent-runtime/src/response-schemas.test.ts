@@ -155,6 +155,12 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   ],
   'delete /mcp': [() => call('delete', '/mcp')],
   'post /runs/cancel': [async () => call('post', '/runs/cancel', { thread_id: (await json('post', '/threads', {})).thread_id, status: 'all' })],
+  'post /a2a/{assistant_id}': [
+    () => call('post', '/a2a/echo', { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a2a' }] } } }),
+    () => call('post', '/a2a/echo', { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: f.run } }),
+  ],
+  'get /a2a/{assistant_id}/.well-known/agent-card.json': [() => call('get', '/a2a/echo/.well-known/agent-card.json')],
+  'get /.well-known/agent-card.json': [() => call('get', `/.well-known/agent-card.json?assistant_id=${f.assistant}`, undefined, { 'a2a-version': '0.3' })],
   'post /runs/batch': [() => call('post', '/runs/batch', [{ assistant_id: 'echo', input: human('b1') }, { assistant_id: 'echo', input: human('b2') }])],
   'get /threads/{thread_id}/runs': [() => call('get', `/threads/${f.thread}/runs`)],
   'get /threads/{thread_id}/runs/{run_id}': [() => call('get', `/threads/${f.thread}/runs/${f.run}`)],

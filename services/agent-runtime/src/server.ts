@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import { Api, createApp, docsRouter, listen, openApiDocument } from '@berth/http';
+import { Api, cors, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
@@ -21,10 +21,12 @@ import { deploymentCredentialCheck, requireDeploymentCredential } from './auth/d
 import { AuthHttpError } from './auth/errors.js';
 import { threadStreamKey } from './protocol/events.js';
 import { ProtocolTransport } from './protocol/routes.js';
-import { cors } from './api/cors.js';
 import { cronRoutes } from './api/crons.js';
 import { bindLoopbackClient, customRoutes, loadHttpApp } from './api/custom-routes.js';
 import { mcpParseErrors, mcpRoutes } from './api/mcp.js';
+import { A2aPush } from './a2a/push.js';
+import { a2aParseErrors, a2aRoutes } from './a2a/routes.js';
+import { A2aStore } from './a2a/store.js';
 import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
 import { systemRoutes } from './api/system.js';
@@ -66,7 +68,7 @@ import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
 import { redisKeyPrefix } from './redis-acl.js';
-import { RunStore } from './storage/runs.js';
+import { RunStore, type Run } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { PostgresStore, StoreSweeper } from './storage/store.js';
 import { ThreadStore } from './storage/threads.js';
@@ -289,6 +291,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   for (const warning of project.warnings) log.warn({ config: project.configPath }, warning);
   const webhookConfig = served.webhooks ? config.webhooks : undefined;
   const webhookTargets = webhookConfig ? new WebhookTargets(webhookConfig.privateEgress, httpApp !== undefined, webhookConfig.proxied) : undefined;
+  // A2A push notifications go out as run webhooks do: only where those may be sent.
+  const a2aPush = served.a2a && webhookTargets ? new A2aPush({ pool, targets: webhookTargets, runs, threads, log }) : undefined;
   for (const graphId of graphs.keys()) await assistants.ensureSystem(systemAssistantId(graphId), graphId, systemDefaults.get(graphId));
 
   const validators = new Map([...graphs].map(([id, g]) => [id, contextValidator(g)]));
@@ -364,6 +368,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             deleteCheckpoints: checkpointRows.delete,
             deleteCheckpointsAfter: checkpointRows.deleteAfter,
             ...(webhooks ? { webhooks } : {}),
+            ...(webhooks && a2aPush ? { runEnded: (run: Run) => a2aPush.runEnded(run, webhooks) } : {}),
             owner,
             liveness: new OwnerLiveness({ connectionString: config.databaseUrl, schema, owner, log }),
             log,
@@ -395,7 +400,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   // With custom auth every route but /ok and /info (and the docs) authenticates first.
   const authenticate = customAuth ? oncePerRequest(createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false })) : undefined;
-  const api = new Api<RequestAuth>(authenticate ? { authenticate } : {});
+  // Behind the gateway without custom auth, every request that has the deployment credential was
+  // authenticated by the gateway with a credential header (which it does not pass on).
+  const credentialed = config.deploymentCredential && !customAuth ? () => true : hasCredentialHeader;
+  const api = new Api<RequestAuth>({ ...(authenticate ? { authenticate } : {}), credentialed });
   systemRoutes(api, {
     info: served.meta,
     version: AGENT_SERVER_VERSION,
@@ -417,6 +425,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   protocol?.routes(api);
   if (served.store) storeRoutes(api, ctx);
   if (served.mcp) mcpRoutes(api, ctx, { graphs: [...graphs.values()], serverInfo: { name: 'berth-agent-server', version: AGENT_SERVER_VERSION } });
+  if (served.a2a) {
+    const graphDescriptions = new Map([...graphs.values()].map((g) => [g.graphId, g.description]));
+    a2aRoutes(api, ctx, { graphDescriptions, store: new A2aStore(pool), ...(a2aPush ? { push: a2aPush } : {}) });
+  }
   if (served.ui) uiRoutes(api, ctx, uiBundles);
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
@@ -425,9 +437,11 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const userRoutes = httpApp
     ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), publicPaths: new Set(api.routes.filter((r) => r.public).map((r) => r.path)), log })]
     : [];
+  // Error middleware: JSON-RPC paths answer unreadable bodies (from the app's parser or a route) in JSON-RPC's terms.
+  const jsonRpcErrors = [...(served.mcp ? [mcpParseErrors()] : []), ...(served.a2a ? [a2aParseErrors()] : [])] as unknown as RequestHandler[];
   const app = createApp({
     logger: log,
-    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...(served.mcp ? [mcpParseErrors() as unknown as RequestHandler] : []), ...userRoutes, api.router(), authErrors],
+    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...userRoutes, api.router(), ...jsonRpcErrors, authErrors],
   });
   const server = await listen(app, config.host, config.port, config.listenFd);
   // In a container the inherited socket is not in its network namespace: graph code reaches this

@@ -5,12 +5,14 @@
  * docs page.
  */
 import type { AuthStore, Principal } from '@berth/auth';
-import { Api, createApp, docsRouter, openApiDocument } from '@berth/http';
+import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
+import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
 import { deploymentProxy } from './proxy/deployment-proxy.js';
+import { DeploymentSockets } from './proxy/deployment-sockets.js';
 import { DeploymentResolver } from './proxy/resolver.js';
 import { RateLimiter } from './rate-limit.js';
 import { SandboxManagerClients } from './sandbox-manager.js';
@@ -46,6 +48,8 @@ export interface GatewayAppDeps {
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
   publicUrl?: string;
+  /** See GatewayConfig.corsAllowOrigins. @default [] */
+  corsAllowOrigins?: string[];
   /** @default 2592000 */
   loginTokenTtlSeconds?: number;
   /** @default 20 */
@@ -115,6 +119,8 @@ export interface GatewayHttp {
   app: Express;
   /** The sandboxes' streaming exec; close it before the server (its sockets get 1001). */
   sockets: ExecSockets;
+  /** WebSockets on deployment URLs, tunnelled to agent servers; close it before the server. */
+  deploymentSockets: DeploymentSockets;
 }
 
 export function createGatewayApp(deps: GatewayAppDeps): Express {
@@ -156,11 +162,23 @@ export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(deploymentProxy({ resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) }));
+  const proxyDeps = { resolver, auth, logger: deps.logger, ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) };
+  app.use(deploymentProxy(proxyDeps));
+  app.use(gatewayCors(deps.corsAllowOrigins ?? [], deps.publicUrl));
   // Run batches are larger than other JSON bodies: parsed by their own parser first.
   app.use(traceJsonParser(deps.traceLimits));
   app.use(inner);
-  return { app, sockets };
+  return { app, sockets, deploymentSockets: new DeploymentSockets(proxyDeps) };
+}
+
+/**
+ * CORS of the gateway's own API: the operator's origins and the gateway's public one (where the
+ * console is served). Preflights are answered before authentication; no credentials (cookies) are
+ * ever allowed: the API takes header credentials, which a preflight has to allow first.
+ */
+function gatewayCors(origins: string[], publicUrl: string | undefined): RequestHandler {
+  const fixed = publicUrl ? new CorsPolicy({ allow_origins: [...origins, new URL(publicUrl).origin] }) : undefined;
+  return cors((req) => fixed ?? new CorsPolicy({ allow_origins: [...origins, new URL(publicOrigin(req, undefined)).origin] }));
 }
 
 /** The proxy is not an Api route; it is documented by hand (any method, any path below the deployment). */

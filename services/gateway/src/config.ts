@@ -25,6 +25,13 @@ export interface GatewayConfig {
    */
   publicUrl?: string;
   /**
+   * Origins whose pages may call the gateway's own API from a browser (`GATEWAY_CORS_ALLOW_ORIGINS`;
+   * `*` for any; never with credentials: the API takes header credentials only). The public
+   * origin (publicUrl's, else the gateway's own address) is always allowed.
+   * @default [] (the public origin only)
+   */
+  corsAllowOrigins?: string[];
+  /**
    * Lifetime of the bearer tokens `berth login` receives, in seconds.
    * @default 2592000 (30 days)
    */

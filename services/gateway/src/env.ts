@@ -21,6 +21,16 @@ const schema = z.object({
    * default: the gateway's own listening address. Never taken from a request's Host header.
    */
   BERTH_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /**
+   * Origins (`https://console.example.com`, comma-separated; `*` for any) whose pages may call the
+   * gateway's own API (/v1, /v2, /api, ...) from a browser. The gateway's public origin is always
+   * allowed. Deployment URLs follow each deployment's `http.cors` instead.
+   */
+  GATEWAY_CORS_ALLOW_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean))
+    .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).refine((o) => URL.canParse(o) && new URL(o).origin === o, 'must be an origin: scheme://host[:port], no path')]))),
   /** Lifetime of the bearer tokens `berth login` receives, in seconds (1 minute to 30 days). */
   LOGIN_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(30 * 24 * 3600),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
@@ -49,5 +59,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
     ...(e.BERTH_PUBLIC_URL ? { publicUrl: e.BERTH_PUBLIC_URL } : {}),
     loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
+    corsAllowOrigins: e.GATEWAY_CORS_ALLOW_ORIGINS,
   };
 }

@@ -79,7 +79,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
   const exportWorker = new ExportWorkerClients(config.services['export-worker'], config.internalToken);
   const sandboxManager = new SandboxManagerClients(config.services['sandbox-manager'], config.internalToken);
   const instanceId = randomUUID();
-  const { app, sockets } = createGatewayHttp({
+  const { app, sockets, deploymentSockets } = createGatewayHttp({
     logger,
     instanceId,
     store,
@@ -90,10 +90,13 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     sandboxManager,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
+    ...(config.corsAllowOrigins ? { corsAllowOrigins: config.corsAllowOrigins } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
   });
   const server = await listen(app, config.host, config.port);
-  server.server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
+  server.server.on('upgrade', (req, socket, head) => {
+    if (!deploymentSockets.handleUpgrade(req, socket, head)) sockets.handleUpgrade(req, socket, head);
+  });
   logger.info({ url: server.url }, 'gateway listening');
   return {
     url: server.url,
@@ -102,6 +105,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     instanceId,
     close: async () => {
       sockets.close();
+      deploymentSockets.close();
       await server.close();
       controlPlane.close();
       exportWorker.close();

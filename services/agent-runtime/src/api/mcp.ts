@@ -12,10 +12,22 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { z } from 'zod';
 import { isBerthError } from '@berth/errors';
-import { httpErrorBody, type Api } from '@berth/http';
+import type { Api } from '@berth/http';
 import type { RequestAuth } from '../auth/index.js';
 import { GraphLoadError, systemAssistantId, type JsonSchema, type LoadedGraph } from '../project/index.js';
 import type { ServerContext } from './context.js';
+import {
+  errorAnswer,
+  errorAnswerFor,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  JsonRpcError,
+  jsonRpcParseErrors,
+  METHOD_NOT_FOUND,
+  SERVER_ERROR,
+  type JsonRpcId,
+} from './json-rpc.js';
 import { cancelLeftRun, passHeaders, runOutcome } from './runs.js';
 
 /** Newest first: `initialize` answers with the client's version when it is here, else the newest. */
@@ -29,29 +41,8 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 /** User-created assistants looked at for tools (the list is not paginated). */
 const MAX_ASSISTANT_TOOLS = 1000;
 
-const PARSE_ERROR = -32700;
-const INVALID_REQUEST = -32600;
-const METHOD_NOT_FOUND = -32601;
-const INVALID_PARAMS = -32602;
-const INTERNAL_ERROR = -32603;
-/** JSON-RPC's range for implementation errors: a refused or failed request (its HTTP status in `data`). */
-const SERVER_ERROR = -32000;
-
-type Id = string | number;
+type Id = JsonRpcId;
 type Message = { kind: 'request'; id: Id; method: string; params: Record<string, unknown> } | { kind: 'notification' } | { kind: 'invalid'; id: Id | null; why: string };
-
-/** A JSON-RPC error answering one request. */
-export class JsonRpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'JsonRpcError';
-  }
-}
 
 interface Tool {
   name: string;
@@ -76,11 +67,6 @@ const JsonRpcResponse = z.object({
   error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
 });
 
-const errorAnswer = (id: Id | null, code: number, message: string, data?: unknown) => ({
-  jsonrpc: '2.0',
-  id,
-  error: { code, message, ...(data === undefined ? {} : { data }) },
-});
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A tool's input schema must be an object schema: any other graph input becomes its `input` property. */
@@ -113,15 +99,7 @@ function acceptsBoth(accept: string | undefined): boolean {
 }
 
 /** Answers a body that is not JSON with a JSON-RPC parse error instead of the usual 422. */
-export function mcpParseErrors(): ErrorRequestHandler {
-  return (error: { type?: string }, req, res, next) => {
-    if (res.headersSent || error?.type !== 'entity.parse.failed' || !/^\/mcp\/?$/i.test(req.path)) {
-      next(error);
-      return;
-    }
-    res.status(400).json(errorAnswer(null, PARSE_ERROR, 'Parse error: the body is not valid JSON'));
-  };
-}
+export const mcpParseErrors = (): ErrorRequestHandler => jsonRpcParseErrors(/^\/mcp\/?$/i);
 
 export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: McpOptions): void {
   const graphs = new Map(options.graphs.map((g) => [g.graphId, g]));
@@ -219,12 +197,7 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
     try {
       return { jsonrpc: '2.0', id: request.id, result: await answer(request, auth, req, res) };
     } catch (error) {
-      if (error instanceof JsonRpcError) return errorAnswer(request.id, error.code, error.message, error.data);
-      // The HTTP routes' answer to the same error: 4xx say why, 5xx only the request id.
-      const { status, body } = httpErrorBody(error, req.id);
-      if (status >= 500) ctx.log.error({ err: error, reqId: req.id, method: request.method }, 'MCP request failed');
-      const message = typeof body.detail === 'string' ? body.detail : status >= 500 ? 'Internal error' : 'Invalid request';
-      return errorAnswer(request.id, status >= 500 ? INTERNAL_ERROR : SERVER_ERROR, message, { status, ...body });
+      return errorAnswerFor(request.id, error, req, ctx.log, request.method);
     }
   }
 

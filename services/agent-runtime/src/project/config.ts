@@ -242,6 +242,8 @@ export interface ServedFeatures {
   runs: boolean;
   store: boolean;
   mcp: boolean;
+  /** A2A: `/a2a/{assistant_id}` and the agent cards. */
+  a2a: boolean;
   ui: boolean;
   /** Runs may name a `webhook`. */
   webhooks: boolean;
@@ -256,6 +258,7 @@ export function servedFeatures(http: ProjectConfig['http']): ServedFeatures {
     runs: on(http?.disable_runs),
     store: on(http?.disable_store),
     mcp: on(http?.disable_mcp),
+    a2a: on(http?.disable_a2a),
     ui: on(http?.disable_ui),
     webhooks: on(http?.disable_webhooks),
   };

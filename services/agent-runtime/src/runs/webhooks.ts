@@ -22,7 +22,7 @@ import { z } from 'zod';
 import { runJson } from '../api/schemas.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import type { Run, RunStatus } from '../storage/runs.js';
-import type { WebhookAttempt, WebhookStore } from '../storage/webhooks.js';
+import type { WebhookAttempt, WebhookRecord, WebhookStore } from '../storage/webhooks.js';
 
 export const WEBHOOK_QUEUE = 'agent-webhooks';
 const SECRET_PREFIX = 'whsec_';
@@ -222,10 +222,27 @@ export class WebhookDelivery {
    * outcome stands whatever happens to its webhook (a failure is logged and recorded).
    */
   async send(run: Run, url: string, end: RunEnd): Promise<void> {
+    await this.sendPayload(run, url, webhookPayload(run, end));
+  }
+
+  /**
+   * Records and queues a signed POST of `payload` about a run (a run webhook, an A2A push
+   * notification), with `headers` besides the signature's; `stamp: false` sends the body as it is,
+   * without `webhook_sent_at`. Never throws (a failure is logged and recorded).
+   */
+  async sendPayload(run: Pick<Run, 'run_id' | 'thread_id'>, url: string, payload: JsonObject, options: { headers?: Record<string, string>; stamp?: boolean } = {}): Promise<void> {
     const webhookId = randomUUID();
     const log = this.deps.log.child({ runId: run.run_id, webhookId, webhook: redactedUrl(url) });
     try {
-      await this.deps.store.create({ webhook_id: webhookId, run_id: run.run_id, thread_id: run.thread_id, url, payload: webhookPayload(run, end) });
+      await this.deps.store.create({
+        webhook_id: webhookId,
+        run_id: run.run_id,
+        thread_id: run.thread_id,
+        url,
+        payload,
+        ...(options.headers ? { headers: options.headers } : {}),
+        ...(options.stamp === false ? { stamp_sent_at: false } : {}),
+      });
     } catch (error) {
       log.error({ err: error }, 'could not record the run\'s webhook: it is not sent');
       return;
@@ -242,7 +259,7 @@ export class WebhookDelivery {
     const record = await this.deps.store.get(webhookId);
     if (!record || record.state !== 'pending') return { state: record?.state ?? 'gone' };
     const log = ctx.log.child({ runId: record.run_id, webhook: redactedUrl(record.url) });
-    const result = await this.attempt(webhookId, record.url, record.payload, ctx.signal);
+    const result = await this.attempt(webhookId, record, ctx.signal);
     const last = ctx.attempt >= this.settings.attempts;
     const outcome: WebhookAttempt = result.retry && last ? { ...result.attempt, state: 'failed' } : result.attempt;
     await this.deps.store.recordAttempt(webhookId, outcome);
@@ -252,10 +269,16 @@ export class WebhookDelivery {
   }
 
   /** One POST: delivered on 2xx; retried on network errors, timeouts, 5xx and 429; failed otherwise. */
-  private async attempt(webhookId: string, url: string, payload: JsonObject, signal: AbortSignal): Promise<{ attempt: WebhookAttempt; retry: boolean }> {
+  private async attempt(
+    webhookId: string,
+    record: Pick<WebhookRecord, 'url' | 'payload' | 'headers' | 'stamp_sent_at'>,
+    signal: AbortSignal,
+  ): Promise<{ attempt: WebhookAttempt; retry: boolean }> {
+    const url = record.url;
     const timestamp = Math.floor(Date.now() / 1000);
-    const body = JSON.stringify({ ...payload, webhook_sent_at: new Date(timestamp * 1000).toISOString() });
+    const body = JSON.stringify(record.stamp_sent_at ? { ...record.payload, webhook_sent_at: new Date(timestamp * 1000).toISOString() } : record.payload);
     const headers = {
+      ...record.headers,
       'content-type': 'application/json',
       'user-agent': 'Berth-Webhooks/1',
       'webhook-id': webhookId,

@@ -97,6 +97,8 @@ export interface RunWorkerDeps {
   deleteCheckpointsAfter(threadId: string, checkpointId: string | null): Promise<void>;
   /** Sends the webhook of a run that names one; unset when this server has no signing secret. */
   webhooks?: Pick<WebhookDelivery, 'send'>;
+  /** Told of every run that ended (not rolled back), after its webhook: A2A push notifications (a2a/push.ts). Must not throw. */
+  runEnded?: (run: Run) => Promise<void>;
   /** This process's liveness session, for `owner` (see liveness.ts); started and closed by the worker. */
   liveness: Pick<OwnerLiveness, 'start' | 'close' | 'mayTakeOver'>;
   /** The lease owner id of this process (the liveness session's). */
@@ -419,6 +421,7 @@ export class RunWorker {
       if (this.deps.webhooks) await retry('queueing the run\'s webhook', () => this.deps.webhooks!.send(run, run.kwargs.webhook!, end));
       else log.warn({ runId: run.run_id }, 'the run names a webhook but this server has no signing secret: it is not sent');
     }
+    if (cancelled?.action !== 'rollback') await this.deps.runEnded?.(run);
   }
 
   /**

@@ -139,6 +139,17 @@ export class BerthPostgresSaver extends PostgresSaver {
     };
   }
 
+  /**
+   * The next version of a channel: one more than `current`, plus a random fraction. A run from an
+   * older checkpoint (a fork) makes the same steps as the branch it leaves, and with whole numbers
+   * the same versions: values are stored by (channel, version), first copy wins, so the fork's
+   * state would read back as the original branch's. Versions stay numbers, compared as numbers
+   * with those of checkpoints written before (whole ones).
+   */
+  override getNextVersion(current: number | undefined): number {
+    return (typeof current === 'number' ? Math.floor(current) : 0) + 1 + Math.random();
+  }
+
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error('Missing "configurable" field in "config" param');
     const { thread_id, checkpoint_ns = '', checkpoint_id } = config.configurable as Record<string, string | undefined>;

@@ -16,6 +16,15 @@
  * - The agent server answers only the gateway: every forwarded request carries the serving
  *   revision's credential (`x-berth-deployment-credential`). A client can neither send that
  *   header (it is dropped) nor see it (it is dropped from answers too).
+ * - CORS: a preflight (OPTIONS with Origin and Access-Control-Request-Method; browsers never send
+ *   credentials on one) needs none. It is answered by the deployment's agent server, per its
+ *   `http.cors`, and nothing else reaches it: a bodiless OPTIONS carrying only Origin and the
+ *   Access-Control-Request-* headers (and the gateway's own), without the query. When no agent
+ *   server can answer — an unknown, malformed or other tenant's id, none serving yet, one down —
+ *   the gateway answers as a deployment without `http.cors` does (any origin, no credentials), so a
+ *   preflight tells no more about a deployment than its CORS answer. Other answers carry the agent
+ *   server's Access-Control-* headers untouched; the gateway's own (below) allow any origin to read
+ *   them, without credentials, so a page can show why a call failed.
  * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
  *   deleted deployment, or a malformed id), 502 (the agent server's answer is malformed), 503 with
  *   Retry-After (no revision serves yet, or its agent server is down or restarting), 503 without
@@ -26,14 +35,14 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
+import { CorsPolicy, DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, isPreflight } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { DeploymentStatus } from '@berth/proto';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
-import type { DeploymentResolver } from './resolver.js';
-import type { GatewayAuthenticator } from '../trace-auth.js';
+import type { DeploymentResolver, ResolvedDeployment } from './resolver.js';
+import type { AuthRequest, GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
   resolver: DeploymentResolver;
@@ -48,8 +57,11 @@ export interface DeploymentProxyDeps {
 /** Seconds a client is asked to wait while an agent server is (re)starting. */
 const RETRY_AFTER_SECONDS = '5';
 
+/** A deployment without `http.cors`: any origin, no credentials (the LangGraph servers' default). */
+const NO_HTTP_CORS = new CorsPolicy();
+
 /** `/d/{id}` with an optional rest of path and query. */
-const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
+export const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -89,16 +101,55 @@ function sendJson(res: ServerResponse, status: number, detail: unknown, extra: R
     return;
   }
   const body = JSON.stringify({ detail });
+  NO_HTTP_CORS.apply(res.req, res);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...extra });
   res.end(body);
 }
 
-function notFound(res: ServerResponse, id: string): void {
-  sendJson(res, 404, `Deployment ID ${id} not found.`);
+/** Where a request for a deployment goes (the headers to send), or the answer refusing it. */
+export type Admission =
+  | { ok: true; target: ResolvedDeployment; headers: Record<string, string | string[]> }
+  | { ok: false; status: number; detail: string; headers: Record<string, string> };
+
+const refuse = (status: number, detail: string, headers: Record<string, string> = {}): Admission => ({ ok: false, status, detail, headers });
+const unavailable = (detail: string) => refuse(503, detail, { 'retry-after': RETRY_AFTER_SECONDS });
+
+/**
+ * The checks every proxied request and WebSocket passes: the deployment, the caller's credential
+ * (unless the project authenticates itself), and whether anything serves. Throws the credential's
+ * 401/403; the other refusals are returned.
+ */
+export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { headers: IncomingHttpHeaders }, rawId: string): Promise<Admission> {
+  const id = rawId.toLowerCase();
+  const target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
+  const headers = endToEndHeaders(req.headers);
+  delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
+  if (!target?.customAuth) {
+    // Throws the same 401 for a missing or bad credential whatever the id names.
+    const principal = await deps.auth.authenticate(req);
+    // Another tenant's key learns nothing, not even that the deployment exists.
+    if (!target || principal.tenantId !== target.tenantId) return refuse(404, `Deployment ID ${isUuid(id) ? id : rawId} not found.`);
+    for (const name of PLATFORM_CREDENTIALS) delete headers[name];
+  }
+  // Reasons are for the deployment's tenant; a custom-auth project's callers may be anyone.
+  const why = target.customAuth ? '' : target.statusMessage;
+  if (target.status === DeploymentStatus.UNHEALTHY) {
+    return unavailable(`The agent server of deployment ${id} is restarting${why ? ` (${why})` : ''}; retry shortly`);
+  }
+  if (!target.upstreamUrl) {
+    if (target.status === DeploymentStatus.FAILED) {
+      return refuse(503, `Deployment ${id} cannot answer: ${why || 'its latest revision failed and no revision serves'}. Deploy a fixed revision to bring it up.`);
+    }
+    return unavailable(`Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
+  }
+  if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;
+  return { ok: true, target, headers };
 }
 
-function unavailable(res: ServerResponse, detail: string): void {
-  sendJson(res, 503, detail, { 'retry-after': RETRY_AFTER_SECONDS });
+/** A request id: the caller's X-Request-Id when sane, else a new one. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
 }
 
 export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
@@ -118,7 +169,7 @@ export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
 
 async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: ServerResponse, rawId: string, rest: string): Promise<void> {
   const started = performance.now();
-  const requestId = typeof req.headers['x-request-id'] === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID();
+  const requestId = requestIdOf(req);
   res.setHeader('X-Request-Id', requestId);
   const id = rawId.toLowerCase();
   const path = rest.startsWith('/') ? rest : `/${rest}`;
@@ -131,30 +182,30 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
       res.writableFinished ? 'proxied request completed' : 'proxied request aborted',
     );
   });
-  const target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
+  if (isPreflight(req)) return preflight(deps, req, res, id, path, requestId);
+  const admission = await admit(deps, req, rawId);
+  if (!admission.ok) return sendJson(res, admission.status, admission.detail, admission.headers);
+  forward(deps, req, res, id, admission.target.upstreamUrl, path, admission.headers, requestId);
+}
 
-  const headers = endToEndHeaders(req.headers);
-  delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
-  if (!target?.customAuth) {
-    // Throws the same 401 for a missing or bad credential whatever the id names.
-    const principal = await deps.auth.authenticate(req);
-    // Another tenant's key learns nothing, not even that the deployment exists.
-    if (!target || principal.tenantId !== target.tenantId) return notFound(res, isUuid(id) ? id : rawId);
-    for (const name of PLATFORM_CREDENTIALS) delete headers[name];
+/** Has the deployment's agent server answer a preflight, else answers as one without `http.cors` does. */
+async function preflight(deps: DeploymentProxyDeps, req: IncomingMessage, res: ServerResponse, id: string, path: string, requestId: string): Promise<void> {
+  let target: ResolvedDeployment | undefined;
+  try {
+    target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
+  } catch (error) {
+    deps.logger.warn({ err: error, deploymentId: id }, 'could not resolve a deployment for a CORS preflight');
   }
-  // Reasons are for the deployment's tenant; a custom-auth project's callers may be anyone.
-  const why = target.customAuth ? '' : target.statusMessage;
-  if (target.status === DeploymentStatus.UNHEALTHY) {
-    return unavailable(res, `The agent server of deployment ${id} is restarting${why ? ` (${why})` : ''}; retry shortly`);
-  }
-  if (!target.upstreamUrl) {
-    if (target.status === DeploymentStatus.FAILED) {
-      return sendJson(res, 503, `Deployment ${id} cannot answer: ${why || 'its latest revision failed and no revision serves'}. Deploy a fixed revision to bring it up.`);
-    }
-    return unavailable(res, `Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
+  const standIn = () => NO_HTTP_CORS.answerPreflight(req, res);
+  if (!target?.upstreamUrl || target.status === DeploymentStatus.UNHEALTHY) return standIn();
+  // What a preflight is, and nothing else: no body, no cookies, no other header, no query.
+  const headers: Record<string, string> = {};
+  for (const name of ['origin', 'access-control-request-method', 'access-control-request-headers', 'access-control-request-private-network']) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
   }
   if (target.upstreamCredential) headers[DEPLOYMENT_CREDENTIAL_HEADER] = target.upstreamCredential;
-  forward(deps, req, res, id, target.upstreamUrl, path, headers, requestId);
+  forward(deps, req, res, id, target.upstreamUrl, path.split('?')[0]!, headers, requestId, standIn);
 }
 
 function forward(
@@ -166,31 +217,10 @@ function forward(
   path: string,
   headers: Record<string, string | string[]>,
   requestId: string,
+  /** A preflight: no body goes up, and this answers when the agent server cannot. */
+  preflightStandIn?: () => void,
 ): void {
-  const base = new URL(upstreamUrl);
-  const prior = req.headers['x-forwarded-for'];
-  const client = req.socket.remoteAddress ?? '';
-  // Where the client reached the platform, for URLs the agent server builds: never the client's own Host.
-  const origin = new URL(publicOrigin(req, deps.publicUrl));
-  const upstreamHeaders = {
-    ...headers,
-    host: base.host,
-    'x-forwarded-for': prior ? `${String(prior)}, ${client}` : client,
-    'x-forwarded-host': origin.host,
-    'x-forwarded-proto': origin.protocol.slice(0, -1),
-    'x-forwarded-prefix': `${origin.pathname.replace(/\/+$/, '')}/d/${id}`,
-    'x-request-id': requestId,
-  };
-  const transport = base.protocol === 'https:' ? https : http;
-  // Node's global agents keep connections alive (Node ≥ 19), so calls reuse upstream sockets.
-  const upstream = transport.request({
-    protocol: base.protocol,
-    hostname: base.hostname,
-    port: base.port,
-    method: req.method,
-    path: `${base.pathname.replace(/\/+$/, '')}${path}`,
-    headers: upstreamHeaders,
-  });
+  const upstream = upstreamRequest(deps, req, req.method ?? 'GET', id, upstreamUrl, path, headers, requestId);
 
   let clientGone = false;
   res.once('close', () => {
@@ -217,11 +247,50 @@ function forward(
       return;
     }
     deps.logger.warn({ err: error, deploymentId: id, upstream: upstreamUrl }, 'agent server unreachable');
+    if (preflightStandIn) return preflightStandIn();
     // An answer that is not HTTP is a bad gateway; anything else (refused, reset, hang-up before
     // answering) means the agent server is down or restarting: worth a retry.
     if (error.code?.startsWith('HPE_')) sendJson(res, 502, `The agent server of deployment ${id} sent a malformed answer`);
-    else unavailable(res, `The agent server of deployment ${id} is restarting; retry shortly`);
+    else sendJson(res, 503, `The agent server of deployment ${id} is restarting; retry shortly`, { 'retry-after': RETRY_AFTER_SECONDS });
   });
   req.once('aborted', () => upstream.destroy());
-  req.pipe(upstream);
+  if (preflightStandIn) upstream.end();
+  else req.pipe(upstream);
+}
+
+/** The request to the agent server, with the gateway's forwarding headers (X-Forwarded-*, X-Request-Id). */
+export function upstreamRequest(
+  deps: Pick<DeploymentProxyDeps, 'publicUrl'>,
+  req: IncomingMessage,
+  method: string,
+  id: string,
+  upstreamUrl: string,
+  path: string,
+  headers: Record<string, string | string[]>,
+  requestId: string,
+): http.ClientRequest {
+  const base = new URL(upstreamUrl);
+  const prior = req.headers['x-forwarded-for'];
+  const client = req.socket.remoteAddress ?? '';
+  // Where the client reached the platform, for URLs the agent server builds: never the client's own Host.
+  const origin = new URL(publicOrigin(req, deps.publicUrl));
+  const upstreamHeaders = {
+    ...headers,
+    host: base.host,
+    'x-forwarded-for': prior ? `${String(prior)}, ${client}` : client,
+    'x-forwarded-host': origin.host,
+    'x-forwarded-proto': origin.protocol.slice(0, -1),
+    'x-forwarded-prefix': `${origin.pathname.replace(/\/+$/, '')}/d/${id}`,
+    'x-request-id': requestId,
+  };
+  const transport = base.protocol === 'https:' ? https : http;
+  // Node's global agents keep connections alive (Node ≥ 19), so calls reuse upstream sockets.
+  return transport.request({
+    protocol: base.protocol,
+    hostname: base.hostname,
+    port: base.port,
+    method,
+    path: `${base.pathname.replace(/\/+$/, '')}${path}`,
+    headers: upstreamHeaders,
+  });
 }

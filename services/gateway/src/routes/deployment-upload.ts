@@ -59,6 +59,7 @@ export function uploadRoutes(api: Api<Principal>, deps: UploadRouteDeps): void {
       '`source_revision_config.source_tarball_path` set to the returned `object_path`.',
     tags: ['deployments'],
     params: DeploymentPath,
+    consumes: TARBALL_TYPES,
     status: 201,
     response: UploadOut,
     errors: [404, 413, 415, 422, 503],

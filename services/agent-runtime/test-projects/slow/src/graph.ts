@@ -13,7 +13,8 @@ const State = Annotation.Root({
 
 export const SlowContext = z.object({ delay_ms: z.number().int().nonnegative().optional() });
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects when `signal` aborts first. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
     const onAbort = () => {

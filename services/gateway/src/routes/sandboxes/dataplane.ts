@@ -134,6 +134,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
       tags,
       params: DataPlanePath,
       query: FilePathQuery,
+      consumes: ['multipart/form-data'],
       errors: [400, 404, 415, 503],
       handler: async ({ params, query, auth, req, res }) => {
         const sandboxId = pathId(params.sandbox_id, 'Sandbox');

@@ -20,6 +20,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import type { SandboxManagerClients } from '../../sandbox-manager.js';
+import { refuseUpgrade } from '../../refuse-upgrade.js';
 import { DATAPLANE_BASE } from './dataplane.js';
 import { RunConfigIn } from './schemas.js';
 import { pathId } from './templates.js';
@@ -138,19 +139,6 @@ function decodePathSegment(segment: string): string {
   } catch (error) {
     throw new NotFoundError('Sandbox not found', { cause: error });
   }
-}
-
-/** Writes a plain HTTP answer on a socket that asked to upgrade, and closes it. */
-function refuseUpgrade(socket: Duplex, status: number, detail: unknown, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ detail });
-  const lines = [
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 503 ? 'Service Unavailable' : 'Error'}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ];
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }
 
 export class ExecSockets {

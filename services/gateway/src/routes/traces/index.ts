@@ -5,9 +5,9 @@
  * export-worker's trace store.
  */
 import type { Principal } from '@berth/auth';
-import { httpErrorBody, storableString, type Api } from '@berth/http';
+import { hasCredentialHeader, httpErrorBody, JSON_TYPES, storableString, type Api } from '@berth/http';
 import type { Logger } from '@berth/log';
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { BERTH_VERSION } from '../../version.js';
 import { runRoutes, type TraceLimits } from './runs.js';
@@ -74,7 +74,8 @@ export function traceRoutes(api: Api<Principal>, deps: TraceRouteDeps): void {
 export function traceJsonParser(limits: Partial<TraceLimits> = {}): RequestHandler {
   const parse = express.json({
     limit: limits.maxBodyBytes ?? DEFAULT_TRACE_LIMITS.maxBodyBytes,
-    type: ['application/json', 'application/*+json'],
+    // As any JSON route (libs/http json-body.ts): another or no content type is JSON when credentialed.
+    type: (req) => (req as Request).is(JSON_TYPES) !== false || hasCredentialHeader(req as Request),
     // Postgres cannot store U+0000 or a lone surrogate: such strings are cleaned instead of failing a batch.
     reviver: (_key, value: unknown) => (typeof value === 'string' ? storableString(value) : value),
   });

@@ -137,6 +137,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
         'the runs refused as malformed (the rest are stored): a client drops its whole batch on an error status. ' +
         `413 above ${limits.maxBodyBytes} bytes.`,
       tags,
+      consumes: ['multipart/form-data'],
       status: 202,
       response: IngestOut,
       errors: [413, 415, 503],
