@@ -483,4 +483,21 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     ]);
     expect(ours).toEqual(reference);
   }, 60_000);
+
+  it('commands on a thread with a run: the same answers, but state.listCheckpoints, which only Berth has', async () => {
+    const commands = [
+      { method: 'run.start', params: { assistant_id: 'steps', input: { steps: ['start'] } } },
+      { method: 'agent.getTree', params: {} },
+      { method: 'state.listCheckpoints', params: {} },
+      // Over HTTP there is no subscription to reconnect (Berth's works on the WebSocket).
+      { method: 'subscription.reconnect', params: {} },
+      { method: 'nope.nothing' },
+    ];
+    const reference = await commandAnswers(js.url, commands);
+    const success = (id: number) => ({ status: 200, type: 'success', id });
+    const error = (id: number, code: string) => ({ status: 200, type: 'error', id, error: code });
+    expect(reference).toEqual([success(1), success(2), error(3, 'unknown_command'), error(4, 'not_supported'), error(5, 'unknown_command')]);
+    // Issue 25 asks for state.listCheckpoints (the JS server 1.5.1 forwards it to the run's session, which does not know it).
+    expect(await commandAnswers(berth.url, commands)).toEqual([success(1), success(2), success(3), error(4, 'not_supported'), error(5, 'unknown_command')]);
+  }, 60_000);
 });
