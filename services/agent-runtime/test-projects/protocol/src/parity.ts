@@ -1,7 +1,7 @@
 /**
  * Graphs the protocol v2 parity test runs on both Berth's agent server and the JS server
  * (`@langchain/langgraph-api`), to compare their event sequences. Deterministic and without an LLM:
- * the model is core's `FakeStreamingChatModel` replaying fixed chunks.
+ * the model is a subclass of core's `FakeStreamingChatModel` replaying fixed chunks.
  *
  * - `steps`: `first` → `second`, each appending its name to `steps`.
  * - `agent`: `model` streams a call of the tool `lookup` ({"q":"berth"}, its arguments in two
