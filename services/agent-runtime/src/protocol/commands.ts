@@ -300,7 +300,7 @@ export class ProtocolCommands {
     const state = await this.ctx.state.state(threadId, { filter, ...(params.namespace?.length ? { checkpoint: { checkpoint_ns: params.namespace.join('|') } } : {}) });
     const values = (state.values ?? {}) as Record<string, unknown>;
     const picked = params.keys ? Object.fromEntries(Object.entries(values).filter(([key]) => params.keys!.includes(key))) : values;
-    const checkpoint = state.checkpoint ? { id: state.checkpoint.checkpoint_id, ...(state.checkpoint.checkpoint_ns ? { ns: state.checkpoint.checkpoint_ns } : {}) } : undefined;
+    const checkpoint = state.checkpoint ? { id: state.checkpoint.checkpoint_id, ns: state.checkpoint.checkpoint_ns ?? '' } : undefined;
     return { values: picked, ...(checkpoint ? { checkpoint } : {}) };
   }
 

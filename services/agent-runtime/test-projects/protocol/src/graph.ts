@@ -15,11 +15,11 @@ import { MessagesValue, StateGraph, StateSchema } from '@langchain/langgraph';
 
 /** Streams `reply: <last text>` in three-character tokens, with usage on the last chunk. */
 class TokenModel extends BaseChatModel {
-  _llmType(): string {
+  override _llmType(): string {
     return 'protocol-fake';
   }
 
-  async *_streamResponseChunks(messages: BaseMessage[], _options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+  override async *_streamResponseChunks(messages: BaseMessage[], _options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
     const last = messages.at(-1)!;
     if (last.getType() === 'human' && last.text === 'tool') {
       yield new Chunk({ text: '', message: new AIMessageChunk({ content: '', tool_call_chunks: [{ id: 'call_1', name: 'lookup', args: '{"q":"tool"}', index: 0, type: 'tool_call_chunk' }] }) });
