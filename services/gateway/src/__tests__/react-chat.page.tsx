@@ -15,6 +15,7 @@ import { createRoot } from 'react-dom/client';
 const params = new URLSearchParams(location.search);
 const apiUrl = params.get('api')!;
 const key = params.get('key')!;
+const threadId = params.get('thread');
 
 // Over SSE every call is a fetch: the key goes as a header. A browser cannot set headers on a
 // WebSocket (and the SDK refuses defaultHeaders with it): the key goes as the gateway's
@@ -34,13 +35,8 @@ const credentials =
       }
     : { transport: 'sse' as const, defaultHeaders: { 'x-api-key': key } };
 
-function useChat(threadId: string | null) {
-  return useStream<Record<string, unknown>, { question: string }>({ apiUrl, assistantId: 'chat', threadId, ...credentials });
-}
-
 function Chat() {
-  const [threadId] = useState(params.get('thread'));
-  const stream = useChat(threadId);
+  const stream = useStream<Record<string, unknown>, { question: string }>({ apiUrl, assistantId: 'chat', threadId, ...credentials });
   useEffect(() => {
     if (!stream.threadId) return;
     const url = new URL(location.href);
@@ -59,6 +55,11 @@ function Chat() {
     partials.current.add(lastAi);
     setPartialCount(partials.current.size);
   }, [lastAi, stream.isLoading]);
+  const send = (fork?: { forkFrom: string }) => {
+    partials.current = new Set();
+    void stream.submit({ messages: [{ type: 'human', content: text }] }, fork);
+    setText('');
+  };
 
   return (
     <main>
@@ -86,23 +87,12 @@ function Chat() {
         id="compose"
         onSubmit={(event) => {
           event.preventDefault();
-          partials.current = new Set();
-          void stream.submit({ messages: [{ type: 'human', content: text }] });
-          setText('');
+          send();
         }}
       >
         <input id="text" value={text} onChange={(event) => setText(event.target.value)} />
         <button type="submit">send</button>
-        <button
-          id="redo"
-          type="button"
-          disabled={!forkFrom}
-          onClick={() => {
-            partials.current = new Set();
-            void stream.submit({ messages: [{ type: 'human', content: text }] }, { forkFrom });
-            setText('');
-          }}
-        >
+        <button id="redo" type="button" disabled={!forkFrom} onClick={() => send({ forkFrom: forkFrom! })}>
           send instead
         </button>
       </form>
