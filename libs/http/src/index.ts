@@ -10,6 +10,7 @@ export { CREDENTIAL_HEADERS, JSON_BODY_LIMIT, JSON_TYPES, hasCredentialHeader } 
 export type { HttpErrorAnswer } from './errors.js';
 export { openApiDocument } from './openapi.js';
 export type { OpenApiInfo } from './openapi.js';
+export { refuseUpgrade } from './refuse-upgrade.js';
 export { SseWriter } from './sse.js';
 export type { SseEvent, SseOptions } from './sse.js';
 export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart, storableString, storableStrings, unsafeValueIssues } from './validation.js';

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { createEventBroker } from '@berth/broker';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import { Api, cors, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument } from '@berth/http';
+import { Api, cors, CorsPolicy, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument, refuseUpgrade } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
@@ -449,13 +449,17 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const inside = config.listenFd === undefined ? undefined : await listen(app, config.host, server.port);
   // WebSocket upgrades (protocol v2) pass the same checks as requests: the deployment credential, then custom auth.
   const hasCredential = config.deploymentCredential ? deploymentCredentialCheck(config.deploymentCredential) : undefined;
+  const corsPolicy = new CorsPolicy(project.http?.cors);
   const upgrade = protocol?.upgradeHandler(async (req) => {
     if (hasCredential && !hasCredential(req)) throw new AuthHttpError(401, 'This agent server answers only requests forwarded by the Berth gateway', {});
     return authenticate ? authenticate(asExpressRequest(req)) : undefined;
   });
   for (const running of [server, inside]) {
     running?.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (!upgrade?.(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      // Browsers apply no CORS to WebSockets: a page's Origin is checked here, as http.cors would.
+      const origin = req.headers.origin;
+      if (origin !== undefined && !corsPolicy.allows(origin)) return refuseUpgrade(socket, 403, `Origin ${origin} is not allowed by the project's http.cors`);
+      if (!upgrade?.(req, socket, head)) refuseUpgrade(socket, 404, 'Not Found');
     });
   }
   // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.

@@ -1,9 +1,11 @@
 /**
  * WebSockets on deployment URLs (issue 25), with the `ws` client: tunnelled to the deployment's
- * agent server (here a WebSocket echo server that answers only with its deployment credential, as
- * agent servers do) after the checks of HTTP requests; the API key as a header or, for browsers,
- * as the subprotocol `berth.api-key.<key>`; a browser's Origin checked against the deployment's
- * CORS policy. From the attacker's side: no key, a key in the query, another tenant's key, a forged
+ * agent server after the checks of HTTP requests — a real one's protocol v2 event stream (commands
+ * and events through the tunnel), and a WebSocket echo server that answers only with its deployment
+ * credential (as agent servers do) to see exactly what reaches the upstream; the API key as a
+ * header or, for browsers, as the subprotocol `berth.api-key.<key>`; a browser's Origin checked
+ * against the deployment's CORS policy. From the attacker's side: no key, a key in the query,
+ * another tenant's key (on the socket and on the SSE stream of the same thread), a forged
  * deployment credential, a disallowed origin.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -23,7 +25,7 @@ const CREDENTIAL = 'echo-credential';
 
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_ws');
-  stack = await startAgentStack(testDb.url);
+  stack = await startAgentStack(testDb.url, { agent: { deploymentCredential: 'sockets-credential' } });
   const wss = new WebSocketServer({ noServer: true, handleProtocols: (offered) => (offered.has('app.v1') ? 'app.v1' : false) });
   upstream = http.createServer((req, res) => {
     // The CORS answer of a deployment allowing https://app.example only.
@@ -110,6 +112,54 @@ describe('a WebSocket on a deployment URL', () => {
     upgrades.length = 0;
     expect(await connect(wsUrl(echoId), ['berth', `berth.api-key.${stack.key}`], { origin: 'https://evil.example' })).toEqual({ status: 403, body: expect.stringContaining('not allowed') });
     expect(upgrades).toEqual([]);
+  });
+});
+
+/** The next message on `ws` that `match`es. */
+function nextMessage(ws: WebSocket, match: (message: any) => boolean): Promise<any> {
+  return new Promise((resolve) => {
+    const onMessage = (data: unknown) => {
+      const message = JSON.parse(String(data));
+      if (!match(message)) return;
+      ws.off('message', onMessage);
+      resolve(message);
+    };
+    ws.on('message', onMessage);
+  });
+}
+
+describe("a real agent server's protocol v2 WebSocket through the gateway", () => {
+  it('takes commands and streams a run’s events to a browser app with the key as a subprotocol', async () => {
+    const threadId = randomUUID();
+    const ws = await opened(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.key}`], { origin: 'https://app.example' });
+    expect(ws.protocol).toBe('berth');
+    ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: ['values'] } }));
+    expect(await nextMessage(ws, (m) => m.id === 1)).toMatchObject({ type: 'success', result: { subscription_id: expect.any(String) } });
+    const replied = nextMessage(ws, (m) => m.type === 'event' && m.method === 'values' && m.params.data.messages?.length === 2);
+    ws.send(JSON.stringify({ id: 2, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'through the tunnel' }] } } }));
+    expect(await nextMessage(ws, (m) => m.id === 2)).toMatchObject({ type: 'success', result: { run_id: expect.any(String) } });
+    const event = await replied;
+    expect(event).toMatchObject({ seq: expect.any(Number), event_id: expect.any(String) });
+    expect(event.params.data.messages.map((m: { content: unknown }) => m.content)).toEqual(['through the tunnel', 'echo: through the tunnel']);
+    ws.close();
+  });
+
+  it("is not another tenant's to open, nor its SSE stream: 404 as for an unknown deployment", async () => {
+    const threadId = randomUUID();
+    const run = await fetch(`${stack.deploymentUrl}/threads/${threadId}/commands`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': stack.key },
+      body: JSON.stringify({ id: 1, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'mine' }] } } }),
+    });
+    expect(await run.json()).toMatchObject({ type: 'success' });
+    const notFound = { detail: `Deployment ID ${stack.deploymentId} not found.` };
+    expect(await connect(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.otherTenantKey}`], { origin: 'https://app.example' })).toEqual({ status: 404, body: JSON.stringify(notFound) });
+    const sse = await fetch(`${stack.deploymentUrl}/threads/${threadId}/stream/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': stack.otherTenantKey },
+      body: JSON.stringify({ channels: ['values'] }),
+    });
+    expect({ status: sse.status, body: await sse.json() }).toEqual({ status: 404, body: notFound });
   });
 });
 

@@ -17,8 +17,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody } from '@berth/http';
-import { refuseUpgrade } from '../refuse-upgrade.js';
+import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, refuseUpgrade } from '@berth/http';
 import { admit, endToEndHeaders, PROXY_PATH, requestIdOf, upstreamRequest, type DeploymentProxyDeps } from './deployment-proxy.js';
 import type { ResolvedDeployment } from './resolver.js';
 

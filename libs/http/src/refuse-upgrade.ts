@@ -1,5 +1,5 @@
 /**
- * The answer to a WebSocket upgrade the gateway refuses (before switching protocols): a plain
+ * The answer to a WebSocket upgrade a server refuses (before switching protocols): a plain
  * HTTP response with a JSON `{"detail": …}` body, written on the raw socket, which is then closed.
  */
 import { STATUS_CODES } from 'node:http';
