@@ -177,6 +177,8 @@ class SocketSession implements SubscriptionHost {
   /** Where the pump restarts once the command being answered is: set by the subscriptions it made. */
   private restartAt: number | undefined;
   private pump: { abort: AbortController; done: Promise<void> } | undefined;
+  /** Messages received and not yet being answered. */
+  private waiting = 0;
   private readonly closed = new AbortController();
 
   constructor(
@@ -200,7 +202,9 @@ class SocketSession implements SubscriptionHost {
       () => false,
     );
     this.ws.on('message', (data) => {
+      this.waiting++;
       queue = queue.then(async (ok) => {
+        this.waiting--;
         if (ok) await this.onMessage(String(data), await this.checked);
         return ok;
       });
@@ -223,7 +227,10 @@ class SocketSession implements SubscriptionHost {
     }
     this.send(response);
     // The answer first, then what the new subscriptions replay: the client knows them by then.
-    if (this.restartAt !== undefined) {
+    // Commands that came together (a client's subscriptions, sent at once) are all answered
+    // first and replayed in one pass: a replay for the first alone would deliver the run's end
+    // before the events only a later one selects, and a client may stop listening at the end.
+    if (this.restartAt !== undefined && this.waiting === 0) {
       const since = this.restartAt;
       this.restartAt = undefined;
       await this.restart(since, auth);
