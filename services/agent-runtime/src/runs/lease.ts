@@ -123,6 +123,7 @@ export class RunLease {
   #renewing = false;
   #failures = 0;
   #stopped = false;
+  #finishing = false;
   #lost: RunLeaseLostError | undefined;
   #ticker: unknown;
   #watchdog: unknown;
@@ -140,6 +141,15 @@ export class RunLease {
   /** Set once the lease is lost. */
   get lost(): RunLeaseLostError | undefined {
     return this.#lost;
+  }
+
+  /**
+   * The run's end is being recorded (by a statement fenced by this attempt, which decides whether
+   * it still holds the run): renewals go on through an outage, but one that finds the run no
+   * longer running is that end committing first, not a takeover.
+   */
+  finishing(): void {
+    this.#finishing = true;
   }
 
   /** Stops renewing (the run has ended here); the lease is released by completing the run. */
@@ -187,7 +197,11 @@ export class RunLease {
     try {
       const { held, cancel } = await this.#options.renew();
       if (this.#stopped) return;
-      if (!held) return this.#lose('taken');
+      if (!held) {
+        // While finishing, the run no longer running is its end committed: nothing left to renew.
+        if (this.#finishing) return this.stop();
+        return this.#lose('taken');
+      }
       if (this.#failures > 0) this.#log.info({ failures: this.#failures, unconfirmedMs: sentAt - this.#confirmedAt }, 'run lease renewed again');
       this.#failures = 0;
       this.#confirmedAt = sentAt;

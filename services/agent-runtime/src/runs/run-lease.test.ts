@@ -73,4 +73,23 @@ describe('RunLease', () => {
     await clock.advance(1000);
     expect(state.lost).toEqual([expect.objectContaining({ reason: 'taken' })]);
   });
+
+  it("does not call the run's own end, committed before a renewal, a loss (CI saw a `lease lost` error for a run that ended well)", async () => {
+    const clock = new ManualClock();
+    const { state, runLease, logs } = lease(clock);
+    runLease.finishing();
+    // The end write is slow (an outage): renewals go on meanwhile, and still keep the run.
+    state.database = 'down';
+    await clock.advance(settings.leaseMs + settings.holdMs - 3000);
+    expect(state.lost).toEqual([]);
+    // The end committed; the next renewal finds the run no longer running, and renewing stops.
+    state.database = 'taken';
+    await clock.advance(1000);
+    const renewals = state.renewals;
+    await clock.advance(settings.leaseMs + settings.holdMs);
+    expect(state.renewals).toBe(renewals);
+    expect(state.lost).toEqual([]);
+    expect(logs.lines().filter((l) => String(l.msg).startsWith('lease lost'))).toEqual([]);
+    runLease.stop();
+  });
 });

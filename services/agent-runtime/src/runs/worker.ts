@@ -320,7 +320,10 @@ export class RunWorker {
         run.attempt > maxAttempts
           ? await this.abandon(run, maxAttempts)
           : await this.executeClaimed(run, assistant, controller);
-      if (ended && !lease.lost) await this.finish(run, ended, report, claimedAt, lease);
+      if (ended && !lease.lost) {
+        lease.finishing();
+        await this.finish(run, ended, report, claimedAt, lease);
+      }
     } finally {
       lease.stop();
       await stopControl();
