@@ -213,8 +213,9 @@ export class PodmanService {
       this.mounted = await isMountPoint(this.storageDir);
     }
     const errors: unknown[] = [];
-    // No storage yet (a start that failed early): no containers; but a storage mount to undo.
-    const cleanup = !existsSync(join(this.storageDir, 'root'))
+    // No storage yet (a start that failed early), or btrfs storage not mounted (stopped before):
+    // no containers to stop, and Podman could not open the storage; but a storage mount to undo.
+    const cleanup = !existsSync(join(this.storageDir, 'root')) || (this.storage === 'btrfs-loop' && !this.mounted)
       ? []
       : this.options.persistent
         ? [['stop', '--all', '--time', '5']]
