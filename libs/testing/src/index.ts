@@ -17,3 +17,5 @@ export { contentTypes, encodings, fuzzRequests, handledStatuses, jsonBodies, nas
 export type { FuzzAnswer, FuzzRequest, FuzzRoute, RequestShape } from './http-fuzz.js';
 export { launchChromium, servePage } from './browser.js';
 export type { PageBundleOptions, ServedPage } from './browser.js';
+export { sseFrames } from './sse.js';
+export type { SseFrame } from './sse.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, sseFrames, testRedisUrl, type TestDatabase } from '@berth/testing';
 import { WebSocket } from 'ws';
 import type { RunningAgentServer } from './server.js';
 import { spawnAgentServer, startTestServer } from './__tests__/fixtures.js';
@@ -49,18 +49,9 @@ async function readEvents(url: string, threadId: string, filter: object, done: (
     clearTimeout(timer);
     return { status: res.status, events };
   }
-  const decoder = new TextDecoder();
-  let buffer = '';
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = frame.split('\n').find((line) => line.startsWith('data: '));
-        if (data) events.push(JSON.parse(data.slice(6)) as Event);
-      }
+    for await (const frame of sseFrames(res.body!)) {
+      events.push(JSON.parse(frame.data) as Event);
       if (done(events)) break;
     }
   } catch (error) {

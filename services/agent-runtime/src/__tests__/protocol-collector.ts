@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
+import { sseFrames } from '@berth/testing';
 
 /** What `POST /threads/{id}/stream/events` takes. */
 export interface EventFilter {
@@ -190,23 +191,8 @@ async function openSse(baseUrl: string, threadId: string, filter: EventFilter, s
   }
   const log = new EventLog();
   const consumed = (async () => {
-    let buffer = '';
     try {
-      for await (const text of response.body!.pipeThrough(new TextDecoderStream())) {
-        buffer += text.replace(/\r\n/g, '\n');
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const fields: Record<string, string> = {};
-          for (const line of buffer.slice(0, end).split('\n')) {
-            if (line === '' || line.startsWith(':')) continue;
-            const colon = line.indexOf(':');
-            const name = colon < 0 ? line : line.slice(0, colon);
-            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-            fields[name] = name === 'data' && fields.data !== undefined ? `${fields.data}\n${value}` : value;
-          }
-          buffer = buffer.slice(end + 2);
-          if (fields.data !== undefined) log.push(fields.data, { event: fields.event, id: fields.id });
-        }
-      }
+      for await (const frame of sseFrames(response.body!)) log.push(frame.data, { event: frame.event, id: frame.id });
       log.end('the stream ended');
     } catch (error) {
       if (!abort.signal.aborted) log.fail(error as Error);
