@@ -14,6 +14,7 @@ import {
   type EventBroker,
   type EventBrokerOptions,
   type EventInput,
+  type PublishOptions,
   type SubscribeOptions,
 } from './broker.js';
 import { assertRunId, cursorOf, encodeControl, encodeEvent, parseControl, type EncodedEvent, type Wake } from './encoding.js';
@@ -61,8 +62,8 @@ export abstract class BaseEventBroker implements EventBroker {
 
   /** Connects / prepares storage once (Postgres: applies migrations). */
   protected abstract connect(): Promise<void>;
-  /** Appends encoded events atomically; the first one's sequence number, or `'ended'`. */
-  protected abstract append(runId: string, events: readonly EncodedEvent[]): Promise<number | 'ended'>;
+  /** Appends encoded events atomically (a new stream numbered from `startAt`); the first one's sequence number, or `'ended'`. */
+  protected abstract append(runId: string, events: readonly EncodedEvent[], startAt: number): Promise<number | 'ended'>;
   /** Marks the stream ended and wakes its subscribers. */
   protected abstract markEnded(runId: string): Promise<void>;
   /** Whether the stream is marked ended. */
@@ -95,19 +96,21 @@ export abstract class BaseEventBroker implements EventBroker {
     return this.#ready;
   }
 
-  async publish(runId: string, event: string, data: unknown): Promise<string> {
-    const [id] = await this.publishMany(runId, [{ event, data }]);
+  async publish(runId: string, event: string, data: unknown, options?: PublishOptions): Promise<string> {
+    const [id] = await this.publishMany(runId, [{ event, data }], options);
     return id!;
   }
 
-  async publishMany(runId: string, events: readonly EventInput[]): Promise<string[]> {
+  async publishMany(runId: string, events: readonly EventInput[], options?: PublishOptions): Promise<string[]> {
     assertRunId(runId);
     if (!Array.isArray(events) || events.length > MAX_BATCH_EVENTS) {
       throw new InvalidArgumentError(`publishMany takes an array of at most ${MAX_BATCH_EVENTS} events`);
     }
+    const startAt = options?.startAt ?? 0;
+    if (!Number.isSafeInteger(startAt) || startAt < 0) throw new InvalidArgumentError(`startAt must be a non-negative safe integer, got ${String(startAt)}`);
     const encoded = events.map((e) => encodeEvent(runId, e, this.maxEventBytes));
     if (encoded.length === 0) return [];
-    const first = await this.#call('publish', runId, () => this.append(runId, encoded));
+    const first = await this.#call('publish', runId, () => this.append(runId, encoded, startAt));
     if (first === 'ended') throw new RunEndedError(runId);
     return encoded.map((_, k) => String(first + k));
   }

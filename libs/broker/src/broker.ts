@@ -83,6 +83,17 @@ export interface EventInput {
   data: unknown;
 }
 
+/** Options of {@link EventBroker.publish} and {@link EventBroker.publishMany}. */
+export interface PublishOptions {
+  /**
+   * The id the first event gets when the stream does not exist yet (never published to, deleted
+   * or expired); ignored for an existing stream. A stream whose numbering must go on across its
+   * expiry (a thread's protocol events) passes the next id it ever gave out.
+   * @default 0
+   */
+  startAt?: number;
+}
+
 /**
  * The event broker of agent runs. Events of a run are appended in order with gap-free ids and
  * retained for `retentionSeconds` after the run's last publish (or end), so late subscribers and
@@ -101,14 +112,15 @@ export interface EventBroker {
    * @throws InvalidEventDataError when `data` has no JSON form
    * @throws EventTooLargeError when its JSON is larger than `maxEventBytes`
    * @throws RunEndedError when the run's stream was ended
+   * @throws InvalidArgumentError for a `startAt` that is not a non-negative safe integer
    */
-  publish(runId: string, event: string, data: unknown): Promise<string>;
+  publish(runId: string, event: string, data: unknown, options?: PublishOptions): Promise<string>;
 
   /**
    * Appends several events atomically (consecutive ids, one round trip) and returns their ids.
    * An empty batch appends nothing and returns `[]`.
    */
-  publishMany(runId: string, events: readonly EventInput[]): Promise<string[]>;
+  publishMany(runId: string, events: readonly EventInput[], options?: PublishOptions): Promise<string[]>;
 
   /**
    * Marks the run's stream as ended: live subscribers finish once they yielded every event
@@ -156,7 +168,7 @@ export interface EventBroker {
 export interface EventBrokerOptions {
   /**
    * How long a run's events are kept after its last publish or end, in seconds. Then the run is
-   * forgotten entirely, as if deleted (a later publish starts again at id `"0"`).
+   * forgotten entirely, as if deleted (a later publish starts again at id `"0"`, or `startAt`).
    * @default 3600
    */
   retentionSeconds?: number;

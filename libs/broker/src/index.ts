@@ -1,5 +1,6 @@
 export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_RETENTION_SECONDS } from './broker.js';
 export type {
+  PublishOptions,
   BrokerEvent,
   BrokerSubscription,
   ControlAction,

@@ -136,9 +136,9 @@ export class PostgresEventBroker extends BaseEventBroker {
     this.#sweepTimer.unref();
   }
 
-  protected async append(runId: string, events: readonly EncodedEvent[]): Promise<number | 'ended'> {
+  protected async append(runId: string, events: readonly EncodedEvent[], startAt: number): Promise<number | 'ended'> {
     const inline = inlineEvents(events, Buffer.byteLength(JSON.stringify(runId)));
-    const params: unknown[] = [runId, events.length, this.#eventsChannel, inline];
+    const params: unknown[] = [runId, events.length, this.#eventsChannel, inline, startAt];
     for (const e of events) params.push(e.event, e.json);
     const { rows } = await this.#pool.query<{ first: string }>(appendSql(events.length), params);
     return rows[0] ? Number(rows[0].first) : 'ended';

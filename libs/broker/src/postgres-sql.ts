@@ -14,13 +14,13 @@ export const READ_BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * Appends `count` events. Parameters: $1 run id, $2 count, $3 channel, $4 inline JSON or null,
- * then event name and data JSON of each event. The upsert of the stream row takes its row lock,
+ * $5 first sequence number of a new stream, then event name and data JSON of each event. The upsert of the stream row takes its row lock,
  * so racing publishers of one run take turns; it returns no row when the stream was ended.
  */
 export function appendSql(count: number): string {
-  const values = Array.from({ length: count }, (_, k) => `(${k}, $${5 + 2 * k}::text, $${6 + 2 * k}::text)`).join(', ');
+  const values = Array.from({ length: count }, (_, k) => `(${k}, $${6 + 2 * k}::text, $${7 + 2 * k}::text)`).join(', ');
   return `WITH s AS (
-  INSERT INTO run_streams AS s (run_id, next_seq) VALUES ($1::text, $2::bigint)
+  INSERT INTO run_streams AS s (run_id, next_seq) VALUES ($1::text, $5::bigint + $2::bigint)
   ON CONFLICT (run_id) DO UPDATE SET next_seq = s.next_seq + $2::bigint, updated_at = now()
     WHERE s.ended_at IS NULL
   RETURNING s.next_seq - $2::bigint AS first

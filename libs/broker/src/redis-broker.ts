@@ -72,9 +72,9 @@ export class RedisEventBroker extends BaseEventBroker {
     );
   }
 
-  protected async append(runId: string, events: readonly EncodedEvent[]): Promise<number | 'ended'> {
+  protected async append(runId: string, events: readonly EncodedEvent[], startAt: number): Promise<number | 'ended'> {
     const inline = inlineEvents(events, 0) ?? '';
-    const args: (string | number)[] = [this.retentionSeconds, this.#channel(runId, 'wake'), events.length, inline];
+    const args: (string | number)[] = [this.retentionSeconds, this.#channel(runId, 'wake'), events.length, inline, startAt];
     for (const e of events) args.push(e.event, e.json);
     const first = await this.#run(APPEND, runId, args);
     return first === null || first === undefined ? 'ended' : Number(first);

@@ -21,16 +21,18 @@ function script(source: string): LuaScript {
 }
 
 /**
- * KEYS: stream, meta. ARGV: ttl seconds, wake channel, count, inline JSON ('' for none), then
- * event name and data JSON of each event. Returns the first sequence number, or nil when ended.
+ * KEYS: stream, meta. ARGV: ttl seconds, wake channel, count, inline JSON ('' for none), first
+ * sequence number of a new stream, then event name and data JSON of each event. Returns the
+ * first sequence number, or nil when ended.
  */
 export const APPEND = script(`
 if redis.call('HEXISTS', KEYS[2], 'ended') == 1 then return false end
 local n = tonumber(ARGV[3])
+redis.call('HSETNX', KEYS[2], 'next', ARGV[5])
 local first = redis.call('HINCRBY', KEYS[2], 'next', n) - n
 for k = 0, n - 1 do
   local seq = first + k
-  redis.call('XADD', KEYS[1], seq .. '-1', 's', seq, 'e', ARGV[5 + 2 * k], 'd', ARGV[6 + 2 * k])
+  redis.call('XADD', KEYS[1], seq .. '-1', 's', seq, 'e', ARGV[6 + 2 * k], 'd', ARGV[7 + 2 * k])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])

@@ -10,7 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import { createTestDatabase, sseFrames, testRedisUrl, type TestDatabase } from '@berth/testing';
 import { WebSocket } from 'ws';
+import { createEventBroker } from '@berth/broker';
 import type { RunningAgentServer } from './server.js';
+import { threadStreamKey } from './protocol/events.js';
+import { redisKeyPrefix } from './redis-acl.js';
 import { spawnAgentServer, startTestServer } from './__tests__/fixtures.js';
 
 const project = fileURLToPath(new URL('../test-projects/protocol/langgraph.json', import.meta.url));
@@ -331,6 +334,20 @@ describe('replay after since from another process', () => {
         await command(other.url, threadId, { id: 2, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'again' }] } } });
         const both = await readEvents(mine.url, threadId, { channels: ['lifecycle'], since: all.events.at(-1)!.seq }, rootEnds(1));
         expect(both.events.filter((e) => !e.params.namespace.length).map((e) => e.params.data.event)).toEqual(['running', 'completed']);
+
+        // An hour after its last event the broker forgets the thread's stream (as deleting it does
+        // here): the numbering goes on from the last seq, for a client waiting with `since` and for
+        // one replaying everything the broker still has.
+        const last = both.events.at(-1)!.seq;
+        const broker = createEventBroker(backend === 'redis' ? { kind: 'redis', url: testRedisUrl(), prefix: redisKeyPrefix('agent') } : { kind: 'postgres', connectionString: local.url, schema: 'agent_events' });
+        await broker.delete(threadStreamKey(threadId));
+        await broker.close();
+        const waiting = readEvents(mine.url, threadId, { channels: ['lifecycle'], since: last }, rootEnds(1));
+        await command(other.url, threadId, { id: 3, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'an hour later' }] } } });
+        const later = await waiting;
+        expect(later.events[0]).toMatchObject({ seq: last + 1, params: { data: { event: 'running' } } });
+        const retained = await readEvents(other.url, threadId, { channels: ['lifecycle'], since: 0 }, rootEnds(1));
+        expect(retained.events.map((e) => [e.seq, e.event_id])).toEqual(later.events.map((e) => [e.seq, e.event_id]));
       } finally {
         await other.stop();
         if (backend === 'redis') {

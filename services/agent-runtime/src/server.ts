@@ -362,6 +362,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
               broker,
               log,
               latestCheckpoint: (threadId) => latestCheckpoint(pool, threadId),
+              eventSeq: (threadId) => threads.eventSeq(threadId),
               retryWritesMs,
               ...(tracing ? { tracing } : {}),
             }),

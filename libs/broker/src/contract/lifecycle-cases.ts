@@ -3,6 +3,7 @@
  * `describeBrokerContract`; test support only.
  */
 import { expect, it } from '@jest/globals';
+import { InvalidArgumentError } from '@berth/errors';
 import { BrokerClosedError } from '../errors.js';
 import { drain, ids, newRunId, nextWithin, waitFor, type Harness } from './harness.js';
 
@@ -27,6 +28,27 @@ export function lifecycleCases(harness: () => Harness): void {
     expect(await broker.publish(run, 'values', 'again')).toBe('0');
     await broker.end(run);
     expect(await drain(other.subscribe(run, { from: 'start' }))).toEqual([{ id: '0', event: 'values', data: 'again' }]);
+  });
+
+  it('numbers a new stream from startAt, goes on from an existing one, and starts a deleted one again there', async () => {
+    const [broker, other] = [harness().broker(), harness().broker()];
+    const run = newRunId();
+    const sub = other.subscribe(run, { from: 'start' });
+    await sub.ready;
+    expect(await broker.publishMany(run, [{ event: 'values', data: 'a' }, { event: 'values', data: 'b' }], { startAt: 40 })).toEqual(['40', '41']);
+    // An existing stream keeps its numbering whatever startAt says.
+    expect(await broker.publish(run, 'values', 'c', { startAt: 7 })).toBe('42');
+    expect(await broker.publish(run, 'values', 'd')).toBe('43');
+    expect(await nextWithin(sub, 2_000)).toMatchObject({ done: false, value: { id: '40', data: 'a' } });
+    // Replays and resumes after an id below the stream's first one.
+    expect((await drain(other.subscribe(run, { from: { after: '3' } }), { max: 4 })).map((e) => e.id)).toEqual(['40', '41', '42', '43']);
+    expect((await drain(other.subscribe(run, { from: { after: '41' } }), { max: 2 })).map((e) => e.id)).toEqual(['42', '43']);
+    await broker.delete(run);
+    expect(await broker.publish(run, 'values', 'again', { startAt: 44 })).toBe('44');
+    await broker.end(run);
+    expect(await drain(other.subscribe(run, { from: 'start' }))).toEqual([{ id: '44', event: 'values', data: 'again' }]);
+    await expect(broker.publish(run, 'values', 'x', { startAt: -1 })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(broker.publish(run, 'values', 'x', { startAt: 1.5 })).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 
   it('drops runs once their retention expired', async () => {

@@ -5,8 +5,10 @@
  * Every thread has one broker stream (`threadStreamKey`), shared by all its protocol runs, so a
  * subscription stays open across runs and replays after `since` from any process: an event's
  * `seq` is its position in that stream (the broker's gap-free id + 1, so `since: 0` means "from
- * the first") and its `event_id` is `<seq>.<nonce>`: stable across replays, never equal for two
- * events even when an idle thread's stream expired from the broker and started over.
+ * the first") and its `event_id` is `<seq>.<nonce>`: stable across replays. The broker forgets an
+ * idle thread's stream after its retention; the end of every protocol run records the next number
+ * on the thread (`threads.event_seq`) and the next run starts a forgotten stream there, so `seq`
+ * strictly increases for the life of the thread and a client's `since` stays meaningful.
  * Classic runs publish nothing here (they cost nothing more than before).
  */
 import { randomBytes } from 'node:crypto';
@@ -117,11 +119,12 @@ const nonce = () => randomBytes(6).toString('hex');
 /**
  * The root `lifecycle` event that ends a run, published by its worker once the run's end is
  * recorded (so a client acting on it finds the thread idle, and a run taken over by another
- * worker does not end twice).
+ * worker does not end twice). `startAt`: the thread's recorded next number (used only when the
+ * broker forgot its stream); returns the next number after this event, for the thread to record.
  */
-export async function publishRunEnd(broker: EventBroker, threadId: string, run: ProtocolRun, ending: RunEnding): Promise<void> {
+export async function publishRunEnd(broker: EventBroker, threadId: string, run: ProtocolRun, ending: RunEnding, startAt: number): Promise<number> {
   const stored: StoredEvent = { n: nonce(), params: { namespace: [], timestamp: Date.now(), data: { ...ending, graph_name: run.graph } } };
-  await broker.publish(threadStreamKey(threadId), 'lifecycle', stored);
+  return Number(await broker.publish(threadStreamKey(threadId), 'lifecycle', stored, { startAt })) + 1;
 }
 
 /**
@@ -134,7 +137,8 @@ export class ProtocolPublisher {
   private readonly pipe: EventPipe;
   private readonly requested = new Set<string>();
 
-  constructor(broker: EventBroker, threadId: string, private readonly run: ProtocolRun, options: { retryMs?: number; signal?: AbortSignal } = {}) {
+  /** `startAt`: the thread's recorded next number, where a stream the broker forgot starts again. */
+  constructor(broker: EventBroker, threadId: string, private readonly run: ProtocolRun, options: { retryMs?: number; signal?: AbortSignal; startAt: number }) {
     this.pipe = new EventPipe(broker, threadStreamKey(threadId), options);
   }
 

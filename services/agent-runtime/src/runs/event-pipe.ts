@@ -6,7 +6,7 @@
  * database; a batch retried after a failure whose commit was not acknowledged may be published
  * twice. Any other failure is final: the next push throws it.
  */
-import type { EventBroker, EventInput } from '@berth/broker';
+import type { EventBroker, EventInput, PublishOptions } from '@berth/broker';
 import { backoffMs, isTransientDbError, sleep } from '../storage/retry.js';
 
 /** The broker accepts at most this many events per batch. */
@@ -18,14 +18,16 @@ export class EventPipe {
   private failure: unknown;
   private readonly retryMs: number;
   private readonly signal: AbortSignal | undefined;
+  private readonly publishOptions: PublishOptions;
 
   constructor(
     private readonly broker: EventBroker,
     private readonly runId: string,
-    options: { retryMs?: number; signal?: AbortSignal } = {},
+    options: { retryMs?: number; signal?: AbortSignal; startAt?: number } = {},
   ) {
     this.retryMs = options.retryMs ?? 0;
     this.signal = options.signal;
+    this.publishOptions = { startAt: options.startAt ?? 0 };
   }
 
   /** Queues an event; it is published after every event queued before it. */
@@ -62,7 +64,7 @@ export class EventPipe {
     const since = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.broker.publishMany(this.runId, batch);
+        await this.broker.publishMany(this.runId, batch, this.publishOptions);
         return;
       } catch (error) {
         if (!isTransientDbError(error) || this.signal?.aborted || Date.now() - since >= this.retryMs) throw error;

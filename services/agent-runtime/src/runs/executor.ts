@@ -47,6 +47,8 @@ export interface ExecutorDeps {
   graph(graphId: string): LoadedGraph;
   /** The thread's latest checkpoint id (root namespace), if any. */
   latestCheckpoint(threadId: string): Promise<string | null>;
+  /** The thread's recorded next protocol v2 event number (see protocol/events.ts). */
+  eventSeq(threadId: string): Promise<number>;
   checkpointer: BaseCheckpointSaver & {
     /** Declares the durability of the run on a thread (see BerthPostgresSaver); returns its release. */
     runDurability?(threadId: string, durability: 'sync' | 'async' | 'exit'): () => void;
@@ -131,7 +133,9 @@ export class RunExecutor {
     events.push('metadata', { run_id: run.run_id, attempt: run.attempt });
 
     // A protocol v2 run also publishes to its thread's protocol stream (see protocol/events.ts).
-    const protocol = kwargs.protocol ? new ProtocolPublisher(broker, run.thread_id, kwargs.protocol, { retryMs: retryWritesMs, signal }) : undefined;
+    const protocol = kwargs.protocol
+      ? new ProtocolPublisher(broker, run.thread_id, kwargs.protocol, { retryMs: retryWritesMs, signal, startAt: await this.deps.eventSeq(run.thread_id) })
+      : undefined;
     protocol?.start();
     const translator = new StreamTranslator(requested);
     let failure: unknown;

@@ -439,12 +439,18 @@ export class RunWorker {
     }
   }
 
-  /** The root lifecycle event ending a protocol v2 run (best effort, like the error event). */
+  /**
+   * The root lifecycle event ending a protocol v2 run (best effort, like the error event), and the
+   * thread's next event number recorded after it. Recorded at each run's end only (not per
+   * event): a run always ends here, by its worker or the one that took it over.
+   */
   private async publishProtocolEnd(run: Run, status: string, interrupted: boolean, error: { message?: string } | null): Promise<void> {
     const ending =
       status === 'success' ? { event: interrupted ? ('interrupted' as const) : ('completed' as const) } : status === 'interrupted' ? { event: 'interrupted' as const } : { event: 'failed' as const, error: error?.message ?? status };
     try {
-      await publishRunEnd(this.deps.broker, run.thread_id, run.kwargs.protocol!, ending);
+      const { threads, broker } = this.deps;
+      const next = await publishRunEnd(broker, run.thread_id, run.kwargs.protocol!, ending, await threads.eventSeq(run.thread_id));
+      await threads.raiseEventSeq(run.thread_id, next);
     } catch (failure) {
       this.deps.log.warn({ err: failure, runId: run.run_id }, 'could not publish the end of the protocol run');
     }

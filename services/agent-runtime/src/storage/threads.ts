@@ -115,6 +115,17 @@ export class ThreadStore {
     return rows[0];
   }
 
+  /** The number the thread's next protocol v2 event gets when its broker stream starts again (0 for a missing thread). */
+  async eventSeq(threadId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ event_seq: string }>('SELECT event_seq FROM threads WHERE thread_id = $1', [threadId]);
+    return rows[0] ? Number(rows[0].event_seq) : 0;
+  }
+
+  /** Records that the thread's protocol v2 events were numbered up to `next - 1` (never lowers it). */
+  async raiseEventSeq(threadId: string, next: number): Promise<void> {
+    await this.pool.query('UPDATE threads SET event_seq = GREATEST(event_seq, $2::bigint) WHERE thread_id = $1', [threadId, next]);
+  }
+
   /** Deletes the thread and its runs (checkpoints are the checkpointer's to delete). */
   async delete(threadId: string, filter?: MetadataFilter): Promise<void> {
     const params: unknown[] = [threadId];
