@@ -21,12 +21,16 @@ export const SETTINGS_SOURCES: { file: string; title: string; schemas?: Record<s
   },
   { file: 'services/gateway/src/env.ts', title: 'gateway', intro: 'The public HTTP API (`berth serve --service gateway`).' },
   { file: 'services/control-plane/src/env.ts', title: 'control-plane', intro: 'Login flows, deployments, builds and the deployers (`berth serve --service control-plane`).' },
-  { file: 'services/export-worker/src/env.ts', title: 'export-worker', intro: 'Traces and bulk exports (`berth serve --service export-worker`).' },
+  {
+    file: 'services/export-worker/src/env.ts',
+    title: 'export-worker',
+    intro: 'Traces and bulk exports (`berth serve --service export-worker`). The defaults of the `BULK_EXPORT_*` settings left empty here are given in [bulk exports](../guides/exports.md).',
+  },
   {
     file: 'services/sandbox-manager/src/env.ts',
     title: 'sandbox-manager',
     schemas: { limitsSchema: 'Limits and quotas (also read by `berth up`)', schema: 'The service' },
-    intro: 'Sandboxes (`berth serve --service sandbox-manager`). Quantities are written as Kubernetes writes them (`500m`, `2`, `512Mi`).',
+    intro: 'Sandboxes (`berth serve --service sandbox-manager`). Quantities are written as Kubernetes writes them (`500m`, `2`, `512Mi`); the defaults of the limits and quotas are in [sandboxes](../guides/sandboxes.md).',
   },
   {
     file: 'services/agent-runtime/src/env.ts',
