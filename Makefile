@@ -65,6 +65,12 @@ node_modules/.berth-installed: package-lock.json
 build: deps
 	@npx turbo run build --output-logs=errors-only
 
+## Rewrite the generated reference pages (docs/reference: REST, CLI, settings, Helm values) from the
+## routes, the commander program, each env.ts and the chart; cli/src/docs/docs.test.ts fails until they are current.
+.PHONY: docs
+docs: deps
+	@node --conditions=berth-source --import tsx cli/src/docs/write.ts
+
 ## Type-check tests too (the build skips them; jest strips types without checking).
 typecheck: deps
 	@npx tsc -p tsconfig.tests.json
