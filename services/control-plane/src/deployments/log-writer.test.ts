@@ -4,59 +4,31 @@
  * lines of other revisions in the same batch are kept. Real Postgres, the control plane's
  * migrations.
  */
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createDatabase, type Database } from '@berth/db';
-import { captureLogger, createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { captureLogger, until } from '@berth/testing';
 import pg from 'pg';
-import { CONTROL_PLANE_SCHEMA, migrateControlPlane } from '../index.js';
+import { CONTROL_PLANE_SCHEMA } from '../index.js';
+import { createDeployment, useDeploymentStore } from '../__tests__/deployment-store.js';
 import { RevisionLogWriter } from './log-writer.js';
-import { DeploymentStore } from './store.js';
-import type { DeploymentTables } from './tables.js';
 
-let testDb: TestDatabase;
-let database: Database<DeploymentTables>;
-let store: DeploymentStore;
+const fixture = useDeploymentStore('cp_log_writer');
 const tenant = randomUUID();
-
-beforeAll(async () => {
-  testDb = await createTestDatabase('cp_log_writer');
-  await migrateControlPlane(testDb.url);
-  database = createDatabase<DeploymentTables>({ connectionString: testDb.url, schema: CONTROL_PLANE_SCHEMA });
-  store = new DeploymentStore(database.db);
-});
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
-});
-
-/** A deployment with a revision; answers both ids. */
-async function deployment(): Promise<{ deploymentId: string; revisionId: string }> {
-  const deploymentId = randomUUID();
-  const revisionId = randomUUID();
-  await store.create(
-    { id: deploymentId, tenant_id: tenant, name: `d-${deploymentId.slice(0, 8)}`, source: 'internal_source', source_config: {}, deployment_type: 'dev', session_id: randomUUID() },
-    { id: revisionId, status: 'QUEUED', source: 'internal_source', source_revision_config: {} },
-    [],
-    Buffer.from('a sealed webhook secret'),
-  );
-  return { deploymentId, revisionId };
-}
-
-const messages = async (revisionId: string) => (await store.logs(revisionId, { afterId: 0, limit: 100 })).map((l) => l.message);
+const deployment = () => createDeployment(fixture.store, tenant);
+const messages = async (revisionId: string) => (await fixture.store.logs(revisionId, { afterId: 0, limit: 100 })).map((l) => l.message);
 const warnings = (logs: ReturnType<typeof captureLogger>) => logs.lines().filter((line) => (line.level as number) >= 40);
 
 it('drops the lines of a deleted deployment without a WARN, and keeps the others of the batch', async () => {
   const deleted = await deployment();
   const other = await deployment();
   const logs = captureLogger();
-  const writer = new RevisionLogWriter(store, logs.logger);
+  const writer = new RevisionLogWriter(fixture.store, logs.logger);
   // The agent server says goodbye as the deployer stops it; the deployment's rows go before the batch is written.
   writer.for(deleted.revisionId, 'deploy')('received SIGTERM: shutting down');
   writer.for(other.revisionId, 'deploy')('GET /ok 200\nGET /threads 201');
   writer.for(deleted.revisionId, 'deploy')('closed');
   writer.for(other.revisionId, 'deploy')('GET /ok 200');
-  await store.remove(deleted.deploymentId);
+  await fixture.store.remove(deleted.deploymentId);
   await writer.flush();
 
   expect(warnings(logs)).toEqual([]);
@@ -68,8 +40,8 @@ it('drops them too when the deletion commits while the batch is being written', 
   const deleted = await deployment();
   const other = await deployment();
   const logs = captureLogger();
-  const writer = new RevisionLogWriter(store, logs.logger);
-  const deleting = new pg.Client({ connectionString: testDb.url, options: `-c search_path=${CONTROL_PLANE_SCHEMA}` });
+  const writer = new RevisionLogWriter(fixture.store, logs.logger);
+  const deleting = new pg.Client({ connectionString: fixture.testDb.url, options: `-c search_path=${CONTROL_PLANE_SCHEMA}` });
   await deleting.connect();
   try {
     await deleting.query('BEGIN');
