@@ -70,6 +70,10 @@ describe('berth status', () => {
       expect(await status(env, {}, (line) => lines.push(line))).toBe(true);
       expect(lines).toEqual([`Berth is running at ${url} (pid ${process.pid}, since 2026-01-02T03:04:05.000Z)`, `  postgres         ok`]);
       expect((await gatewayClient(env, {})).url).toBe(url);
+      // BERTH_HOST_URL names the gateway, for deploy commands and status alike.
+      const named: string[] = [];
+      expect(await status(loadCliEnv({ ...home(), BERTH_HOST_URL: url }, project, temp), {}, (line) => named.push(line))).toBe(true);
+      expect(named[0]).toBe(`Berth at ${url}`);
     } finally {
       await checkoutState.clearPlatform();
       await checkoutState.writeCredentials(checkoutPlatform);
