@@ -5,7 +5,7 @@
  * meanwhile) changes nothing and is told so.
  */
 import { ConflictError, NotFoundError, ResourceExhaustedError } from '@berth/errors';
-import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
+import { isForeignKeyViolation, isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
@@ -414,8 +414,25 @@ export class DeploymentStore {
       .execute();
   }
 
+  /**
+   * Appends log lines in order. Lines of revisions no longer there are dropped: a deployment being
+   * deleted goes on printing (its agent server stopping) after its revisions' rows are gone.
+   */
   async appendLogs(lines: LogLine[]): Promise<void> {
-    if (lines.length) await this.db.insertInto('revision_logs').values(lines).execute();
+    if (!lines.length) return;
+    const insert = () => sql`
+      INSERT INTO revision_logs (revision_id, type, level, message)
+      SELECT (l.line->>'revision_id')::uuid, l.line->>'type', l.line->>'level', l.line->>'message'
+      FROM jsonb_array_elements(${JSON.stringify(lines)}::jsonb) WITH ORDINALITY AS l(line, n)
+      WHERE EXISTS (SELECT 1 FROM revisions r WHERE r.id = (l.line->>'revision_id')::uuid)
+      ORDER BY l.n`.execute(this.db);
+    try {
+      await insert();
+    } catch (error) {
+      // A deletion committed between the check and the insert: once more, without its lines.
+      if (!isForeignKeyViolation(error)) throw error;
+      await insert();
+    }
   }
 
   async logs(revisionId: string, query: { type?: 'build' | 'deploy'; afterId: number; limit: number }): Promise<LogEntryRow[]> {
