@@ -1,25 +1,8 @@
 /**
- * Agent runtime: the agent server of a deployment (its API arrives with the agent-server issue).
- * For now it serves the standard gRPC health service, which the gateway's /readyz checks.
+ * Agent runtime: the agent server of one deployed revision (`startAgentServer`, run by `serve.ts`),
+ * and the pieces the platform hands to it (its serve and artifact-fetch scripts).
  */
 import { fileURLToPath } from 'node:url';
-import type { GrpcServerConfig } from '@berth/config';
-import { createLogger, type Logger } from '@berth/log';
-import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
-
-export { loadAgentRuntimeConfig } from './env.js';
-
-/** gRPC package whose health status this service reports. */
-export const SERVICE_NAME = 'berth.agentruntime.v1';
-
-export type AgentRuntimeConfig = GrpcServerConfig;
-
-export async function start(
-  config: AgentRuntimeConfig,
-  logger: Logger = createLogger({ name: 'agent-runtime', level: config.logLevel }),
-): Promise<RunningGrpcService> {
-  return startGrpcService({ name: SERVICE_NAME, host: config.grpcHost, port: config.grpcPort, logger, internalToken: config.internalToken });
-}
 
 export { AGENT_SERVER_VERSION, startAgentServer } from './server.js';
 export { redisAclRules, redisKeyPrefix } from './redis-acl.js';
