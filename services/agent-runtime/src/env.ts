@@ -7,7 +7,7 @@ import { envCidrList, envOptionalString, parseEnv } from '@berth/config';
 import { z } from 'zod';
 import type { AgentServerConfig } from './server.js';
 import { parseHostLinks, type HostLink } from './host-links.js';
-import { InvalidWebhookSecretError, webhookKey } from './runs/webhooks.js';
+import { InvalidWebhookSecretError, webhookKey } from '@berth/agent-contract';
 
 const serveSchema = z.object({
   /** The project's langgraph.json. */

@@ -15,9 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-
-/** The header the artifact credential travels in (`Authorization: Bearer <credential>`). */
-export const ARTIFACT_AUTH_SCHEME = 'Bearer';
+import { ARTIFACT_AUTH_SCHEME } from '@berth/agent-contract';
 
 export interface ArtifactFetchOptions {
   /** Where the archive is served (the control plane's artifact endpoint for this revision). */

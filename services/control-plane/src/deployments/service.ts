@@ -5,7 +5,7 @@
  * the revision pipeline's jobs (pipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { generateWebhookSecret } from '@berth/agent-runtime';
+import { generateWebhookSecret } from '@berth/agent-contract';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, isUuid, tracingCredential } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
