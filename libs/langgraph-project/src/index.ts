@@ -6,7 +6,6 @@
  */
 export { GraphLoadError, ProjectConfigError } from './errors.js';
 export {
-  MAX_SWEEP_INTERVAL_MINUTES,
   MAX_THREAD_TTL_MINUTES,
   langGraphJsonSchema,
   loadProjectConfig,
@@ -27,7 +26,7 @@ export {
   type LoadedGraph,
   type RunnableGraph,
 } from './graphs.js';
-export { ensureTypeScriptLoader, importProjectExport, importSourceFile, noteLoadedFile, onFileLoaded } from './import-module.js';
+export { ensureTypeScriptLoader, importProjectExport, noteLoadedFile, onFileLoaded } from './import-module.js';
 export { registerSdkLogger } from './sdk-logger.js';
 export { captureContextDeclarations } from './context-schema.js';
 export {

@@ -5,7 +5,8 @@
  * with the one the control plane recorded at build time before a byte of it is unpacked, so a
  * tampered or truncated archive is refused and leaves the folder empty.
  *
- * Node and the system `tar` only (the agent-server image has both): no dependency of its own.
+ * Node and the system `tar` only (the agent-server image has both): no npm dependency besides the
+ * auth scheme it shares with the control plane's artifact endpoint (@berth/agent-contract).
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
