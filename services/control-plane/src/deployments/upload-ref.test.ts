@@ -10,7 +10,7 @@ import { copyFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, migrate } from '@berth/db';
-import { NotFoundError, RequestValidationError } from '@berth/errors';
+import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
@@ -83,7 +83,7 @@ describe('a revision\'s upload reference', () => {
 });
 
 describe('revisions written before migration 0007', () => {
-  it('still hold their uploads: the sweep keeps them and the build finds them by id', async () => {
+  it('still hold their uploads: the sweep keeps them and the build finds them by id; a new revision holds one by id', async () => {
     const old = await createTestDatabase('cp_upload_ref_old');
     const before = await mkdtemp(join(tmpdir(), 'berth-migrations-'));
     const client = new pg.Client({ connectionString: old.url });
@@ -118,6 +118,10 @@ describe('revisions written before migration 0007', () => {
       const chunks: string[] = [];
       for await (const chunk of store.uploadChunks(revision!.source_upload_id!)) chunks.push(chunk.toString());
       expect(chunks).toEqual(['the project']);
+
+      // An upload swept after a caller checked it cannot be named by a new revision (a 409, not a 500).
+      const gone = { id: randomUUID(), status: 'QUEUED' as const, source: 'internal_source' as const, source_revision_config: {}, source_upload_id: randomUUID() };
+      await expect(store.update(tenant, deploymentId, { revision: gone })).rejects.toBeInstanceOf(ConflictError);
 
       // Deleting the deployment still takes its revisions and uploads with it.
       await store.remove(deploymentId);
