@@ -16,7 +16,7 @@ export const SETTINGS_SOURCES: { file: string; title: string; schemas?: Record<s
   },
   {
     file: 'libs/config/src/index.ts',
-    title: 'Every gRPC service (control-plane, sandbox-manager, export-worker, agent-runtime)',
+    title: 'Every gRPC service (control-plane, sandbox-manager, export-worker)',
     intro: 'Where each internal service listens. `berth up` sets these itself (loopback ports, a fresh token).',
   },
   { file: 'services/gateway/src/env.ts', title: 'gateway', intro: 'The public HTTP API (`berth serve --service gateway`).' },
