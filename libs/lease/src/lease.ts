@@ -84,6 +84,12 @@ export interface LeaseHolderOptions<R extends Renewal = Renewal> {
   onLost(error: LeaseLostError): void;
   /** Where renewal failures and the loss are logged; it names the row (`runId`, `exportRunId`). */
   log: Logger;
+  /**
+   * The level of the log line of a loss to another claim or to the row's end: `info` where that is
+   * the usual way work is stopped (a cancelled export), not a fault. A lease that expired is an error.
+   * @default 'error'
+   */
+  takenLevel?: 'info' | 'warn' | 'error';
   /** @default systemClock */
   clock?: Clock;
 }
@@ -196,7 +202,8 @@ export class Lease<R extends Renewal = Renewal> {
     this.stop();
     const { subject, id } = this.#options;
     this.#lost = new LeaseLostError(subject, id, reason);
-    this.#log.error({ reason, failedRenewals: this.#failures }, `lease lost: stopping the ${subject} here`);
+    const level = reason === 'taken' ? (this.#options.takenLevel ?? 'error') : 'error';
+    this.#log[level]({ reason, failedRenewals: this.#failures }, `lease lost: stopping the ${subject} here`);
     this.#options.onLost(this.#lost);
   }
 }

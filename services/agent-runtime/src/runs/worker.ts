@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventBroker } from '@berth/broker';
-import { systemClock, type Clock } from '@berth/clock';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
 import { Lease, LeaseLostError, leaseSettings, type LeaseOptions, type LeaseSettings, type OwnerLiveness } from '@berth/lease';
 import type { Logger } from '@berth/log';
@@ -119,7 +119,7 @@ export class RunWorker {
   private local = 0;
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
   private readonly backlog: string[] = [];
-  private sweeper?: NodeJS.Timeout;
+  private sweeper?: Timer;
   /** Set by close(): no new runs start here. */
   private closing?: Promise<void>;
   /** Resolves a draining close() once no run executes in a local slot. */
@@ -144,8 +144,7 @@ export class RunWorker {
     });
     await this.jobs.ready();
     // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
-    this.sweeper = setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
-    this.sweeper.unref();
+    this.sweeper = this.clock.setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
   }
 
   /** Whether this worker may take other workers' runs over now (see @berth/lease). */
@@ -165,7 +164,7 @@ export class RunWorker {
   }
 
   private async shutdown(drainMs: number | undefined): Promise<void> {
-    clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     const waiting = this.backlog.splice(0);
     for (const runId of waiting) this.settle(runId, undefined);
     for (const runId of waiting) {

@@ -123,8 +123,8 @@ export class ExportRunner {
   async stop(): Promise<void> {
     this.state = 'stopped';
     this.timer?.cancel();
-    await this.listener.close();
     await this.ticking;
+    await this.listener.close();
     for (const { abort } of this.active.values()) abort.abort(new Error('the export worker is stopping'));
     await Promise.all([...this.active.values()].map((a) => a.done));
     // Last: while it is open, other workers leave the runs still held here alone for the hold period.
@@ -204,6 +204,8 @@ export class ExportRunner {
         renew: async () => ({ held: await store.renew(run.id, holder, this.now(), this.lease.leaseMs) }),
         onLost: (error) => abort.abort(error),
         log,
+        // Most runs are lost to a cancel or a timeout of their export.
+        takenLevel: 'info',
         clock: this.clock,
       },
       claimedAt,
