@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import type { ManualClock } from '@berth/clock';
+import type { Logger } from '@berth/log';
+import { OwnerLiveness } from './liveness.js';
 import type { Takeover } from './sql.js';
 
 /** Who holds a lease: its owner and its fencing token (incremented by every claim). */
@@ -32,8 +34,9 @@ export interface LeaseContractHarness {
   clock: ManualClock;
   /** A new row that may be claimed now. */
   create(): Promise<string>;
-  /** Opens `owner`'s liveness session (it counts as alive until `close`). */
-  alive(owner: string): Promise<{ close(): void }>;
+  /** The rows' database, where owners' liveness sessions are opened. */
+  connectionString: string;
+  log: Logger;
 }
 
 export interface ContractCase {
@@ -96,10 +99,11 @@ export function leaseContract(harness: () => LeaseContractHarness): ContractCase
     {
       name: "a live owner's expired row is left to it for the hold period, then taken over",
       async run() {
-        const { rows, create, clock, alive } = harness();
+        const { rows, create, clock, connectionString, log } = harness();
         const id = await create();
         const a = owner();
-        const session = await alive(a);
+        const session = new OwnerLiveness({ connectionString, owner: a, applicationName: 'berth-lease-contract', log, clock });
+        await session.start();
         try {
           await rows.claim(id, a, terms());
           await clock.advance(LEASE_MS + HOLD_MS - 1);

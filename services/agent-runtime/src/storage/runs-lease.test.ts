@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, it } from '@jest/globals';
 import { ManualClock } from '@berth/clock';
 import { createPool, migrate } from '@berth/db';
-import { leaseContract, OwnerLiveness, type LeaseContractHarness } from '@berth/lease';
+import { leaseContract, type LeaseContractHarness } from '@berth/lease';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
@@ -23,7 +23,6 @@ const SCHEMA = 'runs_lease';
 let db: TestDatabase;
 let pool: pg.Pool;
 let harness: LeaseContractHarness;
-const sessions: OwnerLiveness[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase('runs_lease');
@@ -73,16 +72,11 @@ beforeAll(async () => {
         }
       },
     },
-    async alive(owner) {
-      const session = new OwnerLiveness({ connectionString: db.url, owner, applicationName: 'runs-lease-test', log: silentLogger(), clock });
-      await session.start();
-      sessions.push(session);
-      return session;
-    },
+    connectionString: db.url,
+    log: silentLogger(),
   };
 }, 60_000);
 afterAll(async () => {
-  for (const session of sessions) session.close();
   await pool?.end();
   await db?.drop();
 });

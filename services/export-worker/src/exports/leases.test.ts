@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { ManualClock } from '@berth/clock';
 import { createDatabase, migrate, type Database } from '@berth/db';
-import { leaseContract, LeaseLostError, NO_TAKEOVER, OwnerLiveness, type LeaseContractHarness } from '@berth/lease';
+import { leaseContract, LeaseLostError, NO_TAKEOVER, type LeaseContractHarness } from '@berth/lease';
 import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
@@ -31,7 +31,6 @@ let destinations: Destinations;
 let exports: Exports;
 let session: string;
 let destinationId: string;
-const sessions: OwnerLiveness[] = [];
 
 beforeAll(async () => {
   testDb = await createTestDatabase('ew_leases');
@@ -54,7 +53,6 @@ beforeAll(async () => {
   ).id;
 });
 afterAll(async () => {
-  for (const s of sessions) s.close();
   await database?.close();
   await testDb?.drop();
 });
@@ -98,12 +96,10 @@ describe('export runs: the lease contract', () => {
         }
       },
     },
-    async alive(owner) {
-      const session = new OwnerLiveness({ connectionString: testDb.url, owner, applicationName: 'export-leases-test', log: silentLogger(), clock });
-      await session.start();
-      sessions.push(session);
-      return session;
+    get connectionString() {
+      return testDb.url;
     },
+    log: silentLogger(),
   };
   for (const c of leaseContract(() => harness)) it(c.name, () => c.run());
 });
