@@ -23,7 +23,7 @@ function column(row: string, name: string): string {
 }
 
 /** A timestamp literal. */
-export function timestamp(at: Date | number): string {
+function timestamp(at: Date | number): string {
   const date = new Date(at);
   if (Number.isNaN(date.getTime())) throw new RangeError(`not a time: ${String(at)}`);
   return `'${date.toISOString()}'::timestamptz`;
