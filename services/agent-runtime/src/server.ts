@@ -7,10 +7,12 @@ import { createRequire } from 'node:module';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createEventBroker } from '@berth/broker';
+import type { Clock } from '@berth/clock';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { Api, cors, CorsPolicy, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument, refuseUpgrade } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
+import { leaseSettings, OwnerLiveness } from '@berth/lease';
 import type { Logger } from '@berth/log';
 import { selectQueueBackend } from '@berth/queue';
 import { fileURLToPath } from 'node:url';
@@ -52,8 +54,6 @@ import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
-import { leaseSettings, type Clock } from './runs/lease.js';
-import { OwnerLiveness } from './runs/liveness.js';
 import { newOwnerId, RunWorker } from './runs/worker.js';
 import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
 import { RunTracing, type TracingConfig } from './tracing/run-tracing.js';
@@ -98,7 +98,7 @@ export interface AgentServerConfig {
   workers?: number;
   /**
    * How long a claim holds a run without renewal: a dead worker's run moves to another worker
-   * after it (see src/runs/lease.ts and docs/deployments.md, "Delivery of runs").
+   * after it (see @berth/lease and docs/deployments.md, "Delivery of runs").
    * @default 5000
    */
   leaseMs?: number;
@@ -367,7 +367,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             ...(webhooks ? { webhooks } : {}),
             ...(webhooks && a2aPush ? { runEnded: (run: Run) => a2aPush.runEnded(run, webhooks) } : {}),
             owner,
-            liveness: new OwnerLiveness({ connectionString: config.databaseUrl, schema, owner, log }),
+            liveness: new OwnerLiveness({ connectionString: config.databaseUrl, owner, applicationName: `berth-agent-${schema}-liveness`, log }),
             log,
           },
           {

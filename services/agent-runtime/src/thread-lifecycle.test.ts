@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { ManualClock } from './__tests__/manual-clock.js';
+import { ManualClock } from '@berth/clock';
 import { human, until } from './__tests__/fixtures.js';
 import { startAgentServer, type RunningAgentServer } from './index.js';
 import { ThreadSweeper } from './storage/thread-ttl.js';

@@ -64,8 +64,9 @@ export interface BulkExportSettings {
    */
   scheduleIntervalMs?: number;
   /**
-   * How often an idle worker looks for export work.
-   * @default 1000
+   * How often an idle worker looks for export work unprompted (its safety poll: new exports and
+   * ended ones notify it, and it wakes itself when a retry or a lease falls due).
+   * @default 30000
    */
   pollMs?: number;
   /**
@@ -73,6 +74,6 @@ export interface BulkExportSettings {
    * @default true
    */
   background?: boolean;
-  /** The clock of exports, runs and schedules (tests move it). @default () => new Date() */
+  /** The clock of exports and schedules (tests move it); the runner's leases and retries keep the system clock. @default () => new Date() */
   now?: () => Date;
 }

@@ -27,7 +27,7 @@ export { Destinations, DestinationGoneError } from './destinations/destinations.
 export { Exports } from './exports/exports.js';
 export { ExportRunner } from './exports/runner.js';
 export { ExportScheduler, SPAWN_DELAY_MS } from './exports/scheduler.js';
-export { ExportStore, LeaseLostError, dayPartitions } from './exports/store.js';
+export { ExportStore, RUNS_CHANNEL, dayPartitions } from './exports/store.js';
 export type { BulkExportTables } from './exports/tables.js';
 export { StorageError, classifyStorageError, storageClient } from './storage/s3.js';
 export type { StorageErrorKind, StorageLocation, StorageCredentials } from './storage/s3.js';
@@ -82,10 +82,10 @@ export async function start(
   const exports = new Exports(exportDb, exportStore, traces, { now });
   const runner = new ExportRunner({
     store: exportStore,
+    databaseUrl: config.databaseUrl,
     destinations,
     traces,
     logger,
-    now,
     ...(settings.workerConcurrency ? { concurrency: settings.workerConcurrency } : {}),
     ...(settings.tenantConcurrency ? { tenantConcurrency: settings.tenantConcurrency } : {}),
     ...(settings.leaseMs ? { leaseMs: settings.leaseMs } : {}),
@@ -116,7 +116,7 @@ export async function start(
   const grpc = service;
   sweeper.start();
   if (settings.background !== false) {
-    runner.start();
+    await runner.start();
     scheduler.start();
   }
   return {

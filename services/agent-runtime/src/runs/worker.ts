@@ -5,7 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventBroker } from '@berth/broker';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
+import { Lease, LeaseLostError, leaseSettings, type LeaseOptions, type LeaseSettings, type OwnerLiveness } from '@berth/lease';
 import type { Logger } from '@berth/log';
 import { JobWorker, type QueueBackendConfig } from '@berth/queue';
 import type { ClaimedRun, Run, RunResult, RunStore, Takeover } from '../storage/runs.js';
@@ -15,8 +17,6 @@ import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import { RUN_QUEUE, runJobs } from './dispatcher.js';
 import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor.js';
-import { leaseSettings, RunLease, RunLeaseLostError, type LeaseOptions, type LeaseSettings } from './lease.js';
-import type { OwnerLiveness } from './liveness.js';
 import { recordEnd, UNSTORABLE } from './run-end.js';
 import type { RunEnd, WebhookDelivery } from './webhooks.js';
 import { publishRunEnd } from '../protocol/events.js';
@@ -99,8 +99,10 @@ export interface RunWorkerDeps {
   webhooks?: Pick<WebhookDelivery, 'send'>;
   /** Told of every run that ended (not rolled back), after its webhook: A2A push notifications (a2a/push.ts). Must not throw. */
   runEnded?: (run: Run) => Promise<void>;
-  /** This process's liveness session, for `owner` (see liveness.ts); started and closed by the worker. */
-  liveness: Pick<OwnerLiveness, 'start' | 'close' | 'mayTakeOver'>;
+  /** This process's liveness session, for `owner` (see @berth/lease); started and closed by the worker. */
+  liveness: Pick<OwnerLiveness, 'start' | 'close' | 'takeover'>;
+  /** The lease clock (the RunStore's). @default systemClock */
+  clock?: Clock;
   /** The lease owner id of this process (the liveness session's). */
   owner: string;
   log: Logger;
@@ -112,11 +114,12 @@ export const newOwnerId = (): string => `worker-${randomUUID()}`;
 export class RunWorker {
   private readonly owner: string;
   private readonly lease: LeaseSettings;
+  private readonly clock: Clock;
   private jobs?: JobWorker<typeof runJobs>;
   private local = 0;
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
   private readonly backlog: string[] = [];
-  private sweeper?: NodeJS.Timeout;
+  private sweeper?: Timer;
   /** Set by close(): no new runs start here. */
   private closing?: Promise<void>;
   /** Resolves a draining close() once no run executes in a local slot. */
@@ -127,6 +130,7 @@ export class RunWorker {
   constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
     this.owner = deps.owner;
     this.lease = leaseSettings(options);
+    this.clock = deps.clock ?? systemClock;
   }
 
   async start(): Promise<void> {
@@ -140,13 +144,12 @@ export class RunWorker {
     });
     await this.jobs.ready();
     // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
-    this.sweeper = setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
-    this.sweeper.unref();
+    this.sweeper = this.clock.setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
   }
 
-  /** Whether this worker may take other workers' runs over now (see lease.ts). */
+  /** Whether this worker may take other workers' runs over now (see @berth/lease). */
   private takeover(): Takeover {
-    return { allowed: this.deps.liveness.mayTakeOver(this.lease.takeoverGraceMs), holdMs: this.lease.holdMs };
+    return this.deps.liveness.takeover(this.lease);
   }
 
   /**
@@ -161,7 +164,7 @@ export class RunWorker {
   }
 
   private async shutdown(drainMs: number | undefined): Promise<void> {
-    clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     const waiting = this.backlog.splice(0);
     for (const runId of waiting) this.settle(runId, undefined);
     for (const runId of waiting) {
@@ -211,7 +214,7 @@ export class RunWorker {
     this.local += 1;
     let used = false;
     // The run is claimed after this (by the statement creating it): its lease runs from no earlier.
-    const reservedAt = Date.now();
+    const reservedAt = this.clock.now();
     return {
       owner: this.owner,
       leaseMs: this.lease.leaseMs,
@@ -285,7 +288,7 @@ export class RunWorker {
 
   private async execute(runId: string, report: (result: RunResult) => void, claimedBefore?: ClaimedBefore): Promise<void> {
     const { runs, broker, log } = this.deps;
-    const claimedAt = claimedBefore?.at ?? Date.now();
+    const claimedAt = claimedBefore?.at ?? this.clock.now();
     const claimed = claimedBefore?.claimed ?? (await runs.claim(runId, this.owner, this.lease.leaseMs, this.takeover()));
     if (!claimed) {
       const pending = await runs.getById(runId);
@@ -302,15 +305,20 @@ export class RunWorker {
     const stopControl = await broker.onControl(runId, (message) => controller.abort(new RunCancelledError(message.action)));
     // Losing the lease aborts the graph: the worker that takes the run over executes it instead.
     // It is renewed until the run's end is recorded (which may wait for the database).
-    const lease = new RunLease(
+    const lease = new Lease(
       {
-        runId,
+        subject: 'run',
+        id: runId,
         owner: this.owner,
         settings: this.lease,
         renew: () => runs.heartbeat(runId, this.owner, run.attempt, this.lease.leaseMs),
-        log,
+        // A cancellation recorded in the database (by an API process that could not message this one).
+        onRenewed: ({ cancel }) => {
+          if (cancel) controller.abort(new RunCancelledError(cancel));
+        },
+        log: log.child({ runId }),
         onLost: (error) => controller.abort(error),
-        onCancel: (action) => controller.abort(new RunCancelledError(action)),
+        clock: this.clock,
       },
       claimedAt,
     );
@@ -346,7 +354,7 @@ export class RunWorker {
         await this.publishError(runId, message);
         return { outcome: failedOutcome(message), timedOut: true };
       }
-      if (controller.signal.reason instanceof RunLeaseLostError) return undefined; // logged by the lease; the new holder finishes the run
+      if (controller.signal.reason instanceof LeaseLostError) return undefined; // logged by the lease; the new holder finishes the run
       if (error instanceof RunFencedError) {
         log.warn({ runId, attempt: run.attempt }, 'lease lost: another attempt holds the run, this one stops');
         return undefined;
@@ -371,7 +379,7 @@ export class RunWorker {
     return { outcome: failedOutcome(message) };
   }
 
-  private async finish(run: Run, ended: Ended, report: (result: RunResult) => void, startedAt: number, lease: RunLease): Promise<void> {
+  private async finish(run: Run, ended: Ended, report: (result: RunResult) => void, startedAt: number, lease: Lease): Promise<void> {
     const { runs, broker, dispatcher, log } = this.deps;
     const { outcome, cancelled, timedOut } = ended;
     const status = cancelled ? 'interrupted' : timedOut ? 'timeout' : outcome!.status;

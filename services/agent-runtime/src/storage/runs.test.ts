@@ -1,7 +1,7 @@
 /**
  * RunStore.create's claim (migrations/0003): a run that may start at once is created running for
  * the worker that asked, in the same statement; anything else is created pending as before. And
- * the lease rules (runs/lease.ts, migration 0008) in SQL: who may take a run over, and the fence
+ * the lease rules (@berth/lease, migration 0008) in SQL: who may take a run over, and the fence
  * that refuses an attempt's writes once another attempt holds the run.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,8 +12,8 @@ import { silentLogger } from '@berth/log';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
-import { ManualClock } from '../__tests__/manual-clock.js';
-import { OwnerLiveness } from '../runs/liveness.js';
+import { ManualClock } from '@berth/clock';
+import { OwnerLiveness } from '@berth/lease';
 import { AssistantStore } from './assistants.js';
 import { FENCE_KEY, RunFencedError } from './checkpoint-batch.js';
 import { BerthPostgresSaver } from './checkpointer.js';
@@ -127,7 +127,7 @@ describe('leases: takeover and fencing', () => {
   });
 
   it("leaves a live owner's expired run alone for the hold period, and takes a dead owner's at once", async () => {
-    const liveness = new OwnerLiveness({ connectionString: db.url, schema: SCHEMA, owner: 'worker-live', log: silentLogger() });
+    const liveness = new OwnerLiveness({ connectionString: db.url, owner: 'worker-live', applicationName: 'runs-test-liveness', log: silentLogger() });
     await liveness.start();
     try {
       const live = await runHeldBy('worker-live');
@@ -158,7 +158,7 @@ describe('OwnerLiveness', () => {
 
   it('holds its lock while its session lasts, allows takeovers only after the grace, and reconnects', async () => {
     const clock = new ManualClock();
-    const liveness = new OwnerLiveness({ connectionString: db.url, schema: SCHEMA, owner: 'worker-probe', log: silentLogger(), clock });
+    const liveness = new OwnerLiveness({ connectionString: db.url, owner: 'worker-probe', applicationName: 'runs-test-liveness', log: silentLogger(), clock });
     await liveness.start();
     try {
       expect(await alive('worker-probe')).toBe(true);
@@ -169,7 +169,7 @@ describe('OwnerLiveness', () => {
 
       // Its session ends (as in a restart of Postgres): the lock is gone at once, and the worker
       // takes nothing over until it has been back for the grace.
-      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [`berth-agent-${SCHEMA}-liveness`]);
+      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", ['runs-test-liveness']);
       await until('the lock to go with the session', async () => ((await alive('worker-probe')) ? undefined : true), 5000);
       await clock.advance(1000); // the probe finds the session gone
       expect(liveness.mayTakeOver(5000)).toBe(false);

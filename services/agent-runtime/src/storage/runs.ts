@@ -3,9 +3,10 @@
  * claimed by workers under a lease that a dead worker lets expire, so another takes over.
  */
 import type pg from 'pg';
+import { systemClock, type Clock } from '@berth/clock';
 import { ConflictError, NotFoundError } from '@berth/errors';
+import { leaseExpiry, NO_TAKEOVER, takeoverCondition, type Takeover } from '@berth/lease';
 import { ASSISTANT_COLUMNS, type Assistant } from './assistants.js';
-import { takeoverCondition } from '../runs/lease.js';
 import { isTransientDbError } from './retry.js';
 import { filterClauses, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
@@ -58,12 +59,10 @@ export interface ClaimedRun {
   cancel?: 'interrupt' | 'rollback';
 }
 
-/** Whether a claim may take over another worker's run (see runs/lease.ts), and the hold period. */
-export interface Takeover {
-  allowed: boolean;
-  holdMs: number;
-}
-const NO_TAKEOVER: Takeover = { allowed: false, holdMs: 0 };
+export type { Takeover } from '@berth/lease';
+
+/** SQL: run `row` is running under a lease that `takeover` may take over at `now` (see @berth/lease). */
+const takenOver = (row: string, now: number, takeover: Takeover) => `(${row}.status = 'running' AND ${takeoverCondition(row, now, takeover)})`;
 
 /** How a run ended, as its attempt records it (RunStore.complete). */
 export interface RunEnding {
@@ -130,8 +129,17 @@ export function noAssistantFor(ref: string): string {
   return `No assistant found for "${ref}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`;
 }
 
+export interface RunStoreOptions {
+  /** The lease clock: leases are written and compared in its time. @default systemClock */
+  clock?: Clock;
+}
+
 export class RunStore {
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly pool: pg.Pool, options: RunStoreOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * Queues a run on its thread and marks the thread busy. With `reject` a thread that has an
@@ -143,7 +151,7 @@ export class RunStore {
     const { rows } = await this.pool.query<
       Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[]; claimed: boolean | null; assistant: AssistantRow | null }
     >(
-      'SELECT * FROM create_run($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10, $11)',
+      'SELECT * FROM create_run_v2($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10, $11::timestamptz)',
       [
         input.run_id,
         input.thread_id,
@@ -155,7 +163,7 @@ export class RunStore {
         input.after_seconds,
         jsonParam(input.threadFilter ?? []),
         input.claimFor?.owner ?? null,
-        input.claimFor?.leaseMs ?? null,
+        input.claimFor ? leaseExpiry(this.clock.now(), input.claimFor.leaseMs) : null,
       ],
     );
     const { outcome, superseded, claimed, assistant, ...run } = rows[0]!;
@@ -268,28 +276,29 @@ export class RunStore {
   /**
    * Takes a run for execution when it is due, is the oldest unfinished run of its thread, and is
    * pending — or, when `takeover` allows it, held by a worker whose lease may be taken over (see
-   * runs/lease.ts). Increments its attempt (the fencing token). Returns undefined otherwise.
+   * @berth/lease). Increments its attempt (the fencing token). Returns undefined otherwise.
    */
   async claim(runId: string, owner: string, leaseMs: number, takeover: Takeover = NO_TAKEOVER): Promise<ClaimedRun | undefined> {
     // Also remembers, at the first start, the thread's latest checkpoint (see markStarted), and
     // reads what the worker needs next in the same round trip: the assistant and a cancel that
     // came before the worker listened.
+    const now = this.clock.now();
     const { rows } = await this.pool.query<Run & { cancel_action: 'interrupt' | 'rollback' | null; assistant: AssistantRow | null }>(
       `WITH claimed AS (
          UPDATE runs r SET status = 'running', attempt = attempt + 1, lease_owner = $2,
-           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now(),
+           lease_expires_at = $3::timestamptz, updated_at = now(),
            started = true,
            start_checkpoint_id = CASE WHEN r.started THEN r.start_checkpoint_id
              ELSE (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = r.thread_id::text AND checkpoint_ns = '') END
          WHERE r.run_id = $1 AND r.available_at <= now()
-           AND (r.status = 'pending' OR ${takeoverCondition('r', '$4::boolean', '$5')})
+           AND (r.status = 'pending' OR ${takenOver('r', now, takeover)})
            AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
                              AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
          RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id, r.cancel_action
        )
        SELECT c.*, (SELECT to_jsonb(a) FROM (SELECT ${ASSISTANT_COLUMNS} FROM assistants WHERE assistant_id = c.assistant_id) a) AS assistant
        FROM claimed c`,
-      [runId, owner, leaseMs, takeover.allowed, takeover.holdMs],
+      [runId, owner, leaseExpiry(now, leaseMs)],
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -303,9 +312,9 @@ export class RunStore {
    */
   async heartbeat(runId: string, owner: string, attempt: number, leaseMs: number): Promise<{ held: boolean; cancel?: 'interrupt' | 'rollback' }> {
     const { rows } = await this.pool.query<{ cancel_action: 'interrupt' | 'rollback' | null }>(
-      `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+      `UPDATE runs SET lease_expires_at = $4::timestamptz
        WHERE run_id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' RETURNING cancel_action`,
-      [runId, owner, attempt, leaseMs],
+      [runId, owner, attempt, leaseExpiry(this.clock.now(), leaseMs)],
     );
     if (!rows[0]) return { held: false };
     return rows[0].cancel_action ? { held: true, cancel: rows[0].cancel_action } : { held: true };
@@ -443,9 +452,9 @@ export class RunStore {
   async orphaned(takeover: Takeover = NO_TAKEOVER, limit = 100): Promise<string[]> {
     const { rows } = await this.pool.query<{ run_id: string }>(
       `SELECT run_id FROM runs r
-       WHERE ${takeoverCondition('r', '$2::boolean', '$3')} OR (r.status = 'pending' AND r.available_at <= now() - interval '5 seconds')
+       WHERE ${takenOver('r', this.clock.now(), takeover)} OR (r.status = 'pending' AND r.available_at <= now() - interval '5 seconds')
        ORDER BY created_at LIMIT $1`,
-      [limit, takeover.allowed, takeover.holdMs],
+      [limit],
     );
     return rows.map((r) => r.run_id);
   }

@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from '@berth/log';
-import { systemClock, type Clock } from '../runs/lease.js';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { deleteCheckpointsOf } from './checkpoints.js';
 
 export type PruneStrategy = 'delete' | 'keep_latest';
@@ -60,7 +60,7 @@ export interface ThreadSweeperOptions {
 
 /** Prunes threads whose TTL expired, every `intervalMs` (the server's worker role runs one). */
 export class ThreadSweeper {
-  private timer: unknown;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
   private closed = false;
   private readonly intervalMs: number;
@@ -85,7 +85,7 @@ export class ThreadSweeper {
   /** Stops sweeping, after a pass in progress. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     await this.running;
   }
@@ -107,13 +107,11 @@ export class ThreadSweeper {
   }
 
   private schedule(): void {
-    const timer = this.clock.setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.running = this.sweep().finally(() => {
         this.running = undefined;
         if (!this.closed) this.schedule();
       });
     }, this.intervalMs);
-    (timer as { unref?: () => void }).unref?.();
-    this.timer = timer;
   }
 }

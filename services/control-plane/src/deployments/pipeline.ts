@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { generateWebhookSecret } from '@berth/agent-contract';
+import { systemClock, type Clock } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
@@ -20,6 +21,7 @@ import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../b
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
 import type { AgentRedis } from './agent-redis.js';
+import { RevisionInterruptedError, watchInterrupts } from './interrupt-watch.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
 import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
@@ -80,10 +82,13 @@ export interface RevisionPipelineOptions {
    */
   retireDelayMs?: number;
   /**
-   * How often a running step checks whether its revision was interrupted.
+   * How often a running step checks whether its revision was interrupted by another control plane
+   * (this one stops its own steps at once). A step whose checks fail for `lockDurationMs` stops.
    * @default 1000
    */
   interruptPollMs?: number;
+  /** The clock of the interrupt checks. @default systemClock */
+  clock?: Clock;
   /**
    * How long a step's job stays locked to this control plane without a renewal; after a crash
    * another control plane resumes the step once this has passed (see `stalledIntervalMs`).
@@ -100,14 +105,6 @@ export interface RevisionPipelineOptions {
    * @default 3600
    */
   unusedUploadTtlSeconds?: number;
-}
-
-/** Thrown into a step whose revision was replaced meanwhile. */
-class RevisionInterruptedError extends Error {
-  constructor(revisionId: string) {
-    super(`revision ${revisionId} was interrupted`);
-    this.name = 'RevisionInterruptedError';
-  }
 }
 
 export class RevisionPipeline {
@@ -301,15 +298,23 @@ export class RevisionPipeline {
     const onJobAbort = () => controller.abort(jobSignal.reason);
     jobSignal.addEventListener('abort', onJobAbort, { once: true });
     this.running.set(revisionId, controller);
-    const poll = setInterval(() => {
-      void this.deps.store.revisionById(revisionId).then((r) => {
-        if (!r || r.status === 'INTERRUPTED') controller.abort(new RevisionInterruptedError(revisionId));
-      }, () => undefined);
-    }, this.options.interruptPollMs ?? 1000);
+    const watch = watchInterrupts({
+      revisionId,
+      stands: async () => {
+        const revision = await this.deps.store.revisionById(revisionId);
+        return revision !== undefined && revision.status !== 'INTERRUPTED';
+      },
+      controller,
+      log: this.deps.log,
+      clock: this.options.clock ?? systemClock,
+      everyMs: this.options.interruptPollMs ?? 1000,
+      // As long as this control plane's hold on the step's job: after it, another may resume the step.
+      failForMs: this.options.lockDurationMs ?? 30_000,
+    });
     try {
       await work(controller.signal);
     } finally {
-      clearInterval(poll);
+      watch.cancel();
       jobSignal.removeEventListener('abort', onJobAbort);
       this.running.delete(revisionId);
       await this.logs.flush();

@@ -10,7 +10,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { DeleteBucketCommand } from '@aws-sdk/client-s3';
+import { ManualClock } from '@berth/clock';
 import { createDatabase, migrate, type Database } from '@berth/db';
+import { LeaseLostError, NO_TAKEOVER } from '@berth/lease';
 import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestBucket, createTestDatabase, spawnTestChild, testS3, until, type TestChild, type TestDatabase } from '@berth/testing';
@@ -20,7 +22,7 @@ import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from '../traces/trac
 import { readExport } from '../writer/__tests__/exported.js';
 import { Exports } from './exports.js';
 import { ExportRunner, type ExportRunnerOptions } from './runner.js';
-import { ExportStore, LeaseLostError } from './store.js';
+import { ExportStore } from './store.js';
 import type { BulkExportTables } from './tables.js';
 
 const s3 = testS3();
@@ -40,7 +42,7 @@ const location = (b: string, endpoint = s3.endpoint) => ({ bucket_name: b, prefi
 const credentials = { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey };
 
 function runner(options: Partial<ExportRunnerOptions> = {}): ExportRunner {
-  return new ExportRunner({ store, destinations, traces, logger: silentLogger(), retryBaseMs: 10, pollMs: 50, ...options });
+  return new ExportRunner({ store, databaseUrl: testDb.url, destinations, traces, logger: silentLogger(), retryBaseMs: 10, ...options });
 }
 
 /** Ticks `r` until the export is final. */
@@ -164,33 +166,35 @@ describe('claims', () => {
     const t0 = new Date('2030-01-01T00:00:00Z');
     const a = await oneTime('2026-03-01T00:00:00Z', '2026-03-02T00:00:00Z');
     const b = await oneTime('2026-03-01T00:00:00Z', '2026-03-02T00:00:00Z');
-    const first = await store.claim('w1', t0, 60_000, 1);
+    const first = await store.claim('w1', t0, 60_000, 1, NO_TAKEOVER);
     expect(first?.export.id).toBe(a.id);
-    expect(await store.claim('w2', t0, 60_000, 1)).toBeUndefined();
+    expect(await store.claim('w2', t0, 60_000, 1, NO_TAKEOVER)).toBeUndefined();
     expect((await store.get(tenant, b.id)).status).toBe('CREATED');
     await store.cancel(tenant, a.id, t0);
-    expect((await store.claim('w2', t0, 60_000, 1))?.export.id).toBe(b.id);
+    expect((await store.claim('w2', t0, 60_000, 1, NO_TAKEOVER))?.export.id).toBe(b.id);
     await store.cancel(tenant, b.id, t0);
   });
 
   it('are taken over when their lease runs out, and the old holder can no longer save', async () => {
     const t0 = new Date('2030-01-01T00:00:00Z');
+    const takeover = { allowed: true, holdMs: 60_000 };
     const exp = await oneTime('2026-03-05T00:00:00Z', '2026-03-06T00:00:00Z');
-    const mine = await store.claim('w1', t0, 1000, 10);
+    const mine = await store.claim('w1', t0, 1000, 10, takeover);
     expect(mine?.export.id).toBe(exp.id);
-    expect(await store.claim('w2', new Date(t0.getTime() + 500), 1000, 10)).toBeUndefined();
-    const theirs = await store.claim('w2', new Date(t0.getTime() + 1500), 1000, 10);
+    expect(await store.claim('w2', new Date(t0.getTime() + 500), 1000, 10, takeover)).toBeUndefined();
+    // w1 holds no liveness session: it is dead, and its run is taken once the lease expired.
+    const theirs = await store.claim('w2', new Date(t0.getTime() + 1500), 1000, 10, takeover);
     expect(theirs?.run.id).toBe(mine!.run.id);
     const checkpoint = { cursor: null, rows_written: 0, exported_files: [], pending_upload: null };
-    await expect(store.saveCheckpoint(mine!.run.id, 'w1', checkpoint, t0)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.saveCheckpoint(mine!.run.id, { owner: 'w1', token: mine!.run.lease_token }, checkpoint, t0)).rejects.toBeInstanceOf(LeaseLostError);
     await store.cancel(tenant, exp.id, t0);
-    await expect(store.saveCheckpoint(mine!.run.id, 'w2', checkpoint, t0)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.saveCheckpoint(mine!.run.id, { owner: 'w2', token: theirs!.run.lease_token }, checkpoint, t0)).rejects.toBeInstanceOf(LeaseLostError);
   });
 
   it('end as TIMEDOUT when an export is not finished in time', async () => {
     const exp = await oneTime('2026-03-07T00:00:00Z', '2026-03-08T00:00:00Z');
     const late = new Date(exp.created_at.getTime() + 72 * 3_600_000 + 1);
-    await runner({ now: () => late }).tick();
+    await runner({ clock: new ManualClock(late) }).tick();
     expect(await store.get(tenant, exp.id)).toMatchObject({ status: 'TIMEDOUT', status_message: 'not finished within 72 h' });
     expect((await store.runs(exp.id)).map((r) => r.status)).toEqual(['TIMEDOUT']);
   });

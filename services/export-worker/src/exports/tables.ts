@@ -66,6 +66,8 @@ export interface ExportRunsTable {
   metadata: Json<ExportRunMetadata>;
   lease_owner: ColumnType<string | null, undefined, string | null>;
   lease_expires_at: ColumnType<Date | null, undefined, Date | null>;
+  /** The fencing token: incremented by every claim (migration 0005). */
+  lease_token: ColumnType<number, undefined, never>;
   not_before: ColumnType<Date, Date | undefined, Date>;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -1,25 +1,25 @@
 /**
  * A worker process's liveness, as other workers see it: one dedicated Postgres session holding a
- * session-level advisory lock keyed by the worker's owner id (`lease_owner_key`, migration 0008).
- * When the process dies its connection closes and Postgres releases the lock at once, so another
- * worker can tell a dead holder (take its runs over now) from one that is alive but not renewing
- * (leave its runs for the hold period, see lease.ts).
+ * session-level advisory lock keyed by the worker's owner id (sql.ts `ownerKey`). When the process
+ * dies its connection closes and Postgres releases the lock at once, so another worker can tell a
+ * dead holder (take its rows over now) from one that is alive but not renewing (leave its rows
+ * for the hold period, see lease.ts).
  *
  * The session is probed every `probeMs`; a probe that fails or does not answer in time ends it and
  * the worker reconnects. `mayTakeOver` says whether this worker's own session has been up for the
  * takeover grace: a worker just back from an outage of the database takes nothing over before the
  * live holders have had time to renew.
  */
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
-import { assertIdentifier } from '@berth/db';
 import pg from 'pg';
-import { systemClock, type Clock } from './lease.js';
+import { ownerKey, type Takeover } from './sql.js';
 
 export interface OwnerLivenessOptions {
   connectionString: string;
-  /** The schema holding `lease_owner_key` (the agent server's). */
-  schema: string;
   owner: string;
+  /** The session's `application_name` (how an operator finds it in pg_stat_activity). */
+  applicationName: string;
   log: Logger;
   /**
    * How often the session is probed (and, while it does not hold its lock, the lock tried).
@@ -38,18 +38,18 @@ export class OwnerLiveness {
   /** When the current session was established; undefined while there is none. */
   #connectedSince: number | undefined;
   #locked = false;
-  #timer: unknown;
+  #timer: Timer | undefined;
   #closed = false;
   #probing = false;
   #failures = 0;
 
   constructor(options: OwnerLivenessOptions) {
-    this.#options = { ...options, schema: assertIdentifier(options.schema) };
+    this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#probeMs = options.probeMs ?? 1000;
   }
 
-  /** Connects and takes the lock (the database is up: the server just migrated it), then keeps them. */
+  /** Connects and takes the lock (the database is up: the worker just migrated it), then keeps them. */
   async start(): Promise<void> {
     await this.#probe();
     this.#schedule();
@@ -60,9 +60,14 @@ export class OwnerLiveness {
     return this.#locked && this.#connectedSince !== undefined && this.#clock.now() - this.#connectedSince >= graceMs;
   }
 
+  /** What a claim of this worker may take over now (see sql.ts `takeoverCondition`). */
+  takeover(settings: { takeoverGraceMs: number; holdMs: number }): Takeover {
+    return { allowed: this.mayTakeOver(settings.takeoverGraceMs), holdMs: settings.holdMs };
+  }
+
   close(): void {
     this.#closed = true;
-    this.#clock.clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#drop();
   }
 
@@ -84,14 +89,14 @@ export class OwnerLiveness {
       else {
         // Refused while a previous session of this process still holds it (Postgres has not yet
         // noticed it is gone): the lock is held for us meanwhile; it is tried again next probe.
-        const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${this.#options.schema}.lease_owner_key($1)) AS locked`, [this.#options.owner]);
+        const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${ownerKey('$1')}) AS locked`, [this.#options.owner]);
         this.#locked = rows[0]!.locked;
       }
       if (this.#failures > 0) this.#options.log.info({ owner: this.#options.owner, failures: this.#failures }, 'worker liveness session restored');
       this.#failures = 0;
     } catch (error) {
       this.#failures += 1;
-      if (this.#failures === 1) this.#options.log.warn({ err: error, owner: this.#options.owner }, 'worker liveness session lost: taking over no runs until it is back');
+      if (this.#failures === 1) this.#options.log.warn({ err: error, owner: this.#options.owner }, 'worker liveness session lost: taking over nothing until it is back');
       this.#drop();
     } finally {
       this.#probing = false;
@@ -101,7 +106,7 @@ export class OwnerLiveness {
   async #connect(): Promise<void> {
     const client = new pg.Client({
       connectionString: this.#options.connectionString,
-      application_name: `berth-agent-${this.#options.schema}-liveness`,
+      application_name: this.#options.applicationName,
       // A probe the network swallows counts as a lost session.
       query_timeout: this.#probeMs * 2,
       connectionTimeoutMillis: this.#probeMs * 2,
