@@ -8,7 +8,7 @@
  * delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
-import type { Api } from '@berth/http';
+import type { Api, HandlerInput } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
@@ -95,6 +95,9 @@ export async function runOutcome(ctx: ServerContext, run: Run, signal: AbortSign
   return { error: (thread?.error as RunError | null | undefined) ?? { error: 'Error', message: 'run failed' } };
 }
 
+/** What the handlers of the routes starting a run are given. */
+type StartInput = HandlerInput<unknown, unknown, z.output<typeof RunCreate>, RequestAuth>;
+
 function locate(res: Response, run: Run, threadless: boolean): void {
   const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
   res.setHeader('Content-Location', path);
@@ -133,60 +136,91 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request, auth: RequestAuth) {
     return ctx.runService.create(threadId, body as RunRequest, passHeaders(req), auth);
   }
+  const threadOf = (params: unknown) => (params as { thread_id?: string }).thread_id;
 
-  for (const threadless of [false, true]) {
-    const prefix = threadless ? '/runs' : '/threads/{thread_id}/runs';
-    const params = threadless ? undefined : ThreadPath;
-    const threadOf = (p: unknown) => (threadless ? undefined : (p as { thread_id: string }).thread_id);
-    api
-      .route({
-        method: 'post',
-        path: prefix,
-        summary: threadless ? 'Start a run on a new temporary thread' : 'Start a run (returns at once)',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        response: RunSchema,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          locate(res, run, threadless);
-          return runJson(run);
-        },
-      })
-      .route({
-        method: 'post',
-        path: `${prefix}/stream`,
-        summary: 'Start a run and stream its events (SSE)',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        events: STREAM_EVENTS,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
-        },
-      })
-      .route({
-        method: 'post',
-        path: `${prefix}/wait`,
-        summary: 'Start a run and answer with its final values',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        response: RunOutput,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          locate(res, run, threadless);
-          const abort = new AbortController();
-          res.on('close', () => abort.abort());
-          const outcome = await runOutcome(ctx, run, abort.signal);
-          return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
-        },
-      });
-  }
+  // The three ways to start a run, each on a thread (`/threads/{thread_id}/runs…`) and threadless
+  // (`/runs…`, on a new temporary thread): one handler each, six routes written out.
+  const startRun = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    locate(res, run, threadless);
+    return runJson(run);
+  };
+  const startAndStream = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
+  };
+  const startAndWait = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    locate(res, run, threadless);
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const outcome = await runOutcome(ctx, run, abort.signal);
+    return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
+  };
+  api
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs',
+      summary: 'Start a run (returns at once)',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      response: RunSchema,
+      errors: [404, 409],
+      handler: startRun(false),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs/stream',
+      summary: 'Start a run and stream its events (SSE)',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      events: STREAM_EVENTS,
+      errors: [404, 409],
+      handler: startAndStream(false),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs/wait',
+      summary: 'Start a run and answer with its final values',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      response: RunOutput,
+      errors: [404, 409],
+      handler: startAndWait(false),
+    })
+    .route({
+      method: 'post',
+      path: '/runs',
+      summary: 'Start a run on a new temporary thread',
+      tags,
+      body: RunCreate,
+      response: RunSchema,
+      errors: [404, 409],
+      handler: startRun(true),
+    })
+    .route({
+      method: 'post',
+      path: '/runs/stream',
+      summary: 'Start a run and stream its events (SSE)',
+      tags,
+      body: RunCreate,
+      events: STREAM_EVENTS,
+      errors: [404, 409],
+      handler: startAndStream(true),
+    })
+    .route({
+      method: 'post',
+      path: '/runs/wait',
+      summary: 'Start a run and answer with its final values',
+      tags,
+      body: RunCreate,
+      response: RunOutput,
+      errors: [404, 409],
+      handler: startAndWait(true),
+    });
 
   /** Cancels a run found unfinished; one that ended meanwhile is left as it ended. */
   async function cancelIfUnfinished(run: Run, action: 'interrupt' | 'rollback') {

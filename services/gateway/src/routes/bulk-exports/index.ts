@@ -99,12 +99,11 @@ function runJson(r: BulkExportRun): z.input<typeof ExportRunOut> {
 export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps): void {
   const rpc = () => deps.exportWorker.bulkExports;
   const tags = ['bulk-exports'];
-  const base = '/api/v1/bulk-exports';
 
   api
     .route({
       method: 'post',
-      path: `${base}/destinations`,
+      path: '/api/v1/bulk-exports/destinations',
       summary: 'Create an export destination (an S3-compatible bucket)',
       description:
         'Checked before it is saved by writing a small object under `<prefix>/tmp/` (removed again when the credentials may ' +
@@ -127,7 +126,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/destinations`,
+      path: '/api/v1/bulk-exports/destinations',
       summary: 'List export destinations, newest first',
       tags,
       query: ListDestinationsQuery,
@@ -137,7 +136,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
       summary: 'Get an export destination',
       tags,
       params: DestinationPath,
@@ -150,7 +149,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'patch',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
       summary: 'Rename a destination or rotate its credentials',
       description: 'New credentials are checked with a test write before they are saved (a 400 when it fails); runs started later use them.',
       tags,
@@ -171,7 +170,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'delete',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
       summary: 'Delete an export destination',
       description: 'Refused (409) while an export that has not finished, or a schedule that is not cancelled, writes to it.',
       tags,
@@ -183,7 +182,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'post',
-      path: base,
+      path: '/api/v1/bulk-exports',
       summary: 'Create a bulk export (one-time, or scheduled with interval_hours)',
       description:
         'A one-time export writes the runs of `session_id` whose start_time is in [start_time, end_time) to the destination as ' +
@@ -211,7 +210,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: base,
+      path: '/api/v1/bulk-exports',
       summary: 'List bulk exports, newest first',
       description: 'A JSON array; page with `limit` (at most 1000) and `offset`.',
       tags,
@@ -222,7 +221,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/{export_id}`,
+      path: '/api/v1/bulk-exports/{export_id}',
       summary: 'Get a bulk export and its status',
       tags,
       params: ExportPath,
@@ -235,7 +234,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'patch',
-      path: `${base}/{export_id}`,
+      path: '/api/v1/bulk-exports/{export_id}',
       summary: 'Cancel a bulk export or a schedule',
       description:
         '`{"status": "CANCELLED"}` is the only change. A running export stops between pages; a cancelled schedule spawns no ' +
@@ -252,7 +251,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/{export_id}/runs`,
+      path: '/api/v1/bulk-exports/{export_id}/runs',
       summary: 'List the runs of a bulk export (one per UTC day)',
       description: 'Each with its status, rows written, files written and the error of each failed attempt (`errors.retry_<n>`).',
       tags,

@@ -8,17 +8,16 @@ import { z } from 'zod';
 import { poolJson, registryJson, volumeJson } from './convert.js';
 import type { SandboxRouteDeps } from './index.js';
 import { CreatePoolBody, CreateRegistryBody, CreateVolumeBody, NamePath, PoolOut, RegistryOut, UpdatePoolBody, VolumeOut } from './schemas.js';
-import { found, SANDBOXES_BASE } from './templates.js';
+import { found } from './templates.js';
 
 export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
-  const base = SANDBOXES_BASE;
 
   api
     .route({
       method: 'post',
-      path: `${base}/registries`,
+      path: '/api/v2/sandboxes/registries',
       summary: 'Store pull credentials for a container registry',
       description: 'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
       tags,
@@ -33,7 +32,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/registries`,
+      path: '/api/v2/sandboxes/registries',
       summary: 'List registries',
       tags,
       response: z.object({ registries: z.array(RegistryOut) }),
@@ -42,7 +41,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/registries/{name}`,
+      path: '/api/v2/sandboxes/registries/{name}',
       summary: 'Get a registry',
       tags,
       params: NamePath,
@@ -52,7 +51,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/registries/{name}`,
+      path: '/api/v2/sandboxes/registries/{name}',
       summary: 'Delete a registry',
       description: 'Refused (409) while a template pulls with it.',
       tags,
@@ -64,7 +63,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'post',
-      path: `${base}/volumes`,
+      path: '/api/v2/sandboxes/volumes',
       summary: 'Create a named persistent volume',
       description: 'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
       tags,
@@ -76,7 +75,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/volumes`,
+      path: '/api/v2/sandboxes/volumes',
       summary: 'List volumes',
       tags,
       response: z.object({ volumes: z.array(VolumeOut) }),
@@ -85,7 +84,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/volumes/{name}`,
+      path: '/api/v2/sandboxes/volumes/{name}',
       summary: 'Get a volume',
       tags,
       params: NamePath,
@@ -95,7 +94,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/volumes/{name}`,
+      path: '/api/v2/sandboxes/volumes/{name}',
       summary: 'Delete a volume and its files',
       description: 'Refused (409) while a template mounts it.',
       tags,
@@ -107,7 +106,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'post',
-      path: `${base}/pools`,
+      path: '/api/v2/sandboxes/pools',
       summary: 'Keep ready sandboxes of a template in reserve (a warm pool)',
       description:
         'A sandbox created from `template_name` is then taken from the pool when one is ready, and the pool refills. A change of ' +
@@ -122,7 +121,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/pools`,
+      path: '/api/v2/sandboxes/pools',
       summary: 'List warm pools',
       tags,
       response: z.object({ pools: z.array(PoolOut) }),
@@ -131,7 +130,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
       summary: 'Get a warm pool',
       tags,
       params: NamePath,
@@ -141,7 +140,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'patch',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
       summary: 'Resize a warm pool',
       tags,
       params: NamePath,
@@ -153,7 +152,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
       summary: 'Delete a warm pool and its idle members',
       tags,
       params: NamePath,

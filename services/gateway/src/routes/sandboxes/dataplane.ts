@@ -19,9 +19,7 @@ import { answerDataPlaneError, answerTyped } from './errors.js';
 import { filePart } from './file-part.js';
 import type { SandboxRouteDeps } from './index.js';
 import { DataPlanePath, ExecuteBody, ExecuteOut, FilePathQuery } from './schemas.js';
-import { pathId, SANDBOXES_BASE } from './templates.js';
-
-export const DATAPLANE_BASE = `${SANDBOXES_BASE}/dataplane`;
+import { pathId } from './templates.js';
 
 /** Chunks of WriteFile calls (the manager's agent writes them as they come). */
 export const FILE_CHUNK_BYTES = 1024 * 1024;
@@ -48,12 +46,11 @@ function clientGone(req: Request, res: Response): AbortSignal {
 export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.data;
   const tags = ['sandbox data plane'];
-  const base = `${DATAPLANE_BASE}/{sandbox_id}`;
 
   api
     .route({
       method: 'post',
-      path: `${base}/execute`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute',
       summary: 'Run a command and answer its output when it exits',
       description:
         '`{"command", "timeout" (seconds, default 60), "shell" (default /bin/bash, else /bin/sh), "env", "cwd"}` → ' +
@@ -125,7 +122,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'post',
-      path: `${base}/upload`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/upload',
       summary: 'Write a file (multipart, part `file`)',
       description:
         '`multipart/form-data` with one part named `file` holding the bytes (binary-safe, at most 512 MiB). Parent ' +
@@ -170,7 +167,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'get',
-      path: `${base}/download`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/download',
       summary: 'Read a file (raw bytes)',
       description: 'The file’s bytes as `application/octet-stream`, streamed. 404 `{"detail": {"error": "FileNotFound"}}` when it does not exist.',
       tags,
@@ -207,7 +204,7 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'get',
-      path: `${base}/execute/ws`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws',
       summary: 'Streaming command execution (WebSocket)',
       description:
         'Upgrade to a WebSocket (header X-Api-Key). Client frames (JSON text): `execute` {command, timeout_seconds, shell, env, ' +

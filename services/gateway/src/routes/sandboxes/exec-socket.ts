@@ -20,14 +20,13 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import type { SandboxManagerClients } from '../../sandbox-manager.js';
-import { DATAPLANE_BASE } from './dataplane.js';
 import { RunConfigIn } from './schemas.js';
 import { pathId } from './templates.js';
 
 type ExecClientInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
 /** `/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws` */
-const SOCKET_PATH = new RegExp(`^${DATAPLANE_BASE}/([^/?#]+)/execute/ws$`);
+const SOCKET_PATH = /^\/api\/v2\/sandboxes\/dataplane\/([^/?#]+)\/execute\/ws$/;
 /** Largest client frame (a chunk of stdin, an execute with its command and env). */
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
 /** Output waiting for a slow client above which the command's stream waits for it. */
