@@ -9,7 +9,6 @@
  * run is not authorized again: the cron was.
  */
 import { randomUUID } from 'node:crypto';
-import type { Api } from '@berth/http';
 import { NotFoundError } from '@berth/errors';
 import { z } from 'zod';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
@@ -20,6 +19,7 @@ import type { JsonObject } from '../storage/sql.js';
 import { checkContext } from './assistants.js';
 import type { ServerContext } from './context.js';
 import { AssistantRef, JsonObject as JsonObjectSchema, Page, RunCreate, Selected, SortOrder, ThreadPath, Timestamp, iso } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const problem = (check: (value: string) => string | undefined) => (value: string, ctx: z.core.$RefinementCtx<string>) => {
   const message = check(value);
@@ -142,7 +142,7 @@ function payloadOf(body: Partial<Record<keyof typeof RunFields, unknown>>): Cron
   return Object.fromEntries(Object.keys(RunFields).flatMap((key) => (body[key as keyof typeof RunFields] === undefined ? [] : [[key, body[key as keyof typeof RunFields]]])));
 }
 
-export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['crons'];
 
   /** Queues the cron's next tick. Should the queue fail, the cron is saved and a worker's sweep queues the tick once it is due. */
@@ -198,6 +198,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons',
+      access: ['custom_auth'],
       summary: 'Create a stateless cron: each tick runs on a new thread',
       tags,
       body: CronCreate,
@@ -208,6 +209,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/crons',
+      access: ['custom_auth'],
       summary: 'Create a cron on a thread: each tick runs on it (multitask_strategy enqueue by default)',
       tags,
       params: ThreadPath,
@@ -219,6 +221,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons/search',
+      access: ['custom_auth'],
       summary: 'Search crons',
       tags,
       body: CronSearch,
@@ -241,6 +244,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons/count',
+      access: ['custom_auth'],
       summary: 'Count crons',
       tags,
       body: CronCount,
@@ -255,6 +259,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Get a cron',
       tags,
       params: CronPath,
@@ -268,6 +273,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'patch',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Change a cron (enabled: false pauses it; a new schedule, time zone or end_time reschedules it)',
       tags,
       params: CronPath,
@@ -303,6 +309,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Delete a cron: it fires no more',
       tags,
       params: CronPath,

@@ -8,7 +8,7 @@
  * delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
-import type { Api, HandlerInput } from '@berth/http';
+import type { HandlerInput } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
@@ -19,6 +19,7 @@ import type { Run, RunStatus } from '../storage/runs.js';
 import type { Json } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import { Flag, Run as RunSchema, RunCreate, RunOutput, RunPath, ThreadPath, runJson } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const RunPage = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
@@ -104,7 +105,7 @@ function locate(res: Response, run: Run, threadless: boolean): void {
   res.setHeader('Location', `${path}/stream`);
 }
 
-export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function runRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['runs'];
   /** A run of a thread the handler for `threads:read` lets the user see; 404 otherwise. */
   const readableRun = async (auth: RequestAuth, threadId: string, runId: string) => {
@@ -161,6 +162,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs',
+      access: ['custom_auth'],
       summary: 'Start a run (returns at once)',
       tags,
       params: ThreadPath,
@@ -172,6 +174,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/stream',
+      access: ['custom_auth'],
       summary: 'Start a run and stream its events (SSE)',
       tags,
       params: ThreadPath,
@@ -183,6 +186,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/wait',
+      access: ['custom_auth'],
       summary: 'Start a run and answer with its final values',
       tags,
       params: ThreadPath,
@@ -194,6 +198,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs',
+      access: ['custom_auth'],
       summary: 'Start a run on a new temporary thread',
       tags,
       body: RunCreate,
@@ -204,6 +209,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/stream',
+      access: ['custom_auth'],
       summary: 'Start a run and stream its events (SSE)',
       tags,
       body: RunCreate,
@@ -214,6 +220,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/wait',
+      access: ['custom_auth'],
       summary: 'Start a run and answer with its final values',
       tags,
       body: RunCreate,
@@ -234,6 +241,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/cancel',
+      access: ['custom_auth'],
       summary: 'Cancel several runs: by ids, or every pending and/or running run (interrupt keeps their checkpoints, rollback deletes them)',
       description: `At most ${MAX_CANCEL_IDS} run_ids per call; a named run that does not exist (or that custom auth hides) is a 404 and nothing is cancelled. Runs that already ended are left as they are.`,
       tags,
@@ -268,6 +276,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/batch',
+      access: ['custom_auth'],
       summary: 'Start several threadless runs',
       tags,
       // The SDK's createBatch sends each payload's own `assistantId` beside `assistant_id`.
@@ -282,6 +291,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs',
+      access: ['custom_auth'],
       summary: 'List runs of a thread, newest first',
       tags,
       params: ThreadPath,
@@ -297,6 +307,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}',
+      access: ['custom_auth'],
       summary: 'Get a run',
       tags,
       params: RunPath,
@@ -307,6 +318,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/threads/{thread_id}/runs/{run_id}',
+      access: ['custom_auth'],
       summary: 'Delete a finished run',
       tags,
       params: RunPath,
@@ -319,6 +331,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}/join',
+      access: ['custom_auth'],
       summary: 'Wait for a run to finish; answers with its final values',
       tags,
       params: RunPath,
@@ -338,6 +351,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}/stream',
+      access: ['custom_auth'],
       summary: "Join a run's event stream (Last-Event-ID resumes a resumable stream)",
       tags,
       params: RunPath,
@@ -360,6 +374,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/{run_id}/cancel',
+      access: ['custom_auth'],
       summary: 'Cancel a run (interrupt keeps its checkpoints, rollback deletes the run)',
       tags,
       params: RunPath,

@@ -5,9 +5,7 @@
  * authenticate hook has checked X-Tenant-Id against the key); another tenant's ids are 404s. A
  * path id that is not a UUID is a 404 too, like an unknown one.
  */
-import type { Principal } from '@berth/auth';
 import { NotFoundError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { isUuid } from '@berth/ids';
 import { timestampDate, timestampFromDate, type BulkExport, type BulkExportRun, type Destination } from '@berth/proto';
 import { z } from 'zod';
@@ -27,6 +25,7 @@ import {
   ListExportsQuery,
   UpdateDestinationBody,
 } from './schemas.js';
+import type { GatewayApi } from '../../access.js';
 
 export interface BulkExportRouteDeps {
   exportWorker: ExportWorkerClients;
@@ -96,7 +95,7 @@ function runJson(r: BulkExportRun): z.input<typeof ExportRunOut> {
   };
 }
 
-export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps): void {
+export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): void {
   const rpc = () => deps.exportWorker.bulkExports;
   const tags = ['bulk-exports'];
 
@@ -104,6 +103,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'post',
       path: '/api/v1/bulk-exports/destinations',
+      access: ['api_key', 'access_token'],
       summary: 'Create an export destination (an S3-compatible bucket)',
       description:
         'Checked before it is saved by writing a small object under `<prefix>/tmp/` (removed again when the credentials may ' +
@@ -127,6 +127,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/destinations',
+      access: ['api_key', 'access_token'],
       summary: 'List export destinations, newest first',
       tags,
       query: ListDestinationsQuery,
@@ -137,6 +138,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get an export destination',
       tags,
       params: DestinationPath,
@@ -150,6 +152,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'patch',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Rename a destination or rotate its credentials',
       description: 'New credentials are checked with a test write before they are saved (a 400 when it fails); runs started later use them.',
       tags,
@@ -171,6 +174,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'delete',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete an export destination',
       description: 'Refused (409) while an export that has not finished, or a schedule that is not cancelled, writes to it.',
       tags,
@@ -183,6 +187,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'post',
       path: '/api/v1/bulk-exports',
+      access: ['api_key', 'access_token'],
       summary: 'Create a bulk export (one-time, or scheduled with interval_hours)',
       description:
         'A one-time export writes the runs of `session_id` whose start_time is in [start_time, end_time) to the destination as ' +
@@ -211,6 +216,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports',
+      access: ['api_key', 'access_token'],
       summary: 'List bulk exports, newest first',
       description: 'A JSON array; page with `limit` (at most 1000) and `offset`.',
       tags,
@@ -222,6 +228,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/{export_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a bulk export and its status',
       tags,
       params: ExportPath,
@@ -235,6 +242,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'patch',
       path: '/api/v1/bulk-exports/{export_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Cancel a bulk export or a schedule',
       description:
         '`{"status": "CANCELLED"}` is the only change. A running export stops between pages; a cancelled schedule spawns no ' +
@@ -252,6 +260,7 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/{export_id}/runs',
+      access: ['api_key', 'access_token'],
       summary: 'List the runs of a bulk export (one per UTC day)',
       description: 'Each with its status, rows written, files written and the error of each failed attempt (`errors.retry_<n>`).',
       tags,

@@ -4,9 +4,7 @@
  * stop and start; list; delete. Each carries its `dataplane_url`, built from the platform's public
  * URL and the sandbox's id, so it stays the same across stop/start and renames.
  */
-import type { Principal } from '@berth/auth';
 import { DeadlineExceededError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { SandboxStatus, type CreateSandboxRequest, type Sandbox } from '@berth/proto';
 import type { Request } from 'express';
 import { publicOrigin } from '../../public-url.js';
@@ -15,6 +13,7 @@ import { answerTyped } from './errors.js';
 import type { SandboxRouteDeps } from './index.js';
 import { BoxOut, BoxStatusOut, CreateBoxBody, EmptyBody, ListBoxesOut, ListBoxesQuery, NamePath, UpdateBoxBody } from './schemas.js';
 import { found, nextCursor } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
 /** Time the manager gets beyond the caller's `timeout` to answer (its own deadline fires first). */
 const WAIT_MARGIN_MS = 10_000;
@@ -39,7 +38,7 @@ function sourceOf(body: { snapshot_id?: string | undefined; snapshot_name?: stri
 
 const bigint = (n: number | undefined) => (n === undefined ? undefined : BigInt(n));
 
-export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
   const dataplaneBase = (req: Request) => `${publicOrigin(req, deps.publicUrl)}/api/v2/sandboxes/dataplane`;
@@ -50,6 +49,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes',
+      access: ['api_key', 'access_token'],
       summary: 'Create a sandbox',
       description:
         'From `snapshot_id`, `snapshot_name` (`name` or `name:tag`) or `template_name` (a Berth template; served from its warm ' +
@@ -107,6 +107,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes',
+      access: ['api_key', 'access_token'],
       summary: 'List sandboxes, newest first',
       description: '`sandboxes` and `items` hold the same page; pass `next_cursor` back as `cursor` (or use `offset`) for the next one.',
       tags,
@@ -123,6 +124,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a sandbox',
       tags,
       params: NamePath,
@@ -133,6 +135,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Rename a sandbox or change its TTLs and labels',
       description: 'Its `dataplane_url` stays the same. 409: the new name is taken.',
       tags,
@@ -155,6 +158,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a sandbox and its files',
       description: 'Taken even while the sandbox engine is down: the sandbox is gone at once, its container once the engine answers again.',
       tags,
@@ -167,6 +171,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes/{name}/status',
+      access: ['api_key', 'access_token'],
       summary: 'The status of a sandbox',
       description: '`provisioning`, `ready`, `failed` (status_message says why: image pull, out of memory, …) or `stopped`.',
       tags,
@@ -181,6 +186,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes/{name}/stop',
+      access: ['api_key', 'access_token'],
       summary: 'Stop a sandbox (its files are kept)',
       description: 'Commands end; `start`, or any data-plane call, resumes it with its files and TTLs.',
       tags,
@@ -193,6 +199,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes/{name}/start',
+      access: ['api_key', 'access_token'],
       summary: 'Start a stopped (or failed) sandbox',
       description: 'Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant\'s quota.',
       tags,

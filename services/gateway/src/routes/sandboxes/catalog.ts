@@ -2,15 +2,14 @@
  * What templates refer to by name: registries (pull credentials), named volumes, and warm pools
  * (ready sandboxes of a template kept in reserve). All addressed by name within the tenant.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { poolJson, registryJson, volumeJson } from './convert.js';
 import type { SandboxRouteDeps } from './index.js';
 import { CreatePoolBody, CreateRegistryBody, CreateVolumeBody, NamePath, PoolOut, RegistryOut, UpdatePoolBody, VolumeOut } from './schemas.js';
 import { found } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
-export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
 
@@ -18,6 +17,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/registries',
+      access: ['api_key', 'access_token'],
       summary: 'Store pull credentials for a container registry',
       description: 'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
       tags,
@@ -33,6 +33,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/registries',
+      access: ['api_key', 'access_token'],
       summary: 'List registries',
       tags,
       response: z.object({ registries: z.array(RegistryOut) }),
@@ -42,6 +43,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/registries/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a registry',
       tags,
       params: NamePath,
@@ -52,6 +54,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/registries/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a registry',
       description: 'Refused (409) while a template pulls with it.',
       tags,
@@ -64,6 +67,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/volumes',
+      access: ['api_key', 'access_token'],
       summary: 'Create a named persistent volume',
       description: 'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
       tags,
@@ -76,6 +80,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/volumes',
+      access: ['api_key', 'access_token'],
       summary: 'List volumes',
       tags,
       response: z.object({ volumes: z.array(VolumeOut) }),
@@ -85,6 +90,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/volumes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a volume',
       tags,
       params: NamePath,
@@ -95,6 +101,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/volumes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a volume and its files',
       description: 'Refused (409) while a template mounts it.',
       tags,
@@ -107,6 +114,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/pools',
+      access: ['api_key', 'access_token'],
       summary: 'Keep ready sandboxes of a template in reserve (a warm pool)',
       description:
         'A sandbox created from `template_name` is then taken from the pool when one is ready, and the pool refills. A change of ' +
@@ -122,6 +130,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/pools',
+      access: ['api_key', 'access_token'],
       summary: 'List warm pools',
       tags,
       response: z.object({ pools: z.array(PoolOut) }),
@@ -131,6 +140,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a warm pool',
       tags,
       params: NamePath,
@@ -141,6 +151,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Resize a warm pool',
       tags,
       params: NamePath,
@@ -153,6 +164,7 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a warm pool and its idle members',
       tags,
       params: NamePath,

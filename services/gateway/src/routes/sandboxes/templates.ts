@@ -3,9 +3,7 @@
  * client creates, addressed by id): the same thing in the sandbox-manager, an image with
  * resources, volumes and proxy rules, pulled once and then `ready` (or `failed`, saying why).
  */
-import type { Principal } from '@berth/auth';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { isUuid } from '@berth/ids';
 import { TemplateKind, type Template } from '@berth/proto';
 import { z } from 'zod';
@@ -22,6 +20,7 @@ import {
   TemplatePath,
   UpdateTemplateBody,
 } from './schemas.js';
+import type { GatewayApi } from '../../access.js';
 
 /** A UUID from a path (snapshot and sandbox ids): anything else names nothing, a 404 that never reaches the manager. */
 export function pathId(id: string, what: string): string {
@@ -39,7 +38,7 @@ export function nextCursor(hasMore: boolean, offset: number, count: number): str
   return hasMore ? String(offset + count) : null;
 }
 
-export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
   const templateRef = (tenantId: string, name: string) => ({ tenantId, kind: TemplateKind.TEMPLATE, name });
@@ -70,6 +69,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/templates',
+      access: ['api_key', 'access_token'],
       summary: 'Create a sandbox template',
       description:
         'An image (any registry; a private one with `registry_name`), optional `resources` as Kubernetes quantities ' +
@@ -101,6 +101,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/templates',
+      access: ['api_key', 'access_token'],
       summary: 'List sandbox templates',
       tags,
       query: ListTemplatesQuery,
@@ -114,6 +115,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a sandbox template',
       tags,
       params: TemplatePath,
@@ -124,6 +126,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Change a sandbox template',
       description:
         'Only the fields given change (`volumes` replaces the list; `registry_name: null` pulls without credentials). A new ' +
@@ -151,6 +154,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a sandbox template',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,
@@ -163,6 +167,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/snapshots',
+      access: ['api_key', 'access_token'],
       summary: 'Create a snapshot (an image sandboxes start from)',
       description:
         'What `SandboxClient.createSnapshot` sends. The image is pulled in the background (`status` building, then ready or ' +
@@ -188,6 +193,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/snapshots',
+      access: ['api_key', 'access_token'],
       summary: 'List snapshots, newest first',
       tags,
       query: ListSnapshotsQuery,
@@ -202,6 +208,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a snapshot',
       tags,
       params: SnapshotPath,
@@ -212,6 +219,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a snapshot',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,
