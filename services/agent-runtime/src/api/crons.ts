@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { NotFoundError } from '@berth/errors';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import { nextRunDate, scheduleProblem, timezoneProblem } from '../runs/cron-schedule.js';
 import type { CronPayload } from '../runs/cron-scheduler.js';
@@ -78,7 +79,7 @@ const CronPatch = z.strictObject({
 const CRON_FIELDS = ['cron_id', 'assistant_id', 'thread_id', 'on_run_completed', 'end_time', 'schedule', 'timezone', 'created_at', 'updated_at', 'payload', 'user_id', 'next_run_date', 'metadata', 'enabled'] as const;
 const CronSearch = z.strictObject({
   assistant_id: AssistantRef.optional(),
-  thread_id: z.uuid().optional(),
+  thread_id: Uuid.optional(),
   enabled: z.boolean().optional(),
   metadata: JsonObjectSchema.optional(),
   ...Page,
@@ -88,14 +89,14 @@ const CronSearch = z.strictObject({
   select: z.array(z.enum([...CRON_FIELDS, 'now'])).optional(),
 });
 const CronCount = CronSearch.pick({ assistant_id: true, thread_id: true, enabled: true, metadata: true });
-const CronPath = z.strictObject({ cron_id: z.uuid() });
+const CronPath = z.strictObject({ cron_id: Uuid });
 
 export const Cron = z
   .strictObject({
-    cron_id: z.uuid(),
-    assistant_id: z.uuid(),
+    cron_id: Uuid,
+    assistant_id: Uuid,
     /** null for a stateless cron (a new thread per tick). */
-    thread_id: z.uuid().nullable(),
+    thread_id: Uuid.nullable(),
     on_run_completed: OnRunCompleted.nullable(),
     end_time: Timestamp.nullable(),
     schedule: z.string(),

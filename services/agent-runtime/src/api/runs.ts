@@ -12,6 +12,7 @@ import type { HandlerInput } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
@@ -36,8 +37,8 @@ const CANCEL_PAGE = 100;
 const BulkCancel = z
   .strictObject({
     /** Only runs of this thread. */
-    thread_id: z.uuid().optional(),
-    run_ids: z.array(z.uuid()).min(1).max(MAX_CANCEL_IDS).optional(),
+    thread_id: Uuid.optional(),
+    run_ids: z.array(Uuid).min(1).max(MAX_CANCEL_IDS).optional(),
     /** Every unfinished run in this status (`all`: pending and running) the caller may update. */
     status: z.enum(['pending', 'running', 'all']).optional(),
   })

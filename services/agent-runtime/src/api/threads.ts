@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { Thread as ThreadRow } from '../storage/threads.js';
@@ -38,7 +39,7 @@ import type { AgentApi } from './access.js';
 export const MAX_PRUNE_IDS = 1000;
 
 const PruneBody = z.strictObject({
-  thread_ids: z.array(z.uuid()).min(1).max(MAX_PRUNE_IDS),
+  thread_ids: z.array(Uuid).min(1).max(MAX_PRUNE_IDS),
   strategy: z.enum(['delete', 'keep_latest']).default('delete'),
 });
 
@@ -252,7 +253,7 @@ export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
       access: ['custom_auth'],
       summary: 'The state of a thread at a checkpoint',
       tags,
-      params: z.strictObject({ thread_id: z.uuid(), checkpoint_id: z.string().min(1) }),
+      params: z.strictObject({ thread_id: Uuid, checkpoint_id: z.string().min(1) }),
       query: z.strictObject({ subgraphs: Flag.optional() }),
       response: ThreadState,
       errors: [404],

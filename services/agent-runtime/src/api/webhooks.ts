@@ -3,6 +3,7 @@
  * (custom auth: `threads:read`, like reading the run). The run's own wire format is unchanged.
  */
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import type { WebhookRecord, WebhookStore } from '../storage/webhooks.js';
 import type { ServerContext } from './context.js';
 import { RunPath, iso } from './schemas.js';
@@ -12,9 +13,9 @@ const Timestamp = z.iso.datetime({ offset: true });
 
 export const WebhookDelivery = z
   .strictObject({
-    webhook_id: z.uuid(),
-    run_id: z.uuid(),
-    thread_id: z.uuid(),
+    webhook_id: Uuid,
+    run_id: Uuid,
+    thread_id: Uuid,
     url: z.string(),
     /** `pending` while attempts remain, then `delivered` (a 2xx answer) or `failed`. */
     state: z.enum(['pending', 'delivered', 'failed']),

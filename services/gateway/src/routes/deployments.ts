@@ -34,7 +34,7 @@ import {
   UpdateDeploymentBody,
   WebhookSecretOut,
 } from '../deployment-schemas.js';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../path-ids.js';
 import { publicOrigin } from './auth-flows.js';
 import { EmptyBody } from './sandboxes/schemas.js';
 import type { GatewayApi } from '../access.js';
@@ -60,13 +60,11 @@ async function tracingProjectOf(exportWorker: ExportWorkerClients | undefined, t
 
 /** The id as the control plane stores it, or a 404 for text that cannot be an id. */
 export function deploymentIdOf(id: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`Deployment ID ${id} not found.`);
-  return id.toLowerCase();
+  return pathUuid(id, `Deployment ID ${id} not found.`);
 }
 
 function revisionIdOf(id: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`Revision ID ${id} not found.`);
-  return id.toLowerCase();
+  return pathUuid(id, `Revision ID ${id} not found.`);
 }
 
 /** `{base}/d/{id}`: where the gateway proxies a deployment's traffic (see proxy/deployment-proxy.ts). */

@@ -6,7 +6,7 @@
  * path id that is not a UUID is a 404 too, like an unknown one.
  */
 import { NotFoundError } from '@berth/errors';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../../path-ids.js';
 import { timestampDate, timestampFromDate, type BulkExport, type BulkExportRun, type Destination } from '@berth/proto';
 import { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -35,8 +35,7 @@ const UNKNOWN = 'UNKNOWN';
 const iso = (t: Parameters<typeof timestampDate>[0] | undefined) => (t ? timestampDate(t).toISOString() : null);
 
 function idOf(id: string, what: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
-  return id.toLowerCase();
+  return pathUuid(id, `${what} ${id} not found`);
 }
 
 function found<T>(value: T | undefined, what: string): T {

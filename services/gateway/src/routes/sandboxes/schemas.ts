@@ -6,7 +6,7 @@
  * are refused with a 422 naming the field, never ignored: a caller relying on one must know.
  * Rules between objects (names in use, a template's registry) are the sandbox-manager's.
  */
-import { SandboxName, Uuid } from '@berth/ids';
+import { EnvVarName, SandboxName, Uuid } from '@berth/ids';
 import { isResourceQuantity, QuantityError } from '@berth/quantity';
 import { z } from 'zod';
 import { intQuery } from '../../deployment-schemas.js';
@@ -78,7 +78,7 @@ export const ProxyConfigIn = z.strictObject({
 });
 export type ProxyConfigInput = z.output<typeof ProxyConfigIn>;
 
-const envVars = z.record(z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'Not a valid environment variable name' }), z.string().max(32_768));
+const envVars = z.record(EnvVarName, z.string().max(32_768));
 
 export const RunConfigIn = z.strictObject({
   work_dir: z.string().min(1).max(4096).optional(),

@@ -4,7 +4,7 @@
  * resources, volumes and proxy rules, pulled once and then `ready` (or `failed`, saying why).
  */
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../../path-ids.js';
 import { TemplateKind, type Template } from '@berth/proto';
 import { z } from 'zod';
 import { proxyConfigMessage, runConfigMessage, snapshotJson, templateJson } from './convert.js';
@@ -24,8 +24,7 @@ import type { GatewayApi } from '../../access.js';
 
 /** A UUID from a path (snapshot and sandbox ids): anything else names nothing, a 404 that never reaches the manager. */
 export function pathId(id: string, what: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
-  return id;
+  return pathUuid(id, `${what} ${id} not found`);
 }
 
 export function found<T>(value: T | undefined, what: string): T {
