@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
 import { importX, createNodeResolver } from 'eslint-plugin-import-x';
+import routePaths from './route-paths.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -71,4 +72,5 @@ export default [
       'import-x/no-cycle': 'error',
     },
   },
+  routePaths,
 ];

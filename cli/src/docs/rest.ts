@@ -3,7 +3,7 @@
  * serves. The routes are registered on an Api built with stand-in dependencies: registering a route
  * calls none of them, and nothing listens.
  */
-import { gatewayApi, gatewayOpenApiDocument, type GatewayAppDeps } from '@berth/gateway';
+import { describeCredentials, gatewayApi, gatewayOpenApiDocument, PROXY_CREDENTIALS, type GatewayAppDeps } from '@berth/gateway';
 import { createLogger } from '@berth/log';
 
 interface Schema {
@@ -57,11 +57,14 @@ function standInApi() {
   return gatewayApi(deps);
 }
 
-function operationLines(method: string, path: string, op: Operation): string[] {
+/** Who may call a route, from its declared access (the deployment proxy is not an Api route). */
+type AccessOf = (method: string, path: string) => string;
+
+function operationLines(method: string, path: string, op: Operation, accessOf: AccessOf): string[] {
   const lines = [`### \`${method.toUpperCase()} ${path}\``, ''];
   if (op.summary) lines.push(op.summary.endsWith('.') ? op.summary : `${op.summary}.`, '');
   if (op.description) lines.push(op.description, '');
-  lines.push(op.security?.length ? 'Credentials: an API key (`X-Api-Key`) or a bearer token.' : 'Credentials: none.', '');
+  lines.push(`Credentials: ${accessOf(method, path)}.`, '');
   if (op.parameters?.length) {
     lines.push('| Parameter | In | Type | What |', '|---|---|---|---|');
     for (const p of op.parameters) lines.push(`| \`${p.name}\`${p.required ? '' : ' (optional)'} | ${p.in} | ${cell(typeOf(p.schema))} | ${cell(p.description ?? p.schema?.description ?? '')} |`);
@@ -82,12 +85,18 @@ function operationLines(method: string, path: string, op: Operation): string[] {
 }
 
 export function restPage(): string {
-  const doc = gatewayOpenApiDocument(standInApi()) as { paths: Record<string, Record<string, Operation>> };
+  const api = standInApi();
+  const doc = gatewayOpenApiDocument(api) as { paths: Record<string, Record<string, Operation>> };
+  const accessOf: AccessOf = (method, path) => {
+    const access = path.startsWith('/d/') ? PROXY_CREDENTIALS : api.match(method.toUpperCase(), path)?.access;
+    if (access === undefined) throw new Error(`the docs generator found no route for ${method.toUpperCase()} ${path}`);
+    return access === 'public' ? 'none' : describeCredentials(access);
+  };
   const byTag = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const tag = op.tags?.[0] ?? 'other';
-      byTag.set(tag, [...(byTag.get(tag) ?? []), ...operationLines(method, path, op)]);
+      byTag.set(tag, [...(byTag.get(tag) ?? []), ...operationLines(method, path, op, accessOf)]);
     }
   }
   const tags = [...byTag.keys()].sort();

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ConflictError, NotFoundError, UnauthenticatedError } from '@berth/errors';
-import { silentLogger } from '@berth/log';
+import { ConflictError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '@berth/errors';
+import { PassThrough } from 'node:stream';
+import { createLogger } from '@berth/log';
+import { until } from '@berth/testing';
 import { z } from 'zod';
 import { Api } from './api.js';
 import { createApp, listen, type RunningServer } from './app.js';
@@ -12,16 +14,20 @@ import { SseWriter } from './sse.js';
 const Item = z.object({ id: z.string(), name: z.string(), tags: z.array(z.string()) });
 const items = new Map<string, z.infer<typeof Item>>();
 
-const api = new Api<{ user: string }>({
-  authenticate: async (req) => {
-    if (req.headers['x-api-key'] !== 'k') throw new UnauthenticatedError('Missing or invalid API key');
-    return { user: 'u1' };
+// Two kinds of credential: an API key `k` and a token `t`; each route says which it takes.
+const api = new Api<{ user: string }, 'key' | 'token'>({
+  authenticate: async (req, accepts) => {
+    const kind = req.headers['x-api-key'] === 'k' ? 'key' : req.headers['x-token'] === 't' ? 'token' : undefined;
+    if (!kind) throw new UnauthenticatedError('Missing or invalid API key');
+    if (!accepts.includes(kind)) throw new PermissionDeniedError(`This route does not take a ${kind}`);
+    return { user: kind === 'key' ? 'u1' : 'u2' };
   },
 });
 api
   .route({
     method: 'post',
     path: '/items',
+    access: ['key'],
     summary: 'Create an item',
     body: z.strictObject({
       id: z.string().min(1),
@@ -43,6 +49,7 @@ api
   .route({
     method: 'get',
     path: '/items/{item_id}',
+    access: ['key'],
     summary: 'Get an item',
     params: z.strictObject({ item_id: z.string() }),
     query: z.strictObject({ verbose: z.enum(['true', 'false']).optional() }),
@@ -57,6 +64,7 @@ api
   .route({
     method: 'delete',
     path: '/items/{item_id}',
+    access: ['key'],
     summary: 'Delete an item',
     params: z.strictObject({ item_id: z.string() }),
     handler: ({ params }) => {
@@ -66,6 +74,7 @@ api
   .route({
     method: 'get',
     path: '/whoami',
+    access: ['key', 'token'],
     summary: 'Who is calling',
     response: z.strictObject({ user: z.string() }),
     handler: ({ auth }) => ({ user: auth.user }),
@@ -73,16 +82,16 @@ api
   .route({
     method: 'get',
     path: '/healthz',
+    access: 'public',
     summary: 'Health',
-    public: true,
     response: z.strictObject({ ok: z.boolean() }),
     handler: () => ({ ok: true }),
   })
   .route({
     method: 'post',
     path: '/notes',
+    access: 'public',
     summary: 'Echo a note (public: no credential needed)',
-    public: true,
     body: z.strictObject({ text: z.string().optional() }),
     response: z.strictObject({ text: z.string().optional() }),
     handler: ({ body }) => body,
@@ -90,8 +99,8 @@ api
   .route({
     method: 'post',
     path: '/raw',
+    access: 'public',
     summary: 'Count the bytes of a body the handler reads itself',
-    public: true,
     consumes: ['application/octet-stream'],
     response: z.strictObject({ bytes: z.number() }),
     handler: async ({ req }) => {
@@ -103,8 +112,8 @@ api
   .route({
     method: 'get',
     path: '/events',
+    access: 'public',
     summary: 'Stream events',
-    public: true,
     events: 'A metadata event, then values',
     handler: ({ res }) => {
       const sse = new SseWriter(res);
@@ -122,9 +131,16 @@ const call = (path: string, init: RequestInit & { json?: unknown } = {}) =>
     body: init.json !== undefined ? JSON.stringify(init.json) : init.body,
   });
 
+/** The request log's lines. */
+const logLines: Record<string, unknown>[] = [];
+
 beforeAll(async () => {
-  const doc = () => openApiDocument([api as Api<unknown>], { title: 'Test', version: '1', securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } } });
-  server = await listen(createApp({ logger: silentLogger(), routes: [docsRouter(doc, 'Test'), api.router()] }), '127.0.0.1', 0);
+  const doc = () => openApiDocument([api], { title: 'Test', version: '1', securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } } });
+  const destination = new PassThrough();
+  destination.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) if (line) logLines.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  server = await listen(createApp({ logger: createLogger({ name: 'test', destination }), routes: [docsRouter(doc, 'Test'), api.router()] }), '127.0.0.1', 0);
 });
 afterAll(() => server.close());
 
@@ -172,6 +188,40 @@ describe('Api request validation', () => {
     expect(((await res.json()) as { detail: unknown[] }).detail).toEqual([
       { loc: ['query', 'verbos'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
     ]);
+  });
+});
+
+describe('Api access', () => {
+  it('gives authenticate the credentials the route declares: another kind is refused, a declared one passes', async () => {
+    const token = { 'x-api-key': '', 'x-token': 't' };
+    const refused = await call('/items/a', { headers: token });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({ detail: 'This route does not take a token' });
+    const whoami = await call('/whoami', { headers: token });
+    expect(whoami.status).toBe(200);
+    expect(await whoami.json()).toEqual({ user: 'u2' });
+    expect((await call('/healthz', { headers: { 'x-api-key': 'wrong' } })).status).toBe(200);
+  });
+
+  it('refuses at registration a route that does not say who may call it, or takes credentials nobody checks', () => {
+    const route = { method: 'get', path: '/x', summary: 'x', handler: () => undefined } as const;
+    // @ts-expect-error access is required
+    expect(() => new Api<unknown, 'key'>({ authenticate: async () => ({}) }).route(route)).toThrow("GET /x: say who may call it (access: 'public', or the kinds of credential it takes)");
+    // @ts-expect-error an empty list names nobody
+    expect(() => new Api<unknown, 'key'>({ authenticate: async () => ({}) }).route({ ...route, access: [] })).toThrow('GET /x: say who may call it');
+    expect(() => new Api<unknown, 'key'>().route({ ...route, access: ['key'] })).toThrow('GET /x: takes credentials, but this Api authenticates nobody');
+  });
+});
+
+describe('request log', () => {
+  it('records the template of the route that served a request beside its URL', async () => {
+    await call('/items', { method: 'POST', json: { id: 'logged', name: 'x' } });
+    await call('/items/logged?verbose=true', { headers: { 'x-request-id': 'log-template-1' } });
+    await call('/nowhere', { headers: { 'x-request-id': 'log-template-2' } });
+    // A line is written when the response closes, which may come just after the client has it.
+    const line = (id: string) => until(`the log line of ${id}`, () => logLines.find((l) => (l['req'] as { id: string }).id === id)?.['req'], 5000, 10);
+    expect(await line('log-template-1')).toEqual({ id: 'log-template-1', method: 'GET', url: '/items/logged?verbose=true', route: '/items/{item_id}' });
+    expect(await line('log-template-2')).toEqual({ id: 'log-template-2', method: 'GET', url: '/nowhere' });
   });
 });
 
@@ -249,7 +299,7 @@ describe('OpenAPI', () => {
 
   it('documents the other success statuses a handler may choose', () => {
     const doc = openApiDocument(
-      [new Api().route({ method: 'post', path: '/jobs/{id}/cancel', summary: 'Cancel', status: 202, otherStatuses: { 204: 'with wait=true' }, handler: () => undefined })],
+      [new Api().route({ method: 'post', path: '/jobs/{id}/cancel', access: 'public', summary: 'Cancel', status: 202, otherStatuses: { 204: 'with wait=true' }, handler: () => undefined })],
       { title: 'T', version: '1' },
     ) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
     expect(doc.paths['/jobs/{id}/cancel']!.post!.responses).toEqual({ '202': { description: 'Success' }, '204': { description: 'Success, with wait=true' } });
@@ -260,8 +310,8 @@ describe('OpenAPI', () => {
     const doc = openApiDocument(
       [
         new Api()
-          .route({ method: 'get', path: '/tree', summary: 'Tree', response: Node, handler: () => ({ name: 'root', children: [] }) })
-          .route({ method: 'get', path: '/trees', summary: 'Trees', response: z.array(Node), handler: () => [] }),
+          .route({ method: 'get', path: '/tree', access: 'public', summary: 'Tree', response: Node, handler: () => ({ name: 'root', children: [] }) })
+          .route({ method: 'get', path: '/trees', access: 'public', summary: 'Trees', response: z.array(Node), handler: () => [] }),
       ],
       { title: 'T', version: '1' },
     ) as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>; components: { schemas: Record<string, unknown> } };
@@ -276,7 +326,7 @@ describe('OpenAPI', () => {
 
   it('rejects a non-strict top-level body schema at registration', () => {
     expect(() =>
-      new Api().route({ method: 'post', path: '/x', summary: 'x', body: z.object({ a: z.string() }), handler: () => undefined }),
+      new Api().route({ method: 'post', path: '/x', access: 'public', summary: 'x', body: z.object({ a: z.string() }), handler: () => undefined }),
     ).toThrow(/strict object schema/);
   });
 });

@@ -10,6 +10,13 @@ import { parseRequestPart } from './validation.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
+/**
+ * Who may call a route: anyone (`'public'`), or a caller presenting one of these kinds of credential,
+ * as the Api's `authenticate` names them (the gateway: a tenant's API key, a bearer token, a
+ * deployment's tracing credential). Every route says it; a route without it fails at registration.
+ */
+export type Access<K extends string = string> = 'public' | readonly [K, ...K[]];
+
 export interface HandlerInput<P, Q, B, Ctx> {
   params: P;
   query: Q;
@@ -26,16 +33,20 @@ export interface RouteSpec<
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
   R extends z.ZodType = z.ZodType,
+  K extends string = string,
 > {
   method: HttpMethod;
-  /** OpenAPI-style path, e.g. `/v1/tenants/{tenant_id}`. */
+  /**
+   * OpenAPI-style path, written out in full as one string literal (so a URL from a log finds it with
+   * grep; lint rule berth-routes/literal-route-paths), e.g. `/v1/tenants/{tenant_id}`.
+   */
   path: string;
+  /** Who may call it: `'public'` (no authentication), or the credentials `authenticate` must accept. */
+  access: Access<K>;
   summary: string;
   description?: string;
   tags?: string[];
   operationId?: string;
-  /** Skip authentication (health checks, docs). @default false */
-  public?: boolean;
   params?: P;
   query?: Q;
   body?: B;
@@ -66,9 +77,18 @@ export interface RouteSpec<
   handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, Ctx>): Promise<z.input<R> | void> | z.input<R> | void;
 }
 
-export interface ApiOptions<Ctx> {
-  /** Runs before every non-public route; throw an UnauthenticatedError/PermissionDeniedError to refuse. */
-  authenticate?: (req: Request) => Promise<Ctx>;
+export interface ApiOptions<Ctx, K extends string = string> {
+  /**
+   * Runs before every non-public route, given the kinds of credential the route takes (its `access`);
+   * throw an UnauthenticatedError/PermissionDeniedError to refuse. Without it, only public routes
+   * can be registered.
+   */
+  authenticate?: (req: Request, accepts: readonly K[]) => Promise<Ctx>;
+  /**
+   * Whether a route taking these credentials is documented as authenticated (security schemes, 401/403).
+   * @default every non-public route
+   */
+  documentedAuth?: (accepts: readonly K[]) => boolean;
   /**
    * The request carries a credential a cross-site page cannot send without a CORS preflight: only
    * then is a body of another or no content type read as JSON (else 415).
@@ -76,6 +96,9 @@ export interface ApiOptions<Ctx> {
    */
   credentialed?: (req: Request) => boolean;
 }
+
+/** A route as the Api keeps it. */
+type Registered<Ctx, K extends string> = RouteSpec<Ctx, z.ZodType, z.ZodType, z.ZodType, z.ZodType, K>;
 
 /** Top-level request schemas must reject unknown keys; a non-strict object is a programming error. */
 function assertStrict(schema: z.ZodType | undefined, where: string): void {
@@ -87,17 +110,26 @@ function assertStrict(schema: z.ZodType | undefined, where: string): void {
 /** The schema of a part a route does not declare: only the checks every part gets apply. */
 const anything = z.unknown();
 
-export class Api<Ctx = undefined> {
-  private readonly specs: RouteSpec<Ctx>[] = [];
+export class Api<Ctx = undefined, K extends string = string> {
+  private readonly specs: Registered<Ctx, K>[] = [];
+  private table: RouteTable<Registered<Ctx, K>> | undefined;
 
-  constructor(private readonly options: ApiOptions<Ctx> = {}) {}
+  constructor(private readonly options: ApiOptions<Ctx, K> = {}) {}
 
-  get routes(): readonly RouteSpec<Ctx>[] {
+  get routes(): readonly Registered<Ctx, K>[] {
     return this.specs;
   }
 
-  get hasAuthentication(): boolean {
-    return this.options.authenticate !== undefined;
+  /** Whether the OpenAPI document shows the route as authenticated (see ApiOptions.documentedAuth). */
+  documentsAuth(spec: Registered<Ctx, K>): boolean {
+    if (spec.access === 'public') return false;
+    return this.options.documentedAuth?.(spec.access) ?? true;
+  }
+
+  /** The route serving a request's method and path (without the query), if one does. */
+  match(method: string, path: string): Registered<Ctx, K> | undefined {
+    const found = this.routeTable().match(method, path);
+    return found.kind === 'found' ? found.value : undefined;
   }
 
   route<
@@ -105,19 +137,32 @@ export class Api<Ctx = undefined> {
     Q extends z.ZodType = z.ZodObject<{}>,
     B extends z.ZodType = z.ZodUndefined,
     R extends z.ZodType = z.ZodVoid,
-  >(spec: RouteSpec<Ctx, P, Q, B, R>): this {
+  >(spec: RouteSpec<Ctx, P, Q, B, R, K>): this {
     const where = `${spec.method.toUpperCase()} ${spec.path}`;
+    const access = spec.access as Access<K> | undefined;
+    if (access !== 'public' && !(Array.isArray(access) && access.length > 0)) {
+      throw new Error(`${where}: say who may call it (access: 'public', or the kinds of credential it takes)`);
+    }
+    if (access !== 'public' && !this.options.authenticate) throw new Error(`${where}: takes credentials, but this Api authenticates nobody`);
     assertStrict(spec.query, `${where} query`);
     assertStrict(spec.body, `${where} body`);
     if (spec.events !== undefined && spec.response) throw new Error(`${where}: a route answering with events has no response schema`);
-    this.specs.push(spec as unknown as RouteSpec<Ctx>);
+    this.specs.push(spec as unknown as Registered<Ctx, K>);
+    this.table = undefined;
     return this;
+  }
+
+  private routeTable(): RouteTable<Registered<Ctx, K>> {
+    if (!this.table) {
+      this.table = new RouteTable();
+      for (const spec of this.specs) this.table.add(spec.method.toUpperCase(), spec.path, spec);
+    }
+    return this.table;
   }
 
   /** A request handler serving every registered route (405 for a known path with another method). */
   router(): RequestHandler {
-    const table = new RouteTable<RouteSpec<Ctx>>();
-    for (const spec of this.specs) table.add(spec.method.toUpperCase(), spec.path, spec);
+    const table = this.routeTable();
     return (req, res, next) => {
       const url = req.url;
       const query = url.indexOf('?');
@@ -132,11 +177,12 @@ export class Api<Ctx = undefined> {
     };
   }
 
-  private async handle(spec: RouteSpec<Ctx>, pathParams: Record<string, string>, req: Request, res: Response): Promise<void> {
+  private async handle(spec: Registered<Ctx, K>, pathParams: Record<string, string>, req: Request, res: Response): Promise<void> {
     req.params = pathParams;
+    req.routeTemplate = spec.path;
     // Before authentication: a refused body is refused whoever sends it, and is never left unread.
     if (!spec.consumes && hasUnreadBody(req)) await readBodyAsJson(req, res, (this.options.credentialed ?? hasCredentialHeader)(req));
-    const auth = spec.public || !this.options.authenticate ? (undefined as Ctx) : await this.options.authenticate(req);
+    const auth = spec.access === 'public' ? (undefined as Ctx) : await this.options.authenticate!(req, spec.access);
     // Parts without a schema are still read by handlers (req.params, req.query): they are checked too.
     const params = parseRequestPart('path', spec.params ?? anything, pathParams);
     const query = parseRequestPart('query', spec.query ?? anything, { ...(req.query as object) });

@@ -41,11 +41,14 @@ declare module 'http' {
   interface IncomingMessage {
     /** The request id: the caller's X-Request-Id when sane, otherwise a new UUID. */
     id?: string;
+    /** The template of the Api route that served it, as declared (`/v2/deployments/{deployment_id}`), for the request log. */
+    routeTemplate?: string;
   }
 }
 
 /**
- * Request ids and one JSON log line per finished request (level by status). Hand-rolled rather
+ * Request ids and one JSON log line per finished request (level by status), with the URL and the
+ * template of the route that served it (`req.route`: grep the code for it). Hand-rolled rather
  * than pino-http, which builds a child logger and serializes the request for every call.
  */
 function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) => string): RequestHandler {
@@ -62,7 +65,7 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
         const status = res.statusCode;
         const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
         logger[level](
-          { req: { id, method: req.method, url: logUrl ? logUrl(url) : url }, res: { statusCode: status }, responseTime: Math.round(performance.now() - started) },
+          { req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) }, res: { statusCode: status }, responseTime: Math.round(performance.now() - started) },
           res.writableFinished ? 'request completed' : 'request aborted',
         );
       });

@@ -90,7 +90,7 @@ beforeAll(async () => {
   closed = await freePort();
   const api = new Api();
   for (const [name, fail] of Object.entries(failures)) {
-    api.route({ method: 'get', path: `/${name}`, summary: name, handler: fail });
+    api.route({ method: 'get', path: `/${name}`, access: 'public', summary: name, handler: fail });
   }
   server = await listen(createApp({ logger: silentLogger(), routes: [api.router()] }), '127.0.0.1', 0);
 });

@@ -1,5 +1,5 @@
 export { Api } from './api.js';
-export type { ApiOptions, HandlerInput, HttpMethod, RouteSpec } from './api.js';
+export type { Access, ApiOptions, HandlerInput, HttpMethod, RouteSpec } from './api.js';
 export { createApp, listen } from './app.js';
 export type { AppOptions, RunningServer } from './app.js';
 export { CorsPolicy, cors, isPreflight } from './cors.js';

@@ -84,7 +84,8 @@ function parameters(spec: RouteSpec, where: 'path' | 'query', schema: z.ZodType 
   }));
 }
 
-export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record<string, unknown> {
+/** Any Api, whatever its context and kinds of credential. */
+export function openApiDocument(apis: Api<any, any>[], info: OpenApiInfo): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   const components: Components = {};
   const securityNames = Object.keys(info.securitySchemes ?? {});
@@ -100,7 +101,7 @@ export function openApiDocument(apis: Api<unknown>[], info: OpenApiInfo): Record
             ? { description: 'Success', content: Object.fromEntries(spec.produces.map((type) => [type, { schema: { type: 'string' } }])) }
             : { description: 'Success' };
       for (const [status, when] of Object.entries(spec.otherStatuses ?? {})) responses[status] = { description: `Success, ${when}` };
-      const authenticated = !spec.public && api.hasAuthentication;
+      const authenticated = api.documentsAuth(spec);
       const errorStatuses = new Set([...(authenticated ? [401, 403] : []), ...(spec.errors ?? [])]);
       for (const status of [...errorStatuses].sort()) {
         responses[String(status)] = {

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { isDeploymentName, isSecretName, isUuid, toDeploymentName } from './index.js';
+import { EnvVarName, isDeploymentName, isSecretName, isUuid, toDeploymentName } from './index.js';
 
 describe('ids and names', () => {
   it('accepts UUIDs in either case and refuses look-alikes', () => {
@@ -35,5 +35,11 @@ describe('ids and names', () => {
   it('allows secret names that are environment variable names', () => {
     for (const good of ['OPENAI_API_KEY', '_x', 'a1']) expect(isSecretName(good)).toBe(true);
     for (const bad of ['', '1A', 'A-B', 'A B', 'x'.repeat(256)]) expect(isSecretName(bad)).toBe(false);
+  });
+
+  it('takes the same environment variable names for a sandbox command as for secrets', () => {
+    for (const name of ['OPENAI_API_KEY', '_x', 'a1', 'x'.repeat(255), '', '1A', 'A-B', 'A=B', 'x'.repeat(256)]) {
+      expect({ name, env: EnvVarName.safeParse(name).success }).toEqual({ name, env: isSecretName(name) });
+    }
   });
 });

@@ -41,11 +41,17 @@ export function toDeploymentName(value: string): string | undefined {
   return isDeploymentName(name) ? name : undefined;
 }
 
+/** An environment variable name: a letter or _, then letters, digits or _ (at most 255). */
+const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
+
+/** The name of an environment variable a caller sets (a sandbox command's `env`). */
+export const EnvVarName = z.string().regex(ENV_VAR_NAME, { error: 'Not a valid environment variable name' });
+
 /** The rule for secret names, in words, for error messages. */
 export const SECRET_NAME_RULE = 'a secret name is an environment variable name: a letter or _, then letters, digits or _ (at most 255)';
 
 /** A secret's name: it becomes an environment variable of the agent server. */
-export const SecretName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, { error: SECRET_NAME_RULE });
+export const SecretName = z.string().regex(ENV_VAR_NAME, { error: SECRET_NAME_RULE });
 
 export function isSecretName(value: string): boolean {
   return SecretName.safeParse(value).success;

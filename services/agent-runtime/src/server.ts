@@ -10,7 +10,7 @@ import { createEventBroker } from '@berth/broker';
 import type { Clock } from '@berth/clock';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import { Api, cors, CorsPolicy, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument, refuseUpgrade } from '@berth/http';
+import { Api, cors, CorsPolicy, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument, refuseUpgrade, type Access } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import { leaseSettings, OwnerLiveness } from '@berth/lease';
 import type { Logger } from '@berth/log';
@@ -20,6 +20,7 @@ import { assistantRoutes, checkContext } from './api/assistants.js';
 import { authErrorHandler, Authorizer, createAuthenticator, loadCustomAuth, type RequestAuth } from './auth/index.js';
 import type { ServerContext } from './api/context.js';
 import { deploymentCredentialCheck, requireDeploymentCredential } from './auth/deployment-credential.js';
+import type { AgentApi, AgentCredential } from './api/access.js';
 import { AuthHttpError } from './auth/errors.js';
 import { threadStreamKey } from './protocol/events.js';
 import { ProtocolTransport } from './protocol/routes.js';
@@ -148,6 +149,8 @@ export interface AgentServerConfig {
 export interface RunningAgentServer {
   url: string;
   port: number;
+  /** The built-in routes it serves and who may call each (api/access.ts). */
+  routes: readonly { method: string; path: string; access: Access<AgentCredential> }[];
   /**
    * Stops the server. With `drainMs` (a newer server of the project already serves, as after
    * `berth dev` reloads): it takes no new connections or runs first and lets the runs executing
@@ -395,12 +398,18 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // Ticks are fired by the worker role only; an API-only process just queues them.
   if (workers > 0) await cronScheduler.start(ctx.runService, workers);
 
-  // With custom auth every route but /ok and /info (and the docs) authenticates first.
+  // The project's auth handler, asked first on the routes that take custom_auth (api/access.ts).
   const authenticate = customAuth ? oncePerRequest(createAuthenticator(customAuth, { trustStudioHeader: config.trustStudioHeader ?? false })) : undefined;
   // Behind the gateway without custom auth, every request that has the deployment credential was
   // authenticated by the gateway with a credential header (which it does not pass on).
   const credentialed = config.deploymentCredential && !customAuth ? () => true : hasCredentialHeader;
-  const api = new Api<RequestAuth>({ ...(authenticate ? { authenticate } : {}), credentialed });
+  // Routes say what they take (api/access.ts): the deployment credential is checked in front of
+  // them all (requireDeploymentCredential), custom auth here for the routes that take it.
+  const api: AgentApi = new Api({
+    authenticate: async (req, accepts) => (authenticate && accepts.includes('custom_auth') ? authenticate(req) : (undefined as unknown as RequestAuth)),
+    documentedAuth: (accepts) => authenticate !== undefined && accepts.includes('custom_auth'),
+    credentialed,
+  });
   systemRoutes(api, {
     info: served.meta,
     version: AGENT_SERVER_VERSION,
@@ -430,9 +439,15 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const document = () => openApiDocument([api], { title: 'Berth agent server', version: AGENT_SERVER_VERSION });
   // An error middleware (arity 4): express calls it for errors only, before the shared handler.
   const authErrors = authErrorHandler() as unknown as RequestHandler;
-  const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential)] : [];
+  const accessOf = (method: string, path: string) => api.match(method, path)?.access;
+  const isPublic = (method: string, path: string) => accessOf(method, path) === 'public';
+  const skipsAuth = (method: string, path: string) => {
+    const access = accessOf(method, path);
+    return access !== undefined && (access === 'public' || !access.includes('custom_auth'));
+  };
+  const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential, isPublic)] : [];
   const userRoutes = httpApp
-    ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), publicPaths: new Set(api.routes.filter((r) => r.public).map((r) => r.path)), log })]
+    ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), skipsAuth, log })]
     : [];
   // Error middleware: JSON-RPC paths answer unreadable bodies (from the app's parser or a route) in JSON-RPC's terms.
   const jsonRpcErrors = [...(served.mcp ? [mcpParseErrors()] : []), ...(served.a2a ? [a2aParseErrors()] : [])] as unknown as RequestHandler[];
@@ -465,6 +480,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   return {
     url: server.url,
     port: server.port,
+    routes: api.routes.map(({ method, path, access }) => ({ method, path, access })),
     close: async (options = {}) => {
       if (options.drainMs !== undefined) {
         // Requests in flight (a run's stream, a /wait) get their answers while their runs finish;

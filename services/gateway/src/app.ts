@@ -4,10 +4,11 @@
  * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
  * docs page.
  */
-import type { AuthStore, Principal } from '@berth/auth';
+import type { AuthStore } from '@berth/auth';
 import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
+import { declaredAccess, type GatewayApi } from './access.js';
 import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
@@ -73,8 +74,8 @@ export const securitySchemes = {
   Bearer: { type: 'http', scheme: 'bearer', description: 'A token from POST /v1/auth/tokens' },
 };
 
-export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator(deps.store, deploymentResolver(deps))): Api<Principal> {
-  const api = new Api<Principal>({ authenticate: (req) => auth.authenticate(req) });
+export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator(deps.store, deploymentResolver(deps))): GatewayApi {
+  const api: GatewayApi = new Api({ authenticate: (req, accepts) => auth.authenticate(req, accepts) });
   healthRoutes(api, {
     checks: deps.readiness,
     ...(deps.degradableReadiness ? { degradable: deps.degradableReadiness } : {}),
@@ -118,7 +119,7 @@ function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
  * The OpenAPI document `/openapi.json` serves: the routes of `api` (see {@link gatewayApi}), the raw
  * upload body and the deployment proxy. docs/reference/rest.md is generated from it (cli/src/docs).
  */
-export function gatewayOpenApiDocument(api: Api<Principal>): Record<string, unknown> {
+export function gatewayOpenApiDocument(api: GatewayApi): Record<string, unknown> {
   const doc = openApiDocument([api as never], {
     title: 'Berth',
     version: BERTH_VERSION,
@@ -153,12 +154,13 @@ export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
   const deps = { ...given, sandboxManager: given.sandboxManager ?? new SandboxManagerClients(undefined) };
   const resolver = deploymentResolver(deps);
   const auth = new GatewayAuthenticator(deps.store, resolver);
+  const api = gatewayApi(deps, auth);
   const sockets = new ExecSockets({
     manager: deps.sandboxManager,
-    authenticate: (req) => auth.authenticate(req),
+    // The upgrade takes what its route (`…/execute/ws`) declares.
+    authenticate: (req) => auth.authenticate(req, declaredAccess(api, 'GET', req.url)),
     logger: deps.logger,
   });
-  const api = gatewayApi(deps, auth);
   const document = () => gatewayOpenApiDocument(api);
   // The approval page posts an HTML form; nothing else takes form-encoded bodies.
   const forms = express.Router().use('/login', express.urlencoded({ extended: false, limit: '8kb' }));

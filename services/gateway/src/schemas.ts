@@ -3,20 +3,21 @@
  * fields are a 422); response objects strip anything they do not declare.
  */
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import type { ApiKeyRecord, Tenant } from '@berth/auth';
 
 const timestamp = z.iso.datetime({ offset: true });
 
 export const TenantOut = z.object({
-  tenant_id: z.uuid(),
+  tenant_id: Uuid,
   name: z.string(),
   is_system: z.boolean().describe('The tenant created at bootstrap; its admin keys administer the platform'),
   created_at: timestamp,
 });
 
 export const ApiKeyOut = z.object({
-  id: z.uuid(),
-  tenant_id: z.uuid(),
+  id: Uuid,
+  tenant_id: Uuid,
   name: z.string(),
   role: z.enum(['admin', 'member']),
   prefix: z.string().describe('First characters of the key, to recognise it'),
@@ -32,8 +33,8 @@ export const ApiKeyCreatedOut = ApiKeyOut.extend({
 
 export const TenantCreatedOut = z.object({ tenant: TenantOut, api_key: ApiKeyCreatedOut });
 
-export const TenantPath = z.strictObject({ tenant_id: z.uuid() });
-export const ApiKeyPath = z.strictObject({ tenant_id: z.uuid(), key_id: z.uuid() });
+export const TenantPath = z.strictObject({ tenant_id: Uuid });
+export const ApiKeyPath = z.strictObject({ tenant_id: Uuid, key_id: Uuid });
 
 export const Page = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(20),
@@ -62,13 +63,13 @@ export const TokenOut = z.object({
 });
 
 export const MeOut = z.object({
-  tenant_id: z.uuid(),
+  tenant_id: Uuid,
   tenant_name: z.string(),
   role: z.enum(['admin', 'member']),
   platform_admin: z.boolean(),
   credential: z.object({
     type: z.enum(['api_key', 'access_token']),
-    id: z.uuid(),
+    id: Uuid,
     prefix: z.string().optional(),
   }),
 });

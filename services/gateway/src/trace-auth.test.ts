@@ -1,9 +1,10 @@
 /**
  * A deployment's tracing credential, end to end through a real control plane and gateway: the
  * control plane derives it, the gateway recognises it over gRPC (ResolveDeployment) as a
- * principal of the deployment's tenant and tracing project; it may call the trace API only (403
- * on every other route and on the deployment proxy), a forged or foreign one is 401, and so is a
- * deleted deployment's.
+ * principal of the deployment's tenant and tracing project; it may call the routes that declare it
+ * (the trace API) only (403 on every other route and on the deployment proxy), a forged or foreign
+ * one is 401, and so is a deleted deployment's. The tenant's API key and bearer token pass where
+ * routes declare them, and a bearer token is refused where only a key is taken.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -13,8 +14,12 @@ import { join } from 'node:path';
 import { deploymentTracingCredential, SecretBox, start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
 import { UnauthenticatedError } from '@berth/errors';
 import { AGENT_SERVE_SCRIPT } from '../../agent-runtime/src/index.js';
+import { Api, createApp, listen } from '@berth/http';
 import { silentLogger } from '@berth/log';
+import { z } from 'zod';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { declaredAccess, type GatewayApi } from './access.js';
+import { gatewayApi } from './app.js';
 import { ControlPlaneClients } from './control-plane.js';
 import { start, type RunningGateway } from './index.js';
 import { DeploymentResolver } from './proxy/resolver.js';
@@ -31,6 +36,9 @@ let tenantId: string;
 let apiKey: string;
 let deployment: { id: string; name: string; session_id: string };
 let credential: string;
+/** The gateway's routes, for what each declares it takes. */
+let api: GatewayApi;
+const accessOf = (method: string, url: string) => declaredAccess(api, method, url);
 
 beforeAll(async () => {
   db = await createTestDatabase('gw_trace_auth');
@@ -47,6 +55,7 @@ beforeAll(async () => {
   );
   gateway = await start(testGatewayConfig(db.url, controlPlane.address), silentLogger());
   clients = new ControlPlaneClients(controlPlane.address);
+  api = gatewayApi({ logger: silentLogger(), store: gateway.store, readiness: {}, controlPlane: clients });
   tenantId = (await gateway.store.createTenant({ name: 'traced' })).id;
   apiKey = (await gateway.store.createApiKey({ tenantId, name: 'dev', role: 'admin' })).key;
   // Waits for its source: no build, no agent server — the credential exists from creation on.
@@ -72,6 +81,40 @@ async function call(path: string, key: string, method = 'GET') {
   return { status: res.status, body: (await res.json().catch(() => undefined)) as { detail?: string } | undefined };
 }
 
+/** A request with an empty JSON body where the method may carry one. */
+async function send(method: string, path: string, headers: Record<string, string>) {
+  const withBody = method !== 'get' && method !== 'delete';
+  const res = await fetch(`${gateway.url}${path}`, {
+    method: method.toUpperCase(),
+    headers: { ...headers, ...(withBody ? { 'content-type': 'application/json' } : {}) },
+    ...(withBody ? { body: '{}' } : {}),
+  });
+  return { status: res.status, body: (await res.json().catch(() => undefined)) as { detail?: unknown } | undefined };
+}
+
+describe('the tenant’s credentials', () => {
+  it('an API key and a bearer token pass authentication on every route declaring them; a bearer token is refused where only a key is', async () => {
+    const token = ((await (await fetch(`${gateway.url}/v1/auth/tokens`, { method: 'POST', headers: { 'x-api-key': apiKey } })).json()) as { access_token: string }).access_token;
+    for (const spec of api.routes) {
+      if (spec.access === 'public') continue;
+      const path = spec.path.replace(/\{[^}]+\}/g, () => randomUUID());
+      for (const [kind, headers] of [
+        ['api_key', { 'x-api-key': apiKey }],
+        ['access_token', { authorization: `Bearer ${token}` }],
+      ] as const) {
+        const res = await send(spec.method, path, headers);
+        const refused = { status: res.status, detail: res.body?.detail };
+        if ((spec.access as readonly string[]).includes(kind)) {
+          expect({ route: spec.path, kind, ...refused }).not.toMatchObject({ route: spec.path, kind, detail: expect.stringMatching(/^This route takes/) });
+          expect({ route: spec.path, kind, status: res.status }).not.toEqual({ route: spec.path, kind, status: 401 });
+        } else {
+          expect({ route: spec.path, kind, ...refused }).toEqual({ route: spec.path, kind, status: 403, detail: 'This route takes an API key, not a bearer token' });
+        }
+      }
+    }
+  });
+});
+
 describe('a deployment’s tracing credential', () => {
   it('is a principal of the deployment’s tenant, scoped to its tracing project, on the trace API', async () => {
     expect(credential).toMatch(new RegExp(`^brt_trace_${deployment.id}_`));
@@ -80,10 +123,9 @@ describe('a deployment’s tracing credential', () => {
       ['POST', '/runs/batch'],
       ['PATCH', '/runs/0b5a2c1e-8a4e-4a8e-9a43-2d6f0f0b1a11'],
       ['POST', '/runs/query'],
-      ['GET', '/info'],
       ['GET', `/sessions/${deployment.session_id}`],
     ] as const) {
-      const principal = await authenticator().authenticate({ method, url, headers: { 'x-api-key': credential } });
+      const principal = await authenticator().authenticate({ headers: { 'x-api-key': credential } }, accessOf(method, url));
       expect(principal).toMatchObject({
         tenantId,
         role: 'member',
@@ -105,11 +147,49 @@ describe('a deployment’s tracing credential', () => {
       expect({ path, status: res.status }).toEqual({ path, status: 403 });
       expect(res.body?.detail).toMatch(/tracing credential may only call the trace API/);
     }
-    await expect(authenticator().authenticate({ method: 'DELETE', url: `/sessions/${deployment.session_id}`, headers: { 'x-api-key': credential } })).rejects.toMatchObject({
+    await expect(authenticator().authenticate({ headers: { 'x-api-key': credential } }, accessOf('DELETE', `/sessions/${deployment.session_id}`))).rejects.toMatchObject({
       name: 'PermissionDeniedError',
     });
     // The tenant's own key still works there.
     expect((await call('/v2/deployments', apiKey)).status).toBe(200);
+  });
+
+  it('is refused with 403 by every route that does not declare it, and passes authentication where declared', async () => {
+    let declared = 0;
+    for (const spec of api.routes) {
+      if (spec.access === 'public') continue;
+      const path = spec.path.replace(/\{[^}]+\}/g, () => randomUUID());
+      const res = await send(spec.method, path, { 'x-api-key': credential });
+      if (spec.access.includes('tracing_credential')) {
+        declared++;
+        expect({ route: spec.path, detail: res.body?.detail }).not.toEqual({ route: spec.path, detail: expect.stringMatching(/tracing credential may only call/) });
+        expect(res.status).not.toBe(401);
+      } else {
+        expect({ method: spec.method, route: spec.path, status: res.status, detail: res.body?.detail }).toEqual({
+          method: spec.method,
+          route: spec.path,
+          status: 403,
+          detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)',
+        });
+      }
+    }
+    expect(declared).toBe(8);
+  });
+
+  it('is refused by a route under /runs that does not declare it (authorization is by declaration, not by path)', async () => {
+    // What a later route beside the trace API looks like: it takes tenant credentials only.
+    const admin: GatewayApi = new Api({ authenticate: (req, accepts) => authenticator().authenticate(req, accepts) });
+    admin.route({ method: 'get', path: '/runs/stats', access: ['api_key', 'access_token'], summary: 'Stats', response: z.object({ ok: z.boolean() }), handler: () => ({ ok: true }) });
+    const served = await listen(createApp({ logger: silentLogger(), routes: [admin.router()] }), '127.0.0.1', 0);
+    try {
+      const traced = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': credential } });
+      expect(traced.status).toBe(403);
+      expect(await traced.json()).toEqual({ detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)' });
+      const tenant = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': apiKey } });
+      expect(tenant.status).toBe(200);
+    } finally {
+      await served.close();
+    }
   });
 
   it('is 401 when forged, when it names another deployment, or with another tenant in X-Tenant-Id', async () => {
@@ -118,21 +198,21 @@ describe('a deployment’s tracing credential', () => {
     const foreign = credential.replace(deployment.id, other.id);
     for (const key of [forged, foreign]) {
       expect((await call('/v1/me', key)).status).toBe(401);
-      await expect(authenticator().authenticate({ method: 'POST', url: '/runs/multipart', headers: { 'x-api-key': key } })).rejects.toBeInstanceOf(UnauthenticatedError);
+      await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(UnauthenticatedError);
     }
     await expect(
-      authenticator().authenticate({ method: 'POST', url: '/runs/multipart', headers: { 'x-api-key': credential, 'x-tenant-id': randomUUID() } }),
+      authenticator().authenticate({ headers: { 'x-api-key': credential, 'x-tenant-id': randomUUID() } }, accessOf('POST', '/runs/multipart')),
     ).rejects.toMatchObject({ name: 'PermissionDeniedError' });
   });
 
   it('stops working once its deployment is deleted', async () => {
     const doomed = await controlPlane.deployments!.create({ tenantId, name: 'doomed-bot', source: 'internal_source', secrets: [] });
     const key = deploymentTracingCredential(new SecretBox(secretKey), doomed.id);
-    await expect(authenticator().authenticate({ method: 'POST', url: '/runs/multipart', headers: { 'x-api-key': key } })).resolves.toMatchObject({
+    await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).resolves.toMatchObject({
       tracingProject: { name: 'doomed-bot' },
     });
     expect((await call(`/v2/deployments/${doomed.id}`, apiKey, 'DELETE')).status).toBe(204);
-    await expect(authenticator().authenticate({ method: 'POST', url: '/runs/multipart', headers: { 'x-api-key': key } })).rejects.toBeInstanceOf(UnauthenticatedError);
+    await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(UnauthenticatedError);
     // The gateway's own cache (1 s) lets it lapse as fast as a deleted deployment's routes.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     expect((await call('/v1/me', key)).status).toBe(401);

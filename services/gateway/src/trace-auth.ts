@@ -3,7 +3,8 @@
  * token of a tenant (`authenticateHeaders`), or a deployment's tracing credential — what its agent
  * servers trace with (`X-Api-Key: brt_trace_<deployment id>_<mac>`, made by the control plane from
  * the platform key). The latter acts for the deployment's tenant on its tracing project only, and
- * only on the trace API; everywhere else it is refused with 403. The gateway holds no platform key:
+ * only on the routes whose declared access takes `tracing_credential` (the trace API); everywhere
+ * else it is refused with 403, as is any credential a route does not declare. The gateway holds no platform key:
  * it asks the control plane (ResolveDeployment, through the proxy's cached resolver) for the
  * credential it expects, so a deleted deployment's credential stops working within the cache's TTL.
  */
@@ -11,27 +12,14 @@ import { timingSafeEqual } from 'node:crypto';
 import { authenticateHeaders, type AuthStore, type Principal } from '@berth/auth';
 import { PermissionDeniedError, UnauthenticatedError } from '@berth/errors';
 import { tracingCredentialDeployment } from '@berth/ids';
+import { describeCredentials, type GatewayCredential } from './access.js';
 import type { DeploymentResolver } from './proxy/resolver.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
 /** A request as far as authentication looks at it (an express Request or an IncomingMessage). */
 export interface AuthRequest {
-  method?: string | undefined;
-  /** Path and query. */
-  url?: string | undefined;
   headers: Headers;
-}
-
-/**
- * The LangSmith trace API a tracing credential may call: the server's info, runs (write and read;
- * the routes keep it to its project), and reading its tracing project.
- */
-export function isTraceRoute(method: string, path: string): boolean {
-  if (path === '/info') return method === 'GET';
-  if (path === '/runs' || path.startsWith('/runs/')) return true;
-  if (path === '/sessions' || path.startsWith('/sessions/')) return method === 'GET';
-  return false;
 }
 
 function header(headers: Headers, name: string): string | undefined {
@@ -51,8 +39,24 @@ export class GatewayAuthenticator {
     private readonly deployments: DeploymentResolver,
   ) {}
 
-  /** The request's principal; throws UnauthenticatedError (401) or PermissionDeniedError (403). */
-  async authenticate(req: AuthRequest): Promise<Principal> {
+  /**
+   * The request's principal, when its credential is valid (else UnauthenticatedError, 401) and of a
+   * kind the route takes (`accepts`, the route's declared access; else PermissionDeniedError, 403).
+   */
+  async authenticate(req: AuthRequest, accepts: readonly GatewayCredential[]): Promise<Principal> {
+    const principal = await this.principal(req);
+    const kind = principal.credential.type;
+    if (!accepts.includes(kind)) {
+      throw new PermissionDeniedError(
+        kind === 'tracing_credential'
+          ? 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)'
+          : `This route takes ${describeCredentials(accepts)}, not ${describeCredentials([kind])}`,
+      );
+    }
+    return principal;
+  }
+
+  private async principal(req: AuthRequest): Promise<Principal> {
     const apiKey = header(req.headers, 'x-api-key');
     const deploymentId = apiKey ? tracingCredentialDeployment(apiKey) : undefined;
     if (!apiKey || !deploymentId) return authenticateHeaders(this.store, req.headers);
@@ -60,10 +64,6 @@ export class GatewayAuthenticator {
     const tenantId = header(req.headers, 'x-tenant-id');
     if (tenantId && tenantId.toLowerCase() !== principal.tenantId) {
       throw new PermissionDeniedError('These credentials are not valid for the tenant in X-Tenant-Id');
-    }
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (!isTraceRoute((req.method ?? 'GET').toUpperCase(), path)) {
-      throw new PermissionDeniedError('A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)');
     }
     return principal;
   }

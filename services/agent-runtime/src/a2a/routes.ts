@@ -23,6 +23,7 @@ import { A2aTasks, isFinal, type Caller, type SendOptions } from './service.js';
 import { A2aStore } from './store.js';
 import { taskOf } from './tasks.js';
 import { eventWire, MessageIn, parseParams, pushConfigWire, readMessage, taskWire, type TaskState, type Version } from './wire.js';
+import type { AgentApi } from '../api/access.js';
 
 /** The 1.0 method of each 0.3 method name. */
 const V03_NAMES: Record<string, string> = {
@@ -137,7 +138,7 @@ export interface A2aOptions {
 /** Answers a body that is not JSON with a JSON-RPC parse error on the A2A endpoints. */
 export const a2aParseErrors = () => jsonRpcParseErrors(/^\/a2a\/[^/]+\/?$/);
 
-export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2aOptions): void {
+export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions): void {
   const tasks = new A2aTasks(ctx);
   const tags = ['a2a'];
 
@@ -300,6 +301,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     .route({
       method: 'post',
       path: '/a2a/{assistant_id}',
+      access: ['custom_auth'],
       summary: 'A2A JSON-RPC 2.0 endpoint of an assistant (A2A 1.0 and 0.3 methods)',
       description:
         'One JSON-RPC 2.0 request. A2A 1.0 methods: `SendMessage`, `SendStreamingMessage` (SSE), `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask` (SSE), ' +
@@ -349,6 +351,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     .route({
       method: 'get',
       path: '/a2a/{assistant_id}/.well-known/agent-card.json',
+      access: ['custom_auth'],
       summary: "An assistant's A2A agent card (A2A-Version: 0.3 for the 0.3 shape)",
       tags,
       params: z.strictObject({ assistant_id: z.string() }),
@@ -362,6 +365,7 @@ export function a2aRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: A2
     .route({
       method: 'get',
       path: '/.well-known/agent-card.json',
+      access: ['custom_auth'],
       summary: "An assistant's A2A agent card, by `assistant_id` (an id or a graph name)",
       tags,
       query: z.strictObject({ assistant_id: z.string() }),

@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
@@ -30,10 +29,11 @@ import {
   assistantJson,
   assistantVersionJson,
 } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const SubgraphsQuery = z.strictObject({ recurse: z.enum(['true', 'false']).optional() });
 
-export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function assistantRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['assistants'];
   /** The assistant `ref` names, if the handler for `assistants:read` lets the user see it. */
   const readable = async (auth: RequestAuth, ref: string) =>
@@ -43,6 +43,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'post',
       path: '/assistants',
+      access: ['custom_auth'],
       summary: 'Create an assistant',
       tags,
       body: AssistantCreate,
@@ -68,6 +69,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'post',
       path: '/assistants/search',
+      access: ['custom_auth'],
       summary: 'Search assistants',
       tags,
       body: AssistantSearch,
@@ -85,6 +87,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'post',
       path: '/assistants/count',
+      access: ['custom_auth'],
       summary: 'Count assistants',
       tags,
       body: AssistantCount,
@@ -97,6 +100,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'get',
       path: '/assistants/{assistant_id}',
+      access: ['custom_auth'],
       summary: 'Get an assistant',
       tags,
       params: AssistantPath,
@@ -107,6 +111,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'patch',
       path: '/assistants/{assistant_id}',
+      access: ['custom_auth'],
       summary: 'Update an assistant: creates version N+1 and makes it active',
       description: '`context` is the complete new configuration; nothing is merged from earlier versions. `metadata` is merged.',
       tags,
@@ -134,6 +139,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'delete',
       path: '/assistants/{assistant_id}',
+      access: ['custom_auth'],
       summary: 'Delete an assistant with all its versions',
       tags,
       params: AssistantPath,
@@ -148,6 +154,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'post',
       path: '/assistants/{assistant_id}/latest',
+      access: ['custom_auth'],
       summary: 'Make a version the active one: later runs use its context',
       tags,
       params: AssistantPath,
@@ -163,6 +170,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'post',
       path: '/assistants/{assistant_id}/versions',
+      access: ['custom_auth'],
       summary: 'List versions, newest first',
       tags,
       params: AssistantPath,
@@ -179,6 +187,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'get',
       path: '/assistants/{assistant_id}/schemas',
+      access: ['custom_auth'],
       summary: "JSON Schemas of the assistant's graph",
       tags,
       params: AssistantPath,
@@ -192,6 +201,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'get',
       path: '/assistants/{assistant_id}/subgraphs',
+      access: ['custom_auth'],
       summary: "JSON Schemas of the subgraphs of the assistant's graph, by namespace",
       tags,
       params: AssistantPath,
@@ -203,6 +213,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'get',
       path: '/assistants/{assistant_id}/subgraphs/{namespace}',
+      access: ['custom_auth'],
       summary: 'JSON Schemas of the subgraphs under a namespace (`node` or `node|inner`)',
       tags,
       params: AssistantPath.extend({ namespace: z.string().min(1) }),
@@ -214,6 +225,7 @@ export function assistantRoutes(api: Api<RequestAuth>, ctx: ServerContext): void
     .route({
       method: 'get',
       path: '/assistants/{assistant_id}/graph',
+      access: ['custom_auth'],
       summary: "Nodes and edges of the assistant's graph",
       tags,
       params: AssistantPath,

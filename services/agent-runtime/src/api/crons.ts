@@ -9,9 +9,9 @@
  * run is not authorized again: the cron was.
  */
 import { randomUUID } from 'node:crypto';
-import type { Api } from '@berth/http';
 import { NotFoundError } from '@berth/errors';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import { nextRunDate, scheduleProblem, timezoneProblem } from '../runs/cron-schedule.js';
 import type { CronPayload } from '../runs/cron-scheduler.js';
@@ -20,6 +20,7 @@ import type { JsonObject } from '../storage/sql.js';
 import { checkContext } from './assistants.js';
 import type { ServerContext } from './context.js';
 import { AssistantRef, JsonObject as JsonObjectSchema, Page, RunCreate, Selected, SortOrder, ThreadPath, Timestamp, iso } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const problem = (check: (value: string) => string | undefined) => (value: string, ctx: z.core.$RefinementCtx<string>) => {
   const message = check(value);
@@ -78,7 +79,7 @@ const CronPatch = z.strictObject({
 const CRON_FIELDS = ['cron_id', 'assistant_id', 'thread_id', 'on_run_completed', 'end_time', 'schedule', 'timezone', 'created_at', 'updated_at', 'payload', 'user_id', 'next_run_date', 'metadata', 'enabled'] as const;
 const CronSearch = z.strictObject({
   assistant_id: AssistantRef.optional(),
-  thread_id: z.uuid().optional(),
+  thread_id: Uuid.optional(),
   enabled: z.boolean().optional(),
   metadata: JsonObjectSchema.optional(),
   ...Page,
@@ -88,14 +89,14 @@ const CronSearch = z.strictObject({
   select: z.array(z.enum([...CRON_FIELDS, 'now'])).optional(),
 });
 const CronCount = CronSearch.pick({ assistant_id: true, thread_id: true, enabled: true, metadata: true });
-const CronPath = z.strictObject({ cron_id: z.uuid() });
+const CronPath = z.strictObject({ cron_id: Uuid });
 
 export const Cron = z
   .strictObject({
-    cron_id: z.uuid(),
-    assistant_id: z.uuid(),
+    cron_id: Uuid,
+    assistant_id: Uuid,
     /** null for a stateless cron (a new thread per tick). */
-    thread_id: z.uuid().nullable(),
+    thread_id: Uuid.nullable(),
     on_run_completed: OnRunCompleted.nullable(),
     end_time: Timestamp.nullable(),
     schedule: z.string(),
@@ -142,7 +143,7 @@ function payloadOf(body: Partial<Record<keyof typeof RunFields, unknown>>): Cron
   return Object.fromEntries(Object.keys(RunFields).flatMap((key) => (body[key as keyof typeof RunFields] === undefined ? [] : [[key, body[key as keyof typeof RunFields]]])));
 }
 
-export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['crons'];
 
   /** Queues the cron's next tick. Should the queue fail, the cron is saved and a worker's sweep queues the tick once it is due. */
@@ -198,6 +199,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons',
+      access: ['custom_auth'],
       summary: 'Create a stateless cron: each tick runs on a new thread',
       tags,
       body: CronCreate,
@@ -208,6 +210,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/crons',
+      access: ['custom_auth'],
       summary: 'Create a cron on a thread: each tick runs on it (multitask_strategy enqueue by default)',
       tags,
       params: ThreadPath,
@@ -219,6 +222,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons/search',
+      access: ['custom_auth'],
       summary: 'Search crons',
       tags,
       body: CronSearch,
@@ -241,6 +245,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/crons/count',
+      access: ['custom_auth'],
       summary: 'Count crons',
       tags,
       body: CronCount,
@@ -255,6 +260,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Get a cron',
       tags,
       params: CronPath,
@@ -268,6 +274,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'patch',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Change a cron (enabled: false pauses it; a new schedule, time zone or end_time reschedules it)',
       tags,
       params: CronPath,
@@ -303,6 +310,7 @@ export function cronRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/runs/crons/{cron_id}',
+      access: ['custom_auth'],
       summary: 'Delete a cron: it fires no more',
       tags,
       params: CronPath,

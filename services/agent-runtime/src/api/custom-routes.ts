@@ -71,8 +71,11 @@ export async function loadHttpApp(project: ProjectConfig): Promise<FetchApp | un
 export interface CustomRoutesOptions {
   /** Authenticates a request with the project's custom auth (absent: no custom auth). */
   authenticate?: (req: ExpressRequest) => Promise<AuthContext | undefined>;
-  /** Paths of Berth's public routes: served without authentication, as the built-in routes are. */
-  publicPaths: ReadonlySet<string>;
+  /**
+   * Whether Berth's own route at this method and path is served without the project's auth (its
+   * declared access does not take `custom_auth`): so is the app's answer there.
+   */
+  skipsAuth: (method: string, path: string) => boolean;
   log: Logger;
 }
 
@@ -102,7 +105,7 @@ export function customRoutes(app: FetchApp, options: CustomRoutesOptions): Reque
   return (req, res, next) => {
     void (async () => {
       const path = req.path;
-      const isPublic = options.publicPaths.has(path) || (path.startsWith('/ui/') && (req.method === 'GET' || req.method === 'HEAD'));
+      const isPublic = options.skipsAuth(req.method, path);
       const auth = options.authenticate && !isPublic ? await options.authenticate(req) : undefined;
       const request = await withBody(req);
       if (auth) authOf.set(request, auth);

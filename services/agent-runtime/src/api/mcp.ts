@@ -30,6 +30,7 @@ import {
   type JsonRpcId,
 } from './json-rpc.js';
 import { cancelLeftRun, passHeaders, runOutcome } from './runs.js';
+import type { AgentApi } from './access.js';
 
 /** Newest first: `initialize` answers with the client's version when it is here, else the newest. */
 const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
@@ -102,7 +103,7 @@ function acceptsBoth(accept: string | undefined): boolean {
 /** Answers a body that is not JSON with a JSON-RPC parse error instead of the usual 422. */
 export const mcpParseErrors = (): ErrorRequestHandler => jsonRpcParseErrors(/^\/mcp\/?$/i);
 
-export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: McpOptions): void {
+export function mcpRoutes(api: AgentApi, ctx: ServerContext, options: McpOptions): void {
   const graphs = new Map(options.graphs.map((g) => [g.graphId, g]));
 
   /** The tools this user sees, in a stable order: graphs first, then assistants by creation. */
@@ -206,6 +207,7 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
     .route({
       method: 'post',
       path: '/mcp',
+      access: ['custom_auth'],
       summary: 'Model Context Protocol (Streamable HTTP, stateless): the graphs as tools',
       description:
         'One JSON-RPC 2.0 message (or, up to protocol version 2025-03-26, a batch). Methods: `initialize`, `ping`, `tools/list`, `tools/call`. ' +
@@ -258,6 +260,7 @@ export function mcpRoutes(api: Api<RequestAuth>, ctx: ServerContext, options: Mc
     .route({
       method: 'delete',
       path: '/mcp',
+      access: ['custom_auth'],
       summary: 'End an MCP session: the server keeps none, so there is nothing to end',
       tags: ['mcp'],
       handler: () => undefined,

@@ -8,10 +8,11 @@
  * delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
-import type { Api } from '@berth/http';
+import type { HandlerInput } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import type { SubscribeFrom } from '@berth/broker';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { RequestAuth } from '../auth/index.js';
 import type { RunRequest } from '../runs/run-service.js';
@@ -19,6 +20,7 @@ import type { Run, RunStatus } from '../storage/runs.js';
 import type { Json } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import { Flag, Run as RunSchema, RunCreate, RunOutput, RunPath, ThreadPath, runJson } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const RunPage = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
@@ -35,8 +37,8 @@ const CANCEL_PAGE = 100;
 const BulkCancel = z
   .strictObject({
     /** Only runs of this thread. */
-    thread_id: z.uuid().optional(),
-    run_ids: z.array(z.uuid()).min(1).max(MAX_CANCEL_IDS).optional(),
+    thread_id: Uuid.optional(),
+    run_ids: z.array(Uuid).min(1).max(MAX_CANCEL_IDS).optional(),
     /** Every unfinished run in this status (`all`: pending and running) the caller may update. */
     status: z.enum(['pending', 'running', 'all']).optional(),
   })
@@ -95,13 +97,16 @@ export async function runOutcome(ctx: ServerContext, run: Run, signal: AbortSign
   return { error: (thread?.error as RunError | null | undefined) ?? { error: 'Error', message: 'run failed' } };
 }
 
+/** What the handlers of the routes starting a run are given. */
+type StartInput = HandlerInput<unknown, unknown, z.output<typeof RunCreate>, RequestAuth>;
+
 function locate(res: Response, run: Run, threadless: boolean): void {
   const path = threadless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
   res.setHeader('Content-Location', path);
   res.setHeader('Location', `${path}/stream`);
 }
 
-export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function runRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['runs'];
   /** A run of a thread the handler for `threads:read` lets the user see; 404 otherwise. */
   const readableRun = async (auth: RequestAuth, threadId: string, runId: string) => {
@@ -133,60 +138,97 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
   async function create(threadId: string | undefined, body: z.output<typeof RunCreate>, req: Request, auth: RequestAuth) {
     return ctx.runService.create(threadId, body as RunRequest, passHeaders(req), auth);
   }
+  const threadOf = (params: unknown) => (params as { thread_id?: string }).thread_id;
 
-  for (const threadless of [false, true]) {
-    const prefix = threadless ? '/runs' : '/threads/{thread_id}/runs';
-    const params = threadless ? undefined : ThreadPath;
-    const threadOf = (p: unknown) => (threadless ? undefined : (p as { thread_id: string }).thread_id);
-    api
-      .route({
-        method: 'post',
-        path: prefix,
-        summary: threadless ? 'Start a run on a new temporary thread' : 'Start a run (returns at once)',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        response: RunSchema,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          locate(res, run, threadless);
-          return runJson(run);
-        },
-      })
-      .route({
-        method: 'post',
-        path: `${prefix}/stream`,
-        summary: 'Start a run and stream its events (SSE)',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        events: STREAM_EVENTS,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
-        },
-      })
-      .route({
-        method: 'post',
-        path: `${prefix}/wait`,
-        summary: 'Start a run and answer with its final values',
-        tags,
-        ...(params ? { params } : {}),
-        body: RunCreate,
-        response: RunOutput,
-        errors: [404, 409],
-        handler: async ({ params: p, body, req, res, auth }) => {
-          const run = await create(threadOf(p), body, req, auth);
-          locate(res, run, threadless);
-          const abort = new AbortController();
-          res.on('close', () => abort.abort());
-          const outcome = await runOutcome(ctx, run, abort.signal);
-          return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
-        },
-      });
-  }
+  // The three ways to start a run, each on a thread (`/threads/{thread_id}/runs…`) and threadless
+  // (`/runs…`, on a new temporary thread): one handler each, six routes written out.
+  const startRun = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    locate(res, run, threadless);
+    return runJson(run);
+  };
+  const startAndStream = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
+  };
+  const startAndWait = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
+    const run = await create(threadOf(params), body, req, auth);
+    locate(res, run, threadless);
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const outcome = await runOutcome(ctx, run, abort.signal);
+    return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
+  };
+  api
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs',
+      access: ['custom_auth'],
+      summary: 'Start a run (returns at once)',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      response: RunSchema,
+      errors: [404, 409],
+      handler: startRun(false),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs/stream',
+      access: ['custom_auth'],
+      summary: 'Start a run and stream its events (SSE)',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      events: STREAM_EVENTS,
+      errors: [404, 409],
+      handler: startAndStream(false),
+    })
+    .route({
+      method: 'post',
+      path: '/threads/{thread_id}/runs/wait',
+      access: ['custom_auth'],
+      summary: 'Start a run and answer with its final values',
+      tags,
+      params: ThreadPath,
+      body: RunCreate,
+      response: RunOutput,
+      errors: [404, 409],
+      handler: startAndWait(false),
+    })
+    .route({
+      method: 'post',
+      path: '/runs',
+      access: ['custom_auth'],
+      summary: 'Start a run on a new temporary thread',
+      tags,
+      body: RunCreate,
+      response: RunSchema,
+      errors: [404, 409],
+      handler: startRun(true),
+    })
+    .route({
+      method: 'post',
+      path: '/runs/stream',
+      access: ['custom_auth'],
+      summary: 'Start a run and stream its events (SSE)',
+      tags,
+      body: RunCreate,
+      events: STREAM_EVENTS,
+      errors: [404, 409],
+      handler: startAndStream(true),
+    })
+    .route({
+      method: 'post',
+      path: '/runs/wait',
+      access: ['custom_auth'],
+      summary: 'Start a run and answer with its final values',
+      tags,
+      body: RunCreate,
+      response: RunOutput,
+      errors: [404, 409],
+      handler: startAndWait(true),
+    });
 
   /** Cancels a run found unfinished; one that ended meanwhile is left as it ended. */
   async function cancelIfUnfinished(run: Run, action: 'interrupt' | 'rollback') {
@@ -200,6 +242,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/cancel',
+      access: ['custom_auth'],
       summary: 'Cancel several runs: by ids, or every pending and/or running run (interrupt keeps their checkpoints, rollback deletes them)',
       description: `At most ${MAX_CANCEL_IDS} run_ids per call; a named run that does not exist (or that custom auth hides) is a 404 and nothing is cancelled. Runs that already ended are left as they are.`,
       tags,
@@ -234,6 +277,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/runs/batch',
+      access: ['custom_auth'],
       summary: 'Start several threadless runs',
       tags,
       // The SDK's createBatch sends each payload's own `assistantId` beside `assistant_id`.
@@ -248,6 +292,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs',
+      access: ['custom_auth'],
       summary: 'List runs of a thread, newest first',
       tags,
       params: ThreadPath,
@@ -263,6 +308,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}',
+      access: ['custom_auth'],
       summary: 'Get a run',
       tags,
       params: RunPath,
@@ -273,6 +319,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/threads/{thread_id}/runs/{run_id}',
+      access: ['custom_auth'],
       summary: 'Delete a finished run',
       tags,
       params: RunPath,
@@ -285,6 +332,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}/join',
+      access: ['custom_auth'],
       summary: 'Wait for a run to finish; answers with its final values',
       tags,
       params: RunPath,
@@ -304,6 +352,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/runs/{run_id}/stream',
+      access: ['custom_auth'],
       summary: "Join a run's event stream (Last-Event-ID resumes a resumable stream)",
       tags,
       params: RunPath,
@@ -326,6 +375,7 @@ export function runRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/runs/{run_id}/cancel',
+      access: ['custom_auth'],
       summary: 'Cancel a run (interrupt keeps its checkpoints, rollback deletes the run)',
       tags,
       params: RunPath,

@@ -5,6 +5,7 @@
  * test), so /openapi.json describes exactly what is sent.
  */
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import type { Assistant as AssistantRow, AssistantVersion as AssistantVersionRow } from '../storage/assistants.js';
 import type { Run as RunRow } from '../storage/runs.js';
 import type { Thread as ThreadRow } from '../storage/threads.js';
@@ -37,7 +38,7 @@ export const CheckpointBody = z.strictObject({
 });
 
 export const AssistantCreate = z.strictObject({
-  assistant_id: z.uuid().optional(),
+  assistant_id: Uuid.optional(),
   graph_id: z.string().min(1),
   config: Config.optional(),
   context: JsonObject.optional(),
@@ -84,7 +85,7 @@ export const ThreadTtlBody = z
   .transform((t) => (typeof t === 'number' ? { strategy: 'delete' as const, minutes: t } : { strategy: t.strategy, minutes: t.ttl }));
 
 export const ThreadCreate = z.strictObject({
-  thread_id: z.uuid().optional(),
+  thread_id: Uuid.optional(),
   metadata: JsonObject.optional(),
   if_exists: z.enum(['raise', 'do_nothing']).default('raise'),
   /** State updates to apply to the new thread, one checkpoint per superstep (needs `metadata.graph_id`). */
@@ -96,7 +97,7 @@ export const ThreadCreate = z.strictObject({
 /** `ttl` replaces the thread's TTL, counted from now; null removes it. */
 export const ThreadPatch = z.strictObject({ metadata: JsonObject.optional(), ttl: ThreadTtlBody.nullable().optional() });
 export const ThreadSearch = z.strictObject({
-  ids: z.array(z.uuid()).optional(),
+  ids: z.array(Uuid).optional(),
   metadata: JsonObject.optional(),
   values: JsonObject.optional(),
   status: ThreadStatus.optional(),
@@ -108,8 +109,8 @@ export const ThreadSearch = z.strictObject({
 export const ThreadCount = z.strictObject({ metadata: JsonObject.optional(), values: JsonObject.optional(), status: ThreadStatus.optional() });
 
 export const AssistantPath = z.strictObject({ assistant_id: AssistantRef });
-export const ThreadPath = z.strictObject({ thread_id: z.uuid() });
-export const RunPath = z.strictObject({ thread_id: z.uuid(), run_id: z.uuid() });
+export const ThreadPath = z.strictObject({ thread_id: Uuid });
+export const RunPath = z.strictObject({ thread_id: Uuid, run_id: Uuid });
 
 const StreamMode = z.enum(STREAM_MODES);
 const NodeList = z.union([z.literal('*'), z.array(z.string())]);
@@ -156,7 +157,7 @@ const Interrupt = z.looseObject({ id: z.string().optional(), value: UserData });
 
 export const Assistant = z
   .strictObject({
-    assistant_id: z.uuid(),
+    assistant_id: Uuid,
     graph_id: z.string(),
     config: Config,
     context: JsonObject,
@@ -173,7 +174,7 @@ export const AssistantVersion = Assistant.omit({ updated_at: true }).meta({ id: 
 
 export const Thread = z
   .strictObject({
-    thread_id: z.uuid(),
+    thread_id: Uuid,
     created_at: Timestamp,
     updated_at: Timestamp,
     state_updated_at: Timestamp,
@@ -210,9 +211,9 @@ export const RunKwargs = z.strictObject({
 });
 export const Run = z
   .strictObject({
-    run_id: z.uuid(),
-    thread_id: z.uuid(),
-    assistant_id: z.uuid(),
+    run_id: Uuid,
+    thread_id: Uuid,
+    assistant_id: Uuid,
     created_at: Timestamp,
     updated_at: Timestamp,
     status: RunStatus,

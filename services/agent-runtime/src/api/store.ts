@@ -7,7 +7,6 @@
  * (e.g. prefix it with the user's identity): the edited namespace is the one used. Store handlers
  * allow or refuse; a filter they return is refused as a handler error (it has no meaning here).
  */
-import type { Api } from '@berth/http';
 import { RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { z } from 'zod';
 import { AuthHandlerError, type AuthEvent, type RequestAuth } from '../auth/index.js';
@@ -17,6 +16,7 @@ import type { NamespaceMatch } from '../storage/store-query.js';
 import type { StoreItem } from '../storage/store.js';
 import type { ServerContext } from './context.js';
 import { Flag, JsonObject as JsonObjectSchema, Timestamp, iso } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 /** GET joins a namespace with dots, so a label cannot hold one. */
 const Label = z
@@ -82,7 +82,7 @@ function namespaceOf(event: AuthEvent, namespace: unknown): string[] {
   return namespace as string[];
 }
 
-export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function storeRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['store'];
   const { store } = ctx;
 
@@ -102,6 +102,7 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'put',
       path: '/store/items',
+      access: ['custom_auth'],
       summary: 'Store or replace an item',
       tags,
       body: ItemPut,
@@ -122,6 +123,7 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/store/items',
+      access: ['custom_auth'],
       summary: 'Get an item (null when missing or expired)',
       tags,
       query: ItemQuery,
@@ -137,6 +139,7 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/store/items',
+      access: ['custom_auth'],
       summary: 'Delete an item',
       tags,
       body: ItemDelete,
@@ -148,6 +151,7 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/store/items/search',
+      access: ['custom_auth'],
       summary: 'Search items under a namespace prefix',
       tags,
       body: ItemSearch,
@@ -173,6 +177,7 @@ export function storeRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/store/namespaces',
+      access: ['custom_auth'],
       summary: 'List namespaces (prefix and suffix may hold * wildcards)',
       tags,
       body: NamespaceList,

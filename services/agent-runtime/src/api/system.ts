@@ -1,10 +1,9 @@
 /**
  * /ok and /info.
  */
-import type { Api } from '@berth/http';
 import { z } from 'zod';
-import type { RequestAuth } from '../auth/index.js';
 import { Flag } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 /** What this server serves, as `/info` reports it (the LangGraph SDKs and Studio read these flags). */
 export interface ServerFeatures {
@@ -18,15 +17,15 @@ export interface ServerFeatures {
 }
 
 export function systemRoutes(
-  api: Api<RequestAuth>,
+  api: AgentApi,
   deps: { version: string; langgraphVersion: string; features: ServerFeatures; checkDb(): Promise<void>; /** Serve `/info` (off with `http.disable_meta`). */ info: boolean },
 ): void {
   api.route({
     method: 'get',
     path: '/ok',
+    access: 'public',
     summary: 'Liveness (check_db=1 also checks Postgres)',
     tags: ['system'],
-    public: true,
     query: z.strictObject({ check_db: Flag.optional() }),
     response: z.strictObject({ ok: z.literal(true) }),
     handler: async ({ query }) => {
@@ -38,9 +37,9 @@ export function systemRoutes(
   api.route({
     method: 'get',
     path: '/info',
+    access: ['deployment_credential'],
     summary: 'Server version and features',
     tags: ['system'],
-    public: true,
     response: z.strictObject({
       version: z.string(),
       langgraph_js_version: z.string(),

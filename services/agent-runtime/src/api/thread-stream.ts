@@ -18,14 +18,13 @@
  */
 import type { BrokerEvent, SubscribeFrom } from '@berth/broker';
 import { RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { SseWriter } from '@berth/http';
 import { z } from 'zod';
-import type { RequestAuth } from '../auth/index.js';
 import type { Run, RunCursor } from '../storage/runs.js';
 import type { MetadataFilter } from '../storage/sql.js';
 import type { ServerContext } from './context.js';
 import { ThreadPath } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const ThreadStreamMode = z.enum(['run_modes', 'lifecycle', 'state_update']);
 type Mode = z.output<typeof ThreadStreamMode>;
@@ -108,10 +107,11 @@ function wanted(modes: ReadonlySet<Mode>, name: string): boolean {
   return modes.has('run_modes') || (modes.has('lifecycle') && (name === 'metadata' || name === 'run_done')) || (modes.has('state_update') && name === 'values');
 }
 
-export function threadStreamRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function threadStreamRoutes(api: AgentApi, ctx: ServerContext): void {
   api.route({
     method: 'get',
     path: '/threads/{thread_id}/stream',
+    access: ['custom_auth'],
     summary: "Join the thread's stream: the current run's events and each next run's, until the client leaves",
     tags: ['threads'],
     params: ThreadPath,

@@ -9,8 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
 import type { JsonObject } from '../storage/sql.js';
 import type { Thread as ThreadRow } from '../storage/threads.js';
@@ -33,12 +33,13 @@ import {
   threadJson,
 } from './schemas.js';
 import { threadStreamRoutes } from './thread-stream.js';
+import type { AgentApi } from './access.js';
 
 /** Most threads one `POST /threads/prune` names. */
 export const MAX_PRUNE_IDS = 1000;
 
 const PruneBody = z.strictObject({
-  thread_ids: z.array(z.uuid()).min(1).max(MAX_PRUNE_IDS),
+  thread_ids: z.array(Uuid).min(1).max(MAX_PRUNE_IDS),
   strategy: z.enum(['delete', 'keep_latest']).default('delete'),
 });
 
@@ -64,7 +65,7 @@ const HistoryBody = z.strictObject({
   select: z.array(z.string()).optional(),
 });
 
-export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
+export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
   const tags = ['threads'];
   /** The filter of the handler for `threads:read` on a thread. */
   const readable = async (auth: RequestAuth, threadId: string) => (await ctx.authz.authorize(auth, 'threads:read', { thread_id: threadId })).filter;
@@ -73,6 +74,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads',
+      access: ['custom_auth'],
       summary: 'Create a thread',
       tags,
       body: ThreadCreate,
@@ -109,6 +111,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/search',
+      access: ['custom_auth'],
       summary: 'Search threads',
       tags,
       body: ThreadSearch,
@@ -128,6 +131,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/prune',
+      access: ['custom_auth'],
       summary: 'Prune threads: delete them, or keep only their latest checkpoint (keep_latest)',
       description:
         `At most ${MAX_PRUNE_IDS} ids per call. Threads that do not exist, that custom auth hides, or that have a pending or running run ` +
@@ -143,6 +147,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/count',
+      access: ['custom_auth'],
       summary: 'Count threads',
       tags,
       body: ThreadCount,
@@ -155,6 +160,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}',
+      access: ['custom_auth'],
       summary: 'Get a thread',
       tags,
       params: ThreadPath,
@@ -169,6 +175,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'patch',
       path: '/threads/{thread_id}',
+      access: ['custom_auth'],
       summary: "Merge metadata into a thread's metadata",
       tags,
       params: ThreadPath,
@@ -185,6 +192,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'delete',
       path: '/threads/{thread_id}',
+      access: ['custom_auth'],
       summary: 'Delete a thread with its runs and checkpoints',
       tags,
       params: ThreadPath,
@@ -198,6 +206,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/copy',
+      access: ['custom_auth'],
       summary: 'Copy a thread with its checkpoints',
       tags,
       params: ThreadPath,
@@ -212,6 +221,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/state',
+      access: ['custom_auth'],
       summary: 'The current state of a thread',
       tags,
       params: ThreadPath,
@@ -224,6 +234,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/state',
+      access: ['custom_auth'],
       summary: "Update a thread's state (409 while a run is active)",
       tags,
       params: ThreadPath,
@@ -239,9 +250,10 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/state/{checkpoint_id}',
+      access: ['custom_auth'],
       summary: 'The state of a thread at a checkpoint',
       tags,
-      params: z.strictObject({ thread_id: z.uuid(), checkpoint_id: z.string().min(1) }),
+      params: z.strictObject({ thread_id: Uuid, checkpoint_id: z.string().min(1) }),
       query: z.strictObject({ subgraphs: Flag.optional() }),
       response: ThreadState,
       errors: [404],
@@ -251,6 +263,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/state/checkpoint',
+      access: ['custom_auth'],
       summary: 'The state of a thread at a checkpoint',
       tags,
       params: ThreadPath,
@@ -264,6 +277,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'get',
       path: '/threads/{thread_id}/history',
+      access: ['custom_auth'],
       summary: 'Past states of a thread, newest first',
       tags,
       params: ThreadPath,
@@ -276,6 +290,7 @@ export function threadRoutes(api: Api<RequestAuth>, ctx: ServerContext): void {
     .route({
       method: 'post',
       path: '/threads/{thread_id}/history',
+      access: ['custom_auth'],
       summary: 'Past states of a thread, newest first',
       tags,
       params: ThreadPath,

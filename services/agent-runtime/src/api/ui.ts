@@ -6,15 +6,15 @@
  * - `GET /ui/{ui_name}/{file}` → the bundle's files (public: a `<script src>` sends no credentials).
  * `assistant_id` is a `ui` name, or a graph id or assistant id whose graph has a `ui` entry.
  */
-import type { Api } from '@berth/http';
 import { NotFoundError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
 import { z } from 'zod';
 import type { RequestAuth } from '../auth/index.js';
 import { uiGlobalName, type UiAsset } from '../project/ui-bundle.js';
 import type { ServerContext } from './context.js';
+import type { AgentApi } from './access.js';
 
-export function uiRoutes(api: Api<RequestAuth>, ctx: ServerContext, bundles: ReadonlyMap<string, UiAsset[]>): void {
+export function uiRoutes(api: AgentApi, ctx: ServerContext, bundles: ReadonlyMap<string, UiAsset[]>): void {
   /** The `ui` name of an assistant reference, after the caller's read permission on the assistant. */
   const uiName = async (auth: RequestAuth, ref: string): Promise<string> => {
     if (bundles.has(ref)) return ref;
@@ -30,6 +30,7 @@ export function uiRoutes(api: Api<RequestAuth>, ctx: ServerContext, bundles: Rea
     .route({
       method: 'post',
       path: '/ui/{assistant_id}',
+      access: ['custom_auth'],
       summary: "The HTML that loads one of a graph's UI components",
       tags: ['ui'],
       params: z.strictObject({ assistant_id: z.string().min(1) }),
@@ -56,9 +57,9 @@ export function uiRoutes(api: Api<RequestAuth>, ctx: ServerContext, bundles: Rea
     .route({
       method: 'get',
       path: '/ui/{ui_name}/{file}',
+      access: ['deployment_credential'],
       summary: 'A file of a UI bundle',
       tags: ['ui'],
-      public: true,
       params: z.strictObject({ ui_name: z.string().min(1), file: z.string().min(1) }),
       status: 200,
       description: 'The file.',

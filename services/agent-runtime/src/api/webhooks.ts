@@ -2,20 +2,20 @@
  * The delivery records of a run's webhook: `GET /threads/{thread_id}/runs/{run_id}/webhooks`
  * (custom auth: `threads:read`, like reading the run). The run's own wire format is unchanged.
  */
-import type { Api } from '@berth/http';
 import { z } from 'zod';
-import type { RequestAuth } from '../auth/index.js';
+import { Uuid } from '@berth/ids';
 import type { WebhookRecord, WebhookStore } from '../storage/webhooks.js';
 import type { ServerContext } from './context.js';
 import { RunPath, iso } from './schemas.js';
+import type { AgentApi } from './access.js';
 
 const Timestamp = z.iso.datetime({ offset: true });
 
 export const WebhookDelivery = z
   .strictObject({
-    webhook_id: z.uuid(),
-    run_id: z.uuid(),
-    thread_id: z.uuid(),
+    webhook_id: Uuid,
+    run_id: Uuid,
+    thread_id: Uuid,
     url: z.string(),
     /** `pending` while attempts remain, then `delivered` (a 2xx answer) or `failed`. */
     state: z.enum(['pending', 'delivered', 'failed']),
@@ -45,10 +45,11 @@ function deliveryJson(w: WebhookRecord): z.input<typeof WebhookDelivery> {
   };
 }
 
-export function webhookRoutes(api: Api<RequestAuth>, ctx: ServerContext, webhooks: WebhookStore): void {
+export function webhookRoutes(api: AgentApi, ctx: ServerContext, webhooks: WebhookStore): void {
   api.route({
     method: 'get',
     path: '/threads/{thread_id}/runs/{run_id}/webhooks',
+    access: ['custom_auth'],
     summary: "The deliveries of a run's webhook (attempts, last status code and error)",
     tags: ['runs'],
     params: RunPath,

@@ -2,8 +2,8 @@
  * The per-deployment credential: a deployed agent server answers only requests that carry it.
  * The gateway adds it to every request it forwards (clients never see it), so a caller that
  * reaches the agent server's port directly — another deployment's code on the same machine or
- * in the same cluster — gets 401. `GET /ok` stays open: it is the liveness probe and says
- * nothing but "up".
+ * in the same cluster — gets 401. Routes declared public stay open: only `GET /ok`, the liveness
+ * probe, which says nothing but "up".
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
@@ -23,11 +23,12 @@ export function deploymentCredentialCheck(credential: string): (req: IncomingMes
   };
 }
 
-export function requireDeploymentCredential(credential: string): RequestHandler {
+/** Refuses requests without the credential, but to the routes declared `access: 'public'` (`isPublic`). */
+export function requireDeploymentCredential(credential: string, isPublic: (method: string, path: string) => boolean): RequestHandler {
   const check = deploymentCredentialCheck(credential);
   return (req, res, next) => {
     const carried = check(req);
-    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/ok') return next();
+    if (isPublic(req.method, req.path)) return next();
     if (carried) return next();
     res.status(401).json({ detail: 'This agent server answers only requests forwarded by the Berth gateway: call it through the deployment URL.' });
   };

@@ -13,7 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { EventBroker } from '@berth/broker';
 import { NotFoundError, isBerthError } from '@berth/errors';
-import { SseWriter, type Api } from '@berth/http';
+import { SseWriter } from '@berth/http';
 import type { Request as ExpressRequest } from 'express';
 import { isSupportedChannel } from '@langchain/langgraph/stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -25,6 +25,7 @@ import { passHeaders } from '../api/runs.js';
 import { ThreadPath } from '../api/schemas.js';
 import { CommandResponseSchema, CommandSchema, errorResponse, FilterSchema, ProtocolCommandError, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
 import { fromSince, matches, threadStreamKey, toProtocolEvent, type EventFilter, type ProtocolEvent } from './events.js';
+import type { AgentApi } from '../api/access.js';
 
 const STREAM_BODY = z.strictObject({
   ...FilterSchema.shape,
@@ -79,13 +80,14 @@ export class ProtocolTransport {
     return this.commands.readableIfExists(threadId, auth);
   }
 
-  routes(api: Api<RequestAuth>): void {
+  routes(api: AgentApi): void {
     const tags = ['protocol'];
     api
       .route({
         // Credentials: as every thread route (custom auth: threads:read / threads:create_run / threads:update per command).
         method: 'post',
         path: '/threads/{thread_id}/commands',
+        access: ['custom_auth'],
         summary: 'Run a protocol v2 command on a thread (answers a success or error envelope)',
         tags,
         params: ThreadPath,
@@ -101,6 +103,7 @@ export class ProtocolTransport {
         // Credentials: as every thread route (custom auth: threads:read).
         method: 'post',
         path: '/threads/{thread_id}/stream/events',
+        access: ['custom_auth'],
         summary: "Stream a thread's protocol v2 events (SSE)",
         tags,
         params: ThreadPath,

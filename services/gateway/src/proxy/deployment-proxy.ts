@@ -42,6 +42,7 @@ import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
 import type { DeploymentResolver, ResolvedDeployment } from './resolver.js';
+import { PROXY_CREDENTIALS } from '../access.js';
 import type { AuthRequest, GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
@@ -126,7 +127,7 @@ export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { head
   delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
   if (!target?.customAuth) {
     // Throws the same 401 for a missing or bad credential whatever the id names.
-    const principal = await deps.auth.authenticate(req);
+    const principal = await deps.auth.authenticate(req, PROXY_CREDENTIALS);
     // Another tenant's key learns nothing, not even that the deployment exists.
     if (!target || principal.tenantId !== target.tenantId) return refuse(404, `Deployment ID ${isUuid(id) ? id : rawId} not found.`);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];

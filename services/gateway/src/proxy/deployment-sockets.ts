@@ -68,7 +68,7 @@ export class DeploymentSockets {
     if (keyProtocol && authHeaders['x-api-key'] === undefined && authHeaders.authorization === undefined) {
       authHeaders['x-api-key'] = keyProtocol.slice(API_KEY_SUBPROTOCOL_PREFIX.length);
     }
-    const admission = await admit(this.deps, { method: 'GET', url: path, headers: authHeaders }, rawId);
+    const admission = await admit(this.deps, { headers: authHeaders }, rawId);
     if (!admission.ok) return refuseUpgrade(socket, admission.status, admission.detail, admission.headers);
     const { target, headers } = admission;
     const origin = req.headers.origin;

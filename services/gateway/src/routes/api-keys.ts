@@ -1,13 +1,14 @@
-import { assertTenantAdmin, type AuthStore, type Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
+import { assertTenantAdmin, type AuthStore } from '@berth/auth';
 import { z } from 'zod';
 import { ApiKeyCreatedOut, ApiKeyOut, ApiKeyPath, CreateApiKeyBody, TenantPath, apiKeyJson } from '../schemas.js';
+import type { GatewayApi } from '../access.js';
 
-export function apiKeyRoutes(api: Api<Principal>, store: AuthStore): void {
+export function apiKeyRoutes(api: GatewayApi, store: AuthStore): void {
   api
     .route({
       method: 'post',
       path: '/v1/tenants/{tenant_id}/api-keys',
+      access: ['api_key', 'access_token'],
       summary: 'Create an API key (the key is shown only in this response)',
       tags: ['api-keys'],
       params: TenantPath,
@@ -29,6 +30,7 @@ export function apiKeyRoutes(api: Api<Principal>, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants/{tenant_id}/api-keys',
+      access: ['api_key', 'access_token'],
       summary: 'List API keys (revoked ones included, marked by revoked_at)',
       tags: ['api-keys'],
       params: TenantPath,
@@ -41,6 +43,7 @@ export function apiKeyRoutes(api: Api<Principal>, store: AuthStore): void {
     .route({
       method: 'delete',
       path: '/v1/tenants/{tenant_id}/api-keys/{key_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Revoke an API key (and the bearer tokens it minted)',
       tags: ['api-keys'],
       params: ApiKeyPath,

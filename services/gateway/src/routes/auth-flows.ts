@@ -3,13 +3,12 @@
  * for its approval (A1 of the platform interface). Both are public: the client asking has no
  * credential yet — obtaining one is the point — so the unguessable auth_id is the credential.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import { timestampDate, WaitStatus } from '@berth/proto';
 import type { ControlPlaneClients } from '../control-plane.js';
 import { publicOrigin } from '../public-url.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { AuthWaitPath, AuthWaitQuery, AuthWaitResponse, LoginStartBody, LoginStartOut } from '../schemas.js';
+import type { GatewayApi } from '../access.js';
 
 export interface AuthFlowRouteDeps {
   controlPlane: ControlPlaneClients;
@@ -31,11 +30,12 @@ const waitStatus: Record<WaitStatus, 'completed' | 'pending' | 'timeout' | 'not_
 // routes/deployments.ts builds deployment URLs with it too.
 export { publicOrigin };
 
-export function authFlowRoutes(api: Api<Principal>, deps: AuthFlowRouteDeps): void {
+export function authFlowRoutes(api: GatewayApi, deps: AuthFlowRouteDeps): void {
   api
     .route({
       method: 'post',
       path: '/v2/auth/login',
+      access: 'public',
       summary: 'Start a login flow (berth login)',
       description:
         'Public and rate-limited per client address. Returns `auth_id`, the secret to wait on with ' +
@@ -43,7 +43,6 @@ export function authFlowRoutes(api: Api<Principal>, deps: AuthFlowRouteDeps): vo
         'a person pastes an API key of their tenant to approve. The two are different secrets, so a leaked approval ' +
         'link cannot be used to collect the token. The flow expires at `expires_at` (10 minutes by default).',
       tags: ['auth'],
-      public: true,
       body: LoginStartBody,
       status: 201,
       response: LoginStartOut,
@@ -61,6 +60,7 @@ export function authFlowRoutes(api: Api<Principal>, deps: AuthFlowRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/auth/wait/{auth_id}',
+      access: 'public',
       summary: 'Wait for a login flow to complete',
       description:
         'Long-polls for up to `timeout` seconds (0 to 300, default 30) and answers as soon as the flow is approved. ' +
@@ -71,7 +71,6 @@ export function authFlowRoutes(api: Api<Principal>, deps: AuthFlowRouteDeps): vo
         '`POST /v2/auth/login` (256 random bits, stored only as a digest) is the capability for this flow, so API key, ' +
         'tenant id and bearer headers are neither needed nor checked here.',
       tags: ['auth'],
-      public: true,
       params: AuthWaitPath,
       query: AuthWaitQuery,
       response: AuthWaitResponse,

@@ -6,14 +6,13 @@
  * On the way it is checked to be a gzipped tarball (tarball-check.ts): what is not is refused
  * with 422 before its first chunk is stored, or, when only its end is broken, never completed.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import type { Logger } from '@berth/log';
 import type { Request, Response } from 'express';
 import type { ControlPlaneClients } from '../control-plane.js';
 import { DeploymentPath, UploadOut } from '../deployment-schemas.js';
 import { deploymentIdOf } from './deployments.js';
 import { NotATarballError, TarballCheck, UnpackedTooLargeError } from './tarball-check.js';
+import type { GatewayApi } from '../access.js';
 
 /** Largest chunk of one UploadSource call (well below gRPC's 4 MiB message limit). */
 export const UPLOAD_CHUNK_BYTES = 1024 * 1024;
@@ -44,11 +43,12 @@ function refuse(res: Response, status: number, detail: unknown): void {
   res.status(status).json({ detail });
 }
 
-export function uploadRoutes(api: Api<Principal>, deps: UploadRouteDeps): void {
+export function uploadRoutes(api: GatewayApi, deps: UploadRouteDeps): void {
   const maxBytes = deps.maxBytes ?? MAX_UPLOAD_BYTES;
   api.route({
     method: 'post',
     path: '/v2/deployments/{deployment_id}/upload',
+    access: ['api_key', 'access_token'],
     summary: 'Upload a project tarball',
     description:
       'Send the gzipped tarball as the raw body (`Content-Type: application/gzip` or `application/octet-stream`, ' +

@@ -10,7 +10,6 @@
  */
 import type { Principal } from '@berth/auth';
 import { NotFoundError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { timestampDate, type Deployment, type LogEntry, type Revision, type Secret } from '@berth/proto';
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { Request } from 'express';
@@ -35,9 +34,10 @@ import {
   UpdateDeploymentBody,
   WebhookSecretOut,
 } from '../deployment-schemas.js';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../path-ids.js';
 import { publicOrigin } from './auth-flows.js';
 import { EmptyBody } from './sandboxes/schemas.js';
+import type { GatewayApi } from '../access.js';
 
 export interface DeploymentRouteDeps {
   controlPlane: ControlPlaneClients;
@@ -60,13 +60,11 @@ async function tracingProjectOf(exportWorker: ExportWorkerClients | undefined, t
 
 /** The id as the control plane stores it, or a 404 for text that cannot be an id. */
 export function deploymentIdOf(id: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`Deployment ID ${id} not found.`);
-  return id.toLowerCase();
+  return pathUuid(id, `Deployment ID ${id} not found.`);
 }
 
 function revisionIdOf(id: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`Revision ID ${id} not found.`);
-  return id.toLowerCase();
+  return pathUuid(id, `Revision ID ${id} not found.`);
 }
 
 /** `{base}/d/{id}`: where the gateway proxies a deployment's traffic (see proxy/deployment-proxy.ts). */
@@ -129,7 +127,7 @@ function found<T>(value: T | undefined, what: string): T {
   return value;
 }
 
-export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps): void {
+export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): void {
   const rpc = () => deps.controlPlane.deployments;
   const urlOf = (req: Request, id: string) => deploymentUrl(req, deps.publicUrl, id);
   const tags = ['deployments'];
@@ -138,6 +136,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'post',
       path: '/v2/deployments',
+      access: ['api_key', 'access_token'],
       summary: 'Create a deployment (and its first revision)',
       description:
         'The first revision of an `internal_source` deployment without a `source_tarball_path` waits (AWAITING_SOURCE) ' +
@@ -167,6 +166,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments',
+      access: ['api_key', 'access_token'],
       summary: 'List deployments, newest first',
       description: 'Answers `{resources, offset}`; pass `offset` back to read the next page.',
       tags,
@@ -187,6 +187,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a deployment',
       tags,
       params: DeploymentPath,
@@ -201,6 +202,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'patch',
       path: '/v2/deployments/{deployment_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Update a deployment',
       description:
         'Fields left out (or null) are not changed. A `source_revision_config` makes a new revision (with ' +
@@ -227,6 +229,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'delete',
       path: '/v2/deployments/{deployment_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a deployment',
       description: 'Its agent server stops, and its revisions, logs, secrets and uploads are removed.',
       tags,
@@ -239,6 +242,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions',
+      access: ['api_key', 'access_token'],
       summary: 'List revisions of a deployment, newest first',
       tags,
       params: DeploymentPath,
@@ -259,6 +263,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a revision (poll its status until DEPLOYED)',
       tags,
       params: RevisionPath,
@@ -273,6 +278,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'post',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy',
+      access: ['api_key', 'access_token'],
       summary: 'Deploy an earlier revision again',
       tags,
       params: RevisionPath,
@@ -287,6 +293,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
+      access: ['api_key', 'access_token'],
       summary: 'Build and deploy logs of a revision',
       description: 'Entries come oldest first; pass `next_offset` back as `offset` to read on (to follow a build, poll).',
       tags,
@@ -300,6 +307,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/logs',
+      access: ['api_key', 'access_token'],
       summary: 'Build and deploy logs of the latest revision',
       description: 'Like the logs of a revision, for the newest one; `revision_id` says which that was.',
       tags,
@@ -312,6 +320,7 @@ export function deploymentRoutes(api: Api<Principal>, deps: DeploymentRouteDeps)
     .route({
       method: 'post',
       path: '/v2/deployments/{deployment_id}/webhook-secret',
+      access: ['api_key', 'access_token'],
       summary: 'Rotate the run-webhook signing secret',
       description:
         'Makes a new secret with which the deployment\'s agent servers sign run webhooks (`whsec_…`, Standard ' +

@@ -1,7 +1,7 @@
-import type { Principal } from '@berth/auth';
-import { RETRY_AFTER_SECONDS, type Api } from '@berth/http';
+import { RETRY_AFTER_SECONDS } from '@berth/http';
 import { RpcCredentialsRefusedError } from '@berth/rpc';
 import { z } from 'zod';
+import type { GatewayApi } from '../access.js';
 
 /**
  * A readiness check: resolves when the dependency works (optionally with a detail worth showing,
@@ -34,7 +34,7 @@ export interface HealthRouteOptions {
  * make the gateway unready: one tenant's crashing code must not take the gateway out of its load
  * balancer. The count is left out when it cannot be had (the control plane's check says why).
  */
-export function healthRoutes(api: Api<Principal>, options: HealthRouteOptions): void {
+export function healthRoutes(api: GatewayApi, options: HealthRouteOptions): void {
   const { checks, degradable = {}, unhealthyDeployments, instanceId, timeoutMs = 2000 } = options;
   const run = (entries: Record<string, ReadinessCheck>) =>
     Promise.all(
@@ -51,18 +51,18 @@ export function healthRoutes(api: Api<Principal>, options: HealthRouteOptions): 
     .route({
       method: 'get',
       path: '/healthz',
+      access: 'public',
       summary: 'Liveness: the gateway process answers',
       tags: ['health'],
-      public: true,
       response: z.object({ status: z.literal('ok') }),
       handler: () => ({ status: 'ok' as const }),
     })
     .route({
       method: 'get',
       path: '/readyz',
+      access: 'public',
       summary: 'Readiness: Postgres and every internal service answer (503 otherwise); the sandbox engine (degraded, still 200, while it does not); how many deployments are down',
       tags: ['health'],
-      public: true,
       response: z.object({
         status: z.enum(['ok', 'degraded', 'failing']).describe('failing (503): something the gateway needs is down; degraded (200): only sandboxes are'),
         checks: z.record(z.string(), CheckOut),

@@ -9,9 +9,8 @@
  * forger already has; the checks keep even that from working through someone else's browser.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { AuthStore, Principal } from '@berth/auth';
+import type { AuthStore } from '@berth/auth';
 import { isBerthError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { AuthFlowStatus, timestampDate, type AuthFlow } from '@berth/proto';
 import type { Request, Response } from 'express';
 import type { ControlPlaneClients } from '../control-plane.js';
@@ -19,6 +18,7 @@ import { approvalForm, message, sendPage } from '../login-html.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { LoginApproveBody, LoginPagePath } from '../schemas.js';
 import { publicOrigin } from '../public-url.js';
+import type { GatewayApi } from '../access.js';
 
 export interface LoginPageDeps {
   store: AuthStore;
@@ -88,7 +88,7 @@ function sendClosedFlow(res: Response, flow: AuthFlow | undefined): boolean {
   return false;
 }
 
-export function loginPageRoutes(api: Api<Principal>, deps: LoginPageDeps): void {
+export function loginPageRoutes(api: GatewayApi, deps: LoginPageDeps): void {
   const renderForm = (req: Request, res: Response, flow: AuthFlow, status: number, csrfToken: string, error?: string) => {
     const origin = publicOrigin(req, deps.publicUrl);
     // Path-scoped, so approval pages of two flows open at once do not overwrite each other's cookie.
@@ -117,12 +117,12 @@ export function loginPageRoutes(api: Api<Principal>, deps: LoginPageDeps): void 
     .route({
       method: 'get',
       path: '/login/{approval_id}',
+      access: 'public',
       summary: 'Login approval page (HTML)',
       description:
         'The page `POST /v2/auth/login` links to: shows the client asking to log in and a form for an API key of your tenant. ' +
         'Answers text/html: 200 with the form, 404 for an unknown link, 410 once expired, 409 once approved.',
       tags: ['auth'],
-      public: true,
       params: LoginPagePath,
       status: 200,
       errors: [404, 409, 410],
@@ -135,13 +135,13 @@ export function loginPageRoutes(api: Api<Principal>, deps: LoginPageDeps): void 
     .route({
       method: 'post',
       path: '/login/{approval_id}',
+      access: 'public',
       summary: 'Approve a login (form post from the approval page)',
       description:
         'Form-encoded (or JSON) `api_key` and `csrf_token`. With a live API key, mints a bearer token acting with that ' +
         "key's tenant and role and hands it to the waiting client; answers an HTML page either way " +
         '(401 for a bad key, 403 for a missing or wrong CSRF token or a foreign Origin).',
       tags: ['auth'],
-      public: true,
       params: LoginPagePath,
       body: LoginApproveBody,
       status: 200,

@@ -1,13 +1,14 @@
-import { type AuthStore, type Principal } from '@berth/auth';
+import { type AuthStore } from '@berth/auth';
 import { PermissionDeniedError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { CreateTokenBody, MeOut, TokenOut } from '../schemas.js';
+import type { GatewayApi } from '../access.js';
 
-export function meRoutes(api: Api<Principal>, store: AuthStore): void {
+export function meRoutes(api: GatewayApi, store: AuthStore): void {
   api
     .route({
       method: 'get',
       path: '/v1/me',
+      access: ['api_key', 'access_token'],
       summary: 'Who the credentials belong to',
       tags: ['auth'],
       response: MeOut,
@@ -28,6 +29,7 @@ export function meRoutes(api: Api<Principal>, store: AuthStore): void {
     .route({
       method: 'post',
       path: '/v1/auth/tokens',
+      access: ['api_key'],
       summary: 'Exchange an API key for a bearer token',
       description: 'The token acts with the tenant and role of the key, and stops working when the key is revoked.',
       tags: ['auth'],

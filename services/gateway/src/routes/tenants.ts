@@ -1,14 +1,15 @@
-import { assertPlatformAdmin, type AuthStore, type Principal } from '@berth/auth';
+import { assertPlatformAdmin, type AuthStore } from '@berth/auth';
 import { PermissionDeniedError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { apiKeyJson, CreateTenantBody, Page, TenantCreatedOut, TenantOut, TenantPath, tenantJson } from '../schemas.js';
+import type { GatewayApi } from '../access.js';
 
-export function tenantRoutes(api: Api<Principal>, store: AuthStore): void {
+export function tenantRoutes(api: GatewayApi, store: AuthStore): void {
   api
     .route({
       method: 'post',
       path: '/v1/tenants',
+      access: ['api_key', 'access_token'],
       summary: 'Create a tenant and its first admin API key',
       tags: ['tenants'],
       body: CreateTenantBody,
@@ -24,6 +25,7 @@ export function tenantRoutes(api: Api<Principal>, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants',
+      access: ['api_key', 'access_token'],
       summary: 'List tenants',
       tags: ['tenants'],
       query: Page,
@@ -37,6 +39,7 @@ export function tenantRoutes(api: Api<Principal>, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants/{tenant_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a tenant',
       tags: ['tenants'],
       params: TenantPath,

@@ -5,10 +5,8 @@
  * authenticate hook has checked X-Tenant-Id against the key); another tenant's ids are 404s. A
  * path id that is not a UUID is a 404 too, like an unknown one.
  */
-import type { Principal } from '@berth/auth';
 import { NotFoundError } from '@berth/errors';
-import type { Api } from '@berth/http';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../../path-ids.js';
 import { timestampDate, timestampFromDate, type BulkExport, type BulkExportRun, type Destination } from '@berth/proto';
 import { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -27,6 +25,7 @@ import {
   ListExportsQuery,
   UpdateDestinationBody,
 } from './schemas.js';
+import type { GatewayApi } from '../../access.js';
 
 export interface BulkExportRouteDeps {
   exportWorker: ExportWorkerClients;
@@ -36,8 +35,7 @@ const UNKNOWN = 'UNKNOWN';
 const iso = (t: Parameters<typeof timestampDate>[0] | undefined) => (t ? timestampDate(t).toISOString() : null);
 
 function idOf(id: string, what: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
-  return id.toLowerCase();
+  return pathUuid(id, `${what} ${id} not found`);
 }
 
 function found<T>(value: T | undefined, what: string): T {
@@ -96,15 +94,15 @@ function runJson(r: BulkExportRun): z.input<typeof ExportRunOut> {
   };
 }
 
-export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps): void {
+export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): void {
   const rpc = () => deps.exportWorker.bulkExports;
   const tags = ['bulk-exports'];
-  const base = '/api/v1/bulk-exports';
 
   api
     .route({
       method: 'post',
-      path: `${base}/destinations`,
+      path: '/api/v1/bulk-exports/destinations',
+      access: ['api_key', 'access_token'],
       summary: 'Create an export destination (an S3-compatible bucket)',
       description:
         'Checked before it is saved by writing a small object under `<prefix>/tmp/` (removed again when the credentials may ' +
@@ -127,7 +125,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/destinations`,
+      path: '/api/v1/bulk-exports/destinations',
+      access: ['api_key', 'access_token'],
       summary: 'List export destinations, newest first',
       tags,
       query: ListDestinationsQuery,
@@ -137,7 +136,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get an export destination',
       tags,
       params: DestinationPath,
@@ -150,7 +150,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'patch',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Rename a destination or rotate its credentials',
       description: 'New credentials are checked with a test write before they are saved (a 400 when it fails); runs started later use them.',
       tags,
@@ -171,7 +172,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'delete',
-      path: `${base}/destinations/{destination_id}`,
+      path: '/api/v1/bulk-exports/destinations/{destination_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete an export destination',
       description: 'Refused (409) while an export that has not finished, or a schedule that is not cancelled, writes to it.',
       tags,
@@ -183,7 +185,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'post',
-      path: base,
+      path: '/api/v1/bulk-exports',
+      access: ['api_key', 'access_token'],
       summary: 'Create a bulk export (one-time, or scheduled with interval_hours)',
       description:
         'A one-time export writes the runs of `session_id` whose start_time is in [start_time, end_time) to the destination as ' +
@@ -211,7 +214,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: base,
+      path: '/api/v1/bulk-exports',
+      access: ['api_key', 'access_token'],
       summary: 'List bulk exports, newest first',
       description: 'A JSON array; page with `limit` (at most 1000) and `offset`.',
       tags,
@@ -222,7 +226,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/{export_id}`,
+      path: '/api/v1/bulk-exports/{export_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a bulk export and its status',
       tags,
       params: ExportPath,
@@ -235,7 +240,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'patch',
-      path: `${base}/{export_id}`,
+      path: '/api/v1/bulk-exports/{export_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Cancel a bulk export or a schedule',
       description:
         '`{"status": "CANCELLED"}` is the only change. A running export stops between pages; a cancelled schedule spawns no ' +
@@ -252,7 +258,8 @@ export function bulkExportRoutes(api: Api<Principal>, deps: BulkExportRouteDeps)
     })
     .route({
       method: 'get',
-      path: `${base}/{export_id}/runs`,
+      path: '/api/v1/bulk-exports/{export_id}/runs',
+      access: ['api_key', 'access_token'],
       summary: 'List the runs of a bulk export (one per UTC day)',
       description: 'Each with its status, rows written, files written and the error of each failed attempt (`errors.retry_<n>`).',
       tags,

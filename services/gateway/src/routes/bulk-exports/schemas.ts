@@ -7,10 +7,10 @@
 import { wireEnum } from '@berth/lifecycle';
 import { ExportRunStatus, ExportStatus } from '@berth/proto';
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 import { intQuery } from '../../deployment-schemas.js';
 
 const timestamp = z.iso.datetime({ offset: true });
-const uuid = z.uuid();
 
 /** Statuses spelt as the names of the export-worker's enums (a newer worker's unknown value: UNKNOWN). */
 export const exportStatuses = wireEnum(ExportStatus);
@@ -56,8 +56,8 @@ export const DestinationPath = z.strictObject({ destination_id: z.string() });
 export const ExportPath = z.strictObject({ export_id: z.string() });
 
 export const CreateExportBody = z.strictObject({
-  bulk_export_destination_id: uuid,
-  session_id: uuid.describe('The tracing project whose runs are exported'),
+  bulk_export_destination_id: Uuid,
+  session_id: Uuid.describe('The tracing project whose runs are exported'),
   start_time: timestamp.describe('Inclusive bound on run start_time'),
   end_time: timestamp.optional().describe('Exclusive bound on run start_time; required for a one-time export, left out for a scheduled one'),
   format_version: z.string().default('v2_beta').describe('v2_beta'),

@@ -4,9 +4,7 @@
  * stop and start; list; delete. Each carries its `dataplane_url`, built from the platform's public
  * URL and the sandbox's id, so it stays the same across stop/start and renames.
  */
-import type { Principal } from '@berth/auth';
 import { DeadlineExceededError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import { SandboxStatus, type CreateSandboxRequest, type Sandbox } from '@berth/proto';
 import type { Request } from 'express';
 import { publicOrigin } from '../../public-url.js';
@@ -14,7 +12,8 @@ import { boxJson, boxStatuses, proxyConfigMessage, runConfigMessage } from './co
 import { answerTyped } from './errors.js';
 import type { SandboxRouteDeps } from './index.js';
 import { BoxOut, BoxStatusOut, CreateBoxBody, EmptyBody, ListBoxesOut, ListBoxesQuery, NamePath, UpdateBoxBody } from './schemas.js';
-import { found, nextCursor, SANDBOXES_BASE } from './templates.js';
+import { found, nextCursor } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
 /** Time the manager gets beyond the caller's `timeout` to answer (its own deadline fires first). */
 const WAIT_MARGIN_MS = 10_000;
@@ -39,18 +38,18 @@ function sourceOf(body: { snapshot_id?: string | undefined; snapshot_name?: stri
 
 const bigint = (n: number | undefined) => (n === undefined ? undefined : BigInt(n));
 
-export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
-  const base = `${SANDBOXES_BASE}/boxes`;
-  const dataplaneBase = (req: Request) => `${publicOrigin(req, deps.publicUrl)}${SANDBOXES_BASE}/dataplane`;
+  const dataplaneBase = (req: Request) => `${publicOrigin(req, deps.publicUrl)}/api/v2/sandboxes/dataplane`;
   const json = (req: Request, sandbox: Sandbox | undefined) => boxJson(found(sandbox, 'Sandbox'), dataplaneBase(req));
   const ref = (tenantId: string, name: string) => ({ tenantId, name });
 
   api
     .route({
       method: 'post',
-      path: base,
+      path: '/api/v2/sandboxes/boxes',
+      access: ['api_key', 'access_token'],
       summary: 'Create a sandbox',
       description:
         'From `snapshot_id`, `snapshot_name` (`name` or `name:tag`) or `template_name` (a Berth template; served from its warm ' +
@@ -94,7 +93,7 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
           sandbox = found(answer.sandbox, 'Sandbox');
         } catch (error) {
           if (body.wait_for_ready && error instanceof DeadlineExceededError) {
-            return answerTyped(res, 408, 'Timeout', `The sandbox was not ready within ${body.timeout} seconds; it keeps starting (poll GET ${base}/{name}/status)`);
+            return answerTyped(res, 408, 'Timeout', `The sandbox was not ready within ${body.timeout} seconds; it keeps starting (poll GET /api/v2/sandboxes/boxes/{name}/status)`);
           }
           throw error;
         }
@@ -107,7 +106,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'get',
-      path: base,
+      path: '/api/v2/sandboxes/boxes',
+      access: ['api_key', 'access_token'],
       summary: 'List sandboxes, newest first',
       description: '`sandboxes` and `items` hold the same page; pass `next_cursor` back as `cursor` (or use `offset`) for the next one.',
       tags,
@@ -123,7 +123,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'get',
-      path: `${base}/{name}`,
+      path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a sandbox',
       tags,
       params: NamePath,
@@ -133,7 +134,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'patch',
-      path: `${base}/{name}`,
+      path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Rename a sandbox or change its TTLs and labels',
       description: 'Its `dataplane_url` stays the same. 409: the new name is taken.',
       tags,
@@ -155,7 +157,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'delete',
-      path: `${base}/{name}`,
+      path: '/api/v2/sandboxes/boxes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a sandbox and its files',
       description: 'Taken even while the sandbox engine is down: the sandbox is gone at once, its container once the engine answers again.',
       tags,
@@ -167,7 +170,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'get',
-      path: `${base}/{name}/status`,
+      path: '/api/v2/sandboxes/boxes/{name}/status',
+      access: ['api_key', 'access_token'],
       summary: 'The status of a sandbox',
       description: '`provisioning`, `ready`, `failed` (status_message says why: image pull, out of memory, …) or `stopped`.',
       tags,
@@ -181,7 +185,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'post',
-      path: `${base}/{name}/stop`,
+      path: '/api/v2/sandboxes/boxes/{name}/stop',
+      access: ['api_key', 'access_token'],
       summary: 'Stop a sandbox (its files are kept)',
       description: 'Commands end; `start`, or any data-plane call, resumes it with its files and TTLs.',
       tags,
@@ -193,7 +198,8 @@ export function boxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
     })
     .route({
       method: 'post',
-      path: `${base}/{name}/start`,
+      path: '/api/v2/sandboxes/boxes/{name}/start',
+      access: ['api_key', 'access_token'],
       summary: 'Start a stopped (or failed) sandbox',
       description: 'Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant\'s quota.',
       tags,

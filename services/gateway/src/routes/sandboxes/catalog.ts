@@ -2,23 +2,22 @@
  * What templates refer to by name: registries (pull credentials), named volumes, and warm pools
  * (ready sandboxes of a template kept in reserve). All addressed by name within the tenant.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import { z } from 'zod';
 import { poolJson, registryJson, volumeJson } from './convert.js';
 import type { SandboxRouteDeps } from './index.js';
 import { CreatePoolBody, CreateRegistryBody, CreateVolumeBody, NamePath, PoolOut, RegistryOut, UpdatePoolBody, VolumeOut } from './schemas.js';
-import { found, SANDBOXES_BASE } from './templates.js';
+import { found } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
-export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
-  const base = SANDBOXES_BASE;
 
   api
     .route({
       method: 'post',
-      path: `${base}/registries`,
+      path: '/api/v2/sandboxes/registries',
+      access: ['api_key', 'access_token'],
       summary: 'Store pull credentials for a container registry',
       description: 'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
       tags,
@@ -33,7 +32,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/registries`,
+      path: '/api/v2/sandboxes/registries',
+      access: ['api_key', 'access_token'],
       summary: 'List registries',
       tags,
       response: z.object({ registries: z.array(RegistryOut) }),
@@ -42,7 +42,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/registries/{name}`,
+      path: '/api/v2/sandboxes/registries/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a registry',
       tags,
       params: NamePath,
@@ -52,7 +53,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/registries/{name}`,
+      path: '/api/v2/sandboxes/registries/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a registry',
       description: 'Refused (409) while a template pulls with it.',
       tags,
@@ -64,7 +66,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'post',
-      path: `${base}/volumes`,
+      path: '/api/v2/sandboxes/volumes',
+      access: ['api_key', 'access_token'],
       summary: 'Create a named persistent volume',
       description: 'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
       tags,
@@ -76,7 +79,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/volumes`,
+      path: '/api/v2/sandboxes/volumes',
+      access: ['api_key', 'access_token'],
       summary: 'List volumes',
       tags,
       response: z.object({ volumes: z.array(VolumeOut) }),
@@ -85,7 +89,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/volumes/{name}`,
+      path: '/api/v2/sandboxes/volumes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a volume',
       tags,
       params: NamePath,
@@ -95,7 +100,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/volumes/{name}`,
+      path: '/api/v2/sandboxes/volumes/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a volume and its files',
       description: 'Refused (409) while a template mounts it.',
       tags,
@@ -107,7 +113,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'post',
-      path: `${base}/pools`,
+      path: '/api/v2/sandboxes/pools',
+      access: ['api_key', 'access_token'],
       summary: 'Keep ready sandboxes of a template in reserve (a warm pool)',
       description:
         'A sandbox created from `template_name` is then taken from the pool when one is ready, and the pool refills. A change of ' +
@@ -122,7 +129,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/pools`,
+      path: '/api/v2/sandboxes/pools',
+      access: ['api_key', 'access_token'],
       summary: 'List warm pools',
       tags,
       response: z.object({ pools: z.array(PoolOut) }),
@@ -131,7 +139,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'get',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a warm pool',
       tags,
       params: NamePath,
@@ -141,7 +150,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'patch',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Resize a warm pool',
       tags,
       params: NamePath,
@@ -153,7 +163,8 @@ export function catalogRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void
     })
     .route({
       method: 'delete',
-      path: `${base}/pools/{name}`,
+      path: '/api/v2/sandboxes/pools/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a warm pool and its idle members',
       tags,
       params: NamePath,

@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
 import type { ExecuteRequestSchema, WriteFileRequestSchema } from '@berth/proto';
 import { Pushable } from '@berth/rpc';
@@ -19,9 +18,8 @@ import { answerDataPlaneError, answerTyped } from './errors.js';
 import { filePart } from './file-part.js';
 import type { SandboxRouteDeps } from './index.js';
 import { DataPlanePath, ExecuteBody, ExecuteOut, FilePathQuery } from './schemas.js';
-import { pathId, SANDBOXES_BASE } from './templates.js';
-
-export const DATAPLANE_BASE = `${SANDBOXES_BASE}/dataplane`;
+import { pathId } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
 /** Chunks of WriteFile calls (the manager's agent writes them as they come). */
 export const FILE_CHUNK_BYTES = 1024 * 1024;
@@ -45,15 +43,15 @@ function clientGone(req: Request, res: Response): AbortSignal {
   return controller.signal;
 }
 
-export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.data;
   const tags = ['sandbox data plane'];
-  const base = `${DATAPLANE_BASE}/{sandbox_id}`;
 
   api
     .route({
       method: 'post',
-      path: `${base}/execute`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute',
+      access: ['api_key', 'access_token'],
       summary: 'Run a command and answer its output when it exits',
       description:
         '`{"command", "timeout" (seconds, default 60), "shell" (default /bin/bash, else /bin/sh), "env", "cwd"}` → ' +
@@ -125,7 +123,8 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'post',
-      path: `${base}/upload`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/upload',
+      access: ['api_key', 'access_token'],
       summary: 'Write a file (multipart, part `file`)',
       description:
         '`multipart/form-data` with one part named `file` holding the bytes (binary-safe, at most 512 MiB). Parent ' +
@@ -170,7 +169,8 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'get',
-      path: `${base}/download`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/download',
+      access: ['api_key', 'access_token'],
       summary: 'Read a file (raw bytes)',
       description: 'The file’s bytes as `application/octet-stream`, streamed. 404 `{"detail": {"error": "FileNotFound"}}` when it does not exist.',
       tags,
@@ -207,7 +207,8 @@ export function dataPlaneRoutes(api: Api<Principal>, deps: SandboxRouteDeps): vo
     })
     .route({
       method: 'get',
-      path: `${base}/execute/ws`,
+      path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws',
+      access: ['api_key', 'access_token'],
       summary: 'Streaming command execution (WebSocket)',
       description:
         'Upgrade to a WebSocket (header X-Api-Key). Client frames (JSON text): `execute` {command, timeout_seconds, shell, env, ' +

@@ -181,6 +181,38 @@ describe('WebSocket exec', () => {
     }
   });
 
+  it('refuses in an execute frame what POST /execute refuses, with the same reasons', async () => {
+    const refusedByHttp: Json[] = [
+      { env: { '1BAD': 'x' } },
+      { env: { 'A=B': 'x' } },
+      { env: { OK: 'x'.repeat(32_769) } },
+      { run_config: { work_dir: '/tmp' }, env: { A: 'b' } },
+      { run_config: { user: 'root' } },
+      { run_config: { env_vars: { 'bad name': 'x' } } },
+      { cwd: '' },
+      { shell: '' },
+    ];
+    for (const fields of refusedByHttp) {
+      const http = await fetch(`${gateway.url}/api/v2/sandboxes/dataplane/${SANDBOX_ID}/execute`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ command: 'echo', ...fields }),
+      });
+      expect({ fields, status: http.status }).toEqual({ fields, status: 422 });
+      const { detail } = (await http.json()) as { detail: { loc: (string | number)[]; msg: string }[] };
+      const socket = await openSocket();
+      socket.send({ type: 'execute', command: 'echo', command_id: 'refused', ...fields });
+      expect({ fields, code: await socket.closed }).toEqual({ fields, code: 1008 });
+      expect(socket.frames).toEqual([{ type: 'error', error_type: 'InvalidMessage', error: expect.stringMatching(/^Malformed frame: /) }]);
+      // Each reason HTTP gives is in the frame's refusal, at the same place.
+      for (const { loc, msg } of detail) expect(socket.frames[0]!.error).toContain(`${loc.slice(1).join('.')}: ${msg}`);
+    }
+    // And the timeout has the same bounds under the frame's name for it.
+    const socket = await openSocket();
+    socket.send({ type: 'execute', command: 'echo', command_id: 'long', timeout_seconds: 24 * 3600 + 1 });
+    expect(await socket.closed).toBe(1008);
+  });
+
   it('closes open sockets with 1001 when the gateway shuts down', async () => {
     const other = await startGateway();
     const socket = await openSocket(other);

@@ -20,14 +20,13 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import type { SandboxManagerClients } from '../../sandbox-manager.js';
-import { DATAPLANE_BASE } from './dataplane.js';
-import { RunConfigIn } from './schemas.js';
+import { CommandTimeout, ExecuteCommand } from './schemas.js';
 import { pathId } from './templates.js';
 
 type ExecClientInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
 /** `/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws` */
-const SOCKET_PATH = new RegExp(`^${DATAPLANE_BASE}/([^/?#]+)/execute/ws$`);
+const SOCKET_PATH = /^\/api\/v2\/sandboxes\/dataplane\/([^/?#]+)\/execute\/ws$/;
 /** Largest client frame (a chunk of stdin, an execute with its command and env). */
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
 /** Output waiting for a slow client above which the command's stream waits for it. */
@@ -37,22 +36,17 @@ const NORMAL = 1000;
 const GOING_AWAY = 1001;
 const POLICY = 1008;
 
-const envVars = z.record(z.string(), z.string());
 /** -1 (never) or a number of seconds. */
 const seconds = z.number().refine((n) => n === -1 || (n >= 0 && n <= 7 * 24 * 3600), { error: 'Seconds, or -1 for none' });
 
-const ExecuteFrame = z.strictObject({
+/** The command as `POST …/execute` takes it (the same schema, so the same refusals), and the session's fields. */
+const ExecuteFrame = ExecuteCommand.extend({
   type: z.literal('execute'),
-  command: z.string().min(1).max(1024 * 1024),
+  timeout_seconds: CommandTimeout,
   command_id: z.string().min(1).max(256),
-  timeout_seconds: z.number().positive().max(24 * 3600).default(60),
-  shell: z.string().min(1).max(4096).default('/bin/bash'),
   idle_timeout_seconds: seconds.default(300),
   kill_on_disconnect: z.boolean().default(false),
   ttl_seconds: seconds.default(600),
-  env: envVars.optional(),
-  cwd: z.string().min(1).max(4096).optional(),
-  run_config: RunConfigIn.optional(),
   close_stdin: z.boolean().default(false),
   pty: z.literal(false, { error: 'Terminals (pty) are not supported by Berth' }).optional(),
 });

@@ -6,13 +6,12 @@
  * caller's tenant; another tenant's objects are 404s. Without a sandbox-manager (or one that
  * cannot run sandboxes here) every route answers 503 with Retry-After and what to do about it.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import type { SandboxManagerClients } from '../../sandbox-manager.js';
 import { boxRoutes } from './boxes.js';
 import { catalogRoutes } from './catalog.js';
 import { dataPlaneRoutes } from './dataplane.js';
 import { templateRoutes } from './templates.js';
+import type { GatewayApi } from '../../access.js';
 
 export { ExecSockets } from './exec-socket.js';
 
@@ -22,7 +21,7 @@ export interface SandboxRouteDeps {
   publicUrl?: string;
 }
 
-export function sandboxRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function sandboxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   templateRoutes(api, deps);
   catalogRoutes(api, deps);
   boxRoutes(api, deps);

@@ -6,7 +6,7 @@
  * are refused with a 422 naming the field, never ignored: a caller relying on one must know.
  * Rules between objects (names in use, a template's registry) are the sandbox-manager's.
  */
-import { SandboxName, Uuid } from '@berth/ids';
+import { EnvVarName, SandboxName, Uuid } from '@berth/ids';
 import { isResourceQuantity, QuantityError } from '@berth/quantity';
 import { z } from 'zod';
 import { intQuery } from '../../deployment-schemas.js';
@@ -78,7 +78,7 @@ export const ProxyConfigIn = z.strictObject({
 });
 export type ProxyConfigInput = z.output<typeof ProxyConfigIn>;
 
-const envVars = z.record(z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'Not a valid environment variable name' }), z.string().max(32_768));
+const envVars = z.record(EnvVarName, z.string().max(32_768));
 
 export const RunConfigIn = z.strictObject({
   work_dir: z.string().min(1).max(4096).optional(),
@@ -304,16 +304,25 @@ export const ListBoxesOut = z.object({
 
 export const DataPlanePath = z.strictObject({ sandbox_id: z.string() });
 
-export const ExecuteBody = z
+/**
+ * A command to run, as `POST …/execute` takes it, and the exec WebSocket's `execute` frame too
+ * (which names the timeout `timeout_seconds` and adds its session's fields): both extend this one
+ * schema, its refinement included, so one refuses what the other refuses.
+ */
+export const ExecuteCommand = z
   .strictObject({
     command: z.string().min(1).max(1024 * 1024),
-    timeout: z.number().positive().max(24 * 3600).default(60).describe('Seconds; the command is killed after'),
     shell: z.string().min(1).max(4096).default('/bin/bash').describe('Falls back to /bin/sh when missing'),
     env: envVars.optional(),
     cwd: z.string().min(1).max(4096).optional(),
     run_config: RunConfigIn.optional(),
   })
   .refine((b) => !(b.run_config && (b.env || b.cwd)), { error: 'Give env and cwd, or run_config, not both', path: ['run_config'] });
+
+/** Seconds; the command is killed after. */
+export const CommandTimeout = z.number().positive().max(24 * 3600).default(60).describe('Seconds; the command is killed after');
+
+export const ExecuteBody = ExecuteCommand.extend({ timeout: CommandTimeout });
 
 export const ExecuteOut = z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number() });
 

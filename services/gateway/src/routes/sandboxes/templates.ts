@@ -3,10 +3,8 @@
  * client creates, addressed by id): the same thing in the sandbox-manager, an image with
  * resources, volumes and proxy rules, pulled once and then `ready` (or `failed`, saying why).
  */
-import type { Principal } from '@berth/auth';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
-import { isUuid } from '@berth/ids';
+import { pathUuid } from '../../path-ids.js';
 import { TemplateKind, type Template } from '@berth/proto';
 import { z } from 'zod';
 import { proxyConfigMessage, runConfigMessage, snapshotJson, templateJson } from './convert.js';
@@ -22,13 +20,11 @@ import {
   TemplatePath,
   UpdateTemplateBody,
 } from './schemas.js';
-
-export const SANDBOXES_BASE = '/api/v2/sandboxes';
+import type { GatewayApi } from '../../access.js';
 
 /** A UUID from a path (snapshot and sandbox ids): anything else names nothing, a 404 that never reaches the manager. */
 export function pathId(id: string, what: string): string {
-  if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
-  return id;
+  return pathUuid(id, `${what} ${id} not found`);
 }
 
 export function found<T>(value: T | undefined, what: string): T {
@@ -41,10 +37,9 @@ export function nextCursor(hasMore: boolean, offset: number, count: number): str
   return hasMore ? String(offset + count) : null;
 }
 
-export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): void {
+export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
   const rpc = () => deps.manager.sandboxes;
   const tags = ['sandboxes'];
-  const base = SANDBOXES_BASE;
   const templateRef = (tenantId: string, name: string) => ({ tenantId, kind: TemplateKind.TEMPLATE, name });
   const snapshotRef = (tenantId: string, id: string) => ({ tenantId, kind: TemplateKind.SNAPSHOT, id: pathId(id, 'Snapshot') });
 
@@ -54,7 +49,7 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
       return found((await rpc().getRegistry({ tenantId, name })).registry, 'Registry').id;
     } catch (error) {
       if (error instanceof NotFoundError) {
-        throw new RequestValidationError([{ loc: ['body', 'registry_name'], msg: `No registry named ${name} (create it with POST ${base}/registries)`, type: 'value_error' }], { cause: error });
+        throw new RequestValidationError([{ loc: ['body', 'registry_name'], msg: `No registry named ${name} (create it with POST /api/v2/sandboxes/registries)`, type: 'value_error' }], { cause: error });
       }
       throw error;
     }
@@ -72,7 +67,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
   api
     .route({
       method: 'post',
-      path: `${base}/templates`,
+      path: '/api/v2/sandboxes/templates',
+      access: ['api_key', 'access_token'],
       summary: 'Create a sandbox template',
       description:
         'An image (any registry; a private one with `registry_name`), optional `resources` as Kubernetes quantities ' +
@@ -103,7 +99,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'get',
-      path: `${base}/templates`,
+      path: '/api/v2/sandboxes/templates',
+      access: ['api_key', 'access_token'],
       summary: 'List sandbox templates',
       tags,
       query: ListTemplatesQuery,
@@ -116,7 +113,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'get',
-      path: `${base}/templates/{name}`,
+      path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a sandbox template',
       tags,
       params: TemplatePath,
@@ -126,7 +124,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'patch',
-      path: `${base}/templates/{name}`,
+      path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Change a sandbox template',
       description:
         'Only the fields given change (`volumes` replaces the list; `registry_name: null` pulls without credentials). A new ' +
@@ -153,7 +152,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'delete',
-      path: `${base}/templates/{name}`,
+      path: '/api/v2/sandboxes/templates/{name}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a sandbox template',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,
@@ -165,7 +165,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'post',
-      path: `${base}/snapshots`,
+      path: '/api/v2/sandboxes/snapshots',
+      access: ['api_key', 'access_token'],
       summary: 'Create a snapshot (an image sandboxes start from)',
       description:
         'What `SandboxClient.createSnapshot` sends. The image is pulled in the background (`status` building, then ready or ' +
@@ -190,7 +191,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'get',
-      path: `${base}/snapshots`,
+      path: '/api/v2/sandboxes/snapshots',
+      access: ['api_key', 'access_token'],
       summary: 'List snapshots, newest first',
       tags,
       query: ListSnapshotsQuery,
@@ -204,7 +206,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'get',
-      path: `${base}/snapshots/{snapshot_id}`,
+      path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Get a snapshot',
       tags,
       params: SnapshotPath,
@@ -214,7 +217,8 @@ export function templateRoutes(api: Api<Principal>, deps: SandboxRouteDeps): voi
     })
     .route({
       method: 'delete',
-      path: `${base}/snapshots/{snapshot_id}`,
+      path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a snapshot',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,

@@ -4,8 +4,7 @@
  * (LANGSMITH_API_KEY) and it records and reads traces unchanged. Runs and projects live in the
  * export-worker's trace store.
  */
-import type { Principal } from '@berth/auth';
-import { hasCredentialHeader, httpErrorBody, JSON_TYPES, storableString, type Api } from '@berth/http';
+import { hasCredentialHeader, httpErrorBody, JSON_TYPES, storableString } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Request, type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -13,6 +12,7 @@ import { BERTH_VERSION } from '../../version.js';
 import { runRoutes, type TraceLimits } from './runs.js';
 import { InfoOut } from './schemas.js';
 import { sessionRoutes } from './sessions.js';
+import type { GatewayApi } from '../../access.js';
 
 export const DEFAULT_TRACE_LIMITS: TraceLimits = {
   maxBodyBytes: 100 * 1024 * 1024,
@@ -32,12 +32,12 @@ export interface TraceRouteDeps {
   limits?: Partial<TraceLimits>;
 }
 
-export function traceRoutes(api: Api<Principal>, deps: TraceRouteDeps): void {
+export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
   const limits = { ...DEFAULT_TRACE_LIMITS, ...deps.limits };
   api.route({
     method: 'get',
     path: '/info',
-    public: true,
+    access: 'public',
     summary: 'What this server supports (LangSmith clients read it first)',
     description:
       'Ingest through `POST /runs/multipart`, gzip bodies accepted (zstd is not), at most `size_limit` runs and ' +

@@ -6,7 +6,6 @@
  */
 import type { Principal } from '@berth/auth';
 import { RequestValidationError } from '@berth/errors';
-import type { Api } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { RunOperationKind, timestampFromDate, type IngestRunsResponse, type RunOperationSchema } from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -16,6 +15,7 @@ import type { ExportWorkerClients } from '../../export-worker.js';
 import { boundaryOf, parseMultipart, readBody, TraceBodyError, type MultipartPart } from './multipart.js';
 import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath } from './schemas.js';
 import { scopedSessionIds } from './scope.js';
+import type { GatewayApi } from '../../access.js';
 
 type OperationInit = MessageInitShape<typeof RunOperationSchema>;
 
@@ -83,7 +83,7 @@ function jsonOperation(kind: RunOperationKind, run: Record<string, unknown>, id?
   return { kind, runJson: JSON.stringify(run), ...(id ? { id } : {}) };
 }
 
-export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
+export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
   const tags = ['traces'];
   const rpc = () => deps.exportWorker.traces;
   const { limits } = deps;
@@ -129,6 +129,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/multipart',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Ingest a batch of runs (multipart)',
       description:
         'The langsmith client\'s default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` ' +
@@ -157,6 +158,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/batch',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Ingest a batch of runs (JSON)',
       description:
         '`{"post": [runs], "patch": [runs]}`: what the langsmith client sends when multipart is off. Answers 202 with ' +
@@ -172,6 +174,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Create a run',
       description: 'The run goes to `session_id`, else the project named `session_name` (created when missing), else "default".',
       tags,
@@ -184,6 +187,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'patch',
       path: '/runs/{run_id}',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Update a run',
       description: 'Sets the fields given (end_time, outputs, error, ...). A patch that comes before its run\'s create waits for it.',
       tags,
@@ -197,6 +201,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'get',
       path: '/runs/{run_id}',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Get a run',
       tags,
       params: RunPath,
@@ -210,6 +215,7 @@ export function runRoutes(api: Api<Principal>, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/query',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Query runs',
       description:
         'What `client.listRuns` sends. Conditions combine with AND; `filter`, `trace_filter` and `tree_filter` use the ' +

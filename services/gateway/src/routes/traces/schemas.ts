@@ -3,26 +3,26 @@
  * `langsmith` client sends and parses (its `Run`, `TracerSession` and `listRuns` body).
  */
 import { z } from 'zod';
+import { Uuid } from '@berth/ids';
 
-const uuid = z.uuid();
 const json = z.unknown();
 const time = z.union([z.iso.datetime({ offset: true, local: true }), z.iso.date()]);
 
 /** A run as read back (GET /runs/{id}, POST /runs/query). */
 export const RunOut = z.object({
-  id: uuid,
+  id: Uuid,
   name: z.string().optional(),
   run_type: z.string().optional(),
   start_time: z.string().optional(),
   end_time: z.string().nullable().optional(),
   status: z.string().optional().describe('success, error or pending'),
   is_root: z.boolean().optional(),
-  session_id: uuid.optional(),
-  trace_id: uuid.optional(),
+  session_id: Uuid.optional(),
+  trace_id: Uuid.optional(),
   dotted_order: z.string().nullable().optional(),
-  parent_run_id: uuid.nullable().optional(),
+  parent_run_id: Uuid.nullable().optional(),
   parent_run_ids: z.array(z.string()).optional(),
-  reference_example_id: uuid.nullable().optional(),
+  reference_example_id: Uuid.nullable().optional(),
   inputs: json.optional(),
   outputs: json.optional(),
   error: z.string().nullable().optional(),
@@ -70,11 +70,11 @@ const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional(
 
 /** What `client.listRuns` sends. */
 export const QueryRunsIn = z.strictObject({
-  session: nullable(z.array(uuid)).describe('Project ids'),
-  id: nullable(z.array(uuid)),
-  trace: nullable(uuid),
-  parent_run: nullable(uuid),
-  reference_example: nullable(z.union([uuid, z.array(uuid).max(1)])),
+  session: nullable(z.array(Uuid)).describe('Project ids'),
+  id: nullable(z.array(Uuid)),
+  trace: nullable(Uuid),
+  parent_run: nullable(Uuid),
+  reference_example: nullable(z.union([Uuid, z.array(Uuid).max(1)])),
   run_type: nullable(z.string()),
   error: nullable(z.boolean()),
   is_root: nullable(z.boolean()),
@@ -98,14 +98,14 @@ export const QueryRunsOut = z.object({
 
 /** A tracing project in LangSmith's TracerSession shape. */
 export const SessionOut = z.object({
-  id: uuid,
-  tenant_id: uuid,
+  id: Uuid,
+  tenant_id: Uuid,
   name: z.string(),
   description: z.string().nullable(),
   start_time: z.string(),
   end_time: z.string().nullable(),
   extra: z.record(z.string(), z.unknown()).describe('Project metadata is under extra.metadata'),
-  reference_dataset_id: uuid.nullable(),
+  reference_dataset_id: Uuid.nullable(),
   run_count: z.number().int().optional(),
   last_run_start_time: z.string().nullable().optional(),
 });
@@ -121,10 +121,10 @@ const SessionFields = {
 
 export const CreateSessionIn = z.strictObject({
   ...SessionFields,
-  id: nullable(uuid),
+  id: nullable(Uuid),
   start_time: nullable(time).describe('Ignored: a project starts when it is created'),
-  reference_dataset_id: nullable(uuid),
-  default_dataset_id: nullable(uuid).describe('Accepted, not used'),
+  reference_dataset_id: nullable(Uuid),
+  default_dataset_id: nullable(Uuid).describe('Accepted, not used'),
   trace_tier: nullable(z.string()).describe('Accepted, not used'),
   num_examples: nullable(z.number().int()).describe('Accepted, not used'),
   num_repetitions: nullable(z.number().int()).describe('Accepted, not used'),

@@ -2,8 +2,6 @@
  * LangSmith's project API (`/sessions…`): tracing projects of the caller's tenant, translated to
  * `TraceService` calls on the export-worker. Another tenant's project is a 404.
  */
-import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
 import { timestampDate, timestampFromDate, type Session } from '@berth/proto';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -18,6 +16,7 @@ import {
   SessionPath,
   UpdateSessionIn,
 } from './schemas.js';
+import type { GatewayApi } from '../../access.js';
 
 export function sessionJson(s: Session, withStats: boolean): z.input<typeof SessionOut> {
   return {
@@ -35,7 +34,7 @@ export function sessionJson(s: Session, withStats: boolean): z.input<typeof Sess
 
 const timeOf = (text: string | null | undefined) => (text ? { endTime: timestampFromDate(new Date(text)) } : {});
 
-export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportWorkerClients }): void {
+export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorkerClients }): void {
   const tags = ['traces'];
   const rpc = () => deps.exportWorker.traces;
 
@@ -43,6 +42,7 @@ export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportW
     .route({
       method: 'post',
       path: '/sessions',
+      access: ['api_key', 'access_token'],
       summary: 'Create a tracing project',
       description: 'Names are unique per tenant: 409 for a taken name, unless `upsert=true`, which answers the existing project.',
       tags,
@@ -69,6 +69,7 @@ export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportW
     .route({
       method: 'get',
       path: '/sessions',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'List tracing projects',
       description: 'Newest first, `offset`/`limit` paging (a JSON array). `name` matches exactly, `name_contains` a substring.',
       tags,
@@ -96,6 +97,7 @@ export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportW
     .route({
       method: 'get',
       path: '/sessions/{session_id}',
+      access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Get a tracing project',
       tags,
       params: SessionPath,
@@ -111,6 +113,7 @@ export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportW
     .route({
       method: 'patch',
       path: '/sessions/{session_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Update a tracing project',
       description: 'Fields left out or null are not changed; `extra` replaces the whole object.',
       tags,
@@ -134,6 +137,7 @@ export function sessionRoutes(api: Api<Principal>, deps: { exportWorker: ExportW
     .route({
       method: 'delete',
       path: '/sessions/{session_id}',
+      access: ['api_key', 'access_token'],
       summary: 'Delete a tracing project and its runs',
       tags,
       params: SessionPath,

@@ -1,0 +1,38 @@
+/**
+ * The kinds of credential the gateway knows, as routes declare them in `access` (see
+ * GatewayAuthenticator for what each one is). A route takes exactly the kinds it lists; the table of
+ * every route and what it takes is checked in beside the test that keeps it current
+ * (route-access.txt, route-access.test.ts).
+ */
+import type { Principal } from '@berth/auth';
+import type { Api } from '@berth/http';
+
+/** `api_key`: a tenant's API key; `access_token`: a bearer token; `tracing_credential`: a deployment's tracing credential. */
+export type GatewayCredential = Principal['credential']['type'];
+
+/** The gateway's route registry. */
+export type GatewayApi = Api<Principal, GatewayCredential>;
+
+/** What the deployment proxy (`/d/{deployment_id}/…`, not an Api route) takes, where the project has no auth handler of its own. */
+export const PROXY_CREDENTIALS: readonly GatewayCredential[] = ['api_key', 'access_token'];
+
+/**
+ * The credentials the route at this method and URL declares, for a request handled outside the
+ * route's handler (a WebSocket upgrade on the route's path). A path without a route, or a public
+ * one, takes none: nobody passes.
+ */
+export function declaredAccess(api: GatewayApi, method: string, url: string | undefined): readonly GatewayCredential[] {
+  const access = api.match(method, (url ?? '/').split('?')[0]!)?.access;
+  return access === undefined || access === 'public' ? [] : access;
+}
+
+const names: Record<GatewayCredential, string> = {
+  api_key: 'an API key',
+  access_token: 'a bearer token',
+  tracing_credential: 'a deployment’s tracing credential',
+};
+
+/** `an API key or a bearer token`, for refusals. */
+export function describeCredentials(kinds: readonly GatewayCredential[]): string {
+  return kinds.length ? kinds.map((kind) => names[kind]).join(' or ') : 'no credential';
+}
