@@ -57,6 +57,8 @@ import { RunExecutor } from './runs/executor.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { leaseSettings, type Clock } from './runs/lease.js';
+// The lease's own Clock type is being replaced by @berth/clock's; until then the two names differ.
+import type { Clock as BerthClock } from '@berth/clock';
 import { OwnerLiveness } from './runs/liveness.js';
 import { newOwnerId, RunWorker } from './runs/worker.js';
 import { WebhookDelivery, WebhookTargets, type WebhookConfig } from './runs/webhooks.js';
@@ -147,6 +149,8 @@ export interface AgentServerConfig {
   webhooks?: WebhookConfig;
   /** Time of the thread TTL sweeper (tests move it by hand). @default the system clock */
   threadSweepClock?: Clock;
+  /** The time crons fall due by and the store's TTLs run on (tests set it). @default systemClock */
+  clock?: BerthClock;
 }
 
 export interface RunningAgentServer {
@@ -239,7 +243,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: redisKeyPrefix(schema) };
   const dispatcher = new RunDispatcher(queueBackend, log);
   const crons = new CronStore(pool);
-  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log });
+  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log }, config.clock ? { clock: config.clock } : {});
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
   await withAdvisoryLock(
@@ -284,6 +288,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeIndex ? { index: storeIndex } : {}),
     ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
+    ...(config.clock ? { clock: config.clock } : {}),
   });
   const webhookStore = new WebhookStore(pool);
   // `http.disable_*` in langgraph.json: route groups (and run webhooks) this project turns off.
@@ -384,7 +389,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   await worker?.start();
   const sweeper =
     workers > 0
-      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
+      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log, config.clock)
       : undefined;
   sweeper?.start();
   const threadSweeper =
