@@ -47,6 +47,16 @@ afterAll(async () => {
 
 const TOKEN = 'brt_tok_example-token';
 
+/** A wait through `client`, once it sleeps; `answer` is its status once it answered. */
+async function sleepingWait(client: RpcClient<typeof AuthFlowService>, authId: string, timeoutMs: number) {
+  const timers = clock.pending;
+  const waiting: { answer?: WaitStatus; answered: Promise<WaitStatus> } = {
+    answered: client.wait({ authId, timeoutMs }).then((r) => (waiting.answer = r.status)),
+  };
+  await asleep(timers, 1);
+  return waiting;
+}
+
 describe('StartFlow and GetFlow', () => {
   it('starts a pending flow with two distinct unguessable secrets, stored only as digests', async () => {
     const started = await a.startFlow({ clientName: 'berth CLI on laptop' });
@@ -117,14 +127,11 @@ describe('CompleteFlow and Wait', () => {
 
   it('answers timeout at the instant the timeout ends, pending for timeout 0, not_found for unknown ids', async () => {
     const { authId } = await a.startFlow({});
-    const timers = clock.pending;
-    let answer: WaitStatus | undefined;
-    const waiting = a.wait({ authId, timeoutMs: 400 }).then((r) => (answer = r.status));
-    await asleep(timers, 1);
+    const waiting = await sleepingWait(a, authId, 400);
     await clock.advance(399);
-    expect(answer).toBeUndefined();
+    expect(waiting.answer).toBeUndefined();
     await clock.advance(1);
-    expect(await waiting).toBe(WaitStatus.TIMEOUT);
+    expect(await waiting.answered).toBe(WaitStatus.TIMEOUT);
     expect((await a.wait({ authId, timeoutMs: 0 })).status).toBe(WaitStatus.PENDING);
     expect((await a.wait({ authId: 'brt_auth_' + 'B'.repeat(43), timeoutMs: 0 })).status).toBe(WaitStatus.NOT_FOUND);
     expect((await a.wait({ authId: 'nonsense', timeoutMs: 10_000 })).status).toBe(WaitStatus.NOT_FOUND);
@@ -134,15 +141,12 @@ describe('CompleteFlow and Wait', () => {
 
   it('ends a wait with not_found at the instant the flow expires, and refuses to complete an expired flow', async () => {
     const { authId, approvalId } = await a.startFlow({ ttlSeconds: 1 });
-    const timers = clock.pending;
-    let answer: WaitStatus | undefined;
-    const waiting = b.wait({ authId, timeoutMs: 10_000 }).then((r) => (answer = r.status));
-    await asleep(timers, 1);
+    const waiting = await sleepingWait(b, authId, 10_000);
     await clock.advance(999);
-    expect(answer).toBeUndefined();
+    expect(waiting.answer).toBeUndefined();
     expect((await a.getFlow({ id: { case: 'approvalId', value: approvalId } })).flow?.status).toBe(AuthFlowStatus.PENDING);
     await clock.advance(1);
-    expect(await waiting).toBe(WaitStatus.NOT_FOUND);
+    expect(await waiting.answered).toBe(WaitStatus.NOT_FOUND);
     await expect(a.completeFlow({ approvalId, token: TOKEN })).rejects.toBeInstanceOf(NotFoundError);
     expect((await a.getFlow({ id: { case: 'approvalId', value: approvalId } })).flow?.status).toBe(AuthFlowStatus.EXPIRED);
   });
