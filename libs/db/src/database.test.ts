@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/testing';
+import { captureLogger, createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { createPool, migrate, MigrationError } from './index.js';
 
 let db: TestDatabase;
@@ -23,10 +23,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const waitFor = async (check: () => boolean, timeoutMs = 5000) => {
-  for (const deadline = Date.now() + timeoutMs; !check() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
-};
-
 it('logs an idle connection the server ended, and serves the next query on a new one', async () => {
   const logs = captureLogger();
   const pool = createPool({ connectionString: db.url, schema: 'app', applicationName: 'berth-idle-test', log: logs.logger });
@@ -34,7 +30,7 @@ it('logs an idle connection the server ended, and serves the next query on a new
     await pool.query('SELECT 1');
     await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'berth-idle-test'");
     const lost = () => logs.lines().filter((l) => l.msg === 'idle Postgres connection lost; the pool replaces it');
-    await waitFor(() => lost().length > 0);
+    await until('the lost connection to be logged', () => lost().length > 0, 5_000, 20);
     expect(lost()).toMatchObject([{ level: 40, schema: 'app', pool: 'berth-idle-test', err: { message: expect.stringMatching(/terminat/) } }]);
     // Not the whole pg client that pg-pool hangs on the error.
     expect(lost()[0]!.err).not.toHaveProperty('client');
@@ -54,7 +50,7 @@ it('survives the loss of a connection checked out between statements, logging it
     await held.query('SELECT 1');
     await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'berth-held-test'");
     const lost = () => logs.lines().filter((l) => l.msg === 'Postgres connection lost while in use');
-    await waitFor(() => lost().length > 0);
+    await until('the lost connection to be logged', () => lost().length > 0, 5_000, 20);
     // Once per connection, however many errors its end brings.
     expect(lost()).toMatchObject([{ level: 40, schema: 'app', pool: 'berth-held-test', err: { code: '57P01' } }]);
     await expect(held.query('SELECT 1')).rejects.toThrow();

@@ -18,6 +18,7 @@ import {
   type V1Deployment,
   type V1Status,
 } from '@kubernetes/client-node';
+import { until } from '@berth/testing';
 import { FakeKube } from './index.js';
 
 let fake: FakeKube;
@@ -46,16 +47,6 @@ async function failure(call: Promise<unknown>): Promise<{ code: number; reason: 
     return status;
   }
   throw new Error('the call succeeded');
-}
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 3_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function deployment(name: string, image: string, replicas = 2): V1Deployment {
@@ -231,7 +222,10 @@ describe('deployments and rollouts', () => {
 
   it('rolls a Deployment out: status catches up, pods run and belong to it, deleting it deletes them', async () => {
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('roll', 'img:1', 2) });
-    const done = await waitFor('rollout', () => apps.readNamespacedDeploymentStatus({ name: 'roll', namespace: ns }), (d) => d.status?.availableReplicas === 2);
+    const done = await until('rollout', async () => {
+      const d = await apps.readNamespacedDeploymentStatus({ name: 'roll', namespace: ns });
+      return d.status?.availableReplicas === 2 ? d : undefined;
+    }, 3_000, 10);
     expect(done.status).toMatchObject({ observedGeneration: 1, replicas: 2, updatedReplicas: 2, readyReplicas: 2 });
     expect(done.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([
       ['Available', 'True', 'MinimumReplicasAvailable'],
@@ -245,7 +239,10 @@ describe('deployments and rollouts', () => {
     const current = await apps.readNamespacedDeployment({ name: 'roll', namespace: ns });
     const next = deployment('roll', 'img:2', 2);
     await apps.replaceNamespacedDeployment({ name: 'roll', namespace: ns, body: { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } } });
-    await waitFor('second rollout', () => core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' }), (l) => l.items.length === 2 && l.items.every((p) => p.spec?.containers[0]?.image === 'img:2'));
+    await until('second rollout', async () => {
+      const l = await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' });
+      return l.items.length === 2 && l.items.every((p) => p.spec?.containers[0]?.image === 'img:2') ? l : undefined;
+    }, 3_000, 10);
     const old = new Set(pods.items.map((p) => p.metadata?.name));
     expect((await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' })).items.some((p) => old.has(p.metadata?.name))).toBe(false);
 
@@ -255,15 +252,17 @@ describe('deployments and rollouts', () => {
 
   it('fails a rollout the test asked to fail: Progressing False, a crash-looping pod whose logs say why, old pods kept', async () => {
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('bad', 'img:ok', 1) });
-    await waitFor('first rollout', () => apps.readNamespacedDeployment({ name: 'bad', namespace: ns }), (d) => d.status?.availableReplicas === 1);
+    await until('first rollout', async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
+      return d.status?.availableReplicas === 1 ? d : undefined;
+    }, 3_000, 10);
     fake.rollouts.failImage('img:broken', { logs: 'Traceback\nModuleNotFoundError: No module named agent\n' });
     const current = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
     await apps.replaceNamespacedDeployment({ name: 'bad', namespace: ns, body: { ...deployment('bad', 'img:broken', 1), metadata: { name: 'bad', labels: { app: 'bad' }, resourceVersion: current.metadata?.resourceVersion } } });
-    const failed = await waitFor(
-      'failed rollout',
-      () => apps.readNamespacedDeployment({ name: 'bad', namespace: ns }),
-      (d) => d.status?.conditions?.some((c) => c.type === 'Progressing' && c.status === 'False') ?? false,
-    );
+    const failed = await until('failed rollout', async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
+      return d.status?.conditions?.some((c) => c.type === 'Progressing' && c.status === 'False') ? d : undefined;
+    }, 3_000, 10);
     expect(failed.status).toMatchObject({ observedGeneration: 2, updatedReplicas: 1, availableReplicas: 1, replicas: 2 });
     expect(failed.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe('ProgressDeadlineExceeded');
     const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=bad' })).items;
@@ -291,13 +290,19 @@ describe('pods created through the API', () => {
     expect(created.metadata?.name).toMatch(/^sandbox-[0-9a-f]{5}$/);
     expect(created.status?.phase).toBe('Pending');
     const name = created.metadata!.name!;
-    const running = await waitFor('pod start', () => core.readNamespacedPod({ name, namespace: ns }), (p) => p.status?.phase === 'Running');
+    const running = await until('pod start', async () => {
+      const p = await core.readNamespacedPod({ name, namespace: ns });
+      return p.status?.phase === 'Running' ? p : undefined;
+    }, 3_000, 10);
     expect(running.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     expect(running.status?.containerStatuses?.[0]?.state?.running).toBeDefined();
 
     fake.pods.failImage('sandbox:bad', { reason: 'CrashLoopBackOff', logs: 'permission denied\n' });
     const bad = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'bad-box' }, spec: { containers: [{ name: 'box', image: 'sandbox:bad' }] } } });
-    const waiting = await waitFor('pod failure', () => core.readNamespacedPod({ name: 'bad-box', namespace: ns }), (p) => (p.status?.containerStatuses?.length ?? 0) > 0);
+    const waiting = await until('pod failure', async () => {
+      const p = await core.readNamespacedPod({ name: 'bad-box', namespace: ns });
+      return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
+    }, 3_000, 10);
     expect(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
     expect(await core.readNamespacedPodLog({ name: 'bad-box', namespace: ns })).toBe('permission denied\n');
     const deleted = await core.deleteNamespacedPod({ name: bad.metadata!.name!, namespace: ns });
@@ -344,7 +349,10 @@ describe('server', () => {
 
 async function runningPod(name: string, env: Array<{ name: string; value: string }> = []): Promise<void> {
   await core.createNamespacedPod({ namespace: ns, body: { metadata: { name, labels: { app: 'box' } }, spec: { containers: [{ name: 'box', image: 'sandbox:ok', env }, { name: 'side', image: 'sandbox:ok' }] } } });
-  await waitFor('pod ready', () => core.readNamespacedPod({ name, namespace: ns }), (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+  await until('pod ready', async () => {
+      const p = await core.readNamespacedPod({ name, namespace: ns });
+      return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+    }, 3_000, 10);
 }
 
 function sink(): { stream: Writable; bytes: () => Buffer } {
@@ -384,13 +392,19 @@ describe('pods for sandboxes', () => {
 
   it('fail to pull an image that does not exist: ErrImagePull with the registry answer, then ImagePullBackOff', async () => {
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'no-image' }, spec: { containers: [{ name: 'box', image: 'sandbox:nope' }] } } });
-    const pulled = await waitFor('pull failure', () => core.readNamespacedPod({ name: 'no-image', namespace: ns }), (p) => (p.status?.containerStatuses?.length ?? 0) > 0);
+    const pulled = await until('pull failure', async () => {
+      const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
+      return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
+    }, 3_000, 10);
     expect(pulled.status?.phase).toBe('Pending');
     expect(pulled.status?.containerStatuses?.[0]?.state?.waiting).toEqual({
       reason: 'ErrImagePull',
       message: expect.stringContaining('failed to pull and unpack image "sandbox:nope"'),
     });
-    const backOff = await waitFor('back-off', () => core.readNamespacedPod({ name: 'no-image', namespace: ns }), (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff');
+    const backOff = await until('back-off', async () => {
+      const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
+      return p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff' ? p : undefined;
+    }, 3_000, 10);
     expect(backOff.status?.containerStatuses?.[0]?.state?.waiting?.message).toBe('Back-off pulling image "sandbox:nope"');
   });
 

@@ -6,7 +6,7 @@ export type { TestS3 } from './s3.js';
 export { testEnv } from './env.js';
 export { captureLogger } from './logs.js';
 export type { CapturedLogs } from './logs.js';
-export { until } from './until.js';
+export { until, UntilTimeoutError } from './until.js';
 export { testSandbox, SANDBOX_TEST_UID } from './sandbox-image.js';
 export type { TestSandbox } from './sandbox-image.js';
 export { spawnTestChild } from './child-process.js';

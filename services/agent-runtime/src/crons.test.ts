@@ -7,10 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ChildProcess } from 'node:child_process';
 import { Client, type Cron } from '@langchain/langgraph-sdk';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { ManualClock } from '@berth/clock';
+import { createTestDatabase, testRedisUrl, until, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
 import type { RunningAgentServer } from './index.js';
-import { sleep, spawnAgentServer, startTestServer, until } from './__tests__/fixtures.js';
+import { spawnAgentServer, startTestServer } from './__tests__/fixtures.js';
 
 let db: TestDatabase;
 let server: RunningAgentServer;
@@ -48,12 +49,6 @@ async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] 
 /** Runs the ticks of a cron made, by the `cron_id` in their metadata. */
 const runsOf = (schema: string, cronId: string) =>
   sql<{ created_at: Date }>(`SELECT created_at FROM ${schema}.runs WHERE metadata @> $1::jsonb ORDER BY created_at`, [JSON.stringify({ cron_id: cronId })]);
-
-/** Waits until at least `seconds` of the current minute remain, so a test's checks all fall in one minute. */
-async function awayFromMinuteEnd(seconds: number) {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await sleep(left + 1000);
-}
 
 describe('cron CRUD through the SDK', () => {
   it('creates a stateless cron without a thread, with its next run in its time zone', async () => {
@@ -146,72 +141,84 @@ describe('cron CRUD through the SDK', () => {
 });
 
 describe('ticks', () => {
-  it('fires a tick missed while no worker ran once when a worker comes up, then goes on from now', async () => {
-    await awayFromMinuteEnd(30);
-    const api = await startTestServer(db.url, { schema: 'missed', workers: 0 });
-    servers.push(api);
-    const apiClient = new Client({ apiUrl: api.url });
-    const cron = await apiClient.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
-    // Ten ticks missed: the cron's next tick lies ten minutes back.
-    await sql("UPDATE missed.crons SET next_run_date = date_trunc('minute', now()) - interval '10 minutes' WHERE cron_id = $1", [cron.cron_id]);
-    await sleep(1000);
-    expect(await runsOf('missed', cron.cron_id)).toHaveLength(0);
+  /**
+   * A clock `msBefore` a minute boundary at least a minute past the real time (the overdue sweep
+   * and other processes go by the real time: this keeps the minute's ticks theirs only when due).
+   * Servers on it queue a tick due at `minute` to run `msBefore` from now.
+   */
+  function beforeMinute(msBefore: number): { clock: ManualClock; minute: number } {
+    const minute = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
+    return { clock: new ManualClock(minute - msBefore), minute };
+  }
+  const nextRun = async (schema: string, cronId: string) =>
+    (await sql<{ next: Date | null }>(`SELECT next_run_date AS next FROM ${schema}.crons WHERE cron_id = $1`, [cronId]))[0]?.next?.getTime();
+  /** Waits until the cron's tick ran and it moved on to `next` (its run is made before it moves). */
+  const movedOn = (schema: string, cronId: string, next: number) =>
+    until(`cron ${cronId} to move on`, async () => ((await nextRun(schema, cronId)) === next ? true : undefined), 15_000, 50);
 
-    servers.push(await startTestServer(db.url, { schema: 'missed', workers: 2 }));
-    const runs = await until(() => runsOf('missed', cron.cron_id), (r) => r.length > 0, 15_000);
-    await sleep(2000);
-    expect(await runsOf('missed', cron.cron_id)).toHaveLength(1);
-    expect(runs).toHaveLength(1);
-    const after = await call('GET', `/runs/crons/${cron.cron_id}`, undefined, api.url);
-    const next = new Date(after.body.next_run_date as string).getTime();
-    expect(next).toBeGreaterThan(Date.now());
-    expect(next - Date.now()).toBeLessThanOrEqual(60_000);
+  it('fires a tick missed while no worker ran once when a worker comes up, then goes on from now', async () => {
+    const { clock, minute } = beforeMinute(30_000);
+    const api = await startTestServer(db.url, { schema: 'missed', workers: 0, clock });
+    let worker: RunningAgentServer | undefined;
+    try {
+      const apiClient = new Client({ apiUrl: api.url });
+      const cron = await apiClient.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
+      expect(new Date(cron.next_run_date).getTime()).toBe(minute);
+      // Ten ticks missed: the cron's next tick lies ten minutes back.
+      await sql('UPDATE missed.crons SET next_run_date = $2 WHERE cron_id = $1', [cron.cron_id, new Date(minute - 600_000)]);
+      expect(await runsOf('missed', cron.cron_id)).toHaveLength(0);
+
+      worker = await startTestServer(db.url, { schema: 'missed', workers: 2, clock });
+      // One run for the ten missed ticks; the next tick is the schedule's first after now, not after the missed one.
+      await movedOn('missed', cron.cron_id, minute);
+      expect(await runsOf('missed', cron.cron_id)).toHaveLength(1);
+    } finally {
+      await worker?.close();
+      await api.close();
+    }
   }, 60_000);
 
-  it('fires a one-minute schedule within its minute exactly once across two processes (Postgres and Redis queues); paused and deleted crons do not fire', async () => {
-    // Each queue backend: this process's server plus one in a child process, both with workers.
+  it('fires a one-minute schedule exactly once across two processes (Postgres and Redis queues); paused and deleted crons do not fire', async () => {
+    // Each queue backend: a server in this process on the clock plus one in a child process, both with workers.
+    const { clock, minute } = beforeMinute(1_000);
     const redis = { schema: 'crons_redis', redisUrl: testRedisUrl() };
-    const redisHere = await startTestServer(db.url, redis);
-    servers.push(redisHere);
+    const [pgHere, redisHere] = await Promise.all([startTestServer(db.url, { schema: 'crons', clock }), startTestServer(db.url, { ...redis, clock })]);
+    servers.push(pgHere, redisHere);
     const spawned = await Promise.all([spawnAgentServer(db.url, { config: { schema: 'crons' } }), spawnAgentServer(db.url, { config: redis })]);
     children.push(...spawned.map((s) => s.child));
 
-    await awayFromMinuteEnd(15);
-    const thread = await client.threads.create();
+    const here = new Client({ apiUrl: pgHere.url });
+    const thread = await here.threads.create();
     const setups = [
-      { schema: 'crons', here: client, there: new Client({ apiUrl: spawned[0]!.url }) },
+      { schema: 'crons', here, there: new Client({ apiUrl: spawned[0]!.url }) },
       { schema: 'crons_redis', here: new Client({ apiUrl: redisHere.url }), there: new Client({ apiUrl: spawned[1]!.url }) },
     ];
     const made = await Promise.all(
       setups.map(async ({ schema, here, there }) => {
+        // Made on the clock's server first, so their ticks are queued for the same instant ahead of the others'.
+        const paused = await here.crons.create('echo', { schedule: '* * * * *' });
+        await there.crons.update(paused.cron_id, { enabled: false });
+        const deleted = await here.crons.create('echo', { schedule: '* * * * *' });
+        await there.crons.delete(deleted.cron_id);
         const stateless = await here.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
-        const paused = await there.crons.create('echo', { schedule: '* * * * *' });
-        await here.crons.update(paused.cron_id, { enabled: false });
-        const deleted = await there.crons.create('echo', { schedule: '* * * * *' });
-        await here.crons.delete(deleted.cron_id);
+        expect(new Date(stateless.next_run_date).getTime()).toBe(minute);
         return { schema, stateless, paused, deleted };
       }),
     );
-    const onThread = await client.crons.createForThread(thread.thread_id, 'echo', { schedule: '* * * * *', input: { messages: [{ role: 'user', content: 'tick' }] } });
-    const due = new Date(made[0]!.stateless.next_run_date).getTime();
-    expect(due).toBe(Math.ceil(Date.now() / 60_000) * 60_000);
+    const onThread = await here.crons.createForThread(thread.thread_id, 'echo', { schedule: '* * * * *', input: { messages: [{ role: 'user', content: 'tick' }] } });
 
-    // Past the tick, with time for its run to start; well before the next one.
-    await sleep(due - Date.now() + 15_000);
+    // The ticks fall due a second after the clock's now; each fires once and its cron moves on a minute.
     for (const { schema, stateless, paused, deleted } of made) {
-      const runs = await runsOf(schema, stateless.cron_id);
-      expect({ schema, runs: runs.length }).toEqual({ schema, runs: 1 });
-      expect(runs[0]!.created_at.getTime()).toBeGreaterThanOrEqual(due);
-      expect(runs[0]!.created_at.getTime()).toBeLessThan(due + 60_000);
+      await movedOn(schema, stateless.cron_id, minute + 60_000);
+      expect({ schema, runs: (await runsOf(schema, stateless.cron_id)).length }).toEqual({ schema, runs: 1 });
       expect(await runsOf(schema, paused.cron_id)).toHaveLength(0);
       expect(await runsOf(schema, deleted.cron_id)).toHaveLength(0);
     }
-    const threadRuns = await client.runs.list(thread.thread_id);
+    await movedOn('crons', onThread.cron_id, minute + 60_000);
+    const threadRuns = await here.runs.list(thread.thread_id);
     expect(threadRuns).toHaveLength(1);
     expect(threadRuns[0]).toMatchObject({ multitask_strategy: 'enqueue', metadata: { cron_id: onThread.cron_id } });
-    const result = await until(() => client.runs.get(thread.thread_id, threadRuns[0]!.run_id), (r) => r.status === 'success');
-    expect(result.status).toBe('success');
-    expect((await client.threads.getState<{ messages: { content: string }[] }>(thread.thread_id)).values.messages.at(-1)?.content).toBe('echo: tick');
-    // Starting three servers on a loaded machine, up to a minute's wait for a tick, then 15 s past it.
-  }, 200_000);
+    await until('the tick\'s run on the thread to succeed', async () => ((await here.runs.get(thread.thread_id, threadRuns[0]!.run_id)).status === 'success' ? true : undefined), 10_000, 20);
+    expect((await here.threads.getState<{ messages: { content: string }[] }>(thread.thread_id)).values.messages.at(-1)?.content).toBe('echo: tick');
+  }, 120_000);
 });

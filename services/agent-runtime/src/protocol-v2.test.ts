@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
-import { createTestDatabase, sseFrames, testRedisUrl, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, sseFrames, testRedisUrl, until, type TestDatabase } from '@berth/testing';
 import { WebSocket } from 'ws';
 import { createEventBroker } from '@berth/broker';
 import type { RunningAgentServer } from './server.js';
@@ -277,16 +277,13 @@ describe('the SDK thread stream over WebSocket', () => {
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
       return { ws, messages };
     };
-    const waitFor = async (messages: any[], ok: (m: any[]) => boolean) => {
-      for (let i = 0; i < 500 && !ok(messages); i++) await new Promise((r) => setTimeout(r, 20));
-      return messages;
-    };
+    const received = (messages: any[], ok: (m: any[]) => boolean) => until('the socket\'s messages', () => ok(messages) && messages, 10_000, 20);
     const first = await open();
     first.ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: ['lifecycle'], namespaces: [[]], depth: 0 } }));
-    const [subscribed] = await waitFor(first.messages, (m) => m.length > 0);
+    const [subscribed] = await received(first.messages, (m) => m.length > 0);
     const subscriptionId = subscribed.result.subscription_id as string;
     first.ws.send(JSON.stringify({ id: 2, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'a' }] } } }));
-    await waitFor(first.messages, (m) => m.filter((x) => x.type === 'event').length >= 2);
+    await received(first.messages, (m) => m.filter((x) => x.type === 'event').length >= 2);
     const seen = first.messages.filter((x) => x.type === 'event');
     first.ws.close();
     // Meanwhile, a second run.
@@ -295,7 +292,7 @@ describe('the SDK thread stream over WebSocket', () => {
 
     const second = await open();
     second.ws.send(JSON.stringify({ id: 4, method: 'subscription.reconnect', params: { last_event_id: seen.at(-1).event_id, subscriptions: [subscriptionId] } }));
-    const messages = await waitFor(second.messages, (m) => m.filter((x) => x.type === 'event').length >= 2);
+    const messages = await received(second.messages, (m) => m.filter((x) => x.type === 'event').length >= 2);
     second.ws.close();
     expect(messages[0]).toMatchObject({ type: 'success', id: 4, result: { restored: true } });
     const missed = messages.filter((x) => x.type === 'event');

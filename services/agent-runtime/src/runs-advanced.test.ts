@@ -123,18 +123,15 @@ describe('multitask strategies and delays', () => {
 });
 
 describe('cancellation and failures', () => {
-  it('reaches the running graph promptly when a run is cancelled', async () => {
+  it('reaches the running graph when a run is cancelled (its hour-long wait ends at once)', async () => {
     const t = await client.threads.create();
-    const run = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 } });
+    const run = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 3_600_000 } });
     await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
     await sleep(100);
-    const started = Date.now();
     await client.runs.cancel(t.thread_id, run.run_id);
-    const ended = await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'running', 5000);
-    const elapsed = Date.now() - started;
+    // The run ends only when the graph's AbortSignal stops its wait: otherwise in an hour.
+    const ended = await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'running', 30_000);
     expect(ended.status).toBe('interrupted');
-    // The graph's AbortSignal fires within milliseconds; the bound leaves room for a loaded CI machine.
-    expect(elapsed).toBeLessThan(3000);
   });
 
   it('cancels the run when a streaming client with on_disconnect=cancel goes away', async () => {

@@ -142,8 +142,8 @@ export interface AgentServerConfig {
   storeSweepIntervalMs?: number;
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
-  /** Time of the thread TTL sweeper (tests move it by hand). @default the system clock */
-  threadSweepClock?: Clock;
+  /** The time crons fall due by and the store's and threads' TTLs run on (tests move it by hand). @default systemClock */
+  clock?: Clock;
 }
 
 export interface RunningAgentServer {
@@ -238,7 +238,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: redisKeyPrefix(schema) };
   const dispatcher = new RunDispatcher(queueBackend, log);
   const crons = new CronStore(pool);
-  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log });
+  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log }, config.clock ? { clock: config.clock } : {});
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
   await withAdvisoryLock(
@@ -283,6 +283,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     ...(storeIndex ? { index: storeIndex } : {}),
     ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
+    ...(config.clock ? { clock: config.clock } : {}),
   });
   const webhookStore = new WebhookStore(pool);
   // `http.disable_*` in langgraph.json: route groups (and run webhooks) this project turns off.
@@ -383,7 +384,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   await worker?.start();
   const sweeper =
     workers > 0
-      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log)
+      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log, config.clock)
       : undefined;
   sweeper?.start();
   const threadSweeper =
@@ -391,7 +392,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ? new ThreadSweeper(threads, log, {
           ...(threadTtl?.sweep_interval_minutes ? { intervalMs: threadTtl.sweep_interval_minutes * 60_000 } : {}),
           ...(threadTtl?.sweep_limit ? { limit: threadTtl.sweep_limit } : {}),
-          ...(config.threadSweepClock ? { clock: config.threadSweepClock } : {}),
+          ...(config.clock ? { clock: config.clock } : {}),
         })
       : undefined;
   threadSweeper?.start();

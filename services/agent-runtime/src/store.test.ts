@@ -4,16 +4,16 @@
  * embedding (counts of eight topic words) configured as store.index, and a variant without index
  * but with custom auth that moves every namespace under the caller's identity.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Client } from '@langchain/langgraph-sdk';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { ManualClock } from '@berth/clock';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createPool } from '@berth/db';
+import { createPool, migrate } from '@berth/db';
 import { startAgentServer, type RunningAgentServer } from './index.js';
-import { PostgresStore } from './storage/store.js';
-import { sleep, until } from './__tests__/fixtures.js';
+import { PostgresStore, StoreSweeper } from './storage/store.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../test-projects/store/${name}`, import.meta.url));
 let db: TestDatabase;
@@ -207,39 +207,115 @@ describe('semantic search', () => {
 });
 
 describe('TTL', () => {
-  it('hides an expired item from GET and search, and the sweep deletes it', async () => {
-    // 0.025 minutes = 1.5 s. The plain server sweeps only every minute: the row outlives its expiry.
+  // A store on a clock the test moves, in a schema of its own that no server sweeps.
+  let ttlPool: pg.Pool;
+  beforeAll(async () => {
+    const directory = fileURLToPath(new URL('../migrations', import.meta.url));
+    await migrate({ connectionString: db.url, schema: 'agent_ttl', directory, log: silentLogger() });
+    ttlPool = createPool({ connectionString: db.url, schema: 'agent_ttl', max: 2 });
+  });
+  beforeEach(async () => {
+    await ttlPool.query('DELETE FROM store_items');
+  });
+  afterAll(async () => {
+    await ttlPool?.end();
+  });
+  const page = { limit: 10, offset: 0 };
+
+  it('keeps an item until the instant its TTL ends, then hides it from get, search and namespaces without deleting it', async () => {
+    const clock = new ManualClock();
+    const store = new PostgresStore(ttlPool, { clock });
+    await store.putItem({ namespace: ['ttl', 'a'], key: 'short', value: { v: 1 }, ttl: 1 });
+    await store.putItem({ namespace: ['ttl', 'b'], key: 'forever', value: { v: 2 }, ttl: null });
+    await clock.advance(59_999);
+    expect((await store.getItem(['ttl', 'a'], 'short', { refreshTtl: false }))?.value).toEqual({ v: 1 });
+    await clock.advance(1);
+    expect(await store.getItem(['ttl', 'a'], 'short')).toBeUndefined();
+    expect((await store.searchItems({ namespacePrefix: ['ttl'], ...page })).map((i) => i.key)).toEqual(['forever']);
+    expect(await store.namespaces({ conditions: [], ...page })).toEqual([['ttl', 'b']]);
+    expect(await rowCount('agent_ttl', 'short')).toBe(1);
+    // Putting again after expiry makes a new item.
+    await store.putItem({ namespace: ['ttl', 'a'], key: 'short', value: { v: 3 } });
+    expect((await store.getItem(['ttl', 'a'], 'short'))?.value).toEqual({ v: 3 });
+  });
+
+  it('sweeps an expired item on the first pass after its expiry, not before', async () => {
+    const clock = new ManualClock();
+    const store = new PostgresStore(ttlPool, { clock });
+    await store.putItem({ namespace: ['ttl'], key: 'swept', value: { v: 1 }, ttl: 1.5 });
+    // The real store's sweep, recording what each pass deleted and waking the test when one ends.
+    const passes: number[] = [];
+    let passed = () => undefined as void;
+    const nextPass = () => new Promise<void>((resolve) => (passed = resolve));
+    const watched = {
+      sweepExpired: async () => {
+        const deleted = await store.sweepExpired();
+        passes.push(deleted);
+        passed();
+        return deleted;
+      },
+    };
+    const sweeper = new StoreSweeper(watched, 60_000, silentLogger(), clock);
+    sweeper.start();
+    try {
+      let pass = nextPass();
+      await clock.advance(60_000);
+      await pass;
+      expect(passes).toEqual([0]);
+      expect(await rowCount('agent_ttl', 'swept')).toBe(1);
+      pass = nextPass();
+      await clock.advance(60_000);
+      await pass;
+      expect(passes).toEqual([0, 1]);
+      expect(await rowCount('agent_ttl', 'swept')).toBe(0);
+    } finally {
+      await sweeper.close();
+    }
+    await clock.advance(600_000);
+    expect(passes).toHaveLength(2);
+  });
+
+  it('restarts the TTL on reads unless refresh_ttl is false', async () => {
+    const clock = new ManualClock();
+    const store = new PostgresStore(ttlPool, { clock });
+    await store.putItem({ namespace: ['ttl'], key: 'refreshed', value: { v: 1 }, ttl: 1 });
+    await clock.advance(45_000);
+    expect(await store.getItem(['ttl'], 'refreshed', { refreshTtl: true })).toBeDefined(); // now until 105 s
+    await clock.advance(45_000);
+    // Past the first expiry, alive thanks to the refresh; a search without refresh leaves it be.
+    expect((await store.searchItems({ namespacePrefix: ['ttl'], filter: { v: 1 }, refreshTtl: false, ...page })).map((i) => i.key)).toEqual(['refreshed']);
+    await clock.advance(14_999);
+    expect(await store.getItem(['ttl'], 'refreshed', { refreshTtl: false })).toBeDefined();
+    await clock.advance(1);
+    expect(await store.getItem(['ttl'], 'refreshed')).toBeUndefined();
+  });
+
+  it('over HTTP on the system clock: hides an expired item, refreshes only when asked, and the server sweeps', async () => {
     const mine = as('user-a');
-    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.025 });
+    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.001 }); // 60 ms
     await mine.store.putItem(['ttl'], 'forever', { v: 2 }, { ttl: null });
-    expect((await mine.store.getItem(['ttl'], 'short', { refreshTtl: false }))!.value).toEqual({ v: 1 });
-    await sleep(2000);
-    expect(await mine.store.getItem(['ttl'], 'short')).toBeNull();
+    await until('the item to expire', async () => ((await mine.store.getItem(['ttl'], 'short')) === null ? true : undefined), 10_000, 20);
     expect((await mine.store.searchItems(['ttl'])).items.map((i) => i.key)).toEqual(['forever']);
     // The handler moved everything under the caller's identity.
     expect((await mine.store.listNamespaces({ prefix: ['ttl'] })).namespaces).toEqual([['user-a', 'ttl']]);
-    expect(await rowCount('agent_plain', 'short')).toBe(1);
+
+    // refresh_ttl reaches the store: a read without it leaves the expiry, a read with it moves it on.
+    const expiry = async () =>
+      (await sql.query<{ at: number }>(`SELECT extract(epoch FROM expires_at)::float8 AS at FROM agent.store_items WHERE key = 'refreshed'`)).rows[0]!.at;
+    await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 60 });
+    const first = await expiry();
+    await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: false });
+    expect(await expiry()).toBe(first);
+    await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true });
+    expect(await expiry()).toBeGreaterThan(first);
 
     // This server sweeps every 200 ms.
-    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.025 });
-    expect(await rowCount('agent', 'short')).toBe(1);
-    expect(await until(() => rowCount('agent', 'short'), (n) => n === 0, 5000)).toBe(0);
+    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.001 });
+    await until('the sweep to delete the item', async () => ((await rowCount('agent', 'short')) === 0 ? true : undefined), 10_000, 20);
     // Putting again after expiry makes a new item.
     await client.store.putItem(['ttl'], 'short', { v: 3 });
     expect((await client.store.getItem(['ttl'], 'short'))!.value).toEqual({ v: 3 });
   });
-
-  it('restarts the TTL on reads unless refresh_ttl is false', async () => {
-    // Each step leaves seconds of room for a loaded machine between the calls.
-    await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 0.07 }); // 4.2 s
-    await sleep(2500);
-    expect(await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true })).not.toBeNull(); // now until ~6.7 s
-    await sleep(2500);
-    // Past the first expiry, alive thanks to the refresh; a search without refresh leaves it be.
-    expect((await client.store.searchItems(['ttl'], { refreshTtl: false, filter: { v: 1 } })).items.map((i) => i.key)).toEqual(['refreshed']);
-    await sleep(2500);
-    expect(await client.store.getItem(['ttl'], 'refreshed')).toBeNull();
-  }, 20_000);
 });
 
 describe('graphs and the API share the store', () => {

@@ -70,7 +70,7 @@ function sweeperAt(): { clock: ManualClock; sweeper: ThreadSweeper; after(ms: nu
 beforeAll(async () => {
   db = await createTestDatabase('agent');
   server = await startAgentServer(
-    { configPath: project, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, threadSweepClock: serverClock },
+    { configPath: project, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, clock: serverClock },
     silentLogger(),
   );
   sql = createPool({ connectionString: db.url, schema: 'agent', max: 4 });

@@ -1,5 +1,6 @@
 import type { RevisionPipelineOptions } from './deployments/pipeline.js';
 import type { GrpcServerConfig } from '@berth/config';
+import type { Clock } from '@berth/clock';
 import type { ArtifactStorageConfig } from './artifacts/artifact-store.js';
 import type { AgentNetworkPolicy } from './deployers/kubernetes/network-policy.js';
 import type { ContainerLimits } from './deployers/local/agent-containers.js';
@@ -26,6 +27,8 @@ export interface ControlPlaneConfig extends GrpcServerConfig {
    * @default 60000
    */
   sweepIntervalMs?: number;
+  /** The time of login flows: their expiry, waits and sweeps (tests move it by hand). @default systemClock */
+  clock?: Clock;
   /** Deployments and revisions; without it the control plane serves login flows only. */
   deployments?: DeploymentsConfig;
 }

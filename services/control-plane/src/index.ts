@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@berth/config';
 import { loadKubeConfig } from '@berth/kube';
 import { createDatabase, migrate } from '@berth/db';
+import { systemClock, type Timer } from '@berth/clock';
 import { createLogger, type Logger } from '@berth/log';
 import { AuthFlowService, DeploymentService } from '@berth/proto';
 import { selectQueueBackend } from '@berth/queue';
@@ -280,13 +281,15 @@ export async function start(
     schema: CONTROL_PLANE_SCHEMA,
     applicationName: 'berth-control-plane',
   });
-  const notifier = new FlowNotifier({ connectionString: config.databaseUrl, channel: AUTH_FLOW_CHANNEL, log: logger });
-  const store = new AuthFlowStore(database.db, { channel: AUTH_FLOW_CHANNEL });
+  const clock = config.clock ?? systemClock;
+  const notifier = new FlowNotifier({ connectionString: config.databaseUrl, channel: AUTH_FLOW_CHANNEL, log: logger, clock });
+  const store = new AuthFlowStore(database.db, { channel: AUTH_FLOW_CHANNEL, clock });
   const authFlows = new AuthFlows(store, notifier, logger, {
     ...(config.authFlowTtlSeconds ? { defaultTtlSeconds: config.authFlowTtlSeconds } : {}),
+    clock,
   });
   let service: RunningGrpcService | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
+  let sweeper: Timer | undefined;
   let deploymentsPart: Awaited<ReturnType<typeof startDeployments>> | undefined;
   try {
     // Listening before serving: the first Wait must not miss a completion.
@@ -305,10 +308,9 @@ export async function start(
         if (part) server.add(DeploymentService, deploymentHandlers(part.deployments));
       },
     });
-    sweeper = setInterval(() => {
+    sweeper = clock.setInterval(() => {
       store.sweep().catch((error: unknown) => logger.warn({ err: error }, 'sweeping login flows failed'));
     }, config.sweepIntervalMs ?? 60_000);
-    sweeper.unref();
   } catch (error) {
     await deploymentsPart?.close();
     await notifier.close();
@@ -324,7 +326,7 @@ export async function start(
     ...(deploymentsPart ? { deployments: deploymentsPart.deployments } : {}),
     ...(deploymentsPart?.isolation ? { isolation: deploymentsPart.isolation } : {}),
     close: async () => {
-      clearInterval(sweeper);
+      sweeper?.cancel();
       await deploymentsPart?.close();
       // Waiters answer `pending` at once, so the server does not have to cancel their calls.
       await notifier.close();

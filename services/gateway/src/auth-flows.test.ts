@@ -1,14 +1,15 @@
 /**
  * Login flows through the gateway's HTTP API, against a real control plane and Postgres: start a
- * flow, wait on it, approve it on the HTML page, and what happens on every wrong turn.
+ * flow, wait on it, approve it on the HTML page, and what happens on every wrong turn. The control
+ * plane's time is a ManualClock the tests move (timeouts and expiries at exact instants).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { PassThrough } from 'node:stream';
+import { ManualClock } from '@berth/clock';
 import { start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
 import { createLogger, silentLogger } from '@berth/log';
-import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
-import pg from 'pg';
+import { createTestDatabase, testRedisUrl, until, type TestDatabase } from '@berth/testing';
 import { loadGatewayConfig, start, type GatewayConfig, type RunningGateway } from './index.js';
 
 let testDb: TestDatabase;
@@ -18,6 +19,10 @@ let adminKey: string;
 let tenantId: string;
 let memberKey: string;
 const logLines: string[] = [];
+const clock = new ManualClock(Date.now());
+
+/** Resolves once a timer more than `before` is pending on the clock: the control plane's wait sleeps. */
+const asleep = (before: number) => until('the wait to sleep', () => (clock.pending > before ? true : undefined), 10_000, 10);
 
 const gatewayConfig = (extra: Partial<GatewayConfig> = {}): GatewayConfig => ({
   databaseUrl: testDb.url,
@@ -34,7 +39,7 @@ const gatewayConfig = (extra: Partial<GatewayConfig> = {}): GatewayConfig => ({
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_login');
   controlPlane = await startControlPlane(
-    { databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent' },
+    { databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', clock },
     silentLogger(),
   );
   const logStream = new PassThrough();
@@ -64,10 +69,9 @@ async function startLogin(body?: unknown): Promise<{ status: number; body: Json 
   return { status: res.status, body: (await res.json()) as Json };
 }
 
-async function wait(authId: string, query = ''): Promise<{ status: number; body: Json; ms: number }> {
-  const started = Date.now();
+async function wait(authId: string, query = ''): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${gateway.url}/v2/auth/wait/${encodeURIComponent(authId)}${query}`);
-  return { status: res.status, body: (await res.json()) as Json, ms: Date.now() - started };
+  return { status: res.status, body: (await res.json()) as Json };
 }
 
 /** Opens the approval page like a browser: its HTML, the form's CSRF token and the cookie. */
@@ -79,14 +83,13 @@ async function openPage(url: string): Promise<{ status: number; html: string; cs
   return { status: res.status, html, csrf, cookie, headers: res.headers };
 }
 
-async function approve(url: string, form: Record<string, string>, headers: Record<string, string>): Promise<{ status: number; html: string; at: number }> {
+async function approve(url: string, form: Record<string, string>, headers: Record<string, string>): Promise<{ status: number; html: string }> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', origin: gateway.url, ...headers },
     body: new URLSearchParams(form).toString(),
   });
-  const at = Date.now();
-  return { status: res.status, html: await res.text(), at };
+  return { status: res.status, html: await res.text() };
 }
 
 describe('POST /v2/auth/login', () => {
@@ -96,9 +99,7 @@ describe('POST /v2/auth/login', () => {
     expect(body.auth_id).toMatch(/^brt_auth_/);
     expect(body.url).toMatch(new RegExp(`^${gateway.url}/login/[A-Za-z0-9_-]{32}$`));
     expect(body.url as string).not.toContain(body.auth_id as string);
-    const lifetime = Date.parse(body.expires_at as string) - Date.now();
-    expect(lifetime).toBeGreaterThan(590_000);
-    expect(lifetime).toBeLessThanOrEqual(600_000);
+    expect(Date.parse(body.expires_at as string) - clock.now()).toBe(600_000);
 
     expect((await startLogin({ client_name: 'x'.repeat(201) })).status).toBe(422);
     const extra = await startLogin({ client_name: 'ok', scope: 'all' });
@@ -149,23 +150,24 @@ describe('GET /v2/auth/wait/{auth_id}', () => {
     const login = await startLogin({ client_name: 'berth CLI on test' });
     const authId = login.body.auth_id as string;
     const url = login.body.url as string;
-    const waiting = wait(authId, '?timeout=20').then((r) => ({ ...r, at: Date.now() }));
+    const timers = clock.pending;
+    const waiting = wait(authId, '?timeout=20');
 
     const page = await openPage(url);
     expect(page.status).toBe(200);
     expect(page.html).toContain('berth CLI on test');
     expect(page.csrf).toHaveLength(43);
-    await new Promise((r) => setTimeout(r, 200));
+    await asleep(timers);
     const approved = await approve(url, { api_key: memberKey, csrf_token: page.csrf }, { cookie: page.cookie });
     expect(approved.status).toBe(200);
     expect(approved.html).toContain('Login approved');
     // The tenant name is escaped where the page shows it.
     expect(approved.html).toContain('acme &#60;b&#62;corp&#60;/b&#62;');
 
+    // The clock stood still: the approval's notification woke the wait.
     const answer = await waiting;
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ status: 'completed', token: expect.stringMatching(/^brt_tok_/) });
-    expect(answer.at - approved.at).toBeLessThan(150);
 
     const me = await fetch(`${gateway.url}/v1/me`, { headers: { Authorization: `Bearer ${answer.body.token as string}` } });
     expect(await me.json()).toMatchObject({ tenant_id: tenantId, role: 'member', credential: { type: 'access_token' } });
@@ -177,22 +179,24 @@ describe('GET /v2/auth/wait/{auth_id}', () => {
     expect(again.status).toBe(409);
   });
 
-  it('answers timeout after the timeout, pending for timeout=0, not_found for unknown or expired ids', async () => {
+  it('answers timeout at the instant the timeout ends, pending for timeout=0, not_found for unknown or expired ids', async () => {
     const { body } = await startLogin();
     const authId = body.auth_id as string;
-    const timedOut = await wait(authId, '?timeout=1');
-    expect(timedOut.body).toEqual({ status: 'timeout', token: null });
-    expect(timedOut.ms).toBeGreaterThanOrEqual(1000);
-    expect(timedOut.ms).toBeLessThan(4000);
+    const timers = clock.pending;
+    let timedOut: Json | undefined;
+    const waiting = wait(authId, '?timeout=1').then((r) => (timedOut = r.body));
+    await asleep(timers);
+    await clock.advance(999);
+    expect(timedOut).toBeUndefined();
+    await clock.advance(1);
+    await waiting;
+    expect(timedOut).toEqual({ status: 'timeout', token: null });
     expect((await wait(authId, '?timeout=0')).body).toEqual({ status: 'pending', token: null });
 
     expect((await wait('brt_auth_' + 'x'.repeat(43), '?timeout=0')).body).toEqual({ status: 'not_found', token: null });
     expect((await wait('not-even-close')).body).toEqual({ status: 'not_found', token: null });
 
-    const client = new pg.Client({ connectionString: testDb.url });
-    await client.connect();
-    await client.query("UPDATE control_plane.auth_flows SET expires_at = now() - interval '1 second'");
-    await client.end();
+    await clock.advance(600_000);
     expect((await wait(authId, '?timeout=5')).body).toEqual({ status: 'not_found', token: null });
   });
 
@@ -274,10 +278,7 @@ describe('the approval page', () => {
     const { body } = await startLogin();
     const url = body.url as string;
     const page = await openPage(url);
-    const client = new pg.Client({ connectionString: testDb.url });
-    await client.connect();
-    await client.query("UPDATE control_plane.auth_flows SET expires_at = now() - interval '1 second' WHERE status = 'pending'");
-    await client.end();
+    await clock.advance(600_000);
     const expired = await openPage(url);
     expect(expired.status).toBe(410);
     expect(expired.html).toContain('has expired');

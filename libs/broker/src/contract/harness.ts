@@ -75,11 +75,3 @@ export function ids(count: number, from = 0): string[] {
   return Array.from({ length: count }, (_, k) => String(from + k));
 }
 
-/** Polls `check` every 50 ms until it returns true; fails after `timeoutMs`. */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}

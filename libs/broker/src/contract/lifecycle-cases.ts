@@ -5,7 +5,8 @@
 import { expect, it } from '@jest/globals';
 import { InvalidArgumentError } from '@berth/errors';
 import { BrokerClosedError } from '../errors.js';
-import { drain, ids, newRunId, nextWithin, waitFor, type Harness } from './harness.js';
+import { until } from '@berth/testing';
+import { drain, ids, newRunId, nextWithin, type Harness } from './harness.js';
 
 export function lifecycleCases(harness: () => Harness): void {
   it('forgets a deleted run, ending its live subscriptions', async () => {
@@ -60,7 +61,7 @@ export function lifecycleCases(harness: () => Harness): void {
     await broker.end(run);
     expect(await drain(kept.subscribe(run, { from: 'start' }))).toHaveLength(2);
     const publishedAt = Date.now();
-    await waitFor('the run to expire', async () => !(await broker.isEnded(run)), 6_000);
+    await until('the run to expire', async () => !(await broker.isEnded(run)), 6_000, 50);
     expect(Date.now() - publishedAt).toBeGreaterThanOrEqual(900);
     // Its events are gone, and a publish starts a new stream.
     expect(await broker.publish(run, 'values', 'new')).toBe('0');

@@ -10,7 +10,8 @@ import type { QueueBackendConfig } from '../backend.js';
 import type { AnyJobCatalog } from '../catalog.js';
 import { JobQueue } from '../queue.js';
 import { JobWorker, type JobCompletedEvent, type JobFailedEvent, type JobHandlers, type JobWorkerOptions } from '../worker.js';
-import { CHILD_SPEC_ENV, contractJobs, waitFor, type ChildWorkerSpec } from './jobs.js';
+import { until } from '@berth/testing';
+import { CHILD_SPEC_ENV, contractJobs, type ChildWorkerSpec } from './jobs.js';
 
 type ContractJobs = typeof contractJobs;
 
@@ -97,7 +98,7 @@ export class Harness {
     });
     const worker = new ChildWorker(child);
     this.#closers.push(async () => worker.kill());
-    await waitFor('the child worker to be ready', () => worker.lines.includes('ready') || worker.failure(), 20_000);
+    await until('the child worker to be ready', () => worker.lines.includes('ready') || worker.failure(), 20_000);
     return worker;
   }
 

@@ -47,16 +47,3 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
-
-/** Polls `check` every 25 ms until it returns a truthy value; fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000): Promise<Truthy<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Truthy<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}

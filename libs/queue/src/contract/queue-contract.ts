@@ -4,11 +4,11 @@
  * {@link describeQueueContract} with a factory that provides an isolated namespace on a real server.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { captureLogger } from '@berth/testing';
+import { captureLogger, until } from '@berth/testing';
 import type { QueueBackendConfig } from '../backend.js';
 import { JobLockLostError, JobTimeoutError } from '../errors.js';
 import { Harness } from './harness.js';
-import { sleep, waitFor } from './jobs.js';
+import { sleep } from './jobs.js';
 import { validationCases } from './validation-cases.js';
 
 /** A backend namespace for one test file (fresh database/schema, or unique key prefix). */
@@ -43,7 +43,7 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const queue = h.queue();
       await h.worker({ echo: async (payload, ctx) => ({ upper: payload.text.toUpperCase(), count: payload.count, attempt: ctx.attempt }) });
       const id = await queue.enqueue('echo', { text: 'hello' });
-      const done = await waitFor('the job to complete', () => h.recorder.completedOf(id));
+      const done = await until('the job to complete', () => h.recorder.completedOf(id));
       expect(done).toEqual({ jobId: id, name: 'echo', attempt: 1, result: { upper: 'HELLO', count: 1, attempt: 1 }, worker: 'local' });
       // The handler got the schema's output (default applied); the queue stores the input.
       expect(h.recorder.callsOf(id)).toMatchObject([{ name: 'echo', attempt: 1, payload: { text: 'hello', count: 1 } }]);
@@ -65,7 +65,7 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       await h.worker({ echo: async ({ text }) => text });
       expect(await queue.enqueue('echo', { text: 'first' }, { jobId: 'order-1' })).toBe('order-1');
       expect(await queue.enqueue('echo', { text: 'second' }, { jobId: 'order-1' })).toBe('order-1');
-      await waitFor('the job to complete', () => h.recorder.completedOf('order-1'));
+      await until('the job to complete', () => h.recorder.completedOf('order-1'));
       expect(await queue.enqueue('echo', { text: 'third' }, { jobId: 'order-1' })).toBe('order-1');
       await sleep(300);
       expect(h.recorder.callsOf('order-1').map((c) => c.payload)).toEqual([{ text: 'first', count: 1 }]);
@@ -76,10 +76,10 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const queue = h.queue();
       await h.worker({ ephemeral: async ({ text }) => text });
       expect(await queue.enqueue('ephemeral', { text: 'once' }, { jobId: 'tmp-1' })).toBe('tmp-1');
-      await waitFor('the first run', () => h.recorder.completedOf('tmp-1'));
-      await waitFor('the job to be removed', async () => (await queue.getJob('tmp-1')) === undefined);
+      await until('the first run', () => h.recorder.completedOf('tmp-1'));
+      await until('the job to be removed', async () => (await queue.getJob('tmp-1')) === undefined);
       expect(await queue.enqueue('ephemeral', { text: 'twice' }, { jobId: 'tmp-1' })).toBe('tmp-1');
-      await waitFor('the second run', () => h.recorder.completed.filter((e) => e.jobId === 'tmp-1').length === 2);
+      await until('the second run', () => h.recorder.completed.filter((e) => e.jobId === 'tmp-1').length === 2);
       expect(h.recorder.callsOf('tmp-1').map((c) => c.payload)).toEqual([{ text: 'once' }, { text: 'twice' }]);
       expect(await queue.counts()).toEqual({ waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0 });
     });
@@ -97,7 +97,7 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const exponential = await queue.enqueue('flaky-exponential', { failTimes: 2 });
       const hopeless = await queue.enqueue('flaky-fixed', { failTimes: 5 });
       const r = h.recorder;
-      await waitFor('all three jobs to finish', () => r.completedOf(fixed) && r.completedOf(exponential) && r.failedOf(hopeless).length === 3);
+      await until('all three jobs to finish', () => r.completedOf(fixed) && r.completedOf(exponential) && r.failedOf(hopeless).length === 3);
       const gaps = (id: string) => r.callsOf(id).slice(1).map((c, i) => c.at - (r.callsOf(id)[i]?.at ?? 0));
 
       expect(r.callsOf(fixed).map((c) => c.attempt)).toEqual([1, 2, 3]);
@@ -123,9 +123,9 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const later = await queue.enqueue('echo', { text: 'later' }, { delayMs: 1_000 });
       expect((await queue.getJob(later))?.state).toBe('delayed');
       const now = await queue.enqueue('echo', { text: 'now' });
-      await waitFor('the immediate job', () => h.recorder.completedOf(now));
+      await until('the immediate job', () => h.recorder.completedOf(now));
       expect(h.recorder.callsOf(later)).toEqual([]);
-      await waitFor('the delayed job', () => h.recorder.completedOf(later), 5_000);
+      await until('the delayed job', () => h.recorder.completedOf(later), 5_000);
       const ranAfter = (h.recorder.callsOf(later)[0]?.at ?? 0) - enqueuedAt;
       expect(ranAfter).toBeGreaterThanOrEqual(1_000);
       expect(ranAfter).toBeLessThan(2_500);
@@ -153,7 +153,7 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       );
       const polite = await queue.enqueue('slow', { honourSignal: true });
       const stubborn = await queue.enqueue('slow', { honourSignal: false });
-      await waitFor('both jobs to complete', () => h.recorder.completedOf(polite) && h.recorder.completedOf(stubborn));
+      await until('both jobs to complete', () => h.recorder.completedOf(polite) && h.recorder.completedOf(stubborn));
       for (const id of [polite, stubborn]) {
         const [failure] = h.recorder.failedOf(id);
         expect(failure?.error).toBeInstanceOf(JobTimeoutError);
@@ -166,7 +166,7 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       }
       expect(reasons).toHaveLength(1);
       expect(reasons[0]).toBeInstanceOf(JobTimeoutError);
-      await waitFor('the stubborn first attempt to end', () => stubbornFinished, 3_000);
+      await until('the stubborn first attempt to end', () => stubbornFinished, 3_000);
     });
 
     it('recovers the job of a worker killed mid-job once its lock expires', async () => {
@@ -174,14 +174,14 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const timing = { lockDurationMs: 1_000, stalledIntervalMs: 500 };
       const child = await h.childWorker(timing);
       const id = await queue.enqueue('echo', { text: 'survivor' });
-      await waitFor('the child to take the job', () => child.taken() ?? child.failure());
+      await until('the child to take the job', () => child.taken() ?? child.failure());
       expect(child.taken()).toBe(id);
       expect((await queue.getJob(id))?.state).toBe('active');
       await child.kill();
       const killedAt = Date.now();
 
       await h.worker({ echo: async ({ text }) => `recovered ${text}` }, timing);
-      const done = await waitFor('the job to be recovered', () => h.recorder.completedOf(id), 10_000);
+      const done = await until('the job to be recovered', () => h.recorder.completedOf(id), 10_000);
       expect(done).toMatchObject({ attempt: 1, result: 'recovered survivor' });
       expect(Date.now() - killedAt).toBeLessThan(5_000);
       expect(h.recorder.stalled).toContain(id);
@@ -194,9 +194,9 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const work = async ({ sleepMs }: { sleepMs: number }) => sleep(sleepMs);
       await h.worker({ work }, timing, 'runner');
       const id = await queue.enqueue('work', { index: 0, sleepMs: 2_000 });
-      await waitFor('the job to start', () => h.recorder.callsOf(id).length > 0);
+      await until('the job to start', () => h.recorder.callsOf(id).length > 0);
       await h.worker({ work }, timing, 'watcher'); // checks for stalled jobs every 200 ms
-      await waitFor('the job to complete', () => h.recorder.completedOf(id), 5_000);
+      await until('the job to complete', () => h.recorder.completedOf(id), 5_000);
       expect(h.recorder.callsOf(id).map((c) => c.worker)).toEqual(['runner']);
       expect(h.recorder.stalled).toEqual([]);
     });
@@ -212,11 +212,11 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       // Renewed every 150 ms; no stalled check of its own meanwhile.
       await h.worker({ work }, { lockDurationMs: 600, stalledIntervalMs: 60_000, log: logs.logger }, 'runner');
       const id = await queue.enqueue('work', { index: 0, sleepMs: 10_000 });
-      await waitFor('the job to start', () => h.recorder.callsOf(id).length > 0);
+      await until('the job to start', () => h.recorder.callsOf(id).length > 0);
       await target!.stealLock(h.queueName, id);
       const stolenAt = Date.now();
 
-      await waitFor('the handler to be stopped', () => reasons.length > 0, 3_000);
+      await until('the handler to be stopped', () => reasons.length > 0, 3_000);
       expect(Date.now() - stolenAt).toBeLessThan(1_000);
       expect(reasons).toHaveLength(1);
       expect(reasons[0]).toBeInstanceOf(JobLockLostError);
@@ -239,9 +239,9 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const closedAt = Date.now();
       graceful.send('close');
       forced.send('close-force');
-      await waitFor('both child processes to exit', () => graceful.exited() && forced.exited(), 5_000);
+      await until('both child processes to exit', () => graceful.exited() && forced.exited(), 5_000);
       expect(Date.now() - closedAt).toBeLessThan(3_000);
-      await waitFor('both to report closed', () => graceful.lines.includes('closed') && forced.lines.includes('closed'), 2_000);
+      await until('both to report closed', () => graceful.lines.includes('closed') && forced.lines.includes('closed'), 2_000);
       expect((await queue.getJob(id))?.state).toBe('delayed');
     });
 
@@ -256,12 +256,12 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       for (let index = 0; index < total; index++) ids.push(await queue.enqueue('work', { index, sleepMs: 40 + (index % 5) * 20 }));
 
       const r = h.recorder;
-      await waitFor('a third of the jobs', () => r.completed.length >= total / 3);
+      await until('a third of the jobs', () => r.completed.length >= total / 3);
       const aClosed = a.close(); // graceful: finishes its running jobs
-      await waitFor('half of the jobs', () => r.completed.length >= total / 2);
+      await until('half of the jobs', () => r.completed.length >= total / 2);
       await b.close({ force: true }); // its running jobs are abandoned, then recovered as stalled
       await aClosed;
-      await waitFor('every job to complete', async () => (await queue.counts()).completed === total, 15_000);
+      await until('every job to complete', async () => (await queue.counts()).completed === total, 15_000);
 
       expect(await queue.counts()).toEqual({ waiting: 0, delayed: 0, active: 0, completed: total, failed: 0 });
       expect(new Set(r.calls.map((c) => c.jobId))).toEqual(new Set(ids));

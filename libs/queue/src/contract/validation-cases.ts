@@ -8,7 +8,8 @@ import { InvalidArgumentError, RequestValidationError } from '@berth/errors';
 import { ZodError } from 'zod';
 import { InvalidJobPayloadError, InvalidJobResultError, QueueClosedError, UnknownJobError } from '../errors.js';
 import type { Harness } from './harness.js';
-import { looseJobs, waitFor } from './jobs.js';
+import { until } from '@berth/testing';
+import { looseJobs } from './jobs.js';
 
 export function validationCases(harness: () => Harness): void {
   it('rejects an invalid payload, an unknown job and bad options at enqueue, enqueueing nothing', async () => {
@@ -33,10 +34,10 @@ export function validationCases(harness: () => Harness): void {
     const loose = h.queue(looseJobs); // same job name, no schema, 3 attempts
     await h.worker({ echo: async () => 'must not run' });
     const id = await loose.enqueue('echo', { text: 42 });
-    const [failure] = await waitFor('the job to fail', () => h.recorder.failedOf(id).length > 0 && h.recorder.failedOf(id));
+    const [failure] = await until('the job to fail', () => h.recorder.failedOf(id).length > 0 && h.recorder.failedOf(id));
     expect(failure?.error).toBeInstanceOf(InvalidJobPayloadError);
     expect(failure?.willRetry).toBe(false);
-    const info = await waitFor('the failed state', async () => ((await loose.getJob(id))?.state === 'failed' ? loose.getJob(id) : undefined));
+    const info = await until('the failed state', async () => ((await loose.getJob(id))?.state === 'failed' ? loose.getJob(id) : undefined));
     expect(info).toMatchObject({ state: 'failed', attemptsMade: 1, maxAttempts: 3 });
     expect(h.recorder.callsOf(id)).toEqual([]);
   });
@@ -63,7 +64,7 @@ export function validationCases(harness: () => Harness): void {
     const badResult = await queue.enqueue('echo', { text: 'result' });
     const badError = await queue.enqueue('echo', { text: 'error' });
     const r = h.recorder;
-    await waitFor('both jobs to fail for good', () => r.failedOf(badResult).length === 1 && r.failedOf(badError).length === 2);
+    await until('both jobs to fail for good', () => r.failedOf(badResult).length === 1 && r.failedOf(badError).length === 2);
     expect(r.failedOf(badResult)).toMatchObject([{ willRetry: false }]);
     expect(r.failedOf(badResult)[0]?.error).toBeInstanceOf(InvalidJobResultError);
     expect(r.failedOf(badError).map((e) => [e.willRetry, e.error.message])).toEqual([

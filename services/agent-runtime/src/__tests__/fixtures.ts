@@ -3,7 +3,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '@berth/log';
-import { spawnTestChild, type TestChild } from '@berth/testing';
+import { spawnTestChild, until as waitUntil, type TestChild } from '@berth/testing';
 import { startAgentServer, type AgentServerConfig, type RunningAgentServer } from '../server.js';
 
 /** The project with every fixture graph (echo, slow, interrupt, subgraph, builder, factory). */
@@ -16,14 +16,16 @@ export const human = (content: string) => ({ messages: [{ role: 'user', content 
 export const lastText = (values: unknown) => (values as { messages: Msg[] }).messages.at(-1)?.content ?? '';
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `probe` every 20 ms until `ok` or the timeout; returns the last value either way. */
+/**
+ * `until` of @berth/testing for a probe and a condition on its value: polls every 20 ms and
+ * returns the value once `ok` holds; throws UntilTimeoutError naming the condition otherwise.
+ */
 export async function until<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const met = await waitUntil(`${ok.toString()} to hold`, async () => {
     const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await sleep(20);
-  }
+    return ok(value) ? { value } : undefined;
+  }, timeoutMs, 20);
+  return met.value;
 }
 
 /** An agent server on the test project with short leases, on 127.0.0.1 and a free port. */

@@ -13,7 +13,7 @@ import { NotFoundError } from '@berth/errors';
 import { z } from 'zod';
 import { Uuid } from '@berth/ids';
 import { metadataOf, type RequestAuth } from '../auth/index.js';
-import { nextRunDate, scheduleProblem, timezoneProblem } from '../runs/cron-schedule.js';
+import { scheduleProblem, timezoneProblem } from '../runs/cron-schedule.js';
 import type { CronPayload } from '../runs/cron-scheduler.js';
 import type { Cron as CronRow, CronChanges } from '../storage/crons.js';
 import type { JsonObject } from '../storage/sql.js';
@@ -133,10 +133,6 @@ function cronJson(c: CronRow) {
   };
 }
 
-/** The tick after now, or null for a paused cron or one past its end_time. */
-function upcoming(c: Pick<CronRow, 'schedule' | 'timezone' | 'end_time' | 'enabled'>): Date | null {
-  return c.enabled ? nextRunDate(c.schedule, c.timezone, new Date(), c.end_time) : null;
-}
 
 /** The run fields of a body, without the ones it leaves out. */
 function payloadOf(body: Partial<Record<keyof typeof RunFields, unknown>>): CronPayload {
@@ -187,7 +183,7 @@ export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
         payload: payload as JsonObject,
         metadata: metadataOf(value, 'crons:create'),
         on_run_completed: body.on_run_completed ?? (threadId ? null : 'delete'),
-        next_run_date: upcoming(fields),
+        next_run_date: ctx.cronScheduler.upcoming(fields),
       },
       filter,
     );
@@ -300,7 +296,7 @@ export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
           ...(body.on_run_completed ? { on_run_completed: body.on_run_completed } : {}),
           ...(Object.keys(payload).length ? { payload: { ...current.payload, ...(payload as JsonObject) } } : {}),
           ...(value.metadata === undefined ? {} : { metadata: metadataOf(value, 'crons:update') }),
-          ...(retimed ? { next_run_date: upcoming(fields) } : {}),
+          ...(retimed ? { next_run_date: ctx.cronScheduler.upcoming(fields) } : {}),
         };
         const cron = await ctx.crons.patch(params.cron_id, changes, filter);
         if (retimed) await schedule(cron);

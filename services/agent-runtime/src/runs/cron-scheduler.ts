@@ -14,6 +14,7 @@
  * missed occurrence. Each worker sweeps for enabled crons whose tick is overdue and queues it
  * again (idempotent), which also covers a tick job the queue lost.
  */
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import { ConflictError, NotFoundError, PermissionDeniedError, RequestValidationError } from '@berth/errors';
 import { isUniqueViolation } from '@berth/db';
@@ -57,6 +58,8 @@ export interface CronSchedulerOptions {
    * @default 10_000
    */
   graceMs?: number;
+  /** The time ticks fall due by (a tick's job waits until its due time on this clock). @default systemClock */
+  clock?: Clock;
 }
 
 /** Why a tick was not fired: the cron changed meanwhile (paused, rescheduled, deleted) or fired already. */
@@ -67,10 +70,17 @@ export class CronScheduler {
   private jobs?: JobWorker<typeof cronJobs>;
   /** Creates the ticks' runs (worker role). */
   private runService?: Pick<RunService, 'create'>;
-  private sweeper?: NodeJS.Timeout;
+  private sweeper?: Timer;
+  private readonly clock: Clock;
 
   constructor(private readonly deps: CronSchedulerDeps, private readonly options: CronSchedulerOptions = {}) {
     this.queue = new JobQueue(cronJobs, CRON_QUEUE, deps.queue, { log: deps.log });
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The cron's first tick after now, or null for a paused cron or one past its end_time. */
+  upcoming(cron: Pick<Cron, 'schedule' | 'timezone' | 'end_time' | 'enabled'>): Date | null {
+    return cron.enabled ? nextRunDate(cron.schedule, cron.timezone, new Date(this.clock.now()), cron.end_time) : null;
   }
 
   async ready(): Promise<void> {
@@ -84,7 +94,7 @@ export class CronScheduler {
     await this.queue.enqueue(
       'cron.tick',
       { cron_id: cron.cron_id, due: due.toISOString() },
-      { delayMs: Math.max(0, due.getTime() - Date.now()), jobId: `cron.${cron.cron_id}.${due.getTime()}` },
+      { delayMs: Math.max(0, due.getTime() - this.clock.now()), jobId: `cron.${cron.cron_id}.${due.getTime()}` },
     );
   }
 
@@ -94,12 +104,11 @@ export class CronScheduler {
     this.jobs = new JobWorker(cronJobs, CRON_QUEUE, this.deps.queue, { 'cron.tick': ({ cron_id, due }) => this.tick(cron_id, new Date(due)) }, { concurrency, log: this.deps.log });
     await this.jobs.ready();
     await this.sweep();
-    this.sweeper = setInterval(() => void this.sweep(), this.options.sweepMs ?? 30_000);
-    this.sweeper.unref();
+    this.sweeper = this.clock.setInterval(() => void this.sweep(), this.options.sweepMs ?? 30_000);
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     await this.jobs?.close();
     await this.queue.close();
   }
@@ -113,7 +122,7 @@ export class CronScheduler {
       if (cron && cron.next_run_date && cron.next_run_date > due) await this.schedule(cron);
       return 'stale';
     }
-    const now = new Date();
+    const now = new Date(this.clock.now());
     // Missed ticks collapse into this one: the next is the first after now, not after `due`.
     const next = nextRunDate(cron.schedule, cron.timezone, now > due ? now : due, cron.end_time);
     const outcome = await this.fire(cron, due);

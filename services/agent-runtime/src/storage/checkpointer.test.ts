@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { createPool } from '@berth/db';
-import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/testing';
+import { captureLogger, createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import type pg from 'pg';
 import { BerthPostgresSaver } from './checkpointer.js';
 
@@ -101,8 +101,7 @@ describe('BerthPostgresSaver', () => {
     const saver = new BerthPostgresSaver(pool, SCHEMA, lazyPool, { lazyDelayMs: 20 });
     const release = saver.runDurability('t-timer', 'async');
     await saver.put(config('t-timer'), checkpoint(0), meta(0), { step: 1 });
-    const deadline = Date.now() + 5000;
-    while ((await savedSteps('t-timer')) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await until('the queued write to leave', async () => ((await savedSteps('t-timer')) > 0 ? true : undefined), 5_000, 10);
     release();
     expect(await savedSteps('t-timer')).toBe(1);
   });

@@ -12,6 +12,7 @@
  * prefix and filter leave by cosine similarity in SQL (a scan, no vector index).
  */
 import type pg from 'pg';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import {
   BaseStore,
@@ -67,6 +68,8 @@ export interface StoreOptions {
   defaultTtlMinutes?: number;
   /** Whether reads refresh TTLs when the caller does not say. @default true */
   refreshOnRead?: boolean;
+  /** The time expiries are set and checked against (not the database's `now()`). @default systemClock */
+  clock?: Clock;
 }
 
 /** A search with `query` on a store without an index (langgraph.json store.index). */
@@ -77,7 +80,8 @@ export class SemanticSearchUnavailableError extends InvalidArgumentError {
 }
 
 const COLUMNS = 'namespace, key, value, created_at, updated_at';
-const LIVE = '(expires_at IS NULL OR expires_at > now())';
+/** Not expired at the time in parameter `now`. */
+const live = (now: string) => `(expires_at IS NULL OR expires_at > ${now}::timestamptz)`;
 /** Cosine similarity of a stored embedding `v.embedding` and the query vector parameter. */
 const cosine = (param: string) =>
   `(SELECT sum(a * b) / NULLIF(sqrt(sum(a * a)) * sqrt(sum(b * b)), 0) FROM unnest(v.embedding, ${param}::float8[]) AS t(a, b))`;
@@ -88,6 +92,7 @@ function toItem(row: StoreItem): Item {
 
 export class PostgresStore extends BaseStore {
   private readonly refreshOnRead: boolean;
+  private readonly clock: Clock;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -95,6 +100,12 @@ export class PostgresStore extends BaseStore {
   ) {
     super();
     this.refreshOnRead = options.refreshOnRead ?? true;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The clock's time, as a query parameter. */
+  private now(): Date {
+    return new Date(this.clock.now());
   }
 
   /** True when searches may carry a query. */
@@ -114,12 +125,12 @@ export class PostgresStore extends BaseStore {
     await inTransaction(this.pool, async (client) => {
       await client.query(
         `INSERT INTO store_items (namespace, key, value, ttl_minutes, expires_at)
-         VALUES ($1::text[], $2, $3::jsonb, $4::float8, now() + $4::float8 * interval '1 minute')
+         VALUES ($1::text[], $2, $3::jsonb, $4::float8, $5::timestamptz + $4::float8 * interval '1 minute')
          ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, ttl_minutes = excluded.ttl_minutes,
            expires_at = excluded.expires_at, updated_at = now(),
            -- An expired row the sweep has not deleted yet is a new item.
-           created_at = CASE WHEN store_items.expires_at <= now() THEN now() ELSE store_items.created_at END`,
-        [put.namespace, put.key, jsonParam(put.value), ttl],
+           created_at = CASE WHEN store_items.expires_at <= $5::timestamptz THEN now() ELSE store_items.created_at END`,
+        [put.namespace, put.key, jsonParam(put.value), ttl, this.now()],
       );
       if (!this.options.index) return;
       await client.query('DELETE FROM store_vectors WHERE namespace = $1::text[] AND key = $2', [put.namespace, put.key]);
@@ -136,10 +147,10 @@ export class PostgresStore extends BaseStore {
   /** The live item, or undefined; `refreshTtl` (default: the store's refreshOnRead) restarts its TTL. */
   async getItem(namespace: string[], key: string, options: { refreshTtl?: boolean | undefined } = {}): Promise<StoreItem | undefined> {
     const { rows } = await this.pool.query<StoreItem>(
-      `WITH found AS (SELECT ${COLUMNS} FROM store_items WHERE namespace = $1::text[] AND key = $2 AND ${LIVE}),
-       refreshed AS (${this.refreshSql('$3')})
+      `WITH found AS (SELECT ${COLUMNS} FROM store_items WHERE namespace = $1::text[] AND key = $2 AND ${live('$4')}),
+       refreshed AS (${this.refreshSql('$3', '$4')})
        SELECT ${COLUMNS} FROM found`,
-      [namespace, key, options.refreshTtl ?? this.refreshOnRead],
+      [namespace, key, options.refreshTtl ?? this.refreshOnRead, this.now()],
     );
     return rows[0];
   }
@@ -157,8 +168,8 @@ export class PostgresStore extends BaseStore {
    */
   async searchItems(search: StoreSearch): Promise<StoreItem[]> {
     if (search.query !== undefined && !this.options.index) throw new SemanticSearchUnavailableError();
-    const params: unknown[] = [];
-    const where = [LIVE, ...namespacePrefixClauses(search.namespacePrefix, params), ...valueFilterClauses(search.filter, params)];
+    const params: unknown[] = [this.now()];
+    const where = [live('$1'), ...namespacePrefixClauses(search.namespacePrefix, params), ...valueFilterClauses(search.filter, params)];
     let score = 'NULL::float8';
     let join = '';
     let order = 'updated_at DESC, namespace, key';
@@ -175,7 +186,7 @@ export class PostgresStore extends BaseStore {
       `WITH found AS (
          SELECT store_items.namespace, store_items.key, value, created_at, updated_at, ${score} AS score
          FROM store_items ${join} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${n - 2} OFFSET $${n - 1}),
-       refreshed AS (${this.refreshSql(`$${n}`)})
+       refreshed AS (${this.refreshSql(`$${n}`, '$1')})
        SELECT ${COLUMNS}, score FROM found ORDER BY ${search.query !== undefined ? 'score DESC NULLS LAST, ' : ''}updated_at DESC, namespace, key`,
       params,
     );
@@ -184,8 +195,8 @@ export class PostgresStore extends BaseStore {
 
   /** Distinct namespaces of live items matching all conditions, cut to `maxDepth` labels, sorted. */
   async namespaces(options: { conditions: readonly NamespaceMatch[]; maxDepth?: number | undefined; limit: number; offset: number }): Promise<string[][]> {
-    const params: unknown[] = [];
-    const where = [LIVE, ...namespaceMatchClauses(options.conditions, params)];
+    const params: unknown[] = [this.now()];
+    const where = [live('$1'), ...namespaceMatchClauses(options.conditions, params)];
     params.push(options.maxDepth ?? null, options.limit, options.offset);
     const n = params.length;
     const { rows } = await this.pool.query<{ ns: string[] }>(
@@ -198,7 +209,7 @@ export class PostgresStore extends BaseStore {
 
   /** Deletes expired items (and their embeddings); returns how many. */
   async sweepExpired(): Promise<number> {
-    const { rowCount } = await this.pool.query('DELETE FROM store_items WHERE expires_at <= now()');
+    const { rowCount } = await this.pool.query('DELETE FROM store_items WHERE expires_at <= $1::timestamptz', [this.now()]);
     return rowCount ?? 0;
   }
 
@@ -234,9 +245,9 @@ export class PostgresStore extends BaseStore {
     return this.namespaces({ conditions: list.matchConditions ?? [], maxDepth: list.maxDepth, limit: list.limit, offset: list.offset });
   }
 
-  /** An UPDATE (for a CTE over `found`) restarting the TTL of the found items when `flag` holds. */
-  private refreshSql(flag: string): string {
-    return `UPDATE store_items s SET expires_at = now() + s.ttl_minutes * interval '1 minute' FROM found f
+  /** An UPDATE (for a CTE over `found`) restarting the TTL of the found items from `now` when `flag` holds. */
+  private refreshSql(flag: string, now: string): string {
+    return `UPDATE store_items s SET expires_at = ${now}::timestamptz + s.ttl_minutes * interval '1 minute' FROM found f
             WHERE ${flag}::boolean AND s.ttl_minutes IS NOT NULL AND s.namespace = f.namespace AND s.key = f.key`;
   }
 
@@ -261,25 +272,26 @@ export class PostgresStore extends BaseStore {
 
 /** Deletes expired store items every `intervalMs` (the server's worker role runs one). */
 export class StoreSweeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
 
+  /** @param clock The sweeps' timer. @default systemClock */
   constructor(
     private readonly store: Pick<PostgresStore, 'sweepExpired'>,
     private readonly intervalMs: number,
     private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => {
+    this.timer ??= this.clock.setInterval(() => {
       this.running ??= this.sweep().finally(() => (this.running = undefined));
     }, this.intervalMs);
-    this.timer.unref();
   }
 
   /** Stops sweeping, after a pass in progress. */
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     await this.running;
   }

@@ -11,6 +11,7 @@
  * runs were dropped and why.
  */
 import { gunzipSync } from 'node:zlib';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 
 export interface TraceDeliveryOptions {
@@ -44,6 +45,8 @@ export interface TraceDeliveryOptions {
    * @default 30000
    */
   warnIntervalMs?: number;
+  /** The time of retries, the warning window and close's wait. @default systemClock */
+  clock?: Clock;
 }
 
 interface Pending {
@@ -61,8 +64,6 @@ const INGEST = [
 
 const RETRYABLE = new Set([408, 425, 429, 500, 502, 503, 504]);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export class TraceDelivery {
   private readonly queue: Pending[] = [];
   private bufferedBytes = 0;
@@ -70,7 +71,7 @@ export class TraceDelivery {
   /** Resolves a close() waiting for the buffer to empty. */
   private idle?: () => void;
   private dropped = { runs: 0, reason: '' };
-  private warnTimer?: NodeJS.Timeout;
+  private warnTimer?: Timer;
   private readonly options: Required<TraceDeliveryOptions>;
 
   constructor(
@@ -84,6 +85,7 @@ export class TraceDelivery {
       requestTimeoutMs: 15_000,
       concurrency: 2,
       warnIntervalMs: 30_000,
+      clock: systemClock,
       ...options,
     };
   }
@@ -104,9 +106,9 @@ export class TraceDelivery {
   async close(timeoutMs: number): Promise<void> {
     if (this.queue.length || this.sending) {
       const drained = new Promise<void>((resolve) => (this.idle = resolve));
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([drained, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-      clearTimeout(timer);
+      let timer: Timer | undefined;
+      await Promise.race([drained, new Promise<void>((resolve) => (timer = this.options.clock.setTimeout(resolve, timeoutMs)))]);
+      timer?.cancel();
     }
     for (const left of this.queue.splice(0)) {
       this.bufferedBytes -= left.body.length;
@@ -163,10 +165,10 @@ export class TraceDelivery {
   }
 
   private async send(pending: Pending): Promise<void> {
-    const { attempts, retryDelayMs, requestTimeoutMs } = this.options;
+    const { attempts, retryDelayMs, requestTimeoutMs, clock } = this.options;
     let reason = '';
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
-      if (attempt > 1) await sleep(retryDelayMs * 2 ** (attempt - 2));
+      if (attempt > 1) await clock.sleep(retryDelayMs * 2 ** (attempt - 2));
       try {
         const response = await fetch(pending.url, {
           method: pending.method,
@@ -189,12 +191,12 @@ export class TraceDelivery {
   private drop(pending: Pending, reason: string): void {
     this.dropped.runs += runsIn(pending);
     this.dropped.reason = reason;
-    this.warnTimer ??= setTimeout(() => this.report(), this.options.warnIntervalMs).unref();
+    this.warnTimer ??= this.options.clock.setTimeout(() => this.report(), this.options.warnIntervalMs);
   }
 
   /** One warning for the drops since the last one. */
   private report(): void {
-    clearTimeout(this.warnTimer);
+    this.warnTimer?.cancel();
     this.warnTimer = undefined;
     if (!this.dropped.runs) return;
     this.log.warn({ droppedRuns: this.dropped.runs, reason: this.dropped.reason }, `dropped the traces of ${this.dropped.runs} runs: the trace store could not take them`);

@@ -131,15 +131,13 @@ describe('tracing to an unreachable trace store', () => {
     // Five runs of a two-node graph: well under a second each, whatever the trace store does.
     expect(Date.now() - started).toBeLessThan(5000);
 
+    // One warning per window of drops (exact windows: trace-delivery.test.ts); a slow machine may spread them over several.
     const warnings = () => logs.lines().filter((l) => typeof l.droppedRuns === 'number');
-    await until('a warning about dropped traces', () => warnings()[0], 10_000);
-    // Nothing more is dropped: no second warning follows.
-    await new Promise((r) => setTimeout(r, 2000));
-    expect(warnings()).toHaveLength(1);
+    const reported = () => warnings().reduce((sum, l) => sum + (l.droppedRuns as number), 0);
+    // Each run is a root, its nodes and the llm call (created and updated): at least 5 × 4.
+    await until('the warnings to report the dropped runs', () => reported() >= 20, 15_000);
     const [warning] = warnings();
     expect(warning).toMatchObject({ level: 40, msg: expect.stringMatching(/^dropped the traces of \d+ runs/) });
-    // Each run is a root, its nodes and the llm call (created and updated): at least 5 × 4.
-    expect(warning!.droppedRuns).toBeGreaterThanOrEqual(20);
     expect(String(warning!.reason)).toMatch(/ECONNREFUSED/);
   }, 30_000);
 });

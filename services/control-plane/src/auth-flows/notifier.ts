@@ -5,6 +5,7 @@
  * approval went through.
  */
 import { PgListener } from '@berth/broker';
+import { systemClock, type Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 
 /** Why a {@link FlowSubscription.next} returned. */
@@ -15,6 +16,8 @@ export interface FlowNotifierOptions {
   /** The NOTIFY channel; payloads are waiter keys. */
   channel: string;
   log: Logger;
+  /** The timers of waiters' sleeps. @default systemClock */
+  clock?: Clock;
 }
 
 /**
@@ -29,6 +32,7 @@ export class FlowSubscription {
   constructor(
     private readonly signal: AbortSignal | undefined,
     private readonly detach: (subscription: FlowSubscription) => void,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Resolves on the next (or an already received) notification, after `ms`, on abort or close. */
@@ -42,13 +46,13 @@ export class FlowSubscription {
     }
     return new Promise<WakeReason>((resolve) => {
       const done = (reason: WakeReason) => {
-        clearTimeout(timer);
+        timer.cancel();
         this.signal?.removeEventListener('abort', onAbort);
         this.pending = undefined;
         resolve(reason);
       };
       const onAbort = () => done('aborted');
-      const timer = setTimeout(() => done('timer'), Math.max(0, ms));
+      const timer = this.clock.setTimeout(() => done('timer'), ms);
       this.signal?.addEventListener('abort', onAbort, { once: true });
       this.pending = done;
     });
@@ -71,8 +75,10 @@ export class FlowNotifier {
   private readonly listener: PgListener;
   private readonly subscribers = new Map<string, Set<FlowSubscription>>();
   private closed = false;
+  private readonly clock: Clock;
 
   constructor(options: FlowNotifierOptions) {
+    this.clock = options.clock ?? systemClock;
     this.listener = new PgListener({
       connectionString: options.connectionString,
       channels: [options.channel],
@@ -97,7 +103,7 @@ export class FlowNotifier {
       const set = this.subscribers.get(key);
       set?.delete(s);
       if (set?.size === 0) this.subscribers.delete(key);
-    });
+    }, this.clock);
     if (this.closed) {
       subscription.deliver('closed');
       return subscription;

@@ -3,6 +3,7 @@
  * "register for a notification, read the flow (one short statement), sleep until notified or a
  * timer fires" — no database connection is held while sleeping.
  */
+import { systemClock, type Clock } from '@berth/clock';
 import { InvalidArgumentError, NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { FlowNotifier } from './notifier.js';
@@ -27,6 +28,8 @@ export interface AuthFlowsOptions {
    * @default 5000
    */
   recheckMs?: number;
+  /** The time waits end by (the notifier's timers should be on the same clock). @default systemClock */
+  clock?: Clock;
 }
 
 export type WaitOutcome = { status: 'completed'; token?: string } | { status: 'pending' | 'timeout' | 'not_found' };
@@ -42,6 +45,7 @@ export class AuthFlows {
   private readonly defaultTtlSeconds: number;
   private readonly maxWaitMs: number;
   private readonly recheckMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: AuthFlowStore,
@@ -52,6 +56,7 @@ export class AuthFlows {
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? 600;
     this.maxWaitMs = options.maxWaitMs ?? 600_000;
     this.recheckMs = options.recheckMs ?? 5000;
+    this.clock = options.clock ?? systemClock;
   }
 
   async start(input: { ttlSeconds?: number; clientName?: string }): Promise<{ authId: string; approvalId: string; flow: FlowRecord }> {
@@ -91,7 +96,7 @@ export class AuthFlows {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > this.maxWaitMs) {
       throw new InvalidArgumentError(`timeout_ms must be an integer from 0 to ${this.maxWaitMs}`);
     }
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.clock.now() + timeoutMs;
     // Subscribed before the first read, so a completion committed in between still wakes us.
     const subscription = this.notifier.subscribe(digestId(authId).toString('hex'), signal);
     try {
@@ -100,7 +105,7 @@ export class AuthFlows {
         if (state.kind === 'token') return { status: 'completed', token: state.token };
         if (state.kind === 'claimed') return { status: 'completed' };
         if (state.kind === 'missing') return { status: 'not_found' };
-        const now = Date.now();
+        const now = this.clock.now();
         if (timeoutMs === 0) return { status: 'pending' };
         if (now >= deadline) return { status: 'timeout' };
         // Sleep until notified, the deadline, the flow's expiry (then answer not_found), or the

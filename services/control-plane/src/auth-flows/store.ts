@@ -4,6 +4,7 @@
  * a flow twice or both receive its token. Completing a flow NOTIFYs the flow's waiters.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '@berth/clock';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { sql, type Kysely, type Selectable } from '@berth/db';
 import { digestId, generateApprovalId, generateAuthId, looksLikeApprovalId, looksLikeAuthId } from './secrets.js';
@@ -40,6 +41,8 @@ export interface AuthFlowStoreOptions {
    * @default 86400
    */
   retentionSeconds?: number;
+  /** The time flows start, expire and complete at (not the database's `now()`). @default systemClock */
+  clock?: Clock;
 }
 
 interface FlowRow {
@@ -70,18 +73,26 @@ function recordOf(row: Pick<Selectable<AuthFlowsTable>, (typeof flowColumns)[num
 
 export class AuthFlowStore {
   private readonly retentionSeconds: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Kysely<AuthFlowTables>,
     private readonly options: AuthFlowStoreOptions,
   ) {
     this.retentionSeconds = options.retentionSeconds ?? 86_400;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The clock's time, as a query parameter. */
+  private now(): Date {
+    return new Date(this.clock.now());
   }
 
   /** Creates a pending flow; its two secrets exist only in the returned value. */
   async create(input: { ttlSeconds: number; clientName: string }): Promise<{ authId: string; approvalId: string; flow: FlowRecord }> {
     const authId = generateAuthId();
     const approvalId = generateApprovalId();
+    const now = this.now();
     const row = await this.db
       .insertInto('auth_flows')
       .values({
@@ -89,7 +100,8 @@ export class AuthFlowStore {
         auth_id_hash: digestId(authId),
         approval_id_hash: digestId(approvalId),
         client_name: input.clientName,
-        expires_at: sql<Date>`now() + make_interval(secs => ${input.ttlSeconds})`,
+        created_at: now,
+        expires_at: new Date(now.getTime() + input.ttlSeconds * 1000),
       })
       .returning([...flowColumns, sql<boolean>`false`.as('expired')])
       .executeTakeFirstOrThrow();
@@ -112,11 +124,12 @@ export class AuthFlowStore {
   async complete(input: { approvalId: string; token: string; tenantId: string | null }): Promise<FlowRecord> {
     if (looksLikeApprovalId(input.approvalId)) {
       const hash = digestId(input.approvalId);
+      const now = this.now();
       const { rows } = await sql<FlowRow>`
         WITH done AS (
           UPDATE auth_flows
-             SET status = 'completed', token = ${input.token}, tenant_id = ${input.tenantId}, completed_at = now()
-           WHERE approval_id_hash = ${hash} AND status = 'pending' AND expires_at > now()
+             SET status = 'completed', token = ${input.token}, tenant_id = ${input.tenantId}, completed_at = ${now}
+           WHERE approval_id_hash = ${hash} AND status = 'pending' AND expires_at > ${now}
           RETURNING auth_id_hash, status, client_name, tenant_id, created_at, expires_at, completed_at, claimed_at
         )
         SELECT status, client_name, tenant_id, created_at, expires_at, completed_at, claimed_at, false AS expired,
@@ -136,19 +149,20 @@ export class AuthFlowStore {
   async claim(authId: string): Promise<ClaimResult> {
     if (!looksLikeAuthId(authId)) return { kind: 'missing' };
     const hash = digestId(authId);
+    const now = this.now();
     // RETURNING shows updated rows, so the token comes from the locked pre-update row `old`. The
     // outer SELECT sees the row as it was before the CTE; `claimed.token` is set only for the
     // caller whose UPDATE won (a concurrent loser finds `claimed_at` set once it gets the lock).
     const { rows } = await sql<{ status: FlowStatus; expires_at: Date; expired: boolean; token: string | null }>`
       WITH claimed AS (
-        UPDATE auth_flows f SET token = NULL, claimed_at = now()
+        UPDATE auth_flows f SET token = NULL, claimed_at = ${now}
           FROM (SELECT id, token FROM auth_flows
-                 WHERE auth_id_hash = ${hash} AND status = 'completed' AND claimed_at IS NULL AND expires_at > now()
+                 WHERE auth_id_hash = ${hash} AND status = 'completed' AND claimed_at IS NULL AND expires_at > ${now}
                    FOR UPDATE) old
          WHERE f.id = old.id AND f.claimed_at IS NULL
         RETURNING f.id, old.token
       )
-      SELECT f.status, f.expires_at, f.expires_at <= now() AS expired, c.token
+      SELECT f.status, f.expires_at, f.expires_at <= ${now} AS expired, c.token
         FROM auth_flows f LEFT JOIN claimed c ON c.id = f.id
        WHERE f.auth_id_hash = ${hash}`.execute(this.db);
     const row = rows[0];
@@ -163,15 +177,16 @@ export class AuthFlowStore {
    * expired longer than the retention. Safe to run from several replicas at once.
    */
   async sweep(): Promise<{ expired: number; deleted: number }> {
+    const now = this.now();
     const expired = await this.db
       .updateTable('auth_flows')
       .set({ status: sql<'expired'>`CASE WHEN status = 'pending' THEN 'expired' ELSE status END`, token: null })
-      .where('expires_at', '<=', sql<Date>`now()`)
+      .where('expires_at', '<=', now)
       .where((eb) => eb.or([eb('status', '=', 'pending'), eb('token', 'is not', null)]))
       .executeTakeFirst();
     const deleted = await this.db
       .deleteFrom('auth_flows')
-      .where('expires_at', '<', sql<Date>`now() - make_interval(secs => ${this.retentionSeconds})`)
+      .where('expires_at', '<', new Date(now.getTime() - this.retentionSeconds * 1000))
       .executeTakeFirst();
     return { expired: Number(expired.numUpdatedRows), deleted: Number(deleted.numDeletedRows) };
   }
@@ -179,7 +194,7 @@ export class AuthFlowStore {
   private async get(column: 'auth_id_hash' | 'approval_id_hash', hash: Buffer): Promise<FlowRecord | undefined> {
     const row = await this.db
       .selectFrom('auth_flows')
-      .select([...flowColumns, sql<boolean>`expires_at <= now()`.as('expired')])
+      .select([...flowColumns, sql<boolean>`expires_at <= ${this.now()}`.as('expired')])
       .where(column, '=', hash)
       .executeTakeFirst();
     return row && recordOf(row);

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKube } from '@berth/fake-kube';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { start, type RunningControlPlane } from '../index.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import type { Deployments } from './service.js';
@@ -43,14 +43,11 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function settled(deploymentId: string, revisionId: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
+function settled(deploymentId: string, revisionId: string): Promise<string> {
+  return until(`revision ${revisionId} to settle`, async () => {
     const { status } = await deployments.revision(tenant, deploymentId, revisionId);
-    if (['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(status)) return status;
-    if (Date.now() > deadline) throw new Error(`revision still ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(status) ? status : undefined;
+  }, 30_000);
 }
 
 it('deploys an image, fails a broken one with the reason and keeps the old one, and deletes everything', async () => {
@@ -92,10 +89,9 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(image(fake.store.list('deployments', 'berth')[0])).toBe('registry.test/agent:1');
 
   await deployments.delete(tenant, created.id);
-  const deadline = Date.now() + 10_000;
   const left = () => ['deployments', 'secrets', 'services'].flatMap((kind) => fake.store.list(kind, 'berth'));
   // The deployer deletes the Deployment, then the Service, then the Secret.
-  while (Date.now() < deadline && left().length) await new Promise((r) => setTimeout(r, 100));
+  await until('the deployment\'s objects to be deleted', () => (left().length === 0 ? true : undefined), 10_000);
   expect(fake.store.list('deployments', 'berth')).toEqual([]);
   expect(fake.store.list('secrets', 'berth')).toEqual([]);
   expect(fake.store.list('services', 'berth')).toEqual([]);

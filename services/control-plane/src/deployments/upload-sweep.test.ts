@@ -8,10 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RequestValidationError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { loadControlPlaneConfig } from '../env.js';
@@ -68,8 +67,7 @@ describe('upload sweeping', () => {
     const unfinished = await upload(created.id, false);
     expect(await stored(unused.uploadId)).toEqual({ uploads: 1, chunks: 2 });
 
-    const deadline = Date.now() + 10_000;
-    while ((await stored(unused.uploadId)).uploads > 0 && Date.now() < deadline) await sleep(200);
+    await until('the unused upload to be swept', async () => ((await stored(unused.uploadId)).uploads === 0 ? true : undefined), 10_000, 200);
     expect(await stored(unused.uploadId)).toEqual({ uploads: 0, chunks: 0 });
     expect(await stored(used.uploadId)).toEqual({ uploads: 1, chunks: 2 });
     expect(await stored(unfinished.uploadId)).toEqual({ uploads: 1, chunks: 1 });

@@ -5,6 +5,7 @@
  * redeploy or a deletion takes effect within about a second; concurrent misses for one id share
  * one call (no stampede on the control plane when a popular entry expires).
  */
+import { systemClock, type Clock } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
 import type { DeploymentStatus } from '@berth/proto';
 
@@ -41,8 +42,8 @@ export interface DeploymentResolverOptions {
    * @default 10000
    */
   maxEntries?: number;
-  /** @default Date.now */
-  now?: () => number;
+  /** The time answers expire by. @default systemClock */
+  clock?: Clock;
 }
 
 interface Entry {
@@ -56,7 +57,7 @@ export class DeploymentResolver {
   private readonly inFlight = new Map<string, Promise<ResolvedDeployment | undefined>>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly resolveFn: ResolveFn,
@@ -64,7 +65,7 @@ export class DeploymentResolver {
   ) {
     this.ttlMs = options.ttlMs ?? 1000;
     this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -73,7 +74,7 @@ export class DeploymentResolver {
    */
   async resolve(deploymentId: string): Promise<ResolvedDeployment | undefined> {
     const cached = this.entries.get(deploymentId);
-    if (cached && cached.expiresAt > this.now()) return cached.value;
+    if (cached && cached.expiresAt > this.clock.now()) return cached.value;
     const pending = this.inFlight.get(deploymentId);
     if (pending) return pending;
     const lookup = this.lookup(deploymentId).finally(() => this.inFlight.delete(deploymentId));
@@ -101,11 +102,11 @@ export class DeploymentResolver {
   private remember(deploymentId: string, value: ResolvedDeployment | undefined): void {
     this.entries.delete(deploymentId); // re-inserted last, so Map order is oldest-first
     if (this.entries.size >= this.maxEntries) this.evict();
-    this.entries.set(deploymentId, { value, expiresAt: this.now() + this.ttlMs });
+    this.entries.set(deploymentId, { value, expiresAt: this.clock.now() + this.ttlMs });
   }
 
   private evict(): void {
-    const now = this.now();
+    const now = this.clock.now();
     for (const [id, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(id);
     for (const id of this.entries.keys()) {
       if (this.entries.size < this.maxEntries) break;

@@ -9,6 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import type { Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import {
   DeployFailedError,
@@ -47,6 +48,8 @@ export interface LocalDeployerOptions {
   drainMs?: number;
   /** How crashed agent servers are restarted (see {@link RestartPolicy} for the defaults). */
   restart?: RestartPolicy;
+  /** The time restarts wait by (tests move it by hand). @default systemClock */
+  clock?: Clock;
   /**
    * Runs each deployment's agent servers as an OS user of its own, with a private home and
    * read-only access to its builds (needs root; see os-users.ts).
@@ -140,6 +143,7 @@ export class LocalDeployer implements Deployer {
       onOutput: (line, stream) => this.options.onOutput?.(ids, line, stream),
       onHealth: (event) => this.report({ ...ids, ...event }),
       restart: this.options.restart ?? {},
+      ...(this.options.clock ? { clock: this.options.clock } : {}),
       healthTimeoutMs: this.options.healthTimeoutMs ?? 60_000,
       drainMs: this.options.drainMs ?? 15_000,
     });

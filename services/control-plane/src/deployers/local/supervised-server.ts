@@ -9,6 +9,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { Logger } from '@berth/log';
+import type { Clock } from '@berth/clock';
 import { Supervisor, type Crash, type Incarnation, type RestartPolicy } from '@berth/supervision';
 import { DeployFailedError, type DeployLog } from '../deployer.js';
 
@@ -30,6 +31,8 @@ export interface SupervisedServerOptions {
   /** Health changes once deployed: down with the reason, up again with the url. */
   onHealth: (event: { healthy: false; reason: string } | { healthy: true; url: string }) => void;
   restart: RestartPolicy;
+  /** The time restarts wait by (tests move it by hand). @default systemClock */
+  clock?: Clock;
   healthTimeoutMs: number;
   drainMs: number;
 }
@@ -57,6 +60,7 @@ export class SupervisedServer {
     const { log, logger, deploymentId, revisionId } = options;
     this.supervisor = new Supervisor({
       policy: options.restart,
+      ...(options.clock ? { clock: options.clock } : {}),
       restart: (signal) => this.restart(signal),
       onCrash: (crash) => this.reportCrash(crash),
       onRestart: () => {

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
+import { ManualClock } from '@berth/clock';
 import { createLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { collectLog } from '../contract.js';
@@ -42,8 +43,8 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** A deployer whose control-plane log lines and health events the test reads. */
-function supervisor(restart: RestartPolicy) {
+/** A deployer whose control-plane log lines and health events the test reads; restarts wait on `clock` when given. */
+function supervisor(restart: RestartPolicy, clock?: ManualClock) {
   const out = new PassThrough();
   const logged: Record<string, unknown>[] = [];
   out.on('data', (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach((line) => logged.push(JSON.parse(line) as Record<string, unknown>)));
@@ -54,6 +55,7 @@ function supervisor(restart: RestartPolicy) {
     healthTimeoutMs: 20_000,
     drainMs: 5_000,
     restart,
+    ...(clock ? { clock } : {}),
   });
   deployers.push(deployer);
   const events: RevisionHealthEvent[] = [];
@@ -138,15 +140,20 @@ it('restarts an agent server killed with SIGKILL on its url, reports the crash, 
 }, 90_000);
 
 it('never restarts a retired agent server', async () => {
-  const { deployer, events } = supervisor({ initialDelayMs: 200 });
+  const clock = new ManualClock();
+  const { deployer, events } = supervisor({ initialDelayMs: 200 }, clock);
   const revision = await spec(oneGraph(slowGraph));
   const log = collectLog();
   const { url } = await deployer.deploy(revision, log.log);
-  // Supervised: a kill brings it back.
+  // Supervised: a kill brings it back once its restart delay passed.
   process.kill(lastPid(log.text()), 'SIGKILL');
+  await until('the crash', () => events.find((e) => !e.healthy), 20_000);
+  expect(await clock.runNext()).toBe(true);
   await until('the restart', () => events.find((e) => e.healthy), 20_000);
   await deployer.retire(revision.deploymentId, revision.revisionId, log.log);
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // No restart is pending, and none comes however long one waits.
+  expect(clock.pending).toBe(0);
+  await clock.advance(3_600_000);
   expect(deployer.running(revision.deploymentId)).toEqual([]);
   expect(await answers(url)).toBe(false);
   expect(events.map((e) => e.healthy)).toEqual([false, true]);
@@ -172,19 +179,24 @@ const serving = setInterval(() => {
 }, 90_000);
 
 it('waits the initial delay again once a restarted server stayed up long enough', async () => {
-  const { deployer, events } = supervisor({ initialDelayMs: 200, resetAfterMs: 2500 });
+  const clock = new ManualClock();
+  const { deployer, events } = supervisor({ initialDelayMs: 200, resetAfterMs: 2500 }, clock);
   const revision = await spec(oneGraph(slowGraph));
   const log = collectLog();
   await deployer.deploy(revision, log.log);
   const killAndWait = async (count: number) => {
     process.kill(lastPid(log.text()), 'SIGKILL');
+    await until('the crash', () => (events.filter((e) => !e.healthy).length === count ? true : undefined), 20_000);
+    expect(await clock.runNext()).toBe(true); // its restart delay passes
     await until('the restart', () => (events.filter((e) => e.healthy).length === count ? true : undefined), 20_000);
   };
   await killAndWait(1);
   await killAndWait(2); // at once: a crash in a row
-  await new Promise((resolve) => setTimeout(resolve, 3000));
-  await killAndWait(3); // after it stayed up
-  expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual(['0.2 s', '0.4 s', '0.2 s']);
+  await clock.advance(2_499);
+  await killAndWait(3); // up 2.499 s: still in a row
+  await clock.advance(2_500);
+  await killAndWait(4); // after it stayed up
+  expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual(['0.2 s', '0.4 s', '0.8 s', '0.2 s']);
 }, 60_000);
 
 it('keeps trying an agent server that cannot even be spawned (its folder is gone) until it can', async () => {
