@@ -27,7 +27,15 @@ const syntaxRules = {
 };
 
 /** The TypeScript sources ESLint checks (with type information). */
-const typescriptFiles = ['cli/src/**/*.ts', 'libs/*/src/**/*.ts', 'services/*/src/**/*.ts', 'proto/src/**/*.ts', 'infra/local/src/**/*.ts', 'charts/*/tests/**/*.ts', 'images/tests/**/*.ts'];
+const typescriptFiles = [
+  'cli/src/**/*.ts',
+  'libs/*/src/**/*.ts',
+  'services/*/src/**/*.ts',
+  'proto/src/**/*.ts',
+  'infra/local/src/**/*.ts',
+  'charts/*/tests/**/*.ts',
+  'images/tests/**/*.ts',
+];
 
 /**
  * Each lifecycle table's one status writer (`Class.method`), by the Postgres table whose `status` it
@@ -47,15 +55,7 @@ const statusMoves = {
 export default [
   {
     // Generated code, other npm projects (bench/, examples/, the agent-runtime's test projects) and run state.
-    ignores: [
-      '**/dist/**',
-      'proto/src/gen/**',
-      'bench/**',
-      'examples/**',
-      'services/*/test-projects/**',
-      '**/.berth/**',
-      'coverage/**',
-    ],
+    ignores: ['**/dist/**', 'proto/src/gen/**', 'bench/**', 'examples/**', 'services/*/test-projects/**', '**/.berth/**', 'coverage/**'],
   },
   {
     files: ['**/*.mjs', '**/*.js'],

@@ -10,15 +10,20 @@
  * `process.env` as under `langgraph dev`) carries a disable comment saying why.
  */
 
-const MESSAGE =
-  'process.env is read only in the package\'s src/env.ts (its zod schema): take the value as config instead';
+const MESSAGE = "process.env is read only in the package's src/env.ts (its zod schema): take the value as config instead";
 
 const PROCESS_MODULES = new Set(['process', 'node:process']);
 
 /** Whether `node` is `process` itself (`process` or `globalThis.process`). */
 function isProcess(node) {
   if (node.type === 'Identifier') return node.name === 'process';
-  return node.type === 'MemberExpression' && !node.computed && node.property.name === 'process' && node.object.type === 'Identifier' && node.object.name === 'globalThis';
+  return (
+    node.type === 'MemberExpression' &&
+    !node.computed &&
+    node.property.name === 'process' &&
+    node.object.type === 'Identifier' &&
+    node.object.name === 'globalThis'
+  );
 }
 
 /** Whether a member's property is `env` (`x.env`, `x['env']`). */
@@ -31,7 +36,7 @@ function isEnvProperty(member) {
 export default {
   meta: {
     type: 'problem',
-    docs: { description: 'process.env only in a package\'s src/env.ts' },
+    docs: { description: "process.env only in a package's src/env.ts" },
     schema: [],
     messages: { env: MESSAGE },
   },

@@ -60,7 +60,7 @@ const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFu
 export default {
   meta: {
     type: 'problem',
-    docs: { description: 'a lifecycle\'s status is written only by its move function' },
+    docs: { description: "a lifecycle's status is written only by its move function" },
     schema: [
       {
         type: 'object',
@@ -113,7 +113,13 @@ export default {
           // values.status = …
           const assigned = variable.references.some((ref) => {
             const member = ref.identifier.parent;
-            return member.type === 'MemberExpression' && member.object === ref.identifier && isStatusMember(member) && member.parent.type === 'AssignmentExpression' && member.parent.left === member;
+            return (
+              member.type === 'MemberExpression' &&
+              member.object === ref.identifier &&
+              isStatusMember(member) &&
+              member.parent.type === 'AssignmentExpression' &&
+              member.parent.left === member
+            );
           });
           return initialized || assigned;
         }
@@ -134,7 +140,8 @@ export default {
           }
           node = node.callee.object;
         } else if (node.type === 'MemberExpression') node = node.object;
-        else if (node.type === 'TSNonNullExpression' || node.type === 'AwaitExpression') node = node.type === 'AwaitExpression' ? node.argument : node.expression;
+        else if (node.type === 'TSNonNullExpression' || node.type === 'AwaitExpression')
+          node = node.type === 'AwaitExpression' ? node.argument : node.expression;
         else if (node.type === 'Identifier') {
           // let update = db.updateTable('t'); … update.set(…)
           const variable = variableOf(node);

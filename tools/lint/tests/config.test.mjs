@@ -34,13 +34,28 @@ describe('file length', () => {
 
 describe('process.env', () => {
   it('is refused in service, library and CLI code', async () => {
-    for (const file of ['services/gateway/src/server.ts', 'services/control-plane/src/deployers/local/local-deployer.ts', 'libs/db/src/index.ts', 'cli/src/commands/up.ts', 'infra/local/src/podman-service.ts']) {
+    for (const file of [
+      'services/gateway/src/server.ts',
+      'services/control-plane/src/deployers/local/local-deployer.ts',
+      'libs/db/src/index.ts',
+      'cli/src/commands/up.ts',
+      'infra/local/src/podman-service.ts',
+    ]) {
       expect([file, (await rulesOf(file))['berth/no-process-env']]).toEqual([file, [2]]);
     }
   });
 
-  it('is allowed in a package\'s src/env.ts, tests and test support', async () => {
-    for (const file of ['services/gateway/src/env.ts', 'cli/src/env.ts', 'infra/local/src/env.ts', 'services/gateway/src/x.test.ts', 'services/gateway/src/__tests__/fixture.ts', 'libs/testing/src/global-setup.ts', 'libs/queue/src/contract/child-worker.ts', 'charts/berth/tests/x.ts']) {
+  it("is allowed in a package's src/env.ts, tests and test support", async () => {
+    for (const file of [
+      'services/gateway/src/env.ts',
+      'cli/src/env.ts',
+      'infra/local/src/env.ts',
+      'services/gateway/src/x.test.ts',
+      'services/gateway/src/__tests__/fixture.ts',
+      'libs/testing/src/global-setup.ts',
+      'libs/queue/src/contract/child-worker.ts',
+      'charts/berth/tests/x.ts',
+    ]) {
       expect([file, (await rulesOf(file))['berth/no-process-env']]).toEqual([file, undefined]);
     }
   });
