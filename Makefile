@@ -3,19 +3,27 @@ SHELL := /bin/bash
 export TURBO_TELEMETRY_DISABLED := 1
 export DO_NOT_TRACK := 1
 BERTH := node cli/dist/bin.js
+# The commands `make up` and `make test` run (a test of the steps puts stand-ins in their place).
+NPM := npm
+TURBO := npx turbo
+ENSURE_PODMAN := scripts/ensure-podman.sh
+# A step's line: the first `make up` installs and builds for minutes, and should say so as it goes.
+STEP := @printf '==> %s\n'
 
 .PHONY: up down test install uninstall deps build typecheck clean images
 
 ## Install, then start a supervisor that runs Postgres under .berth/, (as root) a private Podman engine
 ## for sandboxes and the platform (every service in one process), restarting any that crashes; print URL and key.
 up: sandbox-tools build
+	$(STEP) 'Starting Berth: Postgres, the sandbox engine, the platform…'
 	@$(BERTH) up
 
 # Sandboxes need Podman, runc and gcc, which ensure-podman.sh installs as root with apt-get; without
 # them Berth still starts, and sandbox calls answer 503 saying why.
 .PHONY: sandbox-tools
 sandbox-tools:
-	@scripts/ensure-podman.sh || echo "Berth will start without sandboxes." >&2
+	$(STEP) 'Checking the sandbox tools (Podman, runc, …; apt-get installs what is missing)'
+	@$(ENSURE_PODMAN) || echo "Berth will start without sandboxes." >&2
 
 ## Stop the supervisor, the platform, the sandbox engine and Postgres (data and sandbox files stay under .berth/).
 down:
@@ -59,11 +67,23 @@ deps: node_modules/.berth-installed
 
 # npm ci only when the lockfile changed since the last install.
 node_modules/.berth-installed: package-lock.json
-	npm ci --no-fund --no-audit
+	$(STEP) 'Installing npm dependencies (npm ci; about a minute the first time)'
+	$(NPM) ci --no-fund --no-audit
 	@touch $@
 
+# A line per package turbo builds (none for those built before); a package's own output only when
+# it says something (a compile error), without npm's banner lines.
 build: deps
-	@npx turbo run build --output-logs=errors-only
+	$(STEP) 'Building the packages (turbo; about two minutes the first time)'
+	@set -o pipefail; $(TURBO) run build --output-logs=new-only | sed -u -E \
+	  -e '/^[^ ]+:build: ((> .*)?|cache hit.*)$$/d' \
+	  -e 's/^([^ ]+):build: cache (miss|bypass).*/   building \1/'
+
+## Rewrite the generated reference pages (docs/reference: REST, CLI, settings, Helm values) from the
+## routes, the commander program, each env.ts and the chart; cli/src/docs/docs.test.ts fails until they are current.
+.PHONY: docs
+docs: deps
+	@node --conditions=berth-source --import tsx cli/src/docs/write.ts
 
 ## Type-check tests too (the build skips them; jest strips types without checking).
 typecheck: deps

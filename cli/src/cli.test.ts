@@ -52,6 +52,8 @@ describe('berth up / down', () => {
     expect(first.stdout).toContain(creds.gateway_url);
     expect(first.stdout).toContain(creds.api_key);
     expect(first.stdout).toContain(creds.tenant_id);
+    // A line as each part starts (the first start takes a while).
+    expect(first.stdout).toMatch(/^starting Postgres…\npostgres \d+ .*\nstarting the platform…\n/);
     expect((await stat(join(stateDir, 'credentials.json'))).mode & 0o077).toBe(0);
 
     // The newcomer's curl checks: no key → 401, the printed key → 200, a malformed body → 422.

@@ -3,9 +3,13 @@
  * `make up` started in the checkout the CLI runs from, unless the folder or the flags say otherwise.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { status } from './commands/status.js';
 import { gatewayClient } from './connection.js';
 import { loadCliEnv } from './env.js';
 import { StateDir } from './state.js';
@@ -45,5 +49,36 @@ describe('the platform of the checkout', () => {
 
   it('is not used when BERTH_STATE_DIR names the state folder', async () => {
     await expect(gatewayClient(loadCliEnv({ ...home(), BERTH_STATE_DIR: join(temp, 'elsewhere') }, project, checkout), {})).rejects.toThrow(/no credentials/);
+  });
+});
+
+describe('berth status', () => {
+  it('in a folder of the user’s own reports the platform of the checkout, the one deploy commands reach', async () => {
+    // The checkout's platform: a gateway answering /readyz with its instance id, recorded as `berth up` does.
+    const gateway = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', instance_id: 'i-checkout', checks: { postgres: { status: 'ok' } } }));
+    }).listen(0, '127.0.0.1');
+    await once(gateway, 'listening');
+    const url = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+    const checkoutState = new StateDir(join(checkout, '.berth'));
+    try {
+      await checkoutState.writeCredentials({ ...checkoutPlatform, gateway_url: url });
+      await checkoutState.writePlatform({ pid: process.pid, port: 0, url, instance_id: 'i-checkout', started_at: '2026-01-02T03:04:05.000Z' });
+      const env = loadCliEnv(home(), project, checkout);
+      const lines: string[] = [];
+      expect(await status(env, {}, (line) => lines.push(line))).toBe(true);
+      expect(lines).toEqual([`Berth is running at ${url} (pid ${process.pid}, since 2026-01-02T03:04:05.000Z)`, `  postgres         ok`]);
+      expect((await gatewayClient(env, {})).url).toBe(url);
+      // BERTH_HOST_URL names the gateway, for deploy commands and status alike.
+      const named: string[] = [];
+      expect(await status(loadCliEnv({ ...home(), BERTH_HOST_URL: url }, project, temp), {}, (line) => named.push(line))).toBe(true);
+      expect(named[0]).toBe(`Berth at ${url}`);
+    } finally {
+      await checkoutState.clearPlatform();
+      await checkoutState.writeCredentials(checkoutPlatform);
+      gateway.closeAllConnections();
+      gateway.close();
+    }
   });
 });

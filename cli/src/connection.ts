@@ -15,7 +15,7 @@ import { StateDir } from './state.js';
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** The state folder of the platform `berth up` started: this folder's, else the CLI's checkout's. */
-async function localPlatform(env: CliEnv): Promise<StateDir> {
+export async function localPlatform(env: CliEnv): Promise<StateDir> {
   const here = new StateDir(env.stateDir);
   if (!env.checkoutStateDir || (await here.readCredentials()) || (await here.readPlatform())) return here;
   const checkout = new StateDir(env.checkoutStateDir);

@@ -159,6 +159,48 @@ describe('numbers and choices in flags', () => {
   });
 });
 
+describe('naming a deployment: the same four ways for every deploy subcommand', () => {
+  const connection = () => ['--url', gateway.url, '--api-key', KEY];
+  /** What each subcommand asks of the deployment once it knows which one. */
+  const subcommands: [string[], string][] = [
+    [['revisions'], `GET /v2/deployments/${DEPLOYMENT_ID}/revisions?limit=10`],
+    [['logs'], `GET /v2/deployments/${DEPLOYMENT_ID}/logs?limit=1000`],
+    [['delete', '--yes'], `DELETE /v2/deployments/${DEPLOYMENT_ID}`],
+  ];
+  /** How the deployment is named, and the folder the command runs in (undefined: one named after no deployment). */
+  const ways: [string, string[], string | undefined][] = [
+    ['a name as the argument', ['my-custom'], undefined],
+    ['an id as the argument', [DEPLOYMENT_ID], undefined],
+    ['--name', ['--name', 'my-custom'], undefined],
+    ['--deployment-id', ['--deployment-id', DEPLOYMENT_ID], undefined],
+    ['nothing, in the folder named after it', [], 'my-custom'],
+  ];
+
+  beforeAll(async () => {
+    await mkdir(join(home, 'my-custom'), { recursive: true });
+  });
+
+  for (const [sub, request] of subcommands) {
+    it.each(ways)(`berth deploy ${sub[0]} with %s`, async (_way, naming, cwd) => {
+      const result = await berth(['deploy', sub[0]!, ...naming, ...sub.slice(1), ...connection()], { cwd: cwd ? join(home, cwd) : folder });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(gateway.requests.map((r) => `${r.method} ${r.url}`)).toContain(request);
+    });
+
+    it(`berth deploy ${sub[0]} refuses two names, and says which deployment a folder has none of`, async () => {
+      const twice = await berth(['deploy', sub[0]!, 'my-custom', '--name', 'my-custom', ...sub.slice(1), ...connection()]);
+      expect(twice.stderr).toBe('berth: name the deployment once: an argument and --name were given\n');
+      const here = await berth(['deploy', sub[0]!, ...sub.slice(1), ...connection()]);
+      expect(here.stderr).toBe(
+        "berth: no deployment named some-folder (this folder's deployment): give a deployment name or id (`berth deploy list` shows your deployments)\n",
+      );
+      expect(here.code).toBe(1);
+      expect(gateway.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    });
+  }
+});
+
 describe('berth deploy delete', () => {
   const connection = () => ['--url', gateway.url, '--api-key', KEY];
 

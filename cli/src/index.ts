@@ -182,26 +182,36 @@ function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>):
     .action(async (o) => {
       await (await load.deployManage()).deployList(env(), o, print);
     });
-  connectionOptions(deploy.command('revisions').description('list the revisions of a deployment, newest first').argument('<deployment>', 'deployment name or id'))
+  deploymentTarget(connectionOptions(deploy.command('revisions').description('list the revisions of a deployment, newest first')))
     .addOption(integerOption('--limit <count>', 'revisions to show', { min: 1, max: 100 }).default(10))
-    .action(async (deployment: string, o) => {
+    .action(async (deployment: string | undefined, o) => {
       await (await load.deployManage()).deployRevisions(env(), { ...o, deployment }, print);
     });
-  connectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)'))
-    .option('--name <name>', 'deployment name (default: this directory’s name)')
-    .option('--deployment-id <id>', 'deployment id, instead of --name')
+  deploymentTarget(connectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)')))
     .option('--revision-id <id>', 'a revision other than the latest')
     .addOption(choiceOption('--type <type>', 'only build or deploy logs', ['build', 'deploy']))
     .addOption(integerOption('--limit <count>', 'last lines to show', { min: 1, max: 100_000 }).default(100))
     .option('-f, --follow', 'keep printing new lines (polls every 2 s; Ctrl-C stops)')
-    .action(async (o) => {
-      await (await load.deployManage()).deployLogs(env(), o, print);
+    .action(async (deployment: string | undefined, o) => {
+      await (await load.deployManage()).deployLogs(env(), { ...o, deployment }, print);
     });
-  connectionOptions(deploy.command('delete').description('delete a deployment (its agent server stops); asks first').argument('<deployment>', 'deployment name or id'))
+  deploymentTarget(connectionOptions(deploy.command('delete').description('delete a deployment (its agent server stops); asks first')))
     .option('-y, --yes', 'do not ask (needed when stdin is not a terminal)')
-    .action(async (deployment: string, o) => {
+    .action(async (deployment: string | undefined, o) => {
       await (await load.deployManage()).deployDelete(env(), { ...o, deployment }, print);
     });
+}
+
+/**
+ * The one way every `deploy` subcommand is told which deployment (resolved by deploy/target.ts): a
+ * name or id as the argument, `--name`, `--deployment-id`, else the one named after this folder, as
+ * `berth deploy` here names it.
+ */
+function deploymentTarget(command: Command): Command {
+  return command
+    .argument('[deployment]', 'deployment name or id (default: this folder’s deployment, as `berth deploy` names it)')
+    .option('--name <name>', 'deployment name, instead of the argument')
+    .option('--deployment-id <id>', 'deployment id, instead of the argument');
 }
 
 export async function main(argv: string[]): Promise<number> {

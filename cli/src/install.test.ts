@@ -70,7 +70,7 @@ describe('make install', () => {
 
     const version = await exec(join(bindir, 'berth'), ['version'], { cwd: project });
     expect(version).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/) });
-    // Found by name once BINDIR is on the PATH, as the README says.
+    // Found by name once BINDIR is on the PATH, as docs/get-started/install-cli.md says.
     const byName = await exec('berth', ['--help'], { cwd: temp, env: { PATH: `${bindir}:${process.env.PATH}` } });
     expect(byName.stdout).toContain('Usage: berth');
 

@@ -67,7 +67,7 @@ describe('the embedded platform', () => {
   });
 
   it('gives every internal service the token, leaving only health open to callers without one', async () => {
-    expect(Object.keys(platform.services).sort()).toEqual(['agent-runtime', 'control-plane', 'export-worker', 'sandbox-manager']);
+    expect(Object.keys(platform.services).sort()).toEqual(['control-plane', 'export-worker', 'sandbox-manager']);
     for (const address of Object.values(platform.services)) {
       expect(await checkHealth(address)).toBe('SERVING');
       // A caller that presents a token must present the platform's: proof the service checks one.

@@ -3,7 +3,6 @@
  * own loopback gRPC port, then the gateway wired to them — the same contracts as in Kubernetes,
  * where each runs as its own Deployment.
  */
-import { start as startAgentRuntime } from '@berth/agent-runtime';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -130,7 +129,6 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
         if (plane.isolation) isolation = describeIsolation(plane.isolation);
         return plane;
       },
-      'agent-runtime': (logger) => startAgentRuntime({ grpcHost: '127.0.0.1', grpcPort: 0, logLevel: config.logLevel, internalToken }, logger),
       'sandbox-manager': (logger) => startSandboxManager({ ...sandboxManager, sandboxes: withEngine(sandboxManager.sandboxes, sandboxEngine.settings) }, logger),
       'export-worker': (logger) => startExportWorker(exportWorker, logger),
     };

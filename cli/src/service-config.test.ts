@@ -18,7 +18,7 @@ const platform: EmbeddedPlatform = {
 };
 
 describe('the embedded platform reads the services settings', () => {
-  it('passes every BULK_EXPORT_* setting the README documents to the export-worker, as `serve --service export-worker` reads it', () => {
+  it('passes every BULK_EXPORT_* setting docs/guides/exports.md documents to the export-worker, as `serve --service export-worker` reads it', () => {
     const env = {
       BULK_EXPORT_TENANT_CONCURRENCY: '2',
       BULK_EXPORT_WORKER_CONCURRENCY: '3',

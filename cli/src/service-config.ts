@@ -6,11 +6,12 @@
  * ports). So a setting a service documents (`BULK_EXPORT_*`, `SANDBOX_*`, `UNUSED_UPLOAD_TTL_SECONDS`
  * …) means the same in both modes, and a new one needs no plumbing here.
  */
-import { loadControlPlaneConfig, type ControlPlaneConfig } from '@berth/control-plane';
+import type { ControlPlaneConfig } from '@berth/control-plane';
 import { loadExportWorkerConfig, type ExportWorkerConfig } from '@berth/export-worker';
 import { loadGatewayConfig, type GatewayConfig } from '@berth/gateway';
 import { loadSandboxManagerConfig, type SandboxManagerConfig } from '@berth/sandbox-manager';
 import { join } from 'node:path';
+import { controlPlaneConfig } from './control-plane-config.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -71,7 +72,7 @@ export interface EmbeddedServiceConfigs {
 export function embeddedServiceConfigs(env: Env, platform: EmbeddedPlatform): EmbeddedServiceConfigs {
   const serviceEnv = embeddedServiceEnv(env, platform);
   return {
-    controlPlane: loadControlPlaneConfig(serviceEnv),
+    controlPlane: controlPlaneConfig(serviceEnv),
     sandboxManager: loadSandboxManagerConfig(serviceEnv),
     exportWorker: loadExportWorkerConfig(serviceEnv),
     gateway: loadGatewayConfig(serviceEnv),

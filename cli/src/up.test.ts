@@ -160,7 +160,7 @@ describe('berth up', () => {
         new RegExp(`  sandboxes  on: private Podman engine \\(${join(stateDir, 'podman')}\\), storage quotas (enforced \\(btrfs\\)|NOT enforced .*), default image ${DEFAULT_SANDBOX_IMAGE}\n`),
       );
       const { gateway_url: url, api_key: key } = await credentials();
-      // A template of the default image, as the README makes it with curl.
+      // A template of the default image, as docs/guides/sandboxes.md makes it with curl.
       const template = await fetch(`${url}/api/v2/sandboxes/templates`, {
         method: 'POST',
         headers: { 'x-api-key': key, 'content-type': 'application/json' },

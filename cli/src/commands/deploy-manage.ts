@@ -2,16 +2,16 @@
  * `berth deploy list | revisions | logs | delete`: look after existing deployments. They use the
  * same gateway and credential as `berth deploy` (the project's `.env` included, when run in one).
  */
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CliError, GatewayHttpError } from '../client.js';
 import { gatewayClient, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
 import { DeploymentsApi, type Deployment, type LogEntry, type Revision } from '../deploy/api.js';
-import { toDeploymentName } from '@berth/ids';
 import { formatLog, localDay } from '../deploy/log-line.js';
 import { readDotEnv } from '../deploy/project.js';
+import { resolveDeployment, type DeploymentRef } from '../deploy/target.js';
 import { table } from '../table.js';
 
 type Print = (line: string) => void;
@@ -58,27 +58,14 @@ export async function deployList(env: CliEnv, flags: CommonFlags & { nameContain
   });
 }
 
-/** The deployment named `ref`, else the one whose id is `ref`. */
-async function findDeployment(api: DeploymentsApi, ref: string): Promise<Deployment> {
-  const named = await api.findByName(ref);
-  if (named) return named;
-  try {
-    return await api.get(ref);
-  } catch (error) {
-    throw error instanceof GatewayHttpError && error.status === 404
-      ? new CliError(`no deployment named ${ref} or with that id (\`berth deploy list\` shows your deployments)`)
-      : error;
-  }
-}
-
 export async function deployRevisions(
   env: CliEnv,
-  flags: CommonFlags & { deployment: string; /** Checked by its flag parser. @default 10 */ limit?: number },
+  flags: CommonFlags & DeploymentRef & { /** Checked by its flag parser. @default 10 */ limit?: number },
   print: Print,
   cwd = process.cwd(),
 ): Promise<Revision[]> {
   return withApi(env, flags, cwd, async (api) => {
-    const deployment = await findDeployment(api, flags.deployment);
+    const deployment = await resolveDeployment(api, flags, cwd);
     const page = await api.revisions(deployment.id, flags.limit ?? 10);
     if (flags.json) print(JSON.stringify(page.resources));
     else {
@@ -97,9 +84,7 @@ export async function deployRevisions(
   });
 }
 
-export interface LogsFlags extends CommonFlags {
-  name?: string;
-  deploymentId?: string;
+export interface LogsFlags extends CommonFlags, DeploymentRef {
   revisionId?: string;
   type?: 'build' | 'deploy';
   /** Checked by its flag parser. @default 100 */
@@ -113,9 +98,8 @@ export interface LogsFlags extends CommonFlags {
 
 export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cwd = process.cwd()): Promise<LogEntry[]> {
   const limit = flags.limit ?? 100;
-  if (flags.name && flags.deploymentId) throw new CliError('give --name or --deployment-id, not both');
   return withApi(env, flags, cwd, async (api) => {
-    const deploymentId = flags.deploymentId ?? (await deploymentIdByName(api, flags.name ?? toDeploymentName(basename(cwd)) ?? ''));
+    const deploymentId = (await resolveDeployment(api, flags, cwd)).id;
     let day = '';
     const show = (entry: LogEntry) => {
       if (flags.json) return print(JSON.stringify(entry));
@@ -163,16 +147,7 @@ export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cw
   });
 }
 
-async function deploymentIdByName(api: DeploymentsApi, name: string): Promise<string> {
-  if (!name) throw new CliError('pass --name or --deployment-id');
-  const found = await api.findByName(name);
-  if (!found) throw new CliError(`no deployment named ${name} (\`berth deploy list\` shows your deployments; or pass --deployment-id)`);
-  return found.id;
-}
-
-export interface DeleteFlags extends CommonFlags {
-  /** A deployment name or id. */
-  deployment: string;
+export interface DeleteFlags extends CommonFlags, DeploymentRef {
   /** Delete without asking. */
   yes?: boolean;
 }
@@ -198,7 +173,7 @@ function askOnTerminal(question: string): Promise<string | undefined> {
 
 export async function deployDelete(env: CliEnv, flags: DeleteFlags, print: Print, cwd = process.cwd()): Promise<Deployment> {
   return withApi(env, flags, cwd, async (api) => {
-    const deployment = await findDeployment(api, flags.deployment);
+    const deployment = await resolveDeployment(api, flags, cwd);
     const what = `deployment ${deployment.name} (${deployment.id})`;
     if (!flags.yes) {
       const answer = await askOnTerminal(`Delete ${what}? [y/N] `);

@@ -5,7 +5,6 @@
  * build/deploy log lines as they come — until it is DEPLOYED (the deployment URL is printed) or
  * fails (the last log lines are printed and the exit code is 1).
  */
-import { basename } from 'node:path';
 import { CliError } from '../client.js';
 import { gatewayClient, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
@@ -13,8 +12,8 @@ import { DeploymentsApi, type Deployment, type Secret } from '../deploy/api.js';
 import { formatLog } from '../deploy/log-line.js';
 import { packProject, type PackedProject } from '../deploy/pack.js';
 import { formatBytes, Reporter, watchRevision, type WatchOutcome } from '../deploy/progress.js';
-import { isDeploymentName, toDeploymentName } from '@berth/ids';
 import { loadProject, secretsFromEnv, type Project } from '../deploy/project.js';
+import { deploymentName } from '../deploy/target.js';
 
 type Print = (line: string) => void;
 
@@ -36,19 +35,6 @@ export interface DeployOutcome {
   deployment: Deployment;
   revisionId: string;
   status: 'succeeded' | 'failed' | 'timed_out' | 'submitted';
-}
-
-/** The deployment name: --name as given (checked), else the directory's name normalised. */
-export function deploymentName(flag: string | undefined, dir: string): string {
-  if (flag !== undefined) {
-    if (!isDeploymentName(flag)) {
-      throw new CliError(`--name must be lower-case letters, digits and - (at most 63, not starting with -), e.g. ${toDeploymentName(flag) ?? 'my-agent'}`);
-    }
-    return flag;
-  }
-  const name = toDeploymentName(basename(dir));
-  if (!name) throw new CliError(`cannot make a deployment name from the folder name ${JSON.stringify(basename(dir))}: pass --name`);
-  return name;
 }
 
 export async function deploy(env: CliEnv, flags: DeployFlags, print: Print, cwd: string = process.cwd()): Promise<DeployOutcome> {

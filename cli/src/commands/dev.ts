@@ -8,7 +8,8 @@
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { loadProjectConfig, loadProjectEnv, startAgentServer } from '@berth/agent-runtime';
+import { startAgentServer } from '@berth/agent-runtime';
+import { loadProjectConfig, loadProjectEnv } from '@berth/langgraph-project';
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
 import { CliError } from '../client.js';

@@ -29,8 +29,9 @@ interface StartedGrpcService extends Closable {
 type ServiceEnv = CliEnv['serviceEnv'];
 const grpcStarters: Record<Exclude<ServiceTarget, 'all' | 'gateway'>, (env: ServiceEnv, logger: Logger) => Promise<StartedGrpcService>> = {
   'control-plane': async (env, logger) => {
-    const { loadControlPlaneConfig, start, SERVICE_NAME } = await import('@berth/control-plane');
-    const config = loadControlPlaneConfig(env);
+    const { start, SERVICE_NAME } = await import('@berth/control-plane');
+    const { controlPlaneConfig } = await import('../control-plane-config.js');
+    const config = controlPlaneConfig(env);
     return { ...(await start(config, logger)), healthName: SERVICE_NAME, databaseUrl: config.databaseUrl };
   },
   'sandbox-manager': async (env, logger) => {

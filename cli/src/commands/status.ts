@@ -1,12 +1,13 @@
 /**
- * `berth status`: is the platform `berth up` started here running, and is it ready; what its
+ * `berth status`: is the platform `berth up` started running, and is it ready; what its
  * supervisor runs (Postgres, the sandbox engine, the platform) and how often it restarted each.
- * With `--url`, the readiness of that gateway instead.
+ * The platform is the one the deploy commands reach from this folder (connection.ts): this
+ * folder's, else the checkout's. With `--url` (or BERTH_HOST_URL), the readiness of that gateway instead.
  */
-import { gatewayUrl, type ConnectionFlags } from '../connection.js';
+import { gatewayUrl, localPlatform, type ConnectionFlags } from '../connection.js';
 import type { CliEnv } from '../env.js';
 import { processAlive } from '@berth/local-stack';
-import { StateDir, supervisorAlive, type PlatformState, type SupervisedUnitRecord, type SupervisorRecord } from '../state.js';
+import { supervisorAlive, type PlatformState, type SupervisedUnitRecord, type SupervisorRecord } from '../state.js';
 
 export interface StatusFlags extends Pick<ConnectionFlags, 'url' | 'host'> {
   json?: boolean;
@@ -85,10 +86,10 @@ async function check(env: CliEnv, flags: StatusFlags): Promise<StatusReport> {
   let platform: PlatformState | undefined;
   let url: string;
   let supervisor: StatusReport['supervisor'];
-  if (flags.url !== undefined || flags.host !== undefined) {
+  if (flags.url !== undefined || flags.host !== undefined || env.BERTH_HOST_URL !== undefined) {
     url = await gatewayUrl(env, flags);
   } else {
-    const state = new StateDir(env.stateDir);
+    const state = await localPlatform(env);
     const record = await state.readSupervisor();
     if (record) supervisor = supervisorAlive(record) ? { ...record, running: true } : { running: false };
     platform = await state.readPlatform();

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deploymentName } from '../commands/deploy.js';
+import { deploymentName } from './target.js';
 import { isReserved, loadProject, parseDotEnv, ProjectConfigError, secretsFromEnv } from './project.js';
 
 const dirs: string[] = [];

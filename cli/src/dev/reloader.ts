@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative, sep } from 'node:path';
-import { loadProjectConfig, onFileLoaded } from '@berth/agent-runtime';
+import { loadProjectConfig, onFileLoaded } from '@berth/langgraph-project';
 import type { DevServers, SourcesLoaded } from './servers.js';
 
 /** How the project's modules load: their change reloads too. */

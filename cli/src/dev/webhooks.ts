@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InvalidWebhookSecretError, generateWebhookSecret, webhookKey } from '@berth/agent-runtime';
+import { InvalidWebhookSecretError, generateWebhookSecret, webhookKey } from '@berth/agent-contract';
 import { CliError } from '../client.js';
 
 /** Loopback only: private networks stay refused under `berth dev` too. */

@@ -60,18 +60,22 @@ export class BerthSupervisor {
     await this.save();
     const { env, state } = this;
     const aborted = () => signal.throwIfAborted();
+    // Each start can take a while the first time (initdb, the engine's storage): say what runs.
+    const starting = (what: string) => report({ note: `starting ${what}…` });
     try {
       let databaseUrl = env.DATABASE_URL;
       if (!databaseUrl) {
         const postgres = new PostgresUnit(new PostgresServer({ baseDir: state.postgresDir }));
+        starting('Postgres');
         await this.first(postgres, signal);
         report({ note: postgres.summary });
         databaseUrl = postgres.connectionString;
       }
       aborted();
-      const sandboxes = await this.startEngine(signal);
+      const sandboxes = await this.startEngine(signal, starting);
       aborted();
       const platform = new PlatformUnit({ env, state, databaseUrl, ...(sandboxes ? { sandboxes } : {}), note: (note) => report({ note }) });
+      starting('the platform');
       const running = await this.first(platform, signal);
       aborted();
       report({ ready: { platform: platform.current!, databaseUrl, adopted: running.adopted } });
@@ -107,11 +111,12 @@ export class BerthSupervisor {
   }
 
   /** The engine for the platform: the supervisor's own, or why sandboxes are off; undefined with BERTH_SANDBOXES=off. */
-  private async startEngine(signal: AbortSignal): Promise<SupervisedSandboxes | undefined> {
+  private async startEngine(signal: AbortSignal, starting: (what: string) => void): Promise<SupervisedSandboxes | undefined> {
     if (this.env.BERTH_SANDBOXES === 'off') return undefined;
     const unavailable = privateEngineUnavailable(this.env.stateDir);
     if (unavailable) return { off: unavailable };
     const engine = new EngineUnit(this.env.stateDir, this.state.engineLogFile, this.logger);
+    starting('the sandbox engine (Podman)');
     try {
       await this.first(engine, signal);
     } catch (error) {

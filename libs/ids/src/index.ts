@@ -67,6 +67,33 @@ export function tracingCredentialDeployment(value: string): string | undefined {
   return TRACING_CREDENTIAL.exec(value)?.[1];
 }
 
+/**
+ * A finished upload of a deployment's source, as a revision names it: the `object_path` an upload
+ * answers with and `source_revision_config.source_tarball_path` takes,
+ * `uploads/<deployment id>/<upload id>.tar.gz`. `uploadRef` is the one place it is written and
+ * `parseUploadRef` the one place it is read; the control plane keeps a revision's upload id in a
+ * column of its own, so nothing else (SQL included) takes the text apart.
+ */
+export interface UploadRef {
+  deploymentId: string;
+  uploadId: string;
+}
+
+const UPLOAD_REF = /^uploads\/([^/]+)\/([^/]+)\.tar\.gz$/;
+
+/** The text that names upload `uploadId` of deployment `deploymentId`. */
+export function uploadRef(ref: UploadRef): string {
+  if (!isUuid(ref.deploymentId) || !isUuid(ref.uploadId)) throw new TypeError(`an upload reference is made of two UUIDs, got ${JSON.stringify(ref)}`);
+  return `uploads/${ref.deploymentId}/${ref.uploadId}.tar.gz`;
+}
+
+/** The deployment and upload a reference names; undefined for any other text. */
+export function parseUploadRef(value: string): UploadRef | undefined {
+  const match = UPLOAD_REF.exec(value);
+  if (!match || !isUuid(match[1]!) || !isUuid(match[2]!)) return undefined;
+  return { deploymentId: match[1]!, uploadId: match[2]! };
+}
+
 /** Names of sandboxes and of what they are made from (templates, snapshots, pools, volumes, registries). */
 export const SANDBOX_NAME_RULE = '1-63 characters of letters, digits, -, _ and ., starting with a letter or digit';
 

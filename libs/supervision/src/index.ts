@@ -1,2 +1,2 @@
-export { RestartBackoff, Supervisor, restartPolicy, systemClock } from './supervisor.js';
-export type { Clock, Crash, Incarnation, RestartPolicy, SupervisorOptions, Timer } from './supervisor.js';
+export { RestartBackoff, Supervisor, restartPolicy } from './supervisor.js';
+export type { Crash, Incarnation, RestartPolicy, SupervisorOptions } from './supervisor.js';

@@ -4,43 +4,8 @@
  * cancels what is pending.
  */
 import { describe, expect, it } from '@jest/globals';
-import { RestartBackoff, Supervisor, restartPolicy, type Clock, type Crash, type Incarnation } from './index.js';
-
-class ManualClock implements Clock {
-  private time = 0;
-  private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimeout(callback: () => void, ms: number) {
-    const timer = { at: this.time + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.cancelled = true) };
-  }
-
-  /** Moves time on by `ms`, firing the timers due on the way (and what they start). */
-  async advance(ms: number): Promise<void> {
-    const end = this.time + ms;
-    for (;;) {
-      await flush();
-      const due = this.timers.filter((t) => !t.cancelled && t.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.timers.splice(this.timers.indexOf(due), 1);
-      this.time = due.at;
-      due.callback();
-    }
-    this.time = end;
-    await flush();
-  }
-
-  get pending(): number {
-    return this.timers.filter((t) => !t.cancelled).length;
-  }
-}
-
-const flush = () => new Promise((resolve) => setImmediate(resolve));
+import { ManualClock } from '@berth/clock';
+import { RestartBackoff, Supervisor, restartPolicy, type Crash, type Incarnation } from './index.js';
 
 /** A process the test ends by hand. */
 function life(): Incarnation & { end(reason: string): void } {

@@ -5,6 +5,7 @@
  * `maxDelayMs`; a process that stayed up `resetAfterMs` counts as recovered. A restart that fails
  * is a crash too. What a process is, how it starts and how its end is noticed are the caller's.
  */
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 
 /** How crashed processes are restarted. */
 export interface RestartPolicy {
@@ -29,26 +30,6 @@ export interface RestartPolicy {
 export function restartPolicy(policy: RestartPolicy = {}): Required<RestartPolicy> {
   return { initialDelayMs: policy.initialDelayMs ?? 500, maxDelayMs: policy.maxDelayMs ?? 30_000, resetAfterMs: policy.resetAfterMs ?? 60_000 };
 }
-
-/** A timer of a {@link Clock}. */
-export interface Timer {
-  cancel(): void;
-}
-
-/** Time as a supervisor sees it: the system's, or one a test moves by hand. */
-export interface Clock {
-  now(): number;
-  /** Calls `callback` once after `ms`. The timer does not keep the process alive. */
-  setTimeout(callback: () => void, ms: number): Timer;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => {
-    const timer = setTimeout(callback, ms).unref();
-    return { cancel: () => clearTimeout(timer) };
-  },
-};
 
 /** The waits between restarts of one process. */
 export class RestartBackoff {

@@ -15,7 +15,7 @@ import type { RunningAgentServer } from './index.js';
 import { startTestServer, until } from './__tests__/fixtures.js';
 import { asTask, userText } from './__tests__/a2a.js';
 import { Receiver, verify, type Received } from './__tests__/webhook-receiver.js';
-import { generateWebhookSecret } from './runs/webhooks.js';
+import { generateWebhookSecret } from '@berth/agent-contract';
 
 const project = fileURLToPath(new URL('../test-projects/a2a/langgraph.json', import.meta.url));
 const secret = generateWebhookSecret();

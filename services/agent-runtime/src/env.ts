@@ -1,18 +1,13 @@
 /**
  * The agent-runtime's environment: the only place it reads process.env.
- * - the service (GRPC_HOST, GRPC_PORT, LOG_LEVEL, BERTH_INTERNAL_TOKEN), see `main.ts`;
- * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`.
+ * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`;
+ * - the init container that fetches a revision's artifact, see `fetch-artifact.ts`.
  */
-import { envCidrList, envOptionalString, parseEnv, parseGrpcServerEnv } from '@berth/config';
+import { envCidrList, envOptionalString, parseEnv } from '@berth/config';
 import { z } from 'zod';
-import type { AgentRuntimeConfig } from './index.js';
 import type { AgentServerConfig } from './server.js';
 import { parseHostLinks, type HostLink } from './host-links.js';
-import { InvalidWebhookSecretError, webhookKey } from './runs/webhooks.js';
-
-export function loadAgentRuntimeConfig(env: Record<string, string | undefined> = process.env): AgentRuntimeConfig {
-  return parseGrpcServerEnv(env);
-}
+import { InvalidWebhookSecretError, webhookKey } from '@berth/agent-contract';
 
 const serveSchema = z.object({
   /** The project's langgraph.json. */

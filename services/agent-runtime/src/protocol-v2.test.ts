@@ -13,7 +13,7 @@ import { WebSocket } from 'ws';
 import { createEventBroker } from '@berth/broker';
 import type { RunningAgentServer } from './server.js';
 import { threadStreamKey } from './protocol/events.js';
-import { redisKeyPrefix } from './redis-acl.js';
+import { redisKeyPrefix } from '@berth/agent-contract';
 import { spawnAgentServer, startTestServer } from './__tests__/fixtures.js';
 
 const project = fileURLToPath(new URL('../test-projects/protocol/langgraph.json', import.meta.url));

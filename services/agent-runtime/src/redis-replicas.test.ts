@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
 import { Redis } from 'ioredis';
-import { redisAclRules } from './redis-acl.js';
+import { redisAclRules } from '@berth/agent-contract';
 import { spawnAgentServer, until } from './__tests__/fixtures.js';
 
 const project = fileURLToPath(new URL('../test-projects/executions/langgraph.json', import.meta.url));

@@ -35,20 +35,16 @@ import { uiRoutes } from './api/ui.js';
 import { webhookRoutes } from './api/webhooks.js';
 import {
   contextValidator,
-  graphDrawing,
-  graphSubgraphs,
   graphSchemas,
   loadGraphs,
   prepareTypeSchemas,
-  TypeSchemaReader,
   loadProjectConfig,
   loadProjectEnv,
-  systemAssistantDefaults,
   registerSdkLogger,
   servedFeatures,
-  systemAssistantId,
   type LoadedGraph,
-} from './project/index.js';
+} from '@berth/langgraph-project';
+import { graphDrawing, graphSubgraphs, systemAssistantDefaults, systemAssistantId, TypeSchemaReader } from './project/index.js';
 import { loadStoreIndex } from './project/embeddings.js';
 import { bundleProjectUi } from './project/ui-bundle.js';
 import { CronScheduler } from './runs/cron-scheduler.js';
@@ -67,7 +63,7 @@ import { useJsonbCodec } from './storage/json-codec.js';
 import { CronStore } from './storage/crons.js';
 import { copyCheckpoints, deleteCheckpoints, deleteCheckpointsAfter, latestCheckpoint } from './storage/checkpoints.js';
 import { isUuid } from '@berth/ids';
-import { redisKeyPrefix } from './redis-acl.js';
+import { redisKeyPrefix } from '@berth/agent-contract';
 import { RunStore, type Run } from './storage/runs.js';
 import type { MetadataFilter } from './storage/sql.js';
 import { PostgresStore, StoreSweeper } from './storage/store.js';

@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
 import { human, lastText, sleep, startTestServer, until } from './__tests__/fixtures.js';
 import { Receiver, verify } from './__tests__/webhook-receiver.js';
-import { generateWebhookSecret } from './runs/webhooks.js';
+import { generateWebhookSecret } from '@berth/agent-contract';
 
 const secret = generateWebhookSecret();
 

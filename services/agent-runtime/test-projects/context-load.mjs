@@ -1,11 +1,11 @@
-// Loads a project through src/project in a plain Node process and prints, for each graph, its
+// Loads a project through @berth/langgraph-project in a plain Node process and prints, for each graph, its
 // context schema's property names, the problems of a context with an unknown key, and whether the
 // graph was built by another copy of @langchain/langgraph than the server's. One JSON line.
 // Usage: node test-projects/context-load.mjs <langgraph.json>  (run by src/project/schemas.test.ts)
 import { register } from 'tsx/esm/api';
 
 const scoped = register({ namespace: 'berth-context-load' });
-const project = await scoped.import('../src/project/index.ts', import.meta.url);
+const project = await scoped.import('../../../libs/langgraph-project/src/index.ts', import.meta.url);
 const { StateGraph } = await import('@langchain/langgraph');
 
 const graphs = await project.loadGraphs(project.loadProjectConfig(process.argv[2]));

@@ -1,12 +1,12 @@
-// Loads the echo project through src/project in a plain Node process (no jest, no tsx CLI), so
+// Loads the echo project through @berth/langgraph-project in a plain Node process (no jest, no tsx CLI), so
 // the tsx loader registration path of import-module.ts is exercised. Prints one JSON line.
-// Usage: node test-projects/node-load.mjs  (run by graphs.test.ts)
+// Usage: node test-projects/node-load.mjs  (run by libs/langgraph-project/src/graphs.test.ts)
 import { register } from 'tsx/esm/api';
 
-// Only to run the TypeScript of src/project itself; the project's graph files are then loaded
-// by the process-wide loader that src/project/import-module.ts registers.
+// Only to run the library's own TypeScript; the project's graph files are then loaded by the
+// process-wide loader that its import-module.ts registers.
 const scoped = register({ namespace: 'berth-node-load' });
-const project = await scoped.import('../src/project/index.ts', import.meta.url);
+const project = await scoped.import('../../../libs/langgraph-project/src/index.ts', import.meta.url);
 const { MemorySaver } = await import('@langchain/langgraph');
 const { HumanMessage } = await import('@langchain/core/messages');
 

@@ -81,6 +81,12 @@ export interface DeploymentsConfig {
   /** Environment of builds and local agent servers (PATH, HOME, npm settings); nothing else is inherited. */
   processEnv?: Record<string, string>;
   /**
+   * The agent server program the local deployer runs (`node <it>`): `AGENT_SERVE_SCRIPT` of
+   * `@berth/agent-runtime`, which the CLI starting the control plane passes. Required with the local
+   * deployer; the kubernetes deployer runs the agent-server image instead.
+   */
+  agentServeScript?: string;
+  /**
    * Log level of the agent servers.
    * @default 'info'
    */

@@ -5,10 +5,10 @@
  */
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ConfigError } from '@berth/config';
 import { loadKubeConfig } from '@berth/kube';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
-import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
 import { AuthFlowService, DeploymentService } from '@berth/proto';
 import { selectQueueBackend } from '@berth/queue';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
@@ -55,10 +55,23 @@ export { agentSchema } from './deployments/pipeline.js';
 /**
  * Whether local agent servers can run as OS users of their own on this machine (in containers or
  * not), and if not, why.
+ * @param serveScript the agent server program (none with the kubernetes deployer: only builds run here)
  * @param stateDir the folder holding builds (`artifacts/`) and agent homes (`agents/`)
  */
-function detectLocalIsolation(stateDir: string): Promise<IsolationMode> {
-  return detectIsolation([process.execPath, AGENT_SERVE_SCRIPT], stateDir);
+function detectLocalIsolation(serveScript: string | undefined, stateDir: string): Promise<IsolationMode> {
+  return detectIsolation([process.execPath, ...(serveScript ? [serveScript] : [])], stateDir);
+}
+
+/**
+ * The agent server program of the local deployer (none with the kubernetes deployer).
+ * @throws ConfigError when the local deployer is not given one
+ */
+function localServeScript(settings: DeploymentsConfig): string | undefined {
+  if (settings.deployer?.kind === 'kubernetes') return undefined;
+  if (!settings.agentServeScript) {
+    throw new ConfigError(['deployments.agentServeScript: the local deployer needs the agent server program (AGENT_SERVE_SCRIPT of @berth/agent-runtime)']);
+  }
+  return settings.agentServeScript;
 }
 
 /** One line for people on how local agent servers are contained. */
@@ -85,14 +98,14 @@ function agentPrivateEgress(settings: DeploymentsConfig): string[] {
  * Containers of agent servers when an engine is given and they can run here (root, the runtime
  * readable by their users); else why not, and agent servers run as OS users.
  */
-async function agentContainers(settings: DeploymentsConfig, stateDir: string, logger: Logger): Promise<{ containers?: AgentContainers; reason?: string }> {
+async function agentContainers(settings: DeploymentsConfig, serveScript: string, stateDir: string, logger: Logger): Promise<{ containers?: AgentContainers; reason?: string }> {
   if (!settings.agentEngine) return { reason: 'the platform has no container engine (it starts one as root unless BERTH_SANDBOXES=off)' };
   const installation = installationId(stateDir);
   const containers = new AgentContainers({
     podman: settings.agentEngine,
     installation,
     socketsDir: agentSocketsDir(installation),
-    serveScript: AGENT_SERVE_SCRIPT,
+    serveScript,
     hidden: [resolve(stateDir)],
     ...(settings.agentLimits ? { limits: settings.agentLimits } : {}),
     privateEgress: agentPrivateEgress(settings),
@@ -142,7 +155,8 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   // Agent servers (and builds) run as OS users of their own where this machine allows it; agent
   // servers in containers where it has an engine too.
   const stateDir = dirname(settings.artifactsDir);
-  let isolation = await detectLocalIsolation(stateDir);
+  const serveScript = localServeScript(settings);
+  let isolation = await detectLocalIsolation(serveScript, stateDir);
   const users = isolation.kind === 'os-user'
     ? new OsUsers({ homesDir: join(stateDir, 'agents'), artifactsDir: settings.artifactsDir, ...(settings.uidRegistryDir ? { registryDir: settings.uidRegistryDir } : {}) })
     : undefined;
@@ -181,13 +195,13 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
         ...(networkPolicy ? { networkPolicy: { ...networkPolicy, privateEgress: agentPrivateEgress(settings) } } : {}),
       });
     } else {
-      const { containers, reason } = users ? await agentContainers(settings, stateDir, logger) : {};
+      const { containers, reason } = users ? await agentContainers(settings, serveScript!, stateDir, logger) : {};
       if (containers) isolation = { kind: 'container' };
       else if (isolation.kind === 'os-user') isolation = { kind: 'os-user', ...(reason ? { reason } : {}) };
       if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
       if (isolation.kind === 'os-user') logger.warn({ reason: isolation.reason }, 'local agent servers are not in containers: they see the host\'s processes and network');
       const local = new LocalDeployer({
-        serveScript: AGENT_SERVE_SCRIPT,
+        serveScript: serveScript!,
         ...(users ? { users } : {}),
         ...(containers ? { containers } : {}),
         ...(settings.agentReconcileIntervalMs ? { reconcileIntervalMs: settings.agentReconcileIntervalMs } : {}),

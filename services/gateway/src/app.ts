@@ -114,6 +114,27 @@ function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
   }, { ttlMs: deps.resolveCacheMs ?? 1000 });
 }
 
+/**
+ * The OpenAPI document `/openapi.json` serves: the routes of `api` (see {@link gatewayApi}), the raw
+ * upload body and the deployment proxy. docs/reference/rest.md is generated from it (cli/src/docs).
+ */
+export function gatewayOpenApiDocument(api: Api<Principal>): Record<string, unknown> {
+  const doc = openApiDocument([api as never], {
+    title: 'Berth',
+    version: BERTH_VERSION,
+    description:
+      'The Berth platform API: tenants, API keys and tokens; deployments and their revisions, logs and uploads. ' +
+      'A deployment answers at its `deployment_url` (`/d/{deployment_id}/…`), proxied to its agent server.',
+    securitySchemes,
+  });
+  // The route registry describes JSON bodies; the upload takes the raw tarball.
+  const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
+  const upload = paths['/v2/deployments/{deployment_id}/upload']?.post;
+  if (upload) upload.requestBody = uploadRequestBody;
+  paths['/d/{deployment_id}/{path}'] = proxyOperations();
+  return doc;
+}
+
 /** The gateway's HTTP handling: the app, and the WebSocket endpoints its server's `upgrade` events go to. */
 export interface GatewayHttp {
   app: Express;
@@ -138,22 +159,7 @@ export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
     logger: deps.logger,
   });
   const api = gatewayApi(deps, auth);
-  const document = () => {
-    const doc = openApiDocument([api as never], {
-      title: 'Berth',
-      version: BERTH_VERSION,
-      description:
-        'The Berth platform API: tenants, API keys and tokens; deployments and their revisions, logs and uploads. ' +
-        'A deployment answers at its `deployment_url` (`/d/{deployment_id}/…`), proxied to its agent server.',
-      securitySchemes,
-    });
-    // The route registry describes JSON bodies; the upload takes the raw tarball.
-    const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
-    const upload = paths['/v2/deployments/{deployment_id}/upload']?.post;
-    if (upload) upload.requestBody = uploadRequestBody;
-    paths['/d/{deployment_id}/{path}'] = proxyOperations();
-    return doc;
-  };
+  const document = () => gatewayOpenApiDocument(api);
   // The approval page posts an HTML form; nothing else takes form-encoded bodies.
   const forms = express.Router().use('/login', express.urlencoded({ extended: false, limit: '8kb' }));
   const inner = createApp({ logger: deps.logger, routes: [docsRouter(document, 'Berth API'), forms, api.router()], logUrl: hideSecrets });

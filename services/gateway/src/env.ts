@@ -35,7 +35,6 @@ const schema = z.object({
   LOGIN_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(30 * 24 * 3600),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
   CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
-  AGENT_RUNTIME_GRPC_ADDRESS: z.string().optional(),
   SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),
   EXPORT_WORKER_GRPC_ADDRESS: z.string().optional(),
   /** The token the internal services expect on every gRPC call (the same value they are given). */
@@ -46,7 +45,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
   const e = parseEnv(schema, env);
   const services: Record<string, string> = {};
   if (e.CONTROL_PLANE_GRPC_ADDRESS) services['control-plane'] = e.CONTROL_PLANE_GRPC_ADDRESS;
-  if (e.AGENT_RUNTIME_GRPC_ADDRESS) services['agent-runtime'] = e.AGENT_RUNTIME_GRPC_ADDRESS;
   if (e.SANDBOX_MANAGER_GRPC_ADDRESS) services['sandbox-manager'] = e.SANDBOX_MANAGER_GRPC_ADDRESS;
   if (e.EXPORT_WORKER_GRPC_ADDRESS) services['export-worker'] = e.EXPORT_WORKER_GRPC_ADDRESS;
   return {

@@ -19,7 +19,7 @@ import type { ReadinessCheck } from './routes/health.js';
 
 export type { GatewayConfig } from './config.js';
 export { loadGatewayConfig } from './env.js';
-export { createGatewayApp, gatewayApi } from './app.js';
+export { createGatewayApp, gatewayApi, gatewayOpenApiDocument, type GatewayAppDeps } from './app.js';
 export { ControlPlaneClients } from './control-plane.js';
 export { ExportWorkerClients } from './export-worker.js';
 export { SandboxManagerClients } from './sandbox-manager.js';

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deploymentTracingCredential, SecretBox, start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
 import { UnauthenticatedError } from '@berth/errors';
+import { AGENT_SERVE_SCRIPT } from '../../agent-runtime/src/index.js';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { ControlPlaneClients } from './control-plane.js';
@@ -40,7 +41,7 @@ beforeAll(async () => {
       grpcHost: '127.0.0.1',
       grpcPort: 0,
       logLevel: 'silent',
-      deployments: { secretKey, artifactsDir: join(work, 'artifacts'), processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work } },
+      deployments: { secretKey, artifactsDir: join(work, 'artifacts'), processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work }, agentServeScript: AGENT_SERVE_SCRIPT },
     },
     silentLogger(),
   );

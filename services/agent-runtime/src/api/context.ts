@@ -12,7 +12,8 @@ import type { CronScheduler } from '../runs/cron-scheduler.js';
 import type { RunService } from '../runs/run-service.js';
 import type { ThreadStateService } from '../runs/thread-state.js';
 import type { MetadataFilter } from '../storage/sql.js';
-import type { ContextProblem, GraphDrawing, GraphSchemas, SubgraphSchemas } from '../project/index.js';
+import type { ContextProblem, GraphSchemas } from '@berth/langgraph-project';
+import type { GraphDrawing, SubgraphSchemas } from '../project/index.js';
 
 export interface ServerContext {
   assistants: AssistantStore;

@@ -23,8 +23,7 @@ import { BerthError } from '@berth/errors';
 import { DEPLOYMENT_CREDENTIAL_HEADER } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { toFetchRequest, type AuthContext } from '../auth/index.js';
-import type { ProjectConfig } from '../project/config.js';
-import { importProjectExport } from '../project/import-module.js';
+import { importProjectExport, type ProjectConfig } from '@berth/langgraph-project';
 
 /** What `http.app` must export: anything with a Fetch API handler. */
 export interface FetchApp {

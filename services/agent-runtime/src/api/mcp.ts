@@ -14,7 +14,8 @@ import { z } from 'zod';
 import { isBerthError } from '@berth/errors';
 import type { Api } from '@berth/http';
 import type { RequestAuth } from '../auth/index.js';
-import { GraphLoadError, systemAssistantId, type JsonSchema, type LoadedGraph } from '../project/index.js';
+import { GraphLoadError, type JsonSchema, type LoadedGraph } from '@berth/langgraph-project';
+import { systemAssistantId } from '../project/index.js';
 import type { ServerContext } from './context.js';
 import {
   errorAnswer,

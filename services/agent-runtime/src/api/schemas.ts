@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Assistant as AssistantRow, AssistantVersion as AssistantVersionRow } from '../storage/assistants.js';
 import type { Run as RunRow } from '../storage/runs.js';
 import type { Thread as ThreadRow } from '../storage/threads.js';
-import { MAX_THREAD_TTL_MINUTES } from '../storage/thread-ttl.js';
+import { MAX_THREAD_TTL_MINUTES } from '@berth/langgraph-project';
 import { STREAM_MODES } from '../runs/stream-modes.js';
 
 /** Data whose shape the graph or the caller decides (state values, metadata and context values, interrupt values): any JSON. */

@@ -5,7 +5,8 @@
  * with the one the control plane recorded at build time before a byte of it is unpacked, so a
  * tampered or truncated archive is refused and leaves the folder empty.
  *
- * Node and the system `tar` only (the agent-server image has both): no dependency of its own.
+ * Node and the system `tar` only (the agent-server image has both): no npm dependency besides the
+ * auth scheme it shares with the control plane's artifact endpoint (@berth/agent-contract).
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -15,9 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-
-/** The header the artifact credential travels in (`Authorization: Bearer <credential>`). */
-export const ARTIFACT_AUTH_SCHEME = 'Bearer';
+import { ARTIFACT_AUTH_SCHEME } from '@berth/agent-contract';
 
 export interface ArtifactFetchOptions {
   /** Where the archive is served (the control plane's artifact endpoint for this revision). */

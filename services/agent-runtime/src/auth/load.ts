@@ -5,8 +5,7 @@
  * the server reads them from there, as the LangGraph JS server does. The project may have its own
  * copy of the SDK, so the object is recognised by that field, not with `instanceof`.
  */
-import type { ProjectConfig } from '../project/config.js';
-import { importProjectExport } from '../project/import-module.js';
+import { importProjectExport, type ProjectConfig } from '@berth/langgraph-project';
 import { AuthLoadError } from './errors.js';
 
 /** The argument of an authorization handler (`auth.on(...)`). */

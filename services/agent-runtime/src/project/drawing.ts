@@ -3,7 +3,7 @@
  * `Graph.toJSON()` of the compiled graph's `getGraphAsync({ xray })`.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
-import { inspectionGraph, type LoadedGraph } from './graphs.js';
+import { inspectionGraph, type LoadedGraph } from '@berth/langgraph-project';
 
 /** A node of the drawing. `id` is the node name (`__start__`, `__end__`, node names). */
 export interface DrawingNode {

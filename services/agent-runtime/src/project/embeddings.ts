@@ -11,9 +11,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BerthError } from '@berth/errors';
-import { resolveModuleSpec, type ProjectConfig } from './config.js';
-import { ProjectConfigError } from './errors.js';
-import { importProjectExport } from './import-module.js';
+import { importProjectExport, ProjectConfigError, resolveModuleSpec, type ProjectConfig } from '@berth/langgraph-project';
 
 /** What the store needs of an embeddings provider. */
 export interface TextEmbedder {

@@ -14,15 +14,14 @@ import { createLogger } from '@berth/log';
 import {
   captureContextDeclarations,
   contextValidator,
-  graphDrawing,
   graphSchemas,
   loadGraphs,
   loadProjectConfig,
   type GraphSpec,
   type LoadedGraph,
   type RunnableGraph,
-  TypeSchemaReader,
-} from './index.js';
+} from '@berth/langgraph-project';
+import { graphDrawing, TypeSchemaReader } from './index.js';
 
 const fixtures = fileURLToPath(new URL('../../test-projects/', import.meta.url));
 const repoModules = fileURLToPath(new URL('../../../../node_modules/', import.meta.url));

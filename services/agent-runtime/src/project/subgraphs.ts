@@ -6,8 +6,7 @@
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { Logger } from '@berth/log';
-import { inspectionGraph, type LoadedGraph } from './graphs.js';
-import { compiledGraphSchemas, namesOnly, withTypes, type GraphSchemas, type JsonSchema } from './schemas.js';
+import { compiledGraphSchemas, inspectionGraph, namesOnly, withTypes, type GraphSchemas, type JsonSchema, type LoadedGraph } from '@berth/langgraph-project';
 import type { TypeSchemaReader } from './type-schema-reader.js';
 
 /**

@@ -12,16 +12,8 @@
  */
 import { dirname, extname, basename, join } from 'node:path';
 import ts from 'typescript';
+import type { JsonSchema, TypeSchemas } from '@berth/langgraph-project';
 import { findSubgraphSources } from './type-subgraphs.js';
-
-/** A JSON Schema document. */
-type JsonSchema = Record<string, unknown>;
-
-export interface TypeSchemas {
-  input: JsonSchema | null;
-  output: JsonSchema | null;
-  context: JsonSchema | null;
-}
 
 export const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
 const MAX_NODES = 2000;

@@ -11,8 +11,7 @@
 import { extname, relative, resolve, sep } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { BerthError } from '@berth/errors';
-import type { ProjectConfig } from './config.js';
-import { noteLoadedFile } from './import-module.js';
+import { noteLoadedFile, type ProjectConfig } from '@berth/langgraph-project';
 
 /** One built file of a UI bundle (`entrypoint.js`, and `entrypoint.css` when the components import CSS). */
 export interface UiAsset {

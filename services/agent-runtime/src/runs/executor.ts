@@ -5,7 +5,7 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { EventBroker } from '@berth/broker';
 import type { Logger } from '@berth/log';
-import type { LoadedGraph } from '../project/index.js';
+import type { LoadedGraph } from '@berth/langgraph-project';
 import type { Assistant } from '../storage/assistants.js';
 import { FENCE_KEY, RunFencedError, type WriteFence } from '../storage/checkpoint-batch.js';
 import { retryTransient } from '../storage/retry.js';

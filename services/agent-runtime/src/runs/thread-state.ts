@@ -5,7 +5,7 @@
 import { BerthError, ConflictError, NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { Command, type BaseCheckpointSaver } from '@langchain/langgraph';
 import type { CheckpointTuple } from '@langchain/langgraph-checkpoint';
-import type { LoadedGraph } from '../project/index.js';
+import type { LoadedGraph } from '@berth/langgraph-project';
 import type { AssistantStore } from '../storage/assistants.js';
 import type { RunStore } from '../storage/runs.js';
 import type { JsonObject, MetadataFilter } from '../storage/sql.js';

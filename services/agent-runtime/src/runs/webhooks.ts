@@ -10,10 +10,11 @@
  * refused unless the operator allows their CIDRs, when the run is created (422) and again by the
  * connection itself (its DNS lookup is checked, so the address it connects to is the one checked).
  */
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { webhookKey } from '@berth/agent-contract';
 import { CidrSet, EgressRefusedError, guardedLookup, refusedAddressKind } from '@berth/egress';
 import { RequestValidationError } from '@berth/errors';
 import type { Logger } from '@berth/log';
@@ -25,7 +26,6 @@ import type { Run, RunStatus } from '../storage/runs.js';
 import type { WebhookAttempt, WebhookRecord, WebhookStore } from '../storage/webhooks.js';
 
 export const WEBHOOK_QUEUE = 'agent-webhooks';
-const SECRET_PREFIX = 'whsec_';
 
 export interface WebhookConfig {
   /** The deployment's signing secret, `whsec_<base64 of 24 to 64 random bytes>`. */
@@ -47,27 +47,6 @@ export interface WebhookConfig {
   attempts?: number;
   /** Wait before the first retry; doubled for each next one. @default 2000 */
   backoffMs?: number;
-}
-
-/** A signing secret that is not `whsec_` followed by base64 of at least 24 bytes. */
-export class InvalidWebhookSecretError extends Error {
-  override readonly name = 'InvalidWebhookSecretError';
-  constructor() {
-    super('the webhook signing secret must be whsec_ followed by base64 of 24 to 64 random bytes');
-  }
-}
-
-/** The HMAC key a `whsec_…` secret stands for (its base64-decoded part). */
-export function webhookKey(secret: string): Buffer {
-  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : '';
-  const key = Buffer.from(encoded, 'base64');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || key.length < 24 || key.length > 64) throw new InvalidWebhookSecretError();
-  return key;
-}
-
-/** A new signing secret: 32 random bytes, written as Standard Webhooks writes them. */
-export function generateWebhookSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64');
 }
 
 /** The `webhook-signature` value of a delivery: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. */

@@ -13,11 +13,6 @@ import { deleteCheckpointsOf } from './checkpoints.js';
 
 export type PruneStrategy = 'delete' | 'keep_latest';
 
-/** Longest thread TTL, in minutes (100 years): beyond it Postgres cannot add it to a date. */
-export const MAX_THREAD_TTL_MINUTES = 52_560_000;
-/** Longest time between sweeps, in minutes (a week; a timer cannot wait 25 days). */
-export const MAX_SWEEP_INTERVAL_MINUTES = 10_080;
-
 /**
  * SQL condition on a `threads` row: it may be pruned now. `status <> 'busy'` is re-checked on the
  * row a concurrent run creation just updated (which the NOT EXISTS of an older snapshot misses).

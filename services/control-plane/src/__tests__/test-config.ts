@@ -6,6 +6,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AGENT_SERVE_SCRIPT } from '@berth/agent-runtime';
 import { testEnv, testSandbox } from '@berth/testing';
 import type { ControlPlaneConfig, DeploymentsConfig } from '../config.js';
 import { SecretBox } from '@berth/secret-box';
@@ -20,6 +21,7 @@ export function testControlPlaneConfig(databaseUrl: string, artifactsDir: string
       secretKey: SecretBox.generateKey(),
       artifactsDir,
       processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir() },
+      agentServeScript: AGENT_SERVE_SCRIPT,
       agentLogLevel: 'warn',
       agentEngine: testSandbox().podman,
       uidRegistryDir: join(testEnv('tmpDir'), 'uids'),

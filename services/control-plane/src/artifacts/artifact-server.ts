@@ -8,7 +8,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
-import { ARTIFACT_AUTH_SCHEME } from '@berth/agent-runtime';
+import { ARTIFACT_AUTH_SCHEME } from '@berth/agent-contract';
 import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
 import type { ArtifactStore } from './artifact-store.js';

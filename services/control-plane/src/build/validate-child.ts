@@ -1,6 +1,6 @@
 /**
  * The validation process of a build: loads a built project with the agent server's own loader
- * (`langgraph.json`, then every graph module) and reports what it found over IPC. It runs apart
+ * (`@berth/langgraph-project`: `langgraph.json`, then every graph module) and reports what it found over IPC. It runs apart
  * from the control plane so that project code that crashes, exits or hangs only ends this process.
  *
  * It starts (and imports the loader) while dependencies are still installing, says `ready`, and
@@ -12,28 +12,9 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ensureTypeScriptLoader, graphSchemas, loadGraphs, loadProjectConfig, loadProjectEnv, registerSdkLogger } from '@berth/langgraph-project';
 import { createLogger } from '@berth/log';
 
-type ProjectLoader = Pick<
-  typeof import('@berth/agent-runtime'),
-  'ensureTypeScriptLoader' | 'graphSchemas' | 'loadGraphs' | 'loadProjectConfig' | 'loadProjectEnv' | 'registerSdkLogger'
->;
-
-/**
- * The agent server's `src/project` module. Imported beside the package's entry point when it is
- * there: the entry point also loads the whole agent server (HTTP, Postgres, queues), which takes
- * a second longer and is not needed here.
- */
-async function importProjectLoader(): Promise<ProjectLoader> {
-  const entry = import.meta.resolve('@berth/agent-runtime');
-  const sibling = new URL(`./project/index.${entry.endsWith('.ts') ? 'ts' : 'js'}`, entry);
-  if (existsSync(fileURLToPath(sibling))) return (await import(sibling.href)) as ProjectLoader;
-  return import('@berth/agent-runtime');
-}
-
-const { ensureTypeScriptLoader, graphSchemas, loadGraphs, loadProjectConfig, loadProjectEnv, registerSdkLogger } =
-  await importProjectLoader();
 // Graph modules may call the SDK's getLogger() as they load; what they log goes to the build log.
 registerSdkLogger(createLogger({ name: 'build-validate', destination: process.stderr }));
 // Registered now, while dependencies install, with the tsconfig `loadGraphs` will name (the

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { redisAclRules, redisKeyPrefix } from '@berth/agent-runtime';
+import { redisAclRules, redisKeyPrefix } from '@berth/agent-contract';
 import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
 import { agentDatabaseName } from './agent-databases.js';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { generateWebhookSecret } from '@berth/agent-runtime';
+import { generateWebhookSecret } from '@berth/agent-contract';
 import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
@@ -22,6 +22,7 @@ import type { AgentDatabases } from './agent-databases.js';
 import type { AgentRedis } from './agent-redis.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
+import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 import { deploymentTracingCredential } from './service.js';
@@ -207,14 +208,13 @@ export class RevisionPipeline {
       try {
         let built: MoveChange = {};
         if (revision.source === 'external_docker') {
-          log(`image ${String(config.image_uri)}: nothing to build`);
+          log(`image ${config.image_uri}: nothing to build`);
         } else {
-          const uploadId = /([0-9a-f-]{36})\.tar\.gz$/.exec(String(config.source_tarball_path))![1]!;
-          log(`building ${String(config.source_tarball_path)}`);
+          log(`building ${config.source_tarball_path}`);
           const artifact = await builder.build(
             {
-              tarball: chunksStream(store.uploadChunks(uploadId)),
-              configPath: String(config.langgraph_config_path ?? 'langgraph.json'),
+              tarball: chunksStream(store.uploadChunks(revisionUpload(revision))),
+              configPath: langGraphConfigPath(config),
               deploymentId: revision.deployment_id,
               // A fresh folder per attempt: an installer orphaned by a crashed control plane may
               // still be writing into the folder of the attempt before.
@@ -420,11 +420,11 @@ export class RevisionPipeline {
     const resourceSpec = (deployment.source_config.resource_spec ?? {}) as { min_scale?: number; cpu?: number; memory_mb?: number };
     const artifact: RevisionArtifact =
       revision.source === 'external_docker'
-        ? { kind: 'image', imageUri: String(revision.source_revision_config.image_uri) }
+        ? { kind: 'image', imageUri: revisionImage(revision) }
         : {
             kind: 'directory',
             path: revision.artifact_path!,
-            configPath: String(revision.source_revision_config.langgraph_config_path ?? 'langgraph.json'),
+            configPath: langGraphConfigPath(revision.source_revision_config),
             ...(this.deps.archives && revision.archive_key && revision.archive_sha256
               ? {
                   archive: {

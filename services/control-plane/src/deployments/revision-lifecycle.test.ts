@@ -5,50 +5,32 @@
  * migration 0004 turns the old "QUEUED, waiting for the project upload" rows into AWAITING_SOURCE.
  * Real Postgres, the control plane's migrations.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, migrate, type Database } from '@berth/db';
+import { migrate } from '@berth/db';
 import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { RevisionStatus as WireRevisionStatus } from '@berth/proto';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase } from '@berth/testing';
 import pg from 'pg';
 import { CONTROL_PLANE_SCHEMA, controlPlaneMigrationsDir, migrateControlPlane } from '../index.js';
 import { revisionLifecycle, revisionStatusWire, type RevisionStatus } from './revision-lifecycle.js';
-import { DeploymentStore } from './store.js';
-import type { DeploymentTables } from './tables.js';
+import type { DeploymentStore } from './store.js';
+import { createDeployment, useDeploymentStore } from '../__tests__/deployment-store.js';
 
-let testDb: TestDatabase;
-let database: Database<DeploymentTables>;
+const fixture = useDeploymentStore('cp_lifecycle');
 let store: DeploymentStore;
 const tenant = randomUUID();
 
-beforeAll(async () => {
-  testDb = await createTestDatabase('cp_lifecycle');
-  await migrateControlPlane(testDb.url);
-  database = createDatabase<DeploymentTables>({ connectionString: testDb.url, schema: CONTROL_PLANE_SCHEMA });
-  store = new DeploymentStore(database.db);
-});
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
+beforeAll(() => {
+  store = fixture.store;
 });
 
 /** A deployment whose first revision starts in `status`; answers the deployment and revision ids. */
-async function deploymentWith(status: RevisionStatus): Promise<{ deploymentId: string; revisionId: string }> {
-  const deploymentId = randomUUID();
-  const revisionId = randomUUID();
-  await store.create(
-    { id: deploymentId, tenant_id: tenant, name: `d-${deploymentId.slice(0, 8)}`, source: 'internal_source', source_config: {}, deployment_type: 'dev', session_id: randomUUID() },
-    { id: revisionId, status, source: 'internal_source', source_revision_config: {} },
-    [],
-    Buffer.from('a sealed webhook secret'),
-  );
-  return { deploymentId, revisionId };
-}
+const deploymentWith = (status: RevisionStatus) => createDeployment(store, tenant, status);
 
 async function statusOf(revisionId: string): Promise<{ status: string; status_message: string }> {
   const row = await store.revisionById(revisionId);
@@ -64,7 +46,7 @@ describe('the revision lifecycle table', () => {
   it('names the same states as the wire enum and as the database accepts', async () => {
     expect(revisionStatusWire.states).toEqual(revisionLifecycle.states);
     expect(revisionStatusWire.encode('AWAITING_SOURCE')).toBe(WireRevisionStatus.AWAITING_SOURCE);
-    const { rows } = await database.pool.query<{ def: string }>(
+    const { rows } = await fixture.database.pool.query<{ def: string }>(
       `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'revisions_status_check' AND connamespace = $1::regnamespace`,
       [CONTROL_PLANE_SCHEMA],
     );

@@ -5,12 +5,13 @@
  * the revision pipeline's jobs (pipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { generateWebhookSecret } from '@berth/agent-runtime';
+import { generateWebhookSecret } from '@berth/agent-contract';
 import { ConflictError, NotFoundError, RequestValidationError } from '@berth/errors';
-import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, isUuid, tracingCredential } from '@berth/ids';
+import { DEPLOYMENT_NAME_RULE, SECRET_NAME_RULE, isDeploymentName, isSecretName, isUuid, parseUploadRef, tracingCredential, uploadRef } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import type { RevisionPipeline } from './pipeline.js';
+import { RevisionConfig } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { SecretBox } from '@berth/secret-box';
 import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
@@ -20,7 +21,7 @@ import type { DeploymentSource } from './tables.js';
 export interface DeploymentView extends DeploymentRow {
   secret_names: string[];
   /** source_revision_config of the latest revision. */
-  source_revision_config: Record<string, unknown>;
+  source_revision_config: RevisionConfig;
   /** Why the serving revision's agent server does not answer now; null while it does. */
   health_message: string | null;
   /** Derived from its serving and latest revisions (deployment-status.ts). */
@@ -72,6 +73,15 @@ function problem(loc: (string | number)[], msg: string): RequestValidationError 
   return new RequestValidationError([{ loc, msg, type: 'value_error' }]);
 }
 
+/** A source_revision_config as a caller gave it, checked. */
+function revisionConfigInput(value: Record<string, unknown>): RevisionConfig {
+  const parsed = RevisionConfig.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new RequestValidationError(
+    parsed.error.issues.map((issue) => ({ loc: ['body', 'source_revision_config', ...issue.path.map(String)], msg: issue.message, type: 'value_error' })),
+  );
+}
+
 export class Deployments {
   private readonly maxUploadBytes: number;
   private readonly maxResources: { cpu?: number; memoryMb?: number };
@@ -112,7 +122,7 @@ export class Deployments {
     if (input.sessionId !== undefined && !isUuid(input.sessionId)) throw problem(['body', 'session_id'], 'session_id must be a UUID');
     this.checkResources(sourceConfig);
     const id = randomUUID();
-    const revision = await this.newRevision(id, source, input.sourceRevisionConfig ?? {}, true);
+    const revision = await this.newRevision(id, source, revisionConfigInput(input.sourceRevisionConfig ?? {}), true);
     const row = await this.store.create(
       { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: input.sessionId ?? randomUUID() },
       revision,
@@ -148,7 +158,7 @@ export class Deployments {
     // tarball keeps a custom langgraph_config_path).
     const latest = input.sourceRevisionConfig && current.latest_revision_id ? await this.store.revisionById(current.latest_revision_id) : undefined;
     const revision = input.sourceRevisionConfig
-      ? await this.newRevision(current.id, current.source, { ...(latest?.source_revision_config ?? {}), ...input.sourceRevisionConfig }, false)
+      ? await this.newRevision(current.id, current.source, { ...(latest?.source_revision_config ?? {}), ...revisionConfigInput(input.sourceRevisionConfig) }, false)
       : undefined;
     const { deployment, interrupted } = await this.store.update(input.tenantId, input.deploymentId, {
       ...(sourceConfig ? { sourceConfig } : {}),
@@ -223,12 +233,12 @@ export class Deployments {
     }
     if (input.data.length) await this.store.appendChunk(uploadId, deployment.id, input.data, this.maxUploadBytes);
     if (!input.last) return { uploadId };
-    await this.store.completeUpload(uploadId);
-    const objectPath = `uploads/${deployment.id}/${uploadId}.tar.gz`;
+    await this.store.completeUpload(uploadId, deployment.id);
+    const objectPath = uploadRef({ deploymentId: deployment.id, uploadId });
     const latest = deployment.latest_revision_id ? await this.store.revisionById(deployment.latest_revision_id) : undefined;
     if (latest?.status !== 'AWAITING_SOURCE') return { uploadId, objectPath };
     try {
-      await this.store.move({ revisionId: latest.id }, 'QUEUED', { source_revision_config: { ...latest.source_revision_config, source_tarball_path: objectPath } });
+      await this.store.move({ revisionId: latest.id }, 'QUEUED', { source_revision_config: { ...latest.source_revision_config, source_tarball_path: objectPath }, source_upload_id: uploadId });
     } catch (error) {
       // Another upload (or a PATCH) gave it a source first: this one is stored, for a revision to name.
       if (error instanceof IllegalTransitionError) return { uploadId, objectPath };
@@ -257,10 +267,10 @@ export class Deployments {
     return this.store.unhealthyCount();
   }
 
-  private async newRevision(deploymentId: string, source: DeploymentSource, config: Record<string, unknown>, first: boolean): Promise<NewRevision> {
+  private async newRevision(deploymentId: string, source: DeploymentSource, config: RevisionConfig, first: boolean): Promise<NewRevision> {
     const revision: NewRevision = { id: randomUUID(), status: 'QUEUED', source, source_revision_config: { ...config } };
     if (source === 'external_docker') {
-      if (typeof config.image_uri !== 'string' || !config.image_uri) throw problem(['body', 'source_revision_config', 'image_uri'], 'external_docker needs image_uri');
+      if (!config.image_uri) throw problem(['body', 'source_revision_config', 'image_uri'], 'external_docker needs image_uri');
       return revision;
     }
     revision.source_revision_config.langgraph_config_path ??= 'langgraph.json';
@@ -270,11 +280,11 @@ export class Deployments {
       if (first) return { ...revision, status: 'AWAITING_SOURCE' };
       throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'a new revision of an internal_source deployment needs source_tarball_path (upload the project first)');
     }
-    const uploadId = typeof path === 'string' ? /^uploads\/[0-9a-f-]{36}\/([0-9a-f-]{36})\.tar\.gz$/.exec(path)?.[1] : undefined;
-    if (!uploadId || !path.toString().startsWith(`uploads/${deploymentId}/`) || !(await this.store.uploadExists(uploadId, deploymentId))) {
+    const ref = parseUploadRef(path);
+    if (!ref || ref.deploymentId !== deploymentId || !(await this.store.uploadExists(ref.uploadId, deploymentId))) {
       throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'source_tarball_path must be the object_path of a finished upload of this deployment');
     }
-    return revision;
+    return { ...revision, source_upload_id: ref.uploadId };
   }
 
   private seal(secrets: { name: string; value: string }[]): { name: string; sealed: Buffer }[] {

@@ -5,22 +5,31 @@
  * meanwhile) changes nothing and is told so.
  */
 import { ConflictError, NotFoundError, ResourceExhaustedError } from '@berth/errors';
-import { isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
+import { isForeignKeyViolation, isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
+import { storedRevisionConfig, type RevisionConfig } from './revision-config.js';
 import { revisionLifecycle, type RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentTables, DeploymentsTable, RevisionsTable } from './tables.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
-export type RevisionRow = Selectable<RevisionsTable>;
+/** A revision as the store answers it: its source_revision_config parsed. */
+export type RevisionRow = Omit<Selectable<RevisionsTable>, 'source_revision_config'> & { source_revision_config: RevisionConfig };
+
+/** A revision row from the database, its source_revision_config parsed (the one place that reads it). */
+function revisionRow<Row extends { id: string; source_revision_config: unknown }>(row: Row): Omit<Row, 'source_revision_config'> & { source_revision_config: RevisionConfig } {
+  return { ...row, source_revision_config: storedRevisionConfig(row.id, row.source_revision_config) };
+}
 
 export interface NewRevision {
   id: string;
   /** One of the lifecycle's initial states. */
   status: RevisionStatus;
   source: DeploymentsTable['source'];
-  source_revision_config: Record<string, unknown>;
+  source_revision_config: RevisionConfig;
+  /** The upload it is built from (internal_source; none while it awaits its source). */
+  source_upload_id?: string | null;
 }
 
 /** Which revisions a move applies to: one, or every revision of a deployment that may make it. */
@@ -38,7 +47,8 @@ export interface MoveChange {
   archive_sha256?: string;
   custom_auth?: boolean;
   upstream_url?: string;
-  source_revision_config?: Record<string, unknown>;
+  source_revision_config?: RevisionConfig;
+  source_upload_id?: string;
 }
 
 export interface LogLine {
@@ -228,7 +238,7 @@ export class DeploymentStore {
       .select(['id', 'status', 'status_message', 'source_revision_config', 'health_message'])
       .where('id', 'in', revisionIds)
       .execute();
-    return new Map(rows.map((details) => [details.id, details]));
+    return new Map(rows.map((details) => [details.id, revisionRow(details)]));
   }
 
   async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
@@ -260,18 +270,19 @@ export class DeploymentStore {
   async revisions(deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<RevisionRow[]> {
     let q = this.db.selectFrom('revisions').selectAll().where('deployment_id', '=', deploymentId);
     if (query.statuses?.length) q = q.where('status', 'in', query.statuses);
-    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
+    return (await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute()).map(revisionRow);
   }
 
   async revision(deploymentId: string, revisionId: string): Promise<RevisionRow> {
     if (!isUuid(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
     const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).where('deployment_id', '=', deploymentId).executeTakeFirst();
     if (!row) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
-    return row;
+    return revisionRow(row);
   }
 
   async revisionById(revisionId: string): Promise<RevisionRow | undefined> {
-    return this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+    return row && revisionRow(row);
   }
 
   /**
@@ -304,8 +315,8 @@ export class DeploymentStore {
           .returningAll()
           .execute()
       : [];
-    if (!('revisionId' in target)) return rows;
-    if (rows[0]) return rows[0];
+    if (!('revisionId' in target)) return rows.map(revisionRow);
+    if (rows[0]) return revisionRow(rows[0]);
     const current = await db.selectFrom('revisions').select('status').where('id', '=', target.revisionId).executeTakeFirst();
     if (!current) throw new NotFoundError(`Revision ID ${target.revisionId} not found.`);
     throw new IllegalTransitionError({ entity: revisionLifecycle.entity, id: target.revisionId, from: current.status, to });
@@ -317,7 +328,7 @@ export class DeploymentStore {
    */
   async activate(revisionId: string, upstreamUrl: string): Promise<{ active: boolean; previous: string | null }> {
     return this.db.transaction().execute(async (tx) => {
-      const revision = await tx.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+      const revision = await tx.selectFrom('revisions').select(['deployment_id', 'created_at']).where('id', '=', revisionId).executeTakeFirst();
       if (!revision) return { active: false, previous: null };
       const deployment = await tx.selectFrom('deployments').selectAll().where('id', '=', revision.deployment_id).forUpdate().executeTakeFirst();
       if (!deployment || deployment.deleting) return { active: false, previous: null };
@@ -358,12 +369,13 @@ export class DeploymentStore {
 
   /** Revisions that serve their deployment now (to bring back after a restart). */
   async activeRevisions(): Promise<RevisionRow[]> {
-    return this.db
+    const rows = await this.db
       .selectFrom('revisions')
       .innerJoin('deployments', 'deployments.active_revision_id', 'revisions.id')
       .selectAll('revisions')
       .where('deployments.deleting', '=', false)
       .execute();
+    return rows.map(revisionRow);
   }
 
   /** Where a deployment's traffic goes, and its status (why it cannot go there now: the serving revision is down, or none serves). */
@@ -405,17 +417,45 @@ export class DeploymentStore {
     };
   }
 
-  /** Inserts a new revision of a deployment, in one of the lifecycle's initial states. */
+  /**
+   * Inserts a new revision of a deployment, in one of the lifecycle's initial states.
+   * @throws ConflictError when its upload was swept since it was checked
+   */
   private async insertRevision(db: Kysely<DeploymentTables>, deploymentId: string, revision: NewRevision): Promise<void> {
     revisionLifecycle.assertInitial(revision.status, revision.id);
-    await db
-      .insertInto('revisions')
-      .values({ ...revision, deployment_id: deploymentId, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
-      .execute();
+    try {
+      await db
+        .insertInto('revisions')
+        .values({ ...revision, deployment_id: deploymentId, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
+        .execute();
+    } catch (error) {
+      // The sweep took the upload between the caller's check and this insert.
+      if (isForeignKeyViolation(error) && (error as { constraint?: string }).constraint === 'revisions_source_upload_id_fkey') {
+        throw new ConflictError(`Upload ${revision.source_upload_id} is gone: upload the project again`, { cause: error });
+      }
+      throw error;
+    }
   }
 
+  /**
+   * Appends log lines in order. Lines of revisions no longer there are dropped: a deployment being
+   * deleted goes on printing (its agent server stopping) after its revisions' rows are gone.
+   */
   async appendLogs(lines: LogLine[]): Promise<void> {
-    if (lines.length) await this.db.insertInto('revision_logs').values(lines).execute();
+    if (!lines.length) return;
+    const insert = () => sql`
+      INSERT INTO revision_logs (revision_id, type, level, message)
+      SELECT (l.line->>'revision_id')::uuid, l.line->>'type', l.line->>'level', l.line->>'message'
+      FROM jsonb_array_elements(${JSON.stringify(lines)}::jsonb) WITH ORDINALITY AS l(line, n)
+      WHERE EXISTS (SELECT 1 FROM revisions r WHERE r.id = (l.line->>'revision_id')::uuid)
+      ORDER BY l.n`.execute(this.db);
+    try {
+      await insert();
+    } catch (error) {
+      // A deletion committed between the check and the insert: once more, without its lines.
+      if (!isForeignKeyViolation(error)) throw error;
+      await insert();
+    }
   }
 
   async logs(revisionId: string, query: { type?: 'build' | 'deploy'; afterId: number; limit: number }): Promise<LogEntryRow[]> {
@@ -457,8 +497,16 @@ export class DeploymentStore {
     });
   }
 
-  async completeUpload(uploadId: string): Promise<void> {
-    await this.db.updateTable('source_uploads').set({ complete: true }).where('id', '=', uploadId).execute();
+  /** Marks an upload of the deployment complete; NotFoundError when it has no such upload. */
+  async completeUpload(uploadId: string, deploymentId: string): Promise<void> {
+    if (!isUuid(uploadId)) throw new NotFoundError(`Upload ${uploadId} not found`);
+    const { numUpdatedRows } = await this.db
+      .updateTable('source_uploads')
+      .set({ complete: true })
+      .where('id', '=', uploadId)
+      .where('deployment_id', '=', deploymentId)
+      .executeTakeFirst();
+    if (!numUpdatedRows) throw new NotFoundError(`Upload ${uploadId} not found`);
   }
 
   async uploadExists(uploadId: string, deploymentId: string): Promise<boolean> {
@@ -478,8 +526,7 @@ export class DeploymentStore {
   /**
    * Deletes, with their chunks, uploads that never completed within `unfinishedSeconds` and
    * complete ones that no revision uses within `unusedSeconds` (both counted from the upload's
-   * start). A revision names its upload as `source_revision_config.source_tarball_path`,
-   * `uploads/<deployment>/<upload>.tar.gz`. Answers how many were deleted.
+   * start). A revision holds its upload by id (`source_upload_id`). Answers how many were deleted.
    */
   async sweepUploads(ttl: { unfinishedSeconds: number; unusedSeconds: number }): Promise<number> {
     const olderThan = (seconds: number) => sql<Date>`now() - make_interval(secs => ${seconds})`;
@@ -496,8 +543,7 @@ export class DeploymentStore {
                 eb
                   .selectFrom('revisions as r')
                   .select(sql`1`.as('used'))
-                  .whereRef('r.deployment_id', '=', 'u.deployment_id')
-                  .where(sql`r.source_revision_config->>'source_tarball_path'`, '=', sql<string>`'uploads/' || u.deployment_id || '/' || u.id || '.tar.gz'`),
+                  .whereRef('r.source_upload_id', '=', 'u.id'),
               ),
             ),
           ]),

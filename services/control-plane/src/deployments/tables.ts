@@ -30,7 +30,10 @@ export interface RevisionsTable {
    */
   status: ColumnType<RevisionStatus, RevisionStatus, never>;
   source: DeploymentSource;
-  source_revision_config: Json;
+  /** As stored (jsonb); store.ts parses it into a RevisionConfig (revision-config.ts) when it reads a row. */
+  source_revision_config: ColumnType<unknown, string, string>;
+  /** The upload an internal_source revision is built from (migration 0007); null until it has one. */
+  source_upload_id: ColumnType<string | null, string | null | undefined, string | null>;
   status_message: ColumnType<string, string | undefined, string>;
   artifact_path: string | null;
   /** The build's archive in object storage and its hex SHA-256 (migration 0006); null without a bucket. */

@@ -29,7 +29,7 @@ beforeAll(async () => {
     },
   });
   client = platform.client();
-  // As the README shows: a snapshot, which sets no memory or CPU.
+  // As docs/guides/sandboxes.md shows: a snapshot, which sets no memory or CPU.
   snapshotId = (await client.createSnapshot('busybox', images.image, GiB, { timeout: 60 })).id;
 }, 120_000);
 afterAll(async () => {

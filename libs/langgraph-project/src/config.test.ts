@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadProjectConfig, loadProjectEnv, parseDotenv, ProjectConfigError } from './index.js';
 
-const fixtures = fileURLToPath(new URL('../../test-projects/', import.meta.url));
+const fixtures = fileURLToPath(new URL('../../../services/agent-runtime/test-projects/', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'berth-project-config-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

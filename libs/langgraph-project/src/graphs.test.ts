@@ -7,7 +7,7 @@ import { HumanMessage } from '@langchain/core/messages';
 import { Command, InMemoryStore, MemorySaver } from '@langchain/langgraph';
 import { GraphLoadError, loadGraph, loadGraphs, loadProjectConfig, type LoadedGraph } from './index.js';
 
-const fixtures = fileURLToPath(new URL('../../test-projects/', import.meta.url));
+const fixtures = fileURLToPath(new URL('../../../services/agent-runtime/test-projects/', import.meta.url));
 
 async function load(name: string): Promise<Map<string, LoadedGraph>> {
   return loadGraphs(loadProjectConfig(join(fixtures, name, 'langgraph.json')));

@@ -8,7 +8,11 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ProjectConfigError } from './errors.js';
-import { MAX_SWEEP_INTERVAL_MINUTES, MAX_THREAD_TTL_MINUTES } from '../storage/thread-ttl.js';
+
+/** Longest thread TTL, in minutes (100 years): beyond it Postgres cannot add it to a date. */
+export const MAX_THREAD_TTL_MINUTES = 52_560_000;
+/** Longest time between sweeps, in minutes (a week; a timer cannot wait 25 days). */
+export const MAX_SWEEP_INTERVAL_MINUTES = 10_080;
 
 const stringList = z.array(z.string());
 
@@ -86,7 +90,7 @@ const storeSchema = z
   })
   .loose();
 
-/** Thread TTLs (see storage/thread-ttl.ts), as the LangGraph server reads `checkpointer.ttl`. */
+/** Thread TTLs (the agent server's storage/thread-ttl.ts), as the LangGraph server reads `checkpointer.ttl`. */
 const threadTtlSchema = z
   .object({
     /** What happens to an expired thread. @default 'delete' */

@@ -5,7 +5,7 @@
  * Sources, in order: `@langchain/langgraph/zod/schema` (zod and `StateSchema` states, zod context
  * schemas, honouring `withLangGraph` metadata such as `langgraph_type: "messages"`); then a plain
  * zod v4 conversion that renders unrepresentable parts (`z.custom`) as `{}`; then, for
- * `Annotation.Root` states, the TypeScript types of the graph's module (`type-schemas.ts`), else
+ * `Annotation.Root` states, the TypeScript types of the graph's module (a `TypeSchemaSource`), else
  * an object schema listing the channel names. Context schemas declared
  * any other way than as a zod object (`Annotation.Root`, `StateSchema`, other Standard Schemas)
  * come from `context-schema.ts`.
@@ -20,10 +20,23 @@ import {
 import { toJSONSchema, type ZodType } from 'zod';
 import { contextSchemaOf, isNamesOnly, markNamesOnly, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
-import type { TypeSchemaReader } from './type-schema-reader.js';
-import type { TypeSchemas } from './type-schemas.js';
 
 export type { ContextProblem, JsonSchema };
+
+/** The schemas a graph's TypeScript types declare, for what exists only as types at runtime. */
+export interface TypeSchemas {
+  input: JsonSchema | null;
+  output: JsonSchema | null;
+  context: JsonSchema | null;
+}
+
+/**
+ * Reads the TypeScript-declared schemas of a graph module's export (the agent server's
+ * TypeSchemaReader, which runs the compiler in a worker); null when they cannot be read.
+ */
+export interface TypeSchemaSource {
+  read(graphId: string, sourceFile: string, exportName: string, urgent?: boolean): Promise<TypeSchemas | null>;
+}
 
 /** The body of GET /assistants/{id}/schemas. */
 export interface GraphSchemas {
@@ -154,7 +167,7 @@ export function compiledGraphSchemas(graph: RunnableGraph, graphId: string): Gra
  */
 export async function graphSchemas(
   loaded: LoadedGraph,
-  options: { config?: LangGraphRunnableConfig; types?: TypeSchemaReader } = {},
+  options: { config?: LangGraphRunnableConfig; types?: TypeSchemaSource } = {},
 ): Promise<GraphSchemas> {
   const schemas =
     loaded.template && (options.config === undefined || loaded.kind !== 'factory')
@@ -168,7 +181,7 @@ export async function graphSchemas(
  * Starts reading the TypeScript types of a graph whose schemas need them (in `types`' worker), so
  * that a later `graphSchemas` finds them read. Graphs built per run (no template) are left to it.
  */
-export function prepareTypeSchemas(loaded: LoadedGraph, types: TypeSchemaReader): void {
+export function prepareTypeSchemas(loaded: LoadedGraph, types: TypeSchemaSource): void {
   if (loaded.template && namesOnly(cachedSchemasOf(loaded.template, loaded.graphId).schemas)) {
     void types.read(loaded.graphId, loaded.spec.sourceFile, loaded.spec.exportName);
   }
