@@ -110,8 +110,10 @@ export default [
     // Settings come from a package's src/env.ts (its zod schema), not from process.env anywhere else.
     files: typescriptFiles,
     ignores: [
-      // The readers: each service's, the CLI's, and any package's that needs one (libs/testing, infra/local).
-      '**/src/env.ts',
+      // The readers: each service's, the CLI's, the local stack's (what its servers inherit).
+      'services/*/src/env.ts',
+      'cli/src/env.ts',
+      'infra/local/src/env.ts',
       // Tests set up the environment of the processes they start, and read where the servers are.
       '**/*.test.ts',
       '**/__tests__/**',
