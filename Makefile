@@ -31,7 +31,7 @@ down:
 
 ## Provision Postgres, Redis, S3 and a private Podman engine and run every test; the last line is `N passed, N failed`.
 # test-tools first: building the sandbox agent needs gcc, which ensure-podman.sh installs.
-test: test-tools build typecheck lint
+test: test-tools build typecheck lint format-check
 	@node scripts/run-tests.mjs
 
 .PHONY: test-tools
@@ -90,10 +90,19 @@ typecheck: deps
 	@npx tsc -p tsconfig.tests.json
 	@npx tsc -p tsconfig.pages.json
 
-## ESLint (tools/lint/eslint.config.mjs): floating promises, swallowed errors, import cycles.
+## ESLint (tools/lint/eslint.config.mjs): floating promises, swallowed errors, import cycles, and the
+## project's rules (tools/lint/plugin.mjs): process.env only in env.ts, statuses only by move functions, file length.
 .PHONY: lint
 lint: deps
 	@npx eslint --cache --cache-location node_modules/.cache/eslint/ .
+
+## Prettier (tools/lint/prettier.config.mjs, scope in .prettierignore): `format` rewrites the code's layout;
+## `format-check` (part of `make test`) lists the files it would change and fails if there are any.
+.PHONY: format format-check
+format: deps
+	@npx prettier --write --cache --log-level warn .
+format-check: deps
+	@npx prettier --check --cache --log-level warn . || { echo "Run make format to lay these files out." >&2; exit 1; }
 
 clean:
 	rm -rf node_modules .turbo */*/dist */dist */*/*.tsbuildinfo */*.tsbuildinfo

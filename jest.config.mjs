@@ -20,7 +20,12 @@ for (const dir of workspaceDirs) {
 export default {
   rootDir: root,
   testEnvironment: 'node',
-  testMatch: ['<rootDir>/{libs,services,infra,cli,proto}/**/src/**/*.test.ts', '<rootDir>/charts/*/tests/**/*.test.ts'],
+  testMatch: [
+    '<rootDir>/{libs,services,infra,cli,proto}/**/src/**/*.test.ts',
+    '<rootDir>/charts/*/tests/**/*.test.ts',
+    // The lint rules' tests (ESLint's RuleTester), in JavaScript as the rules are (ESLint loads them untranspiled).
+    '<rootDir>/tools/*/tests/**/*.test.mjs',
+  ],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': [

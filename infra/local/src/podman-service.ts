@@ -16,6 +16,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { chmod, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { inheritedEnv, searchPath } from './env.js';
 import { run, sleep } from './run.js';
 
 export interface PodmanServiceOptions {
@@ -59,8 +60,7 @@ export interface PodmanServiceOptions {
 /** Why Podman cannot run here, or undefined when it can (root and the binaries are present). */
 export function podmanUnavailableReason(binary = 'podman'): string | undefined {
   if (process.getuid?.() !== 0) return 'the private Podman engine needs root (rootful containers with cgroup limits)';
-  const onPath = (name: string) =>
-    (process.env.PATH ?? '/usr/bin:/bin').split(':').some((dir) => existsSync(join(dir, name)));
+  const onPath = (name: string) => searchPath().some((dir) => existsSync(join(dir, name)));
   const missing = [binary, 'runc'].filter((name) => !(name.startsWith('/') ? existsSync(name) : onPath(name)));
   if (missing.length) return `${missing.join(' and ')} not found: run scripts/ensure-podman.sh (as root)`;
   return undefined;
@@ -107,7 +107,7 @@ export class PodmanService {
   get env(): NodeJS.ProcessEnv {
     const dir = this.options.directory;
     return {
-      ...process.env,
+      ...inheritedEnv(),
       CONTAINERS_CONF: join(dir, 'containers.conf'),
       CONTAINERS_REGISTRIES_CONF: join(dir, 'registries.conf'),
       CONTAINERS_STORAGE_CONF: join(dir, 'storage.conf'),

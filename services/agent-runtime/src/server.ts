@@ -197,6 +197,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const project = loadProjectConfig(config.configPath);
   const projectEnv = config.applyProjectEnv !== false ? loadProjectEnv(project) : {};
   // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
+  // eslint-disable-next-line berth/no-process-env -- handing the project's env to graph code, not reading a setting
   for (const [key, value] of Object.entries(projectEnv)) process.env[key] ??= value;
   const systemDefaults = config.langgraphConfig !== undefined
     ? systemAssistantDefaults(config.langgraphConfig, 'environment')

@@ -97,6 +97,7 @@ export interface PoolMembersTable {
   instance: string;
   pool_id: string;
   template_version: BigInt;
+  /** Changed only by Pools.moveMember (checked against the pool-member lifecycle). */
   status: PoolMemberStatus;
   status_message: Default<string>;
   /** What it was made with (its template's resources and the operator's defaults), for quotas. */

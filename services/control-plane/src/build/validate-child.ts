@@ -75,8 +75,11 @@ async function validate(request: ValidateRequest): Promise<void> {
   const config = loadProjectConfig(request.configPath);
   // As the agent server does: the deployment's values win over the project's own `env`; a
   // missing env file is fine (`.env` files are never uploaded; their values come as secrets).
+  // Graph code reads them from process.env (this child process exists to load it).
+  /* eslint-disable berth/no-process-env -- handing the project's env to graph code, not reading a setting */
   for (const [key, value] of Object.entries(request.env)) process.env[key] = value;
   for (const [key, value] of Object.entries(loadProjectEnv(config, { missingFileOk: true }))) process.env[key] ??= value;
+  /* eslint-enable berth/no-process-env */
   const warnings = [...config.warnings];
   const graphs = await loadGraphs(config);
   const result: ValidatedGraph[] = [];

@@ -176,13 +176,14 @@ export class Templates {
     if (change.volumes) values.volumes = JSON.stringify(change.volumes);
     if (change.proxyConfig) values.proxy_config = JSON.stringify(storeProxyConfig(change.proxyConfig, this.box, ['body', 'proxy_config']));
     if (change.registryId !== undefined) values.registry_id = change.registryId;
-    if (repull) {
-      if (!imageLifecycle.canMove(current.status, 'building')) throw new IllegalTransitionError({ entity: imageLifecycle.entity, id: current.id, from: current.status, to: 'building' });
-      values.status = 'building';
-      values.status_message = '';
-      values.image_digest = null;
-    }
-    const row = await this.db.updateTable('templates').set(values).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+    const row = await this.db.transaction().execute(async (tx) => {
+      const updated = await tx.updateTable('templates').set(values).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+      if (!repull) return updated;
+      // The new image is pulled again: the same transaction moves it to building.
+      const moved = await this.moveImage(updated.id, updated.version, 'building', { status_message: '', image_digest: null }, tx);
+      if (!moved) throw new IllegalTransitionError({ entity: imageLifecycle.entity, id: current.id, from: updated.status, to: 'building' });
+      return moved;
+    });
     if (repull) this.pull(row);
     return row;
   }
@@ -241,15 +242,25 @@ export class Templates {
     for (const row of rows) if (!this.#pulls.has(row.id)) this.pull(row);
   }
 
-  /** The one status change of a template's image; a pull of an older version changes nothing. */
-  private async moveImage(id: string, version: string, to: ImageStatus, values: Partial<Pick<TemplateRow, 'image_digest' | 'image_user' | 'status_message'>>): Promise<void> {
-    await this.db
+  /**
+   * The one status change of a template's image; a pull of an older version changes nothing.
+   * Returns the row it moved, or undefined when it did not move. `db` may be a transaction.
+   */
+  private async moveImage(
+    id: string,
+    version: string,
+    to: ImageStatus,
+    values: Partial<Pick<TemplateRow, 'image_digest' | 'image_user' | 'status_message'>>,
+    db: Kysely<SandboxTables> = this.db,
+  ): Promise<TemplateRow | undefined> {
+    return db
       .updateTable('templates')
       .set({ ...values, status: to, updated_at: new Date() })
       .where('id', '=', id)
       .where('version', '=', version)
       .where('status', 'in', imageLifecycle.sourcesOf(to))
-      .execute();
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /** A 422 for resources that are malformed, or beyond the operator's maxima. */

@@ -11,12 +11,13 @@ import { ConflictError, NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { TemplateRow, Templates } from '../catalog/templates.js';
 import type { SandboxDriver } from '../drivers/driver.js';
-import { poolMemberLifecycle } from '../lifecycle.js';
+import { poolMemberLifecycle, type PoolMemberStatus } from '../lifecycle.js';
 import { effectiveResources, INSTANCE_LABELS, instanceSpec, newInstanceName, type InstanceSpecDeps } from '../sandboxes/instance-spec.js';
 import { QuotaExceededError, type TenantQuotas } from '../sandboxes/quota.js';
-import type { PoolsTable, SandboxTables } from '../tables.js';
+import type { PoolMembersTable, PoolsTable, SandboxTables } from '../tables.js';
 
 export type PoolRow = Selectable<PoolsTable>;
+type PoolMemberRow = Selectable<PoolMembersTable>;
 export interface PoolView extends PoolRow {
   template_name: string;
   ready_replicas: number;
@@ -231,26 +232,30 @@ export class Pools {
       try {
         const spec = await instanceSpec(this.deps, instance, template, { labels: { [INSTANCE_LABELS.pool]: pool.id } });
         await this.deps.driver.create(spec);
-        const moved = await this.deps.db
-          .updateTable('pool_members')
-          .set({ status: 'ready', ready_at: new Date() })
-          .where('instance', '=', instance)
-          .where('status', 'in', poolMemberLifecycle.sourcesOf('ready'))
-          .executeTakeFirst();
-        // The pool was deleted or shrunk while it started.
-        if (moved.numUpdatedRows === 0n) await this.removeInstance(instance);
+        // Not moved: the pool was deleted or shrunk while it started.
+        if (!(await this.moveMember(instance, 'ready', { ready_at: new Date() }))) await this.removeInstance(instance);
       } catch (error) {
         this.deps.logger.warn({ err: error, pool: pool.id, instance }, 'a warm-pool member failed to start');
-        await this.deps.db
-          .updateTable('pool_members')
-          .set({ status: 'failed', status_message: error instanceof Error ? error.message : String(error) })
-          .where('instance', '=', instance)
-          .where('status', 'in', poolMemberLifecycle.sourcesOf('failed'))
-          .execute();
+        await this.moveMember(instance, 'failed', { status_message: error instanceof Error ? error.message : String(error) });
       }
     })().catch((error: unknown) => this.deps.logger.error({ err: error, instance }, 'warm-pool bookkeeping failed'));
     this.#creating.add(work);
     void work.finally(() => this.#creating.delete(work));
+  }
+
+  /**
+   * The one status change of a pool member: to `to` if the lifecycle allows it from the member's
+   * status. False when it did not move (the member is gone, or already in a state that cannot move
+   * there).
+   */
+  private async moveMember(instance: string, to: PoolMemberStatus, values: Partial<Pick<PoolMemberRow, 'status_message' | 'ready_at'>> = {}): Promise<boolean> {
+    const moved = await this.deps.db
+      .updateTable('pool_members')
+      .set({ ...values, status: to })
+      .where('instance', '=', instance)
+      .where('status', 'in', poolMemberLifecycle.sourcesOf(to))
+      .executeTakeFirst();
+    return moved.numUpdatedRows > 0n;
   }
 
   private async removeInstance(instance: string): Promise<void> {

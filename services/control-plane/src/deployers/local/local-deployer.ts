@@ -32,10 +32,10 @@ export interface LocalDeployerOptions {
   /** The control plane's log: crashes and restarts of agent servers go there too. */
   logger: Logger;
   /**
-   * Base environment of every agent server (PATH, HOME, ...); nothing else is inherited.
-   * @default { PATH, HOME } of this process
+   * Base environment of every agent server (PATH, HOME, ...; the control plane's `processEnv` setting);
+   * nothing else is inherited.
    */
-  baseEnv?: Record<string, string>;
+  baseEnv: Record<string, string>;
   /**
    * Longest a revision may take to answer `/ok` (at its first start and after a restart).
    * @default 60000
@@ -192,7 +192,7 @@ export class LocalDeployer implements Deployer {
   /** The agent server's environment but its PORT (a container's moves the addresses in it). */
   private agentEnv(spec: RevisionSpec & { artifact: { kind: 'directory' } }, user: DeploymentUser | undefined): Record<string, string> {
     return {
-      ...(this.options.baseEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' }),
+      ...this.options.baseEnv,
       ...(user ? { HOME: user.home, TMPDIR: user.home } : {}),
       ...spec.secrets,
       ...spec.env,

@@ -64,6 +64,20 @@ describe('templates', () => {
     expect((await call('/pools/in-use-pool', { method: 'DELETE' })).status).toBe(204);
     expect((await call('/templates/in-use', { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
+
+  it('pulls a changed image again: the template is building, then ready (a failed one recovers)', async () => {
+    const templateStatus = async (want: string) =>
+      until(`the template is ${want}`, async () => {
+        const { body } = await call('/templates/repull');
+        return body.status === want ? body : undefined;
+      }, 30_000);
+    expect((await call('/templates', { json: { name: 'repull', image: `${images.registry}/berth-test/no-such-image:2` } })).status).toBe(201);
+    await templateStatus('failed');
+    const changed = await call('/templates/repull', { method: 'PATCH', json: { image: images.image } });
+    expect(changed).toMatchObject({ status: 200, body: { image: images.image, status: 'building', status_message: null } });
+    expect(await templateStatus('ready')).toMatchObject({ image: images.image, status_message: null });
+    expect((await call('/templates/repull', { method: 'DELETE' })).status).toBe(204);
+  }, 60_000);
 });
 
 describe('a sandbox from a template', () => {
