@@ -29,15 +29,41 @@ sandbox-tools:
 down:
 	@if [ -f cli/dist/bin.js ]; then $(BERTH) down; fi
 
-## Provision Postgres, Redis, S3 and a private Podman engine and run every test; the last line is `N passed, N failed`.
+## Run every test tier (unit, integration, sandbox, browser, e2e: test-tiers.mjs), each tier starting what it needs
+## (Postgres, Redis, S3, a private Podman engine as root, Chromium); the last line is `N passed, N failed`.
+## The slowest files are printed before it; .berth/test-timings.tsv has every file's time.
 # test-tools first: building the sandbox agent needs gcc, which ensure-podman.sh installs.
 test: test-tools build typecheck lint format-check
-	@node scripts/run-tests.mjs
+	@node scripts/run-tests.mjs $(ARGS)
 
-.PHONY: test-tools
-test-tools:
+## One tier, for a developer's loop (ARGS go to jest, e.g. ARGS=libs/http). test-unit needs no build,
+## no root and no server (docs/contribute/testing.md).
+.PHONY: test-unit test-integration test-sandbox test-browser test-e2e
+test-unit: deps
+	@node scripts/run-tests.mjs --tier unit $(ARGS)
+
+test-integration: test-redis build
+	@node scripts/run-tests.mjs --tier integration $(ARGS)
+
+test-sandbox: test-redis test-podman build
+	@node scripts/run-tests.mjs --tier sandbox $(ARGS)
+
+test-browser: test-redis test-chromium build
+	@node scripts/run-tests.mjs --tier browser $(ARGS)
+
+test-e2e: test-redis test-podman build
+	@node scripts/run-tests.mjs --tier e2e $(ARGS)
+
+.PHONY: test-tools test-redis test-podman test-chromium
+test-tools: test-redis test-podman test-chromium
+
+test-redis:
 	@scripts/ensure-debian-package.sh redis-server redis-server
+
+test-podman:
 	@scripts/ensure-podman.sh
+
+test-chromium:
 	@scripts/ensure-debian-package.sh chromium chromium fonts-dejavu-core
 
 ## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
@@ -52,7 +78,7 @@ images:
 ## the base and the npm layers are cached. CI runs it after `make test`.
 .PHONY: test-images
 test-images: test-tools build
-	@node scripts/run-tests.mjs --testMatch '<rootDir>/images/tests/**/*.test.ts'
+	@node scripts/run-tests.mjs --tier images $(ARGS)
 
 ## Build and link the `berth` command of this checkout into BINDIR (default: PREFIX/bin if PREFIX is
 ## set, else /usr/local/bin as root, else ~/.local/bin), so that it works in any folder.

@@ -1,7 +1,12 @@
 // Jest runs TypeScript sources directly (swc), as native ESM. Workspace packages resolve to their
 // `src/index.ts`, so tests never need a build of the packages they import.
+//
+// One jest project per test tier (test-tiers.mjs lists each test file's tier; loading this file
+// fails while a file is in no tier or in two). A tier's global setup starts what it needs
+// (libs/testing/src/tiers.ts); jest runs it only when a file of that tier is selected.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { readTiers } from './scripts/test-tiers.mjs';
 
 const root = new URL('.', import.meta.url).pathname;
 const workspaceDirs = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.flatMap((pattern) =>
@@ -17,15 +22,9 @@ for (const dir of workspaceDirs) {
   packageMap[`^${name.replace('/', '\\/')}$`] = `<rootDir>/${dir}/src/index.ts`;
 }
 
-export default {
+const project = {
   rootDir: root,
   testEnvironment: 'node',
-  testMatch: [
-    '<rootDir>/{libs,services,infra,cli,proto}/**/src/**/*.test.ts',
-    '<rootDir>/charts/*/tests/**/*.test.ts',
-    // The lint rules' tests (ESLint's RuleTester), in JavaScript as the rules are (ESLint loads them untranspiled).
-    '<rootDir>/tools/*/tests/**/*.test.mjs',
-  ],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': [
@@ -41,8 +40,24 @@ export default {
     ...packageMap,
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
-  globalSetup: '<rootDir>/libs/testing/src/jest-global-setup.mjs',
-  globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.mjs',
+  // Hides from each file the servers its tier does not start (started for another tier of the run).
+  setupFiles: ['<rootDir>/libs/testing/src/tier-guard.ts'],
+};
+
+export default {
+  projects: Object.entries(readTiers()).map(([tier, files]) => ({
+    ...project,
+    displayName: tier,
+    testMatch: files.map((file) => `<rootDir>/${file}`),
+    globals: { berthTestTier: tier },
+    // The unit tier starts nothing.
+    ...(tier === 'unit'
+      ? {}
+      : {
+          globalSetup: '<rootDir>/libs/testing/src/jest-global-setup.mjs',
+          globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.mjs',
+        }),
+  })),
   testTimeout: 30000,
   maxWorkers: 2,
   // A worker whose heap grew past this after a test file is replaced: memory a file leaves behind

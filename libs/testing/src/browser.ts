@@ -3,21 +3,19 @@
  * browser; `make test-tools` installs it), and pages of a test's own served from another origin
  * (an esbuild bundle of a test entry point, as an app would ship it).
  */
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
-
-const CHROMIUM_PATHS = ['/usr/bin/chromium', '/usr/local/bin/chromium'];
+import { chromiumPath, chromiumUnavailableReason } from './chromium.js';
 
 /**
  * Starts headless Chromium. Close it in `afterAll`.
  * @throws Error when Chromium is not installed (run `make test-tools`)
  */
 export async function launchChromium(): Promise<Browser> {
-  const executablePath = CHROMIUM_PATHS.find((path) => existsSync(path));
-  if (!executablePath) throw new Error(`Chromium not found at ${CHROMIUM_PATHS.join(' or ')}: run make test-tools`);
+  const executablePath = chromiumPath();
+  if (!executablePath) throw new Error(chromiumUnavailableReason());
   // As root (CI, the dev machine) Chromium's own sandbox cannot start; the pages are the tests' own.
   return chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }

@@ -1,9 +1,12 @@
 /**
- * Jest global setup: starts one Postgres cluster, one redis-server, one S3 server and the sandbox
- * engine (a private Podman serving the Docker API, two image registries, the busybox test images)
- * for the whole run. Test files isolate themselves (a database per file, unique queue names, a
- * bucket per file, sandbox instances of their own) instead of restarting servers. Connection
- * details reach the test workers through environment variables read by `env.ts`.
+ * Jest global setup of each test tier but unit (jest.config.mjs): starts what the tier needs
+ * (tiers.ts) and was not started yet for another tier of the same run — one Postgres cluster, one
+ * redis-server, one S3 server, the sandbox engine (a private Podman serving the Docker API, two image
+ * registries, the busybox test images). Jest runs a project's global setup only when one of its
+ * files is selected, so servers start only for the tiers that run. Test files isolate themselves (a
+ * database per file, unique queue names, a bucket per file, sandbox instances of their own) instead
+ * of restarting servers. Connection details reach the test workers through environment variables
+ * read by `env.ts`.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
@@ -20,9 +23,11 @@ import {
   podmanUnavailableReason,
   run,
 } from '@berth/local-stack';
+import { chromiumUnavailableReason } from './chromium.js';
 import { TEST_ENV } from './env.js';
 import globalTeardown from './global-teardown.js';
 import { buildSandboxImages, pushImage, type TestSandbox } from './sandbox-image.js';
+import { tierServers, type TestServer } from './tiers.js';
 
 export interface TestServers {
   postgres: PostgresServer;
@@ -32,42 +37,77 @@ export interface TestServers {
   registries: DockerRegistry[];
 }
 
-declare global {
-  // Shared with global-teardown, which jest runs in the same process.
-  var __berthTestServers: Partial<TestServers> | undefined;
+/** What the global setups of this run started, in the one process jest runs them (and the teardown) in. */
+export interface TestRun {
+  /** The run's temporary folder (the servers' data, the tests' own files). */
+  dir: string;
+  servers: Partial<TestServers>;
+  /** Started by the setup of an earlier tier of this run. */
+  started: Set<TestServer>;
 }
 
-export default async function globalSetup(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
-  // As root, Postgres runs as another user, which must be able to enter this folder.
-  await chmod(dir, 0o755);
-  process.env[TEST_ENV.tmpDir] = dir;
-  if (!findRedisServer()) {
-    throw new Error('redis-server is not installed; run `make test` (it installs it) or `apt-get install redis-server`');
+declare global {
+  var __berthTestRun: TestRun | undefined;
+}
+
+/** The part of jest's project config the setup reads: the project is the tier. */
+interface TierProject {
+  displayName?: { name: string };
+}
+
+export default async function globalSetup(_global: unknown, project: TierProject): Promise<void> {
+  const tier = project.displayName?.name ?? '';
+  const wanted = tierServers(tier).filter((server) => !globalThis.__berthTestRun?.started.has(server));
+  checkTools(wanted);
+  if (!globalThis.__berthTestRun) {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+    // As root, Postgres runs as another user, which must be able to enter this folder.
+    await chmod(dir, 0o755);
+    process.env[TEST_ENV.tmpDir] = dir;
+    globalThis.__berthTestRun = { dir, servers: {}, started: new Set() };
   }
-  const podmanProblem = podmanUnavailableReason();
-  if (podmanProblem) {
-    throw new Error(`sandbox tests need a private Podman engine, but ${podmanProblem}; \`make test\` installs it as root`);
-  }
-  const servers: Partial<TestServers> = {};
-  globalThis.__berthTestServers = servers;
-  servers.postgres = new PostgresServer({ baseDir: join(dir, 'postgres'), port: 0, mode: 'fast', maxConnections: 400 });
-  servers.redis = new RedisServer();
-  servers.s3 = new S3Server({ directory: join(dir, 's3') });
-  const [, rd, s3info, sandbox] = await Promise.all([
-    servers.postgres.start(),
-    servers.redis.start(),
-    servers.s3.start(),
-    startSandboxEngine(join(dir, 'sandbox'), servers),
-  ]).catch(async (error: unknown) => {
+  const { dir, servers, started } = globalThis.__berthTestRun;
+  const begun = performance.now();
+  const starts: Record<TestServer, () => Promise<void>> = {
+    postgres: async () => {
+      servers.postgres = new PostgresServer({ baseDir: join(dir, 'postgres'), port: 0, mode: 'fast', maxConnections: 400 });
+      await servers.postgres.start();
+      process.env[TEST_ENV.postgresUrl] = servers.postgres.urlFor('postgres');
+    },
+    redis: async () => {
+      servers.redis = new RedisServer();
+      process.env[TEST_ENV.redisUrl] = (await servers.redis.start()).url;
+    },
+    s3: async () => {
+      servers.s3 = new S3Server({ directory: join(dir, 's3') });
+      process.env[TEST_ENV.s3Endpoint] = (await servers.s3.start()).endpoint;
+    },
+    sandbox: async () => {
+      process.env[TEST_ENV.sandbox] = JSON.stringify(await startSandboxEngine(join(dir, 'sandbox'), servers));
+    },
+    // Launched by each browser test (launchChromium); checkTools made sure it is installed.
+    chromium: async () => {},
+  };
+  await Promise.all(wanted.map((server) => starts[server]())).catch(async (error: unknown) => {
     // Jest runs no teardown after a failed setup: leave no servers, containers or mounts behind.
     await globalTeardown();
     throw error;
   });
-  process.env[TEST_ENV.postgresUrl] = servers.postgres.urlFor('postgres');
-  process.env[TEST_ENV.redisUrl] = rd.url;
-  process.env[TEST_ENV.s3Endpoint] = s3info.endpoint;
-  process.env[TEST_ENV.sandbox] = JSON.stringify(sandbox);
+  for (const server of wanted) started.add(server);
+  if (wanted.length) console.log(`test tier ${tier}: started ${wanted.join(', ')} in ${((performance.now() - begun) / 1000).toFixed(1)} s`);
+}
+
+/** Stops the run before anything starts when a tool of the tier is missing, saying how to get it. */
+function checkTools(servers: TestServer[]): void {
+  if (servers.includes('redis') && !findRedisServer()) {
+    throw new Error('redis-server is not installed; run `make test` (it installs it) or `apt-get install redis-server`');
+  }
+  const podmanProblem = servers.includes('sandbox') && podmanUnavailableReason();
+  if (podmanProblem) {
+    throw new Error(`sandbox tests need a private Podman engine, but ${podmanProblem}; \`make test\` installs it as root`);
+  }
+  const chromiumProblem = servers.includes('chromium') && chromiumUnavailableReason();
+  if (chromiumProblem) throw new Error(`browser tests need Chromium: ${chromiumProblem}`);
 }
 
 async function startSandboxEngine(dir: string, servers: Partial<TestServers>): Promise<TestSandbox> {

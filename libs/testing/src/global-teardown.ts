@@ -1,9 +1,14 @@
 import { rm } from 'node:fs/promises';
-import { TEST_ENV } from './env.js';
 
+/**
+ * Stops what the global setups of the run started and removes its folder. Jest calls it once per
+ * tier, after every file of every tier ran: the first call does it all.
+ */
 export default async function globalTeardown(): Promise<void> {
-  const servers = globalThis.__berthTestServers;
-  if (!servers) return;
+  const run = globalThis.__berthTestRun;
+  if (!run) return;
+  globalThis.__berthTestRun = undefined;
+  const { servers } = run;
   const results = await Promise.allSettled([
     servers.postgres?.stop(),
     servers.redis?.stop(),
@@ -11,9 +16,8 @@ export default async function globalTeardown(): Promise<void> {
     servers.podman?.stop(),
     ...(servers.registries ?? []).map((registry) => registry.stop()),
   ]);
-  const dir = process.env[TEST_ENV.tmpDir];
   for (const result of results) {
     if (result.status === 'rejected') console.error('test teardown:', result.reason);
   }
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await rm(run.dir, { recursive: true, force: true });
 }
