@@ -81,7 +81,9 @@ function reportTimings(suites) {
   const rows = suites
     .map((suite) => {
       const file = relative(root, suite.name);
-      return { file, tier: tierOf.get(file) ?? '?', status: suite.status, seconds: (suite.endTime - suite.startTime) / 1000 };
+      // A file that failed to load has no start time.
+      const seconds = suite.startTime ? (suite.endTime - suite.startTime) / 1000 : 0;
+      return { file, tier: tierOf.get(file) ?? '?', status: suite.status, seconds };
     })
     .sort((a, b) => b.seconds - a.seconds);
   if (!rows.length) return;
