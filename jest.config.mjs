@@ -50,11 +50,11 @@ export default {
     displayName: tier,
     testMatch: files.map((file) => `<rootDir>/${file}`),
     globals: { berthTestTier: tier },
-    // The unit tier starts nothing.
+    // The unit tier starts nothing. One teardown (jest runs it once) stops what every tier started.
     ...(tier === 'unit'
       ? {}
       : {
-          globalSetup: '<rootDir>/libs/testing/src/jest-global-setup.mjs',
+          globalSetup: `<rootDir>/libs/testing/src/jest-setup/${tier}.mjs`,
           globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.mjs',
         }),
   })),

@@ -58,6 +58,15 @@ interface TierProject {
 export default async function globalSetup(_global: unknown, project: TierProject): Promise<void> {
   const tier = project.displayName?.name ?? '';
   const wanted = tierServers(tier).filter((server) => !globalThis.__berthTestRun?.started.has(server));
+  // Jest runs no teardown after a failed setup: leave no servers (of this tier or an earlier one),
+  // containers or mounts behind.
+  await startServers(tier, wanted).catch(async (error: unknown) => {
+    await globalTeardown();
+    throw error;
+  });
+}
+
+async function startServers(tier: string, wanted: TestServer[]): Promise<void> {
   checkTools(wanted);
   if (!globalThis.__berthTestRun) {
     const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
@@ -88,16 +97,12 @@ export default async function globalSetup(_global: unknown, project: TierProject
     // Launched by each browser test (launchChromium); checkTools made sure it is installed.
     chromium: async () => {},
   };
-  await Promise.all(wanted.map((server) => starts[server]())).catch(async (error: unknown) => {
-    // Jest runs no teardown after a failed setup: leave no servers, containers or mounts behind.
-    await globalTeardown();
-    throw error;
-  });
+  await Promise.all(wanted.map((server) => starts[server]()));
   for (const server of wanted) started.add(server);
-  if (wanted.length) console.log(`test tier ${tier}: started ${wanted.join(', ')} in ${((performance.now() - begun) / 1000).toFixed(1)} s`);
+  if (wanted.length) console.log(`test tier ${tier}: ${wanted.join(', ')} ready in ${((performance.now() - begun) / 1000).toFixed(1)} s`);
 }
 
-/** Stops the run before anything starts when a tool of the tier is missing, saying how to get it. */
+/** Stops the run before the tier starts anything when one of its tools is missing, saying how to get it. */
 function checkTools(servers: TestServer[]): void {
   if (servers.includes('redis') && !findRedisServer()) {
     throw new Error('redis-server is not installed; run `make test` (it installs it) or `apt-get install redis-server`');

@@ -1,8 +1,8 @@
 import { rm } from 'node:fs/promises';
 
 /**
- * Stops what the global setups of the run started and removes its folder. Jest calls it once per
- * tier, after every file of every tier ran: the first call does it all.
+ * Stops what the global setups of the run started and removes its folder. Every tier names this one
+ * module, so jest runs it once, after every file of every tier ran; a failed setup runs it too.
  */
 export default async function globalTeardown(): Promise<void> {
   const run = globalThis.__berthTestRun;
