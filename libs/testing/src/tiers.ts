@@ -5,7 +5,7 @@
  */
 import { TEST_ENV } from './env.js';
 
-/** A server (or tool) the global setup provides, and the variable that tells test workers where it is. */
+/** A server (or tool) a tier's global setup provides. */
 export type TestServer = 'postgres' | 'redis' | 's3' | 'sandbox' | 'chromium';
 
 const DATA_STORES: TestServer[] = ['postgres', 'redis', 's3'];
