@@ -10,9 +10,7 @@ import { readTiers } from './scripts/test-tiers.mjs';
 
 const root = new URL('.', import.meta.url).pathname;
 const workspaceDirs = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.flatMap((pattern) =>
-  pattern.endsWith('/*')
-    ? readdirSync(join(root, pattern.slice(0, -2))).map((d) => join(pattern.slice(0, -2), d))
-    : [pattern],
+  pattern.endsWith('/*') ? readdirSync(join(root, pattern.slice(0, -2))).map((d) => join(pattern.slice(0, -2), d)) : [pattern],
 );
 const packageMap = {};
 for (const dir of workspaceDirs) {

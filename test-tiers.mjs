@@ -194,11 +194,7 @@ export default {
     'services/sandbox-manager/src/sandboxes/reconciler.test.ts',
   ],
   // Debian's Chromium driven by playwright-core (plus Postgres, Redis, S3).
-  browser: [
-    'libs/testing/src/browser.test.ts',
-    'services/agent-runtime/src/protocol-browser.test.ts',
-    'services/gateway/src/browser-chat.test.ts',
-  ],
+  browser: ['libs/testing/src/browser.test.ts', 'services/agent-runtime/src/protocol-browser.test.ts', 'services/gateway/src/browser-chat.test.ts'],
   // The whole platform as a user meets it: the built `berth` binary (`up`, `dev`, `deploy`, `login`
   // …) or every service started together (startPlatform); root, with everything above.
   e2e: [
@@ -221,8 +217,5 @@ export default {
   ],
   // The container images (images/Containerfile) built with Podman and run against the test
   // Postgres and S3. Not part of `make test`: `make test-images` runs it (CI runs both).
-  images: [
-    'images/tests/agent-server.test.ts',
-    'images/tests/images.test.ts',
-  ],
+  images: ['images/tests/agent-server.test.ts', 'images/tests/images.test.ts'],
 };

@@ -50,10 +50,16 @@ for (let i = 2; i < process.argv.length; i++) {
 }
 const jest = spawnSync(
   process.execPath,
-  ['--experimental-vm-modules', '--no-warnings=ExperimentalWarning', join(root, 'node_modules/jest/bin/jest.js'),
-    '--json', `--outputFile=${resultsFile}`, ...args,
+  [
+    '--experimental-vm-modules',
+    '--no-warnings=ExperimentalWarning',
+    join(root, 'node_modules/jest/bin/jest.js'),
+    '--json',
+    `--outputFile=${resultsFile}`,
+    ...args,
     // Last: jest takes every argument after --selectProjects for a project name.
-    ...(tiers.length ? ['--selectProjects', ...tiers] : ['--ignoreProjects', 'images'])],
+    ...(tiers.length ? ['--selectProjects', ...tiers] : ['--ignoreProjects', 'images']),
+  ],
   { cwd: root, stdio: 'inherit' },
 );
 
@@ -87,7 +93,10 @@ function reportTimings(suites) {
     })
     .sort((a, b) => b.seconds - a.seconds);
   if (!rows.length) return;
-  writeFileSync(timingsFile, ['seconds\ttier\tstatus\tfile', ...rows.map((r) => `${r.seconds.toFixed(1)}\t${r.tier}\t${r.status}\t${r.file}`)].join('\n') + '\n');
+  writeFileSync(
+    timingsFile,
+    ['seconds\ttier\tstatus\tfile', ...rows.map((r) => `${r.seconds.toFixed(1)}\t${r.tier}\t${r.status}\t${r.file}`)].join('\n') + '\n',
+  );
   const total = rows.reduce((sum, r) => sum + r.seconds, 0);
   console.log(`\nSlowest test files (of ${rows.length}, ${total.toFixed(0)} s in all; every file in ${relative(root, timingsFile)}):`);
   for (const r of rows.slice(0, 15)) console.log(`${r.seconds.toFixed(1).padStart(8)} s  ${r.tier.padEnd(11)} ${r.file}`);

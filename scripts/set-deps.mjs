@@ -12,10 +12,13 @@ const rootPkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const depth = dir.split('/').length;
 const up = '../'.repeat(depth);
 const map = { '@berth/local-stack': 'infra/local', '@berth/cli': 'cli', '@berth/proto': 'proto' };
-ts.references = Object.keys(pkg.dependencies).filter((d) => d.startsWith('@berth/')).map((d) => {
-  const name = d.slice(7);
-  const target = map[d] ?? (['gateway','control-plane','agent-runtime','sandbox-manager','export-worker'].includes(name) ? `services/${name}` : `libs/${name}`);
-  return { path: `${up}${target}` };
-});
+ts.references = Object.keys(pkg.dependencies)
+  .filter((d) => d.startsWith('@berth/'))
+  .map((d) => {
+    const name = d.slice(7);
+    const target =
+      map[d] ?? (['gateway', 'control-plane', 'agent-runtime', 'sandbox-manager', 'export-worker'].includes(name) ? `services/${name}` : `libs/${name}`);
+    return { path: `${up}${target}` };
+  });
 if (!ts.references.length) delete ts.references;
 writeFileSync(`${dir}/tsconfig.json`, JSON.stringify(ts, null, 2) + '\n');

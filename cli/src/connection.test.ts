@@ -44,7 +44,9 @@ describe('the platform of the checkout', () => {
     await mkdir(join(here, '.berth'), { recursive: true });
     await new StateDir(join(here, '.berth')).writeCredentials({ gateway_url: 'http://127.0.0.1:19090', tenant_id: 't-own', api_key: 'brt_key_own' });
     expect(await gatewayClient(loadCliEnv(home(), here, checkout), {})).toMatchObject({ url: 'http://127.0.0.1:19090', tenantId: 't-own' });
-    await expect(gatewayClient(loadCliEnv(home(), project, checkout), { url: 'http://127.0.0.1:1' })).rejects.toThrow(/no credentials for http:\/\/127\.0\.0\.1:1/);
+    await expect(gatewayClient(loadCliEnv(home(), project, checkout), { url: 'http://127.0.0.1:1' })).rejects.toThrow(
+      /no credentials for http:\/\/127\.0\.0\.1:1/,
+    );
   });
 
   it('is not used when BERTH_STATE_DIR names the state folder', async () => {

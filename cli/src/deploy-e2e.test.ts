@@ -93,7 +93,11 @@ describe('berth deploy (end to end)', () => {
     const answers: string[] = [];
     const failures: unknown[] = [];
     const loop = (async () => {
-      while (looping) await reply(url!, 'x').then((text) => answers.push(String(text)), (error: unknown) => failures.push(error));
+      while (looping)
+        await reply(url!, 'x').then(
+          (text) => answers.push(String(text)),
+          (error: unknown) => failures.push(error),
+        );
     })();
     const second = await berth(['deploy', '--json']).finally(async () => {
       await new Promise((r) => setTimeout(r, 4000)); // past the old revision's retirement

@@ -83,48 +83,52 @@ const cases = (['at once', 'Postgres starting', 'the agent server loading the pr
 );
 
 describe('berth dev stopped by a signal while it starts', () => {
-  it.each(cases)('leaves no process running: $signal during "$phase" (to its group: $group)', async ({ phase, signal, group }) => {
-    for (const marker of ['loading', 'loaded']) await rm(join(project, marker), { force: true });
-    // A new cluster: its initdb makes the phase long enough to be sure to land in it.
-    if (phase === 'Postgres starting') await removeCluster();
-    let held: pg.Client | undefined;
-    const dev = spawn(process.execPath, [bin, 'dev', '--port', '0', '--no-trace'], {
-      cwd: project,
-      env: { ...process.env, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // A group of its own, as a terminal gives a command: a signal to the group reaches it and its children.
-      detached: true,
-    });
-    let output = '';
-    dev.stdout.on('data', (d) => (output += String(d)));
-    dev.stderr.on('data', (d) => (output += String(d)));
-    const exited = new Promise<void>((resolve) => dev.once('exit', () => resolve()));
-    try {
-      const reached: Record<Phase, () => Promise<boolean>> = {
-        'at once': async () => true,
-        'Postgres starting': async () => (await processesUsing(await devFolders())).some((p) => /\b(initdb|pg_ctl)\b/.test(p.command)),
-        'the agent server loading the project': async () => existsSync(join(project, 'loading')),
-        // Its cluster runs once the project loads: the lock is the test's before the loading ends.
-        'its migrations': async () => {
-          if (!held && existsSync(join(project, 'loading'))) held = await holdMigrations();
-          return held !== undefined && existsSync(join(project, 'loaded')) && (await migrationsWaiting(held));
-        },
-      };
-      const deadline = Date.now() + 60_000;
-      while (!(await reached[phase]())) {
-        if (dev.exitCode !== null) throw new Error(`berth dev ended before "${phase}":\n${output}`);
-        if (Date.now() > deadline) throw new Error(`berth dev did not reach "${phase}" within 60 s:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
+  it.each(cases)(
+    'leaves no process running: $signal during "$phase" (to its group: $group)',
+    async ({ phase, signal, group }) => {
+      for (const marker of ['loading', 'loaded']) await rm(join(project, marker), { force: true });
+      // A new cluster: its initdb makes the phase long enough to be sure to land in it.
+      if (phase === 'Postgres starting') await removeCluster();
+      let held: pg.Client | undefined;
+      const dev = spawn(process.execPath, [bin, 'dev', '--port', '0', '--no-trace'], {
+        cwd: project,
+        env: { ...process.env, LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // A group of its own, as a terminal gives a command: a signal to the group reaches it and its children.
+        detached: true,
+      });
+      let output = '';
+      dev.stdout.on('data', (d) => (output += String(d)));
+      dev.stderr.on('data', (d) => (output += String(d)));
+      const exited = new Promise<void>((resolve) => dev.once('exit', () => resolve()));
+      try {
+        const reached: Record<Phase, () => Promise<boolean>> = {
+          'at once': async () => true,
+          'Postgres starting': async () => (await processesUsing(await devFolders())).some((p) => /\b(initdb|pg_ctl)\b/.test(p.command)),
+          'the agent server loading the project': async () => existsSync(join(project, 'loading')),
+          // Its cluster runs once the project loads: the lock is the test's before the loading ends.
+          'its migrations': async () => {
+            if (!held && existsSync(join(project, 'loading'))) held = await holdMigrations();
+            return held !== undefined && existsSync(join(project, 'loaded')) && (await migrationsWaiting(held));
+          },
+        };
+        const deadline = Date.now() + 60_000;
+        while (!(await reached[phase]())) {
+          if (dev.exitCode !== null) throw new Error(`berth dev ended before "${phase}":\n${output}`);
+          if (Date.now() > deadline) throw new Error(`berth dev did not reach "${phase}" within 60 s:\n${output}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        expect(output).not.toContain('ready at');
+        process.kill(group ? -dev.pid! : dev.pid!, signal);
+        await held?.end().catch(() => undefined);
+        await exited;
+        expect(await processesUsing(await devFolders())).toEqual([]);
+      } finally {
+        // A case that failed must not leave its processes to the next.
+        if (dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid!, 'SIGKILL');
+        await held?.end().catch(() => undefined);
       }
-      expect(output).not.toContain('ready at');
-      process.kill(group ? -dev.pid! : dev.pid!, signal);
-      await held?.end().catch(() => undefined);
-      await exited;
-      expect(await processesUsing(await devFolders())).toEqual([]);
-    } finally {
-      // A case that failed must not leave its processes to the next.
-      if (dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid!, 'SIGKILL');
-      await held?.end().catch(() => undefined);
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -81,7 +81,10 @@ async function post<T>(url: string, body: unknown): Promise<T> {
 
 /** The echo graph's reply to `text` in a run without a thread. */
 async function reply(url: string, text: string): Promise<string | undefined> {
-  const state = await post<{ messages: { content: string }[] }>(`${url}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: text }] } });
+  const state = await post<{ messages: { content: string }[] }>(`${url}/runs/wait`, {
+    assistant_id: 'echo',
+    input: { messages: [{ role: 'user', content: text }] },
+  });
   return state.messages.at(-1)?.content;
 }
 
@@ -121,7 +124,9 @@ describe('berth dev', () => {
   it('serves one port from several processes with --processes, and stops them all', async () => {
     const url = await startDev(['--processes', '2'], /ready at (http:\/\/127\.0\.0\.1:\d+).*, 2 processes/);
     // Runs of one thread, sent to whichever process accepts them, all complete (one database, one queue).
-    const thread = (await (await fetch(`${url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string };
+    const thread = (await (await fetch(`${url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as {
+      thread_id: string;
+    };
     const replies = await Promise.all(
       ['one', 'two', 'three', 'four'].map(async (text) => {
         const response = await fetch(`${url}/threads/${thread.thread_id}/runs/wait`, {
@@ -133,7 +138,10 @@ describe('berth dev', () => {
       }),
     );
     expect(replies.sort()).toEqual(['echo: four', 'echo: one', 'echo: three', 'echo: two']);
-    const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.child.pid)], (_e, out) => resolve(out)))).trim().split('\n').filter(Boolean);
+    const pids = (await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(dev!.child.pid)], (_e, out) => resolve(out))))
+      .trim()
+      .split('\n')
+      .filter(Boolean);
     expect(pids.length).toBeGreaterThanOrEqual(2);
     await stopDev();
     for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
@@ -157,7 +165,9 @@ describe('berth dev', () => {
       await post(`${url}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'hook' }] }, webhook: `${receiver.url}/hook?k=1` });
       const delivery = await until('the webhook', async () => received[0]);
       const { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature } = delivery.headers as Record<string, string>;
-      const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${delivery.body}`).digest('base64');
+      const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+        .update(`${id}.${timestamp}.${delivery.body}`)
+        .digest('base64');
       expect(signature).toBe(`v1,${expected}`);
       expect(JSON.parse(delivery.body)).toMatchObject({ assistant_id: expect.any(String), status: 'success' });
       await stopDev();
@@ -181,8 +191,7 @@ describe('berth dev', () => {
     const busy = await post<{ thread_id: string }>(`${url}/threads`, {});
     const inFlight = await post<{ run_id: string }>(`${url}/threads/${busy.thread_id}/runs`, { assistant_id: 'gate', input: { gate } });
     const queued = await post<{ run_id: string }>(`${url}/threads/${busy.thread_id}/runs`, { assistant_id: 'gate', input: { gate } });
-    const status = async (runId: string) =>
-      ((await (await fetch(`${url}/threads/${busy.thread_id}/runs/${runId}`)).json()) as { status: string }).status;
+    const status = async (runId: string) => ((await (await fetch(`${url}/threads/${busy.thread_id}/runs/${runId}`)).json()) as { status: string }).status;
     await until('the first run to start', async () => ((await status(inFlight.run_id)) === 'running' ? true : undefined));
 
     await setPrefix('echo v2');
@@ -196,10 +205,12 @@ describe('berth dev', () => {
     expect(state.values.messages.map((m) => m.content)).toEqual(['before', 'echo: before']);
     // Both runs complete: the one in flight in the old process (which let it finish), the queued one in the new.
     for (const run of [inFlight, queued]) {
-      expect(await until(`run ${run.run_id}`, async () => {
-        const now = await status(run.run_id);
-        return now === 'pending' || now === 'running' ? undefined : now;
-      })).toBe('success');
+      expect(
+        await until(`run ${run.run_id}`, async () => {
+          const now = await status(run.run_id);
+          return now === 'pending' || now === 'running' ? undefined : now;
+        }),
+      ).toBe('success');
     }
     const ran = (await (await fetch(`${url}/threads/${busy.thread_id}/state`)).json()) as { values: { pids: number[] } };
     expect(ran.values.pids).toHaveLength(2);
@@ -220,7 +231,8 @@ describe('berth dev', () => {
   it('reloads for what the project runs — a module a graph imports, langgraph.json, the env file — not for data files or files nothing imports', async () => {
     await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
     const reloads = () => output().match(/^.* changed: reloading…$/gm) ?? [];
-    const reloaded = async (count: number) => until(`reload ${count}`, async () => ((output().match(/^reloaded: /gm) ?? []).length >= count ? true : undefined), 20_000);
+    const reloaded = async (count: number) =>
+      until(`reload ${count}`, async () => ((output().match(/^reloaded: /gm) ?? []).length >= count ? true : undefined), 20_000);
 
     // What the JS dev server and the graphs themselves write, and a script no graph imports…
     await mkdir(join(project, '.langgraph_api'), { recursive: true });

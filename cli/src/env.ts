@@ -87,8 +87,7 @@ export function loadCliEnv(
 ): CliEnv {
   const parsed = parseEnv(schema, env);
   // The XDG spec says a relative XDG_CONFIG_HOME is invalid and to be ignored.
-  const configHome =
-    parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
+  const configHome = parsed.XDG_CONFIG_HOME && isAbsolute(parsed.XDG_CONFIG_HOME) ? parsed.XDG_CONFIG_HOME : join(parsed.HOME ?? homedir(), '.config');
   const configDir = join(configHome, 'berth');
   const processEnv = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => INHERITED.test(e[0]) && e[1] !== undefined));
   const stateDir = resolve(cwd, parsed.BERTH_STATE_DIR ?? '.berth');

@@ -66,10 +66,20 @@ beforeEach(() => gateway.reset());
 const commands: { args: string[]; requests: string[]; cwd?: () => string; apiKey?: false; json?: false }[] = [
   { args: ['deploy', 'list'], requests: ['GET /v2/deployments?limit=100'] },
   { args: ['deploy', 'revisions', 'my-custom'], requests: [`GET /v2/deployments/${DEPLOYMENT_ID}/revisions?limit=10`] },
-  { args: ['deploy', 'revisions', DEPLOYMENT_ID, '--limit', '3'], requests: [`GET /v2/deployments/${DEPLOYMENT_ID}`, `GET /v2/deployments/${DEPLOYMENT_ID}/revisions?limit=3`] },
-  { args: ['deploy', 'logs', '--name', 'my-custom'], requests: ['GET /v2/deployments?name_contains=my-custom&limit=100', `GET /v2/deployments/${DEPLOYMENT_ID}/logs?limit=1000`] },
+  {
+    args: ['deploy', 'revisions', DEPLOYMENT_ID, '--limit', '3'],
+    requests: [`GET /v2/deployments/${DEPLOYMENT_ID}`, `GET /v2/deployments/${DEPLOYMENT_ID}/revisions?limit=3`],
+  },
+  {
+    args: ['deploy', 'logs', '--name', 'my-custom'],
+    requests: ['GET /v2/deployments?name_contains=my-custom&limit=100', `GET /v2/deployments/${DEPLOYMENT_ID}/logs?limit=1000`],
+  },
   { args: ['deploy', 'delete', 'my-custom', '--yes'], requests: [`DELETE /v2/deployments/${DEPLOYMENT_ID}`] },
-  { args: ['deploy', '--no-wait'], cwd: () => project, requests: ['GET /v2/deployments?name_contains=fresh&limit=100', 'POST /v2/deployments', `POST /v2/deployments/${NEW_DEPLOYMENT_ID}/upload`] },
+  {
+    args: ['deploy', '--no-wait'],
+    cwd: () => project,
+    requests: ['GET /v2/deployments?name_contains=fresh&limit=100', 'POST /v2/deployments', `POST /v2/deployments/${NEW_DEPLOYMENT_ID}/upload`],
+  },
   { args: ['keys', 'create', '--name', 'ci'], requests: ['GET /v1/me', `POST /v1/tenants/${TENANT_ID}/api-keys`] },
   { args: ['keys', 'list'], requests: [`GET /v1/tenants/${TENANT_ID}/api-keys`] },
   { args: ['keys', 'revoke', KEY_ID], requests: [`DELETE /v1/tenants/${TENANT_ID}/api-keys/${KEY_ID}`] },
@@ -80,19 +90,22 @@ const commands: { args: string[]; requests: string[]; cwd?: () => string; apiKey
 
 describe('connection flags', () => {
   for (const flag of ['--url', '--host']) {
-    it.each(commands.map((c) => [c.args.join(' '), c] as const))(`berth %s ${flag} … --json: the flags reach the request, the output is JSON`, async (_name, command) => {
-      const args = [...command.args, flag, gateway.url, ...(command.apiKey === false ? [] : ['--api-key', KEY]), '--json'];
-      const result = await berth(args, { cwd: command.cwd?.() ?? folder });
-      expect(result.stderr).toBe('');
-      expect(result.code).toBe(0);
-      const sent = gateway.requests.map((r) => `${r.method} ${r.url}`);
-      expect(sent).toEqual(expect.arrayContaining(command.requests));
-      if (command.apiKey !== false) expect(new Set(gateway.requests.map((r) => r.apiKey))).toEqual(new Set([KEY]));
-      // One JSON document, or one per line (the events of `deploy`, the entries of `deploy logs`).
-      const lines = result.stdout.trim().split('\n');
-      expect(lines.length).toBeGreaterThan(0);
-      for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
-    });
+    it.each(commands.map((c) => [c.args.join(' '), c] as const))(
+      `berth %s ${flag} … --json: the flags reach the request, the output is JSON`,
+      async (_name, command) => {
+        const args = [...command.args, flag, gateway.url, ...(command.apiKey === false ? [] : ['--api-key', KEY]), '--json'];
+        const result = await berth(args, { cwd: command.cwd?.() ?? folder });
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+        const sent = gateway.requests.map((r) => `${r.method} ${r.url}`);
+        expect(sent).toEqual(expect.arrayContaining(command.requests));
+        if (command.apiKey !== false) expect(new Set(gateway.requests.map((r) => r.apiKey))).toEqual(new Set([KEY]));
+        // One JSON document, or one per line (the events of `deploy`, the entries of `deploy logs`).
+        const lines = result.stdout.trim().split('\n');
+        expect(lines.length).toBeGreaterThan(0);
+        for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+      },
+    );
   }
 
   it('berth login --url: the login flow starts at that gateway', async () => {
@@ -116,7 +129,11 @@ describe('connection flags', () => {
     expect(hint).toBe(`berth deploy logs --name fresh --follow --url ${gateway.url} --api-key <key>`);
     gateway.requests.length = 0;
     // Without --follow (it would not end), with the key in place of <key>.
-    const args = hint!.split(' ').slice(1).filter((a) => a !== '--follow').map((a) => (a === '<key>' ? KEY : a));
+    const args = hint!
+      .split(' ')
+      .slice(1)
+      .filter((a) => a !== '--follow')
+      .map((a) => (a === '<key>' ? KEY : a));
     const logs = await berth(args, { cwd: project });
     expect(logs.stderr).toBe('');
     expect(logs.code).toBe(0);

@@ -17,10 +17,43 @@ let test: TestPlatform;
 const known: string[] = [];
 /** Body fields of the platform's routes: deployments, login flows, tenants and keys, traces, exports, sandboxes. */
 const KEYS = fc.constantFrom(
-  'name', 'source', 'source_config', 'source_revision_config', 'secrets', 'deployment_type', 'session_id', 'role', 'expires_in',
-  'destination_type', 'display_name', 'config', 'credentials', 'bulk_export_destination_id', 'start_time', 'end_time', 'interval_hours',
-  'format_version', 'filter', 'export_fields', 'status', 'image', 'resources', 'cpu', 'memory', 'storage', 'template_name', 'snapshot_id',
-  'vcpus', 'mem_bytes', 'fs_capacity_bytes', 'command', 'timeout', 'post', 'patch', 'limit', 'offset',
+  'name',
+  'source',
+  'source_config',
+  'source_revision_config',
+  'secrets',
+  'deployment_type',
+  'session_id',
+  'role',
+  'expires_in',
+  'destination_type',
+  'display_name',
+  'config',
+  'credentials',
+  'bulk_export_destination_id',
+  'start_time',
+  'end_time',
+  'interval_hours',
+  'format_version',
+  'filter',
+  'export_fields',
+  'status',
+  'image',
+  'resources',
+  'cpu',
+  'memory',
+  'storage',
+  'template_name',
+  'snapshot_id',
+  'vcpus',
+  'mem_bytes',
+  'fs_capacity_bytes',
+  'command',
+  'timeout',
+  'post',
+  'patch',
+  'limit',
+  'offset',
 );
 
 async function post(path: string, json: unknown): Promise<Record<string, unknown>> {
@@ -42,10 +75,14 @@ beforeAll(async () => {
   const deployment = await post('/v2/deployments', { name: 'fuzzed', source: 'internal_source' });
   known.push(String(deployment.id), String(deployment.latest_revision_id), 'fuzzed');
   await post('/api/v2/sandboxes/templates', { name: 'fuzz-tpl', image: engine.image, resources: { cpu: '250m', memory: '64Mi' } });
-  await until('the template is ready', async () => {
-    const res = await fetch(`${test.platform.url}/api/v2/sandboxes/templates/fuzz-tpl`, { headers: { 'x-api-key': test.adminKey } });
-    return ((await res.json()) as { status?: string }).status === 'ready' || undefined;
-  }, 60_000);
+  await until(
+    'the template is ready',
+    async () => {
+      const res = await fetch(`${test.platform.url}/api/v2/sandboxes/templates/fuzz-tpl`, { headers: { 'x-api-key': test.adminKey } });
+      return ((await res.json()) as { status?: string }).status === 'ready' || undefined;
+    },
+    60_000,
+  );
   const box = await post('/api/v2/sandboxes/boxes', { name: 'fuzz-box', template_name: 'fuzz-tpl' });
   known.push('fuzz-tpl', 'fuzz-box', String(box.id));
   const session = await post('/sessions', { name: 'fuzz-project' });

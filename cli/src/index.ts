@@ -11,9 +11,7 @@ import { SERVICE_TARGETS, type ServiceTarget } from './service-targets.js';
 export type { PlatformConfig, RunningPlatform } from './platform.js';
 
 /** Berth packages are versioned together; the CLI's version is the platform's. */
-export const BERTH_VERSION: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+export const BERTH_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 // Commands load their modules when run, so `berth version` or `berth keys list` do not pay for
 // importing every service.
@@ -40,7 +38,12 @@ const print = (line: string) => console.log(line);
  */
 function connectionOptions(command: Command, include: { apiKey?: false; json?: false } = {}): Command {
   command
-    .addOption(new Option('--url <url>', 'gateway URL, alias --host (default: BERTH_HOST_URL, the berth login host, the platform berth up started, else http://127.0.0.1:8080)'))
+    .addOption(
+      new Option(
+        '--url <url>',
+        'gateway URL, alias --host (default: BERTH_HOST_URL, the berth login host, the platform berth up started, else http://127.0.0.1:8080)',
+      ),
+    )
     .addOption(new Option('--host <url>', 'the same as --url').hideHelp());
   if (include.apiKey !== false) {
     command.addOption(new Option('--api-key <key>', 'API key (default: BERTH_API_KEY, the berth login token, the key berth up wrote)'));
@@ -72,7 +75,11 @@ export function program(): Command {
     .command('serve')
     .description('run the whole platform, or one service of it (--service), in the foreground (needs DATABASE_URL)')
     .addOption(
-      choiceOption('--service <name>', 'the one service to run, configured by its own environment (one Deployment each on Kubernetes)', SERVICE_TARGETS).default('all'),
+      choiceOption(
+        '--service <name>',
+        'the one service to run, configured by its own environment (one Deployment each on Kubernetes)',
+        SERVICE_TARGETS,
+      ).default('all'),
     )
     .action(async (o: { service: ServiceTarget }) => (await load.serve()).serve(env(), o.service));
   // What `berth up` leaves running; not for people to start.
@@ -145,11 +152,9 @@ export function program(): Command {
     });
 
   const tenants = cli.command('tenants').description('manage tenants (needs the bootstrap admin key)');
-  connectionOptions(tenants.command('create').description('create a tenant and its first admin key').argument('<name>')).action(
-    async (name: string, o) => {
-      await (await load.tenants()).tenantsCreate(env(), { ...o, name }, print);
-    },
-  );
+  connectionOptions(tenants.command('create').description('create a tenant and its first admin key').argument('<name>')).action(async (name: string, o) => {
+    await (await load.tenants()).tenantsCreate(env(), { ...o, name }, print);
+  });
   connectionOptions(tenants.command('list').description('list tenants')).action(async (o) => {
     await (await load.tenants()).tenantsList(env(), o, print);
   });

@@ -18,7 +18,11 @@ let bindir: string;
 let project: string;
 let dev: TestChild | undefined;
 
-function exec(file: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function exec(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) =>
     execFile(file, args, { cwd: options.cwd ?? temp, env: { ...process.env, ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),

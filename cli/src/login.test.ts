@@ -77,10 +77,7 @@ function loginApprovedWith(apiKey: string | undefined, ...args: string[]): Promi
 beforeAll(async () => {
   testDb = await createTestDatabase('cli_login');
   controlPlane = await startControlPlane({ databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent' }, silentLogger());
-  gateway = await startGateway(
-    testGatewayConfig(testDb.url, controlPlane.address),
-    silentLogger(),
-  );
+  gateway = await startGateway(testGatewayConfig(testDb.url, controlPlane.address), silentLogger());
   const tenant = await gateway.store.createTenant({ name: 'acme' });
   tenantId = tenant.id;
   const admin = await gateway.store.createApiKey({ tenantId, name: 'laptop-admin', role: 'admin' });

@@ -46,7 +46,7 @@ const turboBuild = (exit: number) =>
       "echo '@berth/cli:build: '",
       "echo '@berth/cli:build: > @berth/cli@0.1.0 build'",
       "echo '@berth/cli:build: > tsc -b && chmod +x dist/bin.js'",
-      ...(exit ? ["echo \"@berth/cli:build: src/index.ts(3,1): error TS2304: Cannot find name 'x'.\""] : []),
+      ...(exit ? ['echo "@berth/cli:build: src/index.ts(3,1): error TS2304: Cannot find name \'x\'."'] : []),
       "echo ' Tasks:    2 successful, 2 total'",
       `exit ${exit}`,
     ].join('\n'),

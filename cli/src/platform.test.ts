@@ -24,10 +24,7 @@ let apiKey: string;
 beforeAll(async () => {
   testDb = await createTestDatabase('cli_platform_auth');
   temp = await mkdtemp(join(tmpdir(), 'berth-platform-auth-'));
-  platform = await startPlatform(
-    { databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', stateDir: join(temp, 'state') },
-    silentLogger(),
-  );
+  platform = await startPlatform({ databaseUrl: testDb.url, host: '127.0.0.1', port: 0, logLevel: 'silent', stateDir: join(temp, 'state') }, silentLogger());
   apiKey = await bootstrapKey(testDb.url);
 }, 120_000);
 afterAll(async () => {
@@ -54,9 +51,7 @@ describe('the embedded platform', () => {
       const deployments = createRpcClient(DeploymentService, address, options);
       const flows = createRpcClient(AuthFlowService, address, options);
       try {
-        expect(await statusOf(() => deployments.resolveDeployment({ deploymentId: '00000000-0000-4000-8000-000000000000' }))).toBe(
-          grpc.status.UNAUTHENTICATED,
-        );
+        expect(await statusOf(() => deployments.resolveDeployment({ deploymentId: '00000000-0000-4000-8000-000000000000' }))).toBe(grpc.status.UNAUTHENTICATED);
         expect(await statusOf(() => deployments.listDeployments({ tenantId: 'any' }))).toBe(grpc.status.UNAUTHENTICATED);
         expect(await statusOf(() => flows.getFlow({ id: { case: 'authId', value: 'any' } }))).toBe(grpc.status.UNAUTHENTICATED);
       } finally {

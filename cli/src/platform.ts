@@ -75,7 +75,10 @@ interface Closable {
   close(): Promise<void>;
 }
 
-export async function startPlatform(config: PlatformConfig, logger: Logger = createLogger({ name: 'berth', level: config.logLevel })): Promise<RunningPlatform> {
+export async function startPlatform(
+  config: PlatformConfig,
+  logger: Logger = createLogger({ name: 'berth', level: config.logLevel }),
+): Promise<RunningPlatform> {
   const started: Closable[] = [];
   const closeAll = async () => {
     for (const service of started.reverse()) await service.close().catch((error: unknown) => logger.error({ err: error }, 'close failed'));
@@ -129,7 +132,8 @@ export async function startPlatform(config: PlatformConfig, logger: Logger = cre
         if (plane.isolation) isolation = describeIsolation(plane.isolation);
         return plane;
       },
-      'sandbox-manager': (logger) => startSandboxManager({ ...sandboxManager, sandboxes: withEngine(sandboxManager.sandboxes, sandboxEngine.settings) }, logger),
+      'sandbox-manager': (logger) =>
+        startSandboxManager({ ...sandboxManager, sandboxes: withEngine(sandboxManager.sandboxes, sandboxEngine.settings) }, logger),
       'export-worker': (logger) => startExportWorker(exportWorker, logger),
     };
     for (const [name, startService] of Object.entries(starters)) {

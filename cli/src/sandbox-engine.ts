@@ -97,8 +97,7 @@ export interface PrivateEngine extends ExternalEngine {
 const BTRFS_SIZE_BYTES = 32 * 1024 ** 3;
 /** Unix socket paths hold at most 107 bytes. */
 const MAX_SOCKET_PATH = 107;
-const HOW_TO_ENABLE =
-  'to run sandboxes, start Berth as root on a machine with Podman and runc (`make up` as root installs them with apt-get on Debian/Ubuntu)';
+const HOW_TO_ENABLE = 'to run sandboxes, start Berth as root on a machine with Podman and runc (`make up` as root installs them with apt-get on Debian/Ubuntu)';
 
 export async function startSandboxEngine(config: PlatformSandboxConfig | undefined, stateDir: string, logger: Logger): Promise<SandboxEngine> {
   const shared = { stopSandboxesOnClose: true };
@@ -115,7 +114,11 @@ export async function startSandboxEngine(config: PlatformSandboxConfig | undefin
   await mkdir(runDir, { recursive: true, mode: 0o700 });
   if (engine !== 'private') {
     return {
-      settings: { ...shared, driver: { kind: 'container', socketPath: engine.socketPath, runDir, storageQuota: engine.storageQuota }, ...(engine.defaultImage ? { defaultImage: engine.defaultImage } : {}) },
+      settings: {
+        ...shared,
+        driver: { kind: 'container', socketPath: engine.socketPath, runDir, storageQuota: engine.storageQuota },
+        ...(engine.defaultImage ? { defaultImage: engine.defaultImage } : {}),
+      },
       summary: engine.summary ?? `on: the engine at ${engine.socketPath}, storage quotas ${engine.storageQuota === 'enforce' ? 'enforced' : 'not enforced'}`,
       ...(engine.podmanCommand ? { podmanCommand: engine.podmanCommand } : {}),
       close: async () => undefined,
@@ -214,7 +217,12 @@ export function privateEngine(stateDir: string, storage?: 'overlay' | 'btrfs-loo
 async function startPodman(stateDir: string, logger: Logger, logFile?: string): Promise<{ podman: PodmanService; quotaNote: string }> {
   const before = privateEngine(stateDir, undefined, logFile);
   const fresh = !existsSync(before.btrfsImage) && !existsSync(join(stateDir, 'podman', 'storage', 'root'));
-  const btrfsWorks = fresh && (await run('mkfs.btrfs', ['--version']).then(() => true, () => false));
+  const btrfsWorks =
+    fresh &&
+    (await run('mkfs.btrfs', ['--version']).then(
+      () => true,
+      () => false,
+    ));
   const podman = fresh && btrfsWorks ? privateEngine(stateDir, 'btrfs-loop', logFile) : before;
   try {
     await podman.start();
@@ -236,6 +244,9 @@ async function startPodman(stateDir: string, logger: Logger, logFile?: string): 
 }
 
 async function ensureDefaultImage(podman: PodmanService, stateDir: string): Promise<void> {
-  const present = await podman.podman(['image', 'exists', DEFAULT_SANDBOX_IMAGE]).then(() => true, () => false);
+  const present = await podman.podman(['image', 'exists', DEFAULT_SANDBOX_IMAGE]).then(
+    () => true,
+    () => false,
+  );
   if (!present) await buildBusyboxImages(podman, join(stateDir, 'podman', 'image-build'), [{ reference: DEFAULT_SANDBOX_IMAGE }]);
 }

@@ -29,7 +29,12 @@ describe('with a container engine', () => {
         engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image },
       },
       // Read by the sandbox-manager's own loader, as `berth up` passes its environment on.
-      serviceEnv: { SANDBOX_INSECURE_REGISTRIES: engine.registry, SANDBOX_DEFAULT_MEMORY: '128Mi', SANDBOX_DEFAULT_CPU: '500m', SANDBOX_TENANT_MAX_SANDBOXES: '5' },
+      serviceEnv: {
+        SANDBOX_INSECURE_REGISTRIES: engine.registry,
+        SANDBOX_DEFAULT_MEMORY: '128Mi',
+        SANDBOX_DEFAULT_CPU: '500m',
+        SANDBOX_TENANT_MAX_SANDBOXES: '5',
+      },
     });
   }, 120_000);
   afterAll(async () => {
@@ -80,8 +85,13 @@ describe('without an engine', () => {
     // A state folder too deep for the sandboxes' socket paths: the engine cannot be used there.
     const test = await startTestPlatform('sandboxes-off', { sandboxes: { engine: 'private' }, stateDirName: 'deep/'.repeat(16) + 'state' });
     try {
-      expect(test.platform.sandboxes).toMatch(/^OFF: the state folder's path is too long for the sandboxes' sockets .* use a BERTH_STATE_DIR of at most \d+ bytes$/);
-      for (const [path, json] of [['/boxes', { name: 'x' }], ['/templates', { name: 'x', image: engine.image }]] as const) {
+      expect(test.platform.sandboxes).toMatch(
+        /^OFF: the state folder's path is too long for the sandboxes' sockets .* use a BERTH_STATE_DIR of at most \d+ bytes$/,
+      );
+      for (const [path, json] of [
+        ['/boxes', { name: 'x' }],
+        ['/templates', { name: 'x', image: engine.image }],
+      ] as const) {
         const { status, body } = await call(test, path, { json });
         expect(status).toBe(503);
         expect(body.detail).toBe(`sandboxes are off: ${test.platform.sandboxes.slice('OFF: '.length)}`);

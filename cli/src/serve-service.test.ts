@@ -36,14 +36,19 @@ async function probe(url: string): Promise<{ status: number; body: { status?: st
 
 /** Waits until `/readyz` answers 200, failing early (with its output) when the process exits. */
 async function ready(base: string, started: TestChild): Promise<void> {
-  await until(`${base}/readyz`, async () => {
-    if (started.child.exitCode !== null) throw new Error(`the service exited (${started.child.exitCode}):\n${started.output()}`);
-    try {
-      return (await probe(`${base}/readyz`)).status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 90_000, 250);
+  await until(
+    `${base}/readyz`,
+    async () => {
+      if (started.child.exitCode !== null) throw new Error(`the service exited (${started.child.exitCode}):\n${started.output()}`);
+      try {
+        return (await probe(`${base}/readyz`)).status === 200 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    90_000,
+    250,
+  );
 }
 
 beforeAll(async () => {

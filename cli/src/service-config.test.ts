@@ -76,7 +76,7 @@ describe('the embedded platform reads the services settings', () => {
     });
   });
 
-  it('gives every service the platform\'s own Postgres, key, token and loopback ports, whatever the environment says', () => {
+  it("gives every service the platform's own Postgres, key, token and loopback ports, whatever the environment says", () => {
     const { controlPlane, gateway, sandboxManager, exportWorker } = embeddedServiceConfigs(
       {
         DATABASE_URL: 'postgres://elsewhere/db',
@@ -90,7 +90,13 @@ describe('the embedded platform reads the services settings', () => {
       platform,
     );
     for (const service of [controlPlane, sandboxManager, exportWorker]) {
-      expect(service).toMatchObject({ databaseUrl: platform.databaseUrl, grpcHost: '127.0.0.1', grpcPort: 0, internalToken: platform.internalToken, logLevel: 'warn' });
+      expect(service).toMatchObject({
+        databaseUrl: platform.databaseUrl,
+        grpcHost: '127.0.0.1',
+        grpcPort: 0,
+        internalToken: platform.internalToken,
+        logLevel: 'warn',
+      });
     }
     expect(controlPlane.deployments?.secretKey).toBe(platform.secretKey);
     expect(sandboxManager.secretKey).toBe(platform.secretKey);

@@ -179,12 +179,21 @@ const LOG_TAIL_LINES = 30;
 
 /** The size of a log file now (0 when there is none): where the lines of what starts next begin. */
 export async function logSize(file: string): Promise<number> {
-  return stat(file).then((s) => s.size, () => 0);
+  return stat(file).then(
+    (s) => s.size,
+    () => 0,
+  );
 }
 
 /** The lines logged to `file` since `from` (bytes), the last ones only, to explain a failed start. */
 export async function logTail(file: string, from: number): Promise<string> {
-  const text = await readFile(file).then((all) => all.subarray(from).toString('utf8'), () => '');
-  const lines = text.split('\n').filter((line) => line.trim() !== '').slice(-LOG_TAIL_LINES);
+  const text = await readFile(file).then(
+    (all) => all.subarray(from).toString('utf8'),
+    () => '',
+  );
+  const lines = text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .slice(-LOG_TAIL_LINES);
   return lines.length ? `the end of ${file}:\n${lines.map((line) => `  ${line}`).join('\n')}` : `(nothing in ${file})`;
 }

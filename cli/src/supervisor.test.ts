@@ -141,7 +141,11 @@ describe('the supervisor of berth up', () => {
     expect({ pid: after.units.platform!.pid, platformErrors }).toEqual({ pid: before.units.platform!.pid, platformErrors: [] });
     const status = await berth(['status']);
     expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(new RegExp(`postgres +running \\(pid ${after.units.postgres!.pid}, since .*\\); restarted 1 time, last at .* \\(the postmaster \\(pid ${postmaster}\\) ended\\)`));
+    expect(status.stdout).toMatch(
+      new RegExp(
+        `postgres +running \\(pid ${after.units.postgres!.pid}, since .*\\); restarted 1 time, last at .* \\(the postmaster \\(pid ${postmaster}\\) ended\\)`,
+      ),
+    );
   }, 60_000);
 
   it('restarts the sandbox engine killed with SIGKILL within seconds; the platform answers throughout, and runs sandboxes on it again', async () => {
@@ -160,14 +164,20 @@ describe('the supervisor of berth up', () => {
     console.log(`engine killed: answering again after ${took} ms (slowest sandbox API answer meanwhile ${slowest} ms)`);
     // The platform never waited on the dead engine.
     expect(slowest).toBeLessThan(5000);
-    expect((await supervisor()).units['sandbox engine']).toMatchObject({ state: 'running', restarts: 1, last_exit: { reason: `the engine service (pid ${service}) ended` } });
+    expect((await supervisor()).units['sandbox engine']).toMatchObject({
+      state: 'running',
+      restarts: 1,
+      last_exit: { reason: `the engine service (pid ${service}) ended` },
+    });
 
     const client = new SandboxClient({ apiEndpoint: `${url}/api/v2/sandboxes`, apiKey: key });
     const snapshot = await client.createSnapshot('busybox', DEFAULT_SANDBOX_IMAGE, 1 << 30, { timeout: 60 });
     const sandbox = await client.createSandbox(snapshot.id, { name: 'after-restart', timeout: 60 });
     expect((await sandbox.run('echo alive')).stdout).toBe('alive\n');
     await client.deleteSandbox('after-restart');
-    expect((await berth(['status'])).stdout).toMatch(/sandbox engine +running \(pid \d+, since .*\); restarted 1 time, last at .* \(the engine service \(pid \d+\) ended\)/);
+    expect((await berth(['status'])).stdout).toMatch(
+      /sandbox engine +running \(pid \d+, since .*\); restarted 1 time, last at .* \(the engine service \(pid \d+\) ended\)/,
+    );
   }, 120_000);
 
   it('restarts the platform killed with SIGKILL on its gateway port: a new instance answers /readyz, as platform.json records it', async () => {
@@ -188,7 +198,12 @@ describe('the supervisor of berth up', () => {
     expect(after.url).toBe(before.url);
     expect(after.pid).not.toBe(before.pid);
     expect(await keyWorks()).toBe(true);
-    expect((await supervisor()).units.platform).toMatchObject({ state: 'running', pid: after.pid, restarts: 1, last_exit: { reason: `the platform (pid ${before.pid}) exited with signal SIGKILL` } });
+    expect((await supervisor()).units.platform).toMatchObject({
+      state: 'running',
+      pid: after.pid,
+      restarts: 1,
+      last_exit: { reason: `the platform (pid ${before.pid}) exited with signal SIGKILL` },
+    });
     const status = await berth(['status']);
     expect(status.stdout).toContain(`Berth is running at ${url} (pid ${after.pid}`);
     expect(status.stdout).toMatch(/platform +running .*; restarted 1 time, last at .* \(the platform \(pid \d+\) exited with signal SIGKILL\)/);
@@ -224,7 +239,9 @@ describe('the supervisor of berth up', () => {
   it('berth down stops everything, the supervisor included; berth up again keeps the data', async () => {
     const down = await berth(['down']);
     expect(down.code).toBe(0);
-    expect(down.stdout).toMatch(/stopped the platform \(pid \d+\)\nstopped the sandbox engine \(sandbox files kept\)\nstopped postgres \(data kept\)\nstopped the supervisor \(pid \d+\)/);
+    expect(down.stdout).toMatch(
+      /stopped the platform \(pid \d+\)\nstopped the sandbox engine \(sandbox files kept\)\nstopped postgres \(data kept\)\nstopped the supervisor \(pid \d+\)/,
+    );
     expect(await processesUsing(await berthFolders())).toEqual([]);
     expect((await berth(['status'])).code).toBe(1);
 

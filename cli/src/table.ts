@@ -6,7 +6,11 @@ export function table(rows: Record<string, string>[], print: (line: string) => v
   }
   const columns = Object.keys(rows[0]!);
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   print(line(columns.map((c) => c.toUpperCase())));
   for (const row of rows) print(line(columns.map((c) => row[c] ?? '')));
 }

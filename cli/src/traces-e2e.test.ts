@@ -98,7 +98,11 @@ async function deploy(folder: string): Promise<{ deployment_id: string; deployme
     execFile(
       process.execPath,
       [bin, 'deploy', '--json'],
-      { cwd: folder, env: { PATH: process.env.PATH ?? '', HOME: temp, XDG_CONFIG_HOME: join(temp, 'config'), BERTH_STATE_DIR: join(temp, 'cli-state') }, timeout: 240_000 },
+      {
+        cwd: folder,
+        env: { PATH: process.env.PATH ?? '', HOME: temp, XDG_CONFIG_HOME: join(temp, 'config'), BERTH_STATE_DIR: join(temp, 'cli-state') },
+        timeout: 240_000,
+      },
       (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
     ),
   );
@@ -145,7 +149,9 @@ describe('a deployed project', () => {
     const client = traces(keyA);
     const runs = await tracedRuns(client, 'traced-agent', [ok.id, failed.id]);
     // The project is the deployment's own (its session_id).
-    const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as { session_id: string };
+    const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as {
+      session_id: string;
+    };
     const project = await client.readProject({ projectName: 'traced-agent' });
     expect(project.id).toBe(deployment.session_id);
     expect(new Set(runs.map((r) => r.session_id))).toEqual(new Set([project.id]));
@@ -225,7 +231,9 @@ describe('berth dev', () => {
     const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]);
     expect(trace(runs, run.id).root).toMatchObject({ name: 'LangGraph', status: 'success', session_id: project.id });
     // The deployment names that project as its own, so an export of its session_id has these runs.
-    const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as { session_id: string };
+    const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as {
+      session_id: string;
+    };
     expect(deployment.session_id).toBe(project.id);
   }, 300_000);
 });

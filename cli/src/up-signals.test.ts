@@ -54,39 +54,43 @@ const cases = Object.keys(phases).flatMap((phase, index) =>
 );
 
 describe('berth up stopped by a signal while it starts', () => {
-  it.each(cases)('leaves no process running: $signal during "$phase" (to its group: $group)', async ({ phase, signal, group }) => {
-    // A new cluster: its initdb makes the phase long enough to be sure to land in it.
-    if (phase === 'Postgres starting') await removeCluster();
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BERTH_') && name !== 'DATABASE_URL'));
-    const up = spawn(process.execPath, [bin, 'up'], {
-      env: { ...inherited, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // A group of its own, as a terminal gives a command: a signal to the group reaches only it.
-      detached: true,
-    });
-    let output = '';
-    up.stdout.on('data', (d) => (output += String(d)));
-    up.stderr.on('data', (d) => (output += String(d)));
-    const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
-    try {
-      const folders = await berthFolders();
-      const reached = phases[phase]!;
-      const deadline = Date.now() + 60_000;
-      while (!reached(await processesUsing(folders))) {
-        if (up.exitCode !== null) throw new Error(`berth up ended before "${phase}":\n${output}`);
-        if (Date.now() > deadline) throw new Error(`berth up did not reach "${phase}" within 60 s:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      process.kill(group ? -up.pid! : up.pid!, signal);
+  it.each(cases)(
+    'leaves no process running: $signal during "$phase" (to its group: $group)',
+    async ({ phase, signal, group }) => {
+      // A new cluster: its initdb makes the phase long enough to be sure to land in it.
+      if (phase === 'Postgres starting') await removeCluster();
+      const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BERTH_') && name !== 'DATABASE_URL'));
+      const up = spawn(process.execPath, [bin, 'up'], {
+        env: { ...inherited, BERTH_STATE_DIR: stateDir, BERTH_PORT: '0', LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // A group of its own, as a terminal gives a command: a signal to the group reaches only it.
+        detached: true,
+      });
+      let output = '';
+      up.stdout.on('data', (d) => (output += String(d)));
+      up.stderr.on('data', (d) => (output += String(d)));
+      const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
+      try {
+        const folders = await berthFolders();
+        const reached = phases[phase]!;
+        const deadline = Date.now() + 60_000;
+        while (!reached(await processesUsing(folders))) {
+          if (up.exitCode !== null) throw new Error(`berth up ended before "${phase}":\n${output}`);
+          if (Date.now() > deadline) throw new Error(`berth up did not reach "${phase}" within 60 s:\n${output}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        process.kill(group ? -up.pid! : up.pid!, signal);
 
-      expect(await exited).toBe(1);
-      expect(output).toContain(`berth: stopped by ${signal}: nothing of Berth was left running`);
-      expect(output).not.toContain('Berth is up');
-      expect(await processesUsing(await berthFolders())).toEqual([]);
-    } finally {
-      // A case that failed must not leave its Berth to the next.
-      await exited;
-      await new Promise((resolve) => execFile(process.execPath, [bin, 'down'], { env: { ...inherited, BERTH_STATE_DIR: stateDir } }, resolve));
-    }
-  }, 90_000);
+        expect(await exited).toBe(1);
+        expect(output).toContain(`berth: stopped by ${signal}: nothing of Berth was left running`);
+        expect(output).not.toContain('Berth is up');
+        expect(await processesUsing(await berthFolders())).toEqual([]);
+      } finally {
+        // A case that failed must not leave its Berth to the next.
+        await exited;
+        await new Promise((resolve) => execFile(process.execPath, [bin, 'down'], { env: { ...inherited, BERTH_STATE_DIR: stateDir } }, resolve));
+      }
+    },
+    90_000,
+  );
 });

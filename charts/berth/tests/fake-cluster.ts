@@ -31,8 +31,11 @@ export async function writeKubeconfig(dir: string, url: string, namespace: strin
  * `deployment`, as the kubelet resolves it.
  */
 export function deploymentContainerEnv(store: ObjectStore, namespace: string, deployment: string, name: string): Record<string, string> {
-  const pod = (store.get('apps/deployments', namespace, deployment) as unknown as { spec: { template: { spec: { containers: EnvContainer[]; initContainers?: EnvContainer[] } } } }).spec
-    .template.spec;
+  const pod = (
+    store.get('apps/deployments', namespace, deployment) as unknown as {
+      spec: { template: { spec: { containers: EnvContainer[]; initContainers?: EnvContainer[] } } };
+    }
+  ).spec.template.spec;
   const container = [...(pod.initContainers ?? []), ...pod.containers].find((c) => c.name === name);
   if (!container) throw new Error(`${deployment} has no container ${name}`);
   return containerEnv(container, storeEnvSource(store, namespace));

@@ -88,7 +88,14 @@ export async function helm(args: string[], extraEnv: Record<string, string> = {}
   const binary = await helmBinary();
   // helm keeps its caches and config under the test cache, never in the user's home.
   const home = join(root, 'node_modules', '.cache', 'berth-helm', 'home');
-  const env = { PATH: process.env.PATH ?? '', HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data'), ...extraEnv };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    HELM_CACHE_HOME: join(home, 'cache'),
+    HELM_CONFIG_HOME: join(home, 'config'),
+    HELM_DATA_HOME: join(home, 'data'),
+    ...extraEnv,
+  };
   return new Promise((resolve) => {
     execFile(binary, args, { maxBuffer: 64 * 1024 * 1024, env }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;

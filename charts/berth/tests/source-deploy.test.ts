@@ -46,23 +46,38 @@ function startProcess(script: string, args: string[], env: Record<string, string
 
 function runProcess(script: string, args: string[], env: Record<string, string>, cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [script, ...args], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeout: 240_000, maxBuffer: 16 << 20 }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [script, ...args],
+      { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeout: 240_000, maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
 
 /** Waits until `url` answers 200, failing early (with its output) when the process exits. */
 async function answering(url: string, started: TestChild): Promise<void> {
-  await until(url, async () => {
-    if (started.child.exitCode !== null) throw new Error(`the process exited (${started.child.exitCode}):\n${started.output()}`);
-    return (await fetch(url).then((r) => r.status === 200, () => false)) || undefined;
-  }, 120_000, 250);
+  await until(
+    url,
+    async () => {
+      if (started.child.exitCode !== null) throw new Error(`the process exited (${started.child.exitCode}):\n${started.output()}`);
+      return (
+        (await fetch(url).then(
+          (r) => r.status === 200,
+          () => false,
+        )) || undefined
+      );
+    },
+    120_000,
+    250,
+  );
 }
 
 /** `env` with the cluster's service URLs (`from` → `to`) replaced by where those services listen here. */
 function mapped(env: Record<string, string>, addresses: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).map(([name, value]) => [name, Object.entries(addresses).reduce((v, [from, to]) => v.replaceAll(from, to), value)]));
+  return Object.fromEntries(
+    Object.entries(env).map(([name, value]) => [name, Object.entries(addresses).reduce((v, [from, to]) => v.replaceAll(from, to), value)]),
+  );
 }
 
 beforeAll(async () => {
@@ -87,11 +102,27 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     const s3 = testS3();
     const install = await helm(
       [
-        'install', 'berth', chart, '--namespace', NS,
-        '--set', `postgres.url=${testDb.url}`,
-        '--set', `objectStorage.bucket=${bucket}`, '--set', `objectStorage.endpoint=${s3.endpoint}`, '--set', 'objectStorage.forcePathStyle=true',
-        '--set', `objectStorage.accessKeyId=${s3.accessKeyId}`, '--set', `objectStorage.secretAccessKey=${s3.secretAccessKey}`,
-        '--set', `agentServerImage.repository=${AGENT_IMAGE}`, '--set', 'deployments.imagePullSecrets[0]=registry-credentials',
+        'install',
+        'berth',
+        chart,
+        '--namespace',
+        NS,
+        '--set',
+        `postgres.url=${testDb.url}`,
+        '--set',
+        `objectStorage.bucket=${bucket}`,
+        '--set',
+        `objectStorage.endpoint=${s3.endpoint}`,
+        '--set',
+        'objectStorage.forcePathStyle=true',
+        '--set',
+        `objectStorage.accessKeyId=${s3.accessKeyId}`,
+        '--set',
+        `objectStorage.secretAccessKey=${s3.secretAccessKey}`,
+        '--set',
+        `agentServerImage.repository=${AGENT_IMAGE}`,
+        '--set',
+        'deployments.imagePullSecrets[0]=registry-credentials',
       ],
       { KUBECONFIG: kubeconfig },
     );
@@ -147,9 +178,19 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
 
     const project = join(dir, 'echo-agent');
     await cp(join(root, 'examples/echo-agent'), project, { recursive: true, filter: (path) => !path.includes('node_modules') });
-    const user = { HOME: join(dir, 'user'), XDG_CONFIG_HOME: join(dir, 'user/config'), BERTH_STATE_DIR: join(dir, 'user/state'), BERTH_HOST_URL: gatewayUrl, BERTH_API_KEY: apiKey };
+    const user = {
+      HOME: join(dir, 'user'),
+      XDG_CONFIG_HOME: join(dir, 'user/config'),
+      BERTH_STATE_DIR: join(dir, 'user/state'),
+      BERTH_HOST_URL: gatewayUrl,
+      BERTH_API_KEY: apiKey,
+    };
     const deploy = await runProcess(bin, ['deploy'], user, project);
-    expect({ code: deploy.code, stderr: deploy.stderr, log: deploy.code ? deploy.stdout + controlPlane.output() : '' }).toEqual({ code: 0, stderr: '', log: '' });
+    expect({ code: deploy.code, stderr: deploy.stderr, log: deploy.code ? deploy.stdout + controlPlane.output() : '' }).toEqual({
+      code: 0,
+      stderr: '',
+      log: '',
+    });
     expect(deploy.stdout).toMatch(/Revision \S+: DEPLOYED/);
     const deploymentId = /\/d\/([0-9a-f-]{36})$/m.exec(deploy.stdout)![1]!;
 
@@ -209,7 +250,11 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
 
     // What the pod does: the init container's fetch, then the agent server on what it unpacked.
     const unpacked = join(dir, 'pod/srv-project');
-    const fetched = await runProcess(join(root, 'services/agent-runtime/dist/fetch-artifact.js'), [], mapped({ ...fetchEnv, BERTH_ARTIFACT_DIR: unpacked }, addresses));
+    const fetched = await runProcess(
+      join(root, 'services/agent-runtime/dist/fetch-artifact.js'),
+      [],
+      mapped({ ...fetchEnv, BERTH_ARTIFACT_DIR: unpacked }, addresses),
+    );
     expect({ code: fetched.code, stderr: fetched.stderr }).toMatchObject({ code: 0 });
     expect(JSON.parse(await readFile(join(unpacked, 'langgraph.json'), 'utf8'))).toMatchObject({ graphs: { echo: expect.anything() } });
     const serverEnv = deploymentContainerEnv(fake.store, NS, agent!.metadata.name!, 'agent-server');
@@ -223,10 +268,20 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
       HOME: join(dir, 'pod/home'),
     });
     const credential = { 'x-berth-deployment-credential': serverEnv['BERTH_DEPLOYMENT_CREDENTIAL']! };
-    await until('the agent server', async () => {
-      if (server.child.exitCode !== null) throw new Error(`the agent server exited (${server.child.exitCode}):\n${server.output()}`);
-      return (await fetch(`http://127.0.0.1:${agentPort}/ok`, { headers: credential }).then((r) => r.ok, () => false)) || undefined;
-    }, 120_000, 250);
+    await until(
+      'the agent server',
+      async () => {
+        if (server.child.exitCode !== null) throw new Error(`the agent server exited (${server.child.exitCode}):\n${server.output()}`);
+        return (
+          (await fetch(`http://127.0.0.1:${agentPort}/ok`, { headers: credential }).then(
+            (r) => r.ok,
+            () => false,
+          )) || undefined
+        );
+      },
+      120_000,
+      250,
+    );
     const response = await fetch(`http://127.0.0.1:${agentPort}/runs/wait`, {
       method: 'POST',
       headers: { ...credential, 'content-type': 'application/json' },
@@ -237,7 +292,12 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
 
     // Deleting the deployment removes its objects from the cluster.
     expect((await runProcess(bin, ['deploy', 'delete', deploymentId, '--yes'], user, project)).code).toBe(0);
-    await until('the agent objects are gone', async () => fake.store.list('apps/deployments', NS, { labelSelector: `berth.dev/deployment-id=${deploymentId}` }).length === 0 || undefined, 30_000, 200);
+    await until(
+      'the agent objects are gone',
+      async () => fake.store.list('apps/deployments', NS, { labelSelector: `berth.dev/deployment-id=${deploymentId}` }).length === 0 || undefined,
+      30_000,
+      200,
+    );
     await until('its NetworkPolicy is gone', async () => fake.store.list('networking.k8s.io/networkpolicies', NS).length === 0 || undefined, 30_000, 200);
   }, 400_000);
 });

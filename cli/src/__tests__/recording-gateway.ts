@@ -107,7 +107,14 @@ class Routes {
       case 'GET /revisions':
         return [200, { resources: [revision(id)], offset: 1 }];
       case 'GET /logs':
-        return [200, { logs: [{ id: 1, timestamp: '2025-03-04T12:01:02.000Z', level: 'info', message: PINO_LINE, type: 'deploy' }], next_offset: 1, revision_id: REVISION_ID }];
+        return [
+          200,
+          {
+            logs: [{ id: 1, timestamp: '2025-03-04T12:01:02.000Z', level: 'info', message: PINO_LINE, type: 'deploy' }],
+            next_offset: 1,
+            revision_id: REVISION_ID,
+          },
+        ];
       case 'POST /upload':
         return [200, { object_path: 'uploads/fresh.tgz', revision_id: REVISION_ID }];
       default:
@@ -118,7 +125,16 @@ class Routes {
 
 function revision(deploymentId: string) {
   const at = '2025-03-04T12:00:00.000Z';
-  return { id: REVISION_ID, deployment_id: deploymentId, status: 'DEPLOYED', source: 'internal_source', source_revision_config: {}, status_message: '', created_at: at, updated_at: at };
+  return {
+    id: REVISION_ID,
+    deployment_id: deploymentId,
+    status: 'DEPLOYED',
+    source: 'internal_source',
+    source_revision_config: {},
+    status_message: '',
+    created_at: at,
+    updated_at: at,
+  };
 }
 
 export class RecordingGateway {

@@ -37,7 +37,14 @@ export interface TestPlatformOptions {
  */
 export function testEngine(): PlatformSandboxConfig {
   const engine = testSandbox();
-  return { engine: { socketPath: engine.socketPath, storageQuota: engine.storageQuota ? 'enforce' : 'ignore', defaultImage: engine.image, podmanCommand: engine.podman } };
+  return {
+    engine: {
+      socketPath: engine.socketPath,
+      storageQuota: engine.storageQuota ? 'enforce' : 'ignore',
+      defaultImage: engine.image,
+      podmanCommand: engine.podman,
+    },
+  };
 }
 
 export async function startTestPlatform(name: string, options: TestPlatformOptions = {}): Promise<TestPlatform> {

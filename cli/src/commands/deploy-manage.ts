@@ -73,7 +73,12 @@ export async function deployRevisions(
         page.resources.map((r) => ({
           id: r.id,
           // Only one revision serves; an earlier DEPLOYED one has been replaced.
-          status: r.status === 'DEPLOYED' && r.id !== deployment.active_revision_id ? 'REPLACED' : r.id === deployment.active_revision_id ? 'DEPLOYED (serving)' : r.status,
+          status:
+            r.status === 'DEPLOYED' && r.id !== deployment.active_revision_id
+              ? 'REPLACED'
+              : r.id === deployment.active_revision_id
+                ? 'DEPLOYED (serving)'
+                : r.status,
           created: r.created_at,
           message: r.status_message || '-',
         })),

@@ -65,7 +65,10 @@ export async function deploy(env: CliEnv, flags: DeployFlags, print: Print, cwd:
       return { deployment, revisionId, status: 'submitted' };
     }
     reporter.step(`Waiting for revision ${revisionId} to deploy (Ctrl-C stops waiting; the deployment goes on)...`);
-    const outcome = await watchRevision(api, deployment.id, revisionId, reporter, { timeoutMs: timeoutSeconds * 1000, ...(flags.pollMs ? { pollMs: flags.pollMs } : {}) });
+    const outcome = await watchRevision(api, deployment.id, revisionId, reporter, {
+      timeoutMs: timeoutSeconds * 1000,
+      ...(flags.pollMs ? { pollMs: flags.pollMs } : {}),
+    });
     return finish(deployment, revisionId, outcome, reporter, print, { timeoutSeconds, follow: followCommand(name, flags) });
   } finally {
     await packed?.dispose();
@@ -82,7 +85,9 @@ async function pack(project: Project, reporter: Reporter): Promise<PackedProject
 async function upload(api: DeploymentsApi, deployment: Deployment, packed: PackedProject, reporter: Reporter) {
   reporter.step(`Uploading ${formatBytes(packed.bytes)}...`);
   const started = Date.now();
-  const uploaded = await api.upload(deployment.id, packed.file, packed.bytes, (bytes) => reporter.emit({ type: 'upload_progress', bytes, total: packed.bytes }));
+  const uploaded = await api.upload(deployment.id, packed.file, packed.bytes, (bytes) =>
+    reporter.emit({ type: 'upload_progress', bytes, total: packed.bytes }),
+  );
   reporter.step(`Uploaded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return uploaded;
 }
@@ -167,9 +172,7 @@ function finish(
   }
   if (outcome.timedOut) {
     reporter.emit({ type: 'result', status: 'timed_out', ...base, status_message: revision.status_message });
-    throw new CliError(
-      `revision ${revisionId} is still ${revision.status} after ${hint.timeoutSeconds} s; it goes on: \`${hint.follow}\``,
-    );
+    throw new CliError(`revision ${revisionId} is still ${revision.status} after ${hint.timeoutSeconds} s; it goes on: \`${hint.follow}\``);
   }
   reporter.emit({ type: 'result', status: 'failed', ...base, status_message: revision.status_message });
   if (!reporter.json) {

@@ -44,7 +44,12 @@ export async function login(env: CliEnv, flags: LoginFlags, print: Print): Promi
   const host = await gatewayUrl(env, flags);
   const overallMs = flags.timeout !== undefined ? flags.timeout * 1000 : Infinity;
   const gateway = new GatewayClient({ url: host });
-  const started = await gateway.request<LoginStarted>('POST', '/v2/auth/login', { client_name: `berth CLI on ${hostname()}`.slice(0, 200) }, { timeoutMs: 15_000 });
+  const started = await gateway.request<LoginStarted>(
+    'POST',
+    '/v2/auth/login',
+    { client_name: `berth CLI on ${hostname()}`.slice(0, 200) },
+    { timeoutMs: 15_000 },
+  );
   print('Open this link in a browser and approve with an API key of your tenant:');
   print('');
   print(`  ${started.url}`);

@@ -11,7 +11,6 @@ import { startHealthListener } from '@berth/rpc';
 import type { CliEnv } from '../env.js';
 import type { ServiceTarget } from '../service-targets.js';
 
-
 interface Closable {
   close(): Promise<void>;
 }

@@ -16,8 +16,7 @@ import type { ServiceTarget } from '../service-targets.js';
  * answers (so `up` reports its own process, not whatever answers on the port), or why it failed.
  */
 export type ServeReport =
-  | { ready: { url: string; port: number; instance_id: string; sandboxes: string; isolation: string } }
-  | { failed: { message: string; code?: string } };
+  { ready: { url: string; port: number; instance_id: string; sandboxes: string; isolation: string } } | { failed: { message: string; code?: string } };
 
 export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise<void> {
   if (target !== 'all') return serveOne(env, target);
@@ -43,12 +42,16 @@ export async function serve(env: CliEnv, target: ServiceTarget = 'all'): Promise
       logger,
     );
   } catch (error) {
-    await report({ failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) } });
+    await report({
+      failed: { message: (error as Error).message, ...((error as NodeJS.ErrnoException).code ? { code: (error as NodeJS.ErrnoException).code } : {}) },
+    });
     throw error;
   }
   if (!signalled.received) {
     logger.info({ url: platform.url, pid: process.pid, sandboxes: platform.sandboxes, isolation: platform.isolation }, 'platform ready');
-    await report({ ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation } });
+    await report({
+      ready: { url: platform.url, port: platform.port, instance_id: platform.instanceId, sandboxes: platform.sandboxes, isolation: platform.isolation },
+    });
   }
   await signalled.promise;
   await platform.close();

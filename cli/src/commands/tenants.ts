@@ -32,13 +32,17 @@ export async function tenantsCreate(env: CliEnv, flags: ConnectionFlags & { name
 export async function tenantsList(env: CliEnv, flags: ConnectionFlags & { json?: boolean }, print: Print): Promise<Tenant[]> {
   const client = await gatewayClient(env, flags);
   const tenants: Tenant[] = [];
-  for (let offset = 0; ; ) {
+  for (let offset = 0; ;) {
     const page = await client.request<{ resources: Tenant[]; offset: number }>('GET', `/v1/tenants?limit=100&offset=${offset}`);
     tenants.push(...page.resources);
     if (page.resources.length < 100) break;
     offset = page.offset;
   }
   if (flags.json) print(JSON.stringify(tenants));
-  else table(tenants.map((t) => ({ id: t.tenant_id, name: t.name, system: t.is_system ? 'yes' : '', created: t.created_at })), print);
+  else
+    table(
+      tenants.map((t) => ({ id: t.tenant_id, name: t.name, system: t.is_system ? 'yes' : '', created: t.created_at })),
+      print,
+    );
   return tenants;
 }

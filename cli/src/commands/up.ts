@@ -73,7 +73,10 @@ async function running(state: StateDir, supervisorPid: number, env: CliEnv): Pro
     if (platform && seen?.instanceId === platform.instance_id && seen.ready) {
       // Not started here: the supervisor runs it (and may be restarting it now).
       const databaseUrl = env.DATABASE_URL ?? (await new PostgresServer({ baseDir: state.postgresDir }).lastConnectionString());
-      if (!databaseUrl) throw new CliError(`no Postgres cluster in ${state.postgresDir}, though Berth's supervisor (pid ${supervisorPid}) runs: run \`berth down\`, then \`berth up\``);
+      if (!databaseUrl)
+        throw new CliError(
+          `no Postgres cluster in ${state.postgresDir}, though Berth's supervisor (pid ${supervisorPid}) runs: run \`berth down\`, then \`berth up\``,
+        );
       return { platform, databaseUrl, alreadyRunning: true };
     }
     if (Date.now() > deadline) {
@@ -138,7 +141,6 @@ async function startSupervisor(env: CliEnv, state: StateDir, print: (line: strin
     child.unref();
   }
 }
-
 
 /** Reuses stored credentials while they still work, else mints a new bootstrap admin key. */
 async function ensureCredentials(state: StateDir, url: string, databaseUrl: string): Promise<Credentials> {

@@ -88,10 +88,7 @@ beforeAll(async () => {
   pino = pinoLines();
   testDb = await createTestDatabase('cli_deploy');
   fake = await new FakeDeploymentService().start();
-  gateway = await startGateway(
-    testGatewayConfig(testDb.url, fake.address),
-    silentLogger(),
-  );
+  gateway = await startGateway(testGatewayConfig(testDb.url, fake.address), silentLogger());
   tenantId = (await gateway.store.createTenant({ name: 'cli' })).id;
   key = (await gateway.store.createApiKey({ tenantId, name: 'dev' })).key;
   home = await mkdtemp(join(tmpdir(), 'berth-cli-deploy-'));
@@ -141,7 +138,13 @@ describe('berth deploy', () => {
     expect(result.deployment.name).toBe('my-echo-agent');
 
     const created = fake.callsOf('createDeployment').at(-1)!;
-    expect(created).toMatchObject({ tenantId, name: 'my-echo-agent', source: 'internal_source', sourceConfig: { deployment_type: 'dev' }, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json' } });
+    expect(created).toMatchObject({
+      tenantId,
+      name: 'my-echo-agent',
+      source: 'internal_source',
+      sourceConfig: { deployment_type: 'dev' },
+      sourceRevisionConfig: { langgraph_config_path: 'langgraph.json' },
+    });
     expect(created.secrets).toEqual([expect.objectContaining({ name: 'OPENAI_API_KEY', value: 'sk-test' })]);
     // The upload is the packed project (gzip), attached to the first revision.
     const upload = [...fake.uploads.values()].find((u) => u.deploymentId === result.deployment.id)!;
@@ -179,7 +182,11 @@ describe('berth deploy', () => {
     expect(second.revisionId).not.toBe(first.revisionId);
     const patch = fake.callsOf('updateDeployment').at(-1)!;
     const objectPath = `uploads/${[...fake.uploads.values()].filter((u) => u.deploymentId === first.deployment.id).at(-1)!.id}.tgz`;
-    expect(patch).toMatchObject({ deploymentId: first.deployment.id, replaceSecrets: true, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath } });
+    expect(patch).toMatchObject({
+      deploymentId: first.deployment.id,
+      replaceSecrets: true,
+      sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath },
+    });
     expect(out.text()).toContain('note: update-me is a dev deployment; the type is fixed when a deployment is created, so it stays dev');
     expect(out.text()).toContain(`Updating deployment update-me (${first.deployment.id})`);
   });
@@ -226,16 +233,16 @@ describe('berth deploy', () => {
       /no langgraph\.json at .*run `berth deploy` in the folder of a LangGraph project/,
     );
     const dir = await project('refused');
-    await expect(deploy(cliEnv(dir, { BERTH_HOST_URL: gateway.url }), { ...fast, apiKey: 'brt_key_wrongwrongwrongwrongwrongwrongwr' }, () => undefined, dir)).rejects.toThrow(
-      /refused the API key \(401: Invalid API key\): check --api-key or BERTH_API_KEY/,
-    );
+    await expect(
+      deploy(cliEnv(dir, { BERTH_HOST_URL: gateway.url }), { ...fast, apiKey: 'brt_key_wrongwrongwrongwrongwrongwrongwr' }, () => undefined, dir),
+    ).rejects.toThrow(/refused the API key \(401: Invalid API key\): check --api-key or BERTH_API_KEY/);
     const closed = await freePort();
     await expect(deploy(cliEnv(dir, { BERTH_API_KEY: key }), { ...fast, url: `127.0.0.1:${closed}` }, () => undefined, dir)).rejects.toThrow(
       `cannot reach Berth at http://127.0.0.1:${closed} (ECONNREFUSED): check --url`,
     );
-    await expect(deploy(cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url }), { ...fast, name: 'Not_Valid' }, () => undefined, dir)).rejects.toThrow(
-      /--name must be lower-case/,
-    );
+    await expect(
+      deploy(cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url }), { ...fast, name: 'Not_Valid' }, () => undefined, dir),
+    ).rejects.toThrow(/--name must be lower-case/);
     expect(fake.callsOf('createDeployment').some((c) => c.name === 'refused')).toBe(false);
   });
 });

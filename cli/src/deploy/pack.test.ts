@@ -140,9 +140,7 @@ describe('packProject', () => {
     const tempDir = join(work, 'tmp');
     await mkdir(tempDir);
     const progress: PackProgress[] = [];
-    const error = await packProject(project, { maxBytes: 100 * 1024, tempDir, onProgress: (p) => progress.push(p) }).catch(
-      (e: unknown) => e,
-    );
+    const error = await packProject(project, { maxBytes: 100 * 1024, tempDir, onProgress: (p) => progress.push(p) }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PackTooLargeError);
     expect((error as Error).message).toMatch(/larger than 100 KB/);
     expect((error as Error).message).toMatch(/\.gitignore/);

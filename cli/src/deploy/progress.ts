@@ -107,7 +107,13 @@ export const TAIL_LINES = 30;
  * each status change and each new build/deploy log line as it comes. The status is read before
  * the logs, so the last lines a failing build wrote are always reported before the end.
  */
-export async function watchRevision(api: DeploymentsApi, deploymentId: string, revisionId: string, reporter: Reporter, options: WatchOptions): Promise<WatchOutcome> {
+export async function watchRevision(
+  api: DeploymentsApi,
+  deploymentId: string,
+  revisionId: string,
+  reporter: Reporter,
+  options: WatchOptions,
+): Promise<WatchOutcome> {
   const pollMs = options.pollMs ?? 1000;
   const deadline = Date.now() + options.timeoutMs;
   const maxFailures = options.maxFailures ?? 5;

@@ -92,7 +92,17 @@ describe('secretsFromEnv', () => {
       { name: 'MY_SETTING', value: 'x' },
       { name: 'OPENAI_API_KEY', value: 'sk-1' },
     ]);
-    expect(skipped).toEqual(['BERTH_API_KEY', 'BERTH_HOST_URL', 'DATABASE_URL', 'HOST', 'LANGCHAIN_API_KEY', 'LANGSMITH_API_KEY', 'PORT', 'REDIS_URL', 'bad-name']);
+    expect(skipped).toEqual([
+      'BERTH_API_KEY',
+      'BERTH_HOST_URL',
+      'DATABASE_URL',
+      'HOST',
+      'LANGCHAIN_API_KEY',
+      'LANGSMITH_API_KEY',
+      'PORT',
+      'REDIS_URL',
+      'bad-name',
+    ]);
     expect(isReserved('BERTH_ANYTHING')).toBe(true);
     expect(isReserved('LANGSMITH_PROJECT')).toBe(false);
   });
@@ -101,7 +111,13 @@ describe('secretsFromEnv', () => {
 describe('loadProject', () => {
   it('finds langgraph.json and reads .env', async () => {
     const dir = await tempProject({ 'langgraph.json': '{"graphs":{}}', '.env': 'A=1\nBERTH_API_KEY=k\n' });
-    expect(await loadProject(dir)).toEqual({ dir, configFile: join(dir, 'langgraph.json'), configPath: 'langgraph.json', env: { A: '1', BERTH_API_KEY: 'k' }, envSource: '.env' });
+    expect(await loadProject(dir)).toEqual({
+      dir,
+      configFile: join(dir, 'langgraph.json'),
+      configPath: 'langgraph.json',
+      env: { A: '1', BERTH_API_KEY: 'k' },
+      envSource: '.env',
+    });
   });
 
   it('uses the env file or values langgraph.json names, and a config in a subfolder', async () => {
@@ -110,7 +126,11 @@ describe('loadProject', () => {
       'config/prod.env': 'FROM_FILE=1',
       '.env': 'IGNORED=1',
     });
-    expect(await loadProject(dir, 'agent/langgraph.json')).toMatchObject({ configPath: 'agent/langgraph.json', env: { FROM_FILE: '1' }, envSource: 'config/prod.env' });
+    expect(await loadProject(dir, 'agent/langgraph.json')).toMatchObject({
+      configPath: 'agent/langgraph.json',
+      env: { FROM_FILE: '1' },
+      envSource: 'config/prod.env',
+    });
     const inline = await tempProject({ 'langgraph.json': '{"graphs":{},"env":{"N":3,"S":"x"}}' });
     expect(await loadProject(inline)).toMatchObject({ env: { N: '3', S: 'x' }, envSource: 'the env of langgraph.json' });
     const none = await tempProject({ 'langgraph.json': '{}' });

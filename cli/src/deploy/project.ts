@@ -8,7 +8,6 @@ import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path
 import { isSecretName } from '@berth/ids';
 import { CliError } from '../client.js';
 
-
 /**
  * Variables the platform sets itself, or that are credentials of the platform rather than of the
  * project: never sent as secrets (they would be wrong inside the deployment, or leak a key).

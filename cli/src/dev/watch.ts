@@ -81,7 +81,10 @@ export class ProjectWatcher {
     if (this.closed || !name) return;
     const path = join(dir, String(name));
     if (path.split(sep).some((part) => IGNORED_DIRS.has(part))) return;
-    const isDir = await stat(path).then((s) => s.isDirectory(), () => false);
+    const isDir = await stat(path).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     const relativePath = relative(this.root, path).split(sep).join('/');
     if (isDir) {
       // A new folder (say, from a git checkout) and the files in it.

@@ -41,7 +41,12 @@ const ADDED_ELSEWHERE = new Set(['docs/contribute/testing.md', 'docs/adr/0001-ru
 const withoutCode = (text: string) => text.replace(/```[\s\S]*?```/g, '');
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
-const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 
 function anchorsOf(page: string): Set<string> {
   return new Set([...withoutCode(readFileSync(join(REPO_ROOT, page), 'utf8')).matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) => slug(m[1]!)));

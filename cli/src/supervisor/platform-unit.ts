@@ -193,7 +193,18 @@ export class PlatformUnit implements Unit {
         }
         await sleep(200);
       }
-      return { state: { pid: child.pid!, port: report.ready.port, url, instance_id, started_at: new Date().toISOString(), sandboxes: report.ready.sandboxes, isolation: report.ready.isolation }, child };
+      return {
+        state: {
+          pid: child.pid!,
+          port: report.ready.port,
+          url,
+          instance_id,
+          started_at: new Date().toISOString(),
+          sandboxes: report.ready.sandboxes,
+          isolation: report.ready.isolation,
+        },
+        child,
+      };
     } finally {
       // It serves on alone: no IPC channel keeps it tied to the supervisor.
       if (child.connected) child.disconnect();
@@ -211,4 +222,3 @@ export async function identify(url: string): Promise<{ instanceId: string | unde
     return undefined;
   }
 }
-

@@ -23,10 +23,7 @@ import { PlatformUnit } from './platform-unit.js';
 import { EngineUnit, PostgresUnit, type Running, type Unit } from './units.js';
 
 /** What the supervisor tells the `berth up` that started it. */
-export type SupervisorReport =
-  | { note: string }
-  | { ready: { platform: PlatformState; databaseUrl: string; adopted: boolean } }
-  | { failed: string };
+export type SupervisorReport = { note: string } | { ready: { platform: PlatformState; databaseUrl: string; adopted: boolean } } | { failed: string };
 
 export class SupervisorRunningError extends Error {
   constructor(pid: number) {
@@ -137,12 +134,17 @@ export class BerthSupervisor {
       running = await unit.start(signal, true);
     } catch (error) {
       // What a start that failed half-way left running (a postmaster whose database could not be made).
-      await unit.stop().catch((cleanup: unknown) => this.logger.error({ err: cleanup, unit: unit.name }, `stopping ${unit.name} after its failed start failed`));
+      await unit
+        .stop()
+        .catch((cleanup: unknown) => this.logger.error({ err: cleanup, unit: unit.name }, `stopping ${unit.name} after its failed start failed`));
       delete this.record.units[unit.name];
       await this.save();
       throw error;
     }
-    this.logger.info({ unit: unit.name, pid: running.pid, adopted: running.adopted }, running.adopted ? `took on ${unit.name}, which ran already` : `started ${unit.name}`);
+    this.logger.info(
+      { unit: unit.name, pid: running.pid, adopted: running.adopted },
+      running.adopted ? `took on ${unit.name}, which ran already` : `started ${unit.name}`,
+    );
     this.running(unit, running);
     this.units.push({ unit, supervisor: this.supervise(unit, running) });
     return running;

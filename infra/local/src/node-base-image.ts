@@ -42,17 +42,22 @@ export async function ensureNodeBaseImage(
   options: { reference?: string; mirror?: string } = {},
 ): Promise<'built' | 'cached' | 'real'> {
   const reference = options.reference ?? NODE_BASE_IMAGE;
-  const caDigest = createHash('sha256').update(await readFile(CA_BUNDLE).catch(() => '')).digest('hex').slice(0, 12);
+  const caDigest = createHash('sha256')
+    .update(await readFile(CA_BUNDLE).catch(() => ''))
+    .digest('hex')
+    .slice(0, 12);
   const fingerprint = `node-${process.version}-ca-${caDigest}`;
-  const label = await podman
-    .podman(['image', 'inspect', '--format', `{{index .Labels "${LABEL}"}}`, reference])
-    .then(({ stdout }) => stdout.trim(), () => undefined);
+  const label = await podman.podman(['image', 'inspect', '--format', `{{index .Labels "${LABEL}"}}`, reference]).then(
+    ({ stdout }) => stdout.trim(),
+    () => undefined,
+  );
   if (label === fingerprint) return 'cached';
   // An image of that name that we did not make (no label) is the real one: keep it. A stand-in made
   // from another Node (another label) is replaced.
   if (label === '' || label === '<no value>') return 'real';
   for (const tool of ['/usr/bin/mmdebstrap', process.execPath, join(NPM_DIR, 'bin/npm-cli.js')]) {
-    if (!existsSync(tool)) throw new NodeBaseImageError(`${tool} is missing: the stand-in base needs mmdebstrap and Debian's nodejs (run scripts/ensure-podman.sh as root)`);
+    if (!existsSync(tool))
+      throw new NodeBaseImageError(`${tool} is missing: the stand-in base needs mmdebstrap and Debian's nodejs (run scripts/ensure-podman.sh as root)`);
   }
   await rm(workDir, { recursive: true, force: true });
   await mkdir(workDir, { recursive: true });
@@ -60,26 +65,43 @@ export async function ensureNodeBaseImage(
   try {
     // minbase + ca-certificates is what the slim image has that matters (npm over TLS); Node's own
     // libraries (libstdc++) come with minbase. The hooks run on this machine with $1 the new root.
-    await run('mmdebstrap', [
-      '--quiet', '--variant=minbase', '--include=ca-certificates',
-      `--customize-hook=copy-in ${process.execPath} /usr/local/bin`,
-      '--customize-hook=mkdir -p "$1/usr/local/lib/node_modules"',
-      `--customize-hook=copy-in ${NPM_DIR} /usr/local/lib/node_modules`,
-      '--customize-hook=ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"',
-      '--customize-hook=ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"',
-      // The slim image keeps no apt lists or caches either.
-      '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
-      ...(existsSync(CA_BUNDLE) ? [`--customize-hook=copy-in ${CA_BUNDLE} /etc/ssl/certs`] : []),
-      'bookworm', tar, options.mirror ?? 'http://deb.debian.org/debian',
-    ], { timeoutMs: 10 * 60_000 });
-    await podman.podman([
-      'import', '--quiet',
-      '--change', `LABEL ${LABEL}=${fingerprint}`,
-      '--change', `ENV NODE_VERSION=${process.version.slice(1)}`,
-      '--change', `ENV NODE_EXTRA_CA_CERTS=${CA_BUNDLE}`,
-      '--change', 'CMD ["node"]',
-      tar, reference,
-    ], 5 * 60_000);
+    await run(
+      'mmdebstrap',
+      [
+        '--quiet',
+        '--variant=minbase',
+        '--include=ca-certificates',
+        `--customize-hook=copy-in ${process.execPath} /usr/local/bin`,
+        '--customize-hook=mkdir -p "$1/usr/local/lib/node_modules"',
+        `--customize-hook=copy-in ${NPM_DIR} /usr/local/lib/node_modules`,
+        '--customize-hook=ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"',
+        '--customize-hook=ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"',
+        // The slim image keeps no apt lists or caches either.
+        '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
+        ...(existsSync(CA_BUNDLE) ? [`--customize-hook=copy-in ${CA_BUNDLE} /etc/ssl/certs`] : []),
+        'bookworm',
+        tar,
+        options.mirror ?? 'http://deb.debian.org/debian',
+      ],
+      { timeoutMs: 10 * 60_000 },
+    );
+    await podman.podman(
+      [
+        'import',
+        '--quiet',
+        '--change',
+        `LABEL ${LABEL}=${fingerprint}`,
+        '--change',
+        `ENV NODE_VERSION=${process.version.slice(1)}`,
+        '--change',
+        `ENV NODE_EXTRA_CA_CERTS=${CA_BUNDLE}`,
+        '--change',
+        'CMD ["node"]',
+        tar,
+        reference,
+      ],
+      5 * 60_000,
+    );
   } catch (error) {
     throw new NodeBaseImageError(`could not build the stand-in for ${reference}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   } finally {

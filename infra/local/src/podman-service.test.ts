@@ -18,8 +18,17 @@ const IMAGE = 'localhost/berth-test/persistent:1';
 
 beforeAll(async () => {
   dir = await mkdtemp('/tmp/bps-');
-  const btrfs = await run('mkfs.btrfs', ['--version']).then(() => true, () => false);
-  options = { directory: join(dir, 'engine'), volatileDirectory: join(dir, 'v'), storage: btrfs ? 'btrfs-loop' : 'overlay', persistent: true, btrfsSizeBytes: 1024 ** 3 };
+  const btrfs = await run('mkfs.btrfs', ['--version']).then(
+    () => true,
+    () => false,
+  );
+  options = {
+    directory: join(dir, 'engine'),
+    volatileDirectory: join(dir, 'v'),
+    storage: btrfs ? 'btrfs-loop' : 'overlay',
+    persistent: true,
+    btrfsSizeBytes: 1024 ** 3,
+  };
 });
 afterAll(async () => {
   await new PodmanService(options).destroy();

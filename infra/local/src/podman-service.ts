@@ -116,11 +116,7 @@ export class PodmanService {
 
   /** Global podman flags that point the CLI at this engine's storage (for `podman build`, `push`). */
   get cliArgs(): string[] {
-    return [
-      '--root', join(this.storageDir, 'root'),
-      '--runroot', this.runRoot,
-      '--storage-driver', this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay',
-    ];
+    return ['--root', join(this.storageDir, 'root'), '--runroot', this.runRoot, '--storage-driver', this.storage === 'btrfs-loop' ? 'btrfs' : 'overlay'];
   }
 
   /**
@@ -153,7 +149,12 @@ export class PodmanService {
     if (this.storage === 'btrfs-loop') await this.mountBtrfs();
     await this.writeConfig();
     const { logFile } = this.options;
-    const logFrom = logFile ? await stat(logFile).then((s) => s.size, () => 0) : 0;
+    const logFrom = logFile
+      ? await stat(logFile).then(
+          (s) => s.size,
+          () => 0,
+        )
+      : 0;
     const log = logFile ? openSync(logFile, 'a') : undefined;
     let child: ChildProcess;
     try {
@@ -215,11 +216,15 @@ export class PodmanService {
     const errors: unknown[] = [];
     // No storage yet (a start that failed early), or btrfs storage not mounted (stopped before):
     // no containers to stop, and Podman could not open the storage; but a storage mount to undo.
-    const cleanup = !existsSync(join(this.storageDir, 'root')) || (this.storage === 'btrfs-loop' && !this.mounted)
-      ? []
-      : this.options.persistent
-        ? [['stop', '--all', '--time', '5']]
-        : [['rm', '--all', '--force', '--time', '0'], ['volume', 'rm', '--all', '--force']];
+    const cleanup =
+      !existsSync(join(this.storageDir, 'root')) || (this.storage === 'btrfs-loop' && !this.mounted)
+        ? []
+        : this.options.persistent
+          ? [['stop', '--all', '--time', '5']]
+          : [
+              ['rm', '--all', '--force', '--time', '0'],
+              ['volume', 'rm', '--all', '--force'],
+            ];
     for (const args of cleanup) {
       await this.podman(args).catch((error: unknown) => errors.push(error));
     }
@@ -249,7 +254,12 @@ export class PodmanService {
 
   private async mountBtrfs(): Promise<void> {
     const image = this.btrfsImage;
-    const reuse = this.options.persistent && (await stat(image).then((s) => s.size > 0, () => false));
+    const reuse =
+      this.options.persistent &&
+      (await stat(image).then(
+        (s) => s.size > 0,
+        () => false,
+      ));
     if (!reuse) {
       await writeFile(image, '');
       await run('truncate', ['-s', String(this.options.btrfsSizeBytes ?? 4 * 1024 ** 3), image]);

@@ -92,8 +92,15 @@ export class PostgresServer {
       await rm(this.dataDir, { recursive: true, force: true });
       if (runAs) await chown(passwordFile, runAs.uid, runAs.gid);
       await this.pg(binaries, runAs, 'initdb', [
-        '-D', this.dataDir, '-U', SUPERUSER, `--pwfile=${passwordFile}`, '--auth=scram-sha-256',
-        '--encoding=UTF8', '--locale=C.UTF-8', '--no-instructions',
+        '-D',
+        this.dataDir,
+        '-U',
+        SUPERUSER,
+        `--pwfile=${passwordFile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale=C.UTF-8',
+        '--no-instructions',
       ]);
       // Settings of our own go last so they win over the defaults initdb wrote.
       await appendFile(
@@ -104,9 +111,7 @@ export class PostgresServer {
           "listen_addresses = '127.0.0.1'",
           "unix_socket_directories = ''",
           `max_connections = ${this.options.maxConnections ?? 200}`,
-          ...(this.options.mode === 'fast'
-            ? ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off']
-            : []),
+          ...(this.options.mode === 'fast' ? ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off'] : []),
           '',
         ].join('\n'),
       );
@@ -126,12 +131,17 @@ export class PostgresServer {
         this.port = await portOrFree(this.options.port || last);
       }
       const log = join(this.baseDir, 'postgres.log');
-      const logFrom = await stat(log).then((s) => s.size, () => 0);
-      await this.pg(binaries, runAs, 'pg_ctl', ['start', '-w', '-t', '60', '-D', this.dataDir, '-l', log, '-o', `-p ${this.port}`]).catch(async (error: Error) => {
-        // pg_ctl says only "Examine the log output": the reason is there.
-        const said = (await readFile(log).catch(() => Buffer.alloc(0))).subarray(logFrom).toString('utf8').trim().split('\n').slice(-5);
-        throw new Error(`Postgres did not start: ${said.join('\n') || error.message}`, { cause: error });
-      });
+      const logFrom = await stat(log).then(
+        (s) => s.size,
+        () => 0,
+      );
+      await this.pg(binaries, runAs, 'pg_ctl', ['start', '-w', '-t', '60', '-D', this.dataDir, '-l', log, '-o', `-p ${this.port}`]).catch(
+        async (error: Error) => {
+          // pg_ctl says only "Examine the log output": the reason is there.
+          const said = (await readFile(log).catch(() => Buffer.alloc(0))).subarray(logFrom).toString('utf8').trim().split('\n').slice(-5);
+          throw new Error(`Postgres did not start: ${said.join('\n') || error.message}`, { cause: error });
+        },
+      );
       await writeFile(join(this.baseDir, 'port'), String(this.port));
     }
     await this.ensureDatabase(this.database);
@@ -263,7 +273,10 @@ async function readMajor(dataDir: string): Promise<number | undefined> {
 export async function findPostgresBinaries(major?: number): Promise<PostgresBinaries> {
   const candidates: PostgresBinaries[] = [];
   try {
-    const versions = (await readdir('/usr/lib/postgresql')).map(Number).filter((n) => n > 0).sort((a, b) => b - a);
+    const versions = (await readdir('/usr/lib/postgresql'))
+      .map(Number)
+      .filter((n) => n > 0)
+      .sort((a, b) => b - a);
     for (const v of versions) {
       const binDir = `/usr/lib/postgresql/${v}/bin`;
       if (existsSync(join(binDir, 'initdb'))) candidates.push({ binDir, major: v, source: 'system' });

@@ -36,11 +36,10 @@ export class RedisServer {
     const binary = this.options.binary ?? findRedisServer();
     if (!binary) throw new Error('redis-server not found: install it with `apt-get install redis-server`');
     this.port = this.options.port || (await freePort());
-    const child = spawn(
-      binary,
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'],
-      { stdio: ['ignore', 'ignore', 'pipe'], detached: false },
-    );
+    const child = spawn(binary, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: false,
+    });
     this.child = child;
     let stderr = '';
     child.stderr?.on('data', (chunk) => (stderr += String(chunk)));

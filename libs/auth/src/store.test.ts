@@ -78,9 +78,7 @@ describe('authenticateHeaders', () => {
       tenantId: tenant.id,
     });
     const other = await store.createTenant({ name: 'elsewhere' });
-    await expect(authenticateHeaders(store, { 'x-api-key': key, 'x-tenant-id': other.id })).rejects.toBeInstanceOf(
-      PermissionDeniedError,
-    );
+    await expect(authenticateHeaders(store, { 'x-api-key': key, 'x-tenant-id': other.id })).rejects.toBeInstanceOf(PermissionDeniedError);
     const { token } = await store.issueAccessToken({ apiKeyId: record.id, tenantId: tenant.id, ttlSeconds: 60 });
     expect(await authenticateHeaders(store, { authorization: `Bearer ${token}` })).toMatchObject({
       credential: { type: 'access_token' },

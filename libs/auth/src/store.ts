@@ -89,14 +89,7 @@ export class AuthStore {
   }
 
   async listTenants(page: { limit: number; offset: number }): Promise<Tenant[]> {
-    const rows = await this.db
-      .selectFrom('tenants')
-      .selectAll()
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(page.limit)
-      .offset(page.offset)
-      .execute();
+    const rows = await this.db.selectFrom('tenants').selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(page.offset).execute();
     return rows.map(tenantOf);
   }
 
@@ -121,23 +114,12 @@ export class AuthStore {
   }
 
   async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.db
-      .selectFrom('api_keys')
-      .select(keyColumns)
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const rows = await this.db.selectFrom('api_keys').select(keyColumns).where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
     return rows.map(keyOf);
   }
 
   async getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord> {
-    const row = await this.db
-      .selectFrom('api_keys')
-      .select(keyColumns)
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', keyId)
-      .executeTakeFirst();
+    const row = await this.db.selectFrom('api_keys').select(keyColumns).where('tenant_id', '=', tenantId).where('id', '=', keyId).executeTakeFirst();
     if (!row) throw new NotFoundError(`API key ${keyId} not found`);
     return keyOf(row);
   }

@@ -27,10 +27,7 @@ export interface EncodedEvent {
  * deleted; `resync`: wake-ups may have been lost (a reconnect), re-read.
  */
 export type Wake =
-  | { kind: 'events'; first: number; count: number; inline?: StoredEvent[] }
-  | { kind: 'end'; next: number }
-  | { kind: 'deleted' }
-  | { kind: 'resync' };
+  { kind: 'events'; first: number; count: number; inline?: StoredEvent[] } | { kind: 'end'; next: number } | { kind: 'deleted' } | { kind: 'resync' };
 
 /**
  * Wake-ups carry their events inline while the whole message stays under this many bytes
@@ -114,7 +111,10 @@ const wakeSchema = z.union([
     r: z.string().optional(),
     s: z.number().int().nonnegative(),
     n: z.number().int().positive(),
-    i: z.array(z.tuple([z.string(), z.unknown()])).nullable().optional(),
+    i: z
+      .array(z.tuple([z.string(), z.unknown()]))
+      .nullable()
+      .optional(),
   }),
   z.object({ r: z.string().optional(), e: z.number().int().nonnegative() }),
   z.object({ r: z.string().optional(), d: z.literal(1) }),

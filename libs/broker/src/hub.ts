@@ -82,9 +82,7 @@ export class KeyedHub<T> {
     if (!entry.listeners.delete(listener) || entry.listeners.size > 0) return;
     if (this.#entries.get(key) !== entry) return;
     this.#entries.delete(key);
-    this.#serial(key, () => this.#hooks.detach(key)).catch((error: unknown) =>
-      this.#log.warn({ err: error, runId: key }, `${this.#what}: detach failed`),
-    );
+    this.#serial(key, () => this.#hooks.detach(key)).catch((error: unknown) => this.#log.warn({ err: error, runId: key }, `${this.#what}: detach failed`));
   }
 
   /** Runs `op` after every earlier attach/detach of the same key. */

@@ -197,7 +197,7 @@ export class PostgresEventBroker extends BaseEventBroker {
   protected async disconnect(): Promise<void> {
     clearInterval(this.#sweepTimer);
     await this.#listener.close();
-    await this.#pool.end().catch((error: unknown) => this.log.warn({ err: error }, 'error while closing the event broker\'s pool'));
+    await this.#pool.end().catch((error: unknown) => this.log.warn({ err: error }, "error while closing the event broker's pool"));
   }
 
   #onNotification(channel: string, payload: string): void {

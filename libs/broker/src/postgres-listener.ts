@@ -53,7 +53,7 @@ export class PgListener {
     await this.#connecting?.catch(() => undefined);
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch((error: unknown) => this.#options.log.warn({ err: error }, 'error while closing the event broker\'s LISTEN connection'));
+    await client?.end().catch((error: unknown) => this.#options.log.warn({ err: error }, "error while closing the event broker's LISTEN connection"));
   }
 
   async #connect(): Promise<void> {
@@ -74,7 +74,7 @@ export class PgListener {
       throw error;
     }
     if (this.#closed) {
-      await client.end().catch((error: unknown) => this.#options.log.warn({ err: error }, 'error while closing the event broker\'s LISTEN connection'));
+      await client.end().catch((error: unknown) => this.#options.log.warn({ err: error }, "error while closing the event broker's LISTEN connection"));
       throw new Error('the listener is closed');
     }
     this.#client = client;

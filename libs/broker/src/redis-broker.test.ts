@@ -20,7 +20,10 @@ describe('RedisEventBroker', () => {
     const redis = new Redis(testRedisUrl());
     try {
       const run = newRunId();
-      await broker.publishMany(run, [{ event: 'a', data: { x: 1 } }, { event: 'b', data: 'two' }]);
+      await broker.publishMany(run, [
+        { event: 'a', data: { x: 1 } },
+        { event: 'b', data: 'two' },
+      ]);
       await broker.end(run);
       const stream = `${prefix}:broker:{${run}}:events`;
       expect(await redis.xrange(stream, '-', '+')).toEqual([

@@ -66,9 +66,7 @@ export class RedisEventBroker extends BaseEventBroker {
     // A first attempt connects; after a failed one ioredis keeps reconnecting on its own and a
     // PING waits for it (or fails after its retries).
     await Promise.all(
-      [this.#redis, this.#subscriber].map((connection) =>
-        connection.status === 'wait' ? connection.connect() : connection.ping().then(() => undefined),
-      ),
+      [this.#redis, this.#subscriber].map((connection) => (connection.status === 'wait' ? connection.connect() : connection.ping().then(() => undefined))),
     );
   }
 
@@ -94,11 +92,7 @@ export class RedisEventBroker extends BaseEventBroker {
   }
 
   protected async readAfter(runId: string, after: number): Promise<ReadResult> {
-    const reply = (await this.#run(READ, runId, [after + 1, READ_BATCH_EVENTS, READ_BATCH_BYTES])) as [
-      string | null,
-      string | null,
-      string[],
-    ];
+    const reply = (await this.#run(READ, runId, [after + 1, READ_BATCH_EVENTS, READ_BATCH_BYTES])) as [string | null, string | null, string[]];
     const [next, ended, flat] = reply;
     const events: StoredEvent[] = [];
     for (let k = 0; k + 2 < flat.length; k += 3) events.push(decodeEvent(Number(flat[k]), flat[k + 1]!, flat[k + 2]!));

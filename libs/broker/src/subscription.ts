@@ -58,13 +58,7 @@ export class Subscription implements BrokerSubscription {
   #chain: Promise<unknown> = Promise.resolve();
   readonly #onAbort = () => this.finish();
 
-  constructor(
-    source: StreamSource,
-    runId: string,
-    from: number | 'now',
-    signal: AbortSignal | undefined,
-    onFinish: (subscription: Subscription) => void,
-  ) {
+  constructor(source: StreamSource, runId: string, from: number | 'now', signal: AbortSignal | undefined, onFinish: (subscription: Subscription) => void) {
     this.#source = source;
     this.#runId = runId;
     this.#signal = signal;

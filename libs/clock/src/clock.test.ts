@@ -12,7 +12,10 @@ describe('ManualClock', () => {
     expect(fired).toEqual([['a', 1_100]]);
     expect(clock.now()).toBe(1_150);
     await clock.advance(1_000);
-    expect(fired).toEqual([['a', 1_100], ['b', 1_200]]);
+    expect(fired).toEqual([
+      ['a', 1_100],
+      ['b', 1_200],
+    ]);
     expect(clock.pending).toBe(0);
   });
 

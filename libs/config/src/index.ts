@@ -48,7 +48,12 @@ export const envOptionalString = z
 export const envList = z
   .string()
   .optional()
-  .transform((text) => (text ?? '').split(',').map((item) => item.trim()).filter(Boolean));
+  .transform((text) =>
+    (text ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
 
 /** `10.0.0.0/8,192.168.1.5/32`: each a valid CIDR (or a bare IP address). */
 export const envCidrList = envList.refine(

@@ -82,7 +82,9 @@ export function createPool(options: DatabaseOptions): pg.Pool {
   // An idle client that loses its server emits on the pool (without a listener Node would crash);
   // the pool drops it and connects anew for the next query, so this is worth a warning only.
   const log = options.log ?? defaultLogger();
-  pool.on('error', (error) => log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'idle Postgres connection lost; the pool replaces it'));
+  pool.on('error', (error) =>
+    log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'idle Postgres connection lost; the pool replaces it'),
+  );
   // The pool listens to a client only while it is idle. One checked out but between statements (a
   // transaction awaiting other work, a session held) that loses its server emits on itself: without
   // a listener Node would crash the process. Its next statement fails, which its caller handles.

@@ -70,17 +70,13 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
        )`,
     );
     const done = new Map<number, string>(
-      (await client.query<{ version: number; name: string }>(`SELECT version, name FROM ${schema}.berth_migrations`)).rows.map(
-        (r) => [r.version, r.name],
-      ),
+      (await client.query<{ version: number; name: string }>(`SELECT version, name FROM ${schema}.berth_migrations`)).rows.map((r) => [r.version, r.name]),
     );
     for (const migration of migrations) {
       const doneName = done.get(migration.version);
       if (doneName !== undefined) {
         if (doneName !== migration.name) {
-          throw new MigrationError(
-            `${schema} migration ${migration.version} was applied as "${doneName}" but the file is "${migration.name}"`,
-          );
+          throw new MigrationError(`${schema} migration ${migration.version} was applied as "${doneName}" but the file is "${migration.name}"`);
         }
         continue;
       }
@@ -89,17 +85,14 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
         await client.query(sql);
-        await client.query(`INSERT INTO ${schema}.berth_migrations (version, name) VALUES ($1, $2)`, [
-          migration.version,
-          migration.name,
-        ]);
+        await client.query(`INSERT INTO ${schema}.berth_migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
         await client.query('COMMIT');
       } catch (error) {
         // A failed ROLLBACK must not replace the error that says which migration failed; the
         // transaction ends with the session below anyway.
-        await client.query('ROLLBACK').catch((rollbackError: unknown) =>
-          log.warn({ err: rollbackError, schema, migration: migration.version }, 'rollback of a failed migration failed'),
-        );
+        await client
+          .query('ROLLBACK')
+          .catch((rollbackError: unknown) => log.warn({ err: rollbackError, schema, migration: migration.version }, 'rollback of a failed migration failed'));
         throw new MigrationError(`${schema} migration ${migration.version}_${migration.name} failed`, { cause: error });
       }
       applied.push(migration.version);
@@ -115,12 +108,7 @@ export async function migrate(options: MigrateOptions): Promise<number[]> {
  * that third-party code does without a lock of its own (`CREATE TABLE IF NOT EXISTS` from two
  * processes at once can fail), so that processes starting together take turns.
  */
-export async function withAdvisoryLock<T>(
-  connectionString: string,
-  name: string,
-  fn: () => Promise<T>,
-  log: Logger = defaultLogger(),
-): Promise<T> {
+export async function withAdvisoryLock<T>(connectionString: string, name: string, fn: () => Promise<T>, log: Logger = defaultLogger()): Promise<T> {
   const client = sessionClient(connectionString, name, log);
   await client.connect();
   try {

@@ -19,11 +19,25 @@ import {
 } from './index.js';
 
 describe('isPrivateAddress', () => {
-  it.each(['127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1'])(
-    '%s is not public',
-    (address) => expect(isPrivateAddress(address)).toBe(true),
+  it.each([
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fd00::1',
+    'fe80::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+  ])('%s is not public', (address) => expect(isPrivateAddress(address)).toBe(true));
+  it.each(['8.8.8.8', '52.216.0.1', '172.32.0.1', '2600:1f18::1', '::ffff:8.8.8.8'])('%s is public', (address) =>
+    expect(isPrivateAddress(address)).toBe(false),
   );
-  it.each(['8.8.8.8', '52.216.0.1', '172.32.0.1', '2600:1f18::1', '::ffff:8.8.8.8'])('%s is public', (address) => expect(isPrivateAddress(address)).toBe(false));
 });
 
 describe('assertPublicUrl', () => {
@@ -31,7 +45,8 @@ describe('assertPublicUrl', () => {
     for (const url of ['http://127.0.0.1:9000', 'http://[::1]:9000', 'http://169.254.169.254/latest', 'http://localhost:9000', 'http://s3.localhost']) {
       expect(() => assertPublicUrl(new URL(url))).toThrow(EgressRefusedError);
     }
-    for (const url of ['https://s3.eu-west-1.amazonaws.com', 'https://storage.googleapis.com', 'http://8.8.8.8']) expect(() => assertPublicUrl(new URL(url))).not.toThrow();
+    for (const url of ['https://s3.eu-west-1.amazonaws.com', 'https://storage.googleapis.com', 'http://8.8.8.8'])
+      expect(() => assertPublicUrl(new URL(url))).not.toThrow();
   });
 });
 
@@ -108,11 +123,49 @@ function inBlocks(blocks: AddressBlock[], address: string): boolean {
 
 // What a NetworkPolicy built from these blocks lets a pod reach must be what the proxies let through.
 const SAMPLES = [
-  '0.1.2.3', '10.0.0.1', '10.255.255.255', '100.64.0.1', '100.127.255.254', '127.0.0.1', '169.254.1.1', '169.254.169.254', '172.16.0.1', '172.31.255.255',
-  '192.0.0.8', '192.168.1.1', '198.18.0.1', '198.19.255.255', '224.0.0.1', '239.255.255.250', '240.0.0.1', '255.255.255.255',
-  '8.8.8.8', '1.1.1.1', '52.216.0.1', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '192.0.1.1', '198.20.0.1', '223.255.255.255',
-  '::', '::1', 'fc00::1', 'fd00::1', 'fd00:ec2::254', 'fe80::1', 'febf::1', 'ff02::1', '64:ff9b::a00:1', '64:ff9b::808:808', '::ffff:10.0.0.1', '::ffff:8.8.8.8',
-  '2600:1f18::1', '2001:4860:4860::8888', 'fec0::1',
+  '0.1.2.3',
+  '10.0.0.1',
+  '10.255.255.255',
+  '100.64.0.1',
+  '100.127.255.254',
+  '127.0.0.1',
+  '169.254.1.1',
+  '169.254.169.254',
+  '172.16.0.1',
+  '172.31.255.255',
+  '192.0.0.8',
+  '192.168.1.1',
+  '198.18.0.1',
+  '198.19.255.255',
+  '224.0.0.1',
+  '239.255.255.250',
+  '240.0.0.1',
+  '255.255.255.255',
+  '8.8.8.8',
+  '1.1.1.1',
+  '52.216.0.1',
+  '100.63.255.255',
+  '100.128.0.1',
+  '172.15.255.255',
+  '172.32.0.1',
+  '192.0.1.1',
+  '198.20.0.1',
+  '223.255.255.255',
+  '::',
+  '::1',
+  'fc00::1',
+  'fd00::1',
+  'fd00:ec2::254',
+  'fe80::1',
+  'febf::1',
+  'ff02::1',
+  '64:ff9b::a00:1',
+  '64:ff9b::808:808',
+  '::ffff:10.0.0.1',
+  '::ffff:8.8.8.8',
+  '2600:1f18::1',
+  '2001:4860:4860::8888',
+  'fec0::1',
 ];
 
 describe('publicAddressBlocks', () => {
@@ -135,7 +188,10 @@ describe('allowedBlock', () => {
     expect(allowedBlock('169.254.169.254')).toEqual({ cidr: '169.254.169.254/32' });
     expect(allowedBlock('10.0.0.0/8')).toEqual({ cidr: '10.0.0.0/8' });
     expect(allowedBlock('0.0.0.0/0').except).toEqual(['169.254.169.254/32']);
-    for (const ranges of [['169.254.0.0/16', 'fd00::/8', '10.1.0.0/16'], ['169.254.169.254/32', '127.0.0.1']]) {
+    for (const ranges of [
+      ['169.254.0.0/16', 'fd00::/8', '10.1.0.0/16'],
+      ['169.254.169.254/32', '127.0.0.1'],
+    ]) {
       const blocks = ranges.map(allowedBlock);
       const allowed = new CidrSet(ranges);
       for (const address of SAMPLES.filter((a) => !/^::ffff:/.test(a) && isPrivateAddress(a))) {

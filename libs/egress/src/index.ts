@@ -172,7 +172,9 @@ export class EgressRefusedError extends Error {
     readonly host: string,
     readonly address: string,
   ) {
-    super(`${host === address ? host : `${host} (${address})`} is not a public address, and this platform does not connect to private ones on a tenant's behalf`);
+    super(
+      `${host === address ? host : `${host} (${address})`} is not a public address, and this platform does not connect to private ones on a tenant's behalf`,
+    );
     this.name = 'EgressRefusedError';
   }
 }

@@ -31,7 +31,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EP
  */
 const PG_STATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
 /** Messages of pg and pg-pool when the connection died or could not be had in time. */
-const PG_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
+const PG_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
 /** Messages of ioredis while it has no connection (offline queue off, retries exhausted, closed). */
 const REDIS_MESSAGE = /^(Connection is closed\.?|Stream isn't writeable|Reached the max retries per request limit)/;
 /** gRPC UNAVAILABLE. */

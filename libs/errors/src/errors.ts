@@ -110,12 +110,7 @@ export class InternalError extends BerthError {
 }
 
 /** Builds the BerthError subclass for a code, e.g. when decoding an error that crossed gRPC. */
-export function errorFromCode(
-  code: ErrorCode,
-  message: string,
-  issues?: ValidationIssue[],
-  options?: { cause?: unknown },
-): BerthError {
+export function errorFromCode(code: ErrorCode, message: string, issues?: ValidationIssue[], options?: { cause?: unknown }): BerthError {
   switch (code) {
     case 'invalid_argument':
       return new InvalidArgumentError(message, options);

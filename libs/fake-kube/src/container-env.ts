@@ -45,7 +45,8 @@ export function containerEnv(container: EnvContainer, source: EnvSource): Record
     if (!ref) throw new ContainerEnvError(`container ${container.name}: env ${variable.name} is neither a value nor a key reference`);
     const value = values(secretRef ? 'Secret' : 'ConfigMap', ref.name, ref.optional)[ref.key];
     if (value !== undefined) env[variable.name] = value;
-    else if (!ref.optional) throw new ContainerEnvError(`container ${container.name}: env ${variable.name} refers to ${ref.name}/${ref.key}, which does not exist`);
+    else if (!ref.optional)
+      throw new ContainerEnvError(`container ${container.name}: env ${variable.name} refers to ${ref.name}/${ref.key}, which does not exist`);
   }
   return env;
 }
@@ -53,7 +54,8 @@ export function containerEnv(container: EnvContainer, source: EnvSource): Record
 /** An EnvSource reading the ConfigMaps and Secrets of `namespace` in the fake's store. */
 export function storeEnvSource(store: ObjectStore, namespace: string): EnvSource {
   return (kind, name) => {
-    const object = store.find(kind === 'Secret' ? 'secrets' : 'configmaps', namespace, name) as { data?: Record<string, string>; stringData?: Record<string, string> } | undefined;
+    const object = store.find(kind === 'Secret' ? 'secrets' : 'configmaps', namespace, name) as
+      { data?: Record<string, string>; stringData?: Record<string, string> } | undefined;
     if (!object) return undefined;
     const data = Object.entries(object.data ?? {}).map(([key, value]) => [key, kind === 'Secret' ? Buffer.from(value, 'base64').toString('utf8') : value]);
     return { ...Object.fromEntries(data), ...object.stringData };

@@ -162,7 +162,7 @@ export class DeploymentController {
 
   #containers(deployment: KubeObject): Obj[] {
     const template = (deployment['spec'] as Obj | undefined)?.['template'] as Obj | undefined;
-    return (((template?.['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[]);
+    return ((template?.['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[];
   }
 
   #step(namespace: string, name: string, generation: number, phase: 'progressing' | 'finish'): void {
@@ -211,7 +211,10 @@ export class DeploymentController {
     }
 
     // A failed or stalled rollout: one surge pod that never gets ready, the old pods keep serving.
-    const fresh = current.length > 0 || desired === 0 ? current : [this.#createPod(deployment, template, hash, outcome.result === 'fail' ? { ready: false, failure: outcome } : { ready: false })];
+    const fresh =
+      current.length > 0 || desired === 0
+        ? current
+        : [this.#createPod(deployment, template, hash, outcome.result === 'fail' ? { ready: false, failure: outcome } : { ready: false })];
     const counts = {
       replicas: old.length + fresh.length,
       updatedReplicas: fresh.length,
@@ -290,7 +293,12 @@ export class DeploymentController {
         started: state.ready || !failure,
         restartCount: crash ? 4 : 0,
         state: failure
-          ? { waiting: { reason: failure.podReason ?? 'CrashLoopBackOff', message: failure.podMessage ?? `back-off 40s restarting failed container=${String(c['name'])} pod=${name}` } }
+          ? {
+              waiting: {
+                reason: failure.podReason ?? 'CrashLoopBackOff',
+                message: failure.podMessage ?? `back-off 40s restarting failed container=${String(c['name'])} pod=${name}`,
+              },
+            }
           : { running: { startedAt: started } },
         ...(crash ? { lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: started, finishedAt: started } } } : {}),
       };

@@ -31,7 +31,9 @@ function groupVersions(types: ResourceType[]): GroupVersion[] {
 function resourceList(gv: GroupVersion, served: ResourceType[]): unknown {
   const resources = served.flatMap((t) => [
     { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS, ...(t.shortNames ? { shortNames: t.shortNames } : {}) },
-    ...(t.statusSubresource ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
+    ...(t.statusSubresource
+      ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }]
+      : []),
     ...(t.group === '' && t.resource === 'pods'
       ? [
           { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
@@ -62,7 +64,11 @@ function openApiDocument(gv: GroupVersion, served: ResourceType[]): unknown {
     const patch = {
       'x-kubernetes-group-version-kind': { group: t.group, version: t.version, kind: t.kind },
       'x-kubernetes-action': 'patch',
-      parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({ name, in: 'query', schema: { type: name === 'force' ? 'boolean' : 'string' } })),
+      parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({
+        name,
+        in: 'query',
+        schema: { type: name === 'force' ? 'boolean' : 'string' },
+      })),
     };
     paths[path] = { patch };
   }
@@ -81,7 +87,10 @@ export function discoveryDocument(store: ObjectStore, serverAddress: string, seg
   if (path === 'api') return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
   if (path === 'apis') {
     const groups = [...new Set(types.filter((t) => t.group).map((t) => t.group))].map((name) => {
-      const versions = [...new Set(types.filter((t) => t.group === name).map((t) => t.version))].map((version) => ({ groupVersion: `${name}/${version}`, version }));
+      const versions = [...new Set(types.filter((t) => t.group === name).map((t) => t.version))].map((version) => ({
+        groupVersion: `${name}/${version}`,
+        version,
+      }));
       return { name, versions, preferredVersion: versions[0] };
     });
     return { kind: 'APIGroupList', apiVersion: 'v1', groups };
@@ -89,7 +98,10 @@ export function discoveryDocument(store: ObjectStore, serverAddress: string, seg
   if (path === 'openapi/v3') {
     const paths = Object.fromEntries(
       groupVersions(types).map((gv) => {
-        const document = openApiDocument(gv, types.filter((t) => pathOf(t) === pathOf(gv)));
+        const document = openApiDocument(
+          gv,
+          types.filter((t) => pathOf(t) === pathOf(gv)),
+        );
         return [pathOf(gv), { serverRelativeURL: `/openapi/v3/${pathOf(gv)}?hash=${hashOf(document)}` }];
       }),
     );
@@ -97,7 +109,12 @@ export function discoveryDocument(store: ObjectStore, serverAddress: string, seg
   }
   const openapi = segments[0] === 'openapi' && segments[1] === 'v3';
   const rest = openapi ? segments.slice(2) : segments;
-  const gv = rest[0] === 'api' && rest.length === 2 ? { group: '', version: rest[1]! } : rest[0] === 'apis' && rest.length === 3 ? { group: rest[1]!, version: rest[2]! } : undefined;
+  const gv =
+    rest[0] === 'api' && rest.length === 2
+      ? { group: '', version: rest[1]! }
+      : rest[0] === 'apis' && rest.length === 3
+        ? { group: rest[1]!, version: rest[2]! }
+        : undefined;
   if (!gv) return undefined;
   const served = types.filter((t) => t.group === gv.group && t.version === gv.version);
   if (served.length === 0) return undefined;

@@ -74,7 +74,10 @@ afterEach(() => {
 
 describe('core objects', () => {
   it('creates and reads a Secret, folding stringData into base64 data, with maintained metadata', async () => {
-    const created = await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 's1', labels: { team: 'a' } }, stringData: { TOKEN: 'sêcret' } } });
+    const created = await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 's1', labels: { team: 'a' } }, stringData: { TOKEN: 'sêcret' } },
+    });
     expect(created.data).toEqual({ TOKEN: Buffer.from('sêcret').toString('base64') });
     expect(created.stringData).toBeUndefined();
     expect(created.type).toBe('Opaque');
@@ -89,7 +92,12 @@ describe('core objects', () => {
   it('answers a second create with 409 AlreadyExists and a missing object with 404 NotFound', async () => {
     await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'dup' }, data: { a: '1' } } });
     const conflict = await failure(core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'dup' } } }));
-    expect(conflict).toMatchObject({ code: 409, reason: 'AlreadyExists', message: 'configmaps "dup" already exists', details: { name: 'dup', kind: 'configmaps' } });
+    expect(conflict).toMatchObject({
+      code: 409,
+      reason: 'AlreadyExists',
+      message: 'configmaps "dup" already exists',
+      details: { name: 'dup', kind: 'configmaps' },
+    });
     const missing = await failure(core.readNamespacedSecret({ name: 'nope', namespace: ns }));
     expect(missing).toMatchObject({ code: 404, reason: 'NotFound', message: 'secrets "nope" not found' });
     const missingApps = await failure(apps.readNamespacedDeployment({ name: 'nope', namespace: ns }));
@@ -167,9 +175,18 @@ describe('core objects', () => {
     );
     expect(strategic.data).toEqual({ x: '1', y: 'two', z: '3' });
     // client-node's default patch type is a JSON patch.
-    const json = await core.patchNamespacedConfigMap({ name: 'p', namespace: ns, body: [{ op: 'remove', path: '/data/x' }, { op: 'add', path: '/data/w', value: '4' }] });
+    const json = await core.patchNamespacedConfigMap({
+      name: 'p',
+      namespace: ns,
+      body: [
+        { op: 'remove', path: '/data/x' },
+        { op: 'add', path: '/data/w', value: '4' },
+      ],
+    });
     expect(json.data).toEqual({ y: 'two', z: '3', w: '4' });
-    const missing = await failure(core.patchNamespacedConfigMap({ name: 'nope', namespace: ns, body: { data: {} } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
+    const missing = await failure(
+      core.patchNamespacedConfigMap({ name: 'nope', namespace: ns, body: { data: {} } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+    );
     expect(missing.code).toBe(404);
     expect(fake.requestsTo('PATCH', `/api/v1/namespaces/${ns}/configmaps/p`).map((r) => r.contentType)).toEqual([
       'application/merge-patch+json',
@@ -191,11 +208,16 @@ describe('core objects', () => {
   });
 
   it('assigns a Service its cluster IP and keeps it immutable', async () => {
-    const svc = await core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 8000 }] } } });
+    const svc = await core.createNamespacedService({
+      namespace: ns,
+      body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 8000 }] } },
+    });
     expect(svc.spec?.type).toBe('ClusterIP');
     expect(svc.spec?.clusterIP).toMatch(/^10\.96\./);
     expect(svc.spec?.ports?.[0]).toMatchObject({ port: 8000, targetPort: 8000, protocol: 'TCP' });
-    const changed = await failure(core.replaceNamespacedService({ name: 'web', namespace: ns, body: { ...svc, spec: { ...svc.spec, clusterIP: '10.0.0.1', clusterIPs: ['10.0.0.1'] } } }));
+    const changed = await failure(
+      core.replaceNamespacedService({ name: 'web', namespace: ns, body: { ...svc, spec: { ...svc.spec, clusterIP: '10.0.0.1', clusterIPs: ['10.0.0.1'] } } }),
+    );
     expect(changed.code).toBe(422);
   });
 });
@@ -211,21 +233,31 @@ describe('deployments and rollouts', () => {
     );
     expect(labelled.metadata?.generation).toBe(1);
     expect(labelled.status?.replicas).not.toBe(99);
-    const scaled = await apps.patchNamespacedDeployment({ name: 'gen', namespace: ns, body: { spec: { replicas: 3 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    expect(scaled.metadata?.generation).toBe(2);
-    const selector = await failure(apps.patchNamespacedDeployment(
-      { name: 'gen', namespace: ns, body: { spec: { selector: { matchLabels: { app: 'other' } } } } },
+    const scaled = await apps.patchNamespacedDeployment(
+      { name: 'gen', namespace: ns, body: { spec: { replicas: 3 } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    ));
+    );
+    expect(scaled.metadata?.generation).toBe(2);
+    const selector = await failure(
+      apps.patchNamespacedDeployment(
+        { name: 'gen', namespace: ns, body: { spec: { selector: { matchLabels: { app: 'other' } } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
     expect(selector.code).toBe(422);
   });
 
   it('rolls a Deployment out: status catches up, pods run and belong to it, deleting it deletes them', async () => {
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('roll', 'img:1', 2) });
-    const done = await until('rollout', async () => {
-      const d = await apps.readNamespacedDeploymentStatus({ name: 'roll', namespace: ns });
-      return d.status?.availableReplicas === 2 ? d : undefined;
-    }, 3_000, 10);
+    const done = await until(
+      'rollout',
+      async () => {
+        const d = await apps.readNamespacedDeploymentStatus({ name: 'roll', namespace: ns });
+        return d.status?.availableReplicas === 2 ? d : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(done.status).toMatchObject({ observedGeneration: 1, replicas: 2, updatedReplicas: 2, readyReplicas: 2 });
     expect(done.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([
       ['Available', 'True', 'MinimumReplicasAvailable'],
@@ -238,11 +270,20 @@ describe('deployments and rollouts', () => {
     // A new template replaces every pod.
     const current = await apps.readNamespacedDeployment({ name: 'roll', namespace: ns });
     const next = deployment('roll', 'img:2', 2);
-    await apps.replaceNamespacedDeployment({ name: 'roll', namespace: ns, body: { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } } });
-    await until('second rollout', async () => {
-      const l = await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' });
-      return l.items.length === 2 && l.items.every((p) => p.spec?.containers[0]?.image === 'img:2') ? l : undefined;
-    }, 3_000, 10);
+    await apps.replaceNamespacedDeployment({
+      name: 'roll',
+      namespace: ns,
+      body: { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata?.resourceVersion } },
+    });
+    await until(
+      'second rollout',
+      async () => {
+        const l = await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' });
+        return l.items.length === 2 && l.items.every((p) => p.spec?.containers[0]?.image === 'img:2') ? l : undefined;
+      },
+      3_000,
+      10,
+    );
     const old = new Set(pods.items.map((p) => p.metadata?.name));
     expect((await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=roll' })).items.some((p) => old.has(p.metadata?.name))).toBe(false);
 
@@ -252,17 +293,31 @@ describe('deployments and rollouts', () => {
 
   it('fails a rollout the test asked to fail: Progressing False, a crash-looping pod whose logs say why, old pods kept', async () => {
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('bad', 'img:ok', 1) });
-    await until('first rollout', async () => {
-      const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
-      return d.status?.availableReplicas === 1 ? d : undefined;
-    }, 3_000, 10);
+    await until(
+      'first rollout',
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
+        return d.status?.availableReplicas === 1 ? d : undefined;
+      },
+      3_000,
+      10,
+    );
     fake.rollouts.failImage('img:broken', { logs: 'Traceback\nModuleNotFoundError: No module named agent\n' });
     const current = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
-    await apps.replaceNamespacedDeployment({ name: 'bad', namespace: ns, body: { ...deployment('bad', 'img:broken', 1), metadata: { name: 'bad', labels: { app: 'bad' }, resourceVersion: current.metadata?.resourceVersion } } });
-    const failed = await until('failed rollout', async () => {
-      const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
-      return d.status?.conditions?.some((c) => c.type === 'Progressing' && c.status === 'False') ? d : undefined;
-    }, 3_000, 10);
+    await apps.replaceNamespacedDeployment({
+      name: 'bad',
+      namespace: ns,
+      body: { ...deployment('bad', 'img:broken', 1), metadata: { name: 'bad', labels: { app: 'bad' }, resourceVersion: current.metadata?.resourceVersion } },
+    });
+    const failed = await until(
+      'failed rollout',
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: 'bad', namespace: ns });
+        return d.status?.conditions?.some((c) => c.type === 'Progressing' && c.status === 'False') ? d : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(failed.status).toMatchObject({ observedGeneration: 2, updatedReplicas: 1, availableReplicas: 1, replicas: 2 });
     expect(failed.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe('ProgressDeadlineExceeded');
     const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=bad' })).items;
@@ -286,23 +341,39 @@ describe('deployments and rollouts', () => {
 
 describe('pods created through the API', () => {
   it('start Pending, then run and get Ready; a failing image stays not ready with its logs', async () => {
-    const created = await core.createNamespacedPod({ namespace: ns, body: { metadata: { generateName: 'sandbox-' }, spec: { containers: [{ name: 'box', image: 'sandbox:ok' }] } } });
+    const created = await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { generateName: 'sandbox-' }, spec: { containers: [{ name: 'box', image: 'sandbox:ok' }] } },
+    });
     expect(created.metadata?.name).toMatch(/^sandbox-[0-9a-f]{5}$/);
     expect(created.status?.phase).toBe('Pending');
     const name = created.metadata!.name!;
-    const running = await until('pod start', async () => {
-      const p = await core.readNamespacedPod({ name, namespace: ns });
-      return p.status?.phase === 'Running' ? p : undefined;
-    }, 3_000, 10);
+    const running = await until(
+      'pod start',
+      async () => {
+        const p = await core.readNamespacedPod({ name, namespace: ns });
+        return p.status?.phase === 'Running' ? p : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(running.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     expect(running.status?.containerStatuses?.[0]?.state?.running).toBeDefined();
 
     fake.pods.failImage('sandbox:bad', { reason: 'CrashLoopBackOff', logs: 'permission denied\n' });
-    const bad = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'bad-box' }, spec: { containers: [{ name: 'box', image: 'sandbox:bad' }] } } });
-    const waiting = await until('pod failure', async () => {
-      const p = await core.readNamespacedPod({ name: 'bad-box', namespace: ns });
-      return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
-    }, 3_000, 10);
+    const bad = await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'bad-box' }, spec: { containers: [{ name: 'box', image: 'sandbox:bad' }] } },
+    });
+    const waiting = await until(
+      'pod failure',
+      async () => {
+        const p = await core.readNamespacedPod({ name: 'bad-box', namespace: ns });
+        return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
     expect(await core.readNamespacedPodLog({ name: 'bad-box', namespace: ns })).toBe('permission denied\n');
     const deleted = await core.deleteNamespacedPod({ name: bad.metadata!.name!, namespace: ns });
@@ -315,7 +386,12 @@ describe('server', () => {
   it('serves discovery so the generic object API works', async () => {
     const { kc } = clients(fake);
     const objects = KubernetesObjectApi.makeApiClient(kc);
-    await objects.create({ apiVersion: 'apps/v1', kind: 'Deployment', ...deployment('generic', 'img:1', 1), metadata: { name: 'generic', namespace: ns, labels: { app: 'generic' } } });
+    await objects.create({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      ...deployment('generic', 'img:1', 1),
+      metadata: { name: 'generic', namespace: ns, labels: { app: 'generic' } },
+    });
     const read = await objects.read({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'generic', namespace: ns } });
     expect(read.metadata?.uid).toBeDefined();
     expect(fake.requestsTo('GET', '/apis/apps/v1').length).toBeGreaterThan(0);
@@ -341,18 +417,39 @@ describe('server', () => {
     await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'rec' }, data: { k: 'v' } } });
     await failure(core.readNamespacedConfigMap({ name: 'absent', namespace: ns }));
     expect(fake.requests).toEqual([
-      expect.objectContaining({ method: 'POST', path: `/api/v1/namespaces/${ns}/configmaps`, status: 201, body: expect.objectContaining({ data: { k: 'v' } }) }),
+      expect.objectContaining({
+        method: 'POST',
+        path: `/api/v1/namespaces/${ns}/configmaps`,
+        status: 201,
+        body: expect.objectContaining({ data: { k: 'v' } }),
+      }),
       expect.objectContaining({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/absent`, status: 404 }),
     ]);
   });
 });
 
 async function runningPod(name: string, env: Array<{ name: string; value: string }> = []): Promise<void> {
-  await core.createNamespacedPod({ namespace: ns, body: { metadata: { name, labels: { app: 'box' } }, spec: { containers: [{ name: 'box', image: 'sandbox:ok', env }, { name: 'side', image: 'sandbox:ok' }] } } });
-  await until('pod ready', async () => {
+  await core.createNamespacedPod({
+    namespace: ns,
+    body: {
+      metadata: { name, labels: { app: 'box' } },
+      spec: {
+        containers: [
+          { name: 'box', image: 'sandbox:ok', env },
+          { name: 'side', image: 'sandbox:ok' },
+        ],
+      },
+    },
+  });
+  await until(
+    'pod ready',
+    async () => {
       const p = await core.readNamespacedPod({ name, namespace: ns });
       return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
-    }, 3_000, 10);
+    },
+    3_000,
+    10,
+  );
 }
 
 function sink(): { stream: Writable; bytes: () => Buffer } {
@@ -392,19 +489,29 @@ describe('pods for sandboxes', () => {
 
   it('fail to pull an image that does not exist: ErrImagePull with the registry answer, then ImagePullBackOff', async () => {
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'no-image' }, spec: { containers: [{ name: 'box', image: 'sandbox:nope' }] } } });
-    const pulled = await until('pull failure', async () => {
-      const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
-      return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
-    }, 3_000, 10);
+    const pulled = await until(
+      'pull failure',
+      async () => {
+        const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
+        return (p.status?.containerStatuses?.length ?? 0) > 0 ? p : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(pulled.status?.phase).toBe('Pending');
     expect(pulled.status?.containerStatuses?.[0]?.state?.waiting).toEqual({
       reason: 'ErrImagePull',
       message: expect.stringContaining('failed to pull and unpack image "sandbox:nope"'),
     });
-    const backOff = await until('back-off', async () => {
-      const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
-      return p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff' ? p : undefined;
-    }, 3_000, 10);
+    const backOff = await until(
+      'back-off',
+      async () => {
+        const p = await core.readNamespacedPod({ name: 'no-image', namespace: ns });
+        return p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff' ? p : undefined;
+      },
+      3_000,
+      10,
+    );
     expect(backOff.status?.containerStatuses?.[0]?.state?.waiting?.message).toBe('Back-off pulling image "sandbox:nope"');
   });
 
@@ -419,7 +526,11 @@ describe('pods for sandboxes', () => {
     const read = await core.readNamespacedPod({ name: 'claimable', namespace: ns });
     const patch = (owner: string) =>
       core.patchNamespacedPod(
-        { name: 'claimable', namespace: ns, body: { metadata: { resourceVersion: read.metadata!.resourceVersion, labels: { 'berth.dev/claimed-by': owner } } } },
+        {
+          name: 'claimable',
+          namespace: ns,
+          body: { metadata: { resourceVersion: read.metadata!.resourceVersion, labels: { 'berth.dev/claimed-by': owner } } },
+        },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     expect((await patch('a')).metadata?.labels?.['berth.dev/claimed-by']).toBe('a');
@@ -436,13 +547,18 @@ describe('volumes and network policies', () => {
       body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } },
     });
     expect(claim.status?.phase).toBe('Bound');
-    await expect(core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name: 'nosize' }, spec: { accessModes: ['ReadWriteOnce'] } } })).rejects.toMatchObject({ code: 422 });
+    await expect(
+      core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name: 'nosize' }, spec: { accessModes: ['ReadWriteOnce'] } } }),
+    ).rejects.toMatchObject({ code: 422 });
   });
 
   it('stores a NetworkPolicy with policyTypes defaulted, and refuses a bad CIDR', async () => {
     const policy = await net.createNamespacedNetworkPolicy({
       namespace: ns,
-      body: { metadata: { name: 'box' }, spec: { podSelector: { matchLabels: { app: 'box' } }, egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8'] } }] }] } },
+      body: {
+        metadata: { name: 'box' },
+        spec: { podSelector: { matchLabels: { app: 'box' } }, egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8'] } }] }] },
+      },
     });
     expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
     const bad = net.createNamespacedNetworkPolicy({

@@ -34,7 +34,9 @@ async function apply(object: KubernetesObject, manager = 'helm'): Promise<Kubern
 describe('discovery for helm', () => {
   it('serves OpenAPI v3 whose PATCH operations take fieldValidation, so clients leave validation to the server', async () => {
     const root = (await getJson('/openapi/v3'))['paths'] as Record<string, { serverRelativeURL: string }>;
-    expect(Object.keys(root)).toEqual(expect.arrayContaining(['api/v1', 'apis/apps/v1', 'apis/policy/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/batch/v1']));
+    expect(Object.keys(root)).toEqual(
+      expect.arrayContaining(['api/v1', 'apis/apps/v1', 'apis/policy/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/batch/v1']),
+    );
     const apps = await getJson(root['apis/apps/v1']!.serverRelativeURL);
     const path = (apps['paths'] as Record<string, { patch: { 'x-kubernetes-group-version-kind': unknown; parameters: Array<{ name: string; in: string }> } }>)[
       '/apis/apps/v1/namespaces/{namespace}/deployments/{name}'
@@ -58,7 +60,14 @@ describe('server-side apply', () => {
     const created = (await apply(service({ tier: 'front', team: 'a' }, [80]))) as KubernetesObject & { spec: { clusterIP: string } };
     expect(created.spec.clusterIP).toMatch(/^10\.96\./);
     // Another writer's label survives the manager's next apply; a server default (clusterIP) too.
-    await objects.patch({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default', labels: { owner: 'ops' } } }, undefined, undefined, 'kubectl', undefined, PatchStrategy.MergePatch);
+    await objects.patch(
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default', labels: { owner: 'ops' } } },
+      undefined,
+      undefined,
+      'kubectl',
+      undefined,
+      PatchStrategy.MergePatch,
+    );
 
     const updated = (await apply(service({ tier: 'front' }, [8080]))) as KubernetesObject & { spec: { clusterIP: string; ports: Array<{ port: number }> } };
 
@@ -96,7 +105,12 @@ describe('the kinds a chart installs', () => {
     };
     await apply(binding);
     await expect(apply({ ...binding, roleRef: { ...binding.roleRef, name: 'two' } } as KubernetesObject)).rejects.toMatchObject({ code: 422 });
-    const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'p', namespace: 'default' }, spec: { minAvailable: 1, maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } } };
+    const pdb = {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'p', namespace: 'default' },
+      spec: { minAvailable: 1, maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } },
+    };
     await expect(apply(pdb as KubernetesObject)).rejects.toMatchObject({ code: 422 });
     expect(fake.store.find('policy/poddisruptionbudgets', 'default', 'p')).toBeUndefined();
   });
@@ -104,12 +118,23 @@ describe('the kinds a chart installs', () => {
 
 describe('strategic merge patch (client-side apply)', () => {
   it('merges containers by name, keeping what the patch does not mention, and honours $patch: delete', async () => {
-    const container = (name: string): Record<string, unknown> => ({ name, image: `${name}:1`, readinessProbe: { httpGet: { path: '/readyz', port: 8080 } }, env: [{ name: 'A', value: '1' }, { name: 'B', value: '2' }] });
+    const container = (name: string): Record<string, unknown> => ({
+      name,
+      image: `${name}:1`,
+      readinessProbe: { httpGet: { path: '/readyz', port: 8080 } },
+      env: [
+        { name: 'A', value: '1' },
+        { name: 'B', value: '2' },
+      ],
+    });
     await apply({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'smp', namespace: 'default' },
-      spec: { selector: { matchLabels: { app: 'smp' } }, template: { metadata: { labels: { app: 'smp' } }, spec: { containers: [container('main'), container('side')] } } },
+      spec: {
+        selector: { matchLabels: { app: 'smp' } },
+        template: { metadata: { labels: { app: 'smp' } }, spec: { containers: [container('main'), container('side')] } },
+      },
     } as KubernetesObject);
 
     const patch = {
@@ -117,7 +142,10 @@ describe('strategic merge patch (client-side apply)', () => {
         template: {
           spec: {
             '$setElementOrder/containers': [{ name: 'main' }],
-            containers: [{ name: 'main', image: 'main:2', env: [{ name: 'B', $patch: 'delete' }] }, { name: 'side', $patch: 'delete' }],
+            containers: [
+              { name: 'main', image: 'main:2', env: [{ name: 'B', $patch: 'delete' }] },
+              { name: 'side', $patch: 'delete' },
+            ],
           },
         },
       },
@@ -130,7 +158,8 @@ describe('strategic merge patch (client-side apply)', () => {
     });
     expect(res.status).toBe(200);
 
-    const containers = (fake.store.get('apps/deployments', 'default', 'smp')['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } }).template.spec.containers;
+    const containers = (fake.store.get('apps/deployments', 'default', 'smp')['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } })
+      .template.spec.containers;
     expect(containers).toEqual([{ ...container('main'), image: 'main:2', env: [{ name: 'A', value: '1' }] }]);
   });
 });

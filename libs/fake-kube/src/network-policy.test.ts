@@ -6,7 +6,9 @@ import { connectionAllowed, podEndpoint, type Endpoint, type NetworkPolicyObject
 const web = { pod: { namespace: 'app', labels: { role: 'web' }, ip: '10.244.0.10' } };
 const db = { pod: { namespace: 'app', labels: { role: 'db' }, ip: '10.244.0.20' } };
 const other = { pod: { namespace: 'other', labels: { role: 'web' }, ip: '10.244.1.10' } };
-const labelled = { pod: { namespace: 'ops', namespaceLabels: { team: 'ops', 'kubernetes.io/metadata.name': 'ops' }, labels: { role: 'web' }, ip: '10.244.2.10' } };
+const labelled = {
+  pod: { namespace: 'ops', namespaceLabels: { team: 'ops', 'kubernetes.io/metadata.name': 'ops' }, labels: { role: 'web' }, ip: '10.244.2.10' },
+};
 const internet = { ip: '93.184.216.34' };
 const tcp = (port: number) => ({ port });
 
@@ -33,7 +35,7 @@ describe('connectionAllowed', () => {
     expect(connectionAllowed([both], other, web, tcp(80))).toBe(false);
   });
 
-  it('matches a podSelector in the policy\'s namespace only, a namespaceSelector across namespaces, and both together', () => {
+  it("matches a podSelector in the policy's namespace only, a namespaceSelector across namespaces, and both together", () => {
     const fromWeb = policy({ podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'web' } } }] }] });
     expect(connectionAllowed([fromWeb], web, db, tcp(5432))).toBe(true);
     expect(connectionAllowed([fromWeb], other, db, tcp(5432))).toBe(false);
@@ -50,7 +52,10 @@ describe('connectionAllowed', () => {
   });
 
   it('reads matchExpressions', () => {
-    const notBatch = policy({ podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'role', operator: 'NotIn', values: ['batch'] }] } }] }] });
+    const notBatch = policy({
+      podSelector: { matchLabels: { role: 'db' } },
+      ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: 'role', operator: 'NotIn', values: ['batch'] }] } }] }],
+    });
     expect(connectionAllowed([notBatch], web, db, tcp(5432))).toBe(true);
     expect(connectionAllowed([notBatch], { pod: { ...web.pod, labels: { role: 'batch' } } }, db, tcp(5432))).toBe(false);
     const exists = policy({ podSelector: { matchExpressions: [{ key: 'role', operator: 'Exists' }] }, policyTypes: ['Egress'] });
@@ -59,7 +64,11 @@ describe('connectionAllowed', () => {
   });
 
   it('checks an ipBlock against addresses and pod IPs, with its holes, family by family', () => {
-    const out = policy({ podSelector: { matchLabels: { role: 'web' } }, policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '169.254.169.254/32'] } }] }] });
+    const out = policy({
+      podSelector: { matchLabels: { role: 'web' } },
+      policyTypes: ['Egress'],
+      egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '169.254.169.254/32'] } }] }],
+    });
     expect(connectionAllowed([out], web, internet, tcp(443))).toBe(true);
     expect(connectionAllowed([out], web, { ip: '10.1.2.3' }, tcp(443))).toBe(false);
     expect(connectionAllowed([out], web, { ip: '169.254.169.254' }, tcp(80))).toBe(false);
@@ -82,8 +91,12 @@ describe('connectionAllowed', () => {
     expect(connectionAllowed([dns], web, internet, tcp(80))).toBe(false);
   });
 
-  it('adds policies up, and needs both the source\'s egress and the destination\'s ingress', () => {
-    const webOut: NetworkPolicyObject = policy({ podSelector: { matchLabels: { role: 'web' } }, policyTypes: ['Egress'], egress: [{ to: [{ podSelector: { matchLabels: { role: 'db' } } }], ports: [{ port: 5432 }] }] });
+  it("adds policies up, and needs both the source's egress and the destination's ingress", () => {
+    const webOut: NetworkPolicyObject = policy({
+      podSelector: { matchLabels: { role: 'web' } },
+      policyTypes: ['Egress'],
+      egress: [{ to: [{ podSelector: { matchLabels: { role: 'db' } } }], ports: [{ port: 5432 }] }],
+    });
     const dbIn = policy({ podSelector: { matchLabels: { role: 'db' } }, ingress: [] });
     expect(connectionAllowed([webOut], web, db, tcp(5432))).toBe(true);
     expect(connectionAllowed([webOut, dbIn], web, db, tcp(5432))).toBe(false);
@@ -94,7 +107,12 @@ describe('connectionAllowed', () => {
   });
 
   it('reads a stored pod', () => {
-    const endpoint: Endpoint = podEndpoint({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x', namespace: 'app', labels: { role: 'db' } }, status: { podIP: '10.244.0.20' } });
+    const endpoint: Endpoint = podEndpoint({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'x', namespace: 'app', labels: { role: 'db' } },
+      status: { podIP: '10.244.0.20' },
+    });
     expect(endpoint).toEqual({ pod: { namespace: 'app', labels: { role: 'db' }, ip: '10.244.0.20' } });
   });
 });

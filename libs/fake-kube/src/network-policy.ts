@@ -132,8 +132,14 @@ function allowedAt(policies: NetworkPolicyObject[], direction: 'ingress' | 'egre
   if (applying.length === 0) return true;
   return applying.some((policy) => {
     const namespace = policy.metadata?.namespace ?? 'default';
-    const rules = direction === 'ingress' ? (policy.spec?.ingress ?? []).map((r) => ({ peers: r.from, ports: r.ports })) : (policy.spec?.egress ?? []).map((r) => ({ peers: r.to, ports: r.ports }));
-    return rules.some((rule) => portMatches(rule.ports, connection) && (!rule.peers || rule.peers.length === 0 || rule.peers.some((peer_) => peerMatches(peer_, namespace, peer))));
+    const rules =
+      direction === 'ingress'
+        ? (policy.spec?.ingress ?? []).map((r) => ({ peers: r.from, ports: r.ports }))
+        : (policy.spec?.egress ?? []).map((r) => ({ peers: r.to, ports: r.ports }));
+    return rules.some(
+      (rule) =>
+        portMatches(rule.ports, connection) && (!rule.peers || rule.peers.length === 0 || rule.peers.some((peer_) => peerMatches(peer_, namespace, peer))),
+    );
   });
 }
 

@@ -30,7 +30,10 @@ interface Operation {
 function pointer(path: string): string[] {
   if (path === '') return [];
   if (!path.startsWith('/')) throw KubeApiError.badRequest(`invalid JSON pointer "${path}"`);
-  return path.slice(1).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return path
+    .slice(1)
+    .split('/')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 function parentOf(doc: unknown, parts: string[], path: string): { parent: Record<string, unknown> | unknown[]; key: string } {
@@ -39,7 +42,8 @@ function parentOf(doc: unknown, parts: string[], path: string): { parent: Record
     if (Array.isArray(current)) current = current[Number(part)];
     else if (isObject(current)) current = current[part];
     else current = undefined;
-    if (current === undefined) throw new KubeApiError(422, 'Invalid', `the server rejected our request due to an error in our request: doc is missing path: "${path}"`);
+    if (current === undefined)
+      throw new KubeApiError(422, 'Invalid', `the server rejected our request due to an error in our request: doc is missing path: "${path}"`);
   }
   if (!Array.isArray(current) && !isObject(current)) {
     throw new KubeApiError(422, 'Invalid', `doc is missing path: "${path}"`);

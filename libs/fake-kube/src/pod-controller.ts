@@ -97,7 +97,7 @@ export class PodController {
   #start(namespace: string, name: string, uid: string): void {
     const pod = this.#store.find('pods', namespace, name);
     if (!pod || pod.metadata.uid !== uid) return;
-    const containers = (((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[]);
+    const containers = ((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[];
     const failure = containers.map((c) => this.#failureOf(String(c['image']))).find((f) => f !== undefined);
     const started = now();
     const crash = failure !== undefined && (failure.reason ?? 'CrashLoopBackOff') === 'CrashLoopBackOff';
@@ -137,7 +137,8 @@ export class PodController {
         const backOff = structuredClone(current['status']) as Obj;
         for (const s of (backOff['containerStatuses'] ?? []) as Obj[]) {
           const waiting = (s['state'] as Obj)['waiting'] as Obj | undefined;
-          if (waiting?.['reason'] === 'ErrImagePull') s['state'] = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${String(s['image'])}"` } };
+          if (waiting?.['reason'] === 'ErrImagePull')
+            s['state'] = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${String(s['image'])}"` } };
         }
         this.#store.replace('pods', namespace, name, { ...current, status: backOff } as KubeObject, { subresource: 'status' });
       }, this.pullBackOffMs);

@@ -41,14 +41,14 @@ type Obj = Record<string, unknown>;
 /** What `exec` needs of a pod: the container to run in, or why it cannot. */
 function execTarget(pod: KubeObject, container: string | null): { container: Obj } | { code: number; message: string } {
   const name = pod.metadata.name!;
-  const containers = (((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[]);
+  const containers = ((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[];
   const chosen = container ?? (containers.length === 1 ? String(containers[0]!['name']) : undefined);
   if (chosen === undefined) {
     return { code: 400, message: `a container name must be specified for pod ${name}, choose one of: [${containers.map((c) => String(c['name'])).join(' ')}]` };
   }
   const spec = containers.find((c) => c['name'] === chosen);
   if (!spec) return { code: 400, message: `container ${chosen} is not valid for pod ${name}` };
-  const statuses = (((pod['status'] as Obj | undefined)?.['containerStatuses'] ?? []) as Obj[]);
+  const statuses = ((pod['status'] as Obj | undefined)?.['containerStatuses'] ?? []) as Obj[];
   const running = statuses.find((s) => s['name'] === chosen && (s['state'] as Obj | undefined)?.['running'] !== undefined);
   if (!running) return { code: 400, message: `unable to upgrade connection: container not found ("${chosen}")` };
   return { container: spec };
@@ -95,7 +95,7 @@ export class PodExec {
     const ws = ServerWebSocket.accept(req, socket, EXEC_PROTOCOLS);
     if (!ws) return 400;
     const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: this.scratchDir(namespace, podName) };
-    for (const e of ((target.container['env'] ?? []) as Obj[])) if (typeof e['value'] === 'string') env[String(e['name'])] = e['value'];
+    for (const e of (target.container['env'] ?? []) as Obj[]) if (typeof e['value'] === 'string') env[String(e['name'])] = e['value'];
     const child = spawn(command[0]!, command.slice(1), {
       cwd: this.scratchDir(namespace, podName),
       env,
@@ -131,7 +131,12 @@ export class PodExec {
       live.delete(child);
       let final: string;
       if (failedToStart) {
-        final = status('Failure', `OCI runtime exec failed: exec failed: unable to start container process: exec: "${command[0]}": ${failedToStart.message}: unknown`, 'InternalError', 500);
+        final = status(
+          'Failure',
+          `OCI runtime exec failed: exec failed: unable to start container process: exec: "${command[0]}": ${failedToStart.message}: unknown`,
+          'InternalError',
+          500,
+        );
       } else {
         const exitCode = code ?? 128 + (signal ? constants.signals[signal] : 0);
         final =

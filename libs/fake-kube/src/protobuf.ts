@@ -137,7 +137,11 @@ function deleteOptions(buf: Buffer): Record<string, unknown> {
   return options;
 }
 
-const DECODERS: Record<string, (buf: Buffer) => Record<string, unknown>> = { 'v1/Secret': secret, 'v1/ConfigMap': configMap, 'v1/DeleteOptions': deleteOptions };
+const DECODERS: Record<string, (buf: Buffer) => Record<string, unknown>> = {
+  'v1/Secret': secret,
+  'v1/ConfigMap': configMap,
+  'v1/DeleteOptions': deleteOptions,
+};
 
 /** Decodes a protobuf request body (`k8s\0` and a `runtime.Unknown` envelope) into a JSON object. */
 export function decodeProtobuf(body: Buffer): Record<string, unknown> {
@@ -155,7 +159,11 @@ export function decodeProtobuf(body: Buffer): Record<string, unknown> {
   }
   const decode = DECODERS[`${apiVersion}/${kind}`];
   if (!decode) {
-    throw new KubeApiError(415, 'UnsupportedMediaType', `fake-kube decodes protobuf only for ${Object.keys(DECODERS).join(', ')} (got ${apiVersion}/${kind}); send JSON`);
+    throw new KubeApiError(
+      415,
+      'UnsupportedMediaType',
+      `fake-kube decodes protobuf only for ${Object.keys(DECODERS).join(', ')} (got ${apiVersion}/${kind}); send JSON`,
+    );
   }
   return decode(raw);
 }

@@ -21,7 +21,9 @@ const roles: ResourceType = {
   namespaced: true,
   validate(object) {
     return list(object['rules']).flatMap((rule, k): FieldError[] =>
-      Array.isArray(rule['verbs']) && rule['verbs'].length > 0 ? [] : [{ field: `rules[${k}].verbs`, message: 'Required value: verbs must contain at least one value' }],
+      Array.isArray(rule['verbs']) && rule['verbs'].length > 0
+        ? []
+        : [{ field: `rules[${k}].verbs`, message: 'Required value: verbs must contain at least one value' }],
     );
   },
 };
@@ -36,7 +38,8 @@ const rolebindings: ResourceType = {
   validate(object, previous) {
     const roleRef = record(object['roleRef']);
     const errors: FieldError[] = [];
-    if (roleRef['kind'] !== 'Role' && roleRef['kind'] !== 'ClusterRole') errors.push({ field: 'roleRef.kind', message: 'Unsupported value: may only be Role or ClusterRole' });
+    if (roleRef['kind'] !== 'Role' && roleRef['kind'] !== 'ClusterRole')
+      errors.push({ field: 'roleRef.kind', message: 'Unsupported value: may only be Role or ClusterRole' });
     if (typeof roleRef['name'] !== 'string' || roleRef['name'] === '') errors.push({ field: 'roleRef.name', message: 'Required value' });
     for (const [k, subject] of list(object['subjects']).entries()) {
       if (typeof subject['name'] !== 'string' || subject['name'] === '') errors.push({ field: `subjects[${k}].name`, message: 'Required value' });
@@ -88,11 +91,13 @@ const ingresses: ResourceType = {
     const spec = record(object['spec']);
     const errors: FieldError[] = [];
     const rules = list(spec['rules']);
-    if (rules.length === 0 && spec['defaultBackend'] === undefined) errors.push({ field: 'spec.rules', message: 'Required value: either `defaultBackend` or `rules` must be specified' });
+    if (rules.length === 0 && spec['defaultBackend'] === undefined)
+      errors.push({ field: 'spec.rules', message: 'Required value: either `defaultBackend` or `rules` must be specified' });
     for (const [k, rule] of rules.entries()) {
       for (const [j, path] of list(record(rule['http'])['paths']).entries()) {
         const at = `spec.rules[${k}].http.paths[${j}]`;
-        if (!['Exact', 'Prefix', 'ImplementationSpecific'].includes(String(path['pathType']))) errors.push({ field: `${at}.pathType`, message: 'Unsupported value: supported values: "Exact", "ImplementationSpecific", "Prefix"' });
+        if (!['Exact', 'Prefix', 'ImplementationSpecific'].includes(String(path['pathType'])))
+          errors.push({ field: `${at}.pathType`, message: 'Unsupported value: supported values: "Exact", "ImplementationSpecific", "Prefix"' });
         if (path['backend'] === undefined) errors.push({ field: `${at}.backend`, message: 'Required value' });
       }
     }
@@ -123,7 +128,8 @@ const jobs: ResourceType = {
     if (podSpec['restartPolicy'] !== 'Never' && podSpec['restartPolicy'] !== 'OnFailure') {
       errors.push({ field: 'spec.template.spec.restartPolicy', message: 'Unsupported value: supported values: "OnFailure", "Never"' });
     }
-    if (!Array.isArray(podSpec['containers']) || podSpec['containers'].length === 0) errors.push({ field: 'spec.template.spec.containers', message: 'Required value' });
+    if (!Array.isArray(podSpec['containers']) || podSpec['containers'].length === 0)
+      errors.push({ field: 'spec.template.spec.containers', message: 'Required value' });
     if (previous && JSON.stringify(record(previous['spec'])['template']) !== JSON.stringify(spec['template'])) {
       errors.push({ field: 'spec.template', message: 'field is immutable' });
     }

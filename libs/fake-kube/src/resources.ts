@@ -55,7 +55,10 @@ export function metadataErrors(object: KubeObject): FieldError[] {
     const k = keyError(key);
     if (k) errors.push({ field: 'metadata.labels', message: k });
     if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) {
-      errors.push({ field: `metadata.labels.${key}`, message: `Invalid value: "${String(value)}": a valid label must be an empty string or 63 characters or less, alphanumeric, '-', '_' or '.'` });
+      errors.push({
+        field: `metadata.labels.${key}`,
+        message: `Invalid value: "${String(value)}": a valid label must be an empty string or 63 characters or less, alphanumeric, '-', '_' or '.'`,
+      });
     }
   }
   for (const key of Object.keys(object.metadata.annotations ?? {})) {
@@ -77,7 +80,6 @@ type Obj = Record<string, unknown>;
 
 /** An IPv4 or IPv6 CIDR, checked by shape (the fake needs no more). */
 const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/;
-
 
 const secrets: ResourceType = {
   group: '',
@@ -284,7 +286,10 @@ const networkpolicies: ResourceType = {
     const spec = record(object['spec']);
     const errors: FieldError[] = [];
     if (spec['podSelector'] === undefined) errors.push({ field: 'spec.podSelector', message: 'Required value' });
-    for (const [direction, peers] of [['egress', 'to'], ['ingress', 'from']] as const) {
+    for (const [direction, peers] of [
+      ['egress', 'to'],
+      ['ingress', 'from'],
+    ] as const) {
       const rules = spec[direction];
       if (rules === undefined) continue;
       if (!Array.isArray(rules)) {
@@ -295,10 +300,17 @@ const networkpolicies: ResourceType = {
         for (const [j, peer] of ((rule[peers] ?? []) as Obj[]).entries()) {
           const block = record(peer['ipBlock']);
           if (peer['ipBlock'] !== undefined && !CIDR.test(String(block['cidr']))) {
-            errors.push({ field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.cidr`, message: `Invalid value: "${String(block['cidr'])}": must be a valid CIDR` });
+            errors.push({
+              field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.cidr`,
+              message: `Invalid value: "${String(block['cidr'])}": must be a valid CIDR`,
+            });
           }
           for (const except of (block['except'] ?? []) as unknown[]) {
-            if (!CIDR.test(String(except))) errors.push({ field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.except`, message: `Invalid value: "${String(except)}": must be a valid CIDR` });
+            if (!CIDR.test(String(except)))
+              errors.push({
+                field: `spec.${direction}[${k}].${peers}[${j}].ipBlock.except`,
+                message: `Invalid value: "${String(except)}": must be a valid CIDR`,
+              });
           }
         }
       }

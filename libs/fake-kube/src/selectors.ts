@@ -5,9 +5,7 @@
 import { KubeApiError } from './errors.js';
 
 export type Requirement =
-  | { key: string; op: 'eq' | 'neq'; value: string }
-  | { key: string; op: 'exists' | 'notexists' }
-  | { key: string; op: 'in' | 'notin'; values: string[] };
+  { key: string; op: 'eq' | 'neq'; value: string } | { key: string; op: 'exists' | 'notexists' } | { key: string; op: 'in' | 'notin'; values: string[] };
 
 /** Splits on commas that are not inside parentheses. */
 function splitTerms(selector: string): string[] {
@@ -38,7 +36,10 @@ export function parseSelector(selector: string | undefined | null): Requirement[
   return splitTerms(selector).map((term) => {
     const set = /^([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
     if (set) {
-      const values = set[3]!.split(',').map((v) => v.trim()).filter((v) => v.length > 0);
+      const values = set[3]!
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v.length > 0);
       return { key: set[1]!, op: set[2] as 'in' | 'notin', values };
     }
     const neq = /^([^\s!=]+)\s*!=\s*([^\s!=]*)$/.exec(term);

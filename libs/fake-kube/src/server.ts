@@ -197,7 +197,10 @@ export class FakeKube {
   }
 
   #dispatch(method: string, path: string, params: URLSearchParams, contentType: string | undefined, body: unknown): Reply {
-    const segments = path.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
+    const segments = path
+      .split('/')
+      .filter((s) => s.length > 0)
+      .map(decodeURIComponent);
     if (method === 'GET') {
       const discovery = discoveryDocument(this.store, this.#url.slice('http://'.length), segments);
       if (discovery !== undefined) return new Reply(200, discovery);

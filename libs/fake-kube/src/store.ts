@@ -142,9 +142,7 @@ export class ObjectStore {
       if (!matchesFields(fields, object)) continue;
       items.push(structuredClone(object));
     }
-    return items.sort((a, b) =>
-      `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`),
-    );
+    return items.sort((a, b) => `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`));
   }
 
   create(ref: ResourceRef, namespace: string | undefined, body: KubeObject, options: WriteOptions = {}): KubeObject {
@@ -251,7 +249,11 @@ export class ObjectStore {
     else if (contentType === 'application/merge-patch+json') patched = mergePatch(existing, patch) as KubeObject;
     else if (contentType === 'application/strategic-merge-patch+json') patched = strategicMerge(existing, patch) as KubeObject;
     else {
-      throw new KubeApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_CONTENT_TYPES.join(', ')}`);
+      throw new KubeApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: ${PATCH_CONTENT_TYPES.join(', ')}`,
+      );
     }
     if (!patched || typeof patched !== 'object' || typeof patched.metadata !== 'object' || patched.metadata === null) {
       throw new KubeApiError(422, 'Invalid', 'the patch removed the object metadata');

@@ -57,7 +57,9 @@ export class ServerWebSocket {
       rejectUpgrade(socket, 400, `the fake API server speaks ${protocols.join(', ')} over WebSocket only`);
       return undefined;
     }
-    const accept = createHash('sha1').update(key + GUID).digest('base64');
+    const accept = createHash('sha1')
+      .update(key + GUID)
+      .digest('base64');
     socket.write(
       'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
         `Sec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`,

@@ -206,7 +206,9 @@ describe('Api access', () => {
   it('refuses at registration a route that does not say who may call it, or takes credentials nobody checks', () => {
     const route = { method: 'get', path: '/x', summary: 'x', handler: () => undefined } as const;
     // @ts-expect-error access is required
-    expect(() => new Api<unknown, 'key'>({ authenticate: async () => ({}) }).route(route)).toThrow("GET /x: say who may call it (access: 'public', or the kinds of credential it takes)");
+    expect(() => new Api<unknown, 'key'>({ authenticate: async () => ({}) }).route(route)).toThrow(
+      "GET /x: say who may call it (access: 'public', or the kinds of credential it takes)",
+    );
     // @ts-expect-error an empty list names nobody
     expect(() => new Api<unknown, 'key'>({ authenticate: async () => ({}) }).route({ ...route, access: [] })).toThrow('GET /x: say who may call it');
     expect(() => new Api<unknown, 'key'>().route({ ...route, access: ['key'] })).toThrow('GET /x: takes credentials, but this Api authenticates nobody');
@@ -259,9 +261,7 @@ describe('Api errors', () => {
 
   it('echoes a sane X-Request-Id and makes one up otherwise', async () => {
     expect((await call('/healthz', { headers: { 'x-request-id': 'abc-123' } })).headers.get('x-request-id')).toBe('abc-123');
-    expect((await call('/healthz', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(
-      /^[0-9a-f-]{36}$/,
-    );
+    expect((await call('/healthz', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 
@@ -269,16 +269,25 @@ describe('SSE', () => {
   it('writes one compact data line per event, with ids when given', async () => {
     const res = await call('/events');
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(await res.text()).toBe(
-      'id: 1\nevent: metadata\ndata: {"run_id":"r1"}\n\nevent: values\ndata: {"text":"line\\nbreak"}\n\n',
-    );
+    expect(await res.text()).toBe('id: 1\nevent: metadata\ndata: {"run_id":"r1"}\n\nevent: values\ndata: {"text":"line\\nbreak"}\n\n');
   });
 });
 
 describe('OpenAPI', () => {
   it('documents every route from its schemas, with security on authenticated ones', async () => {
     const doc = (await (await call('/openapi.json')).json()) as {
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { required: string[]; additionalProperties: boolean } }> }; parameters: { name: string; in: string }[]; responses: Record<string, unknown>; security?: unknown }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: { required: string[]; additionalProperties: boolean } }> };
+            parameters: { name: string; in: string }[];
+            responses: Record<string, unknown>;
+            security?: unknown;
+          }
+        >
+      >;
     };
     const create = doc.paths['/items']!.post!;
     expect(create.requestBody!.content['application/json']!.schema).toMatchObject({ required: ['id', 'name'], additionalProperties: false });
@@ -299,14 +308,31 @@ describe('OpenAPI', () => {
 
   it('documents the other success statuses a handler may choose', () => {
     const doc = openApiDocument(
-      [new Api().route({ method: 'post', path: '/jobs/{id}/cancel', access: 'public', summary: 'Cancel', status: 202, otherStatuses: { 204: 'with wait=true' }, handler: () => undefined })],
+      [
+        new Api().route({
+          method: 'post',
+          path: '/jobs/{id}/cancel',
+          access: 'public',
+          summary: 'Cancel',
+          status: 202,
+          otherStatuses: { 204: 'with wait=true' },
+          handler: () => undefined,
+        }),
+      ],
       { title: 'T', version: '1' },
     ) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
     expect(doc.paths['/jobs/{id}/cancel']!.post!.responses).toEqual({ '202': { description: 'Success' }, '204': { description: 'Success, with wait=true' } });
   });
 
   it('keeps named schemas (zod .meta({ id }), recursive ones too) in components, referenced from the operations', () => {
-    const Node = z.strictObject({ name: z.string(), get children(): z.ZodArray<typeof Node> { return z.array(Node); } }).meta({ id: 'TestNode' });
+    const Node = z
+      .strictObject({
+        name: z.string(),
+        get children(): z.ZodArray<typeof Node> {
+          return z.array(Node);
+        },
+      })
+      .meta({ id: 'TestNode' });
     const doc = openApiDocument(
       [
         new Api()
@@ -314,7 +340,10 @@ describe('OpenAPI', () => {
           .route({ method: 'get', path: '/trees', access: 'public', summary: 'Trees', response: z.array(Node), handler: () => [] }),
       ],
       { title: 'T', version: '1' },
-    ) as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>; components: { schemas: Record<string, unknown> } };
+    ) as {
+      paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>;
+      components: { schemas: Record<string, unknown> };
+    };
     const schemaOf = (path: string) => doc.paths[path]!.get!.responses['200']!.content['application/json']!.schema;
     expect(schemaOf('/tree')).toEqual({ $ref: '#/components/schemas/TestNode' });
     expect(schemaOf('/trees')).toEqual({ type: 'array', items: { $ref: '#/components/schemas/TestNode' } });
@@ -338,7 +367,10 @@ describe('bodies sent without Content-Type: application/json', () => {
 
   it('are read as JSON from a request with a credential header', async () => {
     for (const headers of [{ 'x-api-key': 'k' }, { authorization: 'Bearer t' }] as Record<string, string>[]) {
-      for (const init of [{ body }, { body: untyped(body) }, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }] as { body: string | Uint8Array; headers?: Record<string, string> }[]) {
+      for (const init of [{ body }, { body: untyped(body) }, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }] as {
+        body: string | Uint8Array;
+        headers?: Record<string, string>;
+      }[]) {
         const res = await fetch(`${server.url}/notes`, { method: 'POST', body: init.body, headers: { ...headers, ...init.headers } });
         expect(await res.json()).toEqual({ text: 'hello' });
       }

@@ -132,12 +132,9 @@ export class Api<Ctx = undefined, K extends string = string> {
     return found.kind === 'found' ? found.value : undefined;
   }
 
-  route<
-    P extends z.ZodType = z.ZodObject<{}>,
-    Q extends z.ZodType = z.ZodObject<{}>,
-    B extends z.ZodType = z.ZodUndefined,
-    R extends z.ZodType = z.ZodVoid,
-  >(spec: RouteSpec<Ctx, P, Q, B, R, K>): this {
+  route<P extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined, R extends z.ZodType = z.ZodVoid>(
+    spec: RouteSpec<Ctx, P, Q, B, R, K>,
+  ): this {
     const where = `${spec.method.toUpperCase()} ${spec.path}`;
     const access = spec.access as Access<K> | undefined;
     if (access !== 'public' && !(Array.isArray(access) && access.length > 0)) {

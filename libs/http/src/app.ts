@@ -65,7 +65,11 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
         const status = res.statusCode;
         const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
         logger[level](
-          { req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) }, res: { statusCode: status }, responseTime: Math.round(performance.now() - started) },
+          {
+            req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) },
+            res: { statusCode: status },
+            responseTime: Math.round(performance.now() - started),
+          },
           res.writableFinished ? 'request completed' : 'request aborted',
         );
       });

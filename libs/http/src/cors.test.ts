@@ -8,7 +8,13 @@ const urls = new Map<string, string>();
 const policies: Record<string, CorsOptions> = {
   default: {},
   credentials: { allow_credentials: true },
-  listed: { allow_origins: ['https://app.example'], allow_origin_regex: 'https://[a-z0-9]+\\.preview\\.example', allow_headers: ['content-type', 'x-api-key'], max_age: 600, expose_headers: ['x-mine'] },
+  listed: {
+    allow_origins: ['https://app.example'],
+    allow_origin_regex: 'https://[a-z0-9]+\\.preview\\.example',
+    allow_headers: ['content-type', 'x-api-key'],
+    max_age: 600,
+    expose_headers: ['x-mine'],
+  },
 };
 
 beforeAll(async () => {
@@ -22,7 +28,10 @@ beforeAll(async () => {
 afterAll(() => Promise.all(servers.map((s) => s.close())));
 
 const preflight = (policy: string, origin: string, requestHeaders = 'content-type,x-api-key') =>
-  fetch(`${urls.get(policy)}/threads`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': requestHeaders } });
+  fetch(`${urls.get(policy)}/threads`, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': requestHeaders },
+  });
 const headersOf = (res: Response) => Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
 
 describe('CORS', () => {
@@ -35,14 +44,25 @@ describe('CORS', () => {
       'access-control-allow-headers': 'content-type,x-api-key',
     });
     const actual = await fetch(`${urls.get('default')}/threads`, { headers: { origin: 'http://anywhere.example' } });
-    expect(headersOf(actual)).toEqual({ 'access-control-allow-origin': '*', 'access-control-expose-headers': 'content-location, location, x-pagination-total, x-pagination-next' });
+    expect(headersOf(actual)).toEqual({
+      'access-control-allow-origin': '*',
+      'access-control-expose-headers': 'content-location, location, x-pagination-total, x-pagination-next',
+    });
   });
 
   it('never pairs credentials with a wildcard: the origin is echoed and answers vary by it', async () => {
     const res = await preflight('credentials', 'http://anywhere.example');
-    expect(headersOf(res)).toMatchObject({ 'access-control-allow-origin': 'http://anywhere.example', 'access-control-allow-credentials': 'true', vary: 'Origin' });
+    expect(headersOf(res)).toMatchObject({
+      'access-control-allow-origin': 'http://anywhere.example',
+      'access-control-allow-credentials': 'true',
+      vary: 'Origin',
+    });
     const actual = await fetch(`${urls.get('credentials')}/threads`, { headers: { origin: 'http://other.example' } });
-    expect(headersOf(actual)).toMatchObject({ 'access-control-allow-origin': 'http://other.example', 'access-control-allow-credentials': 'true', vary: 'Origin' });
+    expect(headersOf(actual)).toMatchObject({
+      'access-control-allow-origin': 'http://other.example',
+      'access-control-allow-credentials': 'true',
+      vary: 'Origin',
+    });
   });
 
   it('allows listed origins and those the whole regex matches, and no others', async () => {

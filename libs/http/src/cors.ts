@@ -89,7 +89,9 @@ export class CorsPolicy {
 
 function varyByOrigin(res: ServerResponse): void {
   const vary = res.getHeader('vary');
-  const listed = String(vary ?? '').split(',').map((v) => v.trim().toLowerCase());
+  const listed = String(vary ?? '')
+    .split(',')
+    .map((v) => v.trim().toLowerCase());
   if (!listed.includes('origin') && !listed.includes('*')) res.setHeader('Vary', vary ? `${String(vary)}, Origin` : 'Origin');
 }
 

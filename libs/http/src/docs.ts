@@ -30,9 +30,7 @@ export function docsRouter(document: () => Record<string, unknown>, title: strin
   });
   // Inline scripts would need a CSP exception; a tiny static script does not.
   router.get('/docs/init.js', (_req, res) => {
-    res.type('application/javascript').send(
-      "window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', persistAuthorization: true });\n",
-    );
+    res.type('application/javascript').send("window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', persistAuthorization: true });\n");
   });
   return router;
 }

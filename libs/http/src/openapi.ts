@@ -52,7 +52,10 @@ function componentRefs(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(componentRefs);
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, v]) => [key, key === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : componentRefs(v)]),
+    Object.entries(value).map(([key, v]) => [
+      key,
+      key === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : componentRefs(v),
+    ]),
   );
 }
 
@@ -65,7 +68,9 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Compo
   for (const [name, def] of Object.entries(($defs as Record<string, unknown> | undefined) ?? {})) {
     const named = componentRefs(def);
     if (name in components && !isDeepStrictEqual(components[name], named)) {
-      throw new Error(`OpenAPI: two different schemas are named ${name} (a schema named with .meta({ id }) must be one, and used in one direction: request or response)`);
+      throw new Error(
+        `OpenAPI: two different schemas are named ${name} (a schema named with .meta({ id }) must be one, and used in one direction: request or response)`,
+      );
     }
     components[name] = named;
   }
@@ -121,7 +126,12 @@ export function openApiDocument(apis: Api<any, any>[], info: OpenApiInfo): Recor
         ...(spec.body
           ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input', components) } } } }
           : spec.consumes?.length
-            ? { requestBody: { required: true, content: Object.fromEntries(spec.consumes.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) } }
+            ? {
+                requestBody: {
+                  required: true,
+                  content: Object.fromEntries(spec.consumes.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])),
+                },
+              }
             : {}),
         responses,
         ...(authenticated && securityNames.length ? { security: securityNames.map((n) => ({ [n]: [] })) } : {}),

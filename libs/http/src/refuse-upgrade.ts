@@ -17,4 +17,3 @@ export function refuseUpgrade(socket: Duplex, status: number, detail: unknown, h
   ];
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }
-

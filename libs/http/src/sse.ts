@@ -25,7 +25,10 @@ export class SseWriter {
   private readonly heartbeat: NodeJS.Timeout;
   private ended = false;
 
-  constructor(private readonly res: Response, options: SseOptions = {}) {
+  constructor(
+    private readonly res: Response,
+    options: SseOptions = {},
+  ) {
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');

@@ -62,7 +62,15 @@ describe('loadProjectConfig', () => {
         auth: { path: './src/auth.ts:auth', disable_studio_auth: true },
         http: {
           app: './src/app.ts:app',
-          cors: { allow_origins: ['https://a.example'], allow_methods: ['GET'], allow_headers: ['x'], allow_credentials: true, expose_headers: ['y'], max_age: 600, bogus: 1 },
+          cors: {
+            allow_origins: ['https://a.example'],
+            allow_methods: ['GET'],
+            allow_headers: ['x'],
+            allow_credentials: true,
+            expose_headers: ['y'],
+            max_age: 600,
+            bogus: 1,
+          },
           disable_store: true,
           shiny: true,
         },
@@ -83,11 +91,7 @@ describe('loadProjectConfig', () => {
     expect(config.http?.cors?.max_age).toBe(600);
     expect(config.json.node_version).toBe('22');
     expect(loadProjectEnv(config)).toEqual({ OPENAI_API_KEY: 'x', PORT: '8080' });
-    expect(config.warnings).toEqual([
-      'unknown key "whatever" is ignored',
-      'unknown key "http.shiny" is ignored',
-      'unknown key "http.cors.bogus" is ignored',
-    ]);
+    expect(config.warnings).toEqual(['unknown key "whatever" is ignored', 'unknown key "http.shiny" is ignored', 'unknown key "http.cors.bogus" is ignored']);
   });
 
   test('checkpointer.ttl takes effect (no warning); the rest of checkpointer is named as having none', () => {
@@ -102,7 +106,9 @@ describe('loadProjectConfig', () => {
     // Beyond what Postgres can add to a date, or a timer can wait.
     const long = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { default_ttl: 1e12 } } })));
     expect(long.key).toBe('checkpointer.ttl.default_ttl');
-    const rare = configError(() => loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { sweep_interval_minutes: 50_000 } } })));
+    const rare = configError(() =>
+      loadProjectConfig(project({ graphs: { a: './src/graph.ts:g' }, checkpointer: { ttl: { sweep_interval_minutes: 50_000 } } })),
+    );
     expect(rare.key).toBe('checkpointer.ttl.sweep_interval_minutes');
   });
 

@@ -16,10 +16,7 @@ export const MAX_SWEEP_INTERVAL_MINUTES = 10_080;
 
 const stringList = z.array(z.string());
 
-const graphEntrySchema = z.union([
-  z.string().min(1),
-  z.object({ path: z.string().min(1), description: z.string().optional() }).loose(),
-]);
+const graphEntrySchema = z.union([z.string().min(1), z.object({ path: z.string().min(1), description: z.string().optional() }).loose()]);
 
 const corsSchema = z
   .object({
@@ -120,9 +117,7 @@ const envValueSchema = z.union([z.string(), z.number(), z.boolean()]).transform(
 export const langGraphJsonSchema = z
   .object({
     $schema: z.string().optional(),
-    graphs: z
-      .record(z.string().min(1), graphEntrySchema)
-      .refine((g) => Object.keys(g).length > 0, { message: 'must name at least one graph' }),
+    graphs: z.record(z.string().min(1), graphEntrySchema).refine((g) => Object.keys(g).length > 0, { message: 'must name at least one graph' }),
     env: z.union([z.string().min(1), z.record(z.string(), envValueSchema)]).optional(),
     auth: authSchema.optional(),
     http: httpSchema.optional(),
@@ -273,12 +268,7 @@ export function servedFeatures(http: ProjectConfig['http']): ServedFeatures {
  * checking that the file exists.
  * @throws ProjectConfigError naming `key` when the spec is malformed or the file is missing.
  */
-export function resolveModuleSpec(
-  spec: string,
-  projectDir: string,
-  configPath: string,
-  key: string,
-): { file: string; sourceFile: string; exportName: string } {
+export function resolveModuleSpec(spec: string, projectDir: string, configPath: string, key: string): { file: string; sourceFile: string; exportName: string } {
   const colon = spec.lastIndexOf(':');
   // A colon in position 1 is a Windows drive letter (`C:\x.ts`), not an export separator.
   const hasExport = colon !== -1 && !(colon === 1 && /^[A-Za-z]:[\\/]/.test(spec));

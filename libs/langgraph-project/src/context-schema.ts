@@ -218,7 +218,11 @@ function zodObjectContext(schema: { safeParse(v: unknown): ZodResult }, zodJson:
         const top = issue.path[0];
         // Missing keys are fine (partial contexts); unknown keys are reported above.
         if (typeof top !== 'string' || !Object.hasOwn(context, top) || !properties.includes(top)) continue;
-        problems.push({ path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'), message: issue.message, type: issue.code ?? 'value_error' });
+        problems.push({
+          path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
+          message: issue.message,
+          type: issue.code ?? 'value_error',
+        });
       }
       return problems;
     },
@@ -229,7 +233,9 @@ function zodObjectContext(schema: { safeParse(v: unknown): ZodResult }, zodJson:
 function standardSchemaContext(schema: StandardSchema): ContextSchema {
   let json: JsonSchema | null = null;
   try {
-    const offered = schema['~standard'].jsonSchema?.input?.({ target: 'draft-2020-12' }) ?? ('_zod' in schema ? toJSONSchema(schema as never, { unrepresentable: 'any', io: 'input' }) : null);
+    const offered =
+      schema['~standard'].jsonSchema?.input?.({ target: 'draft-2020-12' }) ??
+      ('_zod' in schema ? toJSONSchema(schema as never, { unrepresentable: 'any', io: 'input' }) : null);
     json = typeof offered === 'object' && offered !== null ? (offered as JsonSchema) : null;
   } catch {
     json = null; // Not representable as JSON Schema: the schemas endpoint shows none, validation still applies.

@@ -60,12 +60,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function isCompiledGraph(value: unknown): value is RunnableGraph {
-  return (
-    isObject(value) &&
-    typeof value.invoke === 'function' &&
-    typeof value.streamEvents === 'function' &&
-    typeof value.getGraphAsync === 'function'
-  );
+  return isObject(value) && typeof value.invoke === 'function' && typeof value.streamEvents === 'function' && typeof value.getGraphAsync === 'function';
 }
 
 function isBuilder(value: unknown): value is Builder {
@@ -179,10 +174,7 @@ export async function loadGraph(spec: GraphSpec, options: { tsconfig?: string | 
   }
   if (!(spec.exportName in namespace) || namespace[spec.exportName] === undefined) {
     const available = Object.keys(namespace).filter((k) => namespace[k] !== undefined);
-    throw new GraphLoadError(
-      graphId,
-      `${spec.spec}: module has no export "${spec.exportName}" (exports: ${available.join(', ') || 'none'})`,
-    );
+    throw new GraphLoadError(graphId, `${spec.spec}: module has no export "${spec.exportName}" (exports: ${available.join(', ') || 'none'})`);
   }
   let value: unknown = namespace[spec.exportName];
   // A module may export a promise of a graph (top-level async setup); langgraphjs awaits it.

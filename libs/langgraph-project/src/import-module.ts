@@ -82,10 +82,7 @@ export function ensureTypeScriptLoader(tsconfig: string | false = false): Promis
  * Imports an absolute file path (`.ts`, `.mts`, `.cts`, `.tsx`, `.js`, `.mjs`, `.cjs`) as a
  * module and returns its namespace object.
  */
-export async function importSourceFile(
-  absolutePath: string,
-  options: { tsconfig?: string | false } = {},
-): Promise<Record<string, unknown>> {
+export async function importSourceFile(absolutePath: string, options: { tsconfig?: string | false } = {}): Promise<Record<string, unknown>> {
   await ensureTypeScriptLoader(options.tsconfig ?? false);
   return (await import(pathToFileURL(absolutePath).href)) as Record<string, unknown>;
 }

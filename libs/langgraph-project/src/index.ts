@@ -17,15 +17,7 @@ export {
   type ProjectConfig,
 } from './config.js';
 export { loadProjectEnv, parseDotenv } from './env.js';
-export {
-  inspectionGraph,
-  loadGraph,
-  loadGraphs,
-  type GetGraphOptions,
-  type GraphExportKind,
-  type LoadedGraph,
-  type RunnableGraph,
-} from './graphs.js';
+export { inspectionGraph, loadGraph, loadGraphs, type GetGraphOptions, type GraphExportKind, type LoadedGraph, type RunnableGraph } from './graphs.js';
 export { ensureTypeScriptLoader, importProjectExport, noteLoadedFile, onFileLoaded } from './import-module.js';
 export { registerSdkLogger } from './sdk-logger.js';
 export { captureContextDeclarations } from './context-schema.js';

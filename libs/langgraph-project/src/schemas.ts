@@ -11,12 +11,7 @@
  * come from `context-schema.ts`.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-} from '@langchain/langgraph/zod/schema';
+import { getConfigTypeSchema, getInputTypeSchema, getOutputTypeSchema, getStateTypeSchema } from '@langchain/langgraph/zod/schema';
 import { toJSONSchema, type ZodType } from 'zod';
 import { contextSchemaOf, isNamesOnly, markNamesOnly, type ContextProblem, type ContextSchema, type JsonSchema } from './context-schema.js';
 import type { LoadedGraph, RunnableGraph } from './graphs.js';
@@ -125,20 +120,8 @@ function schemasOf(graph: RunnableGraph, graphId: string): Derived {
   const context = contextSchemaOf(b as Record<string, unknown>, () => langGraphJson(graph, getConfigTypeSchema as SchemaFn));
   const schemas: GraphSchemas = {
     graph_id: graphId,
-    input_schema: derive(
-      graph,
-      getInputTypeSchema as SchemaFn,
-      isZodV4(input) ? input : b._schemaRuntimeDefinition,
-      b._inputDefinition,
-      'input',
-    ),
-    output_schema: derive(
-      graph,
-      getOutputTypeSchema as SchemaFn,
-      b._outputRuntimeDefinition,
-      b._outputDefinition,
-      'output',
-    ),
+    input_schema: derive(graph, getInputTypeSchema as SchemaFn, isZodV4(input) ? input : b._schemaRuntimeDefinition, b._inputDefinition, 'input'),
+    output_schema: derive(graph, getOutputTypeSchema as SchemaFn, b._outputRuntimeDefinition, b._outputDefinition, 'output'),
     state_schema: derive(graph, getStateTypeSchema as SchemaFn, b._schemaRuntimeDefinition, b._schemaDefinition, 'output'),
     config_schema: context?.json ?? null,
     context_schema: context?.json ?? null,
@@ -165,10 +148,7 @@ export function compiledGraphSchemas(graph: RunnableGraph, graphId: string): Gra
  * given, or when it has no template.
  * @throws GraphLoadError when a factory has to be called and fails.
  */
-export async function graphSchemas(
-  loaded: LoadedGraph,
-  options: { config?: LangGraphRunnableConfig; types?: TypeSchemaSource } = {},
-): Promise<GraphSchemas> {
+export async function graphSchemas(loaded: LoadedGraph, options: { config?: LangGraphRunnableConfig; types?: TypeSchemaSource } = {}): Promise<GraphSchemas> {
   const schemas =
     loaded.template && (options.config === undefined || loaded.kind !== 'factory')
       ? cachedSchemasOf(loaded.template, loaded.graphId).schemas
@@ -195,7 +175,8 @@ export function namesOnly(schemas: GraphSchemas): boolean {
 /** `schemas` with channel-name-only schemas replaced by their TypeScript-declared ones. */
 export function withTypes(schemas: GraphSchemas, types: TypeSchemas | null): GraphSchemas {
   if (!types) return schemas;
-  const pick = (derived: JsonSchema | null, typed: JsonSchema | null) => (typed && isNamesOnly(derived) ? { ...typed, ...(derived?.additionalProperties === false ? { additionalProperties: false } : {}) } : derived);
+  const pick = (derived: JsonSchema | null, typed: JsonSchema | null) =>
+    typed && isNamesOnly(derived) ? { ...typed, ...(derived?.additionalProperties === false ? { additionalProperties: false } : {}) } : derived;
   const context = pick(schemas.context_schema, types.context);
   return {
     ...schemas,

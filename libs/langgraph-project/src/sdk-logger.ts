@@ -30,8 +30,7 @@ type SdkLevel = keyof typeof LEVELS;
 /** Where in a run the current line comes from (empty outside a run). */
 function runScope(): Record<string, unknown> {
   const config = AsyncLocalStorageProviderSingleton.getRunnableConfig() as
-    | { metadata?: Record<string, unknown>; configurable?: Record<string, unknown> }
-    | undefined;
+    { metadata?: Record<string, unknown>; configurable?: Record<string, unknown> } | undefined;
   if (config === undefined) return {};
   const scope: Record<string, unknown> = {};
   const source = { ...config.configurable, ...config.metadata };

@@ -80,7 +80,18 @@ describe('Lease', () => {
     const seen: (string | undefined)[] = [];
     let answer: { held: boolean; cancel?: string } = { held: true };
     const held = new Lease(
-      { subject: 'export run', id: 'e1', owner: 'w1', settings, renew: async () => answer, onRenewed: (r) => seen.push(r.cancel), onLost: () => undefined, log: logs.logger, clock, takenLevel: 'info' },
+      {
+        subject: 'export run',
+        id: 'e1',
+        owner: 'w1',
+        settings,
+        renew: async () => answer,
+        onRenewed: (r) => seen.push(r.cancel),
+        onLost: () => undefined,
+        log: logs.logger,
+        clock,
+        takenLevel: 'info',
+      },
       clock.now(),
     );
     await clock.advance(1000);
@@ -90,7 +101,9 @@ describe('Lease', () => {
     answer = { held: false };
     await clock.advance(1000);
     expect(held.lost).toMatchObject({ reason: 'taken', subject: 'export run', id: 'e1' });
-    expect(logs.lines().filter((l) => String(l.msg).startsWith('lease lost'))).toEqual([expect.objectContaining({ level: 30, msg: 'lease lost: stopping the export run here' })]);
+    expect(logs.lines().filter((l) => String(l.msg).startsWith('lease lost'))).toEqual([
+      expect.objectContaining({ level: 30, msg: 'lease lost: stopping the export run here' }),
+    ]);
   });
 
   it("does not call the run's own end, committed before a renewal, a loss (CI saw a `lease lost` error for a run that ended well)", async () => {

@@ -123,10 +123,13 @@ export class Lease<R extends Renewal = Renewal> {
     this.#log = options.log.child({ owner: options.owner });
     this.#confirmedAt = acquiredAt;
     this.#watchdog = this.#arm();
-    this.#ticker = this.#clock.setInterval(() => {
-      // #renew handles its errors (logged, and the watchdog counts the time without a renewal).
-      void this.#renew();
-    }, Math.max(200, Math.floor(options.settings.leaseMs / 3)));
+    this.#ticker = this.#clock.setInterval(
+      () => {
+        // #renew handles its errors (logged, and the watchdog counts the time without a renewal).
+        void this.#renew();
+      },
+      Math.max(200, Math.floor(options.settings.leaseMs / 3)),
+    );
   }
 
   /** Set once the lease is lost. */
@@ -190,7 +193,8 @@ export class Lease<R extends Renewal = Renewal> {
       this.#failures += 1;
       // Once per outage at warn level, then quietly: a minute of failures is hundreds of lines.
       const line = { err: error, failures: this.#failures, expiresInMs: this.#deadline - this.#clock.now() };
-      if (this.#failures === 1) this.#log.warn(line, `${subject} lease renewal failed: the ${subject} goes on, and the lease is renewed once the database answers`);
+      if (this.#failures === 1)
+        this.#log.warn(line, `${subject} lease renewal failed: the ${subject} goes on, and the lease is renewed once the database answers`);
       else this.#log.debug(line, `${subject} lease renewal failed`);
     } finally {
       this.#renewing = false;

@@ -96,7 +96,8 @@ export class OwnerLiveness {
       this.#failures = 0;
     } catch (error) {
       this.#failures += 1;
-      if (this.#failures === 1) this.#options.log.warn({ err: error, owner: this.#options.owner }, 'worker liveness session lost: taking over nothing until it is back');
+      if (this.#failures === 1)
+        this.#options.log.warn({ err: error, owner: this.#options.owner }, 'worker liveness session lost: taking over nothing until it is back');
       this.#drop();
     } finally {
       this.#probing = false;

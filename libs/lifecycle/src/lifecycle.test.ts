@@ -62,7 +62,13 @@ describe('defineLifecycle', () => {
     expect(error).toBeInstanceOf(IllegalTransitionError);
     expect(error).toBeInstanceOf(ConflictError);
     expect(isBerthError(error) && error.code).toBe('conflict');
-    expect(error).toMatchObject({ entity: 'export', id: 'e-1', from: 'SUCCEEDED', to: 'RUNNING', message: 'export e-1 is SUCCEEDED: it cannot move to RUNNING' });
+    expect(error).toMatchObject({
+      entity: 'export',
+      id: 'e-1',
+      from: 'SUCCEEDED',
+      to: 'RUNNING',
+      message: 'export e-1 is SUCCEEDED: it cannot move to RUNNING',
+    });
     expect(() => exports.assertInitial('PENDING')).not.toThrow();
     expect(() => exports.assertInitial('RUNNING')).toThrow('a new export cannot start as RUNNING');
   });
@@ -94,6 +100,11 @@ describe('wireEnum', () => {
 
   it('throws at once when the enum and the lifecycle do not name the same states', () => {
     expect(() => wireEnum(ExportStatus, [...exports.states, 'PAUSED'])).toThrow('no enum value for PAUSED');
-    expect(() => wireEnum(ExportStatus, exports.states.filter((s) => s !== 'CANCELLED'))).toThrow('enum values that are no state: CANCELLED');
+    expect(() =>
+      wireEnum(
+        ExportStatus,
+        exports.states.filter((s) => s !== 'CANCELLED'),
+      ),
+    ).toThrow('enum values that are no state: CANCELLED');
   });
 });

@@ -52,12 +52,7 @@ export class IllegalTransitionError extends ConflictError {
 
   constructor(details: { entity: string; id?: string; from?: string; to: string }, options?: { cause?: unknown }) {
     const which = details.id ? `${details.entity} ${details.id}` : `a new ${details.entity}`;
-    super(
-      details.from === undefined
-        ? `${which} cannot start as ${details.to}`
-        : `${which} is ${details.from}: it cannot move to ${details.to}`,
-      options,
-    );
+    super(details.from === undefined ? `${which} cannot start as ${details.to}` : `${which} is ${details.from}: it cannot move to ${details.to}`, options);
     this.entity = details.entity;
     this.id = details.id;
     this.from = details.from;

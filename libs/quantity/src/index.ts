@@ -47,7 +47,11 @@ export function cpuQuantity(cores: number): string {
 /** A byte count as a quantity: binary units when exact (up to Gi), else plain bytes. */
 export function bytesQuantity(bytes: number): string {
   const whole = Math.max(1, Math.round(bytes));
-  for (const [unit, size] of [['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) {
+  for (const [unit, size] of [
+    ['Gi', 1024 ** 3],
+    ['Mi', 1024 ** 2],
+    ['Ki', 1024],
+  ] as const) {
     if (whole % size === 0) return `${whole / size}${unit}`;
   }
   return String(whole);

@@ -105,12 +105,7 @@ export function createBullQueue(config: QueueBackendConfig, name: string): BullQ
 }
 
 /** Creates (and starts) a BullMQ worker on the configured backend. */
-export function createBullWorker(
-  config: QueueBackendConfig,
-  name: string,
-  processor: Processor,
-  extra: Partial<WorkerOptions>,
-): BullWorker {
+export function createBullWorker(config: QueueBackendConfig, name: string, processor: Processor, extra: Partial<WorkerOptions>): BullWorker {
   const { Worker: BackendWorker } = classesFor(config);
   const opts = { ...extra, ...baseOptions(config) } as WorkerOptions<never>;
   return new BackendWorker(name, processor, opts) as unknown as BullWorker;

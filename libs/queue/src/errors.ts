@@ -2,14 +2,7 @@
  * The errors of `@berth/queue`. Each extends a `@berth/errors` class, so the HTTP and gRPC
  * mappings already know them.
  */
-import {
-  ConflictError,
-  DeadlineExceededError,
-  InvalidArgumentError,
-  RequestValidationError,
-  UnavailableError,
-  type ValidationIssue,
-} from '@berth/errors';
+import { ConflictError, DeadlineExceededError, InvalidArgumentError, RequestValidationError, UnavailableError, type ValidationIssue } from '@berth/errors';
 import type { z } from 'zod';
 
 /**

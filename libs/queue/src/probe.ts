@@ -9,9 +9,7 @@ import type { QueueBackendConfig } from './backend.js';
 import { UnavailableError } from '@berth/errors';
 
 export function selectQueueBackend(options: { databaseUrl: string; redisUrl?: string }): QueueBackendConfig {
-  return options.redisUrl
-    ? { kind: 'redis', url: options.redisUrl }
-    : { kind: 'postgres', connectionString: options.databaseUrl };
+  return options.redisUrl ? { kind: 'redis', url: options.redisUrl } : { kind: 'postgres', connectionString: options.databaseUrl };
 }
 
 /** Resolves when the backend's server answers; rejects with an UnavailableError otherwise. */

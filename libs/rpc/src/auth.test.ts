@@ -28,7 +28,8 @@ async function guardedServer(logger = captureLogger().logger) {
   const seen: CallContext[] = [];
   const server = createRpcServer({ internalToken: TOKEN, logger, shutdownTimeoutMs: 500 });
   server.add(Health, new HealthService().implementation);
-  server.add(EchoService, { ...streamingEcho,
+  server.add(EchoService, {
+    ...streamingEcho,
     echo: async (request, context) => {
       seen.push(context);
       if (request.message === 'who') throw new UnauthenticatedError('the user behind this call is unknown');
@@ -132,8 +133,7 @@ describe('internal token', () => {
       host: '127.0.0.1',
       port: 0,
       internalToken: TOKEN,
-      setup: (server) =>
-        server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
+      setup: (server) => server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
     });
     cleanup.add(() => service.close());
     await refusal(client(service.address).echo({ message: 'hi' }));

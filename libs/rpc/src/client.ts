@@ -41,11 +41,7 @@ function grpcCallOptions(timeoutMs: number | undefined): grpc.CallOptions {
  * A call with one response (unary or client-streaming): `start` makes it with the callback given;
  * the promise settles with the response, the call's status as a BerthError, or the signal's reason.
  */
-function singleResponse(
-  path: string,
-  signal: AbortSignal | undefined,
-  start: (done: grpc.requestCallback<Message>) => { cancel(): void },
-): Promise<Message> {
+function singleResponse(path: string, signal: AbortSignal | undefined, start: (done: grpc.requestCallback<Message>) => { cancel(): void }): Promise<Message> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise<Message>((resolve, reject) => {
     const call = start((error, response) => {
@@ -197,11 +193,7 @@ function bidiStreamingMethod(client: grpc.Client, method: DescMethod, metadataOf
  * with the grpc-js error as `cause`; `RpcCredentialsRefusedError` when the server refused the
  * internal token. A call aborted through `signal` rejects with `signal.reason`.
  */
-export function createRpcClient<S extends DescService>(
-  service: S,
-  address: string,
-  options: RpcClientOptions = {},
-): RpcClient<S> {
+export function createRpcClient<S extends DescService>(service: S, address: string, options: RpcClientOptions = {}): RpcClient<S> {
   const supported = service.methods.filter(isSupported);
   if (supported.some((method) => method.localName === 'close')) {
     throw new RpcConfigurationError(`${service.typeName} has a method named "close", which clashes with RpcClient.close()`);

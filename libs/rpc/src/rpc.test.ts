@@ -20,7 +20,8 @@ describe('createRpcServer / createRpcClient', () => {
   it('round-trips a unary call with metadata and peer', async () => {
     let peer = '';
     const { address, port } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async (request, context) => {
           peer = context.peer;
           return { message: `echo: ${request.message}`, metadata: { ...context.metadata } };
@@ -44,7 +45,8 @@ describe('createRpcServer / createRpcClient', () => {
 
   it('streams server-streaming responses in order', async () => {
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request) {
           for (let index = 0; index < request.count; index++) yield { index };
@@ -62,9 +64,7 @@ describe('createRpcServer / createRpcClient', () => {
   });
 
   it('takes a client stream, and talks both ways on a bidi stream as messages arrive', async () => {
-    const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} }),
-    );
+    const { address } = await cleanup.server((server) => server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} }));
     async function* words() {
       yield { message: 'one' };
       yield { message: 'two' };
@@ -89,7 +89,8 @@ describe('createRpcServer / createRpcClient', () => {
     let started!: () => void;
     const startedPromise = new Promise<void>((resolve) => (started = resolve));
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async (_request, context) => {
           handlerSignal = context.signal;
           started();
@@ -115,7 +116,8 @@ describe('createRpcServer / createRpcClient', () => {
     const signals: AbortSignal[] = [];
     const finished: string[] = [];
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request, context) {
           signals.push(context.signal);
@@ -161,7 +163,8 @@ describe('createRpcServer / createRpcClient', () => {
 
   it('applies the deadline to server streams only when asked', async () => {
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async () => ({}),
         count: async function* (request, context) {
           for (let index = 0; index < request.count; index++) {
@@ -189,9 +192,7 @@ describe('createRpcServer / createRpcClient', () => {
     server.add(Health, { check: async () => ({}), watch: async function* () {} });
     await server.listen('127.0.0.1', 0);
     await expect(server.listen('127.0.0.1', 0)).rejects.toBeInstanceOf(RpcListenError);
-    expect(() => server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} })).toThrow(
-      RpcConfigurationError,
-    );
+    expect(() => server.add(EchoService, { ...streamingEcho, echo: async () => ({}), count: async function* () {} })).toThrow(RpcConfigurationError);
     await server.close();
     await server.close();
 
@@ -206,7 +207,8 @@ describe('createRpcServer / createRpcClient', () => {
   it('close() cancels calls still running after the shutdown timeout', async () => {
     let handlerSignal: AbortSignal | undefined;
     const server = createRpcServer({ shutdownTimeoutMs: 100 });
-    server.add(EchoService, { ...streamingEcho,
+    server.add(EchoService, {
+      ...streamingEcho,
       echo: async () => ({}),
       count: async function* (_request, context) {
         handlerSignal = context.signal;

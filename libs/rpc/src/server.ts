@@ -132,7 +132,14 @@ function singleResponseHandler(
   return (call: grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
-      .then(() => handler(method.methodKind === 'unary' ? (call as grpc.ServerUnaryCall<Message, Message>).request : requestsOf(call as grpc.ServerReadableStream<Message, Message>), context))
+      .then(() =>
+        handler(
+          method.methodKind === 'unary'
+            ? (call as grpc.ServerUnaryCall<Message, Message>).request
+            : requestsOf(call as grpc.ServerReadableStream<Message, Message>),
+          context,
+        ),
+      )
       .then(
         (response) => {
           finish();

@@ -11,8 +11,7 @@ describe('startGrpcService', () => {
       name: 'berth.testing.v1',
       host: '127.0.0.1',
       port: 0,
-      setup: (server) =>
-        server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
+      setup: (server) => server.add(EchoService, { ...streamingEcho, echo: async (request) => ({ message: request.message }), count: async function* () {} }),
     });
     try {
       expect(service.address).toBe(`127.0.0.1:${service.port}`);

@@ -34,7 +34,8 @@ function client(address: string, timeoutMs?: number) {
 async function failingServer(fail: (message: string) => unknown, logger = captureLogger().logger) {
   return cleanup.server(
     (server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async (request) => {
           throw fail(request.message);
         },
@@ -54,7 +55,9 @@ function causeCode(error: unknown): number | undefined {
 describe('error mapping', () => {
   it('delivers a thrown BerthError as the same class, message and gRPC status', async () => {
     const { address } = await failingServer((message) => new NotFoundError(`deployment ${message} not found`));
-    const error = await client(address).echo({ message: 'd-1' }).catch((e: unknown) => e);
+    const error = await client(address)
+      .echo({ message: 'd-1' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error).toMatchObject({ name: 'NotFoundError', code: 'not_found', message: 'deployment d-1 not found' });
     expect(causeCode(error)).toBe(GrpcStatus.NOT_FOUND);
@@ -66,7 +69,9 @@ describe('error mapping', () => {
       { loc: ['body', 'extra'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
     ];
     const { address } = await failingServer(() => new RequestValidationError(issues));
-    const error = await client(address).echo({}).catch((e: unknown) => e);
+    const error = await client(address)
+      .echo({})
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequestValidationError);
     expect((error as RequestValidationError).issues).toEqual(issues);
     expect((error as Error).message).toBe(new RequestValidationError(issues).message);
@@ -89,11 +94,13 @@ describe('error mapping', () => {
   it('answers an unexpected error with a generic InternalError and logs it on the server', async () => {
     const captured = captureLogger();
     const { address } = await failingServer(() => new Error('password=hunter2 in connection string'), captured.logger);
-    const error = await client(address).echo({ message: 'x' }).catch((e: unknown) => e);
+    const error = await client(address)
+      .echo({ message: 'x' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalError);
     expect((error as Error).message).toBe(INTERNAL_ERROR_MESSAGE);
     expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain('hunter2');
-    expect((causeCode(error))).toBe(GrpcStatus.INTERNAL);
+    expect(causeCode(error)).toBe(GrpcStatus.INTERNAL);
     expect(((error as Error).cause as grpc.ServiceError).details).not.toContain('hunter2');
     const logged = captured.lines().find((line) => line.msg === 'rpc handler failed');
     expect(logged).toMatchObject({ level: 50, method: '/berth.testing.v1.EchoService/Echo' });
@@ -113,7 +120,9 @@ describe('error mapping', () => {
 
   it('maps a server that is down to UnavailableError, keeping the gRPC error as cause', async () => {
     const address = `127.0.0.1:${await closedPort()}`;
-    const error = await client(address).echo({}).catch((e: unknown) => e);
+    const error = await client(address)
+      .echo({})
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnavailableError);
     expect(causeCode(error)).toBe(GrpcStatus.UNAVAILABLE);
     const streamError = await (async () => {
@@ -125,7 +134,8 @@ describe('error mapping', () => {
   it('maps a passed deadline to DeadlineExceededError and aborts the handler', async () => {
     let handlerSignal: AbortSignal | undefined;
     const { address } = await cleanup.server((server) =>
-      server.add(EchoService, { ...streamingEcho,
+      server.add(EchoService, {
+        ...streamingEcho,
         echo: async (_request, context) => {
           handlerSignal = context.signal;
           await sleep(5000, context.signal);
@@ -135,14 +145,18 @@ describe('error mapping', () => {
       }),
     );
     const started = Date.now();
-    const error = await client(address).echo({}, { timeoutMs: 100 }).catch((e: unknown) => e);
+    const error = await client(address)
+      .echo({}, { timeoutMs: 100 })
+      .catch((e: unknown) => e);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect(causeCode(error)).toBe(GrpcStatus.DEADLINE_EXCEEDED);
     await aborted(handlerSignal!);
 
     // The client's default deadline applies when the call passes none.
-    const error2 = await client(address, 100).echo({}).catch((e: unknown) => e);
+    const error2 = await client(address, 100)
+      .echo({})
+      .catch((e: unknown) => e);
     expect(error2).toBeInstanceOf(DeadlineExceededError);
   });
 
@@ -162,24 +176,25 @@ describe('error mapping', () => {
         },
       },
       {
-        echo: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) =>
-          callback({ code: grpc.status.PERMISSION_DENIED, details: 'no access' }),
+        echo: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback({ code: grpc.status.PERMISSION_DENIED, details: 'no access' }),
       },
     );
     const port = await new Promise<number>((resolve, reject) =>
       raw.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
     );
     cleanup.add(() => raw.forceShutdown());
-    const error = await client(`127.0.0.1:${port}`).echo({}).catch((e: unknown) => e);
+    const error = await client(`127.0.0.1:${port}`)
+      .echo({})
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermissionDeniedError);
     expect((error as Error).message).toContain('no access');
     expect(causeCode(error)).toBe(GrpcStatus.PERMISSION_DENIED);
 
     // A method the server does not serve: UNIMPLEMENTED → InternalError.
-    const { address } = await cleanup.server((server) =>
-      server.add(Health, { check: async () => ({}), watch: async function* () {} }),
-    );
-    const unimplemented = await client(address).echo({}).catch((e: unknown) => e);
+    const { address } = await cleanup.server((server) => server.add(Health, { check: async () => ({}), watch: async function* () {} }));
+    const unimplemented = await client(address)
+      .echo({})
+      .catch((e: unknown) => e);
     expect(unimplemented).toBeInstanceOf(InternalError);
     expect(unimplemented).toBeInstanceOf(BerthError);
     expect(causeCode(unimplemented)).toBe(GrpcStatus.UNIMPLEMENTED);

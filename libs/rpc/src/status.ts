@@ -38,9 +38,7 @@ function issuesOf(error: BerthError): ValidationIssue[] {
 }
 
 function locPart(part: string | number): LocPart['part'] {
-  return typeof part === 'number' && Number.isInteger(part)
-    ? { case: 'index', value: part }
-    : { case: 'key', value: String(part) };
+  return typeof part === 'number' && Number.isInteger(part) ? { case: 'index', value: part } : { case: 'key', value: String(part) };
 }
 
 function encodeDetail(code: ErrorCode, message: string, issues: ValidationIssue[]): Buffer {

@@ -28,10 +28,7 @@ export interface CallContext {
 }
 
 /** A unary handler: one request in, one response (a message or its init object) out. */
-export type UnaryMethodImpl<I extends DescMessage, O extends DescMessage> = (
-  request: MessageShape<I>,
-  context: CallContext,
-) => Promise<MessageInitShape<O>>;
+export type UnaryMethodImpl<I extends DescMessage, O extends DescMessage> = (request: MessageShape<I>, context: CallContext) => Promise<MessageInitShape<O>>;
 
 /**
  * A server-streaming handler: an async iterable (typically an async generator) of responses.

@@ -13,16 +13,7 @@ import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // Jest loads global setup outside its module mapping, so this resolves to the built package.
-import {
-  DockerRegistry,
-  PodmanService,
-  PostgresServer,
-  RedisServer,
-  S3Server,
-  findRedisServer,
-  podmanUnavailableReason,
-  run,
-} from '@berth/local-stack';
+import { DockerRegistry, PodmanService, PostgresServer, RedisServer, S3Server, findRedisServer, podmanUnavailableReason, run } from '@berth/local-stack';
 import { chromiumUnavailableReason } from './chromium.js';
 import { TEST_ENV } from './env.js';
 import globalTeardown from './global-teardown.js';
@@ -122,7 +113,10 @@ async function startSandboxEngine(dir: string, servers: Partial<TestServers>): P
   servers.registries = [registry, privateRegistry];
   // Storage quotas need btrfs (XFS project quotas are often not in the kernel); without loop
   // devices or btrfs-progs the engine still runs, and quota tests are skipped.
-  const btrfs = await run('mkfs.btrfs', ['--version']).then(() => true, () => false);
+  const btrfs = await run('mkfs.btrfs', ['--version']).then(
+    () => true,
+    () => false,
+  );
   let podman = new PodmanService({ directory: join(dir, 'podman'), storage: btrfs ? 'btrfs-loop' : 'overlay' });
   servers.podman = podman;
   const [, , engine] = await Promise.all([

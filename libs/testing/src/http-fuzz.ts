@@ -63,9 +63,7 @@ export function sendRaw(baseUrl: string, r: FuzzRequest): Promise<FuzzAnswer> {
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }),
-        );
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
         res.on('error', reject);
       },
     );
@@ -76,7 +74,12 @@ export function sendRaw(baseUrl: string, r: FuzzRequest): Promise<FuzzAnswer> {
 }
 
 /** Percent-encodes anything; lone surrogates become the WTF-8 bytes that do not decode as UTF-8. */
-export const pct = (s: string) => s.replace(/\p{Surrogate}/gu, '\uFFFD').split('\uFFFD').map(encodeURIComponent).join('%ED%A0%80');
+export const pct = (s: string) =>
+  s
+    .replace(/\p{Surrogate}/gu, '\uFFFD')
+    .split('\uFFFD')
+    .map(encodeURIComponent)
+    .join('%ED%A0%80');
 
 /** Text values that have broken servers before: NULs, bad encodings, huge, numeric, empty. */
 export const nastyText = fc.oneof(
@@ -97,9 +100,19 @@ export function jsonBodies(keys: fc.Arbitrary<string>, values: fc.Arbitrary<unkn
 }
 
 export const contentTypes = fc.constantFrom(
-  undefined, 'application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=utf-16',
-  'application/json; charset=bogus', 'application/vnd.api+json', 'text/plain', 'application/x-www-form-urlencoded',
-  'multipart/form-data; boundary=x', 'application/gzip', '*/*', 'garbage',
+  undefined,
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'application/json; charset=bogus',
+  'application/vnd.api+json',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/gzip',
+  '*/*',
+  'garbage',
 );
 
 /** A content-encoding header and whether the body really is encoded that way. */
@@ -148,7 +161,10 @@ export function requests(routes: FuzzRoute[], credentials: () => Record<string, 
   return fc
     .record({
       route: fc.constantFrom(...routes),
-      otherMethod: fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }),
+      otherMethod: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(null) },
+        { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
+      ),
       param: shape.params,
       query: shape.query ?? fc.array(fc.tuple(fc.oneof(fc.constant('limit'), fc.string({ maxLength: 8 }).map(pct), nastyText), nastyText), { maxLength: 4 }),
       routeQuery: fc.boolean(),
@@ -156,7 +172,11 @@ export function requests(routes: FuzzRoute[], credentials: () => Record<string, 
       contentType: shape.contentTypes ?? contentTypes,
       encoding: shape.encodings ?? encodings,
       authenticated: shape.authenticated ?? fc.boolean(),
-      extra: fc.dictionary(fc.constantFrom('x-request-id', 'x-tenant-id', 'authorization', 'accept', 'x-api-key', 'last-event-id'), fc.string({ unit: 'grapheme-ascii', maxLength: 40 }), { maxKeys: 2 }),
+      extra: fc.dictionary(
+        fc.constantFrom('x-request-id', 'x-tenant-id', 'authorization', 'accept', 'x-api-key', 'last-event-id'),
+        fc.string({ unit: 'grapheme-ascii', maxLength: 40 }),
+        { maxKeys: 2 },
+      ),
     })
     .map((g) => {
       const path = g.route.path.replace(/\{[^}]+\}/g, () => g.param);

@@ -23,7 +23,8 @@ export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerat
         fields[name] = name === 'data' && fields.data !== undefined ? `${fields.data}\n${value}` : value;
       }
       buffer = buffer.slice(end + 2);
-      if (fields.data !== undefined) yield { data: fields.data, ...(fields.event !== undefined ? { event: fields.event } : {}), ...(fields.id !== undefined ? { id: fields.id } : {}) };
+      if (fields.data !== undefined)
+        yield { data: fields.data, ...(fields.event !== undefined ? { event: fields.event } : {}), ...(fields.id !== undefined ? { id: fields.id } : {}) };
     }
   }
 }

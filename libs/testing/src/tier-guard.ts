@@ -14,7 +14,4 @@ declare global {
 const tier = globalThis.berthTestTier;
 if (!tier) throw new Error('berthTestTier is not set: run tests through jest.config.mjs (one project per tier)');
 const servers = tierServers(tier);
-restrictTestEnv(tier, [
-  ...(servers.length ? (['tmpDir'] as const) : []),
-  ...servers.flatMap((server) => SERVER_ENV[server] ?? []),
-]);
+restrictTestEnv(tier, [...(servers.length ? (['tmpDir'] as const) : []), ...servers.flatMap((server) => SERVER_ENV[server] ?? [])]);

@@ -61,7 +61,7 @@ describe('scripts/test-tiers.mjs', () => {
   });
   afterAll(() => rm(repo, { recursive: true, force: true }));
 
-  it('counts each tier\'s files when every test file is in exactly one', async () => {
+  it("counts each tier's files when every test file is in exactly one", async () => {
     const result = await check({ unit: ['libs/a/src/a.test.ts'], integration: ['services/b/src/deep/b.test.ts'] });
     expect(result).toEqual({ code: 0, out: 'unit         1 files\nintegration  1 files\n' });
   });

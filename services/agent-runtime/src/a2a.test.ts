@@ -54,7 +54,10 @@ async function rpc(assistant: string, method: string, params: unknown, headers: 
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }),
   });
-  return { status: res.status, body: (await res.json()) as { id: unknown; result?: Record<string, any>; error?: { code: number; message: string; data?: any } } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { id: unknown; result?: Record<string, any>; error?: { code: number; message: string; data?: any } },
+  };
 }
 
 describe('the agent card', () => {
@@ -95,7 +98,12 @@ describe('the agent card', () => {
     const client = await clientOf('echo');
     expect(await client.getAgentCard()).toMatchObject({ name: 'echo', capabilities: { extendedAgentCard: true } });
     const legacy = await rpc('echo', 'agent/getAuthenticatedExtendedCard', {});
-    expect(legacy.body.result).toMatchObject({ protocolVersion: '0.3.0', url: `${server.url}/a2a/echo`, preferredTransport: 'JSONRPC', supportsAuthenticatedExtendedCard: true });
+    expect(legacy.body.result).toMatchObject({
+      protocolVersion: '0.3.0',
+      url: `${server.url}/a2a/echo`,
+      preferredTransport: 'JSONRPC',
+      supportsAuthenticatedExtendedCard: true,
+    });
     expect(legacy.body.result!.supportedInterfaces).toBeUndefined();
   });
 
@@ -126,7 +134,12 @@ describe('SendMessage and GetTask (A2A 1.0)', () => {
   });
 
   it('answers in 1.0 wire shapes: {task}, TASK_STATE_*, ROLE_*', async () => {
-    const { body } = await rpc('echo', 'SendMessage', { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'shapes' }] } }, { 'A2A-Version': '1.0' });
+    const { body } = await rpc(
+      'echo',
+      'SendMessage',
+      { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'shapes' }] } },
+      { 'A2A-Version': '1.0' },
+    );
     expect(body.result!.task).toMatchObject({
       status: { state: 'TASK_STATE_COMPLETED' },
       artifacts: [{ parts: [{ text: 'echo: shapes' }] }],
@@ -151,7 +164,12 @@ describe('SendMessage and GetTask (A2A 1.0)', () => {
       message: {
         messageId: 'm-files',
         role: 'ROLE_USER',
-        parts: [{ text: 'look' }, { url: 'https://example.com/cat.png', mediaType: 'image/png', filename: 'cat.png' }, { raw: 'aGk=', mediaType: 'text/plain' }, { data: { n: 1 } }],
+        parts: [
+          { text: 'look' },
+          { url: 'https://example.com/cat.png', mediaType: 'image/png', filename: 'cat.png' },
+          { raw: 'aGk=', mediaType: 'text/plain' },
+          { data: { n: 1 } },
+        ],
       },
     });
     const task = body.result!.task;
@@ -165,7 +183,7 @@ describe('SendMessage and GetTask (A2A 1.0)', () => {
     expect(task.artifacts[0].parts).toEqual([{ text: 'echo: look{"n":1}' }]);
   });
 
-  it('puts the graph\'s structured_response in the artifact as a DataPart', async () => {
+  it("puts the graph's structured_response in the artifact as a DataPart", async () => {
     const task = asTask(await (await clientOf('structured')).sendMessage(send(userText('abc'))));
     expect(task.artifacts[0]!.parts.map((p) => p.content)).toEqual([
       { $case: 'text', value: 'here it is' },
@@ -181,7 +199,7 @@ describe('SendMessage and GetTask (A2A 1.0)', () => {
 });
 
 describe('A2A 0.3 (message/send, tasks/get)', () => {
-  it('works through the SDK\'s 0.3 transport', async () => {
+  it("works through the SDK's 0.3 transport", async () => {
     const client = await legacyClientOf('echo');
     const task = asTask(await client.sendMessage(send(userText('old client'))));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -191,19 +209,29 @@ describe('A2A 0.3 (message/send, tasks/get)', () => {
   });
 
   it('answers in 0.3 wire shapes: the task itself, kind, lowercase states and roles', async () => {
-    const { body } = await rpc('echo', 'message/send', { message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'text', text: 'legacy' }] } });
+    const { body } = await rpc('echo', 'message/send', {
+      message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'text', text: 'legacy' }] },
+    });
     expect(body.result).toMatchObject({
       kind: 'task',
       status: { state: 'completed' },
       artifacts: [{ parts: [{ kind: 'text', text: 'echo: legacy' }] }],
-      history: [{ kind: 'message', role: 'user' }, { kind: 'message', role: 'agent' }],
+      history: [
+        { kind: 'message', role: 'user' },
+        { kind: 'message', role: 'agent' },
+      ],
     });
     const got = await rpc('echo', 'tasks/get', { id: body.result!.id });
     expect(got.body.result).toMatchObject({ kind: 'task', id: body.result!.id, status: { state: 'completed' } });
   });
 
   it('refuses an A2A-Version header that does not match the method with -32009', async () => {
-    const { body } = await rpc('echo', 'message/send', { message: { messageId: 'm3', role: 'user', parts: [{ kind: 'text', text: 'x' }] } }, { 'A2A-Version': '1.0' });
+    const { body } = await rpc(
+      'echo',
+      'message/send',
+      { message: { messageId: 'm3', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+      { 'A2A-Version': '1.0' },
+    );
     expect(body.error).toMatchObject({ code: -32009, data: { requested: '1.0', supportedVersions: ['1.0', '0.3'] } });
     const unknown = await rpc('echo', 'GetTask', { id: randomUUID() }, { 'A2A-Version': '2.0' });
     expect(unknown.body.error?.code).toBe(-32009);
@@ -239,7 +267,9 @@ describe('SendStreamingMessage and SubscribeToTask', () => {
     const cases = events.map((e) => e.payload?.$case);
     expect(cases[0]).toBe('task');
     expect(cases).toContain('artifactUpdate');
-    const artifacts = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload!.value as { artifact: { artifactId: string; parts: { content: unknown }[] }; append: boolean; lastChunk: boolean });
+    const artifacts = events
+      .filter((e) => e.payload?.$case === 'artifactUpdate')
+      .map((e) => e.payload!.value as { artifact: { artifactId: string; parts: { content: unknown }[] }; append: boolean; lastChunk: boolean });
     // The AI message as the graph streamed it, then the whole artifact replacing the chunks.
     expect(artifacts.map((a) => [a.artifact.parts[0]!.content, a.append, a.lastChunk])).toEqual([
       [{ $case: 'text', value: 'echo: stream me' }, false, false],
@@ -252,7 +282,9 @@ describe('SendStreamingMessage and SubscribeToTask', () => {
   });
 
   it('streams 0.3 events flat, with kind and final', async () => {
-    const events = await rpcStream('echo', 'message/stream', { message: { kind: 'message', messageId: 'm4', role: 'user', parts: [{ kind: 'text', text: 'flat' }] } });
+    const events = await rpcStream('echo', 'message/stream', {
+      message: { kind: 'message', messageId: 'm4', role: 'user', parts: [{ kind: 'text', text: 'flat' }] },
+    });
     expect(events.every((e) => e.id === 'stream-1')).toBe(true);
     const kinds = events.map((e) => e.result.kind);
     expect(kinds[0]).toBe('task');
@@ -341,13 +373,22 @@ describe('CancelTask and ListTasks', () => {
     expect(canceled.tasks).toEqual([]);
   });
 
-  it('lists an agent\'s tasks across contexts, and no other agent\'s', async () => {
+  it("lists an agent's tasks across contexts, and no other agent's", async () => {
     const failing = await clientOf('fail');
     const failed = asTask(await failing.sendMessage(send(userText('list me'))));
-    const listed = await failing.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_FAILED, pageToken: '', statusTimestampAfter: undefined, historyLength: 0 });
+    const listed = await failing.listTasks({
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_FAILED,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+      historyLength: 0,
+    });
     expect(listed.tasks.map((t) => t.id)).toContain(failed.id);
     expect(listed.tasks.every((t) => t.status?.state === TaskState.TASK_STATE_FAILED && t.history.length === 0)).toBe(true);
-    const echoes = await (await clientOf('echo')).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, pageSize: 100 });
+    const echoes = await (
+      await clientOf('echo')
+    ).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, pageSize: 100 });
     expect(echoes.tasks.map((t) => t.id)).not.toContain(failed.id);
   });
 });
@@ -368,8 +409,18 @@ describe('bad input is a JSON-RPC error, never a 500', () => {
     ['an unknown method', '{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}', 200, -32601],
     ['no message', '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', 200, -32602],
     ['an empty message', '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}', 200, -32602],
-    ['a part of two kinds', '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a","url":"b"}]}}}', 200, -32602],
-    ['a context that is not a UUID', '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","contextId":"ctx-1","parts":[{"text":"a"}]}}}', 200, -32602],
+    [
+      'a part of two kinds',
+      '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a","url":"b"}]}}}',
+      200,
+      -32602,
+    ],
+    [
+      'a context that is not a UUID',
+      '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","contextId":"ctx-1","parts":[{"text":"a"}]}}}',
+      200,
+      -32602,
+    ],
     ['an unknown param', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","extra":1}}', 200, -32602],
     ['a bad page token', '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageToken":"!!"}}', 200, -32602],
     ['an unknown state', '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"TASK_STATE_SLEEPING"}}', 200, -32602],
@@ -401,7 +452,9 @@ describe('bad input is a JSON-RPC error, never a 500', () => {
 
   it('keeps a context to the agent whose context it is', async () => {
     const task = asTask(await (await clientOf('echo')).sendMessage(send(userText('mine'))));
-    const { body } = await rpc('approve', 'SendMessage', { message: { messageId: 'm', role: 'ROLE_USER', contextId: task.contextId, parts: [{ text: 'yours?' }] } });
+    const { body } = await rpc('approve', 'SendMessage', {
+      message: { messageId: 'm', role: 'ROLE_USER', contextId: task.contextId, parts: [{ text: 'yours?' }] },
+    });
     expect(body.error).toMatchObject({ code: -32602, data: { contextId: task.contextId } });
   });
 
@@ -417,7 +470,11 @@ describe('http.disable_a2a and custom auth', () => {
     try {
       expect((await fetch(`${off.url}/a2a/echo/.well-known/agent-card.json`)).status).toBe(404);
       expect((await fetch(`${off.url}/.well-known/agent-card.json?assistant_id=echo`)).status).toBe(404);
-      const res = await fetch(`${off.url}/a2a/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}' });
+      const res = await fetch(`${off.url}/a2a/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}',
+      });
       expect(res.status).toBe(404);
     } finally {
       await off.close();
@@ -429,11 +486,17 @@ describe('http.disable_a2a and custom auth', () => {
     // The SDK's client with a bearer token on every request, as an app would set one up.
     const as = (token: string, card: AgentCard) =>
       new ClientFactory({
-        transports: [new JsonRpcTransportFactory({ fetchImpl: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` } }) })],
+        transports: [
+          new JsonRpcTransportFactory({
+            fetchImpl: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` } }),
+          }),
+        ],
       }).createFromAgentCard(card);
     try {
       expect((await fetch(`${guarded.url}/a2a/echo/.well-known/agent-card.json`)).status).toBe(401);
-      const card = (await (await fetch(`${guarded.url}/a2a/echo/.well-known/agent-card.json`, { headers: { authorization: 'Bearer user-a' } })).json()) as AgentCard;
+      const card = (await (
+        await fetch(`${guarded.url}/a2a/echo/.well-known/agent-card.json`, { headers: { authorization: 'Bearer user-a' } })
+      ).json()) as AgentCard;
       const alice = await as('user-a', card);
       const bob = await as('user-b', card);
       const task = asTask(await alice.sendMessage(send(userText('mine'))));
@@ -441,7 +504,17 @@ describe('http.disable_a2a and custom auth', () => {
       expect((await alice.getTask({ tenant: '', id: task.id })).id).toBe(task.id);
       await expect(bob.getTask({ tenant: '', id: task.id })).rejects.toBeInstanceOf(TaskNotFoundError);
       await expect(bob.sendMessage(send(userText('theirs', { contextId: task.contextId })))).rejects.toThrow(/not found/i);
-      expect((await bob.listTasks({ tenant: '', contextId: task.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks).toEqual([]);
+      expect(
+        (
+          await bob.listTasks({
+            tenant: '',
+            contextId: task.contextId,
+            status: TaskState.TASK_STATE_UNSPECIFIED,
+            pageToken: '',
+            statusTimestampAfter: undefined,
+          })
+        ).tasks,
+      ).toEqual([]);
     } finally {
       await guarded.close();
     }

@@ -11,7 +11,6 @@ let db: TestDatabase;
 let server: RunningAgentServer;
 let client: Client;
 
-
 beforeAll(async () => {
   db = await createTestDatabase('agent');
   server = await startTestServer(db.url);
@@ -124,9 +123,7 @@ describe('runs', () => {
     for (const text of ['one', 'two', 'three']) runs.push(await client.runs.create(t.thread_id, 'echo', { input: human(text) }));
     await client.runs.join(t.thread_id, runs[2]!.run_id);
     const state = await client.threads.getState(t.thread_id);
-    expect((state.values as { messages: Msg[] }).messages.map((m) => m.content)).toEqual([
-      'one', 'echo: one', 'two', 'echo: two', 'three', 'echo: three',
-    ]);
+    expect((state.values as { messages: Msg[] }).messages.map((m) => m.content)).toEqual(['one', 'echo: one', 'two', 'echo: two', 'three', 'echo: three']);
   });
 
   // 409 Conflict, as the Python server answers; the LangGraph JS server answers 422.

@@ -46,7 +46,9 @@ describe('NUL characters', () => {
   it('are refused in `before` of history, as query and as body', async () => {
     expect(await call(`/threads/${threadId}/history?before=%00`)).toEqual(invalid(['query', 'before'], 'string_nul'));
     expect(await call(`/threads/${threadId}/history`, '{"before":"\\u0000"}')).toEqual(invalid(['body', 'before'], 'string_nul'));
-    expect(await call(`/threads/${threadId}/history`, '{"before":{"checkpoint_id":"x\\u0000"}}')).toEqual(invalid(['body', 'before', 'checkpoint_id'], 'string_nul'));
+    expect(await call(`/threads/${threadId}/history`, '{"before":{"checkpoint_id":"x\\u0000"}}')).toEqual(
+      invalid(['body', 'before', 'checkpoint_id'], 'string_nul'),
+    );
   });
 });
 
@@ -69,7 +71,10 @@ describe('POST /threads/{thread_id}/state', () => {
     expect(res).toEqual(invalid(['body'], 'value_error'));
     expect(res.body.detail[0].msg).toContain('Unable to coerce message');
     const refusedId = '5f0c9a55-1b7e-4c51-9c1e-0d1a2b3c4d5e';
-    const create = await call('/threads', JSON.stringify({ thread_id: refusedId, metadata: { graph_id: 'echo' }, supersteps: [{ updates: [{ values: bad, as_node: 'respond' }] }] }));
+    const create = await call(
+      '/threads',
+      JSON.stringify({ thread_id: refusedId, metadata: { graph_id: 'echo' }, supersteps: [{ updates: [{ values: bad, as_node: 'respond' }] }] }),
+    );
     expect(create).toEqual(invalid(['body'], 'value_error'));
     expect((await call(`/threads/${refusedId}`)).status).toBe(404);
   });

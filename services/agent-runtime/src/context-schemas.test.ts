@@ -42,7 +42,11 @@ describe.each(styles)('context schema declared as %s', (graph) => {
   it('shows in GET /assistants/{id}/schemas as context_schema and config_schema', async () => {
     const { status, body } = await call('GET', `/assistants/${graph}/schemas`);
     expect(status).toBe(200);
-    expect(body.context_schema).toMatchObject({ type: 'object', properties: { model: expect.any(Object), temperature: expect.any(Object) }, additionalProperties: false });
+    expect(body.context_schema).toMatchObject({
+      type: 'object',
+      properties: { model: expect.any(Object), temperature: expect.any(Object) },
+      additionalProperties: false,
+    });
     expect(Object.keys(body.context_schema.properties)).toEqual(['model', 'temperature']);
     expect(body.config_schema).toEqual(body.context_schema);
   });

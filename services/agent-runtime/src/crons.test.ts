@@ -78,7 +78,9 @@ describe('cron CRUD through the SDK', () => {
     const onThread = await client.crons.search({ threadId: thread.thread_id, sortBy: 'created_at', sortOrder: 'asc' });
     expect(onThread.map((c) => c.cron_id)).toEqual([a.cron_id, b.cron_id]);
     expect((await client.crons.search({ threadId: thread.thread_id, enabled: false })).map((c) => c.cron_id)).toEqual([b.cron_id]);
-    expect((await client.crons.search({ metadata: { team: 'b' }, limit: 1, offset: 1, sortBy: 'created_at', sortOrder: 'asc' })).map((c) => c.cron_id)).toEqual([b.cron_id]);
+    expect((await client.crons.search({ metadata: { team: 'b' }, limit: 1, offset: 1, sortBy: 'created_at', sortOrder: 'asc' })).map((c) => c.cron_id)).toEqual(
+      [b.cron_id],
+    );
     const selected = await client.crons.search({ threadId: thread.thread_id, select: ['cron_id', 'schedule'], sortBy: 'created_at', sortOrder: 'desc' });
     expect(selected).toEqual([
       { cron_id: b.cron_id, schedule: '0 0 1 1 *' },
@@ -95,7 +97,12 @@ describe('cron CRUD through the SDK', () => {
   it('updates: a new schedule moves next_run_date, enabled:false clears it, end_time:null clears the end', async () => {
     const cron = await client.crons.create('echo', { schedule: '0 0 * * *', endTime: '2999-01-01T00:00:00Z', metadata: { a: 1 } });
     const hourly = await client.crons.update(cron.cron_id, { schedule: '0 * * * *', metadata: { b: 2 }, input: { messages: [] } });
-    expect(hourly).toMatchObject({ schedule: '0 * * * *', metadata: { a: 1, b: 2 }, payload: { input: { messages: [] } }, end_time: '2999-01-01T00:00:00.000Z' });
+    expect(hourly).toMatchObject({
+      schedule: '0 * * * *',
+      metadata: { a: 1, b: 2 },
+      payload: { input: { messages: [] } },
+      end_time: '2999-01-01T00:00:00.000Z',
+    });
     expect(new Date(hourly.next_run_date!).getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
     const paused = await client.crons.update(cron.cron_id, { enabled: false, endTime: null });
     expect(paused).toMatchObject({ enabled: false, next_run_date: null, end_time: null });
@@ -118,17 +125,22 @@ describe('cron CRUD through the SDK', () => {
   });
 
   it('answers 422 for a bad schedule, time zone or field, and 404 for what does not exist', async () => {
-    const bad = async (body: Record<string, unknown>) => (await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', ...body })).body.detail;
+    const bad = async (body: Record<string, unknown>) =>
+      (await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '* * * * *', ...body })).body.detail;
     expect(await bad({ schedule: '*/10 * * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'], msg: expect.stringMatching(/5 fields/) })]);
     expect(await bad({ schedule: '61 * * * *' })).toEqual([expect.objectContaining({ loc: ['body', 'schedule'] })]);
     for (const schedule of ['every minute', 'H * * * *', '@DAILY', '@secondly', '0 0 30 2 *']) {
       expect({ schedule, detail: await bad({ schedule }) }).toEqual({ schedule, detail: [expect.objectContaining({ loc: ['body', 'schedule'] })] });
     }
     expect((await call('POST', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * THU', timezone: 'Etc/GMT+5' })).status).toBe(200);
-    expect(await bad({ timezone: 'Mars/Olympus_Mons' })).toEqual([expect.objectContaining({ loc: ['body', 'timezone'], msg: expect.stringMatching(/time zone/) })]);
+    expect(await bad({ timezone: 'Mars/Olympus_Mons' })).toEqual([
+      expect.objectContaining({ loc: ['body', 'timezone'], msg: expect.stringMatching(/time zone/) }),
+    ]);
     expect(await bad({ every: 'minute' })).toEqual([{ loc: ['body', 'every'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }]);
     expect(await bad({ end_time: 'tomorrow' })).toEqual([expect.objectContaining({ loc: ['body', 'end_time'] })]);
-    expect((await call('POST', '/runs/crons', { assistant_id: 'echo' })).body.detail).toEqual([{ loc: ['body', 'schedule'], msg: 'Field required', type: 'missing' }]);
+    expect((await call('POST', '/runs/crons', { assistant_id: 'echo' })).body.detail).toEqual([
+      { loc: ['body', 'schedule'], msg: 'Field required', type: 'missing' },
+    ]);
     const cron = await client.crons.create('echo', { schedule: '* * * * *' });
     expect((await call('PATCH', `/runs/crons/${cron.cron_id}`, { timezone: 'Nowhere' })).status).toBe(422);
 
@@ -162,7 +174,11 @@ describe('ticks', () => {
     let worker: RunningAgentServer | undefined;
     try {
       const apiClient = new Client({ apiUrl: api.url });
-      const cron = await apiClient.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
+      const cron = await apiClient.crons.create('echo', {
+        schedule: '* * * * *',
+        onRunCompleted: 'keep',
+        input: { messages: [{ role: 'user', content: 'tick' }] },
+      });
       expect(new Date(cron.next_run_date).getTime()).toBe(minute);
       // Ten ticks missed: the cron's next tick lies ten minutes back.
       await sql('UPDATE missed.crons SET next_run_date = $2 WHERE cron_id = $1', [cron.cron_id, new Date(minute - 600_000)]);
@@ -200,12 +216,19 @@ describe('ticks', () => {
         await there.crons.update(paused.cron_id, { enabled: false });
         const deleted = await here.crons.create('echo', { schedule: '* * * * *' });
         await there.crons.delete(deleted.cron_id);
-        const stateless = await here.crons.create('echo', { schedule: '* * * * *', onRunCompleted: 'keep', input: { messages: [{ role: 'user', content: 'tick' }] } });
+        const stateless = await here.crons.create('echo', {
+          schedule: '* * * * *',
+          onRunCompleted: 'keep',
+          input: { messages: [{ role: 'user', content: 'tick' }] },
+        });
         expect(new Date(stateless.next_run_date).getTime()).toBe(minute);
         return { schema, stateless, paused, deleted };
       }),
     );
-    const onThread = await here.crons.createForThread(thread.thread_id, 'echo', { schedule: '* * * * *', input: { messages: [{ role: 'user', content: 'tick' }] } });
+    const onThread = await here.crons.createForThread(thread.thread_id, 'echo', {
+      schedule: '* * * * *',
+      input: { messages: [{ role: 'user', content: 'tick' }] },
+    });
 
     // The ticks fall due a second after the clock's now; each fires once and its cron moves on a minute.
     for (const { schema, stateless, paused, deleted } of made) {
@@ -218,7 +241,12 @@ describe('ticks', () => {
     const threadRuns = await here.runs.list(thread.thread_id);
     expect(threadRuns).toHaveLength(1);
     expect(threadRuns[0]).toMatchObject({ multitask_strategy: 'enqueue', metadata: { cron_id: onThread.cron_id } });
-    await until('the tick\'s run on the thread to succeed', async () => ((await here.runs.get(thread.thread_id, threadRuns[0]!.run_id)).status === 'success' ? true : undefined), 10_000, 20);
+    await until(
+      "the tick's run on the thread to succeed",
+      async () => ((await here.runs.get(thread.thread_id, threadRuns[0]!.run_id)).status === 'success' ? true : undefined),
+      10_000,
+      20,
+    );
     expect((await here.threads.getState<{ messages: { content: string }[] }>(thread.thread_id)).values.messages.at(-1)?.content).toBe('echo: tick');
   }, 120_000);
 });

@@ -108,7 +108,7 @@ describe('threads belong to their creator', () => {
     expect(patched.metadata).toMatchObject({ owner: 'user-a', topic: 'mine' });
   });
 
-  it("runs the graph for its owner, who the graph sees; others cannot run it or see its runs", async () => {
+  it('runs the graph for its owner, who the graph sees; others cannot run it or see its runs', async () => {
     const thread = await a.threads.create();
     const who = (await a.runs.wait(thread.thread_id, 'whoami', { input: {} })) as Who;
     expect(who).toEqual({ user_id: 'user-a', permissions: ['threads:write', 'threads:read'], org: 'acme', kind: null, same_user: true });
@@ -174,7 +174,8 @@ describe('authorization results', () => {
 
   it('applies $contains (one value, all of several) and $eq filters to searches', async () => {
     const suite = randomUUID();
-    const make = async (name: string, metadata: Record<string, unknown>) => (await a.assistants.create({ graphId: 'echo', name, metadata: { suite, ...metadata } })).name;
+    const make = async (name: string, metadata: Record<string, unknown>) =>
+      (await a.assistants.create({ graphId: 'echo', name, metadata: { suite, ...metadata } })).name;
     await make('for-a', { audience: ['user-a', 'staff'] });
     await make('scalar-a', { audience: 'user-a' });
     await make('b-staff-gold', { audience: ['staff', 'user-b', 'x'], tier: 'gold' });

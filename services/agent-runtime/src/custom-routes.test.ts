@@ -41,7 +41,11 @@ async function call(path: string, init: RequestInit & { base?: string } = {}) {
 
 beforeAll(async () => {
   db = await createTestDatabase('agent');
-  [url, authUrl, plainUrl] = await Promise.all([serve('langgraph.json', 'agent', { webhooks: { secret: `whsec_${randomBytes(32).toString('base64')}` } }), serve('langgraph.auth.json', 'agent_auth'), serve('langgraph.plain.json', 'agent_plain')]);
+  [url, authUrl, plainUrl] = await Promise.all([
+    serve('langgraph.json', 'agent', { webhooks: { secret: `whsec_${randomBytes(32).toString('base64')}` } }),
+    serve('langgraph.auth.json', 'agent_auth'),
+    serve('langgraph.plain.json', 'agent_plain'),
+  ]);
 }, 90_000);
 afterAll(async () => {
   for (const child of children) child.kill();
@@ -79,7 +83,9 @@ describe('a Hono http.app', () => {
     // A run with a JSON body goes through the middleware to the built-in route intact.
     const client = new Client({ apiUrl: url });
     const thread = await client.threads.create();
-    const result = (await client.runs.wait(thread.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'hi' }] } })) as { messages: { content: string }[] };
+    const result = (await client.runs.wait(thread.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'hi' }] } })) as {
+      messages: { content: string }[];
+    };
     expect(result.messages.at(-1)?.content).toBe('echo: hi');
   });
 
@@ -124,7 +130,10 @@ describe('http.app with custom auth', () => {
     const missing = await call('/shop/items/1', { base: authUrl });
     expect(missing).toMatchObject({ status: 401, body: { detail: 'Missing bearer token' } });
     expect(missing.headers.get('www-authenticate')).toBe('Bearer');
-    expect(await call('/shop/items/1', { base: authUrl, headers: { authorization: 'Bearer user-z' } })).toMatchObject({ status: 401, body: { detail: 'Invalid token' } });
+    expect(await call('/shop/items/1', { base: authUrl, headers: { authorization: 'Bearer user-z' } })).toMatchObject({
+      status: 401,
+      body: { detail: 'Invalid token' },
+    });
     expect(await call('/shop/items/1', { base: authUrl, headers: { authorization: 'Bearer user-a' } })).toMatchObject({ status: 200, body: { item: '1' } });
   });
 
@@ -157,10 +166,10 @@ describe('a fetch-style http.app that is not Hono', () => {
 });
 
 it('refuses to start when http.app names an export that is not an app', async () => {
-  await expect(startAgentServer({ configPath: fixture('langgraph.bad-app.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger())).rejects.toThrow(
-    HttpAppLoadError,
-  );
-  await expect(startAgentServer({ configPath: fixture('langgraph.bad-app.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger())).rejects.toThrow(
-    /http\.app "\.\/src\/plain\.ts:server": export "server" is not an app/,
-  );
+  await expect(
+    startAgentServer({ configPath: fixture('langgraph.bad-app.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger()),
+  ).rejects.toThrow(HttpAppLoadError);
+  await expect(
+    startAgentServer({ configPath: fixture('langgraph.bad-app.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger()),
+  ).rejects.toThrow(/http\.app "\.\/src\/plain\.ts:server": export "server" is not an app/);
 });

@@ -37,7 +37,9 @@ describe('a run from an older checkpoint', () => {
     expect(texts((await client.threads.getState(thread_id)).values)).toEqual(['hello', 'echo: hello', 'again', 'echo: again']);
     // The original branch is kept as it was.
     const history = await client.threads.getHistory(thread_id, { limit: 20 });
-    expect(history.map((state) => texts(state.values).join('|'))).toEqual(expect.arrayContaining(['hello|echo: hello|second|echo: second', 'hello|echo: hello|again|echo: again']));
+    expect(history.map((state) => texts(state.values).join('|'))).toEqual(
+      expect.arrayContaining(['hello|echo: hello|second|echo: second', 'hello|echo: hello|again|echo: again']),
+    );
     // The branch goes on from its own state.
     const next = await client.runs.wait(thread_id, 'echo', { input: human('more') });
     expect(texts(next)).toEqual(['hello', 'echo: hello', 'again', 'echo: again', 'more', 'echo: more']);

@@ -114,7 +114,9 @@ describe('a run stopping at interrupt()', () => {
 describe('a run stopping at interrupt_before / interrupt_after', () => {
   it('streams values up to the pause, then the empty __interrupt__ chunk once', async () => {
     const thread = await client.threads.create();
-    expect(await stream(thread.thread_id, 'builder', { input: human('hi'), interruptBefore: ['reply'], streamMode: ['values', 'messages-tuple', 'updates'] })).toEqual([
+    expect(
+      await stream(thread.thread_id, 'builder', { input: human('hi'), interruptBefore: ['reply'], streamMode: ['values', 'messages-tuple', 'updates'] }),
+    ).toEqual([
       metadata,
       ['values', { messages: [expect.objectContaining({ type: 'human', content: 'hi' })], turns: 0 }],
       ['updates', paused],

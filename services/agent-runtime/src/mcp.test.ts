@@ -101,7 +101,9 @@ describe('the official MCP client', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow', arguments: {} } }),
       signal: gone.signal,
     });
-    const runStatus = async () => (await pool.query<{ status: string }>("SELECT r.status FROM agent.runs r JOIN agent.assistants a USING (assistant_id) WHERE a.graph_id = 'slow'")).rows[0]?.status;
+    const runStatus = async () =>
+      (await pool.query<{ status: string }>("SELECT r.status FROM agent.runs r JOIN agent.assistants a USING (assistant_id) WHERE a.graph_id = 'slow'")).rows[0]
+        ?.status;
     expect(await until(runStatus, (s) => s === 'running')).toBe('running');
     gone.abort();
     await expect(call).rejects.toThrow();
@@ -154,10 +156,24 @@ describe('the transport over HTTP', () => {
   });
 
   it('serves /mcp/ too, and answers a notification or a client response with 202 and no body', async () => {
-    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } }, {}, server.url, '/mcp/');
-    expect(init).toMatchObject({ status: 200, type: expect.stringMatching(/^application\/json/), body: { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2024-11-05' } } });
+    const init = await post(
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } },
+      {},
+      server.url,
+      '/mcp/',
+    );
+    expect(init).toMatchObject({
+      status: 200,
+      type: expect.stringMatching(/^application\/json/),
+      body: { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2024-11-05' } },
+    });
     // A version this server does not know gets the newest one.
-    const newer = await post({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2099-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const newer = await post({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'initialize',
+      params: { protocolVersion: '2099-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
     expect(newer.body).toMatchObject({ result: { protocolVersion: '2025-11-25' } });
     expect(await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).toEqual({ status: 202, type: null, body: undefined });
     expect((await post({ jsonrpc: '2.0', id: 'x', result: {} })).status).toBe(202);
@@ -172,7 +188,10 @@ describe('the transport over HTTP', () => {
     expect(await post({ id: 1, method: 'ping' })).toMatchObject({ status: 400, body: { id: null, error: { code: -32600 } } });
     expect(await post({ jsonrpc: '2.0', id: 7, method: 'ping', params: [1] })).toMatchObject({ status: 400, body: { id: 7, error: { code: -32600 } } });
     expect(await post({ jsonrpc: '2.0', id: 3, method: 'resources/list' })).toMatchObject({ status: 200, body: { id: 3, error: { code: -32601 } } });
-    expect(await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'add', arguments: [1, 2] } })).toMatchObject({ status: 200, body: { id: 4, error: { code: -32602 } } });
+    expect(await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'add', arguments: [1, 2] } })).toMatchObject({
+      status: 200,
+      body: { id: 4, error: { code: -32602 } },
+    });
   });
 
   it('requires Accept to name both application/json and text/event-stream (406) and a JSON body (415)', async () => {

@@ -42,7 +42,10 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
     const tab = await browser.newPage();
     const said = (words: string) => JSON.stringify({ messages: [{ type: 'human', content: words }] });
     const shows = async (expected: string) => {
-      const seen = await until(async () => `${await text(tab, 'messages')} (loading: ${await text(tab, 'loading')}${await text(tab, 'error')})`, (t) => t === `${expected} (loading: no)`);
+      const seen = await until(
+        async () => `${await text(tab, 'messages')} (loading: ${await text(tab, 'loading')}${await text(tab, 'error')})`,
+        (t) => t === `${expected} (loading: no)`,
+      );
       expect(seen).toBe(`${expected} (loading: no)`);
     };
     try {
@@ -61,7 +64,12 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
       expect(partials.at(-1)).toBe('reply: slowly now');
       // Fork from the checkpoint the last reply came after (its parent, from the streamed checkpoints):
       // the new turn replaces that reply instead of following it.
-      expect(await until(() => text(tab, 'fork-from'), (t) => t !== '')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(
+        await until(
+          () => text(tab, 'fork-from'),
+          (t) => t !== '',
+        ),
+      ).toMatch(/^[0-9a-f-]{36}$/);
       await tab.fill('#input', said('edited'));
       await tab.click('#edit');
       await shows('quick|reply: quick|slowly now|edited|reply: edited');
@@ -83,13 +91,24 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
       await tab.fill('#input', JSON.stringify({ messages: [{ type: 'human', content: words }] }));
       await tab.click('#send');
       // Some tokens are in, not all.
-      const partial = await until(() => text(tab, 'messages'), (t) => t.includes('|rep'));
+      const partial = await until(
+        () => text(tab, 'messages'),
+        (t) => t.includes('|rep'),
+      );
       expect(partial).not.toBe(`${words}|reply: ${words}`);
       const threadId = await text(tab, 'thread');
       await open(tab, { transport, assistant: 'chat', thread: threadId });
       // Rejoined while it runs: more of the reply comes in after the reload.
-      expect(await until(() => text(tab, 'loading'), (t) => t === 'yes')).toBe('yes');
-      const seen = await until(async () => `${await text(tab, 'messages')} (loading: ${await text(tab, 'loading')})`, (t) => t === `${words}|reply: ${words} (loading: no)`);
+      expect(
+        await until(
+          () => text(tab, 'loading'),
+          (t) => t === 'yes',
+        ),
+      ).toBe('yes');
+      const seen = await until(
+        async () => `${await text(tab, 'messages')} (loading: ${await text(tab, 'loading')})`,
+        (t) => t === `${words}|reply: ${words} (loading: no)`,
+      );
       expect(seen).toBe(`${words}|reply: ${words} (loading: no)`);
     } finally {
       await tab.close();
@@ -102,9 +121,21 @@ describe.each(['sse', 'websocket'])('useStream of @langchain/react over %s', (tr
       await open(tab, { transport, assistant: 'interrupt' });
       await tab.fill('#input', JSON.stringify({ question: 'proceed?' }));
       await tab.click('#send');
-      expect(await until(() => text(tab, 'interrupt'), (t) => t !== '')).toBe('{"question":"proceed?"}');
+      expect(
+        await until(
+          () => text(tab, 'interrupt'),
+          (t) => t !== '',
+        ),
+      ).toBe('{"question":"proceed?"}');
       await tab.click('#respond');
-      expect(JSON.parse(await until(() => text(tab, 'values'), (t) => t.includes('result')))).toMatchObject({ result: 'done: yes' });
+      expect(
+        JSON.parse(
+          await until(
+            () => text(tab, 'values'),
+            (t) => t.includes('result'),
+          ),
+        ),
+      ).toMatchObject({ result: 'done: yes' });
       expect(await text(tab, 'interrupt')).toBe('');
       expect(await text(tab, 'error')).toBe('');
     } finally {

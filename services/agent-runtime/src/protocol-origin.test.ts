@@ -49,7 +49,11 @@ function stateOver(origin: string | undefined): Promise<{ answer: unknown } | { 
 
 it("refuses a page of an origin the project's http.cors does not allow before switching protocols", async () => {
   for (const origin of ['https://evil.example', 'null', 'https://app.example.evil.example']) {
-    expect({ origin, ...(await stateOver(origin)) }).toEqual({ origin, status: 403, body: JSON.stringify({ detail: `Origin ${origin} is not allowed by the project's http.cors` }) });
+    expect({ origin, ...(await stateOver(origin)) }).toEqual({
+      origin,
+      status: 403,
+      body: JSON.stringify({ detail: `Origin ${origin} is not allowed by the project's http.cors` }),
+    });
   }
 });
 

@@ -141,7 +141,9 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
       'values - {"steps":["start","first","second"]}',
       'lifecycle - {"event":"completed","graph_name":"steps"}',
     ]);
-    expect(reference.responses).toEqual([{ status: 200, body: { type: 'success', id: 1, result: { run_id: '<id 1>' }, meta: { thread_id: '<id 2>', applied_through_seq: '<seq>' } } }]);
+    expect(reference.responses).toEqual([
+      { status: 200, body: { type: 'success', id: 1, result: { run_id: '<id 1>' }, meta: { thread_id: '<id 2>', applied_through_seq: '<seq>' } } },
+    ]);
     expect(ours).toEqual(reference);
   }, 60_000);
 
@@ -195,7 +197,13 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('messages in values and updates have the JS server’s shape (content as the graph wrote it)', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'agent', input: agentInput, channels: ['values', 'updates', 'lifecycle'], namespaces: [[]], depth: 0 });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'agent',
+      input: agentInput,
+      channels: ['values', 'updates', 'lifecycle'],
+      namespaces: [[]],
+      depth: 0,
+    });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"agent"}',
       'values - {"messages":[{"content":"look up berth","id":"<id 1>","type":"human"}]}',
@@ -211,7 +219,12 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('an interrupt: input.requested, the run interrupted, input.respond resumes it on the same stream', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Lisbon') });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'ask',
+      input: { steps: ['start'] },
+      channels: ['values', 'updates', 'input', 'lifecycle'],
+      respond: answer('Lisbon'),
+    });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"ask"}',
       'values - {"steps":["start"]}',
@@ -233,7 +246,12 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('an interrupt in a subgraph: requested in the subgraph’s namespace, resumed from the root', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Porto') });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'nested_ask',
+      input: { steps: ['start'] },
+      channels: ['values', 'updates', 'input', 'lifecycle'],
+      respond: answer('Porto'),
+    });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"nested_ask"}',
       'values - {"steps":["start"]}',
@@ -286,7 +304,13 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('namespaces and depth: the root and one level below, not the grandchild', async () => {
-    const { reference, ours } = await recordBoth({ assistant_id: 'nest', input: { steps: ['start'] }, channels: ['updates', 'lifecycle'], namespaces: [[]], depth: 1 });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'nest',
+      input: { steps: ['start'] },
+      channels: ['updates', 'lifecycle'],
+      namespaces: [[]],
+      depth: 1,
+    });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"nest"}',
       'updates - prepare {"steps":["prepare"]}',
@@ -311,7 +335,14 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   it('every channel at once, an interrupt in a subgraph: checkpoints, tasks and input too', async () => {
     const channels = ['values', 'updates', 'messages', 'tools', 'lifecycle', 'checkpoints', 'input', 'tasks', 'custom'];
     const { reference, ours } = await recordBoth({ assistant_id: 'nested_ask', input: { steps: ['start'] }, channels, respond: answer('Porto') });
-    expect(reference.events.map((e) => e.method).filter((m, i, all) => all.indexOf(m) === i)).toEqual(['lifecycle', 'checkpoints', 'values', 'tasks', 'updates', 'input.requested']);
+    expect(reference.events.map((e) => e.method).filter((m, i, all) => all.indexOf(m) === i)).toEqual([
+      'lifecycle',
+      'checkpoints',
+      'values',
+      'tasks',
+      'updates',
+      'input.requested',
+    ]);
     expect(withoutInputAnswered(ours)).toEqual(withoutPlatformRunMetadata(reference));
   }, 60_000);
 
@@ -320,7 +351,10 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     expect(messages.reference.events.filter((e) => e.method === 'messages')).toHaveLength(16);
     expect(messages.ours).toEqual(withoutReplayCount(messages.reference));
 
-    const ask = await recordBoth({ assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Lisbon') }, 'websocket');
+    const ask = await recordBoth(
+      { assistant_id: 'ask', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond: answer('Lisbon') },
+      'websocket',
+    );
     expect(ask.reference.events.at(-2)).toEqual({ method: 'values', namespace: [], data: { steps: ['start', 'prepare', 'ask'], answer: 'going to Lisbon' } });
     const meta = { thread_id: '<id 3>', applied_through_seq: '<seq>' };
     const subscribed = { body: { type: 'success', id: 0, result: { subscription_id: '<id 2>', replayed_events: 0 }, meta } };
@@ -369,7 +403,12 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
       responses: requested.map(({ interrupt_id, payload }) => ({ interrupt_id, response: payload === 'left?' ? 'L' : 'R' })),
       update: { steps: ['updated'] },
     });
-    const { reference, ours } = await recordBoth({ assistant_id: 'pair', input: { steps: ['start'] }, channels: ['values', 'updates', 'input', 'lifecycle'], respond });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'pair',
+      input: { steps: ['start'] },
+      channels: ['values', 'updates', 'input', 'lifecycle'],
+      respond,
+    });
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"pair"}',
       'values - {"steps":["start"]}',
@@ -389,7 +428,13 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
   }, 60_000);
 
   it('a stream stays open across runs: a second run.start on the thread, then state.get', async () => {
-    const scenario: Scenario = { assistant_id: 'steps', input: { steps: ['start'] }, again: () => ({ input: { steps: ['again'] } }), channels: ['values', 'lifecycle'], after: [{ method: 'state.get', params: {} }] };
+    const scenario: Scenario = {
+      assistant_id: 'steps',
+      input: { steps: ['start'] },
+      again: () => ({ input: { steps: ['again'] } }),
+      channels: ['values', 'lifecycle'],
+      after: [{ method: 'state.get', params: {} }],
+    };
     const { reference, ours } = await recordBoth(scenario);
     expect(lines(reference.events)).toEqual([
       'lifecycle - {"event":"running","graph_name":"steps"}',
@@ -407,7 +452,12 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
     expect(reference.responses.map((r) => (r as { body: unknown }).body)).toEqual([
       { type: 'success', id: 1, result: { run_id: '<id 1>' }, meta },
       { type: 'success', id: 2, result: { run_id: '<id 3>' }, meta },
-      { type: 'success', id: 3, result: { values: { steps: ['start', 'first', 'second', 'again', 'first', 'second'] }, checkpoint: { id: '<id 4>', ns: '' } }, meta },
+      {
+        type: 'success',
+        id: 3,
+        result: { values: { steps: ['start', 'first', 'second', 'again', 'first', 'second'] }, checkpoint: { id: '<id 4>', ns: '' } },
+        meta,
+      },
     ]);
     expect(ours).toEqual(reference);
   }, 60_000);
@@ -434,7 +484,12 @@ describe('protocol v2: Berth sends the JS server’s event sequences', () => {
       const checkpoint = events.find((e) => e.method === 'checkpoints' && (e.data as { step: number }).step === 1)!.data as { id: string };
       return { input: { steps: ['forked'] }, config: { configurable: { checkpoint_id: checkpoint.id } } };
     };
-    const { reference, ours } = await recordBoth({ assistant_id: 'steps', input: { steps: ['start'] }, again: fromFirst, channels: ['values', 'checkpoints', 'lifecycle'] });
+    const { reference, ours } = await recordBoth({
+      assistant_id: 'steps',
+      input: { steps: ['start'] },
+      again: fromFirst,
+      channels: ['values', 'checkpoints', 'lifecycle'],
+    });
     // The forked run's checkpoints continue from the one it forked from: their parent is the
     // checkpoint written for its input on top of that one (<id 6>), which no event names.
     expect(lines(reference.events)).toEqual([

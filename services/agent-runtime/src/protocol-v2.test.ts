@@ -38,16 +38,31 @@ afterAll(async () => {
 });
 
 async function command(url: string, threadId: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/threads/${threadId}/commands`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/threads/${threadId}/commands`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as any };
 }
 
 /** Reads a protocol SSE stream until `done(events)` (or the time limit), then closes it. */
-async function readEvents(url: string, threadId: string, filter: object, done: (events: Event[]) => boolean, headers: Record<string, string> = {}): Promise<{ status: number; events: Event[] }> {
+async function readEvents(
+  url: string,
+  threadId: string,
+  filter: object,
+  done: (events: Event[]) => boolean,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; events: Event[] }> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), 15_000);
   const events: Event[] = [];
-  const res = await fetch(`${url}/threads/${threadId}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(filter), signal: abort.signal });
+  const res = await fetch(`${url}/threads/${threadId}/stream/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(filter),
+    signal: abort.signal,
+  });
   if (res.status !== 200) {
     clearTimeout(timer);
     return { status: res.status, events };
@@ -67,7 +82,8 @@ async function readEvents(url: string, threadId: string, filter: object, done: (
 }
 
 const rootEnds = (n: number) => (events: Event[]) =>
-  events.filter((e) => e.method === 'lifecycle' && e.params.namespace.length === 0 && ['completed', 'interrupted', 'failed'].includes(e.params.data.event)).length >= n;
+  events.filter((e) => e.method === 'lifecycle' && e.params.namespace.length === 0 && ['completed', 'interrupted', 'failed'].includes(e.params.data.event))
+    .length >= n;
 
 function expectOrdered(events: Event[]) {
   for (let i = 1; i < events.length; i++) expect(events[i]!.seq).toBeGreaterThan(events[i - 1]!.seq);
@@ -106,9 +122,18 @@ async function interruptAndRespond(transport: 'sse' | 'websocket') {
 
   const events = [...first, ...second];
   expectOrdered(events);
-  expect(events.filter((e) => e.method === 'lifecycle' && !e.params.namespace.length).map((e) => e.params.data.event)).toEqual(['running', 'interrupted', 'running', 'completed']);
+  expect(events.filter((e) => e.method === 'lifecycle' && !e.params.namespace.length).map((e) => e.params.data.event)).toEqual([
+    'running',
+    'interrupted',
+    'running',
+    'completed',
+  ]);
   expect(events.filter((e) => e.method === 'values').at(-1)!.params.data).toEqual({ question: 'ship it?', answer: 'yes', result: 'done: yes' });
-  const answered = await command(server.url, threadId, { id: 1, method: 'input.respond', params: { interrupt_id: request.params.data.interrupt_id, response: 'again' } });
+  const answered = await command(server.url, threadId, {
+    id: 1,
+    method: 'input.respond',
+    params: { interrupt_id: request.params.data.interrupt_id, response: 'again' },
+  });
   expect(answered.body).toMatchObject({ type: 'error', id: 1, error: 'no_such_run' });
 }
 
@@ -135,11 +160,17 @@ describe('the SDK thread stream over SSE', () => {
     const deltas = events.filter((e) => e.method === 'messages' && e.params.data.event === 'content-block-delta').map((e) => e.params.data.delta.text);
     expect(deltas.length).toBeGreaterThan(3); // token by token
     expect(deltas.join('')).toBe('reply: hello there');
-    expect(events.map((e) => e.params.data.event).filter((x) => typeof x === 'string' && x.startsWith('message-'))).toEqual(['message-start', 'message-finish']);
+    expect(events.map((e) => e.params.data.event).filter((x) => typeof x === 'string' && x.startsWith('message-'))).toEqual([
+      'message-start',
+      'message-finish',
+    ]);
     expect(events.find((e) => e.params.data.event === 'message-finish')!.params.data.usage).toMatchObject({ input_tokens: 5, output_tokens: 4 });
     expect(events.find((e) => e.method === 'updates')!.params.node).toBe('agent');
     const lifecycle = events.filter((e) => e.method === 'lifecycle' && e.params.namespace.length === 0).map((e) => e.params.data);
-    expect(lifecycle).toEqual([{ event: 'running', graph_name: 'chat' }, { event: 'completed', graph_name: 'chat' }]);
+    expect(lifecycle).toEqual([
+      { event: 'running', graph_name: 'chat' },
+      { event: 'completed', graph_name: 'chat' },
+    ]);
     // The values as sent (the SDK turns the messages of events it hands out into message objects).
     const sent = await readEvents(server.url, thread.threadId, { channels: ['values'], since: 0 }, (e) => e.length === 2);
     const last = sent.events.at(-1)!.params.data;
@@ -156,7 +187,11 @@ describe('the SDK thread stream over SSE', () => {
     await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'interrupt', input: { question: 'q' } } });
     const first = await readEvents(server.url, threadId, { channels: ['lifecycle', 'input'] }, rootEnds(1));
     const interruptId = first.events.find((e) => e.method === 'input.requested')!.params.data.interrupt_id;
-    const responded = await command(server.url, threadId, { id: 2, method: 'input.respond', params: { responses: [{ namespace: [], interrupt_id: interruptId, response: 'a' }], update: { question: 'changed' } } });
+    const responded = await command(server.url, threadId, {
+      id: 2,
+      method: 'input.respond',
+      params: { responses: [{ namespace: [], interrupt_id: interruptId, response: 'a' }], update: { question: 'changed' } },
+    });
     expect(responded.body).toMatchObject({ type: 'success', id: 2, result: {}, meta: { thread_id: threadId } });
     const second = await readEvents(server.url, threadId, { channels: ['lifecycle', 'values', 'input'] }, rootEnds(2));
     expect(second.events.find((e) => e.method === 'input.answered')!.params.data).toEqual({ interrupt_ids: [interruptId] });
@@ -172,17 +207,29 @@ describe('the SDK thread stream over SSE', () => {
 
   it('forks from a checkpoint with state.fork, injects a message, and refuses another assistant on a bound thread', async () => {
     const threadId = randomUUID();
-    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'one' }] } } });
+    await command(server.url, threadId, {
+      id: 1,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'one' }] } },
+    });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
     const [, first] = (await command(server.url, threadId, { id: 2, method: 'state.listCheckpoints', params: {} })).body.result.checkpoints.reverse();
-    const forked = await command(server.url, threadId, { id: 3, method: 'state.fork', params: { checkpoint_id: first.id, input: { messages: [{ role: 'user', content: 'two' }] } } });
+    const forked = await command(server.url, threadId, {
+      id: 3,
+      method: 'state.fork',
+      params: { checkpoint_id: first.id, input: { messages: [{ role: 'user', content: 'two' }] } },
+    });
     expect(forked.body.result).toEqual({ run_id: expect.any(String), thread_id: threadId });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(2));
     const state = (await command(server.url, threadId, { id: 4, method: 'state.get', params: {} })).body.result.values;
     // Forked from the checkpoint with the first human message only.
     expect(state.messages.map(text)).toEqual(['one', 'two', 'reply: two']);
     // input.inject adds a message to the thread's state, which the next run sees.
-    const injected = await command(server.url, threadId, { id: 6, method: 'input.inject', params: { namespace: [], message: { role: 'user', content: 'injected' } } });
+    const injected = await command(server.url, threadId, {
+      id: 6,
+      method: 'input.inject',
+      params: { namespace: [], message: { role: 'user', content: 'injected' } },
+    });
     expect(injected.body).toMatchObject({ type: 'success', id: 6, result: {} });
     const after = (await command(server.url, threadId, { id: 7, method: 'state.get', params: { keys: ['messages'] } })).body.result.values;
     expect(after.messages.map(text)).toEqual(['one', 'two', 'reply: two', 'injected']);
@@ -192,7 +239,11 @@ describe('the SDK thread stream over SSE', () => {
 
   it('streams a tool call on the tools channel, correlated by its tool_call_id', async () => {
     const threadId = randomUUID();
-    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'tool' }] } } });
+    await command(server.url, threadId, {
+      id: 1,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'tool' }] } },
+    });
     const { events } = await readEvents(server.url, threadId, { channels: ['tools', 'lifecycle'] }, rootEnds(1));
     const tools = events.filter((e) => e.method === 'tools').map((e) => e.params.data);
     expect(tools.map((t) => t.event)).toEqual(['tool-started', 'tool-finished']);
@@ -207,7 +258,11 @@ describe('the SDK thread stream over SSE', () => {
     const client = new Client({ apiUrl: server.url });
     const { thread_id: threadId } = await client.threads.create();
     await client.runs.wait(threadId, 'chat', { input: { messages: [{ role: 'user', content: 'classic' }] } });
-    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'v2' }] } } });
+    await command(server.url, threadId, {
+      id: 1,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'v2' }] } },
+    });
     const { events } = await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
     expect(events[0]).toMatchObject({ seq: 1, params: { data: { event: 'running' } } });
   });
@@ -215,10 +270,18 @@ describe('the SDK thread stream over SSE', () => {
   it('forgets the events of a deleted thread: a thread created again under its id replays nothing of it', async () => {
     const client = new Client({ apiUrl: server.url });
     const threadId = randomUUID();
-    await command(server.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'old secret' }] } } });
+    await command(server.url, threadId, {
+      id: 1,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'old secret' }] } },
+    });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(1));
     await client.threads.delete(threadId);
-    await command(server.url, threadId, { id: 2, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'new' }] } } });
+    await command(server.url, threadId, {
+      id: 2,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'new' }] } },
+    });
     const { events } = await readEvents(server.url, threadId, { channels: ['lifecycle', 'values'] }, rootEnds(1));
     expect(JSON.stringify(events)).not.toContain('old secret');
     expect(events[0]!.seq).toBe(1);
@@ -238,7 +301,12 @@ describe('the SDK thread stream over SSE', () => {
     expect(nested.events.length).toBeGreaterThan(0);
     expect(nested.events.every((e) => e.params.namespace[0]!.startsWith('child:'))).toBe(true);
     const tree = await command(server.url, threadId, { id: 2, method: 'agent.getTree', params: {} });
-    expect(tree.body.result.tree).toMatchObject({ namespace: [], status: 'interrupted', graph_name: 'nested_interrupt', children: [{ status: 'interrupted', graph_name: 'child' }] });
+    expect(tree.body.result.tree).toMatchObject({
+      namespace: [],
+      status: 'interrupted',
+      graph_name: 'nested_interrupt',
+      children: [{ status: 'interrupted', graph_name: 'child' }],
+    });
   });
 
   it('answers bad commands with error envelopes, never a server error', async () => {
@@ -260,7 +328,11 @@ describe('the SDK thread stream over SSE', () => {
       const res = await command(server.url, threadId, body);
       expect({ body, status: res.status, type: res.body.type, error: res.body.error }).toEqual({ body, status: 200, type: 'error', error: code });
     }
-    const stream = await fetch(`${server.url}/threads/${threadId}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ channels: ['bogus'] }) });
+    const stream = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ channels: ['bogus'] }),
+    });
     expect(stream.status).toBe(422);
   });
 });
@@ -277,7 +349,7 @@ describe('the SDK thread stream over WebSocket', () => {
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
       return { ws, messages };
     };
-    const received = (messages: any[], ok: (m: any[]) => boolean) => until('the socket\'s messages', () => ok(messages) && messages, 10_000, 20);
+    const received = (messages: any[], ok: (m: any[]) => boolean) => until("the socket's messages", () => ok(messages) && messages, 10_000, 20);
     const first = await open();
     first.ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: ['lifecycle'], namespaces: [[]], depth: 0 } }));
     const [subscribed] = await received(first.messages, (m) => m.length > 0);
@@ -287,11 +359,17 @@ describe('the SDK thread stream over WebSocket', () => {
     const seen = first.messages.filter((x) => x.type === 'event');
     first.ws.close();
     // Meanwhile, a second run.
-    await command(server.url, threadId, { id: 3, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'b' }] } } });
+    await command(server.url, threadId, {
+      id: 3,
+      method: 'run.start',
+      params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'b' }] } },
+    });
     await readEvents(server.url, threadId, { channels: ['lifecycle'] }, rootEnds(2));
 
     const second = await open();
-    second.ws.send(JSON.stringify({ id: 4, method: 'subscription.reconnect', params: { last_event_id: seen.at(-1).event_id, subscriptions: [subscriptionId] } }));
+    second.ws.send(
+      JSON.stringify({ id: 4, method: 'subscription.reconnect', params: { last_event_id: seen.at(-1).event_id, subscriptions: [subscriptionId] } }),
+    );
     const messages = await received(second.messages, (m) => m.filter((x) => x.type === 'event').length >= 2);
     second.ws.close();
     expect(messages[0]).toMatchObject({ type: 'success', id: 4, result: { restored: true } });
@@ -322,13 +400,21 @@ describe('replay after since from another process', () => {
       const other = await spawnAgentServer(local.url, { workers: 0, configPath: project, config: backend === 'redis' ? { redisUrl: testRedisUrl() } : {} });
       try {
         const threadId = randomUUID();
-        await command(mine.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'replay me' }] } } });
+        await command(mine.url, threadId, {
+          id: 1,
+          method: 'run.start',
+          params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'replay me' }] } },
+        });
         const all = await readEvents(mine.url, threadId, { channels: ['lifecycle', 'messages', 'values'] }, rootEnds(1));
         const cut = all.events[3]!.seq;
         const replayed = await readEvents(other.url, threadId, { channels: ['lifecycle', 'messages', 'values'], since: cut }, rootEnds(1));
         expect(replayed.events.map((e) => [e.seq, e.event_id])).toEqual(all.events.filter((e) => e.seq > cut).map((e) => [e.seq, e.event_id]));
         // A run started through the other process (API only) is streamed here.
-        await command(other.url, threadId, { id: 2, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'again' }] } } });
+        await command(other.url, threadId, {
+          id: 2,
+          method: 'run.start',
+          params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'again' }] } },
+        });
         const both = await readEvents(mine.url, threadId, { channels: ['lifecycle'], since: all.events.at(-1)!.seq }, rootEnds(1));
         expect(both.events.filter((e) => !e.params.namespace.length).map((e) => e.params.data.event)).toEqual(['running', 'completed']);
 
@@ -336,11 +422,19 @@ describe('replay after since from another process', () => {
         // here): the numbering goes on from the last seq, for a client waiting with `since` and for
         // one replaying everything the broker still has.
         const last = both.events.at(-1)!.seq;
-        const broker = createEventBroker(backend === 'redis' ? { kind: 'redis', url: testRedisUrl(), prefix: redisKeyPrefix('agent') } : { kind: 'postgres', connectionString: local.url, schema: 'agent_events' });
+        const broker = createEventBroker(
+          backend === 'redis'
+            ? { kind: 'redis', url: testRedisUrl(), prefix: redisKeyPrefix('agent') }
+            : { kind: 'postgres', connectionString: local.url, schema: 'agent_events' },
+        );
         await broker.delete(threadStreamKey(threadId));
         await broker.close();
         const waiting = readEvents(mine.url, threadId, { channels: ['lifecycle'], since: last }, rootEnds(1));
-        await command(other.url, threadId, { id: 3, method: 'run.start', params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'an hour later' }] } } });
+        await command(other.url, threadId, {
+          id: 3,
+          method: 'run.start',
+          params: { assistant_id: 'chat', input: { messages: [{ role: 'user', content: 'an hour later' }] } },
+        });
         const later = await waiting;
         expect(later.events[0]).toMatchObject({ seq: last + 1, params: { data: { event: 'running' } } });
         const retained = await readEvents(other.url, threadId, { channels: ['lifecycle'], since: 0 }, rootEnds(1));
@@ -369,7 +463,12 @@ describe('custom auth on every command', () => {
     const a = { authorization: 'Bearer user-a' };
     const b = { authorization: 'Bearer user-b' };
     const threadId = randomUUID();
-    const started = await command(authServer.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'secret' }] } } }, a);
+    const started = await command(
+      authServer.url,
+      threadId,
+      { id: 1, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'secret' }] } } },
+      a,
+    );
     expect(started.body.type).toBe('success');
     const mine = await readEvents(authServer.url, threadId, { channels: ['lifecycle', 'values'] }, rootEnds(1), a);
     expect(mine.events.at(-1)!.params.data.event).toBe('completed');
@@ -402,7 +501,12 @@ describe('custom auth on every command', () => {
     const threadId = randomUUID();
     const watching = readEvents(authServer.url, threadId, { channels: ['values', 'lifecycle'] }, () => false, { authorization: 'Bearer user-b' });
     await new Promise((r) => setTimeout(r, 200));
-    await command(authServer.url, threadId, { id: 1, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'private' }] } } }, { authorization: 'Bearer user-a' });
+    await command(
+      authServer.url,
+      threadId,
+      { id: 1, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'private' }] } } },
+      { authorization: 'Bearer user-a' },
+    );
     const { events } = await watching;
     expect(events).toEqual([]);
   }, 30_000);

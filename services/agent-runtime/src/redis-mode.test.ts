@@ -31,7 +31,11 @@ describe('agent server on Redis', () => {
     expect(result.messages.at(-1)?.content).toBe('echo: redis');
 
     const events: { event: string; id?: string }[] = [];
-    for await (const chunk of client.runs.stream(t.thread_id, 'echo', { input: { messages: [{ role: 'user', content: 'again' }] }, streamMode: ['updates'], streamResumable: true })) {
+    for await (const chunk of client.runs.stream(t.thread_id, 'echo', {
+      input: { messages: [{ role: 'user', content: 'again' }] },
+      streamMode: ['updates'],
+      streamResumable: true,
+    })) {
       events.push(chunk as { event: string; id?: string });
     }
     expect(events.map((e) => e.event)).toEqual(['metadata', 'updates']);

@@ -97,7 +97,8 @@ it('streams the events of a run to a stream joined on every replica, whichever e
   const joined = await Promise.all(
     replicas.map(async ({ client }) => {
       const events: { event: string; data: unknown }[] = [];
-      for await (const chunk of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: '-1' })) events.push(chunk as { event: string; data: unknown });
+      for await (const chunk of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: '-1' }))
+        events.push(chunk as { event: string; data: unknown });
       return events;
     }),
   );

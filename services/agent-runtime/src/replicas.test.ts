@@ -46,7 +46,11 @@ it('answers 404 for a run of a deleted system assistant, and leaves no thread be
     }
   };
   const before = await threadCount();
-  const { assistant_id } = (await (await fetch(`${url}/assistants/search`, { method: 'POST', headers: json, body: JSON.stringify({ graph_id: 'echo' }) })).json() as { assistant_id: string }[])[0]!;
+  const { assistant_id } = (
+    (await (await fetch(`${url}/assistants/search`, { method: 'POST', headers: json, body: JSON.stringify({ graph_id: 'echo' }) })).json()) as {
+      assistant_id: string;
+    }[]
+  )[0]!;
   expect((await fetch(`${url}/assistants/${assistant_id}`, { method: 'DELETE' })).status).toBeLessThan(300);
   const response = await fetch(`${url}/runs/wait`, {
     method: 'POST',

@@ -67,7 +67,10 @@ beforeAll(async () => {
   for (const name of ['cancel', 'cancelWait']) {
     const thread = (await json('post', '/threads', {})).thread_id;
     const slow = await json('post', `/threads/${thread}/runs`, { assistant_id: 'slow', input: {}, context: { delay_ms: 120_000 } }); // Still running when the cancel test comes, after the slower ones (schema reads).
-    await until(() => json('get', `/threads/${thread}/runs/${slow.run_id}`), (r) => r.status === 'running');
+    await until(
+      () => json('get', `/threads/${thread}/runs/${slow.run_id}`),
+      (r) => r.status === 'running',
+    );
     f[`${name}Thread`] = thread;
     f[name] = slow.run_id;
   }
@@ -92,9 +95,7 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'post /assistants/count': [() => call('post', '/assistants/count', {})],
   'get /assistants/{assistant_id}': [() => call('get', `/assistants/${f.assistant}`), () => call('get', '/assistants/echo')],
   'patch /assistants/{assistant_id}': [() => call('patch', `/assistants/${f.assistant}`, { metadata: { more: 1 } })],
-  'delete /assistants/{assistant_id}': [
-    async () => call('delete', `/assistants/${(await json('post', '/assistants', { graph_id: 'echo' })).assistant_id}`),
-  ],
+  'delete /assistants/{assistant_id}': [async () => call('delete', `/assistants/${(await json('post', '/assistants', { graph_id: 'echo' })).assistant_id}`)],
   'post /assistants/{assistant_id}/latest': [() => call('post', `/assistants/${f.assistant}/latest`, { version: 1 })],
   'post /assistants/{assistant_id}/versions': [() => call('post', `/assistants/${f.assistant}/versions`, {})],
   'get /assistants/{assistant_id}/schemas': [() => call('get', '/assistants/echo/schemas'), () => call('get', '/assistants/builder/schemas')],
@@ -112,7 +113,9 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'patch /threads/{thread_id}': [() => call('patch', `/threads/${f.thread}`, { metadata: { b: 2 } })],
   'delete /threads/{thread_id}': [async () => call('delete', `/threads/${(await json('post', '/threads', {})).thread_id}`)],
   'post /threads/{thread_id}/copy': [() => call('post', `/threads/${f.thread}/copy`)],
-  'post /threads/prune': [async () => call('post', '/threads/prune', { thread_ids: [(await json('post', '/threads', {})).thread_id], strategy: 'keep_latest' })],
+  'post /threads/prune': [
+    async () => call('post', '/threads/prune', { thread_ids: [(await json('post', '/threads', {})).thread_id], strategy: 'keep_latest' }),
+  ],
   'get /threads/{thread_id}/stream': [
     async () => {
       // The stream stays open until the thread is deleted.
@@ -140,8 +143,12 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'get /threads/{thread_id}/history': [() => call('get', `/threads/${f.thread}/history?limit=5`), () => call('get', `/threads/${f.nested}/history`)],
   'post /threads/{thread_id}/history': [() => call('post', `/threads/${f.thread}/history`, { limit: 2, before: f.checkpoint })],
 
-  'post /threads/{thread_id}/runs': [() => call('post', `/threads/${f.thread}/runs`, { assistant_id: 'interrupt', command: { resume: 'yes' }, interrupt_before: ['finish'] })],
-  'post /threads/{thread_id}/runs/stream': [async () => call('post', `/threads/${(await json('post', '/threads', {})).thread_id}/runs/stream`, { assistant_id: 'echo', input: human('s') })],
+  'post /threads/{thread_id}/runs': [
+    () => call('post', `/threads/${f.thread}/runs`, { assistant_id: 'interrupt', command: { resume: 'yes' }, interrupt_before: ['finish'] }),
+  ],
+  'post /threads/{thread_id}/runs/stream': [
+    async () => call('post', `/threads/${(await json('post', '/threads', {})).thread_id}/runs/stream`, { assistant_id: 'echo', input: human('s') }),
+  ],
   'post /threads/{thread_id}/runs/wait': [
     async () => call('post', `/threads/${(await json('post', '/threads', {})).thread_id}/runs/wait`, { assistant_id: f.assistant, input: human('w') }),
   ],
@@ -156,12 +163,24 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'delete /mcp': [() => call('delete', '/mcp')],
   'post /runs/cancel': [async () => call('post', '/runs/cancel', { thread_id: (await json('post', '/threads', {})).thread_id, status: 'all' })],
   'post /a2a/{assistant_id}': [
-    () => call('post', '/a2a/echo', { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a2a' }] } } }),
+    () =>
+      call('post', '/a2a/echo', {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a2a' }] } },
+      }),
     () => call('post', '/a2a/echo', { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: f.run } }),
   ],
   'get /a2a/{assistant_id}/.well-known/agent-card.json': [() => call('get', '/a2a/echo/.well-known/agent-card.json')],
   'get /.well-known/agent-card.json': [() => call('get', `/.well-known/agent-card.json?assistant_id=${f.assistant}`, undefined, { 'a2a-version': '0.3' })],
-  'post /runs/batch': [() => call('post', '/runs/batch', [{ assistant_id: 'echo', input: human('b1') }, { assistant_id: 'echo', input: human('b2') }])],
+  'post /runs/batch': [
+    () =>
+      call('post', '/runs/batch', [
+        { assistant_id: 'echo', input: human('b1') },
+        { assistant_id: 'echo', input: human('b2') },
+      ]),
+  ],
   'get /threads/{thread_id}/runs': [() => call('get', `/threads/${f.thread}/runs`)],
   'get /threads/{thread_id}/runs/{run_id}': [() => call('get', `/threads/${f.thread}/runs/${f.run}`)],
   'delete /threads/{thread_id}/runs/{run_id}': [
@@ -180,8 +199,20 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
     () => call('post', `/threads/${f.cancelWaitThread}/runs/${f.cancelWait}/cancel?wait=true`),
   ],
 
-  'post /runs/crons': [() => call('post', '/runs/crons', { assistant_id: 'echo', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', end_time: '2999-01-01T00:00:00Z', input: human('c'), enabled: false })],
-  'post /threads/{thread_id}/runs/crons': [() => call('post', `/threads/${f.thread}/runs/crons`, { assistant_id: 'echo', schedule: '@daily', multitask_strategy: 'reject', enabled: false })],
+  'post /runs/crons': [
+    () =>
+      call('post', '/runs/crons', {
+        assistant_id: 'echo',
+        schedule: '0 9 * * 1-5',
+        timezone: 'Europe/Paris',
+        end_time: '2999-01-01T00:00:00Z',
+        input: human('c'),
+        enabled: false,
+      }),
+  ],
+  'post /threads/{thread_id}/runs/crons': [
+    () => call('post', `/threads/${f.thread}/runs/crons`, { assistant_id: 'echo', schedule: '@daily', multitask_strategy: 'reject', enabled: false }),
+  ],
   'post /runs/crons/search': [
     () => call('post', '/runs/crons/search', { metadata: { suite: 'resp' } }),
     () => call('post', '/runs/crons/search', { assistant_id: 'echo', select: ['cron_id', 'next_run_date', 'now'], sort_by: 'next_run_date' }),
@@ -210,7 +241,12 @@ const calls: Record<string, (() => Promise<Response>)[]> = {
   'post /threads/{thread_id}/stream/events': [
     async () => {
       const abort = new AbortController();
-      const res = await fetch(`${server.url}/threads/${f.thread}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ channels: ['values'] }), signal: abort.signal });
+      const res = await fetch(`${server.url}/threads/${f.thread}/stream/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ channels: ['values'] }),
+        signal: abort.signal,
+      });
       abort.abort();
       return new Response('', { status: res.status, headers: res.headers });
     },
@@ -226,8 +262,15 @@ describe('the OpenAPI document', () => {
   it('is exercised with answers of every shape: open interrupts, a failed run, nested subgraph state', async () => {
     expect(await json('get', `/threads/${f.failed}`)).toMatchObject({ status: 'error', error: { error: expect.any(String), message: expect.any(String) } });
     const nested = await json('get', `/threads/${f.nested}/state?subgraphs=true`);
-    expect(nested.tasks[0]).toMatchObject({ name: 'child', checkpoint: null, state: { next: ['ask'], tasks: [{ name: 'ask', interrupts: [{ value: 'child asks' }] }] } });
-    expect((await json('get', `/threads/${f.nested}/state`)).tasks[0]).toMatchObject({ checkpoint: { checkpoint_ns: expect.stringMatching(/^child:/) }, state: null });
+    expect(nested.tasks[0]).toMatchObject({
+      name: 'child',
+      checkpoint: null,
+      state: { next: ['ask'], tasks: [{ name: 'ask', interrupts: [{ value: 'child asks' }] }] },
+    });
+    expect((await json('get', `/threads/${f.nested}/state`)).tasks[0]).toMatchObject({
+      checkpoint: { checkpoint_ns: expect.stringMatching(/^child:/) },
+      state: null,
+    });
   });
 
   it('names the shapes the routes share', () => {
@@ -243,7 +286,11 @@ describe.each(Object.keys(calls))('%s', (operation) => {
       const res = await send();
       const text = await res.text();
       const documentedStatus = responses[String(res.status)];
-      expect({ call: i, status: res.status, documented: documentedStatus !== undefined && res.status < 300 }).toEqual({ call: i, status: res.status, documented: true });
+      expect({ call: i, status: res.status, documented: documentedStatus !== undefined && res.status < 300 }).toEqual({
+        call: i,
+        status: res.status,
+        documented: true,
+      });
       const content = documentedStatus!.content ?? {};
       if (content['text/event-stream']) {
         expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -261,7 +308,11 @@ describe.each(Object.keys(calls))('%s', (operation) => {
         continue;
       }
       const parsed = documented(content['application/json'].schema).safeParse(JSON.parse(text));
-      expect({ call: i, issues: parsed.success ? [] : parsed.error.issues, body: parsed.success ? undefined : JSON.parse(text) }).toEqual({ call: i, issues: [], body: undefined });
+      expect({ call: i, issues: parsed.success ? [] : parsed.error.issues, body: parsed.success ? undefined : JSON.parse(text) }).toEqual({
+        call: i,
+        issues: [],
+        body: undefined,
+      });
     }
   });
 });

@@ -46,8 +46,12 @@ async function send(base: RunningAgentServer, method: string, template: string, 
 
 describe('agent server route access', () => {
   it('lists every route with the credentials it takes, as the checked-in table says', () => {
-    const rows = server.routes.map(({ method, path, access }) => `${method.toUpperCase().padEnd(7)} ${path.padEnd(56)} ${access === 'public' ? 'public' : access.join(', ')}`);
-    const table = readFileSync(TABLE, 'utf8').split('\n').filter((line) => line && !line.startsWith('#'));
+    const rows = server.routes.map(
+      ({ method, path, access }) => `${method.toUpperCase().padEnd(7)} ${path.padEnd(56)} ${access === 'public' ? 'public' : access.join(', ')}`,
+    );
+    const table = readFileSync(TABLE, 'utf8')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('#'));
     // On a difference: the route added or changed is in the diff; update route-access.txt in the same change.
     expect(rows.join('\n')).toBe(table.join('\n'));
   });

@@ -35,7 +35,18 @@ describe('stream modes', () => {
       names.add(chunk.event);
       if (!byName.has(chunk.event)) byName.set(chunk.event, chunk.data);
     }
-    for (const name of ['metadata', 'values', 'updates', 'messages', 'messages/metadata', 'messages/partial', 'messages/complete', 'debug', 'tasks', 'checkpoints']) {
+    for (const name of [
+      'metadata',
+      'values',
+      'updates',
+      'messages',
+      'messages/metadata',
+      'messages/partial',
+      'messages/complete',
+      'debug',
+      'tasks',
+      'checkpoints',
+    ]) {
       expect(names).toContain(name);
     }
     const [message, metadata] = byName.get('messages') as [Msg, Record<string, unknown>];
@@ -67,11 +78,15 @@ describe('stream modes', () => {
   it('replays what a client missed when it reconnects with Last-Event-ID', async () => {
     const t = await client.threads.create();
     const first: { event: string; id?: string }[] = [];
-    for await (const chunk of client.runs.stream(t.thread_id, 'echo', { input: human('resume me'), streamMode: ['values', 'updates'], streamResumable: true })) {
+    for await (const chunk of client.runs.stream(t.thread_id, 'echo', {
+      input: human('resume me'),
+      streamMode: ['values', 'updates'],
+      streamResumable: true,
+    })) {
       first.push(chunk as { event: string; id?: string });
     }
     expect(first.every((e) => e.id !== undefined)).toBe(true);
-    const runId = ((first[0] as unknown as { data: { run_id: string } }).data).run_id;
+    const runId = (first[0] as unknown as { data: { run_id: string } }).data.run_id;
     const rest: { event: string; id?: string }[] = [];
     for await (const chunk of client.runs.joinStream(t.thread_id, runId, { lastEventId: first[1]!.id! })) rest.push(chunk as { event: string; id?: string });
     expect(rest.map((e) => e.id)).toEqual(first.slice(2).map((e) => e.id));
@@ -84,7 +99,10 @@ describe('multitask strategies and delays', () => {
     for (const strategy of ['interrupt', 'rollback'] as const) {
       const t = await client.threads.create();
       const old = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 } });
-      await until(() => client.runs.get(t.thread_id, old.run_id), (r) => r.status === 'running');
+      await until(
+        () => client.runs.get(t.thread_id, old.run_id),
+        (r) => r.status === 'running',
+      );
       const next = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10 }, multitaskStrategy: strategy });
       await client.runs.join(t.thread_id, next.run_id);
       expect((await client.runs.get(t.thread_id, next.run_id)).status).toBe('success');
@@ -126,11 +144,18 @@ describe('cancellation and failures', () => {
   it('reaches the running graph when a run is cancelled (its hour-long wait ends at once)', async () => {
     const t = await client.threads.create();
     const run = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 3_600_000 } });
-    await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
+    await until(
+      () => client.runs.get(t.thread_id, run.run_id),
+      (r) => r.status === 'running',
+    );
     await sleep(100);
     await client.runs.cancel(t.thread_id, run.run_id);
     // The run ends only when the graph's AbortSignal stops its wait: otherwise in an hour.
-    const ended = await until(() => client.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'running', 30_000);
+    const ended = await until(
+      () => client.runs.get(t.thread_id, run.run_id),
+      (r) => r.status !== 'running',
+      30_000,
+    );
     expect(ended.status).toBe('interrupted');
   });
 
@@ -139,7 +164,13 @@ describe('cancellation and failures', () => {
     const abort = new AbortController();
     let runId = '';
     try {
-      for await (const chunk of client.runs.stream(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 }, onDisconnect: 'cancel', signal: abort.signal, streamMode: 'custom' })) {
+      for await (const chunk of client.runs.stream(t.thread_id, 'slow', {
+        input: {},
+        context: { delay_ms: 20_000 },
+        onDisconnect: 'cancel',
+        signal: abort.signal,
+        streamMode: 'custom',
+      })) {
         if (chunk.event === 'metadata') runId = (chunk.data as { run_id: string }).run_id;
         if (chunk.event === 'custom') abort.abort();
       }
@@ -147,7 +178,10 @@ describe('cancellation and failures', () => {
       // The SDK may surface the abort as an error; either way the client is gone.
     }
     expect(runId).not.toBe('');
-    const run = await until(() => client.runs.get(t.thread_id, runId), (r) => r.status !== 'running' && r.status !== 'pending');
+    const run = await until(
+      () => client.runs.get(t.thread_id, runId),
+      (r) => r.status !== 'running' && r.status !== 'pending',
+    );
     expect(run.status).toBe('interrupted');
   });
 
@@ -157,7 +191,11 @@ describe('cancellation and failures', () => {
       const c = new Client({ apiUrl: limited.url });
       const t = await c.threads.create();
       const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 } });
-      const ended = await until(() => c.runs.get(t.thread_id, run.run_id), (r) => r.status !== 'pending' && r.status !== 'running', 5000);
+      const ended = await until(
+        () => c.runs.get(t.thread_id, run.run_id),
+        (r) => r.status !== 'pending' && r.status !== 'running',
+        5000,
+      );
       expect(ended.status).toBe('timeout');
       expect((await c.threads.get(t.thread_id)).status).toBe('error');
     } finally {
@@ -174,12 +212,19 @@ describe('cancellation and failures', () => {
       const { child: first } = await spawnWorker();
       const t = await apiClient.threads.create();
       const run = await apiClient.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 2000 } });
-      await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'running');
+      await until(
+        () => apiClient.runs.get(t.thread_id, run.run_id),
+        (r) => r.status === 'running',
+      );
       first.kill('SIGKILL');
       const { child: second } = await spawnWorker();
       try {
         const killedAt = Date.now();
-        const done = await until(() => apiClient.runs.get(t.thread_id, run.run_id), (r) => r.status === 'success', 20_000);
+        const done = await until(
+          () => apiClient.runs.get(t.thread_id, run.run_id),
+          (r) => r.status === 'success',
+          20_000,
+        );
         expect(done.status).toBe('success');
         expect(Date.now() - killedAt).toBeLessThan(10_000);
         const state = await apiClient.threads.getState(t.thread_id);
@@ -205,13 +250,32 @@ describe('cancellation and failures', () => {
       const [t1, t2] = [await aClient.threads.create(), await aClient.threads.create()];
       const x = await aClient.runs.create(t1.thread_id, 'slow', { input: {}, context: { delay_ms: 2000 } });
       const y = await aClient.runs.create(t2.thread_id, 'slow', { input: {}, context: { delay_ms: 10 } });
-      await until(() => apiClient.runs.get(t1.thread_id, x.run_id), (r) => r.status === 'running');
+      await until(
+        () => apiClient.runs.get(t1.thread_id, x.run_id),
+        (r) => r.status === 'running',
+      );
       expect((await apiClient.runs.get(t2.thread_id, y.run_id)).status).toBe('pending');
       a.child.kill('SIGKILL');
       const b = await spawnWorker('2');
       try {
-        expect((await until(() => apiClient.runs.get(t2.thread_id, y.run_id), (r) => r.status === 'success', 20_000)).status).toBe('success');
-        expect((await until(() => apiClient.runs.get(t1.thread_id, x.run_id), (r) => r.status === 'success', 20_000)).status).toBe('success');
+        expect(
+          (
+            await until(
+              () => apiClient.runs.get(t2.thread_id, y.run_id),
+              (r) => r.status === 'success',
+              20_000,
+            )
+          ).status,
+        ).toBe('success');
+        expect(
+          (
+            await until(
+              () => apiClient.runs.get(t1.thread_id, x.run_id),
+              (r) => r.status === 'success',
+              20_000,
+            )
+          ).status,
+        ).toBe('success');
       } finally {
         b.child.kill('SIGKILL');
       }

@@ -162,7 +162,9 @@ export interface RunningAgentServer {
 /** One authentication per request: custom routes authenticate before the built-in route they may pass to. */
 /** `checkWebhook` of a project whose langgraph.json turns run webhooks off. */
 async function refuseWebhooks(): Promise<never> {
-  throw new RequestValidationError([{ loc: ['body', 'webhook'], msg: 'this project sends no webhooks: its langgraph.json sets http.disable_webhooks', type: 'value_error' }]);
+  throw new RequestValidationError([
+    { loc: ['body', 'webhook'], msg: 'this project sends no webhooks: its langgraph.json sets http.disable_webhooks', type: 'value_error' },
+  ]);
 }
 
 /** What the authenticator reads of an express request, for a WebSocket upgrade request (which express never sees). */
@@ -186,9 +188,7 @@ function oncePerRequest<T>(authenticate: (req: ExpressRequest) => Promise<T>): (
   };
 }
 
-export const AGENT_SERVER_VERSION: string = (
-  createRequire(import.meta.url)('../package.json') as { version: string }
-).version;
+export const AGENT_SERVER_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -199,9 +199,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // Graph code reads its settings (API keys of model providers…) from process.env, as under `langgraph dev`.
   // eslint-disable-next-line berth/no-process-env -- handing the project's env to graph code, not reading a setting
   for (const [key, value] of Object.entries(projectEnv)) process.env[key] ??= value;
-  const systemDefaults = config.langgraphConfig !== undefined
-    ? systemAssistantDefaults(config.langgraphConfig, 'environment')
-    : systemAssistantDefaults(projectEnv.LANGGRAPH_CONFIG, project.envFile ?? project.configPath);
+  const systemDefaults =
+    config.langgraphConfig !== undefined
+      ? systemAssistantDefaults(config.langgraphConfig, 'environment')
+      : systemAssistantDefaults(projectEnv.LANGGRAPH_CONFIG, project.envFile ?? project.configPath);
   registerSdkLogger(log);
   const graphs = await loadGraphs(project);
   // Type-checking a graph module takes seconds: begun now in a worker, usually done before asked for.
@@ -222,17 +223,32 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
 
   await migrate({ connectionString: config.databaseUrl, schema, directory: migrationsDir, log });
   // jsonb comes back through the codec that escaped it (strings with U+0000 or lone surrogates).
-  const pool = useJsonbCodec(createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true, log }));
+  const pool = useJsonbCodec(
+    createPool({ connectionString: config.databaseUrl, schema, max: 20, applicationName: `berth-agent-${schema}`, prepareStatements: true, log }),
+  );
   // Checkpoint writes of async-durability runs go through this one (no wait for the WAL flush).
   const lazyPool = useJsonbCodec(
-    createPool({ connectionString: config.databaseUrl, schema, max: 10, applicationName: `berth-agent-${schema}-lazy`, prepareStatements: true, synchronousCommit: false, log }),
+    createPool({
+      connectionString: config.databaseUrl,
+      schema,
+      max: 10,
+      applicationName: `berth-agent-${schema}-lazy`,
+      prepareStatements: true,
+      synchronousCommit: false,
+      log,
+    }),
   );
-  const lease = leaseSettings({ ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}), ...(config.leaseHoldMs !== undefined ? { holdMs: config.leaseHoldMs } : {}) });
+  const lease = leaseSettings({
+    ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
+    ...(config.leaseHoldMs !== undefined ? { holdMs: config.leaseHoldMs } : {}),
+  });
   // A run's writes are retried for as long as its worker may hold it without renewing.
   const retryWritesMs = lease.leaseMs + lease.holdMs;
   const checkpointer = new BerthPostgresSaver(pool, schema, lazyPool, { log, retryWritesMs });
   const broker = createEventBroker(
-    config.redisUrl ? { kind: 'redis', url: config.redisUrl, prefix: redisKeyPrefix(schema) } : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
+    config.redisUrl
+      ? { kind: 'redis', url: config.redisUrl, prefix: redisKeyPrefix(schema) }
+      : { kind: 'postgres', connectionString: config.databaseUrl, schema: `${schema}_events` },
     { log },
   );
   const queue = selectQueueBackend({ databaseUrl: config.databaseUrl, ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}) });
@@ -277,7 +293,10 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const assistants = new AssistantStore(pool);
   // langgraph.json checkpointer.ttl: the TTL of threads created without one, and how they are swept.
   const threadTtl = project.json.checkpointer?.ttl;
-  const threads = new ThreadStore(pool, threadTtl?.default_ttl ? { defaultTtl: { strategy: threadTtl.strategy ?? 'delete', minutes: threadTtl.default_ttl } } : {});
+  const threads = new ThreadStore(
+    pool,
+    threadTtl?.default_ttl ? { defaultTtl: { strategy: threadTtl.strategy ?? 'delete', minutes: threadTtl.default_ttl } } : {},
+  );
   const runs = new RunStore(pool);
   const storeTtl = project.json.store?.ttl;
   const store = new PostgresStore(pool, {
@@ -342,7 +361,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const workers = config.workers ?? 10;
   const tracing = config.tracing && workers > 0 ? new RunTracing(config.tracing, log) : undefined;
   // Deliveries have their own queue and workers: they never take a run's slot.
-  const webhooks = webhookConfig && workers > 0 ? new WebhookDelivery({ store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) }, webhookConfig) : undefined;
+  const webhooks =
+    webhookConfig && workers > 0
+      ? new WebhookDelivery(
+          { store: webhookStore, queue: queueBackend, log, ...(httpApp ? { ownRoutes: async (request: Request) => httpApp.fetch(request) } : {}) },
+          webhookConfig,
+        )
+      : undefined;
   await webhooks?.start();
   // Declared with let: the run service above refers to it before it exists.
   let worker: RunWorker | undefined;
@@ -384,9 +409,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       : undefined;
   await worker?.start();
   const sweeper =
-    workers > 0
-      ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log, config.clock)
-      : undefined;
+    workers > 0 ? new StoreSweeper(store, config.storeSweepIntervalMs ?? (storeTtl?.sweep_interval_minutes ?? 1) * 60_000, log, config.clock) : undefined;
   sweeper?.start();
   const threadSweeper =
     workers > 0
@@ -448,14 +471,20 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     return access !== undefined && (access === 'public' || !access.includes('custom_auth'));
   };
   const credentialCheck = config.deploymentCredential ? [requireDeploymentCredential(config.deploymentCredential, isPublic)] : [];
-  const userRoutes = httpApp
-    ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), skipsAuth, log })]
-    : [];
+  const userRoutes = httpApp ? [customRoutes(httpApp, { ...(authenticate ? { authenticate } : {}), skipsAuth, log })] : [];
   // Error middleware: JSON-RPC paths answer unreadable bodies (from the app's parser or a route) in JSON-RPC's terms.
   const jsonRpcErrors = [...(served.mcp ? [mcpParseErrors()] : []), ...(served.a2a ? [a2aParseErrors()] : [])] as unknown as RequestHandler[];
   const app = createApp({
     logger: log,
-    routes: [...credentialCheck, cors(project.http?.cors), docsRouter(document, 'Berth agent server'), ...userRoutes, api.router(), ...jsonRpcErrors, authErrors],
+    routes: [
+      ...credentialCheck,
+      cors(project.http?.cors),
+      docsRouter(document, 'Berth agent server'),
+      ...userRoutes,
+      api.router(),
+      ...jsonRpcErrors,
+      authErrors,
+    ],
   });
   const server = await listen(app, config.host, config.port, config.listenFd);
   // In a container the inherited socket is not in its network namespace: graph code reaches this
@@ -478,7 +507,17 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   }
   // `new Client()` without an apiUrl, in graph code or the http.app, talks to this server.
   bindLoopbackClient(server.url, config.deploymentCredential);
-  log.info({ url: server.url, graphs: [...graphs.keys()], workers, customAuth: customAuth?.spec ?? null, storeIndex: storeIndex?.spec ?? null, tracing: tracing?.describe ?? null }, 'agent server listening');
+  log.info(
+    {
+      url: server.url,
+      graphs: [...graphs.keys()],
+      workers,
+      customAuth: customAuth?.spec ?? null,
+      storeIndex: storeIndex?.spec ?? null,
+      tracing: tracing?.describe ?? null,
+    },
+    'agent server listening',
+  );
   return {
     url: server.url,
     port: server.port,

@@ -145,9 +145,19 @@ describe('search', () => {
 
   it('lists namespaces by prefix, suffix (with wildcards) and max depth', async () => {
     const list = async (options: Parameters<Client['store']['listNamespaces']>[0]) => (await client.store.listNamespaces(options)).namespaces;
-    expect(await list({ prefix: ['docs'] })).toEqual([['docs', 'a'], ['docs', 'b'], ['docs', 'b', 'deep']]);
-    expect(await list({ prefix: ['docs'], maxDepth: 2 })).toEqual([['docs', 'a'], ['docs', 'b']]);
-    expect(await list({ prefix: ['*', 'b'] })).toEqual([['docs', 'b'], ['docs', 'b', 'deep']]);
+    expect(await list({ prefix: ['docs'] })).toEqual([
+      ['docs', 'a'],
+      ['docs', 'b'],
+      ['docs', 'b', 'deep'],
+    ]);
+    expect(await list({ prefix: ['docs'], maxDepth: 2 })).toEqual([
+      ['docs', 'a'],
+      ['docs', 'b'],
+    ]);
+    expect(await list({ prefix: ['*', 'b'] })).toEqual([
+      ['docs', 'b'],
+      ['docs', 'b', 'deep'],
+    ]);
     expect(await list({ suffix: ['deep'] })).toEqual([['docs', 'b', 'deep']]);
     expect(await list({ prefix: ['docs'], suffix: ['*', 'b'] })).toEqual([['docs', 'b']]);
     expect(await list({ prefix: ['docs'], limit: 1, offset: 1 })).toEqual([['docs', 'b']]);
@@ -188,13 +198,20 @@ describe('semantic search', () => {
     const refused = await call('/store/items/search', { url: plain.url, token: 'user-a', body: { query: 'cat' } });
     expect(refused.status).toBe(422);
     expect(refused.body!.detail).toEqual([expect.objectContaining({ loc: ['body', 'query'], msg: expect.stringMatching(/store\.index/) })]);
-    const fields = await call('/store/items', { method: 'PUT', url: plain.url, token: 'user-a', body: { namespace: ['a'], key: 'k', value: {}, index: ['text'] } });
+    const fields = await call('/store/items', {
+      method: 'PUT',
+      url: plain.url,
+      token: 'user-a',
+      body: { namespace: ['a'], key: 'k', value: {}, index: ['text'] },
+    });
     expect(fields.status).toBe(422);
     await expect(graph({ op: 'search', namespace: ['x'], query: 'cat' }, as('user-a'))).rejects.toThrow(/Semantic search is not configured/);
   });
 
   it('stops the server at startup when the embeddings cannot be loaded, and refuses bad vectors', async () => {
-    await expect(start(fixture('langgraph.provider.json'), { schema: 'agent_provider' })).rejects.toThrow(/needs @langchain\/openai, which the project does not install/);
+    await expect(start(fixture('langgraph.provider.json'), { schema: 'agent_provider' })).rejects.toThrow(
+      /needs @langchain\/openai, which the project does not install/,
+    );
     const bad = await start(fixture('langgraph.bad-embed.json'), { schema: 'agent_bad', workers: 0 });
     try {
       const res = await call('/store/items', { method: 'PUT', url: bad.url, body: { namespace: ['a'], key: 'k', value: { text: 'x' } } });
@@ -325,7 +342,11 @@ describe('graphs and the API share the store', () => {
     expect((await client.store.searchItems(['memories'], { query: 'music' })).items[0]).toMatchObject({ key: 'm1' });
 
     await client.store.putItem(['memories', 'bob'], 'm2', { text: 'has a dog' });
-    expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'm2' })).toEqual({ key: 'm2', namespace: ['memories', 'bob'], value: { text: 'has a dog' } });
+    expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'm2' })).toEqual({
+      key: 'm2',
+      namespace: ['memories', 'bob'],
+      value: { text: 'has a dog' },
+    });
     expect(await graph({ op: 'get', namespace: ['memories', 'bob'], key: 'nope' })).toBeNull();
     const filtered = (await graph({ op: 'search', namespace: ['memories'], filter: { n: { $gte: 1 } } })) as { key: string }[];
     expect(filtered.map((i) => i.key)).toEqual(['m1']);
@@ -348,7 +369,11 @@ describe('graphs and the API share the store', () => {
       expect(got).toMatchObject({ namespace: ['memories', 'cy'], key: 'm3', value: { n: 3 } });
       expect(got!.createdAt).toBeInstanceOf(Date);
       expect(found.map((i) => i.key)).toEqual(['m3']);
-      expect(spaces).toEqual([['memories', 'ann'], ['memories', 'bob'], ['memories', 'cy']]);
+      expect(spaces).toEqual([
+        ['memories', 'ann'],
+        ['memories', 'bob'],
+        ['memories', 'cy'],
+      ]);
       expect(missing).toBeNull();
       expect(await store.listNamespaces({ prefix: ['memories'], maxDepth: 1 })).toEqual([['memories']]);
       await store.delete(['memories', 'cy'], 'm3');

@@ -62,11 +62,19 @@ describe('SSE event ids', () => {
   });
 });
 
-type CheckpointPayload = { metadata?: { step?: number }; checkpoint: unknown; parent_checkpoint: unknown; config: { configurable: Record<string, unknown> }; parent_config?: unknown };
+type CheckpointPayload = {
+  metadata?: { step?: number };
+  checkpoint: unknown;
+  parent_checkpoint: unknown;
+  config: { configurable: Record<string, unknown> };
+  parent_config?: unknown;
+};
 
 /** The payloads of the debug `checkpoint` events of a stream. */
 function checkpointPayloads(chunks: Chunk[]): CheckpointPayload[] {
-  return chunks.filter((c) => c.event === 'debug' && (c.data as { type: string }).type === 'checkpoint').map((c) => (c.data as { payload: CheckpointPayload }).payload);
+  return chunks
+    .filter((c) => c.event === 'debug' && (c.data as { type: string }).type === 'checkpoint')
+    .map((c) => (c.data as { payload: CheckpointPayload }).payload);
 }
 
 const shape = (p: { metadata?: unknown; checkpoint: unknown; parent_checkpoint: unknown }) => ({
@@ -124,7 +132,9 @@ describe('404 texts', () => {
     const live = await client.threads.create();
     await expect(client.runs.wait(live.thread_id, 'no-such-graph', { input: human('x') })).rejects.toThrow(/No assistant found for \\"no-such-graph\\"/);
     await expect(gather(live.thread_id, 'no-such-graph', { input: human('x') })).rejects.toThrow(/No assistant found for \\"no-such-graph\\"/);
-    await expect(client.runs.wait(live.thread_id, assistant.assistant_id, { input: human('x') })).rejects.toThrow(`No assistant found for \\"${assistant.assistant_id}\\"`);
+    await expect(client.runs.wait(live.thread_id, assistant.assistant_id, { input: human('x') })).rejects.toThrow(
+      `No assistant found for \\"${assistant.assistant_id}\\"`,
+    );
   });
 });
 

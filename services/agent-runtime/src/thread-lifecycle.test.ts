@@ -106,7 +106,12 @@ describe('thread TTL', () => {
     await serverClock.advance(59 * MINUTE);
     expect(await exists(thread.thread_id)).toBe(true);
     await serverClock.advance(MINUTE); // the sweep of minute 60
-    expect(await until(() => exists(thread.thread_id), (e) => !e)).toBe(false);
+    expect(
+      await until(
+        () => exists(thread.thread_id),
+        (e) => !e,
+      ),
+    ).toBe(false);
   });
 
   it('deletes a thread with strategy delete, with its runs and checkpoints, once its TTL passed and not before', async () => {
@@ -147,7 +152,10 @@ describe('thread TTL', () => {
   it('does not sweep a thread while it has a running run; it expires that long after the run ended', async () => {
     const thread = await a.threads.create({ ttl: 1 });
     const run = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
-    await until(async () => (await a.runs.get(thread.thread_id, run.run_id)).status, (s) => s === 'running');
+    await until(
+      async () => (await a.runs.get(thread.thread_id, run.run_id)).status,
+      (s) => s === 'running',
+    );
     const { sweeper, after } = sweeperAt();
     try {
       await after(3 * MINUTE);
@@ -205,10 +213,18 @@ describe('POST /runs/cancel', () => {
     const thread = await a.threads.create();
     const running = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
     const queued = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, multitaskStrategy: 'enqueue' });
-    await until(() => status(a, thread.thread_id, running.run_id), (s) => s === 'running');
+    await until(
+      () => status(a, thread.thread_id, running.run_id),
+      (s) => s === 'running',
+    );
     await a.runs.cancelMany({ threadId: thread.thread_id, runIds: [running.run_id, queued.run_id] });
     expect(await status(a, thread.thread_id, queued.run_id)).toBe('interrupted');
-    expect(await until(() => status(a, thread.thread_id, running.run_id), (s) => s === 'interrupted')).toBe('interrupted');
+    expect(
+      await until(
+        () => status(a, thread.thread_id, running.run_id),
+        (s) => s === 'interrupted',
+      ),
+    ).toBe('interrupted');
     expect((await a.threads.get(thread.thread_id)).status).toBe('idle');
   });
 
@@ -249,7 +265,12 @@ describe('GET /threads/{thread_id}/stream', () => {
   type Part = { id?: string; event: string; data: unknown };
 
   /** Collects a thread stream's parts until `enough` holds (then leaves) or the server ends it. */
-  async function collect(stream: AsyncIterable<Part>, abort: AbortController, enough: (parts: Part[]) => boolean, onPart?: (part: Part, parts: Part[]) => Promise<void>) {
+  async function collect(
+    stream: AsyncIterable<Part>,
+    abort: AbortController,
+    enough: (parts: Part[]) => boolean,
+    onPart?: (part: Part, parts: Part[]) => Promise<void>,
+  ) {
     const parts: Part[] = [];
     try {
       for await (const part of stream) {
@@ -266,7 +287,10 @@ describe('GET /threads/{thread_id}/stream', () => {
 
   it('replays the thread from its first run ("-") across runs, and resumes after any event id', async () => {
     const thread = await a.threads.create();
-    const runs = [await a.runs.create(thread.thread_id, 'echo', { input: human('one') }), await a.runs.create(thread.thread_id, 'echo', { input: human('two') })];
+    const runs = [
+      await a.runs.create(thread.thread_id, 'echo', { input: human('one') }),
+      await a.runs.create(thread.thread_id, 'echo', { input: human('two') }),
+    ];
     await a.runs.join(thread.thread_id, runs[1]!.run_id);
 
     const abort = new AbortController();
@@ -284,7 +308,11 @@ describe('GET /threads/{thread_id}/stream', () => {
     expect(resumed).toEqual(all.slice(2));
     // lifecycle: only where each run starts and ends.
     const life = new AbortController();
-    const lifecycle = await collect(a.threads.joinStream(thread.thread_id, { lastEventId: '-', streamMode: 'lifecycle', signal: life.signal }), life, (p) => doneCount(p) === 2);
+    const lifecycle = await collect(
+      a.threads.joinStream(thread.thread_id, { lastEventId: '-', streamMode: 'lifecycle', signal: life.signal }),
+      life,
+      (p) => doneCount(p) === 2,
+    );
     expect(lifecycle.map((p) => p.event)).toEqual(['metadata', 'run_done', 'metadata', 'run_done']);
     // Several modes: their union.
     const both = new AbortController();
@@ -298,7 +326,12 @@ describe('GET /threads/{thread_id}/stream', () => {
 
   it('joins the running run, follows the next one, and ends when the thread is deleted', async () => {
     const thread = await a.threads.create();
-    const first = await a.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, streamResumable: true, streamMode: ['values', 'custom'] });
+    const first = await a.runs.create(thread.thread_id, 'slow', {
+      input: {},
+      context: { delay_ms: 600_000 },
+      streamResumable: true,
+      streamMode: ['values', 'custom'],
+    });
     const abort = new AbortController();
     let second: string | undefined;
     const parts = await collect(
@@ -338,7 +371,10 @@ describe('GET /threads/{thread_id}/stream', () => {
         if (part.event === 'metadata') await b.runs.cancel(own.thread_id, run.run_id);
       },
     );
-    expect(parts.filter((p) => p.event === 'metadata' || p.event === 'run_done').map((p) => (p.data as { run_id: string }).run_id)).toEqual([run.run_id, run.run_id]);
+    expect(parts.filter((p) => p.event === 'metadata' || p.event === 'run_done').map((p) => (p.data as { run_id: string }).run_id)).toEqual([
+      run.run_id,
+      run.run_id,
+    ]);
 
     const res = await fetch(`${server.url}/threads/${thread.thread_id}/stream`, { headers: { authorization: 'Bearer user-a', 'last-event-id': 'banana' } });
     expect(res.status).toBe(422);

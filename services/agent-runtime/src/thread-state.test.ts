@@ -65,7 +65,9 @@ describe('a subgraph stopped before a node', () => {
 
     // `city` is the subgraph's channel only.
     // The SDK types the answer as a config; the servers answer `{checkpoint}`.
-    const updated = (await client.threads.updateState(thread.thread_id, { values: { city: 'Rome' }, checkpoint })) as unknown as { checkpoint: { checkpoint_ns: string } };
+    const updated = (await client.threads.updateState(thread.thread_id, { values: { city: 'Rome' }, checkpoint })) as unknown as {
+      checkpoint: { checkpoint_ns: string };
+    };
     expect(updated.checkpoint.checkpoint_ns).toBe(checkpoint.checkpoint_ns);
     const inner = await client.threads.getState<{ city: string; log: string[] }>(thread.thread_id, checkpoint);
     expect(inner.values.city).toBe('Rome');
@@ -153,7 +155,7 @@ describe('a factory graph', () => {
 });
 
 describe('history filtered by metadata', () => {
-  it("finds the checkpoints of the run with that metadata, on the thread and on a copy", async () => {
+  it('finds the checkpoints of the run with that metadata, on the thread and on a copy', async () => {
     const thread = await client.threads.create();
     await client.runs.wait(thread.thread_id, 'echo', { input: human('one') });
     const first = (await client.threads.getHistory(thread.thread_id, { limit: 100 })).length;

@@ -108,7 +108,7 @@ describe('subgraph schemas of Annotation.Root graphs', () => {
 });
 
 describe('LANGGRAPH_CONFIG in the project env', () => {
-  it('gives the named graph\'s system assistant its config and context; others keep none', async () => {
+  it("gives the named graph's system assistant its config and context; others keep none", async () => {
     const { client, child } = await serve('langgraph.json');
     const [system] = await client.assistants.search({ graphId: 'typed', metadata: { created_by: 'system' } });
     expect(system).toMatchObject({ config: { configurable: { user: 'ada' } }, context: { model: 'anthropic' } });

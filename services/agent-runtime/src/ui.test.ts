@@ -39,18 +39,26 @@ type Element = { type: unknown; props: Record<string, unknown> };
 function renderInPage(script: string, globalName: string, component: string, props: Record<string, unknown>): { rendered: Element; required: string[] } {
   const required: string[] = [];
   const element = (type: unknown, p: Record<string, unknown>) => ({ type, props: p });
-  const modules: Record<string, unknown> = { 'react/jsx-runtime': { jsx: element, jsxs: element, Fragment: 'Fragment' }, react: { useState: (v: unknown) => [v, () => undefined] } };
+  const modules: Record<string, unknown> = {
+    'react/jsx-runtime': { jsx: element, jsxs: element, Fragment: 'Fragment' },
+    react: { useState: (v: unknown) => [v, () => undefined] },
+  };
   let responded: { comp: (p: Record<string, unknown>) => Element; target: unknown } | undefined;
   const appended: unknown[] = [];
   const page: Record<string | symbol, unknown> = {
-    document: { getElementById: (id: string) => (id === 'root-1' ? { shadowRoot: { appendChild: (el: unknown) => appended.push(el) } } : null), createElement: (tag: string) => ({ tag }) },
+    document: {
+      getElementById: (id: string) => (id === 'root-1' ? { shadowRoot: { appendChild: (el: unknown) => appended.push(el) } } : null),
+      createElement: (tag: string) => ({ tag }),
+    },
   };
   page[Symbol.for('LGUI_REQUIRE')] = (name: string) => {
     required.push(name);
     if (!(name in modules)) throw new Error(`unknown module ${name}`);
     return modules[name];
   };
-  page[Symbol.for('LGUI_EXT_STORE')] = { respond: (_id: string, comp: (p: Record<string, unknown>) => Element, target: unknown) => (responded = { comp, target }) };
+  page[Symbol.for('LGUI_EXT_STORE')] = {
+    respond: (_id: string, comp: (p: Record<string, unknown>) => Element, target: unknown) => (responded = { comp, target }),
+  };
   page.globalThis = page;
   runInNewContext(`${script}\n${globalName}.render(${JSON.stringify(component)}, "root-1");`, page);
   if (!responded) throw new Error('render did not hand a component to the store');
@@ -82,7 +90,11 @@ describe('POST /ui/{assistant_id}', () => {
 
   it('answers 404 with a detail for an unknown UI or assistant, 422 without a name', async () => {
     await expect(client['~ui'].getComponent('nope', 'card')).rejects.toThrow(/404/);
-    const unknown = await fetch(`${url}/ui/00000000-0000-4000-8000-000000000000`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"card"}' });
+    const unknown = await fetch(`${url}/ui/00000000-0000-4000-8000-000000000000`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"card"}',
+    });
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { detail: string }).detail).toMatch(/not found/i);
     const bad = await fetch(`${url}/ui/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
@@ -118,7 +130,8 @@ describe('GET /ui/{ui_name}/{file}', () => {
 
 describe('a UI that does not build', () => {
   it('stops the server at start with the bundling error', async () => {
-    const start = () => startAgentServer({ configPath: fixture('langgraph.bad-ui.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger());
+    const start = () =>
+      startAgentServer({ configPath: fixture('langgraph.bad-ui.json'), databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 0 }, silentLogger());
     await expect(start()).rejects.toThrow(UiBundleError);
     await expect(start()).rejects.toThrow(/ui "echo": cannot bundle .*broken\.tsx/);
   });

@@ -59,7 +59,11 @@ async function deliveries(threadId: string, runId: string, on: RunningAgentServe
 
 /** Waits until the run's webhook is no longer pending; returns its record. */
 async function settled(threadId: string, runId: string): Promise<Delivery> {
-  const list = await until(() => deliveries(threadId, runId), (l) => l.length === 1 && l[0]!.state !== 'pending', 20_000);
+  const list = await until(
+    () => deliveries(threadId, runId),
+    (l) => l.length === 1 && l[0]!.state !== 'pending',
+    20_000,
+  );
   expect(list).toHaveLength(1);
   return list[0]!;
 }
@@ -100,7 +104,10 @@ describe('run webhooks', () => {
     const thread = await client.threads.create();
     const run = await client.runs.create(thread.thread_id, 'echo', { input: human('again'), webhook: url });
     await client.runs.join(thread.thread_id, run.run_id);
-    const afterFirst = await until(() => deliveries(thread.thread_id, run.run_id), (l) => l[0]?.attempts === 1);
+    const afterFirst = await until(
+      () => deliveries(thread.thread_id, run.run_id),
+      (l) => l[0]?.attempts === 1,
+    );
     expect(afterFirst[0]).toMatchObject({ state: 'pending', attempts: 1, last_status_code: 500, last_error: 'the receiver answered 500' });
     const record = await settled(thread.thread_id, run.run_id);
     expect(record).toMatchObject({ state: 'delivered', attempts: 3, last_status_code: 200, last_error: null });
@@ -121,7 +128,13 @@ describe('run webhooks', () => {
     const thread = await client.threads.create();
     const first = await client.runs.create(thread.thread_id, 'echo', { input: human('a'), webhook: down });
     const second = await client.runs.create(thread.thread_id, 'echo', { input: human('b'), webhook: rejects, multitaskStrategy: 'enqueue' });
-    expect(await settled(thread.thread_id, first.run_id)).toMatchObject({ state: 'failed', attempts: 4, last_status_code: 503, last_error: 'the receiver answered 503', delivered_at: null });
+    expect(await settled(thread.thread_id, first.run_id)).toMatchObject({
+      state: 'failed',
+      attempts: 4,
+      last_status_code: 503,
+      last_error: 'the receiver answered 503',
+      delivered_at: null,
+    });
     expect(receiver.requests('/down')).toHaveLength(4);
     expect(await settled(thread.thread_id, second.run_id)).toMatchObject({ state: 'failed', attempts: 1, last_status_code: 410 });
     await sleep(4 * BACKOFF_MS);
@@ -144,7 +157,10 @@ describe('run webhooks', () => {
       await patientClient.runs.join(thread.thread_id, next.run_id);
       expect((await patientClient.runs.get(thread.thread_id, first.run_id)).status).toBe('success');
       expect((await patientClient.runs.get(thread.thread_id, next.run_id)).status).toBe('success');
-      await until(async () => receiver.requests('/hanging'), (list) => list.length === 1);
+      await until(
+        async () => receiver.requests('/hanging'),
+        (list) => list.length === 1,
+      );
       const record = (await deliveries(thread.thread_id, first.run_id, patient))[0]!;
       expect(record.state).toBe('pending');
       expect(record.attempts).toBe(0);
@@ -171,7 +187,10 @@ describe('run webhooks', () => {
     const url = receiver.script('/cancelled', [200]);
     const thread = await client.threads.create();
     const run = await client.runs.create(thread.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 }, webhook: url });
-    await until(() => client.runs.get(thread.thread_id, run.run_id), (r) => r.status === 'running');
+    await until(
+      () => client.runs.get(thread.thread_id, run.run_id),
+      (r) => r.status === 'running',
+    );
     await client.runs.cancel(thread.thread_id, run.run_id, true);
     await settled(thread.thread_id, run.run_id);
     expect(JSON.parse(receiver.requests('/cancelled')[0]!.body)).toMatchObject({ run_id: run.run_id, status: 'interrupted' });
@@ -180,7 +199,11 @@ describe('run webhooks', () => {
 
 describe('webhook URLs', () => {
   async function refusal(base: string, webhook: string): Promise<{ status: number; msg: string }> {
-    const res = await fetch(`${base}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ assistant_id: 'echo', input: human('x'), webhook }) });
+    const res = await fetch(`${base}/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ assistant_id: 'echo', input: human('x'), webhook }),
+    });
     const body = (await res.json()) as { detail: { loc: string[]; msg: string }[] };
     if (res.status === 422) expect(body.detail[0]!.loc).toEqual(['body', 'webhook']);
     return { status: res.status, msg: body.detail?.[0]?.msg ?? '' };
@@ -209,7 +232,9 @@ describe('webhook URLs', () => {
     const refused = await cron(publicOnly.url, { assistant_id: 'echo', schedule: '0 * * * *', webhook: 'http://10.1.2.3/x' });
     expect(refused.status).toBe(422);
     expect(((await refused.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['body', 'webhook']);
-    const made = (await (await cron(server.url, { assistant_id: 'echo', schedule: '0 * * * *', webhook: `${receiver.url}/cron` })).json()) as { cron_id: string };
+    const made = (await (await cron(server.url, { assistant_id: 'echo', schedule: '0 * * * *', webhook: `${receiver.url}/cron` })).json()) as {
+      cron_id: string;
+    };
     expect((await cron(server.url, { webhook: 'ftp://example.com/x' }, `/runs/crons/${made.cron_id}`, 'PATCH')).status).toBe(422);
     const flags = async (base: string) => ((await (await fetch(`${base}/info`)).json()) as { flags: Record<string, boolean> }).flags;
     expect(await flags(server.url)).toMatchObject({ webhooks: true, store: true, crons: true });

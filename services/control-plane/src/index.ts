@@ -79,7 +79,7 @@ function localServeScript(settings: DeploymentsConfig): string | undefined {
 export function describeIsolation(isolation: IsolationMode): string {
   switch (isolation.kind) {
     case 'container':
-      return 'each deployment runs in a container of its own, on the platform\'s Podman engine';
+      return "each deployment runs in a container of its own, on the platform's Podman engine";
     case 'os-user':
       return `each deployment runs as an OS user of its own, NOT in a container${isolation.reason ? `: ${isolation.reason}` : ''}`;
     case 'none':
@@ -99,7 +99,12 @@ function agentPrivateEgress(settings: DeploymentsConfig): string[] {
  * Containers of agent servers when an engine is given and they can run here (root, the runtime
  * readable by their users); else why not, and agent servers run as OS users.
  */
-async function agentContainers(settings: DeploymentsConfig, serveScript: string, stateDir: string, logger: Logger): Promise<{ containers?: AgentContainers; reason?: string }> {
+async function agentContainers(
+  settings: DeploymentsConfig,
+  serveScript: string,
+  stateDir: string,
+  logger: Logger,
+): Promise<{ containers?: AgentContainers; reason?: string }> {
   if (!settings.agentEngine) return { reason: 'the platform has no container engine (it starts one as root unless BERTH_SANDBOXES=off)' };
   const installation = installationId(stateDir);
   const containers = new AgentContainers({
@@ -148,7 +153,11 @@ export interface RunningControlPlane extends RunningGrpcService {
 }
 
 /** The deployments part of the control plane: store, revision pipeline and deployer. */
-async function startDeployments(config: ControlPlaneConfig & { deployments: DeploymentsConfig }, db: ConstructorParameters<typeof DeploymentStore>[0], logger: Logger) {
+async function startDeployments(
+  config: ControlPlaneConfig & { deployments: DeploymentsConfig },
+  db: ConstructorParameters<typeof DeploymentStore>[0],
+  logger: Logger,
+) {
   const settings = config.deployments;
   const store = new DeploymentStore(db);
   const processEnv = settings.processEnv ?? {};
@@ -158,9 +167,14 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
   const stateDir = dirname(settings.artifactsDir);
   const serveScript = localServeScript(settings);
   let isolation = await detectLocalIsolation(serveScript, stateDir);
-  const users = isolation.kind === 'os-user'
-    ? new OsUsers({ homesDir: join(stateDir, 'agents'), artifactsDir: settings.artifactsDir, ...(settings.uidRegistryDir ? { registryDir: settings.uidRegistryDir } : {}) })
-    : undefined;
+  const users =
+    isolation.kind === 'os-user'
+      ? new OsUsers({
+          homesDir: join(stateDir, 'agents'),
+          artifactsDir: settings.artifactsDir,
+          ...(settings.uidRegistryDir ? { registryDir: settings.uidRegistryDir } : {}),
+        })
+      : undefined;
   // Wiring picks the adapter; how adapters differ is the deployer port's business, not the pipeline's.
   let deployer: Deployer | undefined;
   let archives: { store: ArtifactStore; server: RunningArtifactServer; url: string } | undefined;
@@ -200,7 +214,8 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
       if (containers) isolation = { kind: 'container' };
       else if (isolation.kind === 'os-user') isolation = { kind: 'os-user', ...(reason ? { reason } : {}) };
       if (isolation.kind === 'none') logger.warn({ reason: isolation.reason }, 'local agent servers are not isolated from the platform');
-      if (isolation.kind === 'os-user') logger.warn({ reason: isolation.reason }, 'local agent servers are not in containers: they see the host\'s processes and network');
+      if (isolation.kind === 'os-user')
+        logger.warn({ reason: isolation.reason }, "local agent servers are not in containers: they see the host's processes and network");
       const local = new LocalDeployer({
         serveScript: serveScript!,
         ...(users ? { users } : {}),
@@ -225,34 +240,48 @@ async function startDeployments(config: ControlPlaneConfig & { deployments: Depl
     try {
       open = await databases.lockPlatformDatabase();
     } catch (error) {
-      throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', { cause: error });
+      throw new Error('the control plane could not close the platform database to agent roles (REVOKE CONNECT … FROM PUBLIC): it needs to own that database', {
+        cause: error,
+      });
     }
     if (open.length) {
-      logger.warn({ databases: open }, `agent roles can connect to ${open.join(' and ')} (read nothing of the platform there): close them with REVOKE CONNECT ON DATABASE … FROM PUBLIC as their owner`);
+      logger.warn(
+        { databases: open },
+        `agent roles can connect to ${open.join(' and ')} (read nothing of the platform there): close them with REVOKE CONNECT ON DATABASE … FROM PUBLIC as their owner`,
+      );
     }
     // Agent servers reach Redis as users of their own (BERTH_AGENT_REDIS=acl), or not at all (off:
     // their queues and run events stay in their own database).
-    agentRedis = settings.redisUrl && settings.agentRedis !== 'off'
-      ? new AgentRedis({ url: settings.redisUrl, secretBox: new SecretBox(settings.secretKey), log: logger, ...(settings.agentRedisResyncMs ? { resyncIntervalMs: settings.agentRedisResyncMs } : {}) })
-      : undefined;
+    agentRedis =
+      settings.redisUrl && settings.agentRedis !== 'off'
+        ? new AgentRedis({
+            url: settings.redisUrl,
+            secretBox: new SecretBox(settings.secretKey),
+            log: logger,
+            ...(settings.agentRedisResyncMs ? { resyncIntervalMs: settings.agentRedisResyncMs } : {}),
+          })
+        : undefined;
     await agentRedis?.start(async () => (await store.activeRevisions()).map((r) => r.deployment_id));
-    pipeline = new RevisionPipeline({
-      store,
-      secretBox: new SecretBox(settings.secretKey),
-      builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
-      deployer,
-      queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
-      log: logger,
-      databases,
-      ...(agentRedis ? { redis: agentRedis } : {}),
-      // Where agent servers listen (HOST, PORT) is the deployer's.
-      agentEnv: {
-        LOG_LEVEL: settings.agentLogLevel ?? 'info',
-        ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
+    pipeline = new RevisionPipeline(
+      {
+        store,
+        secretBox: new SecretBox(settings.secretKey),
+        builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
+        deployer,
+        queue: queue.kind === 'postgres' ? { ...queue, schema: `${CONTROL_PLANE_SCHEMA}_queue` } : { ...queue, prefix: 'berth:control-plane' },
+        log: logger,
+        databases,
+        ...(agentRedis ? { redis: agentRedis } : {}),
+        // Where agent servers listen (HOST, PORT) is the deployer's.
+        agentEnv: {
+          LOG_LEVEL: settings.agentLogLevel ?? 'info',
+          ...(settings.webhookPrivateEgress?.length ? { BERTH_WEBHOOK_PRIVATE_EGRESS: settings.webhookPrivateEgress.join(',') } : {}),
+        },
+        ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
+        ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
       },
-      ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
-      ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
-    }, { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) });
+      { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) },
+    );
     await pipeline.start();
   } catch (error) {
     // What did start (the artifact endpoint's listener, the queue) must not outlive a failed start.

@@ -78,7 +78,10 @@ export async function start(
   const exportDb = database.db.withTables<BulkExportTables>();
   const now = settings.now ?? (() => new Date());
   const exportStore = new ExportStore(exportDb);
-  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), { logger, clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false } });
+  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), {
+    logger,
+    clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false },
+  });
   const exports = new Exports(exportDb, exportStore, traces, { now });
   const runner = new ExportRunner({
     store: exportStore,
@@ -94,7 +97,12 @@ export async function start(
     ...(settings.timeoutMs ? { timeoutMs: settings.timeoutMs } : {}),
     ...(settings.fileRows ? { fileRows: settings.fileRows } : {}),
   });
-  const scheduler = new ExportScheduler({ store: exportStore, logger, now, ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}) });
+  const scheduler = new ExportScheduler({
+    store: exportStore,
+    logger,
+    now,
+    ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}),
+  });
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({

@@ -27,9 +27,10 @@ afterAll(async () => {
 /** A client of the deployment's `echo` assistant sending `headers` with every request (card included). */
 function clientOf(headers: Record<string, string>): Promise<Client> {
   const fetchImpl: typeof fetch = (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } });
-  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }).createFromUrl(
-    `${stack.deploymentUrl}/a2a/echo/`,
-  );
+  return new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  }).createFromUrl(`${stack.deploymentUrl}/a2a/echo/`);
 }
 
 describe('A2A through the gateway', () => {
@@ -39,17 +40,25 @@ describe('A2A through the gateway', () => {
     expect(card.supportedInterfaces[0]).toMatchObject({ url: `${stack.deploymentUrl}/a2a/echo`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
 
     const task = await client.sendMessage({ tenant: '', message: userText('via the gateway'), configuration: undefined, metadata: undefined });
-    expect(task).toMatchObject({ status: { state: TaskState.TASK_STATE_COMPLETED }, artifacts: [{ parts: [{ content: { $case: 'text', value: 'echo: via the gateway' } }] }] });
+    expect(task).toMatchObject({
+      status: { state: TaskState.TASK_STATE_COMPLETED },
+      artifacts: [{ parts: [{ content: { $case: 'text', value: 'echo: via the gateway' } }] }],
+    });
 
     const events = [];
-    for await (const event of client.sendMessageStream({ tenant: '', message: userText('streamed'), configuration: undefined, metadata: undefined })) events.push(event.payload);
+    for await (const event of client.sendMessageStream({ tenant: '', message: userText('streamed'), configuration: undefined, metadata: undefined }))
+      events.push(event.payload);
     expect(events[0]?.$case).toBe('task');
     expect(events.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { status: { state: TaskState.TASK_STATE_COMPLETED } } });
   });
 
   it('refuses the card and the endpoint without an API key', async () => {
     expect((await fetch(`${stack.deploymentUrl}/a2a/echo/.well-known/agent-card.json`)).status).toBe(401);
-    const res = await fetch(`${stack.deploymentUrl}/a2a/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}' });
+    const res = await fetch(`${stack.deploymentUrl}/a2a/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}',
+    });
     expect(res.status).toBe(401);
   });
 });

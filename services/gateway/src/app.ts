@@ -98,9 +98,17 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
     tokenTtlSeconds: deps.loginTokenTtlSeconds ?? 30 * 24 * 3600,
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
-  deploymentRoutes(api, { controlPlane: deps.controlPlane, ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
+  deploymentRoutes(api, {
+    controlPlane: deps.controlPlane,
+    ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}),
+    ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
+  });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
-  traceRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined), logger: deps.logger, ...(deps.traceLimits ? { limits: deps.traceLimits } : {}) });
+  traceRoutes(api, {
+    exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined),
+    logger: deps.logger,
+    ...(deps.traceLimits ? { limits: deps.traceLimits } : {}),
+  });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   sandboxRoutes(api, { manager: deps.sandboxManager ?? new SandboxManagerClients(undefined), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
   return api;
@@ -108,11 +116,14 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
 
 /** Where deployments' traffic goes and their tracing credentials, from the control plane (cached briefly). */
 function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
-  return new DeploymentResolver(async (deploymentId) => {
-    const { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId } =
-      await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
-    return { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId };
-  }, { ttlMs: deps.resolveCacheMs ?? 1000 });
+  return new DeploymentResolver(
+    async (deploymentId) => {
+      const { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId } =
+        await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
+      return { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId };
+    },
+    { ttlMs: deps.resolveCacheMs ?? 1000 },
+  );
 }
 
 /**

@@ -38,10 +38,7 @@ const gatewayConfig = (extra: Partial<GatewayConfig> = {}): GatewayConfig => ({
 
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_login');
-  controlPlane = await startControlPlane(
-    { databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', clock },
-    silentLogger(),
-  );
+  controlPlane = await startControlPlane({ databaseUrl: testDb.url, grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', clock }, silentLogger());
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => logLines.push(...chunk.toString().split('\n').filter(Boolean)));
   gateway = await start(gatewayConfig(), createLogger({ name: 'gateway', destination: logStream }));
@@ -306,7 +303,12 @@ describe('around the flow', () => {
     expect(waitOp.security).toBeUndefined();
     expect(waitOp.parameters).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ name: 'timeout', in: 'query', required: false, schema: expect.objectContaining({ type: 'integer', minimum: 0, maximum: 300 }) }),
+        expect.objectContaining({
+          name: 'timeout',
+          in: 'query',
+          required: false,
+          schema: expect.objectContaining({ type: 'integer', minimum: 0, maximum: 300 }),
+        }),
       ]),
     );
     expect(Object.keys(waitOp.responses as Json)).toEqual(expect.arrayContaining(['200', '422']));

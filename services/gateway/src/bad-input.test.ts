@@ -47,7 +47,11 @@ describe('content-encoding', () => {
 
   it('inflates gzip, deflate and br bodies', async () => {
     const json = JSON.stringify({ expires_in: 600 });
-    for (const [encoding, body] of [['gzip', gzipSync(json)], ['deflate', deflateSync(json)], ['br', brotliCompressSync(json)]] as const) {
+    for (const [encoding, body] of [
+      ['gzip', gzipSync(json)],
+      ['deflate', deflateSync(json)],
+      ['br', brotliCompressSync(json)],
+    ] as const) {
       const res = await send(`${stack.gateway.url}/v1/auth/tokens`, { headers: { 'content-encoding': encoding }, body });
       expect({ encoding, status: res.status, expires: res.body.expires_in }).toEqual({ encoding, status: 201, expires: 600 });
     }

@@ -41,10 +41,17 @@ afterAll(async () => {
 async function waitForMessages(page: Page, expected: string[]): Promise<void> {
   // An expression, not a function: tests are not typed with the DOM.
   try {
-    await page.waitForFunction(`JSON.stringify([...document.querySelectorAll('#messages > li > .text')].map((text) => text.textContent)) === ${JSON.stringify(JSON.stringify(expected))}`, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      `JSON.stringify([...document.querySelectorAll('#messages > li > .text')].map((text) => text.textContent)) === ${JSON.stringify(JSON.stringify(expected))}`,
+      undefined,
+      { timeout: 10_000 },
+    );
   } catch (error) {
     // Say what the page shows instead.
-    expect({ messages: await page.locator('#messages > li > .text').allTextContents(), error: await page.textContent('#error') }).toEqual({ messages: expected, error: '' });
+    expect({ messages: await page.locator('#messages > li > .text').allTextContents(), error: await page.textContent('#error') }).toEqual({
+      messages: expected,
+      error: '',
+    });
     throw error;
   }
 }

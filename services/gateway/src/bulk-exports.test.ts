@@ -69,7 +69,14 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw_bulk');
   bucket = await createTestBucket('exports');
   worker = await startExportWorker(
-    { databaseUrl: testDb.url, secretKey: SecretBox.generateKey(), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', bulkExports: { background: false, now: () => clock, allowPrivateEndpoints: true } },
+    {
+      databaseUrl: testDb.url,
+      secretKey: SecretBox.generateKey(),
+      grpcHost: '127.0.0.1',
+      grpcPort: 0,
+      logLevel: 'silent',
+      bulkExports: { background: false, now: () => clock, allowPrivateEndpoints: true },
+    },
     silentLogger(),
   );
   gateway = await start({ ...testGatewayConfig(testDb.url, '127.0.0.1:1'), services: { 'export-worker': `127.0.0.1:${worker.port}` } }, silentLogger());
@@ -98,7 +105,10 @@ afterAll(async () => {
 
 describe('destinations', () => {
   it('are created after a test write under <prefix>/tmp/ (removed again), and never show their credentials', async () => {
-    const res = await call('/api/v1/bulk-exports/destinations', { method: 'POST', json: destinationBody({}, { prefix: '/exports/berth/' }, { secret_access_key: 'S3RVER', session_token: 'tok' }) });
+    const res = await call('/api/v1/bulk-exports/destinations', {
+      method: 'POST',
+      json: destinationBody({}, { prefix: '/exports/berth/' }, { secret_access_key: 'S3RVER', session_token: 'tok' }),
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -117,7 +127,11 @@ describe('destinations', () => {
 
     // At rest the credentials are sealed: no secret appears in the row.
     const db = createDatabase<any>({ connectionString: testDb.url, schema: 'berth_export' });
-    const row = (await sql<{ credentials_sealed: Buffer; config: unknown }>`SELECT credentials_sealed, config FROM destinations WHERE id = ${res.body.id}::uuid`.execute(db.db)).rows[0]!;
+    const row = (
+      await sql<{ credentials_sealed: Buffer; config: unknown }>`SELECT credentials_sealed, config FROM destinations WHERE id = ${res.body.id}::uuid`.execute(
+        db.db,
+      )
+    ).rows[0]!;
     await db.close();
     expect(row.credentials_sealed.includes(Buffer.from('S3RVER'))).toBe(false);
     expect(row.credentials_sealed.includes(Buffer.from('tok'))).toBe(false);
@@ -133,7 +147,12 @@ describe('destinations', () => {
     ['a missing bucket', { bucket_name: 'no-such-bucket-here' }, {}, /bucket "no-such-bucket-here" does not exist/],
     ['unknown credentials', {}, { access_key_id: 'NOT-A-KEY' }, /access denied to bucket .*InvalidAccessKeyId/],
     ['a storage that denies access', { endpoint_url: 'DENIED' }, {}, /access denied to bucket .*AccessDenied/],
-    ['an endpoint where nothing listens', { endpoint_url: 'http://127.0.0.1:1' }, {}, /cannot reach the storage endpoint http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\)/],
+    [
+      'an endpoint where nothing listens',
+      { endpoint_url: 'http://127.0.0.1:1' },
+      {},
+      /cannot reach the storage endpoint http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\)/,
+    ],
   ])('are refused with a 400 that says why for %s', async (_what, config: Json, credentials: Json, words) => {
     const fixed = config.endpoint_url === 'DENIED' ? { ...config, endpoint_url: deniedUrl } : config;
     const res = await call('/api/v1/bulk-exports/destinations', { method: 'POST', json: destinationBody({}, fixed, credentials) });
@@ -145,8 +164,16 @@ describe('destinations', () => {
   it('refuses malformed bodies with 422s naming the field', async () => {
     const res = await call('/api/v1/bulk-exports/destinations', { method: 'POST', json: { ...destinationBody({ destination_type: 'gcs' }), extra: 1 } });
     expect(res.status).toBe(422);
-    expect(res.body.detail.map((d: Json) => d.loc)).toEqual(expect.arrayContaining([['body', 'destination_type'], ['body', 'extra']]));
-    const noRegion = await call('/api/v1/bulk-exports/destinations', { method: 'POST', json: destinationBody({}, { endpoint_url: undefined, region: undefined }) });
+    expect(res.body.detail.map((d: Json) => d.loc)).toEqual(
+      expect.arrayContaining([
+        ['body', 'destination_type'],
+        ['body', 'extra'],
+      ]),
+    );
+    const noRegion = await call('/api/v1/bulk-exports/destinations', {
+      method: 'POST',
+      json: destinationBody({}, { endpoint_url: undefined, region: undefined }),
+    });
     expect(noRegion.status).toBe(422);
     expect(noRegion.body.detail[0].loc).toEqual(['body', 'config']);
   });
@@ -157,11 +184,23 @@ describe('destinations', () => {
     const bad = await call(url, { method: 'PATCH', json: { credentials: { access_key_id: 'WRONG', secret_access_key: 'x' } } });
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toMatch(/access denied/);
-    const rotated = await call(url, { method: 'PATCH', json: { credentials: { access_key_id: s3.accessKeyId, secret_access_key: 'rotated' }, display_name: 'renamed' } });
+    const rotated = await call(url, {
+      method: 'PATCH',
+      json: { credentials: { access_key_id: s3.accessKeyId, secret_access_key: 'rotated' }, display_name: 'renamed' },
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toMatchObject({ display_name: 'renamed', credentials_keys: ['access_key_id', 'secret_access_key'] });
 
-    const exp = await call('/api/v1/bulk-exports', { method: 'POST', json: { bulk_export_destination_id: destination.id, session_id: sessionA, start_time: '2026-05-01T00:00:00Z', end_time: '2026-05-02T00:00:00Z', format_version: 'v2_beta' } });
+    const exp = await call('/api/v1/bulk-exports', {
+      method: 'POST',
+      json: {
+        bulk_export_destination_id: destination.id,
+        session_id: sessionA,
+        start_time: '2026-05-01T00:00:00Z',
+        end_time: '2026-05-02T00:00:00Z',
+        format_version: 'v2_beta',
+      },
+    });
     expect(exp.status).toBe(200);
     const refused = await call(url, { method: 'DELETE' });
     expect(refused.status).toBe(409);
@@ -223,8 +262,16 @@ describe('exports', () => {
     });
     expect(created.status).toBe(200);
     expect(created.body).toMatchObject({
-      status: 'CREATED', tenant_id: tenantA, session_id: sessionA, start_time: '2026-05-01T18:00:00.000Z', end_time: '2026-05-03T06:00:00.000Z',
-      export_fields: ['id', 'name'], filter: 'eq(run_type, "llm")', interval_hours: null, source_bulk_export_id: null, format_version: 'v2_beta',
+      status: 'CREATED',
+      tenant_id: tenantA,
+      session_id: sessionA,
+      start_time: '2026-05-01T18:00:00.000Z',
+      end_time: '2026-05-03T06:00:00.000Z',
+      export_fields: ['id', 'name'],
+      filter: 'eq(run_type, "llm")',
+      interval_hours: null,
+      source_bulk_export_id: null,
+      format_version: 'v2_beta',
     });
     const id = created.body.id;
     const runs = await call(`/api/v1/bulk-exports/${id}/runs`);
@@ -259,7 +306,13 @@ describe('scheduled exports', () => {
     clock = new Date('2026-05-10T12:00:00Z');
     const created = await call('/api/v1/bulk-exports', {
       method: 'POST',
-      json: { bulk_export_destination_id: destination.id, session_id: sessionA, start_time: '2026-05-10T05:00:00Z', interval_hours: 2, format_version: 'v2_beta' },
+      json: {
+        bulk_export_destination_id: destination.id,
+        session_id: sessionA,
+        start_time: '2026-05-10T05:00:00Z',
+        interval_hours: 2,
+        format_version: 'v2_beta',
+      },
     });
     expect(created.status).toBe(200);
     expect(created.body).toMatchObject({ status: 'SCHEDULED', interval_hours: 2, end_time: null });

@@ -52,7 +52,8 @@ async function round(): Promise<Seen[]> {
 }
 
 /** Success; for /readyz (whose fake control plane never answers health checks), Postgres passing. */
-const ok = (r: Seen) => (r.name === 'gateway /readyz' ? (JSON.parse(r.text) as { checks: { postgres: { status: string } } }).checks.postgres.status === 'ok' : r.status < 300);
+const ok = (r: Seen) =>
+  r.name === 'gateway /readyz' ? (JSON.parse(r.text) as { checks: { postgres: { status: string } } }).checks.postgres.status === 'ok' : r.status < 300;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -61,7 +62,11 @@ beforeAll(async () => {
   postgres = new PostgresServer({ baseDir: join(dir, 'postgres'), port: await freePort(), mode: 'fast' });
   await postgres.start();
   stack = await startAgentStack(postgres.connectionString);
-  threadId = ((await (await fetch(`${stack.agent.url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string }).thread_id;
+  threadId = (
+    (await (await fetch(`${stack.agent.url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as {
+      thread_id: string;
+    }
+  ).thread_id;
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -99,7 +104,12 @@ it('answers 503 with Retry-After and a plain message while Postgres is down, and
     expect({ ...r, acceptable }).toEqual({ ...r, acceptable: true });
     if (r.status < 400) continue;
     // /readyz names its checks (one is called "postgres"); their details must be plain.
-    const text = r.name === 'gateway /readyz' ? Object.values((JSON.parse(r.text) as { checks: Record<string, { detail?: string }> }).checks).map((c) => c.detail).join(' ') : r.text;
+    const text =
+      r.name === 'gateway /readyz'
+        ? Object.values((JSON.parse(r.text) as { checks: Record<string, { detail?: string }> }).checks)
+            .map((c) => c.detail)
+            .join(' ')
+        : r.text;
     expect({ name: r.name, internal: INTERNAL.exec(text)?.[0] }).toEqual({ name: r.name, internal: undefined });
   }
 }, 90_000);

@@ -29,7 +29,10 @@ const ids = { plain: randomUUID(), foreign: randomUUID(), pending: randomUUID(),
 
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_cors');
-  stack = await startAgentStack(testDb.url, { agent: { configPath: browserProject, deploymentCredential: 'browser-credential' }, gateway: { corsAllowOrigins: ['https://console.example'] } });
+  stack = await startAgentStack(testDb.url, {
+    agent: { configPath: browserProject, deploymentCredential: 'browser-credential' },
+    gateway: { corsAllowOrigins: ['https://console.example'] },
+  });
   plainAgent = await startTestServer(testDb.url, { configPath: echoProject, workers: 0, deploymentCredential: 'plain-credential' });
   recorder = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -49,7 +52,12 @@ beforeAll(async () => {
   stack.fake.routes.set(ids.foreign, { tenantId: stack.otherTenantId, ...plain });
   stack.fake.routes.set(ids.pending, { tenantId: stack.tenantId, upstreamUrl: '', customAuth: false });
   stack.fake.routes.set(ids.down, { tenantId: stack.tenantId, upstreamUrl: downUrl, customAuth: false });
-  stack.fake.routes.set(ids.recording, { tenantId: stack.tenantId, upstreamUrl: `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`, customAuth: false, upstreamCredential: 'recorder-credential' });
+  stack.fake.routes.set(ids.recording, {
+    tenantId: stack.tenantId,
+    upstreamUrl: `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`,
+    customAuth: false,
+    upstreamCredential: 'recorder-credential',
+  });
 }, 60_000);
 afterAll(async () => {
   await stack?.close();
@@ -69,15 +77,19 @@ interface Answer {
 /** Exactly this request (fetch would add headers and refuse bodies on OPTIONS). */
 function send(url: string, method: string, headers: Record<string, string>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const counts: Record<string, number> = {};
-        for (let i = 0; i < res.rawHeaders.length; i += 2) counts[res.rawHeaders[i]!.toLowerCase()] = (counts[res.rawHeaders[i]!.toLowerCase()] ?? 0) + 1;
-        resolve({ status: res.statusCode!, headers: res.headers, counts, body: Buffer.concat(chunks).toString() });
-      });
-    });
+    const req = http.request(
+      url,
+      { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const counts: Record<string, number> = {};
+          for (let i = 0; i < res.rawHeaders.length; i += 2) counts[res.rawHeaders[i]!.toLowerCase()] = (counts[res.rawHeaders[i]!.toLowerCase()] ?? 0) + 1;
+          resolve({ status: res.statusCode!, headers: res.headers, counts, body: Buffer.concat(chunks).toString() });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -87,7 +99,10 @@ const preflight = (url: string, origin: string, extra: Record<string, string> = 
   send(url, 'OPTIONS', { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key', ...extra });
 
 /** What a browser reads of an answer: its status and CORS headers. */
-const cors = (a: Answer) => ({ status: a.status, ...Object.fromEntries(Object.entries(a.headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary')) });
+const cors = (a: Answer) => ({
+  status: a.status,
+  ...Object.fromEntries(Object.entries(a.headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary')),
+});
 
 describe('a preflight to a deployment URL', () => {
   it("needs no credential: the deployment's http.cors answers it", async () => {
@@ -114,13 +129,32 @@ describe('a preflight to a deployment URL', () => {
       cookie: 'session=s',
       'x-custom': 'payload',
       'content-type': 'application/json',
-    }).then(() => send(`${stack.gateway.url}/d/${ids.recording}/threads`, 'OPTIONS', { origin: 'https://app.example', 'access-control-request-method': 'DELETE', 'x-berth-deployment-credential': 'forged' }, '{"run":"me"}'));
+    }).then(() =>
+      send(
+        `${stack.gateway.url}/d/${ids.recording}/threads`,
+        'OPTIONS',
+        { origin: 'https://app.example', 'access-control-request-method': 'DELETE', 'x-berth-deployment-credential': 'forged' },
+        '{"run":"me"}',
+      ),
+    );
     expect(cors(answer)).toEqual({ status: 204, 'access-control-allow-origin': 'https://recorded.example' });
     expect(recorded.map(({ method, url, body }) => ({ method, url, body }))).toEqual([
       { method: 'OPTIONS', url: '/threads/t1/runs', body: '' },
       { method: 'OPTIONS', url: '/threads', body: '' },
     ]);
-    const allowed = ['origin', 'access-control-request-method', 'access-control-request-headers', 'x-berth-deployment-credential', 'host', 'connection', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-prefix', 'x-request-id'];
+    const allowed = [
+      'origin',
+      'access-control-request-method',
+      'access-control-request-headers',
+      'x-berth-deployment-credential',
+      'host',
+      'connection',
+      'x-forwarded-for',
+      'x-forwarded-host',
+      'x-forwarded-proto',
+      'x-forwarded-prefix',
+      'x-request-id',
+    ];
     for (const { headers } of recorded) {
       expect(Object.keys(headers).filter((name) => !allowed.includes(name))).toEqual([]);
       expect(headers['x-berth-deployment-credential']).toBe('recorder-credential');
@@ -136,7 +170,13 @@ describe('a preflight to a deployment URL', () => {
       'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
       'access-control-allow-headers': 'content-type,x-api-key',
     });
-    const shape = (a: Answer) => ({ ...cors(a), names: Object.keys(a.headers).filter((n) => n !== 'date').sort(), body: a.body });
+    const shape = (a: Answer) => ({
+      ...cors(a),
+      names: Object.keys(a.headers)
+        .filter((n) => n !== 'date')
+        .sort(),
+      body: a.body,
+    });
     for (const id of [randomUUID(), 'not-a-deployment', ids.foreign, ids.pending, ids.down]) {
       expect({ id, ...shape(await ask(id)) }).toEqual({ id, ...shape(reference) });
     }
@@ -150,12 +190,23 @@ describe('a preflight to a deployment URL', () => {
 
 describe('answers through a deployment URL', () => {
   it("carry the deployment's CORS headers, once each", async () => {
-    const res = await send(`${stack.deploymentUrl}/threads/search`, 'POST', { origin: 'https://app.example', 'x-api-key': stack.key, 'content-type': 'application/json' }, '{}');
+    const res = await send(
+      `${stack.deploymentUrl}/threads/search`,
+      'POST',
+      { origin: 'https://app.example', 'x-api-key': stack.key, 'content-type': 'application/json' },
+      '{}',
+    );
     expect(res.status).toBe(200);
     expect(cors(res)).toMatchObject({ 'access-control-allow-origin': 'https://app.example', 'access-control-allow-credentials': 'true', vary: 'Origin' });
     expect(res.headers['access-control-expose-headers']).toContain('x-pagination-total');
-    for (const name of ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers', 'vary']) expect({ name, count: res.counts[name] }).toEqual({ name, count: 1 });
-    const evil = await send(`${stack.deploymentUrl}/threads/search`, 'POST', { origin: 'https://evil.example', 'x-api-key': stack.key, 'content-type': 'application/json' }, '{}');
+    for (const name of ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers', 'vary'])
+      expect({ name, count: res.counts[name] }).toEqual({ name, count: 1 });
+    const evil = await send(
+      `${stack.deploymentUrl}/threads/search`,
+      'POST',
+      { origin: 'https://evil.example', 'x-api-key': stack.key, 'content-type': 'application/json' },
+      '{}',
+    );
     expect(evil.headers['access-control-allow-origin']).toBeUndefined();
   });
 
@@ -196,7 +247,10 @@ describe("the gateway's own API", () => {
   it('takes its origins from GATEWAY_CORS_ALLOW_ORIGINS, origins only', () => {
     const env = { DATABASE_URL: testDb.url };
     expect(loadGatewayConfig(env).corsAllowOrigins).toEqual([]);
-    expect(loadGatewayConfig({ ...env, GATEWAY_CORS_ALLOW_ORIGINS: 'https://a.example, http://b.example:8080/' }).corsAllowOrigins).toEqual(['https://a.example', 'http://b.example:8080']);
+    expect(loadGatewayConfig({ ...env, GATEWAY_CORS_ALLOW_ORIGINS: 'https://a.example, http://b.example:8080/' }).corsAllowOrigins).toEqual([
+      'https://a.example',
+      'http://b.example:8080',
+    ]);
     expect(loadGatewayConfig({ ...env, GATEWAY_CORS_ALLOW_ORIGINS: '*' }).corsAllowOrigins).toEqual(['*']);
     for (const bad of ['https://a.example/console', 'javascript:alert(1)', 'a.example']) {
       expect(() => loadGatewayConfig({ ...env, GATEWAY_CORS_ALLOW_ORIGINS: bad })).toThrow(/GATEWAY_CORS_ALLOW_ORIGINS/);

@@ -79,7 +79,13 @@ async function startUpstream(name: string): Promise<Upstream> {
       return;
     }
     if (path === '/teapot') {
-      res.writeHead(418, { 'content-type': 'application/json', 'x-upstream': name, 'set-cookie': ['a=1', 'b=2'], 'x-upstream-hop': '1', connection: 'keep-alive, x-upstream-hop' });
+      res.writeHead(418, {
+        'content-type': 'application/json',
+        'x-upstream': name,
+        'set-cookie': ['a=1', 'b=2'],
+        'x-upstream-hop': '1',
+        connection: 'keep-alive, x-upstream-hop',
+      });
       res.end(JSON.stringify({ detail: 'short and stout' }));
       return;
     }
@@ -130,7 +136,12 @@ function route(
 }
 
 /** A raw request through node:http (fetch refuses Host and Connection headers). */
-function rawRequest(path: string, headers: Record<string, string>, method = 'GET', body = ''): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function rawRequest(
+  path: string,
+  headers: Record<string, string>,
+  method = 'GET',
+  body = '',
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${gateway.url}${path}`, { method, headers });
     req.on('response', (answer) => {
@@ -159,10 +170,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw_proxy');
   fake = await new FakeDeploymentService().start();
   [upstreamA, upstreamB] = await Promise.all([startUpstream('a'), startUpstream('b')]);
-  gateway = await start(
-    testGatewayConfig(testDb.url, fake.address),
-    silentLogger(),
-  );
+  gateway = await start(testGatewayConfig(testDb.url, fake.address), silentLogger());
   tenantA = (await gateway.store.createTenant({ name: 'a' })).id;
   tenantB = (await gateway.store.createTenant({ name: 'b' })).id;
   const a = await gateway.store.createApiKey({ tenantId: tenantA, name: 'dev' });
@@ -324,7 +332,10 @@ describe('answers of its own', () => {
   it('503 with Retry-After when the agent server refuses or drops the connection; 502 for a malformed answer', async () => {
     const gone = await startUpstream('gone');
     await gone.close();
-    for (const [upstream, path] of [[gone.url, '/ok'], [upstreamA.url, '/reset']] as const) {
+    for (const [upstream, path] of [
+      [gone.url, '/ok'],
+      [upstreamA.url, '/reset'],
+    ] as const) {
       const res = await get(`/d/${route(upstream)}${path}`, { 'x-api-key': keyA, 'content-type': 'application/json' }, { method: 'POST', body: '{}' });
       expect(res).toMatchObject({ status: 503, body: { detail: expect.stringContaining('restarting') } });
       expect(res.headers.get('retry-after')).toBe('5');
@@ -359,7 +370,10 @@ describe('answers of its own', () => {
     // A custom-auth project's callers learn that it failed, not the build's output.
     const custom = route('', { customAuth: true, status: 'FAILED', statusMessage: why });
     const open = await get(`/d/${custom}/ok`, {});
-    expect(open).toMatchObject({ status: 503, body: { detail: `Deployment ${custom} cannot answer: its latest revision failed and no revision serves. Deploy a fixed revision to bring it up.` } });
+    expect(open).toMatchObject({
+      status: 503,
+      body: { detail: `Deployment ${custom} cannot answer: its latest revision failed and no revision serves. Deploy a fixed revision to bring it up.` },
+    });
     expect(open.headers.get('retry-after')).toBeNull();
     // An older revision that still serves is served (LATEST_FAILED).
     const older = route(upstreamA.url, { status: 'LATEST_FAILED', statusMessage: 'the latest revision 6f1c failed to build; revision 1a2b still serves' });

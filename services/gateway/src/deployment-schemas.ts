@@ -55,21 +55,9 @@ export const SourceConfig = z.strictObject({
 });
 
 export const SourceRevisionConfig = z.strictObject({
-  langgraph_config_path: z
-    .string()
-    .min(1)
-    .max(1024)
-    .nullable()
-    .optional()
-    .describe('Path of langgraph.json inside the project (internal_source)'),
+  langgraph_config_path: z.string().min(1).max(1024).nullable().optional().describe('Path of langgraph.json inside the project (internal_source)'),
   image_uri: z.string().min(1).max(2048).nullable().optional().describe('Container image (external_docker)'),
-  source_tarball_path: z
-    .string()
-    .min(1)
-    .max(1024)
-    .nullable()
-    .optional()
-    .describe('The object_path of an upload (POST /v2/deployments/{deployment_id}/upload)'),
+  source_tarball_path: z.string().min(1).max(1024).nullable().optional().describe('The object_path of an upload (POST /v2/deployments/{deployment_id}/upload)'),
 });
 
 const SecretIn = z.strictObject({
@@ -105,9 +93,7 @@ export const CreateDeploymentBody = z
 
 export const UpdateDeploymentBody = z.strictObject({
   source_config: SourceConfig.nullable().optional().describe('Changes alone do not make a new revision'),
-  source_revision_config: SourceRevisionConfig.nullable()
-    .optional()
-    .describe('When given (not null), a new revision is made from it'),
+  source_revision_config: SourceRevisionConfig.nullable().optional().describe('When given (not null), a new revision is made from it'),
   secrets: Secrets.nullable().optional().describe('When given (not null), replaces all secrets of the deployment'),
 });
 
@@ -136,7 +122,9 @@ export const DeploymentOut = z.object({
   status_message: z
     .string()
     .nullable()
-    .describe('Why the deployment has its status: the serving revision\'s health (UNHEALTHY), or which revision failed and why (FAILED, LATEST_FAILED); null otherwise'),
+    .describe(
+      "Why the deployment has its status: the serving revision's health (UNHEALTHY), or which revision failed and why (FAILED, LATEST_FAILED); null otherwise",
+    ),
 });
 
 export const RevisionOut = z.object({

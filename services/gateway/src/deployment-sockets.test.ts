@@ -41,7 +41,12 @@ beforeAll(async () => {
     wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => ws.send(`echo: ${String(data)}`)));
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  stack.fake.routes.set(echoId, { tenantId: stack.tenantId, upstreamUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, customAuth: false, upstreamCredential: CREDENTIAL });
+  stack.fake.routes.set(echoId, {
+    tenantId: stack.tenantId,
+    upstreamUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+    customAuth: false,
+    upstreamCredential: CREDENTIAL,
+  });
 }, 60_000);
 afterAll(async () => {
   await stack?.close();
@@ -110,7 +115,10 @@ describe('a WebSocket on a deployment URL', () => {
     expect(await echo(ok, 'from the app')).toBe('echo: from the app');
     ok.close();
     upgrades.length = 0;
-    expect(await connect(wsUrl(echoId), ['berth', `berth.api-key.${stack.key}`], { origin: 'https://evil.example' })).toEqual({ status: 403, body: expect.stringContaining('not allowed') });
+    expect(await connect(wsUrl(echoId), ['berth', `berth.api-key.${stack.key}`], { origin: 'https://evil.example' })).toEqual({
+      status: 403,
+      body: expect.stringContaining('not allowed'),
+    });
     expect(upgrades).toEqual([]);
   });
 });
@@ -131,12 +139,16 @@ function nextMessage(ws: WebSocket, match: (message: any) => boolean): Promise<a
 describe("a real agent server's protocol v2 WebSocket through the gateway", () => {
   it('takes commands and streams a run’s events to a browser app with the key as a subprotocol', async () => {
     const threadId = randomUUID();
-    const ws = await opened(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.key}`], { origin: 'https://app.example' });
+    const ws = await opened(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.key}`], {
+      origin: 'https://app.example',
+    });
     expect(ws.protocol).toBe('berth');
     ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: ['values'] } }));
     expect(await nextMessage(ws, (m) => m.id === 1)).toMatchObject({ type: 'success', result: { subscription_id: expect.any(String) } });
     const replied = nextMessage(ws, (m) => m.type === 'event' && m.method === 'values' && m.params.data.messages?.length === 2);
-    ws.send(JSON.stringify({ id: 2, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'through the tunnel' }] } } }));
+    ws.send(
+      JSON.stringify({ id: 2, method: 'run.start', params: { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'through the tunnel' }] } } }),
+    );
     expect(await nextMessage(ws, (m) => m.id === 2)).toMatchObject({ type: 'success', result: { run_id: expect.any(String) } });
     const event = await replied;
     expect(event).toMatchObject({ seq: expect.any(Number), event_id: expect.any(String) });
@@ -153,7 +165,11 @@ describe("a real agent server's protocol v2 WebSocket through the gateway", () =
     });
     expect(await run.json()).toMatchObject({ type: 'success' });
     const notFound = { detail: `Deployment ID ${stack.deploymentId} not found.` };
-    expect(await connect(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.otherTenantKey}`], { origin: 'https://app.example' })).toEqual({ status: 404, body: JSON.stringify(notFound) });
+    expect(
+      await connect(wsUrl(stack.deploymentId, `/threads/${threadId}/stream/events`), ['berth', `berth.api-key.${stack.otherTenantKey}`], {
+        origin: 'https://app.example',
+      }),
+    ).toEqual({ status: 404, body: JSON.stringify(notFound) });
     const sse = await fetch(`${stack.deploymentUrl}/threads/${threadId}/stream/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': stack.otherTenantKey },
@@ -166,7 +182,13 @@ describe("a real agent server's protocol v2 WebSocket through the gateway", () =
 describe('an attacker', () => {
   it('without a key, or with one in the query, gets 401 whatever the id names', async () => {
     const unauthorized = { status: 401, body: expect.any(String) };
-    for (const url of [wsUrl(echoId), wsUrl(randomUUID()), wsUrl('not-an-id'), `${wsUrl(echoId)}?x-api-key=${stack.key}`, `${wsUrl(echoId)}?api_key=${stack.key}`]) {
+    for (const url of [
+      wsUrl(echoId),
+      wsUrl(randomUUID()),
+      wsUrl('not-an-id'),
+      `${wsUrl(echoId)}?x-api-key=${stack.key}`,
+      `${wsUrl(echoId)}?api_key=${stack.key}`,
+    ]) {
       expect({ url, ...(await connect(url)) }).toEqual({ url, ...unauthorized });
     }
     expect(await connect(wsUrl(echoId), ['berth', 'berth.api-key.brt_key_wrong'])).toEqual(unauthorized);

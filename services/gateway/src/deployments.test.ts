@@ -130,9 +130,7 @@ describe('POST /v2/deployments', () => {
     expect(await invalid('/v2/deployments', post({ ...ok, source_config: { deployment_type: 'dev_free' } }))).toEqual([
       ['body', 'source_config', 'deployment_type'],
     ]);
-    expect(await invalid('/v2/deployments', post({ ...ok, source_config: { build_on_push: true } }))).toEqual([
-      ['body', 'source_config', 'build_on_push'],
-    ]);
+    expect(await invalid('/v2/deployments', post({ ...ok, source_config: { build_on_push: true } }))).toEqual([['body', 'source_config', 'build_on_push']]);
     expect(await invalid('/v2/deployments', post({ ...ok, source_config: { resource_spec: { cpu: -1, gpus: 1 } } }))).toEqual(
       expect.arrayContaining([
         ['body', 'source_config', 'resource_spec', 'cpu'],
@@ -143,12 +141,19 @@ describe('POST /v2/deployments', () => {
       ['body', 'source_revision_config', 'repo_ref'],
     ]);
     expect(await invalid('/v2/deployments', post({ ...ok, secrets: [{ name: '1BAD', value: 'x' }] }))).toEqual([['body', 'secrets', 0, 'name']]);
-    expect(await invalid('/v2/deployments', post({ ...ok, secrets: [{ name: 'A', value: 'x', extra: 1 }] }))).toEqual([
-      ['body', 'secrets', 0, 'extra'],
-    ]);
-    expect(await invalid('/v2/deployments', post({ ...ok, secrets: [{ name: 'A', value: 'x' }, { name: 'A', value: 'y' }] }))).toEqual([
-      ['body', 'secrets', 1, 'name'],
-    ]);
+    expect(await invalid('/v2/deployments', post({ ...ok, secrets: [{ name: 'A', value: 'x', extra: 1 }] }))).toEqual([['body', 'secrets', 0, 'extra']]);
+    expect(
+      await invalid(
+        '/v2/deployments',
+        post({
+          ...ok,
+          secrets: [
+            { name: 'A', value: 'x' },
+            { name: 'A', value: 'y' },
+          ],
+        }),
+      ),
+    ).toEqual([['body', 'secrets', 1, 'name']]);
     expect(await invalid('/v2/deployments', post({ ...ok, source: 'external_docker' }))).toEqual([['body', 'source_revision_config', 'image_uri']]);
     expect(await invalid('/v2/deployments', { method: 'POST', raw: '{"name": ' })).toEqual([['body']]);
     // Nothing reached the control plane.
@@ -211,7 +216,10 @@ describe('GET/PATCH/DELETE /v2/deployments/{id}', () => {
     const d = await create('patch-me', { secrets: [{ name: 'OLD', value: '1' }] });
     const patched = await call(`/v2/deployments/${d.id}`, {
       method: 'PATCH',
-      json: { source_revision_config: { langgraph_config_path: 'langgraph.json', source_tarball_path: 'uploads/x.tgz' }, secrets: [{ name: 'NEW', value: '2' }] },
+      json: {
+        source_revision_config: { langgraph_config_path: 'langgraph.json', source_tarball_path: 'uploads/x.tgz' },
+        secrets: [{ name: 'NEW', value: '2' }],
+      },
     });
     expect(patched.status).toBe(200);
     expect(patched.body.latest_revision_id).not.toBe(d.latest_revision_id);
@@ -448,7 +456,10 @@ describe('POST /v2/deployments/{id}/webhook-secret', () => {
   it('answers a new whsec_ secret each time, 404 for another tenant or an unknown id, 422 for any field; never logs it', async () => {
     const d = await create('hooked');
     const first = await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST' });
-    expect(first).toEqual({ status: 201, body: { secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/), created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) } });
+    expect(first).toEqual({
+      status: 201,
+      body: { secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/), created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+    });
     expect(first.body.secret).toBe(fake.webhookSecrets.get(d.id));
     expect(fake.callsOf('rotateWebhookSecret').at(-1)).toMatchObject({ tenantId: tenantA, deploymentId: d.id });
     const second = await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', json: {} });
@@ -459,9 +470,15 @@ describe('POST /v2/deployments/{id}/webhook-secret', () => {
     expect(JSON.stringify((await call(`/v2/deployments/${d.id}`)).body)).not.toContain('whsec_');
 
     const calls = fake.callsOf('rotateWebhookSecret').length;
-    expect(await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', key: keyB })).toEqual({ status: 404, body: { detail: `Deployment ID ${d.id} not found.` } });
+    expect(await call(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', key: keyB })).toEqual({
+      status: 404,
+      body: { detail: `Deployment ID ${d.id} not found.` },
+    });
     const unknown = randomUUID();
-    expect(await call(`/v2/deployments/${unknown}/webhook-secret`, { method: 'POST' })).toEqual({ status: 404, body: { detail: `Deployment ID ${unknown} not found.` } });
+    expect(await call(`/v2/deployments/${unknown}/webhook-secret`, { method: 'POST' })).toEqual({
+      status: 404,
+      body: { detail: `Deployment ID ${unknown} not found.` },
+    });
     expect((await call('/v2/deployments/not-an-id/webhook-secret', { method: 'POST' })).status).toBe(404);
     expect(await invalid(`/v2/deployments/${d.id}/webhook-secret`, { method: 'POST', json: { secret: 'whsec_mine' } })).toEqual([['body', 'secret']]);
     // The 422 rotated nothing.
@@ -478,7 +495,11 @@ describe('OpenAPI', () => {
   it('documents every deployment endpoint, the upload as a binary body', async () => {
     const doc = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as Json;
     const paths = doc.paths as Json;
-    expect(Object.keys(paths.paths ?? paths).filter((p) => p.startsWith('/v2/deployments')).sort()).toEqual([
+    expect(
+      Object.keys(paths.paths ?? paths)
+        .filter((p) => p.startsWith('/v2/deployments'))
+        .sort(),
+    ).toEqual([
       '/v2/deployments',
       '/v2/deployments/{deployment_id}',
       '/v2/deployments/{deployment_id}/logs',

@@ -29,10 +29,27 @@ const schema = z.object({
   GATEWAY_CORS_ALLOW_ORIGINS: z
     .string()
     .default('')
-    .transform((value) => value.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean))
-    .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).refine((o) => URL.canParse(o) && new URL(o).origin === o, 'must be an origin: scheme://host[:port], no path')]))),
+    .transform((value) =>
+      value
+        .split(',')
+        .map((o) => o.trim().replace(/\/+$/, ''))
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z.union([
+          z.literal('*'),
+          z.url({ protocol: /^https?$/ }).refine((o) => URL.canParse(o) && new URL(o).origin === o, 'must be an origin: scheme://host[:port], no path'),
+        ]),
+      ),
+    ),
   /** Lifetime of the bearer tokens `berth login` receives, in seconds (1 minute to 30 days). */
-  LOGIN_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(30 * 24 * 3600),
+  LOGIN_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 24 * 3600)
+    .default(30 * 24 * 3600),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
   CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
   SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),

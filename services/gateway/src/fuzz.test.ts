@@ -27,8 +27,30 @@ let stack: AgentStack;
 let threadId: string;
 
 const jsonKeys = fc.constantFrom(
-  'assistant_id', 'graph_id', 'input', 'metadata', 'values', 'limit', 'offset', 'name', 'thread_id', 'config', 'context', 'before',
-  'checkpoint', 'checkpoint_id', 'as_node', 'expires_in', 'source', 'status', 'ids', 'command', 'stream_mode', 'version', 'if_exists', 'role',
+  'assistant_id',
+  'graph_id',
+  'input',
+  'metadata',
+  'values',
+  'limit',
+  'offset',
+  'name',
+  'thread_id',
+  'config',
+  'context',
+  'before',
+  'checkpoint',
+  'checkpoint_id',
+  'as_node',
+  'expires_in',
+  'source',
+  'status',
+  'ids',
+  'command',
+  'stream_mode',
+  'version',
+  'if_exists',
+  'role',
 );
 
 /**
@@ -50,7 +72,11 @@ function fuzz(baseUrl: string, routes: FuzzRoute[], credentials: () => Record<st
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_fuzz');
   stack = await startAgentStack(testDb.url);
-  threadId = ((await (await fetch(`${stack.agent.url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string }).thread_id;
+  threadId = (
+    (await (await fetch(`${stack.agent.url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as {
+      thread_id: string;
+    }
+  ).thread_id;
 }, 60_000);
 afterAll(async () => {
   await stack?.close();

@@ -28,10 +28,7 @@ const withKey = (key: string, extra: Record<string, string> = {}) => ({ 'X-Api-K
 beforeAll(async () => {
   testDb = await createTestDatabase('gw');
   service = await startGrpcService({ name: 'berth.test.v1', host: '127.0.0.1', port: 0, logger: silentLogger() });
-  gateway = await start(
-    testGatewayConfig(testDb.url, service.address),
-    silentLogger(),
-  );
+  gateway = await start(testGatewayConfig(testDb.url, service.address), silentLogger());
   const boot = await gateway.store.bootstrap();
   platformKey = boot.key;
   systemTenant = boot.tenant.id;

@@ -29,10 +29,7 @@ const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
 /** Headers for every login page: no caching, no framing, no referrer, nothing but our style. */
 export function setPageHeaders(res: Response): void {
-  res.setHeader(
-    'Content-Security-Policy',
-    `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-  );
+  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Referrer-Policy', 'no-referrer');

@@ -32,7 +32,9 @@ const PROBE = Buffer.from(JSON.stringify({ berth_probe: 1 }));
 
 /** Routes that read their own body (documented with another request type than JSON). */
 async function ownBodyRoutes(baseUrl: string): Promise<Set<string>> {
-  const doc = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>> };
+  const doc = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>>;
+  };
   const own = new Set<string>();
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(operations)) {
@@ -84,8 +86,12 @@ async function walk({ baseUrl, docsUrl, credential, skip, withoutCredential, uns
       for (const answer of [typed, untyped]) if (answer.status < 400) problems.push(`${where}: took a text body (${answer.status})`);
       continue;
     }
-    for (const [how, answer] of [['text/plain', typed], ['no content type', untyped]] as const) {
-      if (JSON.stringify(outcome(answer)) !== JSON.stringify(outcome(asJson))) problems.push(`${where} ${how}: ${answer.status} ${answer.text} where JSON got ${asJson.status} ${asJson.text}`);
+    for (const [how, answer] of [
+      ['text/plain', typed],
+      ['no content type', untyped],
+    ] as const) {
+      if (JSON.stringify(outcome(answer)) !== JSON.stringify(outcome(asJson)))
+        problems.push(`${where} ${how}: ${answer.status} ${answer.text} where JSON got ${asJson.status} ${asJson.text}`);
     }
     for (const answer of anonymous) {
       const refused = answer.status === withoutCredential && (withoutCredential !== 415 || /application\/json/.test(refusal(answer)));
@@ -101,7 +107,9 @@ describe('a body without Content-Type: application/json', () => {
     // Login flows call the control plane's AuthFlowService, which the fake does not serve; this
     // stack runs no sandbox-manager (503 saying how to enable sandboxes).
     const unserved = /^\/(v2\/auth|login|api\/v2\/sandboxes)\b/;
-    expect(await walk({ baseUrl: stack.gateway.url, credential: { 'x-api-key': stack.key }, skip: /^\/(d\/|readyz)/, withoutCredential: 415, unserved })).toEqual([]);
+    expect(
+      await walk({ baseUrl: stack.gateway.url, credential: { 'x-api-key': stack.key }, skip: /^\/(d\/|readyz)/, withoutCredential: 415, unserved }),
+    ).toEqual([]);
   }, 120_000);
 
   it('is read as JSON on every route of an agent server through the gateway (the key was required)', async () => {
@@ -117,7 +125,13 @@ describe('a body without Content-Type: application/json', () => {
     const created = await fetch(`${stack.deploymentUrl}/threads`, { method: 'POST', headers, body: JSON.stringify({ metadata: { from: 'proxy' } }) });
     expect(await created.json()).toMatchObject({ metadata: { from: 'proxy' } });
     await fetch(`${stack.deploymentUrl}/threads`, { method: 'POST', headers, body: '{}' });
-    const found = (await (await fetch(`${stack.deploymentUrl}/threads/search`, { method: 'POST', headers, body: new TextEncoder().encode(JSON.stringify({ metadata: { from: 'proxy' } })) })).json()) as unknown[];
+    const found = (await (
+      await fetch(`${stack.deploymentUrl}/threads/search`, {
+        method: 'POST',
+        headers,
+        body: new TextEncoder().encode(JSON.stringify({ metadata: { from: 'proxy' } })),
+      })
+    ).json()) as unknown[];
     expect(found).toHaveLength(1);
   });
 });

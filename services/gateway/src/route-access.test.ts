@@ -24,14 +24,19 @@ afterAll(async () => {
 
 /** One line per route: method, path, and `public` or the kinds of credential it takes. */
 function accessTable(rows: readonly { method: string; path: string; access: 'public' | readonly string[] }[]): string {
-  return rows.map(({ method, path, access }) => `${method.toUpperCase().padEnd(7)} ${path.padEnd(72)} ${access === 'public' ? 'public' : access.join(', ')}`.trimEnd()).join('\n');
+  return rows
+    .map(({ method, path, access }) => `${method.toUpperCase().padEnd(7)} ${path.padEnd(72)} ${access === 'public' ? 'public' : access.join(', ')}`.trimEnd())
+    .join('\n');
 }
 
 describe('route access', () => {
   it('lists every route with the credentials it takes, as the checked-in table says', () => {
     const api = gatewayApi({ logger: silentLogger(), store: new AuthStore(database.db as never), readiness: {}, controlPlane });
     const rows = [...api.routes, { method: 'any', path: '/d/{deployment_id}/{path}', access: PROXY_CREDENTIALS }];
-    const table = readFileSync(TABLE, 'utf8').split('\n').filter((line) => line && !line.startsWith('#')).join('\n');
+    const table = readFileSync(TABLE, 'utf8')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('#'))
+      .join('\n');
     // On a difference: the route added or changed is in the diff; update route-access.txt in the same change.
     expect(accessTable(rows)).toBe(table);
   });

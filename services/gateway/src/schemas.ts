@@ -52,7 +52,13 @@ export const CreateApiKeyBody = z.strictObject({
 });
 
 export const CreateTokenBody = z.strictObject({
-  expires_in: z.number().int().min(60).max(30 * 24 * 3600).default(3600).describe('Lifetime in seconds'),
+  expires_in: z
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 24 * 3600)
+    .default(3600)
+    .describe('Lifetime in seconds'),
 });
 
 export const TokenOut = z.object({

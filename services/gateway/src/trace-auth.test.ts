@@ -49,7 +49,12 @@ beforeAll(async () => {
       grpcHost: '127.0.0.1',
       grpcPort: 0,
       logLevel: 'silent',
-      deployments: { secretKey, artifactsDir: join(work, 'artifacts'), processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work }, agentServeScript: AGENT_SERVE_SCRIPT },
+      deployments: {
+        secretKey,
+        artifactsDir: join(work, 'artifacts'),
+        processEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work },
+        agentServeScript: AGENT_SERVE_SCRIPT,
+      },
     },
     silentLogger(),
   );
@@ -94,7 +99,9 @@ async function send(method: string, path: string, headers: Record<string, string
 
 describe('the tenant’s credentials', () => {
   it('an API key and a bearer token pass authentication on every route declaring them; a bearer token is refused where only a key is', async () => {
-    const token = ((await (await fetch(`${gateway.url}/v1/auth/tokens`, { method: 'POST', headers: { 'x-api-key': apiKey } })).json()) as { access_token: string }).access_token;
+    const token = (
+      (await (await fetch(`${gateway.url}/v1/auth/tokens`, { method: 'POST', headers: { 'x-api-key': apiKey } })).json()) as { access_token: string }
+    ).access_token;
     for (const spec of api.routes) {
       if (spec.access === 'public') continue;
       const path = spec.path.replace(/\{[^}]+\}/g, () => randomUUID());
@@ -108,7 +115,12 @@ describe('the tenant’s credentials', () => {
           expect({ route: spec.path, kind, ...refused }).not.toMatchObject({ route: spec.path, kind, detail: expect.stringMatching(/^This route takes/) });
           expect({ route: spec.path, kind, status: res.status }).not.toEqual({ route: spec.path, kind, status: 401 });
         } else {
-          expect({ route: spec.path, kind, ...refused }).toEqual({ route: spec.path, kind, status: 403, detail: 'This route takes an API key, not a bearer token' });
+          expect({ route: spec.path, kind, ...refused }).toEqual({
+            route: spec.path,
+            kind,
+            status: 403,
+            detail: 'This route takes an API key, not a bearer token',
+          });
         }
       }
     }
@@ -147,7 +159,9 @@ describe('a deployment’s tracing credential', () => {
       expect({ path, status: res.status }).toEqual({ path, status: 403 });
       expect(res.body?.detail).toMatch(/tracing credential may only call the trace API/);
     }
-    await expect(authenticator().authenticate({ headers: { 'x-api-key': credential } }, accessOf('DELETE', `/sessions/${deployment.session_id}`))).rejects.toMatchObject({
+    await expect(
+      authenticator().authenticate({ headers: { 'x-api-key': credential } }, accessOf('DELETE', `/sessions/${deployment.session_id}`)),
+    ).rejects.toMatchObject({
       name: 'PermissionDeniedError',
     });
     // The tenant's own key still works there.
@@ -162,7 +176,10 @@ describe('a deployment’s tracing credential', () => {
       const res = await send(spec.method, path, { 'x-api-key': credential });
       if (spec.access.includes('tracing_credential')) {
         declared++;
-        expect({ route: spec.path, detail: res.body?.detail }).not.toEqual({ route: spec.path, detail: expect.stringMatching(/tracing credential may only call/) });
+        expect({ route: spec.path, detail: res.body?.detail }).not.toEqual({
+          route: spec.path,
+          detail: expect.stringMatching(/tracing credential may only call/),
+        });
         expect(res.status).not.toBe(401);
       } else {
         expect({ method: spec.method, route: spec.path, status: res.status, detail: res.body?.detail }).toEqual({
@@ -179,7 +196,14 @@ describe('a deployment’s tracing credential', () => {
   it('is refused by a route under /runs that does not declare it (authorization is by declaration, not by path)', async () => {
     // What a later route beside the trace API looks like: it takes tenant credentials only.
     const admin: GatewayApi = new Api({ authenticate: (req, accepts) => authenticator().authenticate(req, accepts) });
-    admin.route({ method: 'get', path: '/runs/stats', access: ['api_key', 'access_token'], summary: 'Stats', response: z.object({ ok: z.boolean() }), handler: () => ({ ok: true }) });
+    admin.route({
+      method: 'get',
+      path: '/runs/stats',
+      access: ['api_key', 'access_token'],
+      summary: 'Stats',
+      response: z.object({ ok: z.boolean() }),
+      handler: () => ({ ok: true }),
+    });
     const served = await listen(createApp({ logger: silentLogger(), routes: [admin.router()] }), '127.0.0.1', 0);
     try {
       const traced = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': credential } });
@@ -198,7 +222,9 @@ describe('a deployment’s tracing credential', () => {
     const foreign = credential.replace(deployment.id, other.id);
     for (const key of [forged, foreign]) {
       expect((await call('/v1/me', key)).status).toBe(401);
-      await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(UnauthenticatedError);
+      await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(
+        UnauthenticatedError,
+      );
     }
     await expect(
       authenticator().authenticate({ headers: { 'x-api-key': credential, 'x-tenant-id': randomUUID() } }, accessOf('POST', '/runs/multipart')),
@@ -212,7 +238,9 @@ describe('a deployment’s tracing credential', () => {
       tracingProject: { name: 'doomed-bot' },
     });
     expect((await call(`/v2/deployments/${doomed.id}`, apiKey, 'DELETE')).status).toBe(204);
-    await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(UnauthenticatedError);
+    await expect(authenticator().authenticate({ headers: { 'x-api-key': key } }, accessOf('POST', '/runs/multipart'))).rejects.toBeInstanceOf(
+      UnauthenticatedError,
+    );
     // The gateway's own cache lets it lapse as a deleted deployment's routes do (exact instants: proxy/resolver.test.ts).
     await until('the gateway to refuse the credential', async () => ((await call('/v1/me', key)).status === 401 ? true : undefined), 10_000, 50);
   });

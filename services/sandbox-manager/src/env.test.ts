@@ -27,7 +27,11 @@ describe('sandbox limits from the environment', () => {
   });
 
   it('refuses what is not a positive quantity, naming the variable', () => {
-    for (const [name, value] of [['SANDBOX_MAX_MEMORY', '12 parsecs'], ['SANDBOX_DEFAULT_CPU', '0'], ['SANDBOX_TENANT_MAX_SANDBOXES', '-1']]) {
+    for (const [name, value] of [
+      ['SANDBOX_MAX_MEMORY', '12 parsecs'],
+      ['SANDBOX_DEFAULT_CPU', '0'],
+      ['SANDBOX_TENANT_MAX_SANDBOXES', '-1'],
+    ]) {
       const error = (() => {
         try {
           return sandboxLimitsFromEnv({ [name!]: value });

@@ -61,52 +61,55 @@ export function sandboxLimitsFromEnv(env: Record<string, string | undefined> = p
   };
 }
 
-const schema = z.object({
-  DATABASE_URL: z.string().min(1),
-  /** 32 bytes, base64: seals registry passwords and opaque proxy header values. */
-  BERTH_SECRET_KEY: z.string().min(1),
-  /** Private CIDRs sandboxes may reach through the auth proxy (everything else private is refused). */
-  BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList,
-  /** container (Docker Engine API), kubernetes, or none (sandbox calls answer 503). */
-  SANDBOX_DRIVER: z.enum(['container', 'kubernetes', 'none']).default('none'),
-  /** The Docker Engine API socket of the container driver (Docker's, or `podman system service`'s). */
-  SANDBOX_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
-  /**
-   * container driver, on an engine that cannot enforce storage limits (overlay on ext4): `enforce`
-   * fails every sandbox that has one (and every sandbox gets one: SANDBOX_DEFAULT_STORAGE), `ignore`
-   * runs them without.
-   */
-  SANDBOX_STORAGE_QUOTA: z.enum(['enforce', 'ignore']).default('enforce'),
-  /** Where the container driver keeps each sandbox's sockets (bind-mounted into it). */
-  SANDBOX_RUN_DIR: z.string().default('/run/berth-sandboxes'),
-  /** Image of sandboxes created without a snapshot or template. */
-  SANDBOX_DEFAULT_IMAGE: z.string().optional(),
-  /** Registries pulled over plain HTTP (host:port, comma-separated). */
-  SANDBOX_INSECURE_REGISTRIES: envList,
-  /** kubernetes driver: the namespace of sandbox pods (it must exist). */
-  SANDBOX_KUBERNETES_NAMESPACE: z.string().min(1).default('berth-sandboxes'),
-  /** kubernetes driver: a kubeconfig file (a sandbox manager outside the cluster); unset: the pod's service account. */
-  KUBECONFIG: z.string().min(1).optional(),
-  /** kubernetes driver: the Berth platform image (its auth proxy runs as each sandbox's sidecar). */
-  BERTH_PLATFORM_IMAGE: z.string().min(1).optional(),
-  /** kubernetes driver: a RuntimeClass for sandbox pods (gVisor's `runsc`, `kata-qemu`). */
-  SANDBOX_RUNTIME_CLASS: z.string().min(1).optional(),
-  /** kubernetes driver: the StorageClass of volume claims (the cluster's default when unset). */
-  SANDBOX_STORAGE_CLASS: z.string().min(1).optional(),
-  /** kubernetes driver: run every sandbox as this uid, whatever its image says. */
-  SANDBOX_RUN_AS_USER: z.coerce.number().int().min(1).optional(),
-  /**
-   * kubernetes driver: `off` drops the init container that locks a pod's egress to its proxy (it
-   * needs NET_ADMIN); then only the NetworkPolicy holds a process that ignores HTTP_PROXY.
-   */
-  SANDBOX_EGRESS_LOCK: z.enum(['on', 'off']).default('on'),
-}).refine((e) => e.SANDBOX_DRIVER !== 'kubernetes' || e.BERTH_PLATFORM_IMAGE, {
-  message: 'the kubernetes sandbox driver needs BERTH_PLATFORM_IMAGE (the image with the auth proxy sidecar)',
-  path: ['BERTH_PLATFORM_IMAGE'],
-});
+const schema = z
+  .object({
+    DATABASE_URL: z.string().min(1),
+    /** 32 bytes, base64: seals registry passwords and opaque proxy header values. */
+    BERTH_SECRET_KEY: z.string().min(1),
+    /** Private CIDRs sandboxes may reach through the auth proxy (everything else private is refused). */
+    BERTH_SANDBOX_PRIVATE_EGRESS: envCidrList,
+    /** container (Docker Engine API), kubernetes, or none (sandbox calls answer 503). */
+    SANDBOX_DRIVER: z.enum(['container', 'kubernetes', 'none']).default('none'),
+    /** The Docker Engine API socket of the container driver (Docker's, or `podman system service`'s). */
+    SANDBOX_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
+    /**
+     * container driver, on an engine that cannot enforce storage limits (overlay on ext4): `enforce`
+     * fails every sandbox that has one (and every sandbox gets one: SANDBOX_DEFAULT_STORAGE), `ignore`
+     * runs them without.
+     */
+    SANDBOX_STORAGE_QUOTA: z.enum(['enforce', 'ignore']).default('enforce'),
+    /** Where the container driver keeps each sandbox's sockets (bind-mounted into it). */
+    SANDBOX_RUN_DIR: z.string().default('/run/berth-sandboxes'),
+    /** Image of sandboxes created without a snapshot or template. */
+    SANDBOX_DEFAULT_IMAGE: z.string().optional(),
+    /** Registries pulled over plain HTTP (host:port, comma-separated). */
+    SANDBOX_INSECURE_REGISTRIES: envList,
+    /** kubernetes driver: the namespace of sandbox pods (it must exist). */
+    SANDBOX_KUBERNETES_NAMESPACE: z.string().min(1).default('berth-sandboxes'),
+    /** kubernetes driver: a kubeconfig file (a sandbox manager outside the cluster); unset: the pod's service account. */
+    KUBECONFIG: z.string().min(1).optional(),
+    /** kubernetes driver: the Berth platform image (its auth proxy runs as each sandbox's sidecar). */
+    BERTH_PLATFORM_IMAGE: z.string().min(1).optional(),
+    /** kubernetes driver: a RuntimeClass for sandbox pods (gVisor's `runsc`, `kata-qemu`). */
+    SANDBOX_RUNTIME_CLASS: z.string().min(1).optional(),
+    /** kubernetes driver: the StorageClass of volume claims (the cluster's default when unset). */
+    SANDBOX_STORAGE_CLASS: z.string().min(1).optional(),
+    /** kubernetes driver: run every sandbox as this uid, whatever its image says. */
+    SANDBOX_RUN_AS_USER: z.coerce.number().int().min(1).optional(),
+    /**
+     * kubernetes driver: `off` drops the init container that locks a pod's egress to its proxy (it
+     * needs NET_ADMIN); then only the NetworkPolicy holds a process that ignores HTTP_PROXY.
+     */
+    SANDBOX_EGRESS_LOCK: z.enum(['on', 'off']).default('on'),
+  })
+  .refine((e) => e.SANDBOX_DRIVER !== 'kubernetes' || e.BERTH_PLATFORM_IMAGE, {
+    message: 'the kubernetes sandbox driver needs BERTH_PLATFORM_IMAGE (the image with the auth proxy sidecar)',
+    path: ['BERTH_PLATFORM_IMAGE'],
+  });
 
 function driverConfig(e: z.infer<typeof schema>): DriverConfig | undefined {
-  if (e.SANDBOX_DRIVER === 'container') return { kind: 'container', socketPath: e.SANDBOX_DOCKER_SOCKET, runDir: e.SANDBOX_RUN_DIR, storageQuota: e.SANDBOX_STORAGE_QUOTA };
+  if (e.SANDBOX_DRIVER === 'container')
+    return { kind: 'container', socketPath: e.SANDBOX_DOCKER_SOCKET, runDir: e.SANDBOX_RUN_DIR, storageQuota: e.SANDBOX_STORAGE_QUOTA };
   if (e.SANDBOX_DRIVER === 'kubernetes') {
     return {
       kind: 'kubernetes',

@@ -100,7 +100,11 @@ export async function start(
   const quotas = new TenantQuotas(db, { ...DEFAULT_QUOTA, ...settings.quota });
   const registries = new Registries(db, box);
   const volumes = new Volumes(db, (name) => driver.removeVolume(name), limits.maxStorageBytes);
-  const templates = new Templates(db, box, registries, driver, { logger, limits, ...(settings.insecureRegistries ? { insecureRegistries: settings.insecureRegistries } : {}) });
+  const templates = new Templates(db, box, registries, driver, {
+    logger,
+    limits,
+    ...(settings.insecureRegistries ? { insecureRegistries: settings.insecureRegistries } : {}),
+  });
   const privateEgress = settings.privateEgress ?? [];
   const specDeps = { db, box, templates, privateEgress, limits, platformId };
   const pools = new Pools({ ...specDeps, driver, logger, quotas, ...(settings.poolIntervalMs ? { intervalMs: settings.poolIntervalMs } : {}) });
@@ -149,7 +153,14 @@ export async function start(
     defaults: { timeoutSeconds: 60, idleTimeoutSeconds: 300, ttlSeconds: 600, ...settings.exec },
   });
   const commands = sessions;
-  const reaper = new Reaper({ sandboxes, driver, logger, now, runningCommands: (id) => commands.runningCount(id), ...(settings.reaperIntervalMs ? { intervalMs: settings.reaperIntervalMs } : {}) });
+  const reaper = new Reaper({
+    sandboxes,
+    driver,
+    logger,
+    now,
+    runningCommands: (id) => commands.runningCount(id),
+    ...(settings.reaperIntervalMs ? { intervalMs: settings.reaperIntervalMs } : {}),
+  });
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({

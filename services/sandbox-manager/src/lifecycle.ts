@@ -17,7 +17,10 @@ export const sandboxLifecycle = defineLifecycle('sandbox', {
 });
 export type SandboxStatus = typeof sandboxLifecycle extends Lifecycle<infer S> ? S : never;
 /** Statuses are lowercase in Postgres and REST, as the `langsmith/sandbox` client compares them. */
-export const sandboxStatuses = wireEnum(WireSandboxStatus, sandboxLifecycle.states.map((s) => s.toUpperCase()));
+export const sandboxStatuses = wireEnum(
+  WireSandboxStatus,
+  sandboxLifecycle.states.map((s) => s.toUpperCase()),
+);
 
 /** A template's (or snapshot's) image: pulled once per change of image or registry. */
 export const imageLifecycle = defineLifecycle('template image', {
@@ -26,7 +29,10 @@ export const imageLifecycle = defineLifecycle('template image', {
   failed: { failed: true, to: ['building'] },
 });
 export type ImageStatus = typeof imageLifecycle extends Lifecycle<infer S> ? S : never;
-export const imageStatuses = wireEnum(WireImageStatus, imageLifecycle.states.map((s) => s.toUpperCase()));
+export const imageStatuses = wireEnum(
+  WireImageStatus,
+  imageLifecycle.states.map((s) => s.toUpperCase()),
+);
 
 /** A warm-pool member; a claim removes it from the pool (it becomes the sandbox's instance). */
 export const poolMemberLifecycle = defineLifecycle('pool member', {

@@ -57,7 +57,12 @@ export function describeBrokerContract(label: string, setup: () => Promise<Broke
       await sub.ready;
       const published: string[] = [];
       for (const data of SAMPLES) published.push(await broker.publish(run, 'values', data));
-      published.push(...(await broker.publishMany(run, [{ event: 'a', data: 1 }, { event: 'b', data: { two: 2 } }])));
+      published.push(
+        ...(await broker.publishMany(run, [
+          { event: 'a', data: 1 },
+          { event: 'b', data: { two: 2 } },
+        ])),
+      );
       expect(await broker.publishMany(run, [])).toEqual([]);
       await broker.end(run);
 
@@ -77,7 +82,11 @@ export function describeBrokerContract(label: string, setup: () => Promise<Broke
       await Promise.all(subs.map((s) => s.ready));
       const reading = subs.map((s) => drain(s));
       for (let k = 0; k < 30; k++) {
-        if (k % 10 === 0) await broker.publishMany(run, [{ event: 'batch', data: k }, { event: 'batch', data: k + 0.5 }]);
+        if (k % 10 === 0)
+          await broker.publishMany(run, [
+            { event: 'batch', data: k },
+            { event: 'batch', data: k + 0.5 },
+          ]);
         else await broker.publish(run, 'tick', { k });
       }
       await broker.end(run);
@@ -217,9 +226,12 @@ export function describeBrokerContract(label: string, setup: () => Promise<Broke
       await expect(broker.publish(run, 'values', 10n)).rejects.toBeInstanceOf(InvalidEventDataError);
       await expect(broker.publish(run, 'values', circular)).rejects.toBeInstanceOf(InvalidEventDataError);
       await expect(broker.publish(run, 'values', 'x'.repeat(5_000))).rejects.toBeInstanceOf(EventTooLargeError);
-      await expect(broker.publishMany(run, [{ event: 'ok', data: 1 }, { event: 'bad', data: undefined }])).rejects.toBeInstanceOf(
-        InvalidEventDataError,
-      );
+      await expect(
+        broker.publishMany(run, [
+          { event: 'ok', data: 1 },
+          { event: 'bad', data: undefined },
+        ]),
+      ).rejects.toBeInstanceOf(InvalidEventDataError);
       await expect(broker.publish('', 'values', 1)).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(broker.publish(run, '', 1)).rejects.toBeInstanceOf(InvalidArgumentError);
       for (const after of ['abc', '-1', '01', '1.5', '']) {

@@ -74,4 +74,3 @@ export async function drain(sub: AsyncIterator<BrokerEvent>, options: { max?: nu
 export function ids(count: number, from = 0): string[] {
   return Array.from({ length: count }, (_, k) => String(from + k));
 }
-

@@ -36,7 +36,16 @@ export function lifecycleCases(harness: () => Harness): void {
     const run = newRunId();
     const sub = other.subscribe(run, { from: 'start' });
     await sub.ready;
-    expect(await broker.publishMany(run, [{ event: 'values', data: 'a' }, { event: 'values', data: 'b' }], { startAt: 40 })).toEqual(['40', '41']);
+    expect(
+      await broker.publishMany(
+        run,
+        [
+          { event: 'values', data: 'a' },
+          { event: 'values', data: 'b' },
+        ],
+        { startAt: 40 },
+      ),
+    ).toEqual(['40', '41']);
     // An existing stream keeps its numbering whatever startAt says.
     expect(await broker.publish(run, 'values', 'c', { startAt: 7 })).toBe('42');
     expect(await broker.publish(run, 'values', 'd')).toBe('43');
@@ -57,7 +66,12 @@ export function lifecycleCases(harness: () => Harness): void {
     const kept = harness().broker(); // default retention: another process with its own sweep
     const run = newRunId();
     const fresh = newRunId();
-    expect(await broker.publishMany(run, [{ event: 'values', data: 1 }, { event: 'values', data: 2 }])).toEqual(ids(2));
+    expect(
+      await broker.publishMany(run, [
+        { event: 'values', data: 1 },
+        { event: 'values', data: 2 },
+      ]),
+    ).toEqual(ids(2));
     await broker.end(run);
     expect(await drain(kept.subscribe(run, { from: 'start' }))).toHaveLength(2);
     const publishedAt = Date.now();

@@ -98,10 +98,17 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const hopeless = await queue.enqueue('flaky-fixed', { failTimes: 5 });
       const r = h.recorder;
       await until('all three jobs to finish', () => r.completedOf(fixed) && r.completedOf(exponential) && r.failedOf(hopeless).length === 3);
-      const gaps = (id: string) => r.callsOf(id).slice(1).map((c, i) => c.at - (r.callsOf(id)[i]?.at ?? 0));
+      const gaps = (id: string) =>
+        r
+          .callsOf(id)
+          .slice(1)
+          .map((c, i) => c.at - (r.callsOf(id)[i]?.at ?? 0));
 
       expect(r.callsOf(fixed).map((c) => c.attempt)).toEqual([1, 2, 3]);
-      expect(r.failedOf(fixed).map((e) => [e.attempt, e.willRetry, e.error.message])).toEqual([[1, true, 'failure 1'], [2, true, 'failure 2']]);
+      expect(r.failedOf(fixed).map((e) => [e.attempt, e.willRetry, e.error.message])).toEqual([
+        [1, true, 'failure 1'],
+        [2, true, 'failure 2'],
+      ]);
       expect(r.completedOf(fixed)).toMatchObject({ attempt: 3, result: 'ok on attempt 3' });
       for (const gap of gaps(fixed)) expect(gap).toBeGreaterThanOrEqual(300);
       const [first, second] = gaps(exponential);

@@ -21,19 +21,21 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * returns the value once `ok` holds; throws UntilTimeoutError naming the condition otherwise.
  */
 export async function until<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const met = await waitUntil(`${ok.toString()} to hold`, async () => {
-    const value = await probe();
-    return ok(value) ? { value } : undefined;
-  }, timeoutMs, 20);
+  const met = await waitUntil(
+    `${ok.toString()} to hold`,
+    async () => {
+      const value = await probe();
+      return ok(value) ? { value } : undefined;
+    },
+    timeoutMs,
+    20,
+  );
   return met.value;
 }
 
 /** An agent server on the test project with short leases, on 127.0.0.1 and a free port. */
 export function startTestServer(databaseUrl: string, overrides: Partial<AgentServerConfig> = {}): Promise<RunningAgentServer> {
-  return startAgentServer(
-    { configPath: serverProject, databaseUrl, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000, ...overrides },
-    silentLogger(),
-  );
+  return startAgentServer({ configPath: serverProject, databaseUrl, host: '127.0.0.1', port: 0, workers: 4, leaseMs: 1000, ...overrides }, silentLogger());
 }
 
 const workerScript = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
@@ -47,7 +49,16 @@ export async function spawnAgentServer(
   databaseUrl: string,
   options: { workers?: number; configPath?: string; config?: Partial<AgentServerConfig>; logLevel?: 'info' | 'warn' } = {},
 ): Promise<TestChild & { url: string }> {
-  const args = ['--conditions=berth-source', '--import', 'tsx', workerScript, options.configPath ?? serverProject, databaseUrl, String(options.workers ?? 2), JSON.stringify(options.config ?? {})];
+  const args = [
+    '--conditions=berth-source',
+    '--import',
+    'tsx',
+    workerScript,
+    options.configPath ?? serverProject,
+    databaseUrl,
+    String(options.workers ?? 2),
+    JSON.stringify(options.config ?? {}),
+  ];
   if (options.logLevel) args.push(options.logLevel);
   const started = spawnTestChild(process.execPath, args, { env: process.env, stderr: 'inherit' });
   try {

@@ -68,7 +68,19 @@ interface WireEvent {
 }
 
 /** Keys whose values are generated ids (or lists of them). */
-const ID_KEYS = new Set(['id', 'subscription_id', 'interrupt_ids', 'parent_id', 'run_id', 'thread_id', 'interrupt_id', 'checkpoint_id', 'parent_checkpoint_id', 'message_id', 'task_id']);
+const ID_KEYS = new Set([
+  'id',
+  'subscription_id',
+  'interrupt_ids',
+  'parent_id',
+  'run_id',
+  'thread_id',
+  'interrupt_id',
+  'checkpoint_id',
+  'parent_checkpoint_id',
+  'message_id',
+  'task_id',
+]);
 
 /** Replaces generated ids by `<id N>`, the same id by the same N throughout one recording. */
 class IdNormaliser {
@@ -183,7 +195,12 @@ const filterOf = ({ channels, namespaces, depth }: EventFilter, since?: number) 
 /** `POST …/stream/events` (SSE), commands as `POST …/commands`. */
 async function openSse(baseUrl: string, threadId: string, filter: EventFilter, since?: number): Promise<Connection> {
   const post = (path: string, body: unknown, signal?: AbortSignal) =>
-    fetch(`${baseUrl}/threads/${threadId}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
+    fetch(`${baseUrl}/threads/${threadId}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
   const abort = new AbortController();
   const response = await post('/stream/events', filterOf(filter, since), abort.signal);
   if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('text/event-stream')) {
@@ -290,7 +307,9 @@ export async function recordScenario(baseUrl: string, scenario: Scenario, transp
     let from = 0;
     if (scenario.respond !== undefined) {
       const paused = await log.until(rootEnd(['interrupted', 'completed', 'failed']), 0, timeoutMs);
-      const requested = log.events.filter((event) => event.method === 'input.requested').map((event) => event.params.data as { interrupt_id: string; payload: unknown });
+      const requested = log.events
+        .filter((event) => event.method === 'input.requested')
+        .map((event) => event.params.data as { interrupt_id: string; payload: unknown });
       await command('input.respond', scenario.respond(requested));
       from = paused + 1;
     }
@@ -340,7 +359,11 @@ export async function commandAnswers(baseUrl: string, commands: { method: string
   const threadId = randomUUID();
   const answers: unknown[] = [];
   for (const [i, { method, params }] of commands.entries()) {
-    const response = await fetch(`${baseUrl}/threads/${threadId}/commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: i + 1, method, ...(params ? { params } : {}) }) });
+    const response = await fetch(`${baseUrl}/threads/${threadId}/commands`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: i + 1, method, ...(params ? { params } : {}) }),
+    });
     const body = (await response.json()) as { type: string; id: number | null; error?: string };
     answers.push({ status: response.status, type: body.type, id: body.id, ...(body.error !== undefined ? { error: body.error } : {}) });
   }

@@ -35,10 +35,23 @@ function App() {
       <div id="interrupt">{stream.interrupt ? JSON.stringify(stream.interrupt.value) : ''}</div>
       <div id="error">{stream.error ? String(stream.error) : ''}</div>
       <input id="input" />
-      <button id="send" onClick={() => void stream.submit(JSON.parse((document.getElementById('input') as HTMLInputElement).value) as Record<string, unknown>)}>send</button>
+      <button id="send" onClick={() => void stream.submit(JSON.parse((document.getElementById('input') as HTMLInputElement).value) as Record<string, unknown>)}>
+        send
+      </button>
       <div id="fork-from">{lastMeta?.parentCheckpointId ?? ''}</div>
-      <button id="edit" onClick={() => void stream.submit(JSON.parse((document.getElementById('input') as HTMLInputElement).value) as Record<string, unknown>, { forkFrom: lastMeta!.parentCheckpointId! })}>edit</button>
-      <button id="respond" onClick={() => void stream.respond('yes')}>respond</button>
+      <button
+        id="edit"
+        onClick={() =>
+          void stream.submit(JSON.parse((document.getElementById('input') as HTMLInputElement).value) as Record<string, unknown>, {
+            forkFrom: lastMeta!.parentCheckpointId!,
+          })
+        }
+      >
+        edit
+      </button>
+      <button id="respond" onClick={() => void stream.respond('yes')}>
+        respond
+      </button>
     </div>
   );
 }

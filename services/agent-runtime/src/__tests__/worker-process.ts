@@ -9,7 +9,15 @@ import { startAgentServer, type AgentServerConfig } from '../server.js';
 
 const [configPath, databaseUrl, workers = '2', more = '{}', level] = process.argv.slice(2);
 const server = await startAgentServer(
-  { configPath: configPath!, databaseUrl: databaseUrl!, host: '127.0.0.1', port: 0, workers: Number(workers), leaseMs: 1000, ...(JSON.parse(more) as Partial<AgentServerConfig>) },
+  {
+    configPath: configPath!,
+    databaseUrl: databaseUrl!,
+    host: '127.0.0.1',
+    port: 0,
+    workers: Number(workers),
+    leaseMs: 1000,
+    ...(JSON.parse(more) as Partial<AgentServerConfig>),
+  },
   level ? createLogger({ name: 'worker-process', level }) : silentLogger(),
 );
 process.stdout.write(`ready ${server.url}\n`);

@@ -11,7 +11,11 @@ export const UNSUPPORTED_OPERATION = -32004;
 export const VERSION_NOT_SUPPORTED = -32009;
 
 export const taskNotFound = (taskId: string) => new JsonRpcError(TASK_NOT_FOUND, `Task ${taskId} not found`, { taskId });
-export const notCancelable = (taskId: string, state: string) => new JsonRpcError(TASK_NOT_CANCELABLE, `Task ${taskId} is ${state}: it cannot be canceled`, { taskId, state });
+export const notCancelable = (taskId: string, state: string) =>
+  new JsonRpcError(TASK_NOT_CANCELABLE, `Task ${taskId} is ${state}: it cannot be canceled`, { taskId, state });
 export const pushNotSupported = () =>
-  new JsonRpcError(PUSH_NOT_SUPPORTED, 'Push notifications are not supported by this server: it has no webhook signing secret, or its langgraph.json sets http.disable_webhooks');
+  new JsonRpcError(
+    PUSH_NOT_SUPPORTED,
+    'Push notifications are not supported by this server: it has no webhook signing secret, or its langgraph.json sets http.disable_webhooks',
+  );
 export const unsupported = (message: string, data?: Record<string, unknown>) => new JsonRpcError(UNSUPPORTED_OPERATION, message, data);

@@ -62,17 +62,27 @@ export class A2aPush {
   async check(config: PushConfigInput): Promise<void> {
     if (config.authentication !== undefined) {
       // Credentials would be a secret kept in clear: the token and the signature do their job.
-      throw new JsonRpcError(INVALID_PARAMS, 'authentication is not supported for push notifications: use token (sent as X-A2A-Notification-Token) and check the webhook-signature header', {
-        field: 'authentication',
-      });
+      throw new JsonRpcError(
+        INVALID_PARAMS,
+        'authentication is not supported for push notifications: use token (sent as X-A2A-Notification-Token) and check the webhook-signature header',
+        {
+          field: 'authentication',
+        },
+      );
     }
-    if (!/^https?:\/\//i.test(config.url)) throw new JsonRpcError(INVALID_PARAMS, 'the push notification url must be an absolute http(s) URL', { url: config.url });
+    if (!/^https?:\/\//i.test(config.url))
+      throw new JsonRpcError(INVALID_PARAMS, 'the push notification url must be an absolute http(s) URL', { url: config.url });
     try {
       await this.deps.targets.check(config.url);
     } catch (error) {
       if (!(error instanceof RequestValidationError)) throw error;
       const msg = error.issues[0]?.msg ?? 'refused';
-      throw new JsonRpcError(INVALID_PARAMS, `push notification url refused: ${msg}`, { url: config.url, problems: error.issues.map((i) => ({ ...i, loc: ['params', 'url'] })) }, { cause: error });
+      throw new JsonRpcError(
+        INVALID_PARAMS,
+        `push notification url refused: ${msg}`,
+        { url: config.url, problems: error.issues.map((i) => ({ ...i, loc: ['params', 'url'] })) },
+        { cause: error },
+      );
     }
   }
 
@@ -86,7 +96,11 @@ export class A2aPush {
        RETURNING *`,
       [taskId, id, threadId, config.url, config.token ?? null, version, this.maxPerTask],
     );
-    if (!rows[0]) throw new JsonRpcError(INVALID_PARAMS, `Task ${taskId} has ${this.maxPerTask} push notification configs already, the most it may have`, { taskId, limit: this.maxPerTask });
+    if (!rows[0])
+      throw new JsonRpcError(INVALID_PARAMS, `Task ${taskId} has ${this.maxPerTask} push notification configs already, the most it may have`, {
+        taskId,
+        limit: this.maxPerTask,
+      });
     return configOf(rows[0]);
   }
 

@@ -13,7 +13,16 @@ import { isUuid } from '@berth/ids';
 import { SseWriter } from '@berth/http';
 import type { RequestAuth } from '../auth/index.js';
 import type { ServerContext } from '../api/context.js';
-import { errorAnswer, errorAnswerFor, INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, jsonRpcParseErrors, METHOD_NOT_FOUND, type JsonRpcId } from '../api/json-rpc.js';
+import {
+  errorAnswer,
+  errorAnswerFor,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  JsonRpcError,
+  jsonRpcParseErrors,
+  METHOD_NOT_FOUND,
+  type JsonRpcId,
+} from '../api/json-rpc.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { RunStatus } from '../storage/runs.js';
 import { agentCard, etagOf } from './card.js';
@@ -96,8 +105,14 @@ const ListParams = z.strictObject({
 });
 const PushParams = {
   create: { '1.0': PushConfigIn.extend({ taskId: z.string(), tenant }), '0.3': z.strictObject({ taskId: z.string(), pushNotificationConfig: PushConfigIn }) },
-  one: { '1.0': z.strictObject({ taskId: z.string(), id: z.string(), tenant }), '0.3': z.strictObject({ id: z.string(), pushNotificationConfigId: z.string().optional(), metadata: meta }) },
-  list: { '1.0': z.strictObject({ taskId: z.string(), pageSize: z.number().int().min(1).optional(), pageToken: z.string().optional(), tenant }), '0.3': z.strictObject({ id: z.string(), metadata: meta }) },
+  one: {
+    '1.0': z.strictObject({ taskId: z.string(), id: z.string(), tenant }),
+    '0.3': z.strictObject({ id: z.string(), pushNotificationConfigId: z.string().optional(), metadata: meta }),
+  },
+  list: {
+    '1.0': z.strictObject({ taskId: z.string(), pageSize: z.number().int().min(1).optional(), pageToken: z.string().optional(), tenant }),
+    '0.3': z.strictObject({ id: z.string(), metadata: meta }),
+  },
 };
 
 /** Run statuses a task state may come from (ListTasks' `status` filter). */
@@ -114,7 +129,10 @@ const RUN_STATUSES: Record<TaskState, RunStatus[]> = {
 
 /** A state as a client names it: `TASK_STATE_INPUT_REQUIRED` or `input-required`. */
 function readState(name: string): TaskState | undefined {
-  const state = name.replace(/^TASK_STATE_/, '').toLowerCase().replace('_', '-');
+  const state = name
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace('_', '-');
   return state in RUN_STATUSES ? (state as TaskState) : undefined;
 }
 
@@ -145,7 +163,13 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
   const readable = async (auth: RequestAuth, ref: string) =>
     ctx.resolveAssistant(ref, (await ctx.authz.authorize(auth, 'assistants:read', { assistant_id: ref })).filter);
   const cardOf = (req: Request, ref: string, assistant: Assistant, version: Version | 'both') =>
-    agentCard(req, ref, assistant, { graphDescription: options.graphDescriptions.get(assistant.graph_id), pushNotifications: options.push !== undefined }, version);
+    agentCard(
+      req,
+      ref,
+      assistant,
+      { graphDescription: options.graphDescriptions.get(assistant.graph_id), pushNotifications: options.push !== undefined },
+      version,
+    );
 
   /** The card as JSON, with validators and caching headers; 304 when the client has it. */
   function sendCard(req: Request, res: Response, card: Record<string, unknown>): void {
@@ -168,7 +192,13 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
   /** What a SendMessage's configuration asks for; its push config checked and set before the run starts. */
   async function sendOptions(version: Version, p: z.output<(typeof SendParams)[Version]>): Promise<SendOptions> {
     const config = p.configuration as
-      | { returnImmediately?: boolean; blocking?: boolean; historyLength?: number; taskPushNotificationConfig?: PushConfigInput; pushNotificationConfig?: PushConfigInput }
+      | {
+          returnImmediately?: boolean;
+          blocking?: boolean;
+          historyLength?: number;
+          taskPushNotificationConfig?: PushConfigInput;
+          pushNotificationConfig?: PushConfigInput;
+        }
       | undefined;
     const push = config?.taskPushNotificationConfig ?? config?.pushNotificationConfig;
     if (push && !options.push) throw pushNotSupported();
@@ -176,7 +206,9 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
     return {
       returnImmediately: config?.returnImmediately ?? config?.blocking === false,
       ...(config?.historyLength !== undefined ? { historyLength: config.historyLength } : {}),
-      ...(push ? { beforeRun: (taskId, contextId) => options.push!.create(taskId, contextId, push, version), runFailed: (taskId) => options.push!.deleteAll(taskId) } : {}),
+      ...(push
+        ? { beforeRun: (taskId, contextId) => options.push!.create(taskId, contextId, push, version), runFailed: (taskId) => options.push!.deleteAll(taskId) }
+        : {}),
     };
   }
 
@@ -189,12 +221,15 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
   async function listTasks(caller: Caller, params: unknown, method: string) {
     const p = parseParams(ListParams, params, method);
     const state = p.status === undefined || p.status === '' || p.status === 'TASK_STATE_UNSPECIFIED' ? undefined : readState(p.status);
-    if (p.status && p.status !== 'TASK_STATE_UNSPECIFIED' && !state) throw new JsonRpcError(INVALID_PARAMS, `Invalid params for ${method}: status ${p.status} is not a task state`, { status: p.status });
+    if (p.status && p.status !== 'TASK_STATE_UNSPECIFIED' && !state)
+      throw new JsonRpcError(INVALID_PARAMS, `Invalid params for ${method}: status ${p.status} is not a task state`, { status: p.status });
     const offset = p.pageToken ? Number.parseInt(Buffer.from(p.pageToken, 'base64url').toString(), 10) : 0;
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new JsonRpcError(INVALID_PARAMS, 'pageToken is not one this server gave', { pageToken: p.pageToken });
+    if (!Number.isSafeInteger(offset) || offset < 0)
+      throw new JsonRpcError(INVALID_PARAMS, 'pageToken is not one this server gave', { pageToken: p.pageToken });
     const limit = p.pageSize ?? PAGE_SIZE.default;
     const { filter } = await ctx.authz.authorize(caller.auth, 'threads:search', { ...(p.contextId ? { thread_id: p.contextId } : {}), limit, offset });
-    if (p.contextId !== undefined && !isUuid(p.contextId)) throw new JsonRpcError(INVALID_PARAMS, 'contextId must be a UUID (it names the thread)', { contextId: p.contextId });
+    if (p.contextId !== undefined && !isUuid(p.contextId))
+      throw new JsonRpcError(INVALID_PARAMS, 'contextId must be a UUID (it names the thread)', { contextId: p.contextId });
     const { views, total } = await options.store.listTasks({
       assistantId: caller.assistant.assistant_id,
       ...(p.contextId ? { threadId: p.contextId } : {}),
@@ -310,13 +345,26 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
         '`contextId` is the thread (a UUID); each message is a task (a run).',
       tags,
       params: z.strictObject({ assistant_id: z.string() }),
-      response: z.object({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number(), z.null()]), result: z.unknown().optional(), error: z.unknown().optional() }),
+      response: z.object({
+        jsonrpc: z.literal('2.0'),
+        id: z.union([z.string(), z.number(), z.null()]),
+        result: z.unknown().optional(),
+        error: z.unknown().optional(),
+      }),
       errors: [400, 415],
       handler: async ({ params, req, res, auth }) => {
         const body: unknown = req.body;
         if (typeof body !== 'object' || body === null) {
           const typed = req.is('application/json') || req.is('application/*+json');
-          res.status(typed ? 400 : 415).json(errorAnswer(null, INVALID_REQUEST, typed ? 'Invalid Request: the body must be a JSON-RPC request object' : 'Unsupported Media Type: Content-Type must be application/json'));
+          res
+            .status(typed ? 400 : 415)
+            .json(
+              errorAnswer(
+                null,
+                INVALID_REQUEST,
+                typed ? 'Invalid Request: the body must be a JSON-RPC request object' : 'Unsupported Media Type: Content-Type must be application/json',
+              ),
+            );
           return;
         }
         if (Array.isArray(body)) return errorAnswer(null, INVALID_REQUEST, 'Invalid Request: A2A takes one request per call, not a batch');
@@ -335,7 +383,11 @@ export function a2aRoutes(api: AgentApi, ctx: ServerContext, options: A2aOptions
           const version: Version = V10_NAMES.has(method) ? '1.0' : '0.3';
           const asked = headerVersion(req);
           if (asked !== undefined && asked !== version) {
-            throw new JsonRpcError(VERSION_NOT_SUPPORTED, `A2A-Version ${asked} does not match ${method}, a method of A2A ${version}`, { requested: asked, method, supportedVersions: ['1.0', '0.3'] });
+            throw new JsonRpcError(VERSION_NOT_SUPPORTED, `A2A-Version ${asked} does not match ${method}, a method of A2A ${version}`, {
+              requested: asked,
+              method,
+              supportedVersions: ['1.0', '0.3'],
+            });
           }
           const caller: Caller = { auth, req, assistant: await readable(auth, params.assistant_id) };
           if (STREAMING.has(name)) {

@@ -74,12 +74,18 @@ export class A2aTasks {
     if (message.taskId !== undefined) {
       const previous = await this.find(caller, message.taskId);
       if (contextId !== undefined && contextId !== previous.thread_id) {
-        throw new JsonRpcError(INVALID_PARAMS, `Task ${message.taskId} belongs to context ${previous.thread_id}, not ${contextId}`, { taskId: message.taskId, contextId: previous.thread_id });
+        throw new JsonRpcError(INVALID_PARAMS, `Task ${message.taskId} belongs to context ${previous.thread_id}, not ${contextId}`, {
+          taskId: message.taskId,
+          contextId: previous.thread_id,
+        });
       }
       const view = await this.view(previous);
       const state = stateOf(view.run, view.thread, view.latestRunId);
       if (state !== 'input-required') {
-        throw unsupported(`Task ${message.taskId} is ${state}: only an input-required task takes more input; send a new message in context ${previous.thread_id} instead`, { taskId: message.taskId, state });
+        throw unsupported(
+          `Task ${message.taskId} is ${state}: only an input-required task takes more input; send a new message in context ${previous.thread_id} instead`,
+          { taskId: message.taskId, state },
+        );
       }
       contextId = previous.thread_id;
     }
@@ -88,7 +94,10 @@ export class A2aTasks {
     }
     const threadId = contextId ?? randomUUID();
     // A context the user may not read is as good as a new one to them; creating the run will refuse it.
-    const thread = contextId === undefined ? undefined : await ctx.threads.find(threadId, (await ctx.authz.authorize(caller.auth, 'threads:read', { thread_id: threadId })).filter);
+    const thread =
+      contextId === undefined
+        ? undefined
+        : await ctx.threads.find(threadId, (await ctx.authz.authorize(caller.auth, 'threads:read', { thread_id: threadId })).filter);
     const graphOfThread = thread?.metadata.graph_id;
     if (typeof graphOfThread === 'string' && graphOfThread !== caller.assistant.graph_id) {
       throw new JsonRpcError(INVALID_PARAMS, `Context ${threadId} belongs to another agent`, { contextId: threadId });
@@ -157,7 +166,14 @@ export class A2aTasks {
         }
         const text = event.event === 'messages' ? aiText(event.data) : '';
         if (text) {
-          yield { artifactUpdate: { ...ids, artifact: { artifactId: artifactIdOf(run.run_id), name: ARTIFACT_NAME, parts: [{ text }] }, append: streamed, lastChunk: false } };
+          yield {
+            artifactUpdate: {
+              ...ids,
+              artifact: { artifactId: artifactIdOf(run.run_id), name: ARTIFACT_NAME, parts: [{ text }] },
+              append: streamed,
+              lastChunk: false,
+            },
+          };
           streamed = true;
         }
       }

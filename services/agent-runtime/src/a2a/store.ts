@@ -7,7 +7,8 @@ import { filterClauses, type Json, type JsonObject, type MetadataFilter } from '
 import type { ThreadStatus } from '../storage/threads.js';
 import type { TaskView } from './tasks.js';
 
-const COLUMNS = 'r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.multitask_strategy, r.attempt, r.available_at, r.created_at, r.updated_at';
+const COLUMNS =
+  'r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.multitask_strategy, r.attempt, r.available_at, r.created_at, r.updated_at';
 
 export interface TaskQuery {
   assistantId: string;
@@ -43,7 +44,9 @@ export class A2aStore {
     const from = `FROM runs r JOIN threads t ON t.thread_id = r.thread_id WHERE ${where.join(' AND ')}`;
     const { rows: counted } = await this.pool.query<{ total: number }>(`SELECT count(*)::int AS total ${from}`, params);
     params.push(query.limit, query.offset);
-    const { rows } = await this.pool.query<Run & { output: Json | null; thread_status: ThreadStatus; thread_interrupts: JsonObject; thread_error: Json | null; latest_run_id: string }>(
+    const { rows } = await this.pool.query<
+      Run & { output: Json | null; thread_status: ThreadStatus; thread_interrupts: JsonObject; thread_error: Json | null; latest_run_id: string }
+    >(
       `SELECT ${COLUMNS}, r.output, t.status AS thread_status, t.interrupts AS thread_interrupts, t.error AS thread_error,
          (SELECT l.run_id FROM runs l WHERE l.thread_id = r.thread_id ORDER BY l.created_at DESC LIMIT 1) AS latest_run_id
        ${from} ORDER BY r.created_at DESC, r.run_id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,

@@ -26,7 +26,13 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((block) => (typeof block === 'string' ? block : block && typeof block === 'object' && (block as { type?: unknown }).type === 'text' ? String((block as { text?: unknown }).text ?? '') : ''))
+    .map((block) =>
+      typeof block === 'string'
+        ? block
+        : block && typeof block === 'object' && (block as { type?: unknown }).type === 'text'
+          ? String((block as { text?: unknown }).text ?? '')
+          : '',
+    )
     .join('');
 }
 
@@ -61,10 +67,12 @@ export function aiText(data: unknown): string {
 
 /** The values the thread's pending interrupts ask with (LangGraph's `{value, id}` entries). */
 export function interruptValues(interrupts: JsonObject | undefined): { id?: string; value: unknown }[] {
-  return Object.values(interrupts ?? {}).flatMap((list) => (Array.isArray(list) ? list : [list])).map((i) => {
-    const entry = (i ?? {}) as { id?: unknown; value?: unknown };
-    return { ...(typeof entry.id === 'string' ? { id: entry.id } : {}), value: entry.value ?? null };
-  });
+  return Object.values(interrupts ?? {})
+    .flatMap((list) => (Array.isArray(list) ? list : [list]))
+    .map((i) => {
+      const entry = (i ?? {}) as { id?: unknown; value?: unknown };
+      return { ...(typeof entry.id === 'string' ? { id: entry.id } : {}), value: entry.value ?? null };
+    });
 }
 
 /** The agent's question: a string interrupt value as text, anything else as data. */
@@ -145,8 +153,20 @@ export function runInput(message: Message): JsonObject {
     ? message.parts.map((p) => p.text!).join('\n')
     : message.parts.map((p): Json => {
         if (p.text !== undefined) return { type: 'text', text: p.text };
-        if (p.url !== undefined) return { type: 'file', url: p.url, ...(p.mediaType ? { mime_type: p.mediaType } : {}), ...(p.filename ? { metadata: { filename: p.filename } } : {}) };
-        if (p.raw !== undefined) return { type: 'file', data: p.raw, mime_type: p.mediaType || 'application/octet-stream', ...(p.filename ? { metadata: { filename: p.filename } } : {}) };
+        if (p.url !== undefined)
+          return {
+            type: 'file',
+            url: p.url,
+            ...(p.mediaType ? { mime_type: p.mediaType } : {}),
+            ...(p.filename ? { metadata: { filename: p.filename } } : {}),
+          };
+        if (p.raw !== undefined)
+          return {
+            type: 'file',
+            data: p.raw,
+            mime_type: p.mediaType || 'application/octet-stream',
+            ...(p.filename ? { metadata: { filename: p.filename } } : {}),
+          };
         return { type: 'text', text: JSON.stringify(p.data ?? null) };
       });
   return { messages: [{ role: 'user', content }] };

@@ -229,7 +229,12 @@ export function assistantRoutes(api: AgentApi, ctx: ServerContext): void {
       summary: "Nodes and edges of the assistant's graph",
       tags,
       params: AssistantPath,
-      query: z.strictObject({ xray: z.string().regex(/^(true|false|\d+)$/).optional() }),
+      query: z.strictObject({
+        xray: z
+          .string()
+          .regex(/^(true|false|\d+)$/)
+          .optional(),
+      }),
       response: GraphDrawing,
       errors: [404],
       handler: async ({ params, query, auth }) => {
@@ -252,4 +257,3 @@ function select<T extends Record<string, unknown>>(row: T, fields: string[] | un
   if (!fields?.length) return row;
   return Object.fromEntries(Object.entries(row).filter(([k]) => fields.includes(k))) as Partial<T>;
 }
-

@@ -76,7 +76,22 @@ const CronPatch = z.strictObject({
   ...RunFields,
 });
 
-const CRON_FIELDS = ['cron_id', 'assistant_id', 'thread_id', 'on_run_completed', 'end_time', 'schedule', 'timezone', 'created_at', 'updated_at', 'payload', 'user_id', 'next_run_date', 'metadata', 'enabled'] as const;
+const CRON_FIELDS = [
+  'cron_id',
+  'assistant_id',
+  'thread_id',
+  'on_run_completed',
+  'end_time',
+  'schedule',
+  'timezone',
+  'created_at',
+  'updated_at',
+  'payload',
+  'user_id',
+  'next_run_date',
+  'metadata',
+  'enabled',
+] as const;
 const CronSearch = z.strictObject({
   assistant_id: AssistantRef.optional(),
   thread_id: Uuid.optional(),
@@ -133,10 +148,11 @@ function cronJson(c: CronRow) {
   };
 }
 
-
 /** The run fields of a body, without the ones it leaves out. */
 function payloadOf(body: Partial<Record<keyof typeof RunFields, unknown>>): CronPayload {
-  return Object.fromEntries(Object.keys(RunFields).flatMap((key) => (body[key as keyof typeof RunFields] === undefined ? [] : [[key, body[key as keyof typeof RunFields]]])));
+  return Object.fromEntries(
+    Object.keys(RunFields).flatMap((key) => (body[key as keyof typeof RunFields] === undefined ? [] : [[key, body[key as keyof typeof RunFields]]])),
+  );
 }
 
 export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
@@ -144,7 +160,9 @@ export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
 
   /** Queues the cron's next tick. Should the queue fail, the cron is saved and a worker's sweep queues the tick once it is due. */
   const schedule = async (cron: CronRow) => {
-    await ctx.cronScheduler.schedule(cron).catch((error: unknown) => ctx.log.warn({ err: error, cronId: cron.cron_id }, 'could not queue the cron\'s next tick; the sweep will'));
+    await ctx.cronScheduler
+      .schedule(cron)
+      .catch((error: unknown) => ctx.log.warn({ err: error, cronId: cron.cron_id }, "could not queue the cron's next tick; the sweep will"));
   };
 
   /** A graph name stands for its system assistant; an assistant that does not exist matches no cron. */
@@ -174,7 +192,12 @@ export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
       metadata: (body.metadata ?? {}) as JsonObject,
     };
     const { filter, value } = await ctx.authz.authorize(auth, 'crons:create', request);
-    const fields = { schedule: body.schedule, timezone: body.timezone ?? null, end_time: body.end_time ? new Date(body.end_time) : null, enabled: body.enabled };
+    const fields = {
+      schedule: body.schedule,
+      timezone: body.timezone ?? null,
+      end_time: body.end_time ? new Date(body.end_time) : null,
+      enabled: body.enabled,
+    };
     const cron = await ctx.crons.create(
       {
         ...request,
@@ -234,7 +257,9 @@ export function cronRoutes(api: AgentApi, ctx: ServerContext): void {
         const now = new Date().toISOString();
         return found.map((c) => {
           const json = { ...cronJson(c), now };
-          return body.select?.length ? Object.fromEntries(Object.entries(json).filter(([k]) => body.select!.includes(k as (typeof body.select)[number]))) : cronJson(c);
+          return body.select?.length
+            ? Object.fromEntries(Object.entries(json).filter(([k]) => body.select!.includes(k as (typeof body.select)[number])))
+            : cronJson(c);
         });
       },
     })

@@ -50,7 +50,9 @@ function isFetchApp(value: unknown): value is FetchApp {
 
 function isHono(app: FetchApp): app is HonoLike {
   const candidate = app as Partial<HonoLike>;
-  return typeof candidate.use === 'function' && typeof candidate.route === 'function' && typeof candidate.all === 'function' && typeof app.constructor === 'function';
+  return (
+    typeof candidate.use === 'function' && typeof candidate.route === 'function' && typeof candidate.all === 'function' && typeof app.constructor === 'function'
+  );
 }
 
 /**

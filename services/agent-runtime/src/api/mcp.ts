@@ -44,7 +44,8 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const MAX_ASSISTANT_TOOLS = 1000;
 
 type Id = JsonRpcId;
-type Message = { kind: 'request'; id: Id; method: string; params: Record<string, unknown> } | { kind: 'notification' } | { kind: 'invalid'; id: Id | null; why: string };
+type Message =
+  { kind: 'request'; id: Id; method: string; params: Record<string, unknown> } | { kind: 'notification' } | { kind: 'invalid'; id: Id | null; why: string };
 
 interface Tool {
   name: string;
@@ -164,7 +165,8 @@ export function mcpRoutes(api: AgentApi, ctx: ServerContext, options: McpOptions
         throw error;
       });
       if ('error' in outcome) return { content: [{ type: 'text', text: outcome.error.message }], isError: true };
-      if (outcome.status && outcome.status !== 'success') return { content: [{ type: 'text', text: `The run ended with status ${outcome.status}` }], isError: true };
+      if (outcome.status && outcome.status !== 'success')
+        return { content: [{ type: 'text', text: `The run ended with status ${outcome.status}` }], isError: true };
       const output = outcome.output;
       return { content: [{ type: 'text', text: JSON.stringify(output) }], ...(isObject(output) ? { structuredContent: output } : {}) };
     } finally {
@@ -228,7 +230,9 @@ export function mcpRoutes(api: AgentApi, ctx: ServerContext, options: McpOptions
         const header = req.headers['mcp-protocol-version'];
         const version = typeof header === 'string' ? header : DEFAULT_VERSION;
         if (!(PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
-          res.status(400).json(errorAnswer(null, SERVER_ERROR, `Bad Request: unsupported MCP-Protocol-Version ${version} (supported: ${PROTOCOL_VERSIONS.join(', ')})`));
+          res
+            .status(400)
+            .json(errorAnswer(null, SERVER_ERROR, `Bad Request: unsupported MCP-Protocol-Version ${version} (supported: ${PROTOCOL_VERSIONS.join(', ')})`));
           return;
         }
         const body: unknown = req.body;

@@ -42,7 +42,10 @@ const BulkCancel = z
     /** Every unfinished run in this status (`all`: pending and running) the caller may update. */
     status: z.enum(['pending', 'running', 'all']).optional(),
   })
-  .refine((b) => (b.run_ids === undefined) !== (b.status === undefined), { message: 'name the runs to cancel: run_ids or status (not both)', path: ['run_ids'] });
+  .refine((b) => (b.run_ids === undefined) !== (b.status === undefined), {
+    message: 'name the runs to cancel: run_ids or status (not both)',
+    path: ['run_ids'],
+  });
 
 const ActionQuery = z.enum(['interrupt', 'rollback']).default('interrupt');
 
@@ -87,11 +90,15 @@ export async function cancelLeftRun(ctx: ServerContext, runId: string): Promise<
 }
 
 /** How a run ended, once it has: its final values, or for a failed run the error its thread recorded. */
-export async function runOutcome(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<{ status?: RunStatus; output: Json | null } | { error: RunError }> {
+export async function runOutcome(
+  ctx: ServerContext,
+  run: Run,
+  signal: AbortSignal,
+): Promise<{ status?: RunStatus; output: Json | null } | { error: RunError }> {
   const { status, output } = await ctx.runService.join(run, signal);
   if (status !== 'error') return { ...(status ? { status } : {}), output };
   const thread = await ctx.threads.get(run.thread_id).catch((error: unknown) => {
-    ctx.log.warn({ err: error, runId: run.run_id }, 'could not read the failed run\'s thread for its error');
+    ctx.log.warn({ err: error, runId: run.run_id }, "could not read the failed run's thread for its error");
     return undefined;
   });
   return { error: (thread?.error as RunError | null | undefined) ?? { error: 'Error', message: 'run failed' } };
@@ -142,23 +149,29 @@ export function runRoutes(api: AgentApi, ctx: ServerContext): void {
 
   // The three ways to start a run, each on a thread (`/threads/{thread_id}/runs…`) and threadless
   // (`/runs…`, on a new temporary thread): one handler each, six routes written out.
-  const startRun = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
-    const run = await create(threadOf(params), body, req, auth);
-    locate(res, run, threadless);
-    return runJson(run);
-  };
-  const startAndStream = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
-    const run = await create(threadOf(params), body, req, auth);
-    await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
-  };
-  const startAndWait = (threadless: boolean) => async ({ params, body, req, res, auth }: StartInput) => {
-    const run = await create(threadOf(params), body, req, auth);
-    locate(res, run, threadless);
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
-    const outcome = await runOutcome(ctx, run, abort.signal);
-    return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
-  };
+  const startRun =
+    (threadless: boolean) =>
+    async ({ params, body, req, res, auth }: StartInput) => {
+      const run = await create(threadOf(params), body, req, auth);
+      locate(res, run, threadless);
+      return runJson(run);
+    };
+  const startAndStream =
+    (threadless: boolean) =>
+    async ({ params, body, req, res, auth }: StartInput) => {
+      const run = await create(threadOf(params), body, req, auth);
+      await streamRun(res, run, 'start', body.on_disconnect === 'cancel', threadless);
+    };
+  const startAndWait =
+    (threadless: boolean) =>
+    async ({ params, body, req, res, auth }: StartInput) => {
+      const run = await create(threadOf(params), body, req, auth);
+      locate(res, run, threadless);
+      const abort = new AbortController();
+      res.on('close', () => abort.abort());
+      const outcome = await runOutcome(ctx, run, abort.signal);
+      return 'error' in outcome ? { __error__: outcome.error } : (outcome.output ?? {});
+    };
   api
     .route({
       method: 'post',
@@ -368,7 +381,13 @@ export function runRoutes(api: AgentApi, ctx: ServerContext): void {
         const run = await readableRun(auth, params.thread_id, params.run_id);
         const lastId = req.headers['last-event-id'];
         const from: SubscribeFrom =
-          typeof lastId === 'string' && lastId !== '' ? (lastId === '-1' || lastId === '-' ? 'start' : { after: lastId }) : run.kwargs.stream_resumable ? 'start' : 'now';
+          typeof lastId === 'string' && lastId !== ''
+            ? lastId === '-1' || lastId === '-'
+              ? 'start'
+              : { after: lastId }
+            : run.kwargs.stream_resumable
+              ? 'start'
+              : 'now';
         await streamRun(res, run, from, query.cancel_on_disconnect ?? false, false);
       },
     })

@@ -90,7 +90,11 @@ export const ThreadCreate = z.strictObject({
   if_exists: z.enum(['raise', 'do_nothing']).default('raise'),
   /** State updates to apply to the new thread, one checkpoint per superstep (needs `metadata.graph_id`). */
   supersteps: z
-    .array(z.strictObject({ updates: z.array(z.strictObject({ values: UserData.nullable().optional(), command: Command.nullable().optional(), as_node: z.string() })).min(1) }))
+    .array(
+      z.strictObject({
+        updates: z.array(z.strictObject({ values: UserData.nullable().optional(), command: Command.nullable().optional(), as_node: z.string() })).min(1),
+      }),
+    )
     .optional(),
   ttl: ThreadTtlBody.optional(),
 });

@@ -30,7 +30,10 @@ const ItemPut = z.strictObject({
   key: z.string().min(1),
   value: JsonObjectSchema,
   /** null: the configured fields; false: not embedded; a list: these fields. */
-  index: z.union([z.literal(false), z.array(z.string().min(1))]).nullable().optional(),
+  index: z
+    .union([z.literal(false), z.array(z.string().min(1))])
+    .nullable()
+    .optional(),
   /** Minutes; null: never expires. */
   ttl: z.number().positive().nullable().optional(),
 });
@@ -94,7 +97,11 @@ export function storeRoutes(api: AgentApi, ctx: ServerContext): void {
   };
   const refuseQuery = () => {
     throw new RequestValidationError([
-      { loc: ['body', 'query'], msg: 'Semantic search is not configured: add store.index {embed, dims} to langgraph.json to search with a query', type: 'value_error' },
+      {
+        loc: ['body', 'query'],
+        msg: 'Semantic search is not configured: add store.index {embed, dims} to langgraph.json to search with a query',
+        type: 'value_error',
+      },
     ]);
   };
 
@@ -108,7 +115,9 @@ export function storeRoutes(api: AgentApi, ctx: ServerContext): void {
       body: ItemPut,
       handler: async ({ body, auth }) => {
         if (Array.isArray(body.index) && !store.semanticSearch) {
-          throw new RequestValidationError([{ loc: ['body', 'index'], msg: 'Index fields need semantic search: add store.index {embed, dims} to langgraph.json', type: 'value_error' }]);
+          throw new RequestValidationError([
+            { loc: ['body', 'index'], msg: 'Index fields need semantic search: add store.index {embed, dims} to langgraph.json', type: 'value_error' },
+          ]);
         }
         const value = await authorized(auth, 'store:put', { namespace: body.namespace, key: body.key, value: body.value });
         await store.putItem({
@@ -162,7 +171,13 @@ export function storeRoutes(api: AgentApi, ctx: ServerContext): void {
         if (problems.length) throw new RequestValidationError(problems);
         const query = body.query ?? undefined;
         if (query !== undefined && !store.semanticSearch) refuseQuery();
-        const value = await authorized(auth, 'store:search', { namespace: body.namespace_prefix ?? [], filter: filter ?? null, limit: body.limit, offset: body.offset, query: query ?? null });
+        const value = await authorized(auth, 'store:search', {
+          namespace: body.namespace_prefix ?? [],
+          filter: filter ?? null,
+          limit: body.limit,
+          offset: body.offset,
+          query: query ?? null,
+        });
         const items = await store.searchItems({
           namespacePrefix: namespaceOf('store:search', value.namespace),
           filter,

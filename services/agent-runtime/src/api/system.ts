@@ -18,7 +18,13 @@ export interface ServerFeatures {
 
 export function systemRoutes(
   api: AgentApi,
-  deps: { version: string; langgraphVersion: string; features: ServerFeatures; checkDb(): Promise<void>; /** Serve `/info` (off with `http.disable_meta`). */ info: boolean },
+  deps: {
+    version: string;
+    langgraphVersion: string;
+    features: ServerFeatures;
+    checkDb(): Promise<void>;
+    /** Serve `/info` (off with `http.disable_meta`). */ info: boolean;
+  },
 ): void {
   api.route({
     method: 'get',

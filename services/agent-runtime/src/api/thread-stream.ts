@@ -75,10 +75,16 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The events of the thread's runs from `start` on, until `signal` aborts or the thread is gone. */
-async function* threadEvents(ctx: ServerContext, threadId: string, filter: MetadataFilter | undefined, start: Start, signal: AbortSignal): AsyncGenerator<ThreadEvent> {
+async function* threadEvents(
+  ctx: ServerContext,
+  threadId: string,
+  filter: MetadataFilter | undefined,
+  start: Start,
+  signal: AbortSignal,
+): AsyncGenerator<ThreadEvent> {
   let next = start.run;
   let cursor = start.cursor;
-  for (let idleMs = 25; !signal.aborted; ) {
+  for (let idleMs = 25; !signal.aborted;) {
     if (!next) {
       const run = await ctx.runs.nextAfter(threadId, cursor);
       if (!run) {

@@ -91,7 +91,9 @@ export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
         if (body.supersteps?.length) {
           const graphId = body.metadata?.graph_id;
           if (typeof graphId !== 'string') {
-            throw new RequestValidationError([{ loc: ['body', 'metadata', 'graph_id'], msg: 'supersteps need the graph of the thread: set metadata.graph_id', type: 'missing' }]);
+            throw new RequestValidationError([
+              { loc: ['body', 'metadata', 'graph_id'], msg: 'supersteps need the graph of the thread: set metadata.graph_id', type: 'missing' },
+            ]);
           }
           await ctx.state.checkSupersteps(ctx.graph(graphId).graphId, body.supersteps);
         }
@@ -258,7 +260,11 @@ export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
       response: ThreadState,
       errors: [404],
       handler: async ({ params, query, auth }) =>
-        ctx.state.state(params.thread_id, { checkpoint: { checkpoint_id: params.checkpoint_id }, subgraphs: query.subgraphs ?? false, filter: await readable(auth, params.thread_id) }),
+        ctx.state.state(params.thread_id, {
+          checkpoint: { checkpoint_id: params.checkpoint_id },
+          subgraphs: query.subgraphs ?? false,
+          filter: await readable(auth, params.thread_id),
+        }),
     })
     .route({
       method: 'post',
@@ -285,7 +291,11 @@ export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
       response: z.array(ThreadState),
       errors: [404],
       handler: async ({ params, query, auth }) =>
-        ctx.state.history(params.thread_id, { limit: query.limit, ...(query.before ? { before: query.before } : {}), filter: await readable(auth, params.thread_id) }),
+        ctx.state.history(params.thread_id, {
+          limit: query.limit,
+          ...(query.before ? { before: query.before } : {}),
+          filter: await readable(auth, params.thread_id),
+        }),
     })
     .route({
       method: 'post',

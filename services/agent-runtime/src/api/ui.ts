@@ -49,7 +49,9 @@ export function uiRoutes(api: AgentApi, ctx: ServerContext, bundles: ReadonlyMap
         const tags = files.filter((f) => f.basename.endsWith('.css')).map((f) => `<link rel="stylesheet" href="${base}/${f.basename}" />`);
         const script = files.find((f) => f.basename.endsWith('.js'));
         if (script) {
-          tags.push(`<script src="${base}/${script.basename}" onload='${uiGlobalName(name)}.render(${htmlAttr(JSON.stringify(body.name))}, "{{shadowRootId}}")'></script>`);
+          tags.push(
+            `<script src="${base}/${script.basename}" onload='${uiGlobalName(name)}.render(${htmlAttr(JSON.stringify(body.name))}, "{{shadowRootId}}")'></script>`,
+          );
         }
         res.status(200).type('text/html').send(tags.join('\n'));
       },

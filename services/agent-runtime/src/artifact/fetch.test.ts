@@ -59,7 +59,13 @@ describe('the artifact fetcher (init container)', () => {
     await mkdir(dir);
     await writeFile(join(dir, 'left-over-from-a-restart'), 'x');
     const { stderr, stdout } = await run(process.execPath, [ARTIFACT_FETCH_SCRIPT], {
-      env: { BERTH_ARTIFACT_URL: `${base}/artifact`, BERTH_ARTIFACT_CREDENTIAL: CREDENTIAL, BERTH_ARTIFACT_SHA256: sha256, BERTH_ARTIFACT_DIR: dir, PATH: process.env.PATH },
+      env: {
+        BERTH_ARTIFACT_URL: `${base}/artifact`,
+        BERTH_ARTIFACT_CREDENTIAL: CREDENTIAL,
+        BERTH_ARTIFACT_SHA256: sha256,
+        BERTH_ARTIFACT_DIR: dir,
+        PATH: process.env.PATH,
+      },
     });
     expect(stderr).toBe('');
     expect(stdout).toContain('artifact ready');
@@ -77,8 +83,17 @@ describe('the artifact fetcher (init container)', () => {
     await expect(readdir(dir)).rejects.toThrow(/ENOENT/);
     // The script exits 1 and says why.
     const failed = await run(process.execPath, [ARTIFACT_FETCH_SCRIPT], {
-      env: { BERTH_ARTIFACT_URL: `${base}/tampered`, BERTH_ARTIFACT_CREDENTIAL: CREDENTIAL, BERTH_ARTIFACT_SHA256: sha256, BERTH_ARTIFACT_DIR: dir, PATH: process.env.PATH },
-    }).then(() => undefined, (error: { code: number; stdout: string }) => error);
+      env: {
+        BERTH_ARTIFACT_URL: `${base}/tampered`,
+        BERTH_ARTIFACT_CREDENTIAL: CREDENTIAL,
+        BERTH_ARTIFACT_SHA256: sha256,
+        BERTH_ARTIFACT_DIR: dir,
+        PATH: process.env.PATH,
+      },
+    }).then(
+      () => undefined,
+      (error: { code: number; stdout: string }) => error,
+    );
     expect(failed?.code).toBe(1);
     expect(failed?.stdout).toContain('refusing to unpack it');
   });

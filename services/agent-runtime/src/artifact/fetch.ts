@@ -49,7 +49,9 @@ export class ArtifactFetchError extends Error {
 /** The archive's bytes differ from the recorded checksum: it was changed (or cut) after the build. */
 export class ArtifactChecksumError extends ArtifactFetchError {
   constructor(expected: string, actual: string) {
-    super(`the artifact's SHA-256 is ${actual}, but the revision was built as ${expected}: refusing to unpack it (it was changed or cut short after the build)`);
+    super(
+      `the artifact's SHA-256 is ${actual}, but the revision was built as ${expected}: refusing to unpack it (it was changed or cut short after the build)`,
+    );
     this.name = 'ArtifactChecksumError';
   }
 }

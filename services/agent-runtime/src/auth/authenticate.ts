@@ -48,7 +48,12 @@ export function normalizeUser(result: unknown): AuthContext {
     };
     return { user, permissions: [...permissions] };
   }
-  const got = result === null ? 'null' : typeof result === 'object' ? `an object without a string "identity" (keys: ${Object.keys(result).join(', ') || 'none'})` : typeof result;
+  const got =
+    result === null
+      ? 'null'
+      : typeof result === 'object'
+        ? `an object without a string "identity" (keys: ${Object.keys(result).join(', ') || 'none'})`
+        : typeof result;
   throw new AuthHandlerError('authenticate', `returned ${got}; it must return an identity string or an object with a string "identity"`);
 }
 
@@ -85,10 +90,7 @@ export function fromHandlerError(handler: string, error: unknown): Error {
  * the handler. Anyone can send that header, so it is trusted only where something in front (the
  * gateway's API-key check) has already authenticated the caller.
  */
-export function createAuthenticator(
-  auth: CustomAuth,
-  options: { trustStudioHeader?: boolean } = {},
-): (req: ExpressRequest) => Promise<AuthContext> {
+export function createAuthenticator(auth: CustomAuth, options: { trustStudioHeader?: boolean } = {}): (req: ExpressRequest) => Promise<AuthContext> {
   return async (req) => {
     if (options.trustStudioHeader && !auth.disableStudioAuth && req.headers['x-auth-scheme'] === 'langsmith') {
       return { user: { ...STUDIO_USER, permissions: [] }, permissions: [] };

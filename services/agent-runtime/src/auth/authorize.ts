@@ -58,7 +58,8 @@ export function toMetadataFilter(handler: string, result: Record<string, unknown
 export function metadataOf(value: { metadata?: unknown }, event: string): JsonObject {
   const metadata = value.metadata;
   if (metadata === undefined || metadata === null) return {};
-  if (!isPlainObject(metadata)) throw new AuthHandlerError(event, `set value.metadata to ${Array.isArray(metadata) ? 'an array' : typeof metadata}; it must be an object`);
+  if (!isPlainObject(metadata))
+    throw new AuthHandlerError(event, `set value.metadata to ${Array.isArray(metadata) ? 'an array' : typeof metadata}; it must be an object`);
   return metadata as JsonObject;
 }
 

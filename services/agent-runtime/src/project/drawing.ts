@@ -34,10 +34,7 @@ export interface GraphDrawing {
  * many levels. A factory is called with `config` when one is given, or when it has no template.
  * @throws GraphLoadError when a factory has to be called and fails.
  */
-export async function graphDrawing(
-  loaded: LoadedGraph,
-  options: { xray?: boolean | number; config?: LangGraphRunnableConfig } = {},
-): Promise<GraphDrawing> {
+export async function graphDrawing(loaded: LoadedGraph, options: { xray?: boolean | number; config?: LangGraphRunnableConfig } = {}): Promise<GraphDrawing> {
   const config = options.config ?? { configurable: {} };
   const graph = await inspectionGraph(loaded, options.config);
   const xray = options.xray === undefined || options.xray === false || options.xray === 0 ? undefined : options.xray;

@@ -59,7 +59,9 @@ function isFileSpec(spec: string): boolean {
 /** Checks what an embedder returned: `count` vectors of `dims` finite numbers. */
 function checkVectors(vectors: unknown, count: number, dims: number, spec: string): number[][] {
   if (!Array.isArray(vectors) || vectors.length !== count) {
-    throw new EmbeddingError(`store.index.embed (${spec}) returned ${Array.isArray(vectors) ? `${vectors.length} vectors` : typeof vectors} for ${count} text(s)`);
+    throw new EmbeddingError(
+      `store.index.embed (${spec}) returned ${Array.isArray(vectors) ? `${vectors.length} vectors` : typeof vectors} for ${count} text(s)`,
+    );
   }
   for (const vector of vectors) {
     if (!Array.isArray(vector) || vector.length !== dims || !vector.every((x) => typeof x === 'number' && Number.isFinite(x))) {
@@ -120,7 +122,9 @@ async function fromProvider(project: ProjectConfig, spec: string): Promise<TextE
     // The project's own copy, as graph code would import it.
     entry = createRequire(join(project.projectDir, 'package.json')).resolve(known.pkg);
   } catch (error) {
-    throw new ProjectConfigError(project.configPath, KEY, `"${spec}" needs ${known.pkg}, which the project does not install (npm install ${known.pkg})`, { cause: error });
+    throw new ProjectConfigError(project.configPath, KEY, `"${spec}" needs ${known.pkg}, which the project does not install (npm install ${known.pkg})`, {
+      cause: error,
+    });
   }
   const module = (await import(pathToFileURL(entry).href)) as Record<string, unknown>;
   const EmbeddingsClass = module[known.className] as (new (fields: { model: string }) => unknown) | undefined;

@@ -67,7 +67,10 @@ describe('graphSchemas', () => {
 
   test('zod v4 state with z.custom: falls back to a zod conversion instead of failing', async () => {
     const State = z.object({ messages: withLangGraph(z.custom<BaseMessage[]>(), MessagesZodMeta), count: z.number() });
-    const graph = new StateGraph(State).addNode('n', () => ({})).addEdge('__start__', 'n').compile();
+    const graph = new StateGraph(State)
+      .addNode('n', () => ({}))
+      .addEdge('__start__', 'n')
+      .compile();
     const schemas = await graphSchemas(inline(graph));
     expect(schemas.state_schema).toMatchObject({ type: 'object', properties: { messages: {}, count: { type: 'number' } } });
   });
@@ -111,9 +114,7 @@ describe('contextValidator', () => {
         type: 'extra_forbidden',
       },
     ]);
-    expect(validate({ model_name: 3 })).toEqual([
-      { path: ['model_name'], message: expect.stringMatching(/string/), type: 'invalid_type' },
-    ]);
+    expect(validate({ model_name: 3 })).toEqual([{ path: ['model_name'], message: expect.stringMatching(/string/), type: 'invalid_type' }]);
     expect(validate(['x'])).toEqual([{ path: [], message: 'context must be an object', type: 'object_type' }]);
   });
 
@@ -166,7 +167,8 @@ describe('contextValidator', () => {
     const dir = mkdtempSync(join(tmpdir(), 'berth-own-langgraph-'));
     try {
       mkdirSync(join(dir, 'node_modules', '@langchain'), { recursive: true });
-      for (const name of readdirSync(repoModules)) if (name !== '@langchain' && !name.startsWith('.')) symlinkSync(join(repoModules, name), join(dir, 'node_modules', name));
+      for (const name of readdirSync(repoModules))
+        if (name !== '@langchain' && !name.startsWith('.')) symlinkSync(join(repoModules, name), join(dir, 'node_modules', name));
       for (const name of readdirSync(join(repoModules, '@langchain'))) {
         const from = join(repoModules, '@langchain', name);
         if (name === 'langgraph') cpSync(from, join(dir, 'node_modules', '@langchain', name), { recursive: true });
@@ -174,7 +176,10 @@ describe('contextValidator', () => {
       }
       cpSync(join(fixtures, 'context'), dir, { recursive: true });
       writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
-      const { stdout } = await promisify(execFile)(process.execPath, [join(fixtures, 'context-load.mjs'), join(dir, 'langgraph.json')], { cwd: fixtures, timeout: 60_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, [join(fixtures, 'context-load.mjs'), join(dir, 'langgraph.json')], {
+        cwd: fixtures,
+        timeout: 60_000,
+      });
       const expected = { contextKeys: ['model', 'temperature'], problems: ['bogus: extra_forbidden'], ownCopy: true };
       expect(JSON.parse(stdout.trim())).toEqual({ annotation: expected, zod4: expected, zod3: expected, state_schema: expected });
     } finally {

@@ -46,7 +46,10 @@ export async function graphSubgraphs(
   const unwarned = missing.filter((namespace) => !seen.has(namespace));
   if (unwarned.length > 0) {
     unwarned.forEach((namespace) => seen.add(namespace));
-    options.log?.warn({ graph_id: loaded.graphId, namespaces: unwarned }, "cannot find these subgraphs' TypeScript types in the graph's module: their schemas list channel names only");
+    options.log?.warn(
+      { graph_id: loaded.graphId, namespaces: unwarned },
+      "cannot find these subgraphs' TypeScript types in the graph's module: their schemas list channel names only",
+    );
   }
   const out: Record<string, SubgraphSchemas> = {};
   for (const [namespace, derived] of found) {

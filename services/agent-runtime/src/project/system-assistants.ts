@@ -30,7 +30,12 @@ export function systemAssistantDefaults(value: string | undefined, source: strin
   }
   const checked = langGraphConfig.safeParse(parsed);
   if (!checked.success) {
-    throw new ProjectConfigError(source, 'LANGGRAPH_CONFIG', 'must be a JSON object of graph ids to objects (whose `context` is an object), e.g. {"agent": {"configurable": {"model": "x"}, "context": {}}}', { cause: checked.error });
+    throw new ProjectConfigError(
+      source,
+      'LANGGRAPH_CONFIG',
+      'must be a JSON object of graph ids to objects (whose `context` is an object), e.g. {"agent": {"configurable": {"model": "x"}, "context": {}}}',
+      { cause: checked.error },
+    );
   }
   return new Map(
     Object.entries(checked.data).map(([graphId, { context, ...config }]) => [

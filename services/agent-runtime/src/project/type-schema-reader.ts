@@ -91,7 +91,10 @@ export class TypeSchemaReader {
     const worker = this.worker ?? this.startWorker();
     const timeoutMs = this.options.timeoutMs ?? 60_000;
     const timer = setTimeout(() => {
-      this.options.log.warn({ graph_id: pending.graphId, timeout_ms: timeoutMs }, 'reading the graph\'s TypeScript types took too long: its schemas list channel names only');
+      this.options.log.warn(
+        { graph_id: pending.graphId, timeout_ms: timeoutMs },
+        "reading the graph's TypeScript types took too long: its schemas list channel names only",
+      );
       this.finish(pending.job.id, null);
       void this.stopWorker().then(() => this.startNext());
     }, timeoutMs);
@@ -105,7 +108,10 @@ export class TypeSchemaReader {
     worker.on('message', (answer: TypeSchemaAnswer) => {
       if (answer.id !== this.current?.pending.job.id) return;
       if ('error' in answer) {
-        this.options.log.warn({ graph_id: this.current.pending.graphId, err: answer.error }, 'cannot read the graph\'s TypeScript types: its schemas list channel names only');
+        this.options.log.warn(
+          { graph_id: this.current.pending.graphId, err: answer.error },
+          "cannot read the graph's TypeScript types: its schemas list channel names only",
+        );
         this.finish(answer.id, null);
       } else {
         this.options.log.debug({ graph_id: this.current.pending.graphId, ms: Date.now() - this.current.started }, 'read graph schemas from TypeScript types');

@@ -126,7 +126,11 @@ export function typeSchemasOf(sourceFile: string, exportName: string): GraphType
     if (checker.getPropertiesOfType(type).length === 0) return null;
     return new Converter(checker, program).document(type);
   };
-  const schemasOf = (prefix: string): TypeSchemas => ({ input: schemaOf(`${prefix}Input`), output: schemaOf(`${prefix}Output`), context: schemaOf(`${prefix}Context`) });
+  const schemasOf = (prefix: string): TypeSchemas => ({
+    input: schemaOf(`${prefix}Input`),
+    output: schemaOf(`${prefix}Output`),
+    context: schemaOf(`${prefix}Context`),
+  });
   // Each candidate's types are read once; a subgraph's are those of its first candidate that is a graph.
   const read = new Map<string, TypeSchemas>();
   const subgraphs: Record<string, TypeSchemas> = {};
@@ -191,7 +195,10 @@ class Converter {
     // `boolean` is the union `true | false`.
     const booleans = members.filter((t) => t.flags & ts.TypeFlags.BooleanLiteral);
     const rest = members.filter((t) => !(t.flags & ts.TypeFlags.BooleanLiteral));
-    const parts = [...rest.map((t) => this.convert(t, depth + 1)), ...(booleans.length === 2 ? [{ type: 'boolean' }] : booleans.map((t) => this.convert(t, depth + 1)))];
+    const parts = [
+      ...rest.map((t) => this.convert(t, depth + 1)),
+      ...(booleans.length === 2 ? [{ type: 'boolean' }] : booleans.map((t) => this.convert(t, depth + 1))),
+    ];
     if (parts.length === 1) return parts[0]!;
     const literals = parts.filter((p) => 'const' in p);
     if (literals.length === parts.length && parts.every((p) => p.type === parts[0]!.type)) {
@@ -215,7 +222,8 @@ class Converter {
         const propertyType = declaration ? this.checker.getTypeOfSymbolAtLocation(property, declaration) : this.checker.getTypeOfSymbol(property);
         if (propertyType.getCallSignatures().length > 0) continue; // Methods are not data.
         properties[property.name] = this.convert(propertyType, depth + 1);
-        const optional = property.flags & ts.SymbolFlags.Optional || (propertyType.isUnion() && propertyType.types.some((t) => t.flags & ts.TypeFlags.Undefined));
+        const optional =
+          property.flags & ts.SymbolFlags.Optional || (propertyType.isUnion() && propertyType.types.some((t) => t.flags & ts.TypeFlags.Undefined));
         if (!optional) required.push(property.name);
       }
       const index = this.checker.getIndexTypeOfType(type, ts.IndexKind.String);
@@ -236,7 +244,10 @@ class Converter {
    * program that extend it as it is used here (same type arguments), as the LangGraph.js server has it.
    */
   private named(type: ts.Type, symbol: ts.Symbol): JsonSchema {
-    const name = this.checker.typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation).replace(/\s+/g, '').replace(/import\([^)]*\)\./g, '');
+    const name = this.checker
+      .typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation)
+      .replace(/\s+/g, '')
+      .replace(/import\([^)]*\)\./g, '');
     if (!this.definitions[name]) {
       const description = ts.displayPartsToString(symbol.getDocumentationComment(this.checker)).trim();
       const definition: JsonSchema = { type: 'object', ...(description ? { description } : {}) };

@@ -24,7 +24,16 @@ const MAX_DEPTH = 8;
 function chainRoot(expression: ts.Expression): string | undefined {
   let e: ts.Expression = expression;
   for (;;) {
-    if (ts.isCallExpression(e) || ts.isPropertyAccessExpression(e) || ts.isParenthesizedExpression(e) || ts.isAwaitExpression(e) || ts.isNonNullExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e)) e = e.expression;
+    if (
+      ts.isCallExpression(e) ||
+      ts.isPropertyAccessExpression(e) ||
+      ts.isParenthesizedExpression(e) ||
+      ts.isAwaitExpression(e) ||
+      ts.isNonNullExpression(e) ||
+      ts.isAsExpression(e) ||
+      ts.isSatisfiesExpression(e)
+    )
+      e = e.expression;
     else return ts.isIdentifier(e) ? e.text : undefined;
   }
 }
@@ -61,7 +70,12 @@ export function findSubgraphSources(file: ts.SourceFile, exportName: string): Su
     const names: string[] = [];
     const visit = (n: ts.Node): void => {
       // A property's name (`x` of `a.x`, `{ x: … }`) is not a reference.
-      if (ts.isIdentifier(n) && defs.has(n.text) && !(ts.isPropertyAccessExpression(n.parent) && n.parent.name === n) && !(ts.isPropertyAssignment(n.parent) && n.parent.name === n)) {
+      if (
+        ts.isIdentifier(n) &&
+        defs.has(n.text) &&
+        !(ts.isPropertyAccessExpression(n.parent) && n.parent.name === n) &&
+        !(ts.isPropertyAssignment(n.parent) && n.parent.name === n)
+      ) {
         if (!names.includes(n.text)) names.push(n.text);
       }
       ts.forEachChild(n, visit);

@@ -41,7 +41,11 @@ export type CommandResponse =
 
 /** A command refused with a protocol error code. */
 export class ProtocolCommandError extends Error {
-  constructor(readonly code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'ProtocolCommandError';
   }
@@ -49,7 +53,12 @@ export class ProtocolCommandError extends Error {
 
 /** The answer to a command, as documented (result: the command's own). */
 export const CommandResponseSchema = z.union([
-  z.strictObject({ type: z.literal('success'), id: z.number().int(), result: z.unknown(), meta: z.strictObject({ thread_id: z.string(), applied_through_seq: z.number().int() }) }),
+  z.strictObject({
+    type: z.literal('success'),
+    id: z.number().int(),
+    result: z.unknown(),
+    meta: z.strictObject({ thread_id: z.string(), applied_through_seq: z.number().int() }),
+  }),
   z.strictObject({ type: z.literal('error'), id: z.number().int().nullable(), error: z.string(), message: z.string() }),
 ]);
 
@@ -80,7 +89,10 @@ const InputRespond = z.union([
   z.object({ responses: z.array(z.object({ interrupt_id: z.string(), response: z.unknown() })).min(1), ...Resume }),
   z.object({ interrupt_id: z.string(), response: z.unknown(), ...Resume }),
 ]);
-const InputInject = z.object({ namespace: NamespaceSchema.optional(), message: z.object({ role: z.enum(['user', 'system']), content: z.string(), name: z.string().optional() }) });
+const InputInject = z.object({
+  namespace: NamespaceSchema.optional(),
+  message: z.object({ role: z.enum(['user', 'system']), content: z.string(), name: z.string().optional() }),
+});
 const StateGet = z.object({ namespace: NamespaceSchema.optional(), keys: z.array(z.string()).optional() });
 const ListCheckpoints = z.object({ namespace: NamespaceSchema.optional(), limit: z.number().int().min(1).max(1000).optional(), before: z.string().optional() });
 const StateFork = z.object({ checkpoint_id: z.string().min(1), input: z.unknown().optional(), config: Obj.optional() });
@@ -100,7 +112,12 @@ export function errorResponse(id: number | null, error: unknown): CommandRespons
   if (error instanceof RequestValidationError) return { type: 'error', id, error: 'invalid_argument', message: error.message };
   if (error instanceof NotFoundError) return { type: 'error', id, error: 'no_such_run', message: error.message };
   if (isBerthError(error)) {
-    const code: ErrorCode = error.code === 'permission_denied' || error.code === 'unauthenticated' ? 'permission_denied' : error.code === 'invalid_argument' || error.code === 'validation_failed' || error.code === 'conflict' ? 'invalid_argument' : 'unknown_error';
+    const code: ErrorCode =
+      error.code === 'permission_denied' || error.code === 'unauthenticated'
+        ? 'permission_denied'
+        : error.code === 'invalid_argument' || error.code === 'validation_failed' || error.code === 'conflict'
+          ? 'invalid_argument'
+          : 'unknown_error';
     return { type: 'error', id, error: code, message: error.message };
   }
   return { type: 'error', id, error: 'unknown_error', message: 'the command failed on the server' };
@@ -144,7 +161,8 @@ export class ProtocolCommands {
       const result = await this.dispatch(threadId, command, auth, headers, host);
       return { type: 'success', id: command.id, result, meta: { thread_id: threadId, applied_through_seq: 0 } };
     } catch (error) {
-      if (!(error instanceof ProtocolCommandError) && !isBerthError(error)) this.ctx.log.error({ err: error, threadId, method: command.method }, 'protocol command failed');
+      if (!(error instanceof ProtocolCommandError) && !isBerthError(error))
+        this.ctx.log.error({ err: error, threadId, method: command.method }, 'protocol command failed');
       return errorResponse(command.id, error);
     }
   }
@@ -173,7 +191,8 @@ export class ProtocolCommands {
       }
       case 'subscription.unsubscribe': {
         const { subscription_id } = parse(Unsubscribe, params, method);
-        if (!this.host(host, method).unsubscribe(subscription_id)) throw new ProtocolCommandError('no_such_subscription', `no subscription ${subscription_id} on this connection`);
+        if (!this.host(host, method).unsubscribe(subscription_id))
+          throw new ProtocolCommandError('no_such_subscription', `no subscription ${subscription_id} on this connection`);
         return {};
       }
       case 'subscription.reconnect':
@@ -184,7 +203,11 @@ export class ProtocolCommands {
   }
 
   private host(host: SubscriptionHost | undefined, method: string): SubscriptionHost {
-    if (!host) throw new ProtocolCommandError('not_supported', `${method} is a WebSocket command: over HTTP, each POST /threads/{thread_id}/stream/events is a subscription`);
+    if (!host)
+      throw new ProtocolCommandError(
+        'not_supported',
+        `${method} is a WebSocket command: over HTTP, each POST /threads/{thread_id}/stream/events is a subscription`,
+      );
     return host;
   }
 
@@ -237,7 +260,8 @@ export class ProtocolCommands {
     if (exists) {
       const filter = await this.readable(threadId, auth);
       const bound = await this.boundAssistant(threadId);
-      if (bound && bound !== assistant.assistant_id) throw new ProtocolCommandError('invalid_argument', `thread ${threadId} is bound to assistant ${bound}; cannot run ${params.assistant_id}`);
+      if (bound && bound !== assistant.assistant_id)
+        throw new ProtocolCommandError('invalid_argument', `thread ${threadId} is bound to assistant ${bound}; cannot run ${params.assistant_id}`);
       if (params.input !== undefined && params.input !== null) pending = await this.pendingInterrupts(threadId, filter);
     }
     // Input given while the thread waits at interrupts answers them (as the JS server does).
@@ -291,13 +315,20 @@ export class ProtocolCommands {
     if (params.namespace?.length) throw new ProtocolCommandError('not_supported', 'input.inject into a subgraph namespace is not supported');
     const { filter } = await this.ctx.authz.authorize(auth, 'threads:update', { thread_id: threadId });
     const { role, content, name } = params.message;
-    await this.ctx.state.update(threadId, { values: { messages: [{ type: role === 'user' ? 'human' : 'system', content, ...(name ? { name } : {}) }] } }, filter);
+    await this.ctx.state.update(
+      threadId,
+      { values: { messages: [{ type: role === 'user' ? 'human' : 'system', content, ...(name ? { name } : {}) }] } },
+      filter,
+    );
     return {};
   }
 
   private async stateGet(threadId: string, params: z.output<typeof StateGet>, auth: RequestAuth) {
     const filter = await this.readable(threadId, auth);
-    const state = await this.ctx.state.state(threadId, { filter, ...(params.namespace?.length ? { checkpoint: { checkpoint_ns: params.namespace.join('|') } } : {}) });
+    const state = await this.ctx.state.state(threadId, {
+      filter,
+      ...(params.namespace?.length ? { checkpoint: { checkpoint_ns: params.namespace.join('|') } } : {}),
+    });
     const values = (state.values ?? {}) as Record<string, unknown>;
     const picked = params.keys ? Object.fromEntries(Object.entries(values).filter(([key]) => params.keys!.includes(key))) : values;
     const checkpoint = state.checkpoint ? { id: state.checkpoint.checkpoint_id, ns: state.checkpoint.checkpoint_ns ?? '' } : undefined;
@@ -318,7 +349,15 @@ export class ProtocolCommands {
         const metadata = s.metadata ?? {};
         const writes = metadata.writes as Record<string, unknown> | null | undefined;
         const node = writes ? Object.keys(writes)[0] : undefined;
-        return [{ id: s.checkpoint.checkpoint_id, timestamp: s.created_at ?? '', step: typeof metadata.step === 'number' ? metadata.step : 0, ...(node ? { node_name: node } : {}), metadata }];
+        return [
+          {
+            id: s.checkpoint.checkpoint_id,
+            timestamp: s.created_at ?? '',
+            step: typeof metadata.step === 'number' ? metadata.step : 0,
+            ...(node ? { node_name: node } : {}),
+            metadata,
+          },
+        ];
       }),
     };
   }

@@ -64,7 +64,11 @@ export function fromSince(since: number | undefined): 'start' | { after: string 
 }
 
 export function matches(event: ProtocolEvent, filter: EventFilter): boolean {
-  return matchesSubscription(event, { channels: filter.channels as never, ...(filter.namespaces ? { namespaces: filter.namespaces } : {}), ...(filter.depth !== undefined ? { depth: filter.depth } : {}) });
+  return matchesSubscription(event, {
+    channels: filter.channels as never,
+    ...(filter.namespaces ? { namespaces: filter.namespaces } : {}),
+    ...(filter.depth !== undefined ? { depth: filter.depth } : {}),
+  });
 }
 
 /** A protocol event as LangGraph's `streamEvents(…, {version: "v3"})` yields it. */
@@ -76,14 +80,24 @@ export interface GraphProtocolEvent {
 type Record_ = Record<string, unknown>;
 const isRecord = (value: unknown): value is Record_ => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const MESSAGE_TYPES: Record<string, string> = { human: 'human', user: 'human', ai: 'ai', assistant: 'ai', tool: 'tool', system: 'system', function: 'function', remove: 'remove' };
+const MESSAGE_TYPES: Record<string, string> = {
+  human: 'human',
+  user: 'human',
+  ai: 'ai',
+  assistant: 'ai',
+  tool: 'tool',
+  system: 'system',
+  function: 'function',
+  remove: 'remove',
+};
 
 /** A message in state as protocol clients read it (as the JS server sends it): only the fields they use. */
 function protocolMessage(message: Record_): Record_ {
   const type = MESSAGE_TYPES[String(message.type)];
   if (!type) return message;
   const out: Record_ = { type, content: message.content ?? '' };
-  for (const key of ['id', 'name', 'tool_call_id', 'status', 'artifact'] as const) if (message[key] !== undefined && message[key] !== null) out[key] = message[key];
+  for (const key of ['id', 'name', 'tool_call_id', 'status', 'artifact'] as const)
+    if (message[key] !== undefined && message[key] !== null) out[key] = message[key];
   if (isRecord(message.response_metadata) && Object.keys(message.response_metadata).length) out.response_metadata = message.response_metadata;
   if (type === 'ai') {
     const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Record_[]) : [];
@@ -108,7 +122,9 @@ function stateData(value: unknown): unknown {
 /** The interrupts in a values chunk (`__interrupt__`) or a list of them, as `input.requested` data. */
 export function interruptsIn(value: unknown): { interrupt_id: string; payload: unknown }[] {
   const list = Array.isArray(value) ? value : isRecord(value) && Array.isArray(value.__interrupt__) ? value.__interrupt__ : [];
-  return (toWire(list) as unknown[]).flatMap((entry) => (isRecord(entry) && typeof entry.id === 'string' ? [{ interrupt_id: entry.id, payload: entry.value ?? null }] : []));
+  return (toWire(list) as unknown[]).flatMap((entry) =>
+    isRecord(entry) && typeof entry.id === 'string' ? [{ interrupt_id: entry.id, payload: entry.value ?? null }] : [],
+  );
 }
 
 /** How a protocol run ended, for its root `lifecycle` event. */
@@ -138,7 +154,12 @@ export class ProtocolPublisher {
   private readonly requested = new Set<string>();
 
   /** `startAt`: the thread's recorded next number, where a stream the broker forgot starts again. */
-  constructor(broker: EventBroker, threadId: string, private readonly run: ProtocolRun, options: { retryMs?: number; signal?: AbortSignal; startAt: number }) {
+  constructor(
+    broker: EventBroker,
+    threadId: string,
+    private readonly run: ProtocolRun,
+    options: { retryMs?: number; signal?: AbortSignal; startAt: number },
+  ) {
     this.pipe = new EventPipe(broker, threadStreamKey(threadId), options);
   }
 

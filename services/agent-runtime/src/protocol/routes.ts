@@ -23,7 +23,17 @@ import { AuthHttpError } from '../auth/errors.js';
 import type { ServerContext } from '../api/context.js';
 import { passHeaders } from '../api/runs.js';
 import { ThreadPath } from '../api/schemas.js';
-import { CommandResponseSchema, CommandSchema, errorResponse, FilterSchema, ProtocolCommandError, ProtocolCommands, subscriptionId, type CommandResponse, type SubscriptionHost } from './commands.js';
+import {
+  CommandResponseSchema,
+  CommandSchema,
+  errorResponse,
+  FilterSchema,
+  ProtocolCommandError,
+  ProtocolCommands,
+  subscriptionId,
+  type CommandResponse,
+  type SubscriptionHost,
+} from './commands.js';
 import { fromSince, matches, threadStreamKey, toProtocolEvent, type EventFilter, type ProtocolEvent } from './events.js';
 import type { AgentApi } from '../api/access.js';
 
@@ -41,7 +51,10 @@ export class ProtocolTransport {
   readonly commands: ProtocolCommands;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
 
-  constructor(private readonly ctx: ServerContext, private readonly broker: EventBroker) {
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly broker: EventBroker,
+  ) {
     this.commands = new ProtocolCommands(ctx);
   }
 
@@ -147,7 +160,16 @@ export class ProtocolTransport {
         });
         new SocketSession(this, ws, threadId, checked, passHeaders(req as ExpressRequest)).start();
         checked.catch((error: unknown) => {
-          const status = error instanceof AuthHttpError ? error.status : error instanceof NotFoundError ? 404 : isBerthError(error) && error.code === 'unauthenticated' ? 401 : isBerthError(error) && error.code === 'permission_denied' ? 403 : 500;
+          const status =
+            error instanceof AuthHttpError
+              ? error.status
+              : error instanceof NotFoundError
+                ? 404
+                : isBerthError(error) && error.code === 'unauthenticated'
+                  ? 401
+                  : isBerthError(error) && error.code === 'permission_denied'
+                    ? 403
+                    : 500;
           if (status === 500) this.ctx.log.error({ err: error, threadId }, 'protocol WebSocket refused');
           ws.close(4000 + status, status === 500 ? 'internal error' : (error as Error).message.slice(0, 100));
         });

@@ -73,7 +73,10 @@ export class CronScheduler {
   private sweeper?: Timer;
   private readonly clock: Clock;
 
-  constructor(private readonly deps: CronSchedulerDeps, private readonly options: CronSchedulerOptions = {}) {
+  constructor(
+    private readonly deps: CronSchedulerDeps,
+    private readonly options: CronSchedulerOptions = {},
+  ) {
     this.queue = new JobQueue(cronJobs, CRON_QUEUE, deps.queue, { log: deps.log });
     this.clock = options.clock ?? systemClock;
   }
@@ -101,7 +104,13 @@ export class CronScheduler {
   /** The worker role: fires ticks, and sweeps for overdue ones now and every `sweepMs`. */
   async start(runService: Pick<RunService, 'create'>, concurrency: number): Promise<void> {
     this.runService = runService;
-    this.jobs = new JobWorker(cronJobs, CRON_QUEUE, this.deps.queue, { 'cron.tick': ({ cron_id, due }) => this.tick(cron_id, new Date(due)) }, { concurrency, log: this.deps.log });
+    this.jobs = new JobWorker(
+      cronJobs,
+      CRON_QUEUE,
+      this.deps.queue,
+      { 'cron.tick': ({ cron_id, due }) => this.tick(cron_id, new Date(due)) },
+      { concurrency, log: this.deps.log },
+    );
     await this.jobs.ready();
     await this.sweep();
     this.sweeper = this.clock.setInterval(() => void this.sweep(), this.options.sweepMs ?? 30_000);
@@ -150,7 +159,12 @@ export class CronScheduler {
       if (isUniqueViolation(error)) return 'already-fired';
       // This tick cannot run (assistant gone, context no longer valid, thread busy with reject):
       // the cron goes on with its next one. Anything else is retried.
-      if (error instanceof NotFoundError || error instanceof ConflictError || error instanceof RequestValidationError || error instanceof PermissionDeniedError) {
+      if (
+        error instanceof NotFoundError ||
+        error instanceof ConflictError ||
+        error instanceof RequestValidationError ||
+        error instanceof PermissionDeniedError
+      ) {
         this.deps.log.warn({ err: error, cronId: cron.cron_id, due: due.toISOString() }, 'cron tick skipped: its run could not be created');
         return 'skipped';
       }

@@ -109,7 +109,14 @@ export class RunExecutor {
       context: { ...assistant.context, ...(kwargs.context ?? {}) },
       recursionLimit: (kwargs.config?.recursion_limit as number | undefined) ?? (assistant.config.recursion_limit as number | undefined) ?? 25,
       tags: [...((assistant.config.tags as string[] | undefined) ?? []), ...((kwargs.config?.tags as string[] | undefined) ?? [])],
-      metadata: { ...run.metadata, run_id: run.run_id, thread_id: run.thread_id, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id, run_attempt: run.attempt },
+      metadata: {
+        ...run.metadata,
+        run_id: run.run_id,
+        thread_id: run.thread_id,
+        graph_id: assistant.graph_id,
+        assistant_id: assistant.assistant_id,
+        run_attempt: run.attempt,
+      },
       // A failure on this side of the stream (an event that cannot be published or sent) stops
       // the graph through this signal, so that it ends its runs (and their traces) as failed.
       signal: AbortSignal.any([signal, stop.signal]),
@@ -143,7 +150,8 @@ export class RunExecutor {
     // LangGraph's default durability is async.
     const releaseDurability = this.deps.checkpointer.runDurability?.(run.thread_id, kwargs.durability ?? 'async');
     // The claim found the thread without a checkpoint: the graph's first read of it is known.
-    const releaseEmpty = run.attempt === 1 && run.start_checkpoint_id === null && !kwargs.checkpoint_id ? this.deps.checkpointer.primeEmpty?.(run.thread_id) : undefined;
+    const releaseEmpty =
+      run.attempt === 1 && run.start_checkpoint_id === null && !kwargs.checkpoint_id ? this.deps.checkpointer.primeEmpty?.(run.thread_id) : undefined;
     try {
       const input = await this.input(run);
       const chunks = protocol ? this.protocolChunks(graph, input, config, protocol) : this.chunks(graph, input, config, requested.includes('events'));

@@ -19,10 +19,7 @@ const logs = captureLogger('agent');
 
 beforeAll(async () => {
   db = await createTestDatabase('agent_lease');
-  server = await startAgentServer(
-    { configPath: serverProject, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: LEASE_MS },
-    logs.logger,
-  );
+  server = await startAgentServer({ configPath: serverProject, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: LEASE_MS }, logs.logger);
   sql = new pg.Pool({ connectionString: db.url });
 }, 60_000);
 afterAll(async () => {
@@ -36,8 +33,7 @@ interface RunRow {
   attempt: number;
   lease_owner: string | null;
 }
-const runRow = async (runId: string) =>
-  (await sql.query<RunRow>('SELECT status, attempt, lease_owner FROM agent.runs WHERE run_id = $1', [runId])).rows[0]!;
+const runRow = async (runId: string) => (await sql.query<RunRow>('SELECT status, attempt, lease_owner FROM agent.runs WHERE run_id = $1', [runId])).rows[0]!;
 const leaseLost = (runId: string) => logs.lines().filter((l) => l.runId === runId && String(l.msg).startsWith('lease lost'));
 
 /** Starts a run of the `slow` graph (its node waits `delayMs`, honouring the abort signal) and waits until it runs. */
@@ -51,7 +47,14 @@ async function startSlowRun(delayMs: number): Promise<string> {
   });
   expect(response.status).toBe(200);
   const { run_id } = (await response.json()) as { run_id: string };
-  expect((await until(() => runRow(run_id), (r) => r.status === 'running')).status).toBe('running');
+  expect(
+    (
+      await until(
+        () => runRow(run_id),
+        (r) => r.status === 'running',
+      )
+    ).status,
+  ).toBe('running');
   return run_id;
 }
 
@@ -61,7 +64,11 @@ it('stops a run whose lease another worker took, logs `lease lost`, and leaves t
   await sql.query("UPDATE agent.runs SET lease_owner = 'thief', lease_expires_at = now() + interval '1 hour' WHERE run_id = $1", [runId]);
   const stolenAt = Date.now();
 
-  const [line] = await until(async () => leaseLost(runId), (l) => l.length > 0, 5_000);
+  const [line] = await until(
+    async () => leaseLost(runId),
+    (l) => l.length > 0,
+    5_000,
+  );
   expect(line).toMatchObject({ level: 50, reason: 'taken', owner: worker });
   expect(Date.now() - stolenAt).toBeLessThan(LEASE_MS);
   // Past the graph's own end, the worker has neither finished nor touched the run: the thief holds it.
@@ -70,7 +77,11 @@ it('stops a run whose lease another worker took, logs `lease lost`, and leaves t
 
   // The thief dies: its lease runs out, a worker takes the run over and completes it, once.
   await sql.query("UPDATE agent.runs SET lease_expires_at = now() - interval '1 second' WHERE run_id = $1", [runId]);
-  const done = await until(() => runRow(runId), (r) => r.status === 'success', 15_000);
+  const done = await until(
+    () => runRow(runId),
+    (r) => r.status === 'success',
+    15_000,
+  );
   expect(done).toEqual({ status: 'success', attempt: 2, lease_owner: null });
   expect(leaseLost(runId)).toHaveLength(1);
 }, 30_000);
@@ -101,10 +112,18 @@ it('keeps a run whose lease it cannot renew for longer than the lease, and renew
   }
   const failures = logs.lines().filter((l) => l.runId === runId && String(l.msg).startsWith('run lease renewal failed'));
   expect(failures[0]).toMatchObject({ level: 40, err: { message: expect.stringMatching(/terminat/) } });
-  await until(async () => logs.lines().filter((l) => l.runId === runId && l.msg === 'run lease renewed again'), (l) => l.length > 0, 5_000);
+  await until(
+    async () => logs.lines().filter((l) => l.runId === runId && l.msg === 'run lease renewed again'),
+    (l) => l.length > 0,
+    5_000,
+  );
 
   // The run went on and completes on its first attempt; nothing was lost or taken over.
-  const done = await until(() => runRow(runId), (r) => r.status === 'success', 15_000);
+  const done = await until(
+    () => runRow(runId),
+    (r) => r.status === 'success',
+    15_000,
+  );
   expect(done).toEqual({ status: 'success', attempt: 1, lease_owner: null });
   expect(leaseLost(runId)).toHaveLength(0);
 }, 30_000);

@@ -28,7 +28,12 @@ beforeAll(async () => {
   await postgres.start();
   // The production lease settings (5 s lease, 60 s hold): an outage of 20 s outlasts the lease.
   for (let i = 0; i < 2; i++) {
-    servers.push(await startAgentServer({ configPath: durabilityProject, databaseUrl: postgres.connectionString, host: '127.0.0.1', port: 0, workers: RUNS / 2 }, logs.logger));
+    servers.push(
+      await startAgentServer(
+        { configPath: durabilityProject, databaseUrl: postgres.connectionString, host: '127.0.0.1', port: 0, workers: RUNS / 2 },
+        logs.logger,
+      ),
+    );
   }
 }, 120_000);
 afterAll(async () => {
@@ -95,7 +100,9 @@ it('executes every node of every run once through a 20 s outage of Postgres', as
     expect(twice).toEqual([]);
     expect(counts.size).toBe(RUNS * NODES.length);
     // The thread states hold each node once.
-    const { rows } = await sql.query<{ trail: string[] }>(`SELECT "values"->'trail' AS trail FROM agent.threads WHERE thread_id = ANY($1::uuid[])`, [runs.map((r) => r.threadId)]);
+    const { rows } = await sql.query<{ trail: string[] }>(`SELECT "values"->'trail' AS trail FROM agent.threads WHERE thread_id = ANY($1::uuid[])`, [
+      runs.map((r) => r.threadId),
+    ]);
     expect(rows.map((r) => r.trail)).toEqual(runs.map(() => NODES));
   } finally {
     await sql.end();

@@ -9,7 +9,16 @@ import type { BrokerEvent, EventBroker, SubscribeFrom } from '@berth/broker';
 import { metadataOf, type Authorizer, type RequestAuth } from '../auth/index.js';
 import type { Assistant } from '../storage/assistants.js';
 import type { Json, JsonObject } from '../storage/sql.js';
-import { noAssistantFor, type MultitaskStrategy, type ProtocolRun, type Run, type RunKwargs, type RunResult, type RunStatus, type RunStore } from '../storage/runs.js';
+import {
+  noAssistantFor,
+  type MultitaskStrategy,
+  type ProtocolRun,
+  type Run,
+  type RunKwargs,
+  type RunResult,
+  type RunStatus,
+  type RunStore,
+} from '../storage/runs.js';
 import type { ThreadStore } from '../storage/threads.js';
 import type { RunDispatcher } from './dispatcher.js';
 import type { LocalSlot } from './worker.js';
@@ -93,7 +102,13 @@ export class RunService {
    * `options.run_id` names the run (a cron tick's, derived from the tick); a run of that id
    * existing already fails with the runs table's unique violation.
    */
-  async create(threadId: string | undefined, request: RunRequest, headers: Record<string, string>, auth?: RequestAuth, options: { run_id?: string } = {}): Promise<Run> {
+  async create(
+    threadId: string | undefined,
+    request: RunRequest,
+    headers: Record<string, string>,
+    auth?: RequestAuth,
+    options: { run_id?: string } = {},
+  ): Promise<Run> {
     const { threads, runs, broker, dispatcher } = this.deps;
     const assistant = await this.deps.resolveAssistant(request.assistant_id).catch((error: unknown) => {
       throw error instanceof NotFoundError ? new NotFoundError(noAssistantFor(request.assistant_id), { cause: error }) : error;
@@ -115,7 +130,7 @@ export class RunService {
       stream_resumable: request.stream_resumable ?? false,
       ...(request.interrupt_before ? { interrupt_before: request.interrupt_before } : {}),
       ...(request.interrupt_after ? { interrupt_after: request.interrupt_after } : {}),
-      ...(request.checkpoint_id ?? request.checkpoint?.checkpoint_id ? { checkpoint_id: request.checkpoint_id ?? request.checkpoint!.checkpoint_id! } : {}),
+      ...((request.checkpoint_id ?? request.checkpoint?.checkpoint_id) ? { checkpoint_id: request.checkpoint_id ?? request.checkpoint!.checkpoint_id! } : {}),
       ...(request.durability ? { durability: request.durability } : {}),
       ...(request.webhook !== undefined ? { webhook: request.webhook } : {}),
       ...(request.protocol ? { protocol: request.protocol } : {}),
@@ -171,7 +186,11 @@ export class RunService {
         slot?.release();
         // A threadless run that could not be created (its assistant is gone) leaves no thread.
         if (temporary) {
-          await threads.delete(thread_id).catch((cleanup: unknown) => this.deps.log.warn({ err: cleanup, threadId: thread_id }, 'could not delete the thread of a threadless run that was not created'));
+          await threads
+            .delete(thread_id)
+            .catch((cleanup: unknown) =>
+              this.deps.log.warn({ err: cleanup, threadId: thread_id }, 'could not delete the thread of a threadless run that was not created'),
+            );
         }
         throw error;
       });
@@ -194,7 +213,9 @@ export class RunService {
    */
   async checkWebhook(url: string): Promise<void> {
     if (this.deps.checkWebhook) return this.deps.checkWebhook(url);
-    throw new RequestValidationError([{ loc: ['body', 'webhook'], msg: 'this server sends no webhooks: it has no signing secret (BERTH_WEBHOOK_SECRET)', type: 'value_error' }]);
+    throw new RequestValidationError([
+      { loc: ['body', 'webhook'], msg: 'this server sends no webhooks: it has no signing secret (BERTH_WEBHOOK_SECRET)', type: 'value_error' },
+    ]);
   }
 
   /** Events of a run for an SSE response. `from` decides what is replayed. */
@@ -250,4 +271,3 @@ export class RunService {
     }
   }
 }
-

@@ -38,7 +38,10 @@ afterAll(async () => {
 /** `<node> <pid>` of every execution of `tag`'s nodes, in order. */
 async function executions(log: string, tag: string): Promise<string[]> {
   const text = await readFile(log, 'utf8').catch(() => '');
-  return text.split('\n').filter((l) => l.startsWith(`${tag} `)).map((l) => l.slice(tag.length + 1));
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${tag} `))
+    .map((l) => l.slice(tag.length + 1));
 }
 
 async function startRun(url: string, tag: string, log: string): Promise<{ threadId: string; runId: string }> {
@@ -58,10 +61,14 @@ const runRow = async (runId: string) =>
   (await sql.query<{ status: string; attempt: number }>('SELECT status, attempt FROM agent.runs WHERE run_id = $1', [runId])).rows[0]!;
 
 async function ended(runId: string) {
-  return until('the run to end', async () => {
-    const row = await runRow(runId);
-    return row.status === 'running' || row.status === 'pending' ? undefined : row;
-  }, 30_000);
+  return until(
+    'the run to end',
+    async () => {
+      const row = await runRow(runId);
+      return row.status === 'running' || row.status === 'pending' ? undefined : row;
+    },
+    30_000,
+  );
 }
 
 async function threadValues(threadId: string): Promise<{ trail: string[]; pids: number[] }> {
@@ -73,7 +80,7 @@ describe('a worker and a taker', () => {
     taker = await startAgentServer({ configPath: durabilityProject, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, ...LEASE }, logs.logger);
   }, 60_000);
 
-  it('takes a killed worker\'s run over from its last checkpoint: the node in progress executes again, none before it', async () => {
+  it("takes a killed worker's run over from its last checkpoint: the node in progress executes again, none before it", async () => {
     const worker = await spawnAgentServer(db.url, { configPath: durabilityProject, config: LEASE });
     const log = join(dir, 'killed.log');
     const { threadId, runId } = await startRun(worker.url, 'k', log);

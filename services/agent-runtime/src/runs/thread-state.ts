@@ -256,7 +256,9 @@ export class ThreadStateService {
     const target = ns ? await this.subgraphAt(graph, ns, ['body', 'checkpoint', 'checkpoint_ns']) : graph;
     const issues = stateUpdateIssues(target, body.values, body.as_node);
     if (issues.length > 0) throw new RequestValidationError(issues);
-    const config = await graph.updateState({ configurable: configurableOf(threadId, body.checkpoint) }, body.values ?? null, body.as_node).catch(asValidationError);
+    const config = await graph
+      .updateState({ configurable: configurableOf(threadId, body.checkpoint) }, body.values ?? null, body.as_node)
+      .catch(asValidationError);
     await this.saveValues(graph, threadId);
     return { checkpoint: checkpointOf(threadId, config) };
   }
@@ -272,7 +274,9 @@ export class ThreadStateService {
     const config = await graph
       .bulkUpdateState(
         { configurable: configurableOf(threadId, undefined) },
-        supersteps.map((step) => ({ updates: step.updates.map((u) => ({ values: u.command ? toCommand(u.command) : (u.values ?? null), asNode: u.as_node })) })),
+        supersteps.map((step) => ({
+          updates: step.updates.map((u) => ({ values: u.command ? toCommand(u.command) : (u.values ?? null), asNode: u.as_node })),
+        })),
       )
       .catch(asValidationError);
     await this.saveValues(graph, threadId);

@@ -140,7 +140,9 @@ export class WebhookTargets {
       new RequestValidationError([{ loc: ['body', 'webhook'], msg, type: 'value_error' }], cause ? { cause } : undefined);
     if (webhook.startsWith('/')) {
       if (this.ownRoutes) return;
-      throw invalid('a relative webhook calls the server\'s own custom routes, which this project does not have (no http.app in langgraph.json): give an absolute http(s) URL');
+      throw invalid(
+        "a relative webhook calls the server's own custom routes, which this project does not have (no http.app in langgraph.json): give an absolute http(s) URL",
+      );
     }
     let url: URL;
     try {
@@ -192,7 +194,13 @@ export class WebhookDelivery {
 
   async start(concurrency = 10): Promise<void> {
     this.queue = new JobQueue(this.catalog, WEBHOOK_QUEUE, this.deps.queue, { log: this.deps.log });
-    this.worker = new JobWorker(this.catalog, WEBHOOK_QUEUE, this.deps.queue, { 'webhook.deliver': (job, ctx) => this.deliver(job.webhook_id, ctx) }, { concurrency, log: this.deps.log });
+    this.worker = new JobWorker(
+      this.catalog,
+      WEBHOOK_QUEUE,
+      this.deps.queue,
+      { 'webhook.deliver': (job, ctx) => this.deliver(job.webhook_id, ctx) },
+      { concurrency, log: this.deps.log },
+    );
     await Promise.all([this.queue.ready(), this.worker.ready()]);
   }
 
@@ -209,7 +217,12 @@ export class WebhookDelivery {
    * notification), with `headers` besides the signature's; `stamp: false` sends the body as it is,
    * without `webhook_sent_at`. Never throws (a failure is logged and recorded).
    */
-  async sendPayload(run: Pick<Run, 'run_id' | 'thread_id'>, url: string, payload: JsonObject, options: { headers?: Record<string, string>; stamp?: boolean } = {}): Promise<void> {
+  async sendPayload(
+    run: Pick<Run, 'run_id' | 'thread_id'>,
+    url: string,
+    payload: JsonObject,
+    options: { headers?: Record<string, string>; stamp?: boolean } = {},
+  ): Promise<void> {
     const webhookId = randomUUID();
     const log = this.deps.log.child({ runId: run.run_id, webhookId, webhook: redactedUrl(url) });
     try {
@@ -223,14 +236,16 @@ export class WebhookDelivery {
         ...(options.stamp === false ? { stamp_sent_at: false } : {}),
       });
     } catch (error) {
-      log.error({ err: error }, 'could not record the run\'s webhook: it is not sent');
+      log.error({ err: error }, "could not record the run's webhook: it is not sent");
       return;
     }
     try {
       await this.queue!.enqueue('webhook.deliver', { webhook_id: webhookId }, { jobId: `webhook-${webhookId}` });
     } catch (error) {
-      log.error({ err: error }, 'could not queue the run\'s webhook: it is not sent');
-      await this.deps.store.fail(webhookId, `not queued: ${(error as Error).message}`).catch((record: unknown) => log.error({ err: record }, 'could not record the failed webhook'));
+      log.error({ err: error }, "could not queue the run's webhook: it is not sent");
+      await this.deps.store
+        .fail(webhookId, `not queued: ${(error as Error).message}`)
+        .catch((record: unknown) => log.error({ err: record }, 'could not record the failed webhook'));
     }
   }
 
@@ -292,7 +307,7 @@ export class WebhookDelivery {
 
   /** A relative webhook: a POST handed to the project's http.app in this process, not over the network. */
   private async postToOwnRoutes(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number> {
-    if (!this.deps.ownRoutes) throw new Error('a relative webhook needs the project\'s http.app, which this server has not loaded');
+    if (!this.deps.ownRoutes) throw new Error("a relative webhook needs the project's http.app, which this server has not loaded");
     const response = await this.deps.ownRoutes(new Request(new URL(path, 'http://localhost'), { method: 'POST', headers, body, signal }));
     await response.body?.cancel();
     return response.status;
@@ -315,12 +330,16 @@ async function postByFetch(url: URL, headers: Record<string, string>, body: stri
 function post(url: URL, headers: Record<string, string>, body: string, lookup: LookupFunction, signal: AbortSignal): Promise<number> {
   const request = url.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup, agent: false, signal }, (res) => {
-      // The answer's body is not used: read it off so the socket closes.
-      res.resume();
-      res.on('error', () => undefined);
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup, agent: false, signal },
+      (res) => {
+        // The answer's body is not used: read it off so the socket closes.
+        res.resume();
+        res.on('error', () => undefined);
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', (error) => reject(signal.aborted ? (signal.reason as Error) : error));
     req.end(body);
   });

@@ -127,7 +127,10 @@ export class RunWorker {
   /** Runs this process has taken on, resolved with how they ended (for waiters in this process). */
   private readonly outcomes = new Map<string, { promise: Promise<RunResult | undefined>; settle(result: RunResult | undefined): void }>();
 
-  constructor(private readonly deps: RunWorkerDeps, private readonly options: RunWorkerOptions = {}) {
+  constructor(
+    private readonly deps: RunWorkerDeps,
+    private readonly options: RunWorkerOptions = {},
+  ) {
     this.owner = deps.owner;
     this.lease = leaseSettings(options);
     this.clock = deps.clock ?? systemClock;
@@ -135,13 +138,19 @@ export class RunWorker {
 
   async start(): Promise<void> {
     await this.deps.liveness.start();
-    this.jobs = new JobWorker(runJobs, RUN_QUEUE, this.deps.queue, {
-      'run.execute': ({ run_id }) => this.handle(run_id),
-      'thread.delete': ({ thread_id }) => this.deleteTemporaryThread(thread_id),
-    }, {
-      concurrency: this.options.concurrency ?? 10,
-      log: this.deps.log,
-    });
+    this.jobs = new JobWorker(
+      runJobs,
+      RUN_QUEUE,
+      this.deps.queue,
+      {
+        'run.execute': ({ run_id }) => this.handle(run_id),
+        'thread.delete': ({ thread_id }) => this.deleteTemporaryThread(thread_id),
+      },
+      {
+        concurrency: this.options.concurrency ?? 10,
+        log: this.deps.log,
+      },
+    );
     await this.jobs.ready();
     // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
     this.sweeper = this.clock.setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
@@ -169,7 +178,9 @@ export class RunWorker {
     for (const runId of waiting) this.settle(runId, undefined);
     for (const runId of waiting) {
       // Still pending in the database: a sweep finds them anyway, only later.
-      await this.deps.dispatcher.dispatch(runId).catch((error: unknown) => this.deps.log.warn({ err: error, runId }, 'could not hand a waiting run to the queue'));
+      await this.deps.dispatcher
+        .dispatch(runId)
+        .catch((error: unknown) => this.deps.log.warn({ err: error, runId }, 'could not hand a waiting run to the queue'));
     }
     const closed = this.jobs?.close();
     if (drainMs === undefined) {
@@ -324,10 +335,7 @@ export class RunWorker {
     );
     try {
       const maxAttempts = this.options.maxAttempts ?? 3;
-      const ended =
-        run.attempt > maxAttempts
-          ? await this.abandon(run, maxAttempts)
-          : await this.executeClaimed(run, assistant, controller);
+      const ended = run.attempt > maxAttempts ? await this.abandon(run, maxAttempts) : await this.executeClaimed(run, assistant, controller);
       if (ended && !lease.lost) {
         lease.finishing();
         await this.finish(run, ended, report, claimedAt, lease);
@@ -416,20 +424,30 @@ export class RunWorker {
     }
     const { ending, nextRunId } = recorded;
     // Its graph finished, but its result could not be stored: the stream says so.
-    if ((ending.error as { error?: string } | null)?.error === UNSTORABLE) await this.publishError(run.run_id, ending.error as { error: string; message: string });
+    if ((ending.error as { error?: string } | null)?.error === UNSTORABLE)
+      await this.publishError(run.run_id, ending.error as { error: string; message: string });
     if (cancelled?.action === 'rollback') await retry('removing the rolled-back run', () => runs.remove(run.run_id));
     else report({ status: ending.status, output: ending.output });
     if (run.kwargs.protocol) await this.publishProtocolEnd(run, ending.status, outcome?.interrupted ?? false, ending.error as { message?: string } | null);
     await retry("ending the run's stream", () => broker.end(run.run_id));
     if (nextRunId) {
       // The sweeper dispatches a pending run that was not: a failure here only delays it.
-      if (!this.tryLocal(nextRunId)) await dispatcher.dispatch(nextRunId).catch((error: unknown) => log.warn({ err: error, runId: nextRunId }, 'could not dispatch the thread\'s next run: the sweeper will'));
-    }
-    else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep') await retry('scheduling the temporary thread\'s removal', () => dispatcher.deleteThreadLater(run.thread_id));
+      if (!this.tryLocal(nextRunId))
+        await dispatcher
+          .dispatch(nextRunId)
+          .catch((error: unknown) => log.warn({ err: error, runId: nextRunId }, "could not dispatch the thread's next run: the sweeper will"));
+    } else if (run.kwargs.temporary && run.kwargs.on_completion !== 'keep')
+      await retry("scheduling the temporary thread's removal", () => dispatcher.deleteThreadLater(run.thread_id));
     // Last, once the thread's next run is on its way; a rolled-back run is gone and sends none.
     if (run.kwargs.webhook && cancelled?.action !== 'rollback') {
-      const end: RunEnd = { status: ending.status, startedAt: new Date(startedAt), endedAt, values: ending.values ?? null, error: ending.error as RunEnd['error'] };
-      if (this.deps.webhooks) await retry('queueing the run\'s webhook', () => this.deps.webhooks!.send(run, run.kwargs.webhook!, end));
+      const end: RunEnd = {
+        status: ending.status,
+        startedAt: new Date(startedAt),
+        endedAt,
+        values: ending.values ?? null,
+        error: ending.error as RunEnd['error'],
+      };
+      if (this.deps.webhooks) await retry("queueing the run's webhook", () => this.deps.webhooks!.send(run, run.kwargs.webhook!, end));
       else log.warn({ runId: run.run_id }, 'the run names a webhook but this server has no signing secret: it is not sent');
     }
     if (cancelled?.action !== 'rollback') await this.deps.runEnded?.(run);
@@ -443,7 +461,7 @@ export class RunWorker {
     try {
       await this.deps.broker.publish(runId, 'error', message);
     } catch (error) {
-      this.deps.log.warn({ err: error, runId }, 'could not publish the run\'s error event');
+      this.deps.log.warn({ err: error, runId }, "could not publish the run's error event");
     }
   }
 
@@ -454,7 +472,11 @@ export class RunWorker {
    */
   private async publishProtocolEnd(run: Run, status: string, interrupted: boolean, error: { message?: string } | null): Promise<void> {
     const ending =
-      status === 'success' ? { event: interrupted ? ('interrupted' as const) : ('completed' as const) } : status === 'interrupted' ? { event: 'interrupted' as const } : { event: 'failed' as const, error: error?.message ?? status };
+      status === 'success'
+        ? { event: interrupted ? ('interrupted' as const) : ('completed' as const) }
+        : status === 'interrupted'
+          ? { event: 'interrupted' as const }
+          : { event: 'failed' as const, error: error?.message ?? status };
     try {
       const { threads, broker } = this.deps;
       const next = await publishRunEnd(broker, run.thread_id, run.kwargs.protocol!, ending, await threads.eventSeq(run.thread_id));

@@ -73,7 +73,15 @@ export class AssistantStore {
         `INSERT INTO assistants (assistant_id, graph_id, name, description, config, context, metadata, version)
          VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::jsonb, 1)
          ON CONFLICT (assistant_id) DO NOTHING RETURNING ${COLUMNS}`,
-        [input.assistant_id, input.graph_id, input.name, input.description ?? null, jsonParam(input.config), jsonParam(input.context), jsonParam(input.metadata)],
+        [
+          input.assistant_id,
+          input.graph_id,
+          input.name,
+          input.description ?? null,
+          jsonParam(input.config),
+          jsonParam(input.context),
+          jsonParam(input.metadata),
+        ],
       );
       if (rows[0]) await this.insertVersion(client, rows[0]);
       return rows[0];
@@ -128,10 +136,7 @@ export class AssistantStore {
   async patch(assistantId: string, patch: PatchAssistant, filter?: MetadataFilter): Promise<Assistant> {
     return inTransaction(this.pool, async (client) => {
       const current = await this.lock(client, assistantId, filter);
-      const { rows } = await client.query<{ next: number }>(
-        'SELECT max(version) + 1 AS next FROM assistant_versions WHERE assistant_id = $1',
-        [assistantId],
-      );
+      const { rows } = await client.query<{ next: number }>('SELECT max(version) + 1 AS next FROM assistant_versions WHERE assistant_id = $1', [assistantId]);
       const next = rows[0]?.next ?? current.version + 1;
       const updated = await client.query<Assistant>(
         `UPDATE assistants SET graph_id = $2, name = $3, description = $4, config = $5::jsonb, context = $6::jsonb,
@@ -171,11 +176,7 @@ export class AssistantStore {
   }
 
   /** Versions, newest first; `filter` must match the assistant and restricts the versions listed. */
-  async versions(
-    assistantId: string,
-    query: { metadata?: JsonObject; limit: number; offset: number },
-    filter?: MetadataFilter,
-  ): Promise<AssistantVersion[]> {
+  async versions(assistantId: string, query: { metadata?: JsonObject; limit: number; offset: number }, filter?: MetadataFilter): Promise<AssistantVersion[]> {
     await this.get(assistantId, filter);
     const params: unknown[] = [assistantId];
     const where = ['assistant_id = $1', ...containsClause('metadata', query.metadata, params), ...filterClauses('metadata', filter, params)];

@@ -44,7 +44,11 @@ export interface WriteOp {
 class Columns {
   readonly columns: unknown[][];
   private readonly index = new Map<string, number>();
-  constructor(width: number, private readonly keyWidth: number, private readonly keep: 'first' | 'last') {
+  constructor(
+    width: number,
+    private readonly keyWidth: number,
+    private readonly keep: 'first' | 'last',
+  ) {
     this.columns = Array.from({ length: width }, () => []);
   }
 

@@ -42,7 +42,9 @@ function checkpoint(step: number): Checkpoint {
   return { ...c, id: uuid6(step), channel_values: { step }, channel_versions: { step: step + 1 } };
 }
 
-const config = (threadId: string, checkpointId?: string) => ({ configurable: { thread_id: threadId, checkpoint_ns: '', ...(checkpointId ? { checkpoint_id: checkpointId } : {}) } });
+const config = (threadId: string, checkpointId?: string) => ({
+  configurable: { thread_id: threadId, checkpoint_ns: '', ...(checkpointId ? { checkpoint_id: checkpointId } : {}) },
+});
 const meta = (step: number) => ({ source: 'loop' as const, step, parents: {} });
 
 async function savedSteps(threadId: string): Promise<number> {
@@ -151,7 +153,9 @@ describe('BerthPostgresSaver', () => {
     await expect(put('x'.repeat(2000))).rejects.toThrow(/^state channel "answer" cannot be stored: it is 2002 bytes, more than the limit of 1000/);
     let deep: unknown = 'leaf';
     for (let i = 0; i < 1001; i++) deep = [deep];
-    await expect(saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: deep } }, meta(0), { answer: 1 })).rejects.toThrow(/nested deeper than 1000 levels/);
+    await expect(saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: deep } }, meta(0), { answer: 1 })).rejects.toThrow(
+      /nested deeper than 1000 levels/,
+    );
     // A string that merely reads "[Circular]" is a value like any other.
     await saver.put(config('t-unstorable'), { ...checkpoint(0), channel_values: { answer: '[Circular]' } }, meta(0), { answer: 1 });
     expect(await savedSteps('t-unstorable')).toBe(1);

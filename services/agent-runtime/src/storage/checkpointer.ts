@@ -32,7 +32,10 @@ import { backoffMs, isTransientDbError, sleep } from './retry.js';
 
 /** Postgres refused a checkpoint write for a reason that retrying does not change. */
 export class CheckpointWriteError extends Error {
-  constructor(readonly threadId: string, cause: unknown) {
+  constructor(
+    readonly threadId: string,
+    cause: unknown,
+  ) {
     super(`the checkpoint of thread ${threadId} could not be stored: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'CheckpointWriteError';
   }
@@ -117,7 +120,12 @@ export class BerthPostgresSaver extends PostgresSaver {
    * @param writePool the pool of the service's schema
    * @param lazyPool the same, with `synchronous_commit=off`; without it no run writes behind
    */
-  constructor(private readonly writePool: pg.Pool, schema: string, private readonly lazyPool?: pg.Pool, options: BerthPostgresSaverOptions = {}) {
+  constructor(
+    private readonly writePool: pg.Pool,
+    schema: string,
+    private readonly lazyPool?: pg.Pool,
+    options: BerthPostgresSaverOptions = {},
+  ) {
     super(writePool, undefined, { schema });
     this.lazyDelayMs = options.lazyDelayMs ?? 10;
     this.retryWritesMs = options.retryWritesMs ?? 65_000;
@@ -238,7 +246,8 @@ export class BerthPostgresSaver extends PostgresSaver {
     try {
       typed = await this.serde.dumpsTyped(value);
     } catch (error) {
-      const problem = error instanceof RangeError ? `it is nested deeper than ${MAX_VALUE_DEPTH} levels` : `it does not serialize (${(error as Error).message})`;
+      const problem =
+        error instanceof RangeError ? `it is nested deeper than ${MAX_VALUE_DEPTH} levels` : `it does not serialize (${(error as Error).message})`;
       throw new UnstorableValueError(where, problem, { cause: error });
     }
     const [type, bytes] = typed;
@@ -252,7 +261,8 @@ export class BerthPostgresSaver extends PostgresSaver {
       }
       if (nestedDeeperThan(bytes, MAX_VALUE_DEPTH)) throw new UnstorableValueError(where, `it is nested deeper than ${MAX_VALUE_DEPTH} levels`);
     }
-    if (bytes.byteLength > this.maxValueBytes) throw new UnstorableValueError(where, `it is ${bytes.byteLength} bytes, more than the limit of ${this.maxValueBytes}`);
+    if (bytes.byteLength > this.maxValueBytes)
+      throw new UnstorableValueError(where, `it is ${bytes.byteLength} bytes, more than the limit of ${this.maxValueBytes}`);
     return typed;
   }
 
@@ -326,7 +336,8 @@ export class BerthPostgresSaver extends PostgresSaver {
           const now = Date.now();
           const waiting = ops.filter((op) => op.retryUntil > now);
           for (const op of ops) if (op.retryUntil <= now) this.fail(op, error);
-          if (attempt === 0 || waiting.length === 0) this.log.warn({ err: error, threadIds: threadsOf(ops), retrying: waiting.length }, 'checkpoint write failed: the database is unreachable');
+          if (attempt === 0 || waiting.length === 0)
+            this.log.warn({ err: error, threadIds: threadsOf(ops), retrying: waiting.length }, 'checkpoint write failed: the database is unreachable');
           ops = waiting;
           if (ops.length) await sleep(backoffMs(attempt));
           continue;

@@ -56,9 +56,8 @@ export async function deleteCheckpointsAfter(pool: pg.Pool, threadId: string, af
 
 /** The thread's latest checkpoint id in the root namespace, if it has one. */
 export async function latestCheckpoint(pool: pg.Pool, threadId: string): Promise<string | null> {
-  const { rows } = await pool.query<{ id: string | null }>(
-    "SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''",
-    [threadId],
-  );
+  const { rows } = await pool.query<{ id: string | null }>("SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''", [
+    threadId,
+  ]);
   return rows[0]?.id ?? null;
 }

@@ -38,8 +38,18 @@ export interface CronQuery {
 }
 
 const SORTABLE = ['cron_id', 'assistant_id', 'thread_id', 'next_run_date', 'end_time', 'created_at', 'updated_at'] as const;
-const PATCHABLE = ['schedule', 'timezone', 'end_time', 'enabled', 'on_run_completed', 'payload', 'metadata', 'next_run_date'] as const satisfies readonly (keyof CronChanges)[];
-const COLUMNS = 'cron_id, assistant_id, thread_id, schedule, timezone, end_time, enabled, on_run_completed, payload, metadata, user_id, next_run_date, created_at, updated_at';
+const PATCHABLE = [
+  'schedule',
+  'timezone',
+  'end_time',
+  'enabled',
+  'on_run_completed',
+  'payload',
+  'metadata',
+  'next_run_date',
+] as const satisfies readonly (keyof CronChanges)[];
+const COLUMNS =
+  'cron_id, assistant_id, thread_id, schedule, timezone, end_time, enabled, on_run_completed, payload, metadata, user_id, next_run_date, created_at, updated_at';
 
 export class CronStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -62,7 +72,9 @@ export class CronStore {
     ];
     // The thread check and the insert are one statement: a thread deleted meanwhile takes its cron along (FK).
     const thread = cron.thread_id
-      ? `WHERE EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = $3::uuid ${filterClauses('t.metadata', threadFilter, params).map((c) => `AND ${c}`).join(' ')})`
+      ? `WHERE EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = $3::uuid ${filterClauses('t.metadata', threadFilter, params)
+          .map((c) => `AND ${c}`)
+          .join(' ')})`
       : '';
     const { rows } = await this.pool.query<Cron>(
       `INSERT INTO crons (cron_id, assistant_id, thread_id, schedule, timezone, end_time, enabled, on_run_completed, payload, metadata, user_id, next_run_date)

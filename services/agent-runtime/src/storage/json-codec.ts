@@ -25,7 +25,11 @@ export const MAX_VALUE_DEPTH = 1000;
 
 /** A value of a run that cannot be stored or sent; `where` names it (`state channel "x"`, `the graph's output`). */
 export class UnstorableValueError extends Error {
-  constructor(readonly where: string, problem: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly where: string,
+    problem: string,
+    options?: { cause?: unknown },
+  ) {
     super(`${where} cannot be stored: ${problem}`, options);
     this.name = 'UnstorableValueError';
   }
@@ -41,7 +45,8 @@ export function nestedDeeperThan(json: string | Uint8Array, max: number): boolea
   for (let i = 0; i < json.length; i++) {
     const b = at(i);
     if (inString) {
-      if (b === 0x5c) i += 1; // the escaped character
+      if (b === 0x5c)
+        i += 1; // the escaped character
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) inString = true;
     else if (b === 0x5b || b === 0x7b) {

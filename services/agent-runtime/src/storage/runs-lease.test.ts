@@ -43,9 +43,14 @@ beforeAll(async () => {
       const threadId = randomUUID();
       await threads.create({ thread_id: threadId, metadata: {}, if_exists: 'raise' });
       const { run } = await runs.create({
-        run_id: randomUUID(), thread_id: threadId, assistant_id: assistantId, graph_id: 'echo', metadata: {},
+        run_id: randomUUID(),
+        thread_id: threadId,
+        assistant_id: assistantId,
+        graph_id: 'echo',
+        metadata: {},
         kwargs: { stream_mode: ['values'], stream_subgraphs: false, stream_resumable: false, temporary: false },
-        multitask_strategy: 'enqueue', after_seconds: 0,
+        multitask_strategy: 'enqueue',
+        after_seconds: 0,
       });
       threadOf.set(run.run_id, threadId);
       return run.run_id;

@@ -92,7 +92,7 @@ describe('RunStore.create with claimFor', () => {
 
 describe('leases: takeover and fencing', () => {
   const expire = (runId: string, secondsAgo = 1) =>
-    pool.query("UPDATE runs SET lease_expires_at = now() - make_interval(secs => $2) WHERE run_id = $1", [runId, secondsAgo]);
+    pool.query('UPDATE runs SET lease_expires_at = now() - make_interval(secs => $2) WHERE run_id = $1', [runId, secondsAgo]);
   const takeover = (holdMs: number) => ({ allowed: true, holdMs });
 
   async function runHeldBy(owner: string) {
@@ -114,8 +114,16 @@ describe('leases: takeover and fencing', () => {
     const fenced = (attempt: number) => ({ configurable: { thread_id: threadId, checkpoint_ns: '', [FENCE_KEY]: { runId, attempt } } });
     const checkpoint = (step: number) => ({ ...emptyCheckpoint(), id: uuid6(step), channel_values: { step }, channel_versions: { step: step + 1 } });
     await expect(saver.put(fenced(1), checkpoint(0), { source: 'loop', step: 0, parents: {} }, { step: 1 })).rejects.toBeInstanceOf(RunFencedError);
-    await expect(saver.putWrites({ configurable: { ...fenced(1).configurable, checkpoint_id: 'x' } }, [['step', 1]], 'task')).rejects.toBeInstanceOf(RunFencedError);
-    const rows = async () => (await pool.query('SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1)::int AS n', [threadId])).rows[0].n;
+    await expect(saver.putWrites({ configurable: { ...fenced(1).configurable, checkpoint_id: 'x' } }, [['step', 1]], 'task')).rejects.toBeInstanceOf(
+      RunFencedError,
+    );
+    const rows = async () =>
+      (
+        await pool.query(
+          'SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1)::int + (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1)::int AS n',
+          [threadId],
+        )
+      ).rows[0].n;
     expect(await rows()).toBe(0);
     // The new attempt writes.
     await saver.put(fenced(2), checkpoint(0), { source: 'loop', step: 0, parents: {} }, { step: 1 });
@@ -169,14 +177,18 @@ describe('OwnerLiveness', () => {
 
       // Its session ends (as in a restart of Postgres): the lock is gone at once, and the worker
       // takes nothing over until it has been back for the grace.
-      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", ['runs-test-liveness']);
+      await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', ['runs-test-liveness']);
       await until('the lock to go with the session', async () => ((await alive('worker-probe')) ? undefined : true), 5000);
       await clock.advance(1000); // the probe finds the session gone
       expect(liveness.mayTakeOver(5000)).toBe(false);
-      await until('the lock to be held again', async () => {
-        await clock.advance(1000);
-        return (await alive('worker-probe')) ? true : undefined;
-      }, 10_000);
+      await until(
+        'the lock to be held again',
+        async () => {
+          await clock.advance(1000);
+          return (await alive('worker-probe')) ? true : undefined;
+        },
+        10_000,
+      );
       expect(liveness.mayTakeOver(5000)).toBe(false);
       await clock.advance(5000);
       expect(liveness.mayTakeOver(5000)).toBe(true);

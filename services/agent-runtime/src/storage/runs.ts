@@ -137,7 +137,10 @@ export interface RunStoreOptions {
 export class RunStore {
   private readonly clock: Clock;
 
-  constructor(private readonly pool: pg.Pool, options: RunStoreOptions = {}) {
+  constructor(
+    private readonly pool: pg.Pool,
+    options: RunStoreOptions = {},
+  ) {
     this.clock = options.clock ?? systemClock;
   }
 
@@ -149,23 +152,25 @@ export class RunStore {
   async create(input: CreateRun): Promise<{ run: Run; superseded: Pick<Run, 'run_id' | 'status'>[]; claimed?: ClaimedRun }> {
     // One round trip: see migrations/0003_create_run_claims.sql.
     const { rows } = await this.pool.query<
-      Run & { outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy'; superseded: Pick<Run, 'run_id' | 'status'>[]; claimed: boolean | null; assistant: AssistantRow | null }
-    >(
-      'SELECT * FROM create_run_v2($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10, $11::timestamptz)',
-      [
-        input.run_id,
-        input.thread_id,
-        input.assistant_id,
-        input.graph_id,
-        jsonParam(input.metadata),
-        jsonParam(input.kwargs),
-        input.multitask_strategy,
-        input.after_seconds,
-        jsonParam(input.threadFilter ?? []),
-        input.claimFor?.owner ?? null,
-        input.claimFor ? leaseExpiry(this.clock.now(), input.claimFor.leaseMs) : null,
-      ],
-    );
+      Run & {
+        outcome: 'created' | 'not_found' | 'assistant_not_found' | 'busy';
+        superseded: Pick<Run, 'run_id' | 'status'>[];
+        claimed: boolean | null;
+        assistant: AssistantRow | null;
+      }
+    >('SELECT * FROM create_run_v2($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10, $11::timestamptz)', [
+      input.run_id,
+      input.thread_id,
+      input.assistant_id,
+      input.graph_id,
+      jsonParam(input.metadata),
+      jsonParam(input.kwargs),
+      input.multitask_strategy,
+      input.after_seconds,
+      jsonParam(input.threadFilter ?? []),
+      input.claimFor?.owner ?? null,
+      input.claimFor ? leaseExpiry(this.clock.now(), input.claimFor.leaseMs) : null,
+    ]);
     const { outcome, superseded, claimed, assistant, ...run } = rows[0]!;
     if (outcome === 'not_found') throw new NotFoundError(`Thread with ID ${input.thread_id} not found`);
     if (outcome === 'assistant_not_found') throw new NotFoundError(noAssistantFor(input.assistant_id));
@@ -227,7 +232,9 @@ export class RunStore {
     if (query.threadId) where.push(`thread_id = ${$(query.threadId)}::uuid`);
     if (query.exclude?.length) where.push(`run_id <> ALL(${$(query.exclude)}::uuid[])`);
     if (query.threadFilter?.length) {
-      where.push(`EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', query.threadFilter, params).join(' AND ')})`);
+      where.push(
+        `EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', query.threadFilter, params).join(' AND ')})`,
+      );
     }
     params.push(query.limit);
     const { rows } = await this.pool.query<Run>(
@@ -294,7 +301,9 @@ export class RunStore {
            AND (r.status = 'pending' OR ${takenOver('r', now, takeover)})
            AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running')
                              AND (o.created_at, o.run_id) < (r.created_at, r.run_id))
-         RETURNING ${COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.start_checkpoint_id, r.cancel_action
+         RETURNING ${COLUMNS.split(', ')
+           .map((c) => `r.${c}`)
+           .join(', ')}, r.start_checkpoint_id, r.cancel_action
        )
        SELECT c.*, (SELECT to_jsonb(a) FROM (SELECT ${ASSISTANT_COLUMNS} FROM assistants WHERE assistant_id = c.assistant_id) a) AS assistant
        FROM claimed c`,
@@ -322,14 +331,9 @@ export class RunStore {
 
   /** Records a cancellation of a running run, for its worker to see; false when it is not running. */
   async requestCancel(runId: string, action: 'interrupt' | 'rollback'): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      "UPDATE runs SET cancel_action = $2 WHERE run_id = $1 AND status = 'running'",
-      [runId, action],
-    );
+    const { rowCount } = await this.pool.query("UPDATE runs SET cancel_action = $2 WHERE run_id = $1 AND status = 'running'", [runId, action]);
     return rowCount === 1;
   }
-
-
 
   /**
    * Ends a run held by `owner`'s `attempt` and settles its thread in one statement: the thread
@@ -398,7 +402,10 @@ export class RunStore {
    * went away): when the run is no longer running and still at `attempt`, that attempt ended it.
    */
   async endedBy(runId: string, attempt: number): Promise<{ ended: boolean; nextRunId?: string }> {
-    const { rows } = await this.pool.query<{ status: RunStatus; attempt: number; thread_id: string }>('SELECT status, attempt, thread_id FROM runs WHERE run_id = $1', [runId]);
+    const { rows } = await this.pool.query<{ status: RunStatus; attempt: number; thread_id: string }>(
+      'SELECT status, attempt, thread_id FROM runs WHERE run_id = $1',
+      [runId],
+    );
     const row = rows[0];
     if (!row || row.attempt !== attempt || row.status === 'running' || row.status === 'pending') return { ended: false };
     const next = await this.nextOnThread(row.thread_id);
@@ -416,7 +423,6 @@ export class RunStore {
     return rows[0];
   }
 
-
   /** Ends a run that never started (cancelled while pending). */
   async cancelPending(runId: string, action: 'interrupt' | 'rollback'): Promise<boolean> {
     const { rowCount } =
@@ -433,10 +439,9 @@ export class RunStore {
 
   /** The run that should go next on a thread, if any (the oldest unfinished one). */
   async nextOnThread(threadId: string): Promise<Run | undefined> {
-    const { rows } = await this.pool.query<Run>(
-      `SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at, run_id LIMIT 1`,
-      [threadId],
-    );
+    const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE thread_id = $1 AND ${UNFINISHED} ORDER BY created_at, run_id LIMIT 1`, [
+      threadId,
+    ]);
     return rows[0];
   }
 

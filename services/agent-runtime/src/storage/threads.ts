@@ -143,7 +143,11 @@ export class ThreadStore {
       const params: unknown[] = [threadIds];
       const where = ['thread_id = ANY($1::uuid[])', PRUNABLE, ...filterClauses('metadata', filter, params)].join(' AND ');
       const { rows } = await client.query<{ thread_id: string }>(`SELECT thread_id FROM threads WHERE ${where} FOR UPDATE SKIP LOCKED`, params);
-      await pruneLocked(client, rows.map((r) => r.thread_id), strategy);
+      await pruneLocked(
+        client,
+        rows.map((r) => r.thread_id),
+        strategy,
+      );
       return rows.length;
     });
   }

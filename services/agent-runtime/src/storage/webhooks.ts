@@ -32,12 +32,21 @@ export interface WebhookAttempt {
   error: string | null;
 }
 
-const COLUMNS = 'webhook_id, run_id, thread_id, url, payload, headers, stamp_sent_at, state, attempts, last_status_code, last_error, created_at, updated_at, delivered_at';
+const COLUMNS =
+  'webhook_id, run_id, thread_id, url, payload, headers, stamp_sent_at, state, attempts, last_status_code, last_error, created_at, updated_at, delivered_at';
 
 export class WebhookStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async create(input: { webhook_id: string; run_id: string; thread_id: string; url: string; payload: JsonObject; headers?: Record<string, string>; stamp_sent_at?: boolean }): Promise<void> {
+  async create(input: {
+    webhook_id: string;
+    run_id: string;
+    thread_id: string;
+    url: string;
+    payload: JsonObject;
+    headers?: Record<string, string>;
+    stamp_sent_at?: boolean;
+  }): Promise<void> {
     await this.pool.query(
       'INSERT INTO webhooks (webhook_id, run_id, thread_id, url, payload, headers, stamp_sent_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)',
       [input.webhook_id, input.run_id, input.thread_id, input.url, jsonParam(input.payload), jsonParam(input.headers ?? {}), input.stamp_sent_at ?? true],

@@ -19,9 +19,17 @@ describe('TraceDelivery', () => {
     const clock = new ManualClock();
     const logs = captureLogger('trace-delivery');
     const delivery = new TraceDelivery(logs.logger, { attempts: 2, retryDelayMs: 1000, warnIntervalMs: 30_000, clock });
-    const warnings = () => logs.lines().filter((l) => typeof l.droppedRuns === 'number').map((l) => l.droppedRuns);
+    const warnings = () =>
+      logs
+        .lines()
+        .filter((l) => typeof l.droppedRuns === 'number')
+        .map((l) => l.droppedRuns);
     const post = (ids: string[]) =>
-      delivery.fetch(`${closedUrl}/runs/batch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ post: ids.map((id) => ({ id })) }) });
+      delivery.fetch(`${closedUrl}/runs/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ post: ids.map((id) => ({ id })) }),
+      });
     // Only a timer of the delivery's is on the clock: the retry's wait, then the warning window.
     const oneTimer = (what: string) => until(what, () => clock.pending === 1, 5_000, 5);
 

@@ -199,7 +199,10 @@ export class TraceDelivery {
     this.warnTimer?.cancel();
     this.warnTimer = undefined;
     if (!this.dropped.runs) return;
-    this.log.warn({ droppedRuns: this.dropped.runs, reason: this.dropped.reason }, `dropped the traces of ${this.dropped.runs} runs: the trace store could not take them`);
+    this.log.warn(
+      { droppedRuns: this.dropped.runs, reason: this.dropped.reason },
+      `dropped the traces of ${this.dropped.runs} runs: the trace store could not take them`,
+    );
     this.dropped = { runs: 0, reason: '' };
   }
 }

@@ -125,7 +125,9 @@ describe('tracing to an unreachable trace store', () => {
   it('completes runs at normal speed and logs one warning with the number of dropped runs', async () => {
     const started = Date.now();
     for (let i = 0; i < 5; i += 1) {
-      const values = (await client.runs.wait(null, 'traced', { input: { messages: [{ role: 'user', content: `run ${i}` }] } })) as { messages: { content: string }[] };
+      const values = (await client.runs.wait(null, 'traced', { input: { messages: [{ role: 'user', content: `run ${i}` }] } })) as {
+        messages: { content: string }[];
+      };
       expect(values.messages.at(-1)?.content).toBe(`model: planned: run ${i}`);
     }
     // Five runs of a two-node graph: well under a second each, whatever the trace store does.

@@ -34,11 +34,23 @@ export function useDeploymentStore(name: string): StoreFixture {
 }
 
 /** A deployment of `tenantId` whose first revision starts in `status`; answers the deployment and revision ids. */
-export async function createDeployment(store: DeploymentStore, tenantId: string, status: RevisionStatus = 'QUEUED'): Promise<{ deploymentId: string; revisionId: string }> {
+export async function createDeployment(
+  store: DeploymentStore,
+  tenantId: string,
+  status: RevisionStatus = 'QUEUED',
+): Promise<{ deploymentId: string; revisionId: string }> {
   const deploymentId = randomUUID();
   const revisionId = randomUUID();
   await store.create(
-    { id: deploymentId, tenant_id: tenantId, name: `d-${deploymentId.slice(0, 8)}`, source: 'internal_source', source_config: {}, deployment_type: 'dev', session_id: randomUUID() },
+    {
+      id: deploymentId,
+      tenant_id: tenantId,
+      name: `d-${deploymentId.slice(0, 8)}`,
+      source: 'internal_source',
+      source_config: {},
+      deployment_type: 'dev',
+      session_id: randomUUID(),
+    },
     { id: revisionId, status, source: 'internal_source', source_revision_config: {} },
     [],
     Buffer.from('a sealed webhook secret'),

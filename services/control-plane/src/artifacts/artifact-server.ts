@@ -65,7 +65,11 @@ export async function startArtifactServer(options: ArtifactServerOptions): Promi
     const archive = await options.lookup(revisionId);
     if (!archive) return detail(res, 404, `revision ${revisionId} has no stored build`);
     const { body, size } = await options.artifacts.get(archive.key);
-    res.writeHead(200, { 'content-type': 'application/gzip', ...(size !== undefined ? { 'content-length': String(size) } : {}), 'x-berth-artifact-sha256': archive.sha256 });
+    res.writeHead(200, {
+      'content-type': 'application/gzip',
+      ...(size !== undefined ? { 'content-length': String(size) } : {}),
+      'x-berth-artifact-sha256': archive.sha256,
+    });
     await pipeline(body, res);
   };
   const server: Server = createServer((req, res) => {

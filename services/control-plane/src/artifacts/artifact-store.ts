@@ -56,7 +56,11 @@ export class ArtifactStore {
     this.#prefix = config.prefix ?? 'revisions/';
     this.#client = new S3Client({
       region: config.region ?? 'us-east-1',
-      ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: config.forcePathStyle ?? true } : config.forcePathStyle ? { forcePathStyle: true } : {}),
+      ...(config.endpoint
+        ? { endpoint: config.endpoint, forcePathStyle: config.forcePathStyle ?? true }
+        : config.forcePathStyle
+          ? { forcePathStyle: true }
+          : {}),
       ...(config.credentials ? { credentials: config.credentials } : {}),
       // A streamed body would otherwise go out aws-chunked with a trailing checksum, which several
       // S3-compatible stores (s3rver, older MinIO) keep as the object's bytes: the archive's own SHA-256 guards it instead.
@@ -93,7 +97,9 @@ export class ArtifactStore {
       );
       return { key, sha256: hash.digest('hex'), size };
     } catch (error) {
-      throw new ArtifactStorageError(`could not store the build of revision ${revisionId} in bucket ${this.#bucket}: ${(error as Error).message}`, { cause: error });
+      throw new ArtifactStorageError(`could not store the build of revision ${revisionId} in bucket ${this.#bucket}: ${(error as Error).message}`, {
+        cause: error,
+      });
     } finally {
       await rm(file, { force: true });
     }

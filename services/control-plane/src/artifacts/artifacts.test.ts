@@ -28,8 +28,20 @@ describe('revision artifacts in object storage', () => {
 
   beforeAll(async () => {
     bucket = await createTestBucket('artifacts');
-    store = new ArtifactStore({ bucket, endpoint: s3.endpoint, region: s3.region, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
-    server = await startArtifactServer({ lookup: async (id) => recorded.get(id), artifacts: store, secretBox, host: '127.0.0.1', port: 0, log: createLogger({ name: 'test', level: 'silent' }) });
+    store = new ArtifactStore({
+      bucket,
+      endpoint: s3.endpoint,
+      region: s3.region,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+    server = await startArtifactServer({
+      lookup: async (id) => recorded.get(id),
+      artifacts: store,
+      secretBox,
+      host: '127.0.0.1',
+      port: 0,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
     root = await mkdtemp(join(tmpdir(), 'berth-artifacts-'));
   });
   afterAll(async () => {
@@ -67,7 +79,7 @@ describe('revision artifacts in object storage', () => {
     expect(await readlink(join(dir, 'node_modules', '.bin', 'dep'))).toBe('../dep/bin/cli.js');
   });
 
-  it('answers only with the revision\'s own credential', async () => {
+  it("answers only with the revision's own credential", async () => {
     const other = randomUUID();
     const url = server.url + artifactPath(revisionId);
     const wrong = await fetch(url, { headers: { authorization: `Bearer ${artifactCredential(secretBox, other)}` } });
@@ -88,13 +100,18 @@ describe('revision artifacts in object storage', () => {
     tampered[Math.floor(tampered.length / 2)]! ^= 0x01;
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: stored.key, Body: tampered }));
     const dir = join(root, 'tampered');
-    const error = await fetchArtifact({ url: server.url + artifactPath(revisionId), credential: artifactCredential(secretBox, revisionId), sha256: stored.sha256, dir }).catch((e: unknown) => e);
+    const error = await fetchArtifact({
+      url: server.url + artifactPath(revisionId),
+      credential: artifactCredential(secretBox, revisionId),
+      sha256: stored.sha256,
+      dir,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ArtifactChecksumError);
     expect((error as Error).message).toContain(`but the revision was built as ${stored.sha256}: refusing to unpack it`);
     await expect(stat(dir)).rejects.toThrow(/ENOENT/);
   });
 
-  it('deletes a deployment\'s archives', async () => {
+  it("deletes a deployment's archives", async () => {
     expect(await store.removeDeployment(deploymentId)).toBe(1);
     expect(await store.removeDeployment(deploymentId)).toBe(0);
   });

@@ -158,9 +158,7 @@ describe('CompleteFlow and Wait', () => {
     // 30 waits on pools of 10 connections: once each has read its flow and sleeps, no
     // control-plane connection is busy.
     await asleep(timers, 30);
-    const busy = await admin.query(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'berth-control-plane%' AND state <> 'idle'",
-    );
+    const busy = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'berth-control-plane%' AND state <> 'idle'");
     expect(busy.rows[0].n).toBe(0);
     await Promise.all(flows.map((f, i) => (i % 2 ? b : a).completeFlow({ approvalId: f.approvalId, token: `${TOKEN}-${i}` })));
     const answers = await Promise.all(waits);

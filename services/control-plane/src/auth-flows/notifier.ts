@@ -99,11 +99,15 @@ export class FlowNotifier {
 
   /** Starts receiving notifications for `key`; close the subscription when done. */
   subscribe(key: string, signal?: AbortSignal): FlowSubscription {
-    const subscription = new FlowSubscription(signal, (s) => {
-      const set = this.subscribers.get(key);
-      set?.delete(s);
-      if (set?.size === 0) this.subscribers.delete(key);
-    }, this.clock);
+    const subscription = new FlowSubscription(
+      signal,
+      (s) => {
+        const set = this.subscribers.get(key);
+        set?.delete(s);
+        if (set?.size === 0) this.subscribers.delete(key);
+      },
+      this.clock,
+    );
     if (this.closed) {
       subscription.deliver('closed');
       return subscription;

@@ -121,9 +121,7 @@ export class DependencyCache {
   async #prune(): Promise<void> {
     const names = (await readdir(this.#dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
     if (names.length <= this.#maxEntries) return;
-    const aged = await Promise.all(
-      names.map(async (name) => ({ name, used: (await stat(join(this.#dir, name)).catch(() => undefined))?.mtimeMs ?? 0 })),
-    );
+    const aged = await Promise.all(names.map(async (name) => ({ name, used: (await stat(join(this.#dir, name)).catch(() => undefined))?.mtimeMs ?? 0 })));
     aged.sort((a, b) => a.used - b.used);
     for (const { name } of aged.slice(0, aged.length - this.#maxEntries)) {
       await rm(join(this.#dir, name), { recursive: true, force: true });

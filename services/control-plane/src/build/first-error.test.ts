@@ -30,9 +30,11 @@ describe('FirstErrorFinder', () => {
   });
 
   it('reads old npm’s ERR! prefix and ignores colour codes', () => {
-    expect(causeOf('npm ERR! code E404\nnpm ERR! \u001b[31m404 Not Found - GET https://registry.npmjs.org/nope\u001b[0m\nnpm ERR! A complete log of this run can be found in:')).toBe(
-      '404 Not Found - GET https://registry.npmjs.org/nope',
-    );
+    expect(
+      causeOf(
+        'npm ERR! code E404\nnpm ERR! \u001b[31m404 Not Found - GET https://registry.npmjs.org/nope\u001b[0m\nnpm ERR! A complete log of this run can be found in:',
+      ),
+    ).toBe('404 Not Found - GET https://registry.npmjs.org/nope');
   });
 
   it('only reads the first npm error block', () => {
@@ -40,10 +42,14 @@ describe('FirstErrorFinder', () => {
   });
 
   it('finds the error line of yarn, pnpm, bun, tsc and node', () => {
-    expect(causeOf('yarn install v1.22.22\n[1/4] Resolving packages...\nerror Your lockfile needs to be updated, but yarn was run with `--frozen-lockfile`.\ninfo Visit https://yarnpkg.com')).toBe(
-      'error Your lockfile needs to be updated, but yarn was run with `--frozen-lockfile`.',
+    expect(
+      causeOf(
+        'yarn install v1.22.22\n[1/4] Resolving packages...\nerror Your lockfile needs to be updated, but yarn was run with `--frozen-lockfile`.\ninfo Visit https://yarnpkg.com',
+      ),
+    ).toBe('error Your lockfile needs to be updated, but yarn was run with `--frozen-lockfile`.');
+    expect(causeOf(' ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with "frozen-lockfile" because pnpm-lock.yaml is not up to date')).toMatch(
+      /^ERR_PNPM_OUTDATED_LOCKFILE {2}Cannot install/,
     );
-    expect(causeOf(' ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with "frozen-lockfile" because pnpm-lock.yaml is not up to date')).toMatch(/^ERR_PNPM_OUTDATED_LOCKFILE {2}Cannot install/);
     expect(causeOf('bun install v1.1\nerror: lockfile had changes, but lockfile is frozen')).toBe('error: lockfile had changes, but lockfile is frozen');
     expect(causeOf('> tsc\nsrc/graph.ts(3,7): error TS2322: Type string is not assignable to type number.')).toMatch(/error TS2322/);
     expect(causeOf("node:internal/modules\n  throw err;\nError: Cannot find module 'x'")).toBe("Error: Cannot find module 'x'");

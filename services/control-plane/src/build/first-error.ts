@@ -58,9 +58,7 @@ export class FirstErrorFinder {
 
   /** The first error, or `undefined` when the output had none that looks like one. */
   get cause(): string | undefined {
-    const npm = this.#npm
-      ?.filter((paragraph) => paragraph.length > 0)
-      .map((paragraph) => paragraph.join(' '));
+    const npm = this.#npm?.filter((paragraph) => paragraph.length > 0).map((paragraph) => paragraph.join(' '));
     const found = npm?.length ? npm.join(' — ') : this.#other;
     if (!found) return undefined;
     return found.length > MAX_LENGTH ? `${found.slice(0, MAX_LENGTH - 1)}…` : found;

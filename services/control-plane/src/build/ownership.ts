@@ -53,7 +53,10 @@ export async function whileOwnedBy<T>(dir: string, user: { uid: number; gid: num
   } catch (failure) {
     await takeBack(dir).catch((error: unknown) => {
       // Both matter: why the work failed, and that the folder may still be the user's.
-      throw new AggregateError([failure, error], `${(failure as Error).message}; taking ${dir} back from uid ${user.uid} failed too: ${(error as Error).message}`);
+      throw new AggregateError(
+        [failure, error],
+        `${(failure as Error).message}; taking ${dir} back from uid ${user.uid} failed too: ${(error as Error).message}`,
+      );
     });
     throw failure;
   }

@@ -45,10 +45,12 @@ async function build(files: Record<string, string>, extra: Partial<BuildInput> =
     ...extra,
   };
   const started = Date.now();
-  const result = await builder.build(input, (line, level = 'info') => lines.push({ line, level }), signal).then(
-    (artifact) => ({ artifact, error: undefined }),
-    (error: unknown) => ({ artifact: undefined, error: error as BuildFailedError }),
-  );
+  const result = await builder
+    .build(input, (line, level = 'info') => lines.push({ line, level }), signal)
+    .then(
+      (artifact) => ({ artifact, error: undefined }),
+      (error: unknown) => ({ artifact: undefined, error: error as BuildFailedError }),
+    );
   return { ...result, lines, ms: Date.now() - started, dir: join(artifacts, input.deploymentId, input.revisionId) };
 }
 
@@ -77,7 +79,10 @@ function plainProject(graph: string, langgraph = '{"graphs":{"agent":"./src/grap
 async function expectFailure(outcome: Awaited<ReturnType<typeof build>>, message: RegExp): Promise<void> {
   expect(outcome.error).toBeInstanceOf(BuildFailedError);
   expect(outcome.error!.message).toMatch(message);
-  const errors = outcome.lines.filter((l) => l.level === 'error').map((l) => l.line).join('\n');
+  const errors = outcome.lines
+    .filter((l) => l.level === 'error')
+    .map((l) => l.line)
+    .join('\n');
   expect(errors).toMatch(message);
   expect(outcome.lines.at(-1)!.line).toMatch(/^Build failed after/);
   expect(existsSync(outcome.dir)).toBe(false);
@@ -138,10 +143,7 @@ describe('ProjectBuilder', () => {
 
   it('fails without langgraph.json, also at a given path', async () => {
     await expectFailure(await build({ 'package.json': '{}', 'src/graph.ts': '' }), /^langgraph\.json not found in the uploaded project/);
-    await expectFailure(
-      await build(plainProject('export const graph = 1;'), { configPath: 'agents/langgraph.json' }),
-      /^agents\/langgraph\.json not found/,
-    );
+    await expectFailure(await build(plainProject('export const graph = 1;'), { configPath: 'agents/langgraph.json' }), /^agents\/langgraph\.json not found/);
     await expectFailure(await build(plainProject(''), { configPath: '../langgraph.json' }), /must be relative to the project/);
   }, 60_000);
 
@@ -169,9 +171,8 @@ describe('ProjectBuilder', () => {
     const lines: string[] = [];
     const files = plainProject('setInterval(() => {}, 1000);\nawait new Promise(() => {});\nexport const graph = 1;\n');
     const error = await impatient
-      .build(
-        { tarball: rawTar(Object.entries(files).map(([path, body]) => ({ path, body }))), deploymentId: 'dep-3', revisionId: 'rev-1' },
-        (line) => lines.push(line),
+      .build({ tarball: rawTar(Object.entries(files).map(([path, body]) => ({ path, body }))), deploymentId: 'dep-3', revisionId: 'rev-1' }, (line) =>
+        lines.push(line),
       )
       .catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(BuildFailedError);
@@ -186,7 +187,7 @@ describe('ProjectBuilder', () => {
     expect(existsSync(join(work, 'escaped.txt'))).toBe(false);
   });
 
-  it('names the cause when the lockfile is out of date with package.json, not npm\'s usage text', async () => {
+  it("names the cause when the lockfile is out of date with package.json, not npm's usage text", async () => {
     const files = await exampleFiles();
     const manifest = JSON.parse(files['package.json']!) as { dependencies: Record<string, string> };
     manifest.dependencies['date-fns'] = '^4.1.0';
@@ -195,7 +196,12 @@ describe('ProjectBuilder', () => {
     await expectFailure(outcome, /npm ci failed with exit code 1: .*in sync.* — Missing: date-fns@[\d.]+ from lock file/);
     expect(outcome.error!.message).not.toMatch(/Usage|--install-strategy|Clean install|\n/);
     // The last lines a client shows (`berth deploy` prints 30) hold the cause too.
-    expect(outcome.lines.slice(-30).map((l) => l.line).join('\n')).toMatch(/Missing: date-fns@/);
+    expect(
+      outcome.lines
+        .slice(-30)
+        .map((l) => l.line)
+        .join('\n'),
+    ).toMatch(/Missing: date-fns@/);
   }, 120_000);
 
   it('says which package manager is missing', async () => {

@@ -31,11 +31,7 @@ import { ValidationProcess } from './validate.js';
 export type { BuildLog } from './run-command.js';
 
 /** Where to copy every build log line besides the build's own `log` (e.g. the service logger). */
-export type BuildLogSink = (
-  line: string,
-  level: 'info' | 'warn' | 'error',
-  revision: { deploymentId: string; revisionId: string },
-) => void;
+export type BuildLogSink = (line: string, level: 'info' | 'warn' | 'error', revision: { deploymentId: string; revisionId: string }) => void;
 
 export interface ProjectBuilderOptions {
   /** Folder holding the artifacts: each revision builds into `<artifactsDir>/<deploymentId>/<revisionId>/`. */
@@ -286,12 +282,7 @@ export class ProjectBuilder {
     cancelled();
     t = Date.now();
     log(`Loading ${configPath} and its graphs`);
-    const result = await validator.validate(
-      configFile,
-      input.env ?? {},
-      this.#options.validateTimeoutMs ?? DEFAULT_VALIDATE_TIMEOUT_MS,
-      signal,
-    );
+    const result = await validator.validate(configFile, input.env ?? {}, this.#options.validateTimeoutMs ?? DEFAULT_VALIDATE_TIMEOUT_MS, signal);
     await validator.closed();
     for (const warning of result.warnings) log(warning, 'warn');
     for (const graph of result.graphs) log(`Graph "${graph.id}" loads (${graph.kind === 'compiled' ? 'compiled graph' : graph.kind})`);

@@ -78,9 +78,7 @@ describe('unpackTarball', () => {
       /entry "up" links outside the project \(\.\.\/\.\.\/\.\.\)/,
     );
     expect((await refusal([{ path: 'a/b/c', type: 'SymbolicLink', linkpath: '../../../etc' }])).message).toMatch(/links outside/);
-    expect((await refusal([{ path: 'passwd', type: 'SymbolicLink', linkpath: '/etc/passwd' }])).message).toMatch(
-      /links to an absolute path \(\/etc\/passwd\)/,
-    );
+    expect((await refusal([{ path: 'passwd', type: 'SymbolicLink', linkpath: '/etc/passwd' }])).message).toMatch(/links to an absolute path \(\/etc\/passwd\)/);
     expect((await refusal([{ path: 'h', type: 'Link', linkpath: '../outside' }])).message).toMatch(/links outside/);
     // A link, then a file written "through" it: the link is refused first.
     const error = await refusal([

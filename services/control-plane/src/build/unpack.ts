@@ -66,8 +66,7 @@ function entryProblem(entry: ReadEntry): string | undefined {
     if (link.includes('\0')) return 'links to a path with a NUL byte';
     if (link.startsWith('/') || isAbsolute(link) || /^[A-Za-z]:/.test(link)) return `links to an absolute path (${link})`;
     // A symlink's target is relative to the link's folder; a hard link's to the archive root.
-    const target =
-      type === 'SymbolicLink' ? posix.normalize(posix.join(posix.dirname(path), link)) : posix.normalize(link);
+    const target = type === 'SymbolicLink' ? posix.normalize(posix.join(posix.dirname(path), link)) : posix.normalize(link);
     if (!staysInside(target)) return `links outside the project (${link})`;
   }
   return undefined;

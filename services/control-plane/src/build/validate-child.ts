@@ -39,9 +39,7 @@ export interface ValidatedGraph {
 
 /** child → builder */
 export type ValidateMessage =
-  | { type: 'ready' }
-  | { type: 'result'; graphs: ValidatedGraph[]; warnings: string[] }
-  | { type: 'failed'; name: string; message: string; causes: string[] };
+  { type: 'ready' } | { type: 'result'; graphs: ValidatedGraph[]; warnings: string[] } | { type: 'failed'; name: string; message: string; causes: string[] };
 
 function send(message: ValidateMessage, exitCode?: number): void {
   process.send!(message, () => {

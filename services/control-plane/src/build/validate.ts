@@ -146,10 +146,9 @@ export class ValidationProcess {
         }
         const how = this.#exit!.code !== null ? `exited with code ${this.#exit!.code}` : `was killed by ${this.#exit!.signal}`;
         const last = this.#tail.lines.slice(-10).join('\n');
-        throw new BuildFailedError(
-          `the project's code ended the validation process while loading (it ${how})${last ? `:\n${last}` : ''}`,
-          { logTail: this.#tail.lines },
-        );
+        throw new BuildFailedError(`the project's code ended the validation process while loading (it ${how})${last ? `:\n${last}` : ''}`, {
+          logTail: this.#tail.lines,
+        });
       }
       if (outcome.type === 'failed') {
         const detail = outcome.causes.filter((c) => !outcome.message.includes(c)).map(clean);

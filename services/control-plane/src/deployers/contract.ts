@@ -112,76 +112,96 @@ export function deployerContract(name: string, setup: () => Promise<DeployerHarn
       };
     }
 
-    it('deploys a revision: resolves once it is healthy, with the url it answers at, and logs progress', async () => {
-      const { deployer, runningRevisions, answers } = harness();
-      const log = collectLog();
-      const revision = spec(await harness().goodArtifact());
-      const deployed = await deployer.deploy(revision, log.log);
-      expect(deployed.revisionId).toBe(revision.revisionId);
-      expect(deployed.url).toMatch(/^https?:\/\/[^/\s]+(\/\S*)?$/);
-      expect(deployed.url.endsWith('/')).toBe(false);
-      expect(log.lines.length).toBeGreaterThan(0);
-      expect(await runningRevisions(revision.deploymentId)).toEqual([revision.revisionId]);
-      expect(await answers(deployed.url)).toBe(true);
-    }, timeout * 2);
+    it(
+      'deploys a revision: resolves once it is healthy, with the url it answers at, and logs progress',
+      async () => {
+        const { deployer, runningRevisions, answers } = harness();
+        const log = collectLog();
+        const revision = spec(await harness().goodArtifact());
+        const deployed = await deployer.deploy(revision, log.log);
+        expect(deployed.revisionId).toBe(revision.revisionId);
+        expect(deployed.url).toMatch(/^https?:\/\/[^/\s]+(\/\S*)?$/);
+        expect(deployed.url.endsWith('/')).toBe(false);
+        expect(log.lines.length).toBeGreaterThan(0);
+        expect(await runningRevisions(revision.deploymentId)).toEqual([revision.revisionId]);
+        expect(await answers(deployed.url)).toBe(true);
+      },
+      timeout * 2,
+    );
 
-    it('deploys a new revision of the same deployment beside the old one; the old one can then be retired', async () => {
-      const { deployer, runningRevisions, answers } = harness();
-      const first = spec(await harness().goodArtifact());
-      await deployer.deploy(first, collectLog().log);
-      const second = { ...spec(await harness().goodArtifact(), first), secrets: { CONTRACT_SECRET: 'rotated' } };
-      const deployed = await deployer.deploy(second, collectLog().log);
-      expect(deployed.revisionId).toBe(second.revisionId);
-      expect(await runningRevisions(first.deploymentId)).toContain(second.revisionId);
-      await deployer.retire(first.deploymentId, first.revisionId, collectLog().log);
-      expect(await runningRevisions(first.deploymentId)).toEqual([second.revisionId]);
-      expect(await answers(deployed.url)).toBe(true);
-      // Retiring what is unknown (or already retired) is a no-op.
-      await deployer.retire(first.deploymentId, first.revisionId, collectLog().log);
-      await deployer.retire(first.deploymentId, randomUUID(), collectLog().log);
-      expect(await runningRevisions(first.deploymentId)).toEqual([second.revisionId]);
-    }, timeout * 3);
+    it(
+      'deploys a new revision of the same deployment beside the old one; the old one can then be retired',
+      async () => {
+        const { deployer, runningRevisions, answers } = harness();
+        const first = spec(await harness().goodArtifact());
+        await deployer.deploy(first, collectLog().log);
+        const second = { ...spec(await harness().goodArtifact(), first), secrets: { CONTRACT_SECRET: 'rotated' } };
+        const deployed = await deployer.deploy(second, collectLog().log);
+        expect(deployed.revisionId).toBe(second.revisionId);
+        expect(await runningRevisions(first.deploymentId)).toContain(second.revisionId);
+        await deployer.retire(first.deploymentId, first.revisionId, collectLog().log);
+        expect(await runningRevisions(first.deploymentId)).toEqual([second.revisionId]);
+        expect(await answers(deployed.url)).toBe(true);
+        // Retiring what is unknown (or already retired) is a no-op.
+        await deployer.retire(first.deploymentId, first.revisionId, collectLog().log);
+        await deployer.retire(first.deploymentId, randomUUID(), collectLog().log);
+        expect(await runningRevisions(first.deploymentId)).toEqual([second.revisionId]);
+      },
+      timeout * 3,
+    );
 
-    it('rejects a revision that does not come up with DeployFailedError, says why in its log, and the previous revision keeps serving', async () => {
-      const { deployer, runningRevisions, answers } = harness();
-      const first = spec(await harness().goodArtifact());
-      const serving = await deployer.deploy(first, collectLog().log);
-      const failing = await harness().failingArtifact();
-      const log = collectLog();
-      const error = await rejection(deployer.deploy(spec(failing.artifact, first), log.log));
-      expect(error).toBeInstanceOf(DeployFailedError);
-      expect(log.text()).toContain(failing.reason);
-      expect(log.lines.some((l) => l.level === 'error')).toBe(true);
-      expect(await runningRevisions(first.deploymentId)).toEqual([first.revisionId]);
-      expect(await answers(serving.url)).toBe(true);
-    }, timeout * 3);
+    it(
+      'rejects a revision that does not come up with DeployFailedError, says why in its log, and the previous revision keeps serving',
+      async () => {
+        const { deployer, runningRevisions, answers } = harness();
+        const first = spec(await harness().goodArtifact());
+        const serving = await deployer.deploy(first, collectLog().log);
+        const failing = await harness().failingArtifact();
+        const log = collectLog();
+        const error = await rejection(deployer.deploy(spec(failing.artifact, first), log.log));
+        expect(error).toBeInstanceOf(DeployFailedError);
+        expect(log.text()).toContain(failing.reason);
+        expect(log.lines.some((l) => l.level === 'error')).toBe(true);
+        expect(await runningRevisions(first.deploymentId)).toEqual([first.revisionId]);
+        expect(await answers(serving.url)).toBe(true);
+      },
+      timeout * 3,
+    );
 
-    it('rejects a first revision that does not come up, and leaves nothing running', async () => {
-      const { deployer, runningRevisions } = harness();
-      const failing = await harness().failingArtifact();
-      const log = collectLog();
-      const revision = spec(failing.artifact);
-      const error = await rejection(deployer.deploy(revision, log.log));
-      expect(error).toBeInstanceOf(DeployFailedError);
-      expect(log.text()).toContain(failing.reason);
-      expect(await runningRevisions(revision.deploymentId)).toEqual([]);
-    }, timeout * 2);
+    it(
+      'rejects a first revision that does not come up, and leaves nothing running',
+      async () => {
+        const { deployer, runningRevisions } = harness();
+        const failing = await harness().failingArtifact();
+        const log = collectLog();
+        const revision = spec(failing.artifact);
+        const error = await rejection(deployer.deploy(revision, log.log));
+        expect(error).toBeInstanceOf(DeployFailedError);
+        expect(log.text()).toContain(failing.reason);
+        expect(await runningRevisions(revision.deploymentId)).toEqual([]);
+      },
+      timeout * 2,
+    );
 
-    it('removes everything a deployment has, and a second remove is a no-op', async () => {
-      const { deployer, exists, runningRevisions } = harness();
-      const first = spec(await harness().goodArtifact());
-      await deployer.deploy(first, collectLog().log);
-      await deployer.deploy(spec(await harness().goodArtifact(), first), collectLog().log);
-      const other = spec(await harness().goodArtifact());
-      await deployer.deploy(other, collectLog().log);
-      expect(await exists(first.deploymentId)).toBe(true);
-      await deployer.remove(first.deploymentId, collectLog().log);
-      expect(await exists(first.deploymentId)).toBe(false);
-      expect(await runningRevisions(first.deploymentId)).toEqual([]);
-      // Only that deployment.
-      expect(await runningRevisions(other.deploymentId)).toEqual([other.revisionId]);
-      await deployer.remove(first.deploymentId, collectLog().log);
-    }, timeout * 4);
+    it(
+      'removes everything a deployment has, and a second remove is a no-op',
+      async () => {
+        const { deployer, exists, runningRevisions } = harness();
+        const first = spec(await harness().goodArtifact());
+        await deployer.deploy(first, collectLog().log);
+        await deployer.deploy(spec(await harness().goodArtifact(), first), collectLog().log);
+        const other = spec(await harness().goodArtifact());
+        await deployer.deploy(other, collectLog().log);
+        expect(await exists(first.deploymentId)).toBe(true);
+        await deployer.remove(first.deploymentId, collectLog().log);
+        expect(await exists(first.deploymentId)).toBe(false);
+        expect(await runningRevisions(first.deploymentId)).toEqual([]);
+        // Only that deployment.
+        expect(await runningRevisions(other.deploymentId)).toEqual([other.revisionId]);
+        await deployer.remove(first.deploymentId, collectLog().log);
+      },
+      timeout * 4,
+    );
 
     it('treats remove of an unknown deployment as a no-op', async () => {
       const { deployer, exists } = harness();
@@ -190,45 +210,53 @@ export function deployerContract(name: string, setup: () => Promise<DeployerHarn
       expect(await exists(id)).toBe(false);
     });
 
-    it('keeps its revisions serving after close() exactly when revisionsSurviveClose says so, and deploy brings one back', async () => {
-      const { answers } = harness();
-      const before = await harness().reopen();
-      const revision = spec(await harness().goodArtifact());
-      let deployed: DeployedRevision;
-      try {
-        deployed = await before.deploy(revision, collectLog().log);
-        expect(await answers(deployed.url)).toBe(true);
-      } finally {
-        await before.close();
-      }
-      expect(await answers(deployed.url)).toBe(before.revisionsSurviveClose);
-      // What a restarted control plane does with the revision that serves: deploy it again.
-      const back = await harness().deployer.deploy(revision, collectLog().log);
-      expect(await answers(back.url)).toBe(true);
-    }, timeout * 3);
+    it(
+      'keeps its revisions serving after close() exactly when revisionsSurviveClose says so, and deploy brings one back',
+      async () => {
+        const { answers } = harness();
+        const before = await harness().reopen();
+        const revision = spec(await harness().goodArtifact());
+        let deployed: DeployedRevision;
+        try {
+          deployed = await before.deploy(revision, collectLog().log);
+          expect(await answers(deployed.url)).toBe(true);
+        } finally {
+          await before.close();
+        }
+        expect(await answers(deployed.url)).toBe(before.revisionsSurviveClose);
+        // What a restarted control plane does with the revision that serves: deploy it again.
+        const back = await harness().deployer.deploy(revision, collectLog().log);
+        expect(await answers(back.url)).toBe(true);
+      },
+      timeout * 3,
+    );
 
-    it('rejects an aborted deploy, promptly, and one whose signal was aborted before it started', async () => {
-      const { deployer } = harness();
-      const revision = spec(await harness().slowArtifact());
-      const controller = new AbortController();
-      const log = collectLog();
-      const deploying = deployer.deploy(revision, log.log, controller.signal);
-      let settled = false;
-      void deploying.then(
-        () => (settled = true),
-        () => (settled = true),
-      );
-      // Let the deploy get under way (objects created / process started) before aborting it.
-      await new Promise((resolve) => setTimeout(resolve, Math.min(500, timeout / 10)));
-      expect(settled).toBe(false);
-      const abortedAt = Date.now();
-      controller.abort(new Error('replaced by a newer revision'));
-      await rejection(deploying);
-      expect(Date.now() - abortedAt).toBeLessThan(Math.max(2_000, timeout / 4));
+    it(
+      'rejects an aborted deploy, promptly, and one whose signal was aborted before it started',
+      async () => {
+        const { deployer } = harness();
+        const revision = spec(await harness().slowArtifact());
+        const controller = new AbortController();
+        const log = collectLog();
+        const deploying = deployer.deploy(revision, log.log, controller.signal);
+        let settled = false;
+        void deploying.then(
+          () => (settled = true),
+          () => (settled = true),
+        );
+        // Let the deploy get under way (objects created / process started) before aborting it.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(500, timeout / 10)));
+        expect(settled).toBe(false);
+        const abortedAt = Date.now();
+        controller.abort(new Error('replaced by a newer revision'));
+        await rejection(deploying);
+        expect(Date.now() - abortedAt).toBeLessThan(Math.max(2_000, timeout / 4));
 
-      const before = new AbortController();
-      before.abort();
-      await rejection(deployer.deploy(spec(await harness().goodArtifact()), collectLog().log, before.signal));
-    }, timeout * 2);
+        const before = new AbortController();
+        before.abort();
+        await rejection(deployer.deploy(spec(await harness().goodArtifact()), collectLog().log, before.signal));
+      },
+      timeout * 2,
+    );
   });
 }

@@ -82,10 +82,7 @@ export type DeployLog = (line: string, level?: 'info' | 'warn' | 'error') => voi
  * and when it is tried again) or answers again (at `url`, which may differ from the one `deploy`
  * returned when its port had to change).
  */
-export type RevisionHealthEvent = { deploymentId: string; revisionId: string } & (
-  | { healthy: false; reason: string }
-  | { healthy: true; url: string }
-);
+export type RevisionHealthEvent = { deploymentId: string; revisionId: string } & ({ healthy: false; reason: string } | { healthy: true; url: string });
 
 export type RevisionHealthListener = (event: RevisionHealthEvent) => void;
 

@@ -111,7 +111,10 @@ describe('agent databases', () => {
     const login = await databases.provision(deploymentB);
     let server: RunningAgentServer | undefined;
     try {
-      server = await startAgentServer({ configPath: echoProject, databaseUrl: login.url, schema: 'agent_b', host: '127.0.0.1', port: 0, workers: 2 }, silentLogger());
+      server = await startAgentServer(
+        { configPath: echoProject, databaseUrl: login.url, schema: 'agent_b', host: '127.0.0.1', port: 0, workers: 2 },
+        silentLogger(),
+      );
       const res = await fetch(`${server.url}/runs/wait`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

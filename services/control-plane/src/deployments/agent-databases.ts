@@ -128,7 +128,9 @@ export class AgentDatabases {
     for (const login of logins(owner)) {
       if (!existing.has(login)) {
         // No password until a revision needs it: a login nobody was given cannot be used.
-        await client.query(`CREATE ROLE ${quote(login)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION CONNECTION LIMIT ${this.connectionLimit} IN ROLE ${quote(owner)}`);
+        await client.query(
+          `CREATE ROLE ${quote(login)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION CONNECTION LIMIT ${this.connectionLimit} IN ROLE ${quote(owner)}`,
+        );
         // Its sessions act as the owner, so what either login creates belongs to the deployment.
         await client.query(`ALTER ROLE ${quote(login)} SET role = ${literal(owner)}`);
       } else {

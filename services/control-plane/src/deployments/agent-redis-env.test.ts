@@ -64,13 +64,23 @@ function noAclUrl(): string {
 }
 
 async function deploy(running: RunningControlPlane): Promise<{ id: string; env: Record<string, string> }> {
-  const { id } = await running.deployments!.create({ tenantId: tenant, name: `agent-${randomBytes(3).toString('hex')}`, source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets: [] });
+  const { id } = await running.deployments!.create({
+    tenantId: tenant,
+    name: `agent-${randomBytes(3).toString('hex')}`,
+    source: 'external_docker',
+    sourceRevisionConfig: { image_uri: 'registry.test/agent:1' },
+    secrets: [],
+  });
   const secret = await until(
     'the deployment’s Secret',
     () =>
       fake.store
         .list('secrets', 'berth')
-        .map((s) => Object.fromEntries(Object.entries((s as unknown as { data: Record<string, string> }).data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])))
+        .map((s) =>
+          Object.fromEntries(
+            Object.entries((s as unknown as { data: Record<string, string> }).data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+          ),
+        )
         .find((env) => env.BERTH_AGENT_SCHEMA === agentSchema(id)),
     30_000,
   );

@@ -82,7 +82,8 @@ it('carries an agent server’s queue and run events as the deployment’s user,
     { configPath: echoProject, databaseUrl: db.url, schema: agentSchema(a), redisUrl: urlA, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000 },
     silentLogger(),
   );
-  const post = (path: string, body: unknown) => fetch(`${server!.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    fetch(`${server!.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const { thread_id } = (await (await post('/threads', {})).json()) as { thread_id: string };
   const input = (content: string) => ({ assistant_id: 'echo', input: { messages: [{ role: 'user', content }] } });
   const result = (await (await post(`/threads/${thread_id}/runs/wait`, input('acl'))).json()) as { messages: { content: string }[] };
@@ -125,11 +126,31 @@ it('keeps the user out of other deployments’ keys and channels and off admin a
   });
   expect(await admin.get(keyOf(b, 'secret'))).toBe('of b');
   // Asked with ACL DRYRUN, so a wrong rule cannot flush or stop the shared test server.
-  const dryRun = async (...command: string[]) => String(await admin.call('ACL', 'DRYRUN', AgentRedis.user(a), ...command)).startsWith('OK') ? 'allowed' : 'refused';
+  const dryRun = async (...command: string[]) =>
+    String(await admin.call('ACL', 'DRYRUN', AgentRedis.user(a), ...command)).startsWith('OK') ? 'allowed' : 'refused';
   const forbidden = [
-    ['FLUSHALL'], ['FLUSHDB'], ['KEYS', '*'], ['SCAN', '0'], ['RANDOMKEY'], ['CONFIG', 'GET', '*'], ['CONFIG', 'SET', 'maxmemory', '1'],
-    ['ACL', 'LIST'], ['ACL', 'SETUSER', 'x'], ['ACL', 'WHOAMI'], ['DEBUG', 'SLEEP', '0'], ['SHUTDOWN'], ['MONITOR'], ['CLIENT', 'LIST'], ['CLIENT', 'KILL', 'ID', '1'],
-    ['PUBSUB', 'CHANNELS'], ['SCRIPT', 'FLUSH'], ['FUNCTION', 'FLUSH'], ['SWAPDB', '0', '1'], ['SORT', keyOf(a, 'list'), 'GET', keyOf(b, '*')], ['SAVE'], ['REPLICAOF', 'NO', 'ONE'],
+    ['FLUSHALL'],
+    ['FLUSHDB'],
+    ['KEYS', '*'],
+    ['SCAN', '0'],
+    ['RANDOMKEY'],
+    ['CONFIG', 'GET', '*'],
+    ['CONFIG', 'SET', 'maxmemory', '1'],
+    ['ACL', 'LIST'],
+    ['ACL', 'SETUSER', 'x'],
+    ['ACL', 'WHOAMI'],
+    ['DEBUG', 'SLEEP', '0'],
+    ['SHUTDOWN'],
+    ['MONITOR'],
+    ['CLIENT', 'LIST'],
+    ['CLIENT', 'KILL', 'ID', '1'],
+    ['PUBSUB', 'CHANNELS'],
+    ['SCRIPT', 'FLUSH'],
+    ['FUNCTION', 'FLUSH'],
+    ['SWAPDB', '0', '1'],
+    ['SORT', keyOf(a, 'list'), 'GET', keyOf(b, '*')],
+    ['SAVE'],
+    ['REPLICAOF', 'NO', 'ONE'],
   ];
   const answers = Object.fromEntries(await Promise.all(forbidden.map(async (c) => [c.join(' '), await dryRun(...c)] as const)));
   expect(answers).toEqual(Object.fromEntries(forbidden.map((c) => [c.join(' '), 'refused'])));

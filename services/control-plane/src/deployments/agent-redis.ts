@@ -129,7 +129,10 @@ export class AgentRedis {
   }
 
   private tooOld(version: string, cause?: unknown): AgentRedisSetupError {
-    return new AgentRedisSetupError(`agent servers' Redis users need Redis ${MIN_REDIS_MAJOR} or later (this one is ${version}): upgrade it, or set ${OFF_SWITCH}`, { cause });
+    return new AgentRedisSetupError(
+      `agent servers' Redis users need Redis ${MIN_REDIS_MAJOR} or later (this one is ${version}): upgrade it, or set ${OFF_SWITCH}`,
+      { cause },
+    );
   }
 
   private password(deploymentId: string): string {

@@ -38,7 +38,9 @@ const FAILURE: Partial<Record<RevisionStatus, string>> = { BUILD_FAILED: 'failed
  */
 export function deploymentStatus({ serving, latest }: StatusInputs): DerivedStatus {
   const failed = latest && revisionLifecycle.isFailed(latest.status) ? latest : null;
-  const why = failed ? `the latest revision ${failed.id} ${FAILURE[failed.status] ?? 'failed'} (${failed.status}${failed.status_message ? `: ${failed.status_message}` : ''})` : '';
+  const why = failed
+    ? `the latest revision ${failed.id} ${FAILURE[failed.status] ?? 'failed'} (${failed.status}${failed.status_message ? `: ${failed.status_message}` : ''})`
+    : '';
   if (serving) {
     if (serving.health_message) return { status: 'UNHEALTHY', message: serving.health_message };
     if (failed && failed.id !== serving.id) return { status: 'LATEST_FAILED', message: `${why}; revision ${serving.id} still serves` };

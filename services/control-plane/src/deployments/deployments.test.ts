@@ -26,7 +26,6 @@ import type { Deployments } from './service.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
 
-
 const tenant = randomUUID();
 let db: TestDatabase;
 let work: string;
@@ -113,7 +112,10 @@ describe('deployments on the local deployer', () => {
   }, 120_000);
 
   it('deploys a new revision beside the old one and switches without a failed request', async () => {
-    const { objectPath } = await upload(deploymentId, project(readFileSync(join(example, 'src/graph.ts'), 'utf8').replace('AIMessage(`echo: ', 'AIMessage(`echo v2: ')));
+    const { objectPath } = await upload(
+      deploymentId,
+      project(readFileSync(join(example, 'src/graph.ts'), 'utf8').replace('AIMessage(`echo: ', 'AIMessage(`echo v2: ')),
+    );
     let failures = 0;
     let calls = 0;
     let looping = true;
@@ -127,7 +129,11 @@ describe('deployments on the local deployer', () => {
     let second: string;
     let latest: Awaited<ReturnType<Deployments['resolve']>>;
     try {
-      const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath } });
+      const updated = await deployments.update({
+        tenantId: tenant,
+        deploymentId,
+        sourceRevisionConfig: { langgraph_config_path: 'langgraph.json', source_tarball_path: objectPath },
+      });
       second = updated.latest_revision_id!;
       expect(await settled(deploymentId, second)).toBe('DEPLOYED');
       latest = await deployments.resolve(deploymentId);
@@ -187,25 +193,41 @@ describe('deployments on the local deployer', () => {
   }, 120_000);
 
   it('rejects bad input with field-level errors and hides other tenants', async () => {
-    await expect(deployments.create({ tenantId: tenant, name: 'Bad Name', source: 'internal_source', secrets: [] })).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(deployments.create({ tenantId: tenant, name: 'Bad Name', source: 'internal_source', secrets: [] })).rejects.toBeInstanceOf(
+      RequestValidationError,
+    );
     await expect(deployments.create({ tenantId: tenant, name: 'echo', source: 'internal_source', secrets: [] })).rejects.toThrow(/already exists/);
     await expect(deployments.create({ tenantId: tenant, name: 'img', source: 'external_docker', secrets: [] })).rejects.toBeInstanceOf(RequestValidationError);
     await expect(
       deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: `uploads/${deploymentId}/${randomUUID()}.tar.gz` } }),
     ).rejects.toBeInstanceOf(RequestValidationError);
-    await expect(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { deployment_type: 'prod' } })).rejects.toBeInstanceOf(RequestValidationError);
+    await expect(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { deployment_type: 'prod' } })).rejects.toBeInstanceOf(
+      RequestValidationError,
+    );
     await expect(deployments.get(randomUUID(), deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await expect(deployments.get(tenant, 'not-a-uuid')).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('refuses resources above the operator\'s maxima, naming the field and the maximum', async () => {
-    const refusal = (work: Promise<unknown>) => work.then(() => undefined, (error: unknown) => (error as RequestValidationError).issues);
+  it("refuses resources above the operator's maxima, naming the field and the maximum", async () => {
+    const refusal = (work: Promise<unknown>) =>
+      work.then(
+        () => undefined,
+        (error: unknown) => (error as RequestValidationError).issues,
+      );
     expect(
-      await refusal(deployments.create({ tenantId: tenant, name: 'greedy', source: 'internal_source', sourceConfig: { resource_spec: { cpu: 9, memory_mb: 512 } }, secrets: [] })),
+      await refusal(
+        deployments.create({
+          tenantId: tenant,
+          name: 'greedy',
+          source: 'internal_source',
+          sourceConfig: { resource_spec: { cpu: 9, memory_mb: 512 } },
+          secrets: [],
+        }),
+      ),
     ).toEqual([{ loc: ['body', 'source_config', 'resource_spec', 'cpu'], msg: 'at most 8 CPU per replica on this platform', type: 'value_error' }]);
-    expect(
-      await refusal(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { resource_spec: { memory_mb: 16_385 } } })),
-    ).toEqual([{ loc: ['body', 'source_config', 'resource_spec', 'memory_mb'], msg: 'at most 16384 MB per replica on this platform', type: 'value_error' }]);
+    expect(await refusal(deployments.update({ tenantId: tenant, deploymentId, sourceConfig: { resource_spec: { memory_mb: 16_385 } } }))).toEqual([
+      { loc: ['body', 'source_config', 'resource_spec', 'memory_mb'], msg: 'at most 16384 MB per replica on this platform', type: 'value_error' },
+    ]);
     expect((await deployments.list(tenant, { nameContains: 'greedy', limit: 10, offset: 0 })).resources).toEqual([]);
   });
 
@@ -249,7 +271,14 @@ describe('deployments on the local deployer', () => {
     await expect(deployments.resolve(deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline && (await fetch(`${upstream_url}/ok`).then(() => true, () => false))) await new Promise((r) => setTimeout(r, 200));
+    while (
+      Date.now() < deadline &&
+      (await fetch(`${upstream_url}/ok`).then(
+        () => true,
+        () => false,
+      ))
+    )
+      await new Promise((r) => setTimeout(r, 200));
     await expect(fetch(`${upstream_url}/ok`)).rejects.toThrow();
   }, 30_000);
 });

@@ -51,8 +51,6 @@ async function startPlane(): Promise<RpcClient<typeof DeploymentService>> {
   return client;
 }
 
-
-
 it('reports a killed agent server as UNHEALTHY with the reason until it serves again, also after a control-plane restart', async () => {
   let rpc = await startPlane();
   const { deployment } = await rpc.createDeployment({ tenantId, name: 'crashy', source: 'internal_source', sourceRevisionConfig: {} });
@@ -70,7 +68,15 @@ it('reports a killed agent server as UNHEALTHY with the reason until it serves a
   expect({ status: settled.status, message: settled.statusMessage }).toEqual({ status: RevisionStatus.DEPLOYED, message: '' });
   const get = async () => (await rpc.getDeployment({ tenantId, deploymentId })).deployment!;
   const deployLog = async () => (await rpc.getRevisionLogs({ tenantId, deploymentId, revisionId, type: 'deploy', limit: 1000 })).logs;
-  const lastPid = async () => Number([...(await deployLog()).map((l) => l.message).join('\n').matchAll(/starting the agent server \(pid (\d+)\)/g)].at(-1)![1]);
+  const lastPid = async () =>
+    Number(
+      [
+        ...(await deployLog())
+          .map((l) => l.message)
+          .join('\n')
+          .matchAll(/starting the agent server \(pid (\d+)\)/g),
+      ].at(-1)![1],
+    );
   /** Kills the serving agent server; checks what is reported while it is down and once it is back. */
   const killAndRecover = async () => {
     const { upstreamUrl } = await rpc.resolveDeployment({ deploymentId });
@@ -112,7 +118,10 @@ it('reports a killed agent server as UNHEALTHY with the reason until it serves a
   await rename(artifacts, `${artifacts}.away`);
   rpc = await startPlane();
   const failing = await until('the failed start', async () => ((await get()).healthMessage.startsWith('could not bring') ? get() : undefined), 20_000);
-  expect(failing).toMatchObject({ status: DeploymentStatus.UNHEALTHY, healthMessage: expect.stringMatching(/^could not bring the agent server back: .*ENOENT.*; retrying in 1 s$/) });
+  expect(failing).toMatchObject({
+    status: DeploymentStatus.UNHEALTHY,
+    healthMessage: expect.stringMatching(/^could not bring the agent server back: .*ENOENT.*; retrying in 1 s$/),
+  });
   await rename(`${artifacts}.away`, artifacts);
   await until('READY once its folder is back', async () => ((await get()).status === DeploymentStatus.READY ? true : undefined), 30_000);
   expect(await answers((await rpc.resolveDeployment({ deploymentId })).upstreamUrl)).toBe(true);

@@ -38,7 +38,13 @@ describe('watchInterrupts', () => {
     expect(controller.signal.aborted).toBe(false);
     // Reported once, with the error, not once per check.
     const warnings = logs.lines().filter((l) => l.level === 40);
-    expect(warnings).toEqual([expect.objectContaining({ revisionId: 'r1', err: expect.objectContaining({ message: expect.stringContaining('ECONNREFUSED') }), msg: expect.stringMatching(/^the interrupt check of a revision step failed/) })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        revisionId: 'r1',
+        err: expect.objectContaining({ message: expect.stringContaining('ECONNREFUSED') }),
+        msg: expect.stringMatching(/^the interrupt check of a revision step failed/),
+      }),
+    ]);
     failing = false;
     await clock.advance(1000);
     expect(logs.lines().at(-1)).toMatchObject({ level: 30, failures: 10, msg: 'the interrupt check of a revision step answers again' });

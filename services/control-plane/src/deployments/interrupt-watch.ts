@@ -65,7 +65,10 @@ export function watchInterrupts(options: InterruptWatchOptions): Timer {
         log.error({ err: error, revisionId, failures, failingMs }, 'the interrupt check of a revision step kept failing: stopping the step');
         controller.abort(new InterruptCheckFailedError(revisionId, failingMs, { cause: error }));
       } else if (failures === 1) {
-        log.warn({ err: error, revisionId, stopsInMs: options.failForMs - failingMs }, 'the interrupt check of a revision step failed: the step goes on, and stops if the check keeps failing');
+        log.warn(
+          { err: error, revisionId, stopsInMs: options.failForMs - failingMs },
+          'the interrupt check of a revision step failed: the step goes on, and stops if the check keeps failing',
+        );
       }
     } finally {
       checking = false;

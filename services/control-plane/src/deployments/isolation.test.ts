@@ -124,10 +124,12 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.2', resolve));
   hooks = createServer((req, res) => {
     let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString())).on('end', () => {
-      delivered.push(body);
-      res.end();
-    });
+    req
+      .on('data', (chunk: Buffer) => (body += chunk.toString()))
+      .on('end', () => {
+        delivered.push(body);
+        res.end();
+      });
   });
   await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.4', resolve));
   plane = await start(
@@ -221,7 +223,7 @@ describe('a deployed graph on the local deployer', () => {
       'grpc port by fetch': expect.stringMatching(/^denied .*ECONNREFUSED/),
       // Another loopback address, a link-local or private one: fetch asks the egress proxy, which refuses.
       'other loopback by fetch': refusedByProxy,
-      'metadata': expect.stringMatching(/^denied (ENETUNREACH|EHOSTUNREACH|timeout)$/),
+      metadata: expect.stringMatching(/^denied (ENETUNREACH|EHOSTUNREACH|timeout)$/),
       'metadata by fetch': refusedByProxy,
       'private address by fetch': refusedByProxy,
       dns: expect.stringMatching(/^denied (ENOTFOUND|EAI_AGAIN)$/),

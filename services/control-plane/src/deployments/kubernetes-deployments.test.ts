@@ -44,10 +44,14 @@ afterAll(async () => {
 });
 
 function settled(deploymentId: string, revisionId: string): Promise<string> {
-  return until(`revision ${revisionId} to settle`, async () => {
-    const { status } = await deployments.revision(tenant, deploymentId, revisionId);
-    return ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(status) ? status : undefined;
-  }, 30_000);
+  return until(
+    `revision ${revisionId} to settle`,
+    async () => {
+      const { status } = await deployments.revision(tenant, deploymentId, revisionId);
+      return ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(status) ? status : undefined;
+    },
+    30_000,
+  );
 }
 
 it('deploys an image, fails a broken one with the reason and keeps the old one, and deletes everything', async () => {
@@ -64,7 +68,8 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(route.upstream_url).toMatch(/^http:\/\/[a-z0-9-]+\.berth\.svc\.cluster\.local:8000$/);
   const [deployment] = fake.store.list('deployments', 'berth');
   expect(deployment!.spec).toMatchObject({ replicas: 2 }); // prod: two replicas by default
-  const container = (deployment!.spec as { template: { spec: { containers: { image: string; env: { name: string; value: string }[] }[] } } }).template.spec.containers[0]!;
+  const container = (deployment!.spec as { template: { spec: { containers: { image: string; env: { name: string; value: string }[] }[] } } }).template.spec
+    .containers[0]!;
   expect(container.image).toBe('registry.test/agent:1');
   // The secret's value, and the platform's values for the agent server (its own database login and
   // credential among them), live in the deployment's Secret, not in the Deployment.
@@ -73,7 +78,7 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(JSON.stringify(deployment)).not.toContain('sk-test');
   const secrets = fake.store.list('secrets', 'berth');
   expect(secrets).toHaveLength(1);
-  const data = (secrets[0] as { data?: Record<string, string>; stringData?: Record<string, string> });
+  const data = secrets[0] as { data?: Record<string, string>; stringData?: Record<string, string> };
   expect(Object.keys({ ...data.data, ...data.stringData })).toEqual(
     expect.arrayContaining(['OPENAI_API_KEY', 'BERTH_AGENT_SCHEMA', 'DATABASE_URL', 'BERTH_DEPLOYMENT_CREDENTIAL']),
   );
@@ -91,7 +96,7 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   await deployments.delete(tenant, created.id);
   const left = () => ['deployments', 'secrets', 'services'].flatMap((kind) => fake.store.list(kind, 'berth'));
   // The deployer deletes the Deployment, then the Service, then the Secret.
-  await until('the deployment\'s objects to be deleted', () => (left().length === 0 ? true : undefined), 10_000);
+  await until("the deployment's objects to be deleted", () => (left().length === 0 ? true : undefined), 10_000);
   expect(fake.store.list('deployments', 'berth')).toEqual([]);
   expect(fake.store.list('secrets', 'berth')).toEqual([]);
   expect(fake.store.list('services', 'berth')).toEqual([]);

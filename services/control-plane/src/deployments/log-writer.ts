@@ -15,7 +15,11 @@ export class RevisionLogWriter {
   private writing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly store: DeploymentStore, private readonly log: Logger, private readonly delayMs = 200) {}
+  constructor(
+    private readonly store: DeploymentStore,
+    private readonly log: Logger,
+    private readonly delayMs = 200,
+  ) {}
 
   /** A log function writing into one revision's build or deploy log. */
   for(revisionId: string, type: 'build' | 'deploy'): RevisionLog {

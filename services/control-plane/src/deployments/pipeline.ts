@@ -119,7 +119,10 @@ export class RevisionPipeline {
   private healthWrites: Promise<void> = Promise.resolve();
   private readonly stopHealth: () => void;
 
-  constructor(private readonly deps: PipelineDeps, private readonly options: RevisionPipelineOptions = {}) {
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly options: RevisionPipelineOptions = {},
+  ) {
     this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
     this.logs = new RevisionLogWriter(deps.store, deps.log);
     this.stopHealth = deps.deployer.onHealth?.((event) => this.recordHealth(event)) ?? (() => undefined);
@@ -148,11 +151,14 @@ export class RevisionPipeline {
     // Uploads nobody finished within an hour, and finished ones nobody used in time, are dropped;
     // sweeping at least once per TTL keeps one from outliving it by more than that.
     const unusedSeconds = this.options.unusedUploadTtlSeconds ?? 3600;
-    const sweeper = setInterval(() => {
-      this.deps.store
-        .sweepUploads({ unfinishedSeconds: 3600, unusedSeconds })
-        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping uploads failed'));
-    }, Math.min(10 * 60_000, unusedSeconds * 1000));
+    const sweeper = setInterval(
+      () => {
+        this.deps.store
+          .sweepUploads({ unfinishedSeconds: 3600, unusedSeconds })
+          .catch((error: unknown) => this.deps.log.warn({ err: error }, 'sweeping uploads failed'));
+      },
+      Math.min(10 * 60_000, unusedSeconds * 1000),
+    );
     sweeper.unref();
     this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();
@@ -338,7 +344,12 @@ export class RevisionPipeline {
   }
 
   /** A step that ended with an unexpected error or an interruption. */
-  private async failed(revisionId: string, failedStatus: 'BUILD_FAILED' | 'DEPLOY_FAILED', error: unknown, log: (line: string, level?: 'info' | 'warn' | 'error') => void): Promise<void> {
+  private async failed(
+    revisionId: string,
+    failedStatus: 'BUILD_FAILED' | 'DEPLOY_FAILED',
+    error: unknown,
+    log: (line: string, level?: 'info' | 'warn' | 'error') => void,
+  ): Promise<void> {
     if (error instanceof RevisionInterruptedError || (error as Error)?.name === 'RevisionInterruptedError') {
       log('interrupted: a newer revision replaced this one', 'warn');
       await this.logs.flush();
@@ -506,4 +517,3 @@ async function hasCustomAuth(configFile: string): Promise<boolean> {
 function chunksStream(chunks: AsyncGenerator<Buffer>): NodeJS.ReadableStream {
   return Readable.from(chunks);
 }
-

@@ -47,7 +47,6 @@ async function controlPlane(): Promise<TestChild & { address: string }> {
   return { ...started, address: address! };
 }
 
-
 it('resumes a build whose control plane was killed, and deploys the revision', async () => {
   const tenantId = randomUUID();
   const a = await controlPlane();

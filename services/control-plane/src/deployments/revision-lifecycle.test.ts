@@ -77,7 +77,13 @@ describe('DeploymentStore.move', () => {
     await walk(revisionId, ['AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED']);
     const error = await store.move({ revisionId }, 'BUILDING', { status_message: 'again' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IllegalTransitionError);
-    expect(error).toMatchObject({ entity: 'revision', id: revisionId, from: 'DEPLOYED', to: 'BUILDING', message: `revision ${revisionId} is DEPLOYED: it cannot move to BUILDING` });
+    expect(error).toMatchObject({
+      entity: 'revision',
+      id: revisionId,
+      from: 'DEPLOYED',
+      to: 'BUILDING',
+      message: `revision ${revisionId} is DEPLOYED: it cannot move to BUILDING`,
+    });
     expect(await statusOf(revisionId)).toEqual({ status: 'DEPLOYED', status_message: '' });
     // A state nothing moves to is refused too (AWAITING_SOURCE is only ever a first state).
     const queued = await deploymentWith('QUEUED');
@@ -92,7 +98,9 @@ describe('DeploymentStore.move', () => {
     await store.update(tenant, deploymentId, { revision: { id: building, status: 'QUEUED', source: 'internal_source', source_revision_config: {} } });
     await walk(building, ['AWAITING_BUILD', 'BUILDING']);
     const next = randomUUID();
-    const { interrupted } = await store.update(tenant, deploymentId, { revision: { id: next, status: 'QUEUED', source: 'internal_source', source_revision_config: {} } });
+    const { interrupted } = await store.update(tenant, deploymentId, {
+      revision: { id: next, status: 'QUEUED', source: 'internal_source', source_revision_config: {} },
+    });
     expect(interrupted).toEqual([building]);
     expect(await statusOf(building)).toEqual({ status: 'INTERRUPTED', status_message: `replaced by revision ${next}` });
     expect((await statusOf(deployed)).status).toBe('DEPLOYED');
@@ -109,7 +117,8 @@ describe('migration 0004', () => {
     const dir = await mkdtemp(join(tmpdir(), 'berth-migrations-'));
     const client = new pg.Client({ connectionString: old.url });
     try {
-      for (const file of (await readdir(controlPlaneMigrationsDir)).filter((f) => f < '0004')) await copyFile(join(controlPlaneMigrationsDir, file), join(dir, file));
+      for (const file of (await readdir(controlPlaneMigrationsDir)).filter((f) => f < '0004'))
+        await copyFile(join(controlPlaneMigrationsDir, file), join(dir, file));
       await migrate({ connectionString: old.url, schema: CONTROL_PLANE_SCHEMA, directory: dir });
       await client.connect();
       const deploymentId = randomUUID();
@@ -122,8 +131,13 @@ describe('migration 0004', () => {
       await client.query(insert, [waiting, deploymentId, 'QUEUED', 'waiting for the project upload']);
       await client.query(insert, [queued, deploymentId, 'QUEUED', '']);
       await migrateControlPlane(old.url);
-      const { rows } = await client.query<{ id: string; status: string; status_message: string }>('SELECT id, status, status_message FROM control_plane.revisions');
-      expect(Object.fromEntries(rows.map((r) => [r.id, [r.status, r.status_message]]))).toEqual({ [waiting]: ['AWAITING_SOURCE', ''], [queued]: ['QUEUED', ''] });
+      const { rows } = await client.query<{ id: string; status: string; status_message: string }>(
+        'SELECT id, status, status_message FROM control_plane.revisions',
+      );
+      expect(Object.fromEntries(rows.map((r) => [r.id, [r.status, r.status_message]]))).toEqual({
+        [waiting]: ['AWAITING_SOURCE', ''],
+        [queued]: ['QUEUED', ''],
+      });
     } finally {
       await client.end();
       await old.drop();

@@ -17,7 +17,6 @@ import type { SecretBox } from '@berth/secret-box';
 import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
-
 export interface DeploymentView extends DeploymentRow {
   secret_names: string[];
   /** source_revision_config of the latest revision. */
@@ -118,13 +117,22 @@ export class Deployments {
     const source = input.source as DeploymentSource;
     const sourceConfig = { deployment_type: 'dev', ...(input.sourceConfig ?? {}) };
     const deploymentType = sourceConfig.deployment_type;
-    if (deploymentType !== 'dev' && deploymentType !== 'prod') throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type must be dev or prod');
+    if (deploymentType !== 'dev' && deploymentType !== 'prod')
+      throw problem(['body', 'source_config', 'deployment_type'], 'deployment_type must be dev or prod');
     if (input.sessionId !== undefined && !isUuid(input.sessionId)) throw problem(['body', 'session_id'], 'session_id must be a UUID');
     this.checkResources(sourceConfig);
     const id = randomUUID();
     const revision = await this.newRevision(id, source, revisionConfigInput(input.sourceRevisionConfig ?? {}), true);
     const row = await this.store.create(
-      { id, tenant_id: input.tenantId, name: input.name, source, source_config: sourceConfig, deployment_type: deploymentType, session_id: input.sessionId ?? randomUUID() },
+      {
+        id,
+        tenant_id: input.tenantId,
+        name: input.name,
+        source,
+        source_config: sourceConfig,
+        deployment_type: deploymentType,
+        session_id: input.sessionId ?? randomUUID(),
+      },
       revision,
       this.seal(input.secrets),
       // Shown to nobody yet: rotateWebhookSecret hands out the one that signs (once).
@@ -135,7 +143,10 @@ export class Deployments {
     return this.view(row);
   }
 
-  async list(tenantId: string, query: { nameContains?: string; deploymentType?: string; limit: number; offset: number }): Promise<{ resources: DeploymentView[]; offset: number }> {
+  async list(
+    tenantId: string,
+    query: { nameContains?: string; deploymentType?: string; limit: number; offset: number },
+  ): Promise<{ resources: DeploymentView[]; offset: number }> {
     const rows = await this.store.list(tenantId, query);
     return { resources: await this.views(rows), offset: query.offset + rows.length };
   }
@@ -158,7 +169,12 @@ export class Deployments {
     // tarball keeps a custom langgraph_config_path).
     const latest = input.sourceRevisionConfig && current.latest_revision_id ? await this.store.revisionById(current.latest_revision_id) : undefined;
     const revision = input.sourceRevisionConfig
-      ? await this.newRevision(current.id, current.source, { ...(latest?.source_revision_config ?? {}), ...revisionConfigInput(input.sourceRevisionConfig) }, false)
+      ? await this.newRevision(
+          current.id,
+          current.source,
+          { ...(latest?.source_revision_config ?? {}), ...revisionConfigInput(input.sourceRevisionConfig) },
+          false,
+        )
       : undefined;
     const { deployment, interrupted } = await this.store.update(input.tenantId, input.deploymentId, {
       ...(sourceConfig ? { sourceConfig } : {}),
@@ -175,7 +191,11 @@ export class Deployments {
     await this.pipeline.remove(id);
   }
 
-  async revisions(tenantId: string, deploymentId: string, query: { limit: number; offset: number; statuses?: RevisionStatus[] }): Promise<{ resources: RevisionRow[]; offset: number }> {
+  async revisions(
+    tenantId: string,
+    deploymentId: string,
+    query: { limit: number; offset: number; statuses?: RevisionStatus[] },
+  ): Promise<{ resources: RevisionRow[]; offset: number }> {
     await this.store.get(tenantId, deploymentId);
     const rows = await this.store.revisions(deploymentId, query);
     return { resources: rows, offset: query.offset + rows.length };
@@ -223,7 +243,13 @@ export class Deployments {
    * Takes one chunk of a project tarball. The last chunk completes the upload and, when the
    * deployment's latest revision waits for its source, attaches it and starts the build.
    */
-  async upload(input: { tenantId: string; deploymentId: string; uploadId?: string; data: Buffer; last: boolean }): Promise<{ uploadId: string; objectPath?: string; revisionId?: string }> {
+  async upload(input: {
+    tenantId: string;
+    deploymentId: string;
+    uploadId?: string;
+    data: Buffer;
+    last: boolean;
+  }): Promise<{ uploadId: string; objectPath?: string; revisionId?: string }> {
     const deployment = await this.store.get(input.tenantId, input.deploymentId);
     if (deployment.source !== 'internal_source') throw new ConflictError(`Deployment ${deployment.id} deploys an image (external_docker); it takes no uploads`);
     let uploadId = input.uploadId;
@@ -238,7 +264,10 @@ export class Deployments {
     const latest = deployment.latest_revision_id ? await this.store.revisionById(deployment.latest_revision_id) : undefined;
     if (latest?.status !== 'AWAITING_SOURCE') return { uploadId, objectPath };
     try {
-      await this.store.move({ revisionId: latest.id }, 'QUEUED', { source_revision_config: { ...latest.source_revision_config, source_tarball_path: objectPath }, source_upload_id: uploadId });
+      await this.store.move({ revisionId: latest.id }, 'QUEUED', {
+        source_revision_config: { ...latest.source_revision_config, source_tarball_path: objectPath },
+        source_upload_id: uploadId,
+      });
     } catch (error) {
       // Another upload (or a PATCH) gave it a source first: this one is stored, for a revision to name.
       if (error instanceof IllegalTransitionError) return { uploadId, objectPath };
@@ -278,11 +307,17 @@ export class Deployments {
     if (path === undefined || path === null) {
       // The CLI creates a deployment first and uploads its source to it next.
       if (first) return { ...revision, status: 'AWAITING_SOURCE' };
-      throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'a new revision of an internal_source deployment needs source_tarball_path (upload the project first)');
+      throw problem(
+        ['body', 'source_revision_config', 'source_tarball_path'],
+        'a new revision of an internal_source deployment needs source_tarball_path (upload the project first)',
+      );
     }
     const ref = parseUploadRef(path);
     if (!ref || ref.deploymentId !== deploymentId || !(await this.store.uploadExists(ref.uploadId, deploymentId))) {
-      throw problem(['body', 'source_revision_config', 'source_tarball_path'], 'source_tarball_path must be the object_path of a finished upload of this deployment');
+      throw problem(
+        ['body', 'source_revision_config', 'source_tarball_path'],
+        'source_tarball_path must be the object_path of a finished upload of this deployment',
+      );
     }
     return { ...revision, source_upload_id: ref.uploadId };
   }

@@ -18,7 +18,9 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type RevisionRow = Omit<Selectable<RevisionsTable>, 'source_revision_config'> & { source_revision_config: RevisionConfig };
 
 /** A revision row from the database, its source_revision_config parsed (the one place that reads it). */
-function revisionRow<Row extends { id: string; source_revision_config: unknown }>(row: Row): Omit<Row, 'source_revision_config'> & { source_revision_config: RevisionConfig } {
+function revisionRow<Row extends { id: string; source_revision_config: unknown }>(
+  row: Row,
+): Omit<Row, 'source_revision_config'> & { source_revision_config: RevisionConfig } {
   return { ...row, source_revision_config: storedRevisionConfig(row.id, row.source_revision_config) };
 }
 
@@ -104,7 +106,10 @@ export class DeploymentStore {
           .executeTakeFirstOrThrow();
         await this.insertRevision(tx, row.id, revision);
         if (secrets.length) {
-          await tx.insertInto('deployment_secrets').values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed }))).execute();
+          await tx
+            .insertInto('deployment_secrets')
+            .values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed })))
+            .execute();
         }
         await tx.insertInto('deployment_webhook_secrets').values({ deployment_id: row.id, value_encrypted: webhookSecret }).execute();
         return row;
@@ -186,7 +191,10 @@ export class DeploymentStore {
       if (change.secrets) {
         await tx.deleteFrom('deployment_secrets').where('deployment_id', '=', id).execute();
         if (change.secrets.length) {
-          await tx.insertInto('deployment_secrets').values(change.secrets.map((s) => ({ deployment_id: id, name: s.name, value_encrypted: s.sealed }))).execute();
+          await tx
+            .insertInto('deployment_secrets')
+            .values(change.secrets.map((s) => ({ deployment_id: id, name: s.name, value_encrypted: s.sealed })))
+            .execute();
         }
       }
       const deployment = await tx
@@ -225,13 +233,20 @@ export class DeploymentStore {
   async secretNames(deploymentIds: string[]): Promise<Map<string, string[]>> {
     const names = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
     if (!deploymentIds.length) return names;
-    const rows = await this.db.selectFrom('deployment_secrets').select(['deployment_id', 'name']).where('deployment_id', 'in', deploymentIds).orderBy('name').execute();
+    const rows = await this.db
+      .selectFrom('deployment_secrets')
+      .select(['deployment_id', 'name'])
+      .where('deployment_id', 'in', deploymentIds)
+      .orderBy('name')
+      .execute();
     for (const row of rows) names.get(row.deployment_id)!.push(row.name);
     return names;
   }
 
   /** Status, source_revision_config and health of each of these revisions, by revision id (one query for a page of deployments). */
-  async revisionDetails(revisionIds: string[]): Promise<Map<string, Pick<RevisionRow, 'id' | 'status' | 'status_message' | 'source_revision_config' | 'health_message'>>> {
+  async revisionDetails(
+    revisionIds: string[],
+  ): Promise<Map<string, Pick<RevisionRow, 'id' | 'status' | 'status_message' | 'source_revision_config' | 'health_message'>>> {
     if (!revisionIds.length) return new Map();
     const rows = await this.db
       .selectFrom('revisions')
@@ -258,9 +273,10 @@ export class DeploymentStore {
    */
   async setWebhookSecret(deploymentId: string, sealed: Buffer, replace: boolean): Promise<Date | undefined> {
     const insert = this.db.insertInto('deployment_webhook_secrets').values({ deployment_id: deploymentId, value_encrypted: sealed });
-    const row = await (replace
-      ? insert.onConflict((oc) => oc.column('deployment_id').doUpdateSet({ value_encrypted: sealed, created_at: new Date() }))
-      : insert.onConflict((oc) => oc.column('deployment_id').doNothing())
+    const row = await (
+      replace
+        ? insert.onConflict((oc) => oc.column('deployment_id').doUpdateSet({ value_encrypted: sealed, created_at: new Date() }))
+        : insert.onConflict((oc) => oc.column('deployment_id').doNothing())
     )
       .returning('created_at')
       .executeTakeFirst();
@@ -403,7 +419,10 @@ export class DeploymentStore {
     if (!row) return undefined;
     const { status, message } = deploymentStatus({
       serving: row.active_revision_id ? { id: row.active_revision_id, health_message: row.health_message ?? null } : null,
-      latest: row.latest_revision_id && row.latest_status ? { id: row.latest_revision_id, status: row.latest_status, status_message: row.latest_status_message ?? '' } : null,
+      latest:
+        row.latest_revision_id && row.latest_status
+          ? { id: row.latest_revision_id, status: row.latest_status, status_message: row.latest_status_message ?? '' }
+          : null,
     });
     return {
       tenant_id: row.tenant_id,
@@ -426,7 +445,13 @@ export class DeploymentStore {
     try {
       await db
         .insertInto('revisions')
-        .values({ ...revision, deployment_id: deploymentId, source_revision_config: JSON.stringify(revision.source_revision_config), artifact_path: null, upstream_url: null })
+        .values({
+          ...revision,
+          deployment_id: deploymentId,
+          source_revision_config: JSON.stringify(revision.source_revision_config),
+          artifact_path: null,
+          upstream_url: null,
+        })
         .execute();
     } catch (error) {
       // The sweep took the upload between the caller's check and this insert.
@@ -443,7 +468,8 @@ export class DeploymentStore {
    */
   async appendLogs(lines: LogLine[]): Promise<void> {
     if (!lines.length) return;
-    const insert = () => sql`
+    const insert = () =>
+      sql`
       INSERT INTO revision_logs (revision_id, type, level, message)
       SELECT (l.line->>'revision_id')::uuid, l.line->>'type', l.line->>'level', l.line->>'message'
       FROM jsonb_array_elements(${JSON.stringify(lines)}::jsonb) WITH ORDINALITY AS l(line, n)
@@ -492,7 +518,10 @@ export class DeploymentStore {
         .select(sql<number>`coalesce(max(seq) + 1, 0)`.as('next'))
         .where('upload_id', '=', uploadId)
         .executeTakeFirstOrThrow();
-      await tx.insertInto('source_upload_chunks').values({ upload_id: uploadId, seq: Number(next), data }).execute();
+      await tx
+        .insertInto('source_upload_chunks')
+        .values({ upload_id: uploadId, seq: Number(next), data })
+        .execute();
       await tx.updateTable('source_uploads').set({ size }).where('id', '=', uploadId).execute();
     });
   }
@@ -510,7 +539,13 @@ export class DeploymentStore {
   }
 
   async uploadExists(uploadId: string, deploymentId: string): Promise<boolean> {
-    const row = await this.db.selectFrom('source_uploads').select('id').where('id', '=', uploadId).where('deployment_id', '=', deploymentId).where('complete', '=', true).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('source_uploads')
+      .select('id')
+      .where('id', '=', uploadId)
+      .where('deployment_id', '=', deploymentId)
+      .where('complete', '=', true)
+      .executeTakeFirst();
     return row !== undefined;
   }
 

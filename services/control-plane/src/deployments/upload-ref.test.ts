@@ -44,7 +44,7 @@ async function finishedUpload(deploymentId: string, tenantId: string = tenant): 
   return { uploadId, objectPath: objectPath! };
 }
 
-describe('a revision\'s upload reference', () => {
+describe("a revision's upload reference", () => {
   it('is satisfied only by a finished upload of the same deployment', async () => {
     const mine = await deployments.create({ tenantId: tenant, name: 'mine', source: 'internal_source', secrets: [] });
     const other = await deployments.create({ tenantId: randomUUID(), name: 'other', source: 'internal_source', secrets: [] });
@@ -68,16 +68,16 @@ describe('a revision\'s upload reference', () => {
     });
   });
 
-  it('cannot be made from another deployment\'s upload id by finishing it as this deployment\'s', async () => {
+  it("cannot be made from another deployment's upload id by finishing it as this deployment's", async () => {
     const mine = await deployments.create({ tenantId: tenant, name: 'waiting', source: 'internal_source', secrets: [] });
     const other = await deployments.create({ tenantId: randomUUID(), name: 'victim', source: 'internal_source', secrets: [] });
     const started = await deployments.upload({ tenantId: other.tenant_id, deploymentId: other.id, data: Buffer.from('their code'), last: false });
-    await expect(deployments.upload({ tenantId: tenant, deploymentId: mine.id, uploadId: started.uploadId, data: Buffer.alloc(0), last: true })).rejects.toBeInstanceOf(
-      NotFoundError,
-    );
-    await expect(deployments.upload({ tenantId: tenant, deploymentId: mine.id, uploadId: 'not-a-uuid', data: Buffer.alloc(0), last: true })).rejects.toBeInstanceOf(
-      NotFoundError,
-    );
+    await expect(
+      deployments.upload({ tenantId: tenant, deploymentId: mine.id, uploadId: started.uploadId, data: Buffer.alloc(0), last: true }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    await expect(
+      deployments.upload({ tenantId: tenant, deploymentId: mine.id, uploadId: 'not-a-uuid', data: Buffer.alloc(0), last: true }),
+    ).rejects.toBeInstanceOf(NotFoundError);
     expect((await deployments.revision(tenant, mine.id, mine.latest_revision_id!)).status).toBe('AWAITING_SOURCE');
   });
 });
@@ -90,25 +90,27 @@ describe('revisions written before migration 0007', () => {
     const database = createDatabase<ControlPlaneTables>({ connectionString: old.url, schema: CONTROL_PLANE_SCHEMA, log: silentLogger() });
     try {
       await mkdir(before, { recursive: true });
-      for (const file of (await readdir(controlPlaneMigrationsDir)).filter((name) => name < '0007')) await copyFile(join(controlPlaneMigrationsDir, file), join(before, file));
+      for (const file of (await readdir(controlPlaneMigrationsDir)).filter((name) => name < '0007'))
+        await copyFile(join(controlPlaneMigrationsDir, file), join(before, file));
       await migrate({ connectionString: old.url, schema: CONTROL_PLANE_SCHEMA, directory: before, log: silentLogger() });
 
       const [deploymentId, uploadId, revisionId] = [randomUUID(), randomUUID(), randomUUID()];
       await client.connect();
       await client.query(`SET search_path TO ${CONTROL_PLANE_SCHEMA}`);
-      await client.query(`INSERT INTO deployments (id, tenant_id, name, source, source_config, deployment_type, session_id) VALUES ($1, $2, 'old', 'internal_source', '{}', 'dev', $3)`, [
+      await client.query(
+        `INSERT INTO deployments (id, tenant_id, name, source, source_config, deployment_type, session_id) VALUES ($1, $2, 'old', 'internal_source', '{}', 'dev', $3)`,
+        [deploymentId, tenant, randomUUID()],
+      );
+      await client.query(`INSERT INTO source_uploads (id, deployment_id, complete, created_at) VALUES ($1, $2, true, now() - interval '1 day')`, [
+        uploadId,
         deploymentId,
-        tenant,
-        randomUUID(),
       ]);
-      await client.query(`INSERT INTO source_uploads (id, deployment_id, complete, created_at) VALUES ($1, $2, true, now() - interval '1 day')`, [uploadId, deploymentId]);
       await client.query(`INSERT INTO source_upload_chunks (upload_id, seq, data) VALUES ($1, 0, 'the project')`, [uploadId]);
       const config = { langgraph_config_path: 'langgraph.json', source_tarball_path: `uploads/${deploymentId}/${uploadId}.tar.gz` };
-      await client.query(`INSERT INTO revisions (id, deployment_id, status, source, source_revision_config) VALUES ($1, $2, 'DEPLOYED', 'internal_source', $3)`, [
-        revisionId,
-        deploymentId,
-        JSON.stringify(config),
-      ]);
+      await client.query(
+        `INSERT INTO revisions (id, deployment_id, status, source, source_revision_config) VALUES ($1, $2, 'DEPLOYED', 'internal_source', $3)`,
+        [revisionId, deploymentId, JSON.stringify(config)],
+      );
 
       await migrate({ connectionString: old.url, schema: CONTROL_PLANE_SCHEMA, directory: controlPlaneMigrationsDir, log: silentLogger() });
       const store = new DeploymentStore(database.db);
@@ -120,7 +122,13 @@ describe('revisions written before migration 0007', () => {
       expect(chunks).toEqual(['the project']);
 
       // An upload swept after a caller checked it cannot be named by a new revision (a 409, not a 500).
-      const gone = { id: randomUUID(), status: 'QUEUED' as const, source: 'internal_source' as const, source_revision_config: {}, source_upload_id: randomUUID() };
+      const gone = {
+        id: randomUUID(),
+        status: 'QUEUED' as const,
+        source: 'internal_source' as const,
+        source_revision_config: {},
+        source_upload_id: randomUUID(),
+      };
       await expect(store.update(tenant, deploymentId, { revision: gone })).rejects.toBeInstanceOf(ConflictError);
 
       // Deleting the deployment still takes its revisions and uploads with it.

@@ -30,7 +30,14 @@ beforeAll(async () => {
   db = await createTestDatabase('cp_webhook_secret');
   work = await mkdtemp(join(tmpdir(), 'berth-webhook-secret-'));
   fake = await FakeKube.start({ namespaces: ['berth'], rollouts: { delayMs: 20 } });
-  plane = await start(testControlPlaneConfig(db.url, join(work, 'artifacts'), { secretKey, deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' }, webhookPrivateEgress: ['10.20.0.0/16', 'fd00::/8'] }), silentLogger());
+  plane = await start(
+    testControlPlaneConfig(db.url, join(work, 'artifacts'), {
+      secretKey,
+      deployer: { kind: 'kubernetes', server: fake.url, namespace: 'berth' },
+      webhookPrivateEgress: ['10.20.0.0/16', 'fd00::/8'],
+    }),
+    silentLogger(),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -58,7 +65,10 @@ async function sealedAtRest(deploymentId: string): Promise<Buffer> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ value_encrypted: Buffer }>('SELECT value_encrypted FROM control_plane.deployment_webhook_secrets WHERE deployment_id = $1', [deploymentId]);
+    const { rows } = await client.query<{ value_encrypted: Buffer }>(
+      'SELECT value_encrypted FROM control_plane.deployment_webhook_secrets WHERE deployment_id = $1',
+      [deploymentId],
+    );
     return rows[0]!.value_encrypted;
   } finally {
     await client.end();
@@ -67,7 +77,13 @@ async function sealedAtRest(deploymentId: string): Promise<Buffer> {
 
 it('makes a secret with the deployment, sealed at rest, and rotates it: the new one shown once, deployed, the old one gone', async () => {
   const deployments = plane.deployments!;
-  const created = await deployments.create({ tenantId: tenant, name: 'hooks', source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets: [] });
+  const created = await deployments.create({
+    tenantId: tenant,
+    name: 'hooks',
+    source: 'external_docker',
+    sourceRevisionConfig: { image_uri: 'registry.test/agent:1' },
+    secrets: [],
+  });
   // Never part of a deployment's answer.
   expect(JSON.stringify(created)).not.toMatch(/whsec_/);
   const first = (await agentEnv(created.latest_revision_id!)).BERTH_WEBHOOK_SECRET!;
@@ -91,7 +107,13 @@ it('makes a secret with the deployment, sealed at rest, and rotates it: the new 
 
 it('rotates over gRPC: the secret and when it was made, NOT_FOUND for another tenant or an unknown id', async () => {
   const deployments = plane.deployments!;
-  const created = await deployments.create({ tenantId: tenant, name: 'hooks-rpc', source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets: [] });
+  const created = await deployments.create({
+    tenantId: tenant,
+    name: 'hooks-rpc',
+    source: 'external_docker',
+    sourceRevisionConfig: { image_uri: 'registry.test/agent:1' },
+    secrets: [],
+  });
   const client = createRpcClient(DeploymentService, plane.address);
   try {
     const before = Date.now();

@@ -53,11 +53,16 @@ async function objectsInBucket(): Promise<number> {
 describe('a destination at a private address', () => {
   const port = new URL(s3.endpoint).port;
 
-  it.each([`http://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://169.254.169.254'])('(%s) is refused with words unless the operator allows it', async (endpoint) => {
-    const destinations = new Destinations(database.db, box, { logger: silentLogger() });
-    await expect(destinations.create(tenant, input(endpoint) as never)).rejects.toThrow(/^the destination cannot be written: the storage endpoint .* is not a public address/);
-    expect(await destinations.list(tenant, { limit: 10, offset: 0 })).toEqual([]);
-  });
+  it.each([`http://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://169.254.169.254'])(
+    '(%s) is refused with words unless the operator allows it',
+    async (endpoint) => {
+      const destinations = new Destinations(database.db, box, { logger: silentLogger() });
+      await expect(destinations.create(tenant, input(endpoint) as never)).rejects.toThrow(
+        /^the destination cannot be written: the storage endpoint .* is not a public address/,
+      );
+      expect(await destinations.list(tenant, { limit: 10, offset: 0 })).toEqual([]);
+    },
+  );
 
   it('is accepted when the operator allows private endpoints', async () => {
     const destinations = new Destinations(database.db, box, { logger: silentLogger(), clientOptions: { allowPrivateEndpoints: true } });

@@ -81,7 +81,15 @@ export class Destinations {
   }
 
   async list(tenantId: string, page: { limit: number; offset: number }): Promise<DestinationView[]> {
-    return this.db.selectFrom('destinations').select(COLUMNS).where('tenant_id', '=', tenantId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+    return this.db
+      .selectFrom('destinations')
+      .select(COLUMNS)
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
   }
 
   async get(tenantId: string, id: string): Promise<DestinationView> {
@@ -115,7 +123,13 @@ export class Destinations {
       // Export creation takes a share lock on the destination: the two cannot cross.
       const row = await tx.selectFrom('destinations').select('id').where('tenant_id', '=', tenantId).where('id', '=', id).forUpdate().executeTakeFirst();
       if (!row) throw new NotFoundError(`destination ${id} not found`);
-      const user = await tx.selectFrom('exports').select(['id', 'status']).where('destination_id', '=', id).where('status', 'in', exportLifecycle.unfinished).limit(1).executeTakeFirst();
+      const user = await tx
+        .selectFrom('exports')
+        .select(['id', 'status'])
+        .where('destination_id', '=', id)
+        .where('status', 'in', exportLifecycle.unfinished)
+        .limit(1)
+        .executeTakeFirst();
       if (user) throw new ConflictError(`destination ${id} is used by export ${user.id} (${user.status}): cancel it or wait until it finishes`);
       await tx.deleteFrom('destinations').where('id', '=', id).execute();
     });
@@ -123,7 +137,12 @@ export class Destinations {
 
   /** The bucket and a client with the destination's current credentials. */
   async open(tenantId: string, id: string): Promise<OpenDestination> {
-    const row = await this.db.selectFrom('destinations').select(['config', 'credentials_sealed']).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('destinations')
+      .select(['config', 'credentials_sealed'])
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (!row) throw new DestinationGoneError(`destination ${id} no longer exists`);
     const credentials = JSON.parse(this.box.open(row.credentials_sealed)) as StorageCredentials;
     return { location: row.config, client: storageClient(row.config, credentials, this.options.clientOptions) };
@@ -144,7 +163,14 @@ export class Destinations {
     let client: S3Client | undefined;
     try {
       client = storageClient(location, credentials, { ...this.options.clientOptions, maxAttempts: 1, connectionTimeoutMs: 5000, requestTimeoutMs: 20_000 });
-      await client.send(new PutObjectCommand({ Bucket: location.bucket_name, Key: key, Body: 'Berth checked that it may write here. This object may be deleted.\n', ContentType: 'text/plain' }));
+      await client.send(
+        new PutObjectCommand({
+          Bucket: location.bucket_name,
+          Key: key,
+          Body: 'Berth checked that it may write here. This object may be deleted.\n',
+          ContentType: 'text/plain',
+        }),
+      );
     } catch (error) {
       client?.destroy();
       const reason = classifyStorageError(error, location);

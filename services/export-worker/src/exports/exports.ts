@@ -53,7 +53,13 @@ export class Exports {
     const now = this.now();
     return this.db.transaction().execute(async (tx) => {
       // A share lock: the destination cannot be deleted until this export is recorded.
-      const destination = await tx.selectFrom('destinations').select('id').where('tenant_id', '=', tenantId).where('id', '=', input.bulk_export_destination_id).forShare().executeTakeFirst();
+      const destination = await tx
+        .selectFrom('destinations')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', input.bulk_export_destination_id)
+        .forShare()
+        .executeTakeFirst();
       if (!destination) throw new NotFoundError(`destination ${input.bulk_export_destination_id} not found`);
       return this.store.insert(
         {
@@ -115,7 +121,8 @@ function validate(input: ExportCreate): ValidationIssue[] {
     if (input.export_fields.length === 0) issue(['export_fields'], 'name at least one field, or leave export_fields out to export every field', 'too_short');
     const seen = new Set<string>();
     input.export_fields.forEach((field, i) => {
-      if (!(EXPORT_FIELDS as readonly string[]).includes(field)) issue(['export_fields', i], `unknown export field ${JSON.stringify(field)}; the fields are ${EXPORT_FIELDS.join(', ')}`, 'enum');
+      if (!(EXPORT_FIELDS as readonly string[]).includes(field))
+        issue(['export_fields', i], `unknown export field ${JSON.stringify(field)}; the fields are ${EXPORT_FIELDS.join(', ')}`, 'enum');
       else if (seen.has(field)) issue(['export_fields', i], `${field} is named twice`);
       seen.add(field);
     });

@@ -59,7 +59,13 @@ afterAll(async () => {
 
 /** A one-day export of an empty day: its one run, CREATED. */
 async function oneDay(): Promise<{ exportId: string; runId: string }> {
-  const exp = await exports.create(tenant, { bulk_export_destination_id: destinationId, session_id: session, start_time: new Date('2026-05-01T00:00:00Z'), end_time: new Date('2026-05-02T00:00:00Z'), format_version: 'v2_beta' });
+  const exp = await exports.create(tenant, {
+    bulk_export_destination_id: destinationId,
+    session_id: session,
+    start_time: new Date('2026-05-01T00:00:00Z'),
+    end_time: new Date('2026-05-02T00:00:00Z'),
+    format_version: 'v2_beta',
+  });
   return { exportId: exp.id, runId: (await store.runs(exp.id))[0]!.id };
 }
 
@@ -116,10 +122,14 @@ describe('a started runner', () => {
       // The first pass found nothing: the runner sleeps (its timer, and its liveness session's probe).
       await until('the runner to sleep', async () => (clock.pending >= 2 ? true : undefined), 10_000);
       const { exportId } = await oneDay();
-      const done = await until('the export to complete', async () => {
-        const row = await store.get(tenant, exportId);
-        return row.status === 'COMPLETED' ? row : undefined;
-      }, 20_000);
+      const done = await until(
+        'the export to complete',
+        async () => {
+          const row = await store.get(tenant, exportId);
+          return row.status === 'COMPLETED' ? row : undefined;
+        },
+        20_000,
+      );
       expect(done.status).toBe('COMPLETED');
     } finally {
       await runner.stop();
@@ -138,19 +148,27 @@ describe('a started runner', () => {
     const runner = new ExportRunner({ store, databaseUrl: testDb.url, destinations, traces, logger: silentLogger(), clock, leaseMs, pollMs: 3_600_000 });
     await runner.start();
     try {
-      const takenAt = await until('the run to be taken over', async () => {
-        const row = await runOf(exportId);
-        if (row.lease_owner === runner.owner || row.status === 'COMPLETED') return clock.now();
-        await clock.advance(1000);
-        return undefined;
-      }, 30_000);
+      const takenAt = await until(
+        'the run to be taken over',
+        async () => {
+          const row = await runOf(exportId);
+          if (row.lease_owner === runner.owner || row.status === 'COMPLETED') return clock.now();
+          await clock.advance(1000);
+          return undefined;
+        },
+        30_000,
+      );
       // Not before the lease expired; and long before the safety poll: the expiry woke it.
       expect(takenAt).toBeGreaterThan(expiresAt);
       expect(takenAt).toBeLessThan(expiresAt + 60_000);
-      const done = await until('the export to complete', async () => {
-        const row = await store.get(tenant, exportId);
-        return row.status === 'COMPLETED' ? row : undefined;
-      }, 20_000);
+      const done = await until(
+        'the export to complete',
+        async () => {
+          const row = await store.get(tenant, exportId);
+          return row.status === 'COMPLETED' ? row : undefined;
+        },
+        20_000,
+      );
       expect(done.status).toBe('COMPLETED');
       expect((await runOf(exportId)).lease_token).toBe(2);
     } finally {

@@ -88,8 +88,17 @@ export function bulkExportHandlers(destinations: Destinations, exports: Exports)
       const view = await destinations.create(r.tenantId, {
         destination_type: r.destinationType,
         display_name: r.displayName,
-        config: { bucket_name: config.bucketName, prefix: config.prefix, ...(config.region ? { region: config.region } : {}), ...(config.endpointUrl ? { endpoint_url: config.endpointUrl } : {}) },
-        credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey, ...(credentials.sessionToken ? { session_token: credentials.sessionToken } : {}) },
+        config: {
+          bucket_name: config.bucketName,
+          prefix: config.prefix,
+          ...(config.region ? { region: config.region } : {}),
+          ...(config.endpointUrl ? { endpoint_url: config.endpointUrl } : {}),
+        },
+        credentials: {
+          access_key_id: credentials.accessKeyId,
+          secret_access_key: credentials.secretAccessKey,
+          ...(credentials.sessionToken ? { session_token: credentials.sessionToken } : {}),
+        },
       });
       return { destination: destinationMessage(view) };
     },
@@ -99,7 +108,11 @@ export function bulkExportHandlers(destinations: Destinations, exports: Exports)
       const c = r.credentials;
       const view = await destinations.update(r.tenantId, idOf(r.destinationId, 'destination'), {
         ...(r.displayName !== undefined ? { display_name: r.displayName } : {}),
-        ...(c ? { credentials: { access_key_id: c.accessKeyId, secret_access_key: c.secretAccessKey, ...(c.sessionToken ? { session_token: c.sessionToken } : {}) } } : {}),
+        ...(c
+          ? {
+              credentials: { access_key_id: c.accessKeyId, secret_access_key: c.secretAccessKey, ...(c.sessionToken ? { session_token: c.sessionToken } : {}) },
+            }
+          : {}),
       });
       return { destination: destinationMessage(view) };
     },

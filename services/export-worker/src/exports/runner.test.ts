@@ -67,7 +67,15 @@ async function addRuns(count: number, day: string, inputBytes = 200): Promise<st
       const id = randomUUID();
       ids.push(id);
       const ms = Math.floor(((done + i) / count) * 86_000_000);
-      return { op: 'create' as const, id, session_id: session, name: 'agent', run_type: i % 2 ? 'llm' : 'chain', start_time: new Date(Date.parse(`${day}T00:00:00Z`) + ms).toISOString(), inputs: { q: 'x'.repeat(inputBytes) } };
+      return {
+        op: 'create' as const,
+        id,
+        session_id: session,
+        name: 'agent',
+        run_type: i % 2 ? 'llm' : 'chain',
+        start_time: new Date(Date.parse(`${day}T00:00:00Z`) + ms).toISOString(),
+        inputs: { q: 'x'.repeat(inputBytes) },
+      };
     });
     const result = await traces.upsertRuns(tenant, batch);
     expect(result.rejected).toEqual([]);
@@ -94,7 +102,14 @@ afterAll(async () => {
 });
 
 function oneTime(start: string, end: string, extra: Record<string, unknown> = {}, destination = destinationId) {
-  return exports.create(tenant, { bulk_export_destination_id: destination, session_id: session, start_time: new Date(start), end_time: new Date(end), format_version: 'v2_beta', ...extra });
+  return exports.create(tenant, {
+    bulk_export_destination_id: destination,
+    session_id: session,
+    start_time: new Date(start),
+    end_time: new Date(end),
+    format_version: 'v2_beta',
+    ...extra,
+  });
 }
 
 describe('a one-time export', () => {
@@ -109,7 +124,12 @@ describe('a one-time export', () => {
       ['COMPLETED', 700, 1],
     ]);
     const client = s3.client();
-    const read = await readExport(client, bucket, 'runs-out', `SELECT count(*) AS n, count(DISTINCT id) AS d, min(day) AS first_day, max(day) AS last_day FROM {runs} WHERE export_id = '${exp.id}'`);
+    const read = await readExport(
+      client,
+      bucket,
+      'runs-out',
+      `SELECT count(*) AS n, count(DISTINCT id) AS d, min(day) AS first_day, max(day) AS last_day FROM {runs} WHERE export_id = '${exp.id}'`,
+    );
     const columns = await readExport(client, bucket, 'runs-out', `SELECT * FROM {runs} WHERE export_id = '${exp.id}' LIMIT 1`);
     client.destroy();
     expect(read.rows[0]).toEqual({ n: BigInt(ids.length), d: BigInt(ids.length), first_day: '01', last_day: '02' });
@@ -235,10 +255,15 @@ describe('a worker killed mid-export', () => {
 
     const second = startWorker();
     try {
-      const done = await until('the export to complete', async () => {
-        const row = await store.get(tenant, exp.id);
-        return row.status === 'COMPLETED' || row.status === 'FAILED' ? row : undefined;
-      }, 120_000, 100);
+      const done = await until(
+        'the export to complete',
+        async () => {
+          const row = await store.get(tenant, exp.id);
+          return row.status === 'COMPLETED' || row.status === 'FAILED' ? row : undefined;
+        },
+        120_000,
+        100,
+      );
       expect(done.status).toBe('COMPLETED');
     } finally {
       await second.stop();

@@ -22,7 +22,14 @@ import { DestinationGoneError } from '../destinations/destinations.js';
 import { parseFilter } from '../filter/parse.js';
 import { classifyStorageError, isStorageFailure } from '../storage/s3.js';
 import type { TraceStore } from '../traces/trace-store.js';
-import { emptyCheckpoint, exportPartition as writePartition, partitionFolder, type ExportField, type ExportPartitionOptions, type PartitionCheckpoint } from '../writer/export-partition.js';
+import {
+  emptyCheckpoint,
+  exportPartition as writePartition,
+  partitionFolder,
+  type ExportField,
+  type ExportPartitionOptions,
+  type PartitionCheckpoint,
+} from '../writer/export-partition.js';
 import { RUNS_CHANNEL, type ClaimedRun, type ExportStore } from './store.js';
 
 export interface ExportRunnerOptions {
@@ -93,11 +100,26 @@ export class ExportRunner {
   constructor(options: ExportRunnerOptions) {
     this.clock = options.clock ?? systemClock;
     this.o = {
-      concurrency: 1, tenantConcurrency: 3, leaseMs: 60_000, holdMs: 60_000, pollMs: 30_000, maxRetries: 20, retryBaseMs: 1000, retryMaxMs: 60_000,
-      timeoutMs: 72 * 3_600_000, exportPartition: writePartition, ...options,
+      concurrency: 1,
+      tenantConcurrency: 3,
+      leaseMs: 60_000,
+      holdMs: 60_000,
+      pollMs: 30_000,
+      maxRetries: 20,
+      retryBaseMs: 1000,
+      retryMaxMs: 60_000,
+      timeoutMs: 72 * 3_600_000,
+      exportPartition: writePartition,
+      ...options,
     };
     this.lease = leaseSettings({ leaseMs: this.o.leaseMs, holdMs: this.o.holdMs });
-    this.liveness = new OwnerLiveness({ connectionString: options.databaseUrl, owner: this.owner, applicationName: 'berth-export-worker-liveness', log: options.logger, clock: this.clock });
+    this.liveness = new OwnerLiveness({
+      connectionString: options.databaseUrl,
+      owner: this.owner,
+      applicationName: 'berth-export-worker-liveness',
+      log: options.logger,
+      clock: this.clock,
+    });
     this.listener = new PgListener({
       connectionString: options.databaseUrl,
       channels: [RUNS_CHANNEL],
@@ -174,7 +196,9 @@ export class ExportRunner {
     let delay = this.o.pollMs;
     try {
       // Listening again (each pass tries) once a first connection failed; a lost one reconnects by itself.
-      await this.listener.ensure().catch((error: unknown) => this.o.logger.warn({ err: error }, 'export runner cannot listen for new work: it looks at its safety poll'));
+      await this.listener
+        .ensure()
+        .catch((error: unknown) => this.o.logger.warn({ err: error }, 'export runner cannot listen for new work: it looks at its safety poll'));
       await this.tick();
       // With every slot busy, the end of a run wakes the runner; else the next run that becomes claimable.
       if (this.active.size < this.o.concurrency) {
@@ -226,7 +250,13 @@ export class ExportRunner {
           target: {
             client: destination.client,
             bucket: location.bucket_name,
-            folder: partitionFolder({ prefix: location.prefix, exportId: exp.id, tenantId: exp.tenant_id, sessionId: exp.session_id, day: run.start_time.toISOString().slice(0, 10) }),
+            folder: partitionFolder({
+              prefix: location.prefix,
+              exportId: exp.id,
+              tenantId: exp.tenant_id,
+              sessionId: exp.session_id,
+              day: run.start_time.toISOString().slice(0, 10),
+            }),
           },
           checkpoint: run.metadata.checkpoint ?? emptyCheckpoint(),
           save: (checkpoint) => store.saveCheckpoint(run.id, holder, checkpoint, this.now()),
@@ -250,7 +280,15 @@ export class ExportRunner {
   }
 
   /** Decides what a failed attempt means: stop quietly, retry later, or fail the run (and export). */
-  private async failed(runId: string, holder: Holder, attempt: number, error: unknown, abort: AbortController, location: Parameters<typeof classifyStorageError>[1] | undefined, log: Logger): Promise<void> {
+  private async failed(
+    runId: string,
+    holder: Holder,
+    attempt: number,
+    error: unknown,
+    abort: AbortController,
+    location: Parameters<typeof classifyStorageError>[1] | undefined,
+    log: Logger,
+  ): Promise<void> {
     const { store } = this.o;
     if (abort.signal.aborted || error instanceof LeaseLostError) {
       // Cancelled, timed out, taken over, or this worker stops: whoever holds the run now decides.

@@ -61,25 +61,27 @@ export class ExportScheduler {
           const end = new Date(start.getTime() + hourMs);
           if (end.getTime() + SPAWN_DELAY_MS > now.getTime()) break;
           try {
-            spawned.push(await this.options.store.insert(
-              {
-                id: randomUUID(),
-                tenant_id: schedule.tenant_id,
-                destination_id: schedule.destination_id,
-                session_id: schedule.session_id,
-                start_time: start,
-                end_time: end,
-                format_version: schedule.format_version,
-                filter: schedule.filter,
-                export_fields: schedule.export_fields,
-                interval_hours: null,
-                status: 'CREATED',
-                source_bulk_export_id: schedule.id,
-                interval_index: k,
-                created_at: now,
-              },
-              tx,
-            ));
+            spawned.push(
+              await this.options.store.insert(
+                {
+                  id: randomUUID(),
+                  tenant_id: schedule.tenant_id,
+                  destination_id: schedule.destination_id,
+                  session_id: schedule.session_id,
+                  start_time: start,
+                  end_time: end,
+                  format_version: schedule.format_version,
+                  filter: schedule.filter,
+                  export_fields: schedule.export_fields,
+                  interval_hours: null,
+                  status: 'CREATED',
+                  source_bulk_export_id: schedule.id,
+                  interval_index: k,
+                  created_at: now,
+                },
+                tx,
+              ),
+            );
           } catch (error) {
             if (!(error instanceof SpawnExistsError)) throw error;
           }
@@ -87,7 +89,11 @@ export class ExportScheduler {
         return k;
       });
     }
-    if (spawned.length) this.options.logger.info({ exports: spawned.map((e) => ({ id: e.id, schedule: e.source_bulk_export_id, interval: e.interval_index })) }, 'spawned scheduled exports');
+    if (spawned.length)
+      this.options.logger.info(
+        { exports: spawned.map((e) => ({ id: e.id, schedule: e.source_bulk_export_id, interval: e.interval_index })) },
+        'spawned scheduled exports',
+      );
     return spawned;
   }
 }

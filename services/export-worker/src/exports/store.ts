@@ -56,7 +56,7 @@ export type RunTarget =
 /** [start, end) cut at UTC midnights: one export run per day. */
 export function dayPartitions(start: Date, end: Date): { start: Date; end: Date }[] {
   const parts: { start: Date; end: Date }[] = [];
-  for (let from = start; from < end; ) {
+  for (let from = start; from < end;) {
     const midnight = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate() + 1));
     const to = midnight < end ? midnight : end;
     parts.push({ start: from, end: to });
@@ -82,9 +82,17 @@ export class ExportStore {
       await this.notify(db);
       await db
         .insertInto('export_runs')
-        .values(dayPartitions(row.start_time, row.end_time).map((p) => ({
-          id: randomUUID(), export_id: row.id, start_time: p.start, end_time: p.end, status: 'CREATED' as const, created_at: row.created_at, updated_at: row.created_at,
-        })))
+        .values(
+          dayPartitions(row.start_time, row.end_time).map((p) => ({
+            id: randomUUID(),
+            export_id: row.id,
+            start_time: p.start,
+            end_time: p.end,
+            status: 'CREATED' as const,
+            created_at: row.created_at,
+            updated_at: row.created_at,
+          })),
+        )
         .execute();
     }
     return inserted;
@@ -97,7 +105,15 @@ export class ExportStore {
   }
 
   async list(tenantId: string, page: { limit: number; offset: number }): Promise<ExportRow[]> {
-    return this.db.selectFrom('exports').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at', 'desc').orderBy('seq', 'desc').limit(page.limit).offset(page.offset).execute();
+    return this.db
+      .selectFrom('exports')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at', 'desc')
+      .orderBy('seq', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
   }
 
   async runs(exportId: string): Promise<ExportRunRow[]> {
@@ -108,12 +124,23 @@ export class ExportStore {
    * THE one place an export's status changes: to `to` if the lifecycle allows it from the status
    * it is in. Refused with IllegalTransitionError (NotFoundError for no such export).
    */
-  async moveExport(id: string, to: ExportStatus, change: { status_message?: string; started_at?: Date; finished_at?: Date; now: Date }, db: Db = this.db): Promise<ExportRow> {
+  async moveExport(
+    id: string,
+    to: ExportStatus,
+    change: { status_message?: string; started_at?: Date; finished_at?: Date; now: Date },
+    db: Db = this.db,
+  ): Promise<ExportRow> {
     const { now, ...rest } = change;
     const sources = exportLifecycle.sourcesOf(to);
     const status = { status: to } as object;
     const row = sources.length
-      ? await db.updateTable('exports').set({ ...status, updated_at: now, ...rest }).where('id', '=', id).where('status', 'in', sources).returningAll().executeTakeFirst()
+      ? await db
+          .updateTable('exports')
+          .set({ ...status, updated_at: now, ...rest })
+          .where('id', '=', id)
+          .where('status', 'in', sources)
+          .returningAll()
+          .executeTakeFirst()
       : undefined;
     if (row) {
       // A slot of its tenant's limit is free: an export waiting for one may start.
@@ -129,14 +156,21 @@ export class ExportStore {
    * THE one place an export run's status changes (see {@link RunTarget}). A claim leases the run
    * under a new fencing token; any other move releases the lease unless the run stays RUNNING.
    */
-  async moveRun(target: RunTarget, to: ExportRunStatus, change: { now: Date; metadata?: string; error?: { key: string; message: string } }, db: Db = this.db): Promise<ExportRunRow[]> {
+  async moveRun(
+    target: RunTarget,
+    to: ExportRunStatus,
+    change: { now: Date; metadata?: string; error?: { key: string; message: string } },
+    db: Db = this.db,
+  ): Promise<ExportRunRow[]> {
     const sources = exportRunLifecycle.sourcesOf(to);
     if (!sources.length) return [];
     const status = { status: to } as object;
     const lease =
       'claim' in target
         ? { lease_owner: target.claim.owner, lease_expires_at: target.claim.expiresAt, lease_token: sql`lease_token + 1` as never }
-        : to === 'RUNNING' ? {} : { lease_owner: null, lease_expires_at: null };
+        : to === 'RUNNING'
+          ? {}
+          : { lease_owner: null, lease_expires_at: null };
     let query = db
       .updateTable('export_runs')
       .set({
@@ -264,7 +298,13 @@ export class ExportStore {
       const [run] = await this.moveRun({ runId, holder }, 'COMPLETED', { now, metadata: JSON.stringify({ checkpoint }) }, tx);
       // Two last runs completing at once: the export's row lock orders them, and the second sees both.
       await tx.selectFrom('exports').select('id').where('id', '=', run!.export_id).forUpdate().execute();
-      const left = await tx.selectFrom('export_runs').select('id').where('export_id', '=', run!.export_id).where('status', '!=', 'COMPLETED').limit(1).executeTakeFirst();
+      const left = await tx
+        .selectFrom('export_runs')
+        .select('id')
+        .where('export_id', '=', run!.export_id)
+        .where('status', '!=', 'COMPLETED')
+        .limit(1)
+        .executeTakeFirst();
       if (!left) await this.moveExport(run!.export_id, 'COMPLETED', { finished_at: now, now }, tx);
     });
   }

@@ -56,7 +56,10 @@ export function compileFilter(node: FilterNode): Condition {
     case 'compare':
       return compare(node.field, node.op, node.value);
     case 'in':
-      return group(node.values.map((value) => compare(node.field, 'eq', value)), 'OR');
+      return group(
+        node.values.map((value) => compare(node.field, 'eq', value)),
+        'OR',
+      );
     case 'has':
       return sql`tags @> ARRAY[${node.value}]::text[]`;
     case 'search': {
@@ -79,7 +82,10 @@ function group(conditions: Condition[], joiner: 'AND' | 'OR'): Condition {
 function pairUp(args: FilterNode[]): Condition[] {
   const out: Condition[] = [];
   const used = new Set<FilterNode>();
-  for (const [keyField, valueField] of [['metadata_key', 'metadata_value'], ['feedback_key', 'feedback_score']] as const) {
+  for (const [keyField, valueField] of [
+    ['metadata_key', 'metadata_value'],
+    ['feedback_key', 'feedback_score'],
+  ] as const) {
     const keys = args.filter((a) => a.kind === 'compare' && a.field === keyField && a.op === 'eq');
     const values = args.filter((a) => (a.kind === 'compare' || a.kind === 'in') && a.field === valueField);
     for (let i = 0; i < Math.min(keys.length, values.length); i++) {
@@ -95,7 +101,11 @@ function pairUp(args: FilterNode[]): Condition[] {
 function pairCondition(field: 'metadata_value' | 'feedback_score', key: string, node: FilterNode): Condition {
   const target = field === 'metadata_value' ? sql`(${METADATA}->>${key}::text)` : score(sql`${FEEDBACK}->${key}::text`);
   const test = (op: Comparator, value: Literal) => sql`${target} ${sql.raw(OPERATORS[op])} ${bound(field, value)}`;
-  if (node.kind === 'in') return group(node.values.map((v) => test('eq', v)), 'OR');
+  if (node.kind === 'in')
+    return group(
+      node.values.map((v) => test('eq', v)),
+      'OR',
+    );
   const { op, value } = node as Extract<FilterNode, { kind: 'compare' }>;
   return value === null ? sql`${target} IS ${sql.raw(op === 'eq' ? '' : 'NOT ')}NULL` : test(op, value);
 }
@@ -125,7 +135,8 @@ function compare(field: FilterField, op: Comparator, value: Literal): Condition 
       return op === 'eq' ? present : sql`NOT ${present}`;
     }
     case 'feedback_score':
-      if (value === null) return sql`${op === 'eq' ? sql.raw('NOT ') : sql.raw('')}EXISTS (SELECT 1 FROM jsonb_each(${FEEDBACK}) f WHERE ${score(sql`f.value`)} IS NOT NULL)`;
+      if (value === null)
+        return sql`${op === 'eq' ? sql.raw('NOT ') : sql.raw('')}EXISTS (SELECT 1 FROM jsonb_each(${FEEDBACK}) f WHERE ${score(sql`f.value`)} IS NOT NULL)`;
       return sql`EXISTS (SELECT 1 FROM jsonb_each(${FEEDBACK}) f WHERE ${score(sql`f.value`)} ${sqlOp} ${bound(field, value)})`;
     default: {
       const column = COLUMNS[field]!;

@@ -88,14 +88,55 @@ describe('compiled filters on Postgres', () => {
     for (const name of ['chat', 'retrieve', 'quoted', 'agent']) ids[name] = randomUUID();
     const at = (s: number) => new Date(Date.UTC(2026, 4, 1, 10, 0, s)).toISOString();
     const result = await store.upsertRuns(tenant, [
-      { op: 'create', id: ids.chat!, session_id: session, name: 'ChatOpenAI', run_type: 'llm', start_time: at(0), end_time: at(6), tags: ['prod'], total_tokens: 100,
-        extra: { metadata: { user: 'bob', env: 'prod' } }, feedback_stats: { Correctness: { n: 1, avg: 0 } } },
-      { op: 'create', id: ids.retrieve!, session_id: session, trace_id: ids.chat!, parent_run_id: ids.chat!, name: 'retriever', run_type: 'retriever',
-        start_time: at(1), end_time: at(2), error: 'boom', tags: ['dev'], extra: { metadata: { user: 'alice' } } },
-      { op: 'create', id: ids.quoted!, session_id: session, name: `O'Brien "quoted"; DROP TABLE runs; --`, run_type: 'chain', start_time: at(3),
-        inputs: { text: 'a needle at 100%' }, extra: { metadata: { role: 'bob' } } },
-      { op: 'create', id: ids.agent!, session_id: session, name: 'agent', run_type: 'chain', start_time: at(4), end_time: at(14), tags: ['prod', 'x'],
-        total_tokens: 5, feedback_stats: { Correctness: { n: 2, avg: 1 } } },
+      {
+        op: 'create',
+        id: ids.chat!,
+        session_id: session,
+        name: 'ChatOpenAI',
+        run_type: 'llm',
+        start_time: at(0),
+        end_time: at(6),
+        tags: ['prod'],
+        total_tokens: 100,
+        extra: { metadata: { user: 'bob', env: 'prod' } },
+        feedback_stats: { Correctness: { n: 1, avg: 0 } },
+      },
+      {
+        op: 'create',
+        id: ids.retrieve!,
+        session_id: session,
+        trace_id: ids.chat!,
+        parent_run_id: ids.chat!,
+        name: 'retriever',
+        run_type: 'retriever',
+        start_time: at(1),
+        end_time: at(2),
+        error: 'boom',
+        tags: ['dev'],
+        extra: { metadata: { user: 'alice' } },
+      },
+      {
+        op: 'create',
+        id: ids.quoted!,
+        session_id: session,
+        name: `O'Brien "quoted"; DROP TABLE runs; --`,
+        run_type: 'chain',
+        start_time: at(3),
+        inputs: { text: 'a needle at 100%' },
+        extra: { metadata: { role: 'bob' } },
+      },
+      {
+        op: 'create',
+        id: ids.agent!,
+        session_id: session,
+        name: 'agent',
+        run_type: 'chain',
+        start_time: at(4),
+        end_time: at(14),
+        tags: ['prod', 'x'],
+        total_tokens: 5,
+        feedback_stats: { Correctness: { n: 2, avg: 1 } },
+      },
     ]);
     expect(result.rejected).toEqual([]);
   });
@@ -105,7 +146,9 @@ describe('compiled filters on Postgres', () => {
   });
 
   async function select(filter: string): Promise<string[]> {
-    const rows = await sql<{ id: string }>`SELECT id FROM runs WHERE session_id = ${session}::uuid AND ${compileFilter(parseFilter(filter))}`.execute(database.db);
+    const rows = await sql<{ id: string }>`SELECT id FROM runs WHERE session_id = ${session}::uuid AND ${compileFilter(parseFilter(filter))}`.execute(
+      database.db,
+    );
     const names = Object.fromEntries(Object.entries(ids).map(([k, v]) => [v, k]));
     return rows.rows.map((r) => names[r.id]!).sort();
   }

@@ -65,7 +65,15 @@ const MAX_DEPTH = 32;
 const MAX_LENGTH = 20_000;
 
 const ORDERED: Record<FieldType, boolean> = {
-  uuid: false, text: false, nullable_text: false, time: true, nullable_time: true, duration: true, number: true, tags: false, bool: false,
+  uuid: false,
+  text: false,
+  nullable_text: false,
+  time: true,
+  nullable_time: true,
+  duration: true,
+  number: true,
+  tags: false,
+  bool: false,
 };
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
@@ -179,7 +187,8 @@ class Parser {
       let field: FilterField | null = null;
       if (first.type !== 'string') {
         field = this.field();
-        if (!FILTER_FIELDS[field].endsWith('text')) throw new FilterSyntaxError(first.pos, 'a text field for search (name, run_type, status, error)', `'${field}'`);
+        if (!FILTER_FIELDS[field].endsWith('text'))
+          throw new FilterSyntaxError(first.pos, 'a text field for search (name, run_type, status, error)', `'${field}'`);
         this.punct(',');
       }
       const value = this.next();
@@ -197,7 +206,11 @@ class Parser {
       const at = this.peek().pos;
       const field = this.field();
       if (ORDERED[FILTER_FIELDS[field]] || FILTER_FIELDS[field] === 'tags' || FILTER_FIELDS[field] === 'bool') {
-        throw new FilterSyntaxError(at, 'a field with a list of values (id, trace_id, name, run_type, status, error, metadata_key, metadata_value, feedback_key)', `'${field}'`);
+        throw new FilterSyntaxError(
+          at,
+          'a field with a list of values (id, trace_id, name, run_type, status, error, metadata_key, metadata_value, feedback_key)',
+          `'${field}'`,
+        );
       }
       this.punct(',');
       this.punct('[');
@@ -212,8 +225,9 @@ class Parser {
       const at = this.peek().pos;
       const field = this.field();
       const type = FILTER_FIELDS[field];
-      if (fn !== 'eq' && fn !== 'neq' && !ORDERED[type]) throw new FilterSyntaxError(at, `a field that has an order for ${fn} (start_time, end_time, latency, a token count, feedback_score)`, `'${field}'`);
-      if (type === 'tags') throw new FilterSyntaxError(at, "has(tags, ...) for tags", `${fn}(tags, ...)`);
+      if (fn !== 'eq' && fn !== 'neq' && !ORDERED[type])
+        throw new FilterSyntaxError(at, `a field that has an order for ${fn} (start_time, end_time, latency, a token count, feedback_score)`, `'${field}'`);
+      if (type === 'tags') throw new FilterSyntaxError(at, 'has(tags, ...) for tags', `${fn}(tags, ...)`);
       this.punct(',');
       node = { kind: 'compare', op: fn, field, value: this.literal(field, fn) };
     }

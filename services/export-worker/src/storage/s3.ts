@@ -84,11 +84,41 @@ export class StorageError extends Error {
   }
 }
 
-const CREDENTIAL_CODES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired', 'AllAccessDisabled', 'AccountProblem', 'Forbidden']);
+const CREDENTIAL_CODES = new Set([
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'ExpiredToken',
+  'InvalidToken',
+  'TokenRefreshRequired',
+  'AllAccessDisabled',
+  'AccountProblem',
+  'Forbidden',
+]);
 const MISSING_BUCKET_CODES = new Set(['NoSuchBucket', 'InvalidBucketName']);
 const REDIRECT_CODES = new Set(['PermanentRedirect', 'AuthorizationHeaderMalformed', 'IllegalLocationConstraintException']);
-const THROTTLE_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestTimeout', 'RequestTimeTooSkewed', 'InternalError', 'ServiceUnavailable', 'TimeoutError', 'RequestTimeoutException']);
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+const THROTTLE_CODES = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'RequestTimeout',
+  'RequestTimeTooSkewed',
+  'InternalError',
+  'ServiceUnavailable',
+  'TimeoutError',
+  'RequestTimeoutException',
+]);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_INVALID_URL',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 interface SdkError {
   name?: string;
@@ -123,7 +153,11 @@ export function classifyStorageError(error: unknown, where: StorageLocation): St
     return make('bad_endpoint', `bucket ${bucket} is not served at ${endpoint} (wrong region or endpoint)`);
   }
   const code = networkCode(e);
-  if (code === EGRESS_REFUSED) return make('bad_endpoint', `the storage endpoint ${endpoint} is not a public address, and this platform does not write to private ones (its operator can allow them)`);
+  if (code === EGRESS_REFUSED)
+    return make(
+      'bad_endpoint',
+      `the storage endpoint ${endpoint} is not a public address, and this platform does not write to private ones (its operator can allow them)`,
+    );
   if (code && UNREACHABLE_CODES.has(code)) return make('bad_endpoint', `cannot reach the storage endpoint ${endpoint} (${code})`);
   if (THROTTLE_CODES.has(name) || (status !== undefined && (status >= 500 || status === 429)) || code) {
     return make('transient', `the storage at ${endpoint} failed this time`);

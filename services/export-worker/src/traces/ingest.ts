@@ -66,7 +66,10 @@ export class TraceIngest {
    * The project id of every project the creates name by name (created when missing), or why it
    * cannot be had. Projects named by id are checked by the store.
    */
-  private async resolveSessions(tenantId: string, writes: { write: RunWrite; session: SessionRef | undefined }[]): Promise<Map<string, string | { reason: string }>> {
+  private async resolveSessions(
+    tenantId: string,
+    writes: { write: RunWrite; session: SessionRef | undefined }[],
+  ): Promise<Map<string, string | { reason: string }>> {
     const resolved = new Map<string, string | { reason: string }>();
     const names = new Set(writes.flatMap((w) => (w.write.op === 'create' && w.session && 'name' in w.session ? [w.session.name] : [])));
     for (const name of names) {

@@ -60,7 +60,11 @@ function filterOf(field: string, text: string): FilterNode | undefined {
   try {
     return parseFilter(text);
   } catch (error) {
-    if (error instanceof FilterSyntaxError) throw new RequestValidationError(error.issues.map((i) => ({ ...i, loc: ['body', field] })), { cause: error });
+    if (error instanceof FilterSyntaxError)
+      throw new RequestValidationError(
+        error.issues.map((i) => ({ ...i, loc: ['body', field] })),
+        { cause: error },
+      );
     throw error;
   }
 }
@@ -76,7 +80,12 @@ const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
 export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceImplementation<typeof TraceService> {
   const withStats = async (tenantId: string, rows: SessionRow[], include: boolean): Promise<SessionMessage[]> => {
-    const stats = include ? await store.sessionStats(tenantId, rows.map((r) => r.id)) : undefined;
+    const stats = include
+      ? await store.sessionStats(
+          tenantId,
+          rows.map((r) => r.id),
+        )
+      : undefined;
     return rows.map((row) => sessionMessage(row, stats ? (stats.get(row.id) ?? { run_count: 0, last_run_start_time: null }) : undefined));
   };
   return {
@@ -119,7 +128,11 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
         limit,
         ...(after ? { after } : {}),
       };
-      const filters = { filter: filterOf('filter', r.filter), traceFilter: filterOf('trace_filter', r.traceFilter), treeFilter: filterOf('tree_filter', r.treeFilter) };
+      const filters = {
+        filter: filterOf('filter', r.filter),
+        traceFilter: filterOf('trace_filter', r.traceFilter),
+        treeFilter: filterOf('tree_filter', r.treeFilter),
+      };
       for (const [key, node] of Object.entries(filters)) if (node) (query as unknown as Record<string, unknown>)[key] = node;
       const page = await store.queryRuns(r.tenantId, query);
       return { runsJson: page.runs.map((run) => JSON.stringify(runDocument(run))), nextCursor: page.next ? encodeCursor(page.next) : '' };

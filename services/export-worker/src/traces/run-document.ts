@@ -27,9 +27,7 @@ export interface RunOperationInput {
   id?: string;
 }
 
-export type ParsedOperation =
-  | { ok: true; write: RunWrite; session: SessionRef | undefined }
-  | { ok: false; id: string; reason: string };
+export type ParsedOperation = { ok: true; write: RunWrite; session: SessionRef | undefined } | { ok: false; id: string; reason: string };
 
 /** LangSmith's default project, where runs naming none go. */
 export const DEFAULT_PROJECT_NAME = 'default';

@@ -44,7 +44,7 @@ describe('migrations', () => {
 });
 
 describe('partitions', () => {
-  it('runs of each day go to that day\'s partition, and a one-day scan reads only it', async () => {
+  it("runs of each day go to that day's partition, and a one-day scan reads only it", async () => {
     const days = ['2026-03-01', '2026-03-02', '2026-03-03'];
     const result = await store.upsertRuns(
       tenant,
@@ -169,20 +169,31 @@ describe('keyset scan of one project', () => {
     const range = { sessionId: scanned, start: new Date('2026-06-01T00:00:00Z'), end: new Date('2026-06-03T00:00:00Z') };
 
     const seen: RunRow[] = [];
-    for (let page = await store.scanRuns(tenant, { ...range, limit: 17 }); page.length > 0; ) {
+    for (let page = await store.scanRuns(tenant, { ...range, limit: 17 }); page.length > 0;) {
       seen.push(...page);
       const last = page.at(-1)!;
       page = await store.scanRuns(tenant, { ...range, limit: 17, after: { start_time: last.start_time, id: last.id } });
     }
-    const expected = writes.slice(0, 100).map((w) => [new Date(w.start_time).getTime(), w.id]).sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : String(a[1]) < String(b[1]) ? -1 : 1));
+    const expected = writes
+      .slice(0, 100)
+      .map((w) => [new Date(w.start_time).getTime(), w.id])
+      .sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : String(a[1]) < String(b[1]) ? -1 : 1));
     expect(seen.map((r) => [r.start_time.getTime(), r.id])).toEqual(expected);
 
     const llm = await store.scanRuns(tenant, { ...range, limit: 1000, filter: parseFilter('eq(run_type, "llm")') });
-    expect(llm.map((r) => r.name).sort()).toEqual(writes.slice(0, 100).filter((w) => w.run_type === 'llm').map((w) => w.name).sort());
+    expect(llm.map((r) => r.name).sort()).toEqual(
+      writes
+        .slice(0, 100)
+        .filter((w) => w.run_type === 'llm')
+        .map((w) => w.name)
+        .sort(),
+    );
     expect(await store.scanRuns(randomUUID(), { ...range, limit: 1000 })).toEqual([]);
 
     // the scan itself, with its bound parameters, reads only the two days' partitions, by the paging index
-    const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${runScanQuery(tenant, { ...range, limit: 17, after: { start_time: seen[20]!.start_time, id: seen[20]!.id } })}`.execute(database.db);
+    const plan = await sql<{
+      'QUERY PLAN': string;
+    }>`EXPLAIN ${runScanQuery(tenant, { ...range, limit: 17, after: { start_time: seen[20]!.start_time, id: seen[20]!.id } })}`.execute(database.db);
     const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
     expect(text).toMatch(/runs_20260601/);
     expect(text).toMatch(/runs_20260602/);

@@ -307,7 +307,9 @@ export class TraceStore {
         const from = `${day}T00:00:00Z`;
         const to = new Date(Date.parse(from) + 86_400_000).toISOString();
         // Names and bounds come from a validated date (digits and dashes only), never from input.
-        await sql`CREATE TABLE IF NOT EXISTS ${sql.id(partitionName(day))} PARTITION OF runs FOR VALUES FROM (${sql.lit(from)}) TO (${sql.lit(to)})`.execute(trx);
+        await sql`CREATE TABLE IF NOT EXISTS ${sql.id(partitionName(day))} PARTITION OF runs FOR VALUES FROM (${sql.lit(from)}) TO (${sql.lit(to)})`.execute(
+          trx,
+        );
       }
     });
     for (const day of missing) this.partitions.add(day);
@@ -355,7 +357,6 @@ function dayOf(date: Date): string {
   return date.toISOString().slice(0, 10);
 }
 
-
 /** Why a write cannot be stored, or undefined. */
 function invalidReason(write: RunWrite, knownSessions: Set<string>): string | undefined {
   if (typeof write.id !== 'string' || !isUuid(write.id)) return 'id must be a UUID';
@@ -400,7 +401,9 @@ async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: Run
     return 'stored';
   }
   if (write.op === 'patch') {
-    await sql`INSERT INTO pending_run_patches (run_id, tenant_id, patch) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${JSON.stringify(write)}::jsonb)`.execute(trx);
+    await sql`INSERT INTO pending_run_patches (run_id, tenant_id, patch) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${JSON.stringify(write)}::jsonb)`.execute(
+      trx,
+    );
     return 'pending';
   }
   const startTime = toDate(write.start_time, 'start_time');

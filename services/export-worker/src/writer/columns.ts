@@ -61,7 +61,19 @@ const JSONS = new Set<ExportField>(['parent_run_ids', 'inputs', 'outputs', 'extr
 const INTS = new Set<ExportField>(['total_tokens', 'prompt_tokens', 'completion_tokens']);
 const DECIMALS = new Set<ExportField>(['total_cost', 'prompt_cost', 'completion_cost']);
 /** Columns the store never leaves empty. */
-const REQUIRED = new Set<ExportField>(['id', 'tenant_id', 'session_id', 'trace_id', 'name', 'run_type', 'start_time', 'status', 'is_root', 'parent_run_ids', 'tags']);
+const REQUIRED = new Set<ExportField>([
+  'id',
+  'tenant_id',
+  'session_id',
+  'trace_id',
+  'name',
+  'run_type',
+  'start_time',
+  'status',
+  'is_root',
+  'parent_run_ids',
+  'tags',
+]);
 
 export const COST_SCALE = 12;
 const COST_PRECISION = 38;

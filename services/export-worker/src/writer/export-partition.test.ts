@@ -203,24 +203,70 @@ describe('what a user reads back', () => {
     expect(Object.keys(types).slice(0, EXPORT_FIELDS.length)).toEqual([...EXPORT_FIELDS]);
     const timestamp = 'TIMESTAMP WITH TIME ZONE';
     expect(types).toMatchObject({
-      id: 'VARCHAR', tenant_id: 'VARCHAR', session_id: 'VARCHAR', trace_id: 'VARCHAR', parent_run_id: 'VARCHAR', parent_run_ids: 'VARCHAR',
-      reference_example_id: 'VARCHAR', name: 'VARCHAR', run_type: 'VARCHAR', start_time: timestamp, end_time: timestamp, status: 'VARCHAR',
-      is_root: 'BOOLEAN', dotted_order: 'VARCHAR', trace_tier: 'VARCHAR', inputs: 'VARCHAR', outputs: 'VARCHAR', error: 'VARCHAR',
-      extra: 'VARCHAR', events: 'VARCHAR', tags: 'VARCHAR', feedback_stats: 'VARCHAR', total_tokens: 'BIGINT', prompt_tokens: 'BIGINT',
-      completion_tokens: 'BIGINT', total_cost: 'DECIMAL(38,12)', prompt_cost: 'DECIMAL(38,12)', completion_cost: 'DECIMAL(38,12)',
+      id: 'VARCHAR',
+      tenant_id: 'VARCHAR',
+      session_id: 'VARCHAR',
+      trace_id: 'VARCHAR',
+      parent_run_id: 'VARCHAR',
+      parent_run_ids: 'VARCHAR',
+      reference_example_id: 'VARCHAR',
+      name: 'VARCHAR',
+      run_type: 'VARCHAR',
+      start_time: timestamp,
+      end_time: timestamp,
+      status: 'VARCHAR',
+      is_root: 'BOOLEAN',
+      dotted_order: 'VARCHAR',
+      trace_tier: 'VARCHAR',
+      inputs: 'VARCHAR',
+      outputs: 'VARCHAR',
+      error: 'VARCHAR',
+      extra: 'VARCHAR',
+      events: 'VARCHAR',
+      tags: 'VARCHAR',
+      feedback_stats: 'VARCHAR',
+      total_tokens: 'BIGINT',
+      prompt_tokens: 'BIGINT',
+      completion_tokens: 'BIGINT',
+      total_cost: 'DECIMAL(38,12)',
+      prompt_cost: 'DECIMAL(38,12)',
+      completion_cost: 'DECIMAL(38,12)',
       // month and day are zero-padded as the layout says, so DuckDB keeps them as text
-      first_token_time: timestamp, export_id: 'VARCHAR', year: 'BIGINT', month: 'VARCHAR', day: 'VARCHAR',
+      first_token_time: timestamp,
+      export_id: 'VARCHAR',
+      year: 'BIGINT',
+      month: 'VARCHAR',
+      day: 'VARCHAR',
     });
     expect(rows.map((r) => r.id)).toEqual([root, child, bare]);
     const [r, c, b] = rows as Record<string, unknown>[];
     const rootStart = `${DAY}T10:00:00.123Z`;
     expect(r).toMatchObject({
-      tenant_id: tenant, session_id: run.session, trace_id: root, parent_run_id: null, reference_example_id: '7f1d6c3e-2f0a-4a57-9c1e-0d6f3b1b2a11',
-      name: 'agent ✓', run_type: 'chain', status: 'success', is_root: true, dotted_order: dotted(rootStart, root), trace_tier: 'longlived',
-      error: null, total_tokens: 1234n, prompt_tokens: 1200n, completion_tokens: 34n,
-      total_cost_text: '12.500123456789', prompt_cost_text: '0.000123456789', completion_cost_text: '12.500000000000',
-      start_ms: BigInt(Date.parse(rootStart)), end_ms: BigInt(Date.parse(`${DAY}T10:00:02.5Z`)), ftt_ms: BigInt(Date.parse(`${DAY}T10:00:01.001Z`)),
-      export_id: 'x1', year: 2026n, month: '05', day: '01',
+      tenant_id: tenant,
+      session_id: run.session,
+      trace_id: root,
+      parent_run_id: null,
+      reference_example_id: '7f1d6c3e-2f0a-4a57-9c1e-0d6f3b1b2a11',
+      name: 'agent ✓',
+      run_type: 'chain',
+      status: 'success',
+      is_root: true,
+      dotted_order: dotted(rootStart, root),
+      trace_tier: 'longlived',
+      error: null,
+      total_tokens: 1234n,
+      prompt_tokens: 1200n,
+      completion_tokens: 34n,
+      total_cost_text: '12.500123456789',
+      prompt_cost_text: '0.000123456789',
+      completion_cost_text: '12.500000000000',
+      start_ms: BigInt(Date.parse(rootStart)),
+      end_ms: BigInt(Date.parse(`${DAY}T10:00:02.5Z`)),
+      ftt_ms: BigInt(Date.parse(`${DAY}T10:00:01.001Z`)),
+      export_id: 'x1',
+      year: 2026n,
+      month: '05',
+      day: '01',
     });
     expect(JSON.parse(r!.inputs as string)).toEqual(bigInputs);
     expect(JSON.parse(r!.outputs as string)).toEqual({ answer: 'ünïcødé 🎉', n: 1.5, nested: { list: [1, null, true] } });
@@ -230,13 +276,40 @@ describe('what a user reads back', () => {
     expect(JSON.parse(r!.feedback_stats as string)).toEqual({ correctness: { n: 2, avg: 0.5 } });
     expect(JSON.parse(r!.parent_run_ids as string)).toEqual([]);
 
-    expect(c).toMatchObject({ parent_run_id: root, trace_id: root, status: 'error', is_root: false, error: 'boom ❌', inputs: null, total_cost: null, total_tokens: null, ftt_ms: null });
+    expect(c).toMatchObject({
+      parent_run_id: root,
+      trace_id: root,
+      status: 'error',
+      is_root: false,
+      error: 'boom ❌',
+      inputs: null,
+      total_cost: null,
+      total_tokens: null,
+      ftt_ms: null,
+    });
     expect(JSON.parse(c!.parent_run_ids as string)).toEqual([root]);
 
     expect(b).toMatchObject({
-      trace_id: bare, status: 'pending', is_root: true, end_time: null, dotted_order: null, trace_tier: null, reference_example_id: null,
-      inputs: null, outputs: null, extra: null, events: null, feedback_stats: null, tags: '[]',
-      total_tokens: null, prompt_tokens: null, completion_tokens: null, total_cost: null, prompt_cost: null, completion_cost: null, first_token_time: null,
+      trace_id: bare,
+      status: 'pending',
+      is_root: true,
+      end_time: null,
+      dotted_order: null,
+      trace_tier: null,
+      reference_example_id: null,
+      inputs: null,
+      outputs: null,
+      extra: null,
+      events: null,
+      feedback_stats: null,
+      tags: '[]',
+      total_tokens: null,
+      prompt_tokens: null,
+      completion_tokens: null,
+      total_cost: null,
+      prompt_cost: null,
+      completion_cost: null,
+      first_token_time: null,
     });
   });
 });
@@ -249,7 +322,11 @@ describe('options', () => {
     const { rows, types } = await readExport(client, bucket, run.prefix, 'SELECT * FROM {runs} ORDER BY total_tokens');
     expect(Object.keys(types).slice(0, 3)).toEqual(['name', 'total_tokens', 'id']);
     expect(Object.keys(types).slice(3).sort()).toEqual(['day', 'export_id', 'month', 'session_id', 'tenant_id', 'year']);
-    expect(rows.map((r) => [r.name, r.total_tokens])).toEqual([['run 0', 0n], ['run 2', 2n], ['run 4', 4n]]);
+    expect(rows.map((r) => [r.name, r.total_tokens])).toEqual([
+      ['run 0', 0n],
+      ['run 2', 2n],
+      ['run 4', 4n],
+    ]);
     expect(run.result.rows_written).toBe(3);
   });
 
@@ -272,7 +349,10 @@ describe('options', () => {
 
   it('unknown fields are refused before anything is written', async () => {
     const session = await newSession();
-    await expect(exportDay(session, { fields: ['id', 'secret' as never] })).rejects.toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('secret') });
+    await expect(exportDay(session, { fields: ['id', 'secret' as never] })).rejects.toMatchObject({
+      code: 'invalid_argument',
+      message: expect.stringContaining('secret'),
+    });
   });
 
   it('an empty partition writes no file', async () => {
@@ -293,7 +373,10 @@ describe('options', () => {
     expect(run.result.exported_files.map((k) => k.split('/').at(-1))).toEqual(keys);
     const { rows } = await readExport(client, bucket, run.prefix, 'SELECT id, filename FROM {runs} ORDER BY start_time');
     expect(rows.map((r) => r.id)).toEqual(ids);
-    const perFile = rows.reduce<Record<string, number>>((n, r) => ({ ...n, [String(r.filename).split('/').at(-1)!]: (n[String(r.filename).split('/').at(-1)!] ?? 0) + 1 }), {});
+    const perFile = rows.reduce<Record<string, number>>(
+      (n, r) => ({ ...n, [String(r.filename).split('/').at(-1)!]: (n[String(r.filename).split('/').at(-1)!] ?? 0) + 1 }),
+      {},
+    );
     expect(perFile).toEqual({ 'part-00000.parquet': 10, 'part-00001.parquet': 10, 'part-00002.parquet': 3 });
   });
 
@@ -303,9 +386,7 @@ describe('options', () => {
     await seedRuns(session, 8, () => ({ inputs: { blob: randomBytes(900_000).toString('base64') } }));
     commands.length = 0;
     const run = await exportDay(session, {}, { partBytes: 5 * 1024 * 1024, rowGroupRows: 2 });
-    expect(commands).toEqual(
-      expect.arrayContaining(['CreateMultipartUploadCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']),
-    );
+    expect(commands).toEqual(expect.arrayContaining(['CreateMultipartUploadCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']));
     expect(commands.filter((c) => c === 'UploadPartCommand').length).toBeGreaterThanOrEqual(2);
     expect(await countAndDistinct(run.prefix)).toEqual({ n: 8, distinct: 8 });
   });
@@ -322,7 +403,9 @@ describe('options', () => {
       throw new Error('the export record could not be saved');
     };
     // s3rver refuses AbortMultipartUpload: the error that stopped the export is still the one seen.
-    await expect(exportDay(big, { save: failingSave }, { partBytes: 5 * 1024 * 1024, rowGroupRows: 2 })).rejects.toThrow('the export record could not be saved');
+    await expect(exportDay(big, { save: failingSave }, { partBytes: 5 * 1024 * 1024, rowGroupRows: 2 })).rejects.toThrow(
+      'the export record could not be saved',
+    );
     expect(commands).toContain('AbortMultipartUploadCommand');
     expect(commands).not.toContain('CompleteMultipartUploadCommand');
   });

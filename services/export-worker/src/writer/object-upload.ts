@@ -75,7 +75,14 @@ export class ObjectUpload {
     const partNumber = this.parts.length + 1;
     const body = this.take();
     const sent = await this.client.send(
-      new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId, PartNumber: partNumber, Body: body, ContentLength: body.byteLength }),
+      new UploadPartCommand({
+        Bucket: this.bucket,
+        Key: this.key,
+        UploadId: this.uploadId,
+        PartNumber: partNumber,
+        Body: body,
+        ContentLength: body.byteLength,
+      }),
     );
     this.parts.push({ ETag: sent.ETag!, PartNumber: partNumber });
   }

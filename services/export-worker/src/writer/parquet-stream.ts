@@ -105,7 +105,9 @@ export class ParquetEncoder {
       for await (const page of pages) {
         await until(() => sent - taken < PAGES_IN_FLIGHT && unwritten < UNWRITTEN_BYTES);
         // The page's buffers move to the thread instead of being copied; they are not used here again.
-        this.post({ type: 'page', page }, [...new Set(page.columns.flatMap((c) => [c.data, c.valueOffsets, c.nullBitmap].flatMap((a) => (a ? [a.buffer as ArrayBuffer] : []))))]);
+        this.post({ type: 'page', page }, [
+          ...new Set(page.columns.flatMap((c) => [c.data, c.valueOffsets, c.nullBitmap].flatMap((a) => (a ? [a.buffer as ArrayBuffer] : [])))),
+        ]);
         sent += 1;
       }
       this.post({ type: 'end' });

@@ -70,7 +70,7 @@ async function encodeFile(): Promise<void> {
     { highWaterMark: 0 },
   );
   const output = (await transformParquetStream(input, properties())) as ReadableStream<Uint8Array>;
-  for (const reader = output.getReader(); ; ) {
+  for (const reader = output.getReader(); ;) {
     const chunk = await reader.read();
     if (chunk.done) break;
     const bytes = chunk.value;

@@ -50,7 +50,12 @@ export async function startAgentStack(
   const other = await gateway.store.createTenant({ name: 'other' });
   const { key: otherTenantKey } = await gateway.store.createApiKey({ tenantId: other.id, name: 'other', role: 'admin' });
   const deploymentId = randomUUID();
-  fake.routes.set(deploymentId, { tenantId: tenant.id, upstreamUrl: agent.url, customAuth: false, ...(agentConfig.deploymentCredential ? { upstreamCredential: agentConfig.deploymentCredential } : {}) });
+  fake.routes.set(deploymentId, {
+    tenantId: tenant.id,
+    upstreamUrl: agent.url,
+    customAuth: false,
+    ...(agentConfig.deploymentCredential ? { upstreamCredential: agentConfig.deploymentCredential } : {}),
+  });
   return {
     gateway,
     agent,

@@ -14,7 +14,8 @@ import { useStream } from '@langchain/langgraph-sdk/react';
 
 const params = new URLSearchParams(location.search);
 
-const textOf = (message: Message) => (typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(''));
+const textOf = (message: Message) =>
+  typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join('');
 
 function Chat() {
   const [threadId, setThreadId] = useState<string | null>(params.get('thread'));

@@ -133,7 +133,14 @@ export class FakeDeploymentService {
   private implementation() {
     const record = (method: string, request: object) => this.calls.push({ method, request: { ...request } as Record<string, unknown> });
     return {
-      createDeployment: async (req: { tenantId: string; name: string; source: string; sourceConfig?: JsonObject; sourceRevisionConfig?: JsonObject; secrets: { name: string; value: string }[] }) => {
+      createDeployment: async (req: {
+        tenantId: string;
+        name: string;
+        source: string;
+        sourceConfig?: JsonObject;
+        sourceRevisionConfig?: JsonObject;
+        secrets: { name: string; value: string }[];
+      }) => {
         record('createDeployment', req);
         if (!req.tenantId) throw new InvalidArgumentError('tenant_id is required');
         for (const d of this.deployments.values()) {
@@ -232,9 +239,7 @@ export class FakeDeploymentService {
         const deployment = this.deployment(req.tenantId, req.deploymentId);
         const revisionId = req.revisionId || deployment.latestRevisionId;
         if (!this.revisions.has(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
-        const logs = this.logs
-          .filter((l) => l.revisionId === revisionId && (!req.type || l.type === req.type) && l.id > req.offset)
-          .slice(0, req.limit);
+        const logs = this.logs.filter((l) => l.revisionId === revisionId && (!req.type || l.type === req.type) && l.id > req.offset).slice(0, req.limit);
         return {
           logs: logs.map((l) => ({ id: l.id, timestamp: timestampFromDate(new Date()), level: l.level, message: l.message, type: l.type })),
           nextOffset: logs.at(-1)?.id ?? req.offset,
@@ -275,7 +280,13 @@ export class FakeDeploymentService {
         }
         const deployment = this.deployments.get(req.deploymentId);
         if (!deployment) throw new NotFoundError(`Deployment ID ${req.deploymentId} not found.`);
-        return { tenantId: deployment.tenantId, upstreamUrl: '', customAuth: false, status: wire(DeploymentStatus, deployment.status), statusMessage: deployment.statusMessage };
+        return {
+          tenantId: deployment.tenantId,
+          upstreamUrl: '',
+          customAuth: false,
+          status: wire(DeploymentStatus, deployment.status),
+          statusMessage: deployment.statusMessage,
+        };
       },
       rotateWebhookSecret: async (req: { tenantId: string; deploymentId: string }) => {
         record('rotateWebhookSecret', req);

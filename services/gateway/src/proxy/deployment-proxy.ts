@@ -54,7 +54,6 @@ export interface DeploymentProxyDeps {
   publicUrl?: string;
 }
 
-
 /** Seconds a client is asked to wait while an agent server is (re)starting. */
 const RETRY_AFTER_SECONDS = '5';
 
@@ -139,7 +138,10 @@ export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { head
   }
   if (!target.upstreamUrl) {
     if (target.status === DeploymentStatus.FAILED) {
-      return refuse(503, `Deployment ${id} cannot answer: ${why || 'its latest revision failed and no revision serves'}. Deploy a fixed revision to bring it up.`);
+      return refuse(
+        503,
+        `Deployment ${id} cannot answer: ${why || 'its latest revision failed and no revision serves'}. Deploy a fixed revision to bring it up.`,
+      );
     }
     return unavailable(`Deployment ${id} has no revision serving yet: wait until its latest revision is DEPLOYED`);
   }
@@ -179,7 +181,11 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
     const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
     // The path only: queries of agent-server calls may carry user data.
     deps.logger[level](
-      { req: { id: requestId, method: req.method, url: `/d/${id}${path.split('?')[0]}` }, res: { statusCode: status }, responseTime: Math.round(performance.now() - started) },
+      {
+        req: { id: requestId, method: req.method, url: `/d/${id}${path.split('?')[0]}` },
+        res: { statusCode: status },
+        responseTime: Math.round(performance.now() - started),
+      },
       res.writableFinished ? 'proxied request completed' : 'proxied request aborted',
     );
   });

@@ -301,8 +301,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
       query: LogsQuery,
       response: LogsOut,
       errors: [404, 503],
-      handler: async ({ params, query, auth }) =>
-        logs(deps, auth, deploymentIdOf(params.deployment_id), revisionIdOf(params.revision_id), query),
+      handler: async ({ params, query, auth }) => logs(deps, auth, deploymentIdOf(params.deployment_id), revisionIdOf(params.revision_id), query),
     })
     .route({
       method: 'get',
@@ -323,7 +322,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
       access: ['api_key', 'access_token'],
       summary: 'Rotate the run-webhook signing secret',
       description:
-        'Makes a new secret with which the deployment\'s agent servers sign run webhooks (`whsec_…`, Standard ' +
+        "Makes a new secret with which the deployment's agent servers sign run webhooks (`whsec_…`, Standard " +
         'Webhooks) and answers it: this is the only place it is ever shown, so keep it. The serving revision is ' +
         'deployed again (a new revision of the same source), whose agent servers sign with the new secret; until it is ' +
         'DEPLOYED the old one still signs. A deployment with no serving revision yet gets it at its first deploy.',

@@ -61,13 +61,17 @@ export function healthRoutes(api: GatewayApi, options: HealthRouteOptions): void
       method: 'get',
       path: '/readyz',
       access: 'public',
-      summary: 'Readiness: Postgres and every internal service answer (503 otherwise); the sandbox engine (degraded, still 200, while it does not); how many deployments are down',
+      summary:
+        'Readiness: Postgres and every internal service answer (503 otherwise); the sandbox engine (degraded, still 200, while it does not); how many deployments are down',
       tags: ['health'],
       response: z.object({
         status: z.enum(['ok', 'degraded', 'failing']).describe('failing (503): something the gateway needs is down; degraded (200): only sandboxes are'),
         checks: z.record(z.string(), CheckOut),
         unhealthy_deployments: z.number().int().optional().describe('Deployments whose agent server is down now (they do not make the gateway unready)'),
-        instance_id: z.string().optional().describe('Differs at every start of the gateway: lets whoever started it tell its own process from another on the port'),
+        instance_id: z
+          .string()
+          .optional()
+          .describe('Differs at every start of the gateway: lets whoever started it tell its own process from another on the port'),
       }),
       errors: [503],
       handler: async ({ res }) => {
@@ -95,7 +99,8 @@ export function healthRoutes(api: GatewayApi, options: HealthRouteOptions): void
  */
 function publicReason(error: unknown): string {
   if (error instanceof CheckTimeout) return error.message;
-  if (error instanceof RpcCredentialsRefusedError || (error as Error | undefined)?.cause instanceof RpcCredentialsRefusedError) return RpcCredentialsRefusedError.MESSAGE;
+  if (error instanceof RpcCredentialsRefusedError || (error as Error | undefined)?.cause instanceof RpcCredentialsRefusedError)
+    return RpcCredentialsRefusedError.MESSAGE;
   return 'does not answer';
 }
 

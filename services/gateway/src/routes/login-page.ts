@@ -189,7 +189,11 @@ export function loginPageRoutes(api: GatewayApi, deps: LoginPageDeps): void {
           res,
           200,
           'Login approved',
-          message('ok', `Approved: berth login now acts for tenant "${tenant.name}" (${principal.role}).`, 'You can close this page and return to your terminal.'),
+          message(
+            'ok',
+            `Approved: berth login now acts for tenant "${tenant.name}" (${principal.role}).`,
+            'You can close this page and return to your terminal.',
+          ),
         );
       },
     });

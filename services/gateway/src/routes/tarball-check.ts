@@ -36,7 +36,11 @@ export class UnpackedTooLargeError extends Error {
  */
 export function isTarHeader(block: Buffer): boolean {
   if (block.length < BLOCK) return false;
-  const field = block.subarray(148, 156).toString('latin1').replace(/[\0 ]+/g, ' ').trim();
+  const field = block
+    .subarray(148, 156)
+    .toString('latin1')
+    .replace(/[\0 ]+/g, ' ')
+    .trim();
   if (!/^[0-7]{1,8}$/.test(field)) return false; // also an all-zero block: the end of an archive
   const expected = parseInt(field, 8);
   let unsigned = 0;

@@ -89,9 +89,7 @@ class AgentConnection {
   ) {
     this.socket = socket;
     // Inactivity, not total time: reading a file of hundreds of MiB takes a while but never stalls.
-    this.socket.setTimeout(idleTimeoutMs, () =>
-      this.fail(new AgentError(`${name} did not answer within ${idleTimeoutMs} ms`)),
-    );
+    this.socket.setTimeout(idleTimeoutMs, () => this.fail(new AgentError(`${name} did not answer within ${idleTimeoutMs} ms`)));
     this.socket.on('data', (chunk: Buffer) => {
       let frames: Frame[];
       try {
@@ -371,7 +369,7 @@ export class AgentClient {
         throw this.pin ? new AgentSocketReplacedError(`${message}, not the one it made`, { cause: error }) : new AgentError(message, { cause: error });
       }
       const code = (error as NodeJS.ErrnoException).code;
-      throw new AgentError(`${this.name}: ${code === 'ENOENT' ? 'no socket' : code ?? (error as Error).message}`, { cause: error });
+      throw new AgentError(`${this.name}: ${code === 'ENOENT' ? 'no socket' : (code ?? (error as Error).message)}`, { cause: error });
     }
   }
 

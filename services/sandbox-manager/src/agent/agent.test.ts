@@ -68,9 +68,7 @@ async function collect(command: SandboxProcess): Promise<Result> {
 
 async function run(command: string, options: { env?: Record<string, string>; cwd?: string; shell?: string } = {}): Promise<Result> {
   const shell = options.shell ?? '/bin/sh';
-  return collect(
-    await client.spawn({ argv: [shell, '-c', command], env: options.env ?? {}, cwd: options.cwd, fallbackArgv0: '/bin/sh' }),
-  );
+  return collect(await client.spawn({ argv: [shell, '-c', command], env: options.env ?? {}, cwd: options.cwd, fallbackArgv0: '/bin/sh' }));
 }
 
 function alive(pid: number): boolean {
@@ -152,9 +150,7 @@ describe('commands', () => {
   it('says clearly when the working directory or the program is missing', async () => {
     const cwd = join(dir, 'no-such-dir');
     await expect(run('true', { cwd })).rejects.toThrow(new SpawnError('not_found', `working directory ${cwd}: No such file or directory`));
-    await expect(client.spawn({ argv: ['/bin/no-such-program'], env: {} })).rejects.toThrow(
-      'cannot run /bin/no-such-program: No such file or directory',
-    );
+    await expect(client.spawn({ argv: ['/bin/no-such-program'], env: {} })).rejects.toThrow('cannot run /bin/no-such-program: No such file or directory');
     await expect(run('echo a\0b')).rejects.toThrow(new SpawnError('bad_request', 'argv[2] must not contain a NUL character'));
   });
 
@@ -203,7 +199,10 @@ describe('files', () => {
     const path = join(dir, 'big.bin');
     writeFileSync(path, randomBytes(200_000));
     await expect(client.readFile(path, 200_000)).resolves.toHaveLength(200_000);
-    await expect(client.readFile(path, 100_000)).rejects.toMatchObject({ kind: 'too_large', message: `${path}: larger than 100000 bytes, the most one read returns` });
+    await expect(client.readFile(path, 100_000)).rejects.toMatchObject({
+      kind: 'too_large',
+      message: `${path}: larger than 100000 bytes, the most one read returns`,
+    });
     expect(await client.ping()).toBe('berth-sandboxd 1');
   });
 

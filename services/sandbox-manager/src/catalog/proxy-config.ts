@@ -52,11 +52,11 @@ export function wireProxyConfig(stored: StoredProxyConfig): Omit<ProxyConfig, '$
       name: rule.name,
       matchHosts: rule.match_hosts,
       enabled: rule.enabled,
-      headers: rule.headers.map((h) => (h.type === 'opaque' ? { name: h.name, type: 'opaque', isSet: true } : { name: h.name, type: 'plaintext', value: h.value ?? '', isSet: true })),
+      headers: rule.headers.map((h) =>
+        h.type === 'opaque' ? { name: h.name, type: 'opaque', isSet: true } : { name: h.name, type: 'plaintext', value: h.value ?? '', isSet: true },
+      ),
     })),
-    ...(stored.access_control
-      ? { accessControl: { allowList: stored.access_control.allow_list ?? [], denyList: stored.access_control.deny_list ?? [] } }
-      : {}),
+    ...(stored.access_control ? { accessControl: { allowList: stored.access_control.allow_list ?? [], denyList: stored.access_control.deny_list ?? [] } } : {}),
   } as Omit<ProxyConfig, '$typeName'> & { rules: unknown[] };
 }
 

@@ -31,7 +31,15 @@ export class Registries {
     try {
       return await this.db
         .insertInto('registries')
-        .values({ id: randomUUID(), tenant_id: tenantId, name: input.name, server: input.server, username: input.username, password_sealed: this.box.seal(input.password), insecure: input.insecure })
+        .values({
+          id: randomUUID(),
+          tenant_id: tenantId,
+          name: input.name,
+          server: input.server,
+          username: input.username,
+          password_sealed: this.box.seal(input.password),
+          insecure: input.insecure,
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
     } catch (error) {

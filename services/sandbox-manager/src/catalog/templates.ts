@@ -157,10 +157,19 @@ export class Templates {
   }
 
   /** A page of a tenant's templates (or snapshots), by name; one more row than asked says there are more. */
-  async list(tenantId: string, kind: TemplateKind, page: { nameContains?: string; limit: number; offset: number }): Promise<{ rows: TemplateRow[]; hasMore: boolean }> {
+  async list(
+    tenantId: string,
+    kind: TemplateKind,
+    page: { nameContains?: string; limit: number; offset: number },
+  ): Promise<{ rows: TemplateRow[]; hasMore: boolean }> {
     let query = this.db.selectFrom('templates').selectAll().where('tenant_id', '=', tenantId).where('kind', '=', kind);
     if (page.nameContains) query = query.where(sql<boolean>`strpos(lower(name), lower(${page.nameContains})) > 0`);
-    const rows = await query.orderBy('name').orderBy('id').limit(page.limit + 1).offset(page.offset).execute();
+    const rows = await query
+      .orderBy('name')
+      .orderBy('id')
+      .limit(page.limit + 1)
+      .offset(page.offset)
+      .execute();
     return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
   }
 
@@ -169,7 +178,8 @@ export class Templates {
     if (change.resources) this.checkResources(current.kind, change.resources);
     if (change.volumes) await this.checkVolumes(ref.tenantId, change.volumes);
     if (change.registryId) await this.registries.byId(ref.tenantId, change.registryId);
-    const repull = (change.image !== undefined && change.image !== current.image) || (change.registryId !== undefined && change.registryId !== current.registry_id);
+    const repull =
+      (change.image !== undefined && change.image !== current.image) || (change.registryId !== undefined && change.registryId !== current.registry_id);
     const values: Record<string, unknown> = { updated_at: new Date(), version: sql`version + 1` };
     if (change.image !== undefined) values.image = change.image;
     if (change.resources) values.resources = JSON.stringify(change.resources);
@@ -273,16 +283,32 @@ export class Templates {
     const issues: ValidationIssue[] = [];
     const paths = new Set<string>();
     for (const [i, mount] of volumes.entries()) {
-      if (!mount.mount_path.startsWith('/') || mount.mount_path === '/') issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: 'mount_path must be an absolute path other than /', type: 'value_error' });
+      if (!mount.mount_path.startsWith('/') || mount.mount_path === '/')
+        issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: 'mount_path must be an absolute path other than /', type: 'value_error' });
       // There the platform mounts the agent and its folders, which a volume would stand in for.
       const normalized = posix.normalize(mount.mount_path);
       if (normalized === PLATFORM_MOUNTS || normalized.startsWith(`${PLATFORM_MOUNTS}/`)) {
-        issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: `mount_path may not be ${PLATFORM_MOUNTS} or under it: the platform's own mounts are there`, type: 'value_error' });
+        issues.push({
+          loc: ['body', 'volumes', i, 'mount_path'],
+          msg: `mount_path may not be ${PLATFORM_MOUNTS} or under it: the platform's own mounts are there`,
+          type: 'value_error',
+        });
       }
-      if (paths.has(mount.mount_path)) issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: `two volumes are mounted at ${mount.mount_path}`, type: 'value_error' });
+      if (paths.has(mount.mount_path))
+        issues.push({ loc: ['body', 'volumes', i, 'mount_path'], msg: `two volumes are mounted at ${mount.mount_path}`, type: 'value_error' });
       paths.add(mount.mount_path);
-      const exists = await this.db.selectFrom('volumes').select('id').where('tenant_id', '=', tenantId).where('name', '=', mount.volume_name).executeTakeFirst();
-      if (!exists) issues.push({ loc: ['body', 'volumes', i, 'volume_name'], msg: `volume "${mount.volume_name}" does not exist (create it with POST /api/v2/sandboxes/volumes)`, type: 'value_error' });
+      const exists = await this.db
+        .selectFrom('volumes')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('name', '=', mount.volume_name)
+        .executeTakeFirst();
+      if (!exists)
+        issues.push({
+          loc: ['body', 'volumes', i, 'volume_name'],
+          msg: `volume "${mount.volume_name}" does not exist (create it with POST /api/v2/sandboxes/volumes)`,
+          type: 'value_error',
+        });
     }
     if (issues.length) throw new RequestValidationError(issues);
   }

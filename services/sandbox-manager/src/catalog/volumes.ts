@@ -28,11 +28,18 @@ export class Volumes {
     try {
       bytes = parseQuantity(size);
     } catch (error) {
-      if (error instanceof QuantityError) throw new RequestValidationError([{ loc: ['body', 'size'], msg: error.message, type: 'value_error' }], { cause: error });
+      if (error instanceof QuantityError)
+        throw new RequestValidationError([{ loc: ['body', 'size'], msg: error.message, type: 'value_error' }], { cause: error });
       throw error;
     }
     if (bytes < 1 || bytes > this.maxBytes) {
-      throw new RequestValidationError([{ loc: ['body', 'size'], msg: `size must be at least 1 byte and at most ${bytesQuantity(this.maxBytes)}: this platform's maximum`, type: 'value_error' }]);
+      throw new RequestValidationError([
+        {
+          loc: ['body', 'size'],
+          msg: `size must be at least 1 byte and at most ${bytesQuantity(this.maxBytes)}: this platform's maximum`,
+          type: 'value_error',
+        },
+      ]);
     }
     try {
       return await this.db

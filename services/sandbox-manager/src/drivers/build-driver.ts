@@ -45,7 +45,10 @@ export interface KubernetesDriverConfig {
 export type DriverConfig = ContainerDriverConfig | KubernetesDriverConfig;
 
 /** `pidsLimit`: most processes of one sandbox (the container driver's; see SandboxLimits.pidsLimit). */
-export async function buildDriver(config: DriverConfig, deps: { db: Kysely<SandboxTables>; box: SecretBox; logger: Logger; pidsLimit?: number }): Promise<SandboxDriver> {
+export async function buildDriver(
+  config: DriverConfig,
+  deps: { db: Kysely<SandboxTables>; box: SecretBox; logger: Logger; pidsLimit?: number },
+): Promise<SandboxDriver> {
   const ca = await loadProxyCa(deps.db, deps.box);
   const logger = deps.logger.child({ driver: config.kind });
   if (config.kind === 'container') {

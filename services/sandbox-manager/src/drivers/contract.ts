@@ -8,15 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import {
-  ImagePullError,
-  InstanceNotFoundError,
-  SandboxFileError,
-  type ExitInfo,
-  type ImageSource,
-  type InstanceSpec,
-  type SandboxDriver,
-} from './driver.js';
+import { ImagePullError, InstanceNotFoundError, SandboxFileError, type ExitInfo, type ImageSource, type InstanceSpec, type SandboxDriver } from './driver.js';
 
 export interface ContractSetup {
   driver: SandboxDriver;
@@ -44,8 +36,18 @@ export interface RunResult {
 }
 
 /** Runs a command to its end, collecting its output. */
-export async function runIn(driver: SandboxDriver, instance: string, command: string, options: { env?: Record<string, string>; cwd?: string; shell?: string } = {}): Promise<RunResult> {
-  const running = await driver.exec(instance, { command, shell: options.shell ?? '/bin/sh', env: options.env ?? {}, ...(options.cwd ? { cwd: options.cwd } : {}) });
+export async function runIn(
+  driver: SandboxDriver,
+  instance: string,
+  command: string,
+  options: { env?: Record<string, string>; cwd?: string; shell?: string } = {},
+): Promise<RunResult> {
+  const running = await driver.exec(instance, {
+    command,
+    shell: options.shell ?? '/bin/sh',
+    env: options.env ?? {},
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
   const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
   running.onOutput((stream, chunk) => out[stream].push(chunk));
   const exit = await running.exited;
@@ -183,7 +185,11 @@ export function driverContract(name: string, makeDriver: () => Promise<ContractS
 
       maybe('the only network interface is loopback', async () => {
         const result = await run('cat /proc/net/dev');
-        const interfaces = result.stdout.split('\n').slice(2).filter(Boolean).map((line) => line.split(':')[0]!.trim());
+        const interfaces = result.stdout
+          .split('\n')
+          .slice(2)
+          .filter(Boolean)
+          .map((line) => line.split(':')[0]!.trim());
         expect(interfaces).toEqual(['lo']);
       });
     });

@@ -163,7 +163,10 @@ export class InstanceError extends Error {
 /** The instance does not exist (deleted, never created). */
 export class InstanceNotFoundError extends Error {
   override readonly name = 'InstanceNotFoundError';
-  constructor(readonly instance: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly instance: string,
+    options?: { cause?: unknown },
+  ) {
     super(`sandbox instance ${instance} does not exist`, options);
   }
 }

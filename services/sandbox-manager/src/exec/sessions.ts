@@ -62,17 +62,25 @@ class CommandSession {
   ) {
     process.onOutput((stream, chunk) => (stream === 'stdout' ? this.stdout : this.stderr).append(chunk));
     if (options.timeoutSeconds > 0) {
-      this.#timers.push(setTimeout(() => {
-        this.#timedOut = true;
-        process.kill();
-      }, options.timeoutSeconds * 1000));
+      this.#timers.push(
+        setTimeout(() => {
+          this.#timedOut = true;
+          process.kill();
+        }, options.timeoutSeconds * 1000),
+      );
     }
     const activity = setInterval(onActivity, ACTIVITY_MS);
     activity.unref();
     this.#timers.push(activity);
     process.exited.then(
-      (exit) => this.finish(this.#timedOut ? { error: { type: 'CommandTimeout', message: `the command did not finish within ${options.timeoutSeconds} s and was killed` } } : { exit }),
-      (error: unknown) => this.finish({ error: { type: 'CommandError', message: `the command was cut off: ${error instanceof Error ? error.message : String(error)}` } }),
+      (exit) =>
+        this.finish(
+          this.#timedOut
+            ? { error: { type: 'CommandTimeout', message: `the command did not finish within ${options.timeoutSeconds} s and was killed` } }
+            : { exit },
+        ),
+      (error: unknown) =>
+        this.finish({ error: { type: 'CommandError', message: `the command was cut off: ${error instanceof Error ? error.message : String(error)}` } }),
     );
   }
 
@@ -90,7 +98,11 @@ class CommandSession {
     const unsubscribe = [this.stdout.subscribe(send('stdout')), this.stderr.subscribe(send('stderr'))];
     const finisher = () => {
       const outcome = this.outcome!;
-      out.push('exit' in outcome ? { kind: { case: 'exit', value: { exitCode: outcome.exit.exitCode, oomKilled: outcome.exit.oomKilled } } } : errorMessage(outcome.error.type, outcome.error.message));
+      out.push(
+        'exit' in outcome
+          ? { kind: { case: 'exit', value: { exitCode: outcome.exit.exitCode, oomKilled: outcome.exit.oomKilled } } }
+          : errorMessage(outcome.error.type, outcome.error.message),
+      );
       out.end();
     };
     if (this.outcome) finisher();
@@ -257,7 +269,10 @@ export class CommandSessions {
       (ended) => {
         if (this.#sessions.get(ended.key) === ended) this.#sessions.delete(ended.key);
       },
-      () => void this.deps.touch(sandbox.id).catch((error: unknown) => this.deps.logger.warn({ err: error, sandbox: sandbox.id }, 'recording sandbox activity failed')),
+      () =>
+        void this.deps
+          .touch(sandbox.id)
+          .catch((error: unknown) => this.deps.logger.warn({ err: error, sandbox: sandbox.id }, 'recording sandbox activity failed')),
     );
     this.#sessions.set(key, session);
     void this.deps.touch(sandbox.id);

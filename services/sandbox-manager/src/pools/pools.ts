@@ -55,7 +55,8 @@ export class Pools {
 
   async create(tenantId: string, name: string, templateName: string, replicas: number): Promise<PoolView> {
     const template = await this.deps.templates.get({ tenantId, kind: 'template', name: templateName });
-    if (template.volumes.length > 0) throw new ConflictError(`template "${templateName}" mounts volumes; a pool's members would share them, so it cannot be pooled`);
+    if (template.volumes.length > 0)
+      throw new ConflictError(`template "${templateName}" mounts volumes; a pool's members would share them, so it cannot be pooled`);
     try {
       await this.deps.db.insertInto('pools').values({ id: randomUUID(), tenant_id: tenantId, name, template_id: template.id, replicas }).execute();
     } catch (error) {
@@ -77,7 +78,12 @@ export class Pools {
   }
 
   async update(tenantId: string, name: string, replicas: number): Promise<PoolView> {
-    const updated = await this.deps.db.updateTable('pools').set({ replicas, updated_at: new Date() }).where('tenant_id', '=', tenantId).where('name', '=', name).executeTakeFirst();
+    const updated = await this.deps.db
+      .updateTable('pools')
+      .set({ replicas, updated_at: new Date() })
+      .where('tenant_id', '=', tenantId)
+      .where('name', '=', name)
+      .executeTakeFirst();
     if (updated.numUpdatedRows === 0n) throw new NotFoundError(`pool "${name}" not found`);
     this.kick();
     return this.get(tenantId, name);
@@ -216,7 +222,14 @@ export class Pools {
         await this.deps.quotas.check(trx, pool.tenant_id, { sandboxes: 1, cpuMillis, memoryBytes });
         await trx
           .insertInto('pool_members')
-          .values({ instance, pool_id: pool.id, template_version: template.version, status: poolMemberLifecycle.initial[0]!, vcpus: cpuMillis / 1000, mem_bytes: memoryBytes })
+          .values({
+            instance,
+            pool_id: pool.id,
+            template_version: template.version,
+            status: poolMemberLifecycle.initial[0]!,
+            vcpus: cpuMillis / 1000,
+            mem_bytes: memoryBytes,
+          })
           .execute();
       });
       return instance;
@@ -259,7 +272,9 @@ export class Pools {
   }
 
   private async removeInstance(instance: string): Promise<void> {
-    await this.deps.driver.remove(instance).catch((error: unknown) => this.deps.logger.warn({ err: error, instance }, 'removing a warm-pool member failed; the reconciler removes it later'));
+    await this.deps.driver
+      .remove(instance)
+      .catch((error: unknown) => this.deps.logger.warn({ err: error, instance }, 'removing a warm-pool member failed; the reconciler removes it later'));
   }
 
   private async views(tenantId: string, name?: string): Promise<PoolView[]> {

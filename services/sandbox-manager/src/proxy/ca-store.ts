@@ -22,7 +22,11 @@ export async function loadProxyCa(db: Kysely<SandboxTables>, box: SecretBox): Pr
   const made = await ProxyCa.generate();
   const value: StoredCa = { cert_pem: made.certPem, key_sealed: box.seal(made.keyPem).toString('base64') };
   // Two managers starting at once: the first insert wins and both use its CA.
-  await db.insertInto('settings').values({ key: KEY, value: JSON.stringify(value) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: KEY, value: JSON.stringify(value) })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
   const winner = await read(db);
   if (!winner) throw new Error('the sandbox proxy CA was stored but cannot be read back');
   return winner.cert_pem === made.certPem ? made : ProxyCa.fromPem({ certPem: winner.cert_pem, keyPem: box.open(Buffer.from(winner.key_sealed, 'base64')) });

@@ -33,7 +33,12 @@ describe('host globs', () => {
 
 describe('validateAccessControl', () => {
   it('lists every bad pattern with where it is, and refuses both lists at once', () => {
-    expect(validateAccessControl({ allowList: ['10.0.0.0/33', '~(unclosed', 'ok.example.com', 'bad host!', '*.ok.com', '10.1.2.3', '~api[0-9]+\\.x\\.com'], denyList: ['evil.com'] })).toEqual([
+    expect(
+      validateAccessControl({
+        allowList: ['10.0.0.0/33', '~(unclosed', 'ok.example.com', 'bad host!', '*.ok.com', '10.1.2.3', '~api[0-9]+\\.x\\.com'],
+        denyList: ['evil.com'],
+      }),
+    ).toEqual([
       { path: [], message: 'set allow_list or deny_list, not both' },
       { path: ['allow_list', 0], message: '"10.0.0.0/33" is not a CIDR (like 10.0.0.0/8, fd00::/8) or an IP address' },
       { path: ['allow_list', 1], message: expect.stringMatching(/^"~\(unclosed" is not a valid regular expression: /) },
@@ -84,7 +89,9 @@ describe('EgressGuard', () => {
     expect(await refusal(g, 'localhost')).toBeUndefined();
     // The glob does not cover the apex.
     expect(await refusal(guard({ denyList: ['*.localhost'], privateAllow: LOCAL }), 'localhost')).toBeUndefined();
-    expect(await refusal(guard({ denyList: ['127.0.0.0/8'], privateAllow: LOCAL }), 'localhost')).toBe('egress to localhost (127.0.0.1) refused: on the deny list');
+    expect(await refusal(guard({ denyList: ['127.0.0.0/8'], privateAllow: LOCAL }), 'localhost')).toBe(
+      'egress to localhost (127.0.0.1) refused: on the deny list',
+    );
   });
 
   it('an allow list admits matching names or addresses and refuses the rest; it cannot open private addresses', async () => {

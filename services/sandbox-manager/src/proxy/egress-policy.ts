@@ -56,14 +56,21 @@ const GLOB_CHARS = /^[a-z0-9_.*-]+$/;
 
 /** Host names as the checks compare them: lowercase, no trailing dot, IPv6 without brackets. */
 export function normalizeHost(host: string): string {
-  return host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+  return host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 }
 
 /** A matcher for a host glob (`*.example.com`, `api.example.com`, `*`); see the module comment. */
 export function hostGlob(glob: string): (host: string) => boolean {
   const normalized = normalizeHost(glob);
   if (!normalized.includes('*')) return (host) => host === normalized;
-  const source = normalized.split('*').map((part) => part.replace(/[.\\^$+?()[\]{}|-]/g, '\\$&')).join('.+');
+  const source = normalized
+    .split('*')
+    .map((part) => part.replace(/[.\\^$+?()[\]{}|-]/g, '\\$&'))
+    .join('.+');
   const regex = new RegExp(`^${source}$`);
   return (host) => regex.test(host);
 }
@@ -108,7 +115,10 @@ export function validateAccessControl(lists: { allowList?: readonly string[]; de
   if ((lists.allowList?.length ?? 0) > 0 && (lists.denyList?.length ?? 0) > 0) {
     issues.push({ path: [], message: 'set allow_list or deny_list, not both' });
   }
-  for (const [key, list] of [['allow_list', lists.allowList], ['deny_list', lists.denyList]] as const) {
+  for (const [key, list] of [
+    ['allow_list', lists.allowList],
+    ['deny_list', lists.denyList],
+  ] as const) {
     list?.forEach((text, index) => {
       const parsed = parsePattern(text);
       if (typeof parsed === 'string') issues.push({ path: [key, index], message: parsed });

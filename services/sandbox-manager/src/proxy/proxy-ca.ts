@@ -104,7 +104,9 @@ export class ProxyCa {
       const key = await crypto.subtle.importKey('pkcs8', der, ALGORITHM, false, ['sign']);
       return new ProxyCa(x509, cert, key, pair.keyPem);
     } catch (error) {
-      throw new ProxyCaError(`the sandbox proxy CA does not load (it must be an ECDSA P-256 certificate and PKCS#8 key in PEM): ${(error as Error).message}`, { cause: error });
+      throw new ProxyCaError(`the sandbox proxy CA does not load (it must be an ECDSA P-256 certificate and PKCS#8 key in PEM): ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 

@@ -37,7 +37,9 @@ function echo(req: http.IncomingMessage, res: http.ServerResponse): void {
 
 /** Accepts any upgrade, reports the Authorization it got in a header, then echoes bytes back. */
 function echoUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-  socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\nX-Got-Auth: ${req.headers.authorization ?? 'none'}\r\n\r\n`);
+  socket.write(
+    `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\nX-Got-Auth: ${req.headers.authorization ?? 'none'}\r\n\r\n`,
+  );
   if (head.length > 0) socket.write(head);
   socket.pipe(socket);
 }
@@ -114,7 +116,10 @@ function collect(res: http.IncomingMessage): Promise<Answer> {
 /** A plain-HTTP request through the proxy's Unix socket, in absolute-URI form (as HTTP_PROXY clients send). */
 function viaProxy(url: string, options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string; agent?: http.Agent } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, path: url, method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? false }, (res) => void collect(res).then(resolve, reject));
+    const req = http.request(
+      { socketPath, path: url, method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? false },
+      (res) => void collect(res).then(resolve, reject),
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -150,7 +155,10 @@ async function httpsViaProxy(host: string, port: number, ca: string, headers: ht
   const peer = tlsSocket.getPeerCertificate(true);
   const answer = await new Promise<Answer>((resolve, reject) => {
     // No agent: the request goes over the tunnel's TLS socket.
-    const req = https.request({ host, port, path: '/inside?x=1', headers, createConnection: () => tlsSocket }, (res) => void collect(res).then(resolve, reject));
+    const req = https.request(
+      { host, port, path: '/inside?x=1', headers, createConnection: () => tlsSocket },
+      (res) => void collect(res).then(resolve, reject),
+    );
     req.on('error', reject);
     req.end();
   });
@@ -169,7 +177,14 @@ describe('SandboxProxy over a Unix socket', () => {
     await startProxy(policy({ rules: [authRule(['127.0.0.1'])] }));
     const answer = await viaProxy(`http://127.0.0.1:${httpPort}/path?q=1`, {
       method: 'POST',
-      headers: { 'proxy-authorization': 'Basic eA==', 'x-keep': 'yes', authorization: 'from the sandbox', 'content-type': 'text/plain', connection: 'keep-alive, x-drop', 'x-drop': '1' },
+      headers: {
+        'proxy-authorization': 'Basic eA==',
+        'x-keep': 'yes',
+        authorization: 'from the sandbox',
+        'content-type': 'text/plain',
+        connection: 'keep-alive, x-drop',
+        'x-drop': '1',
+      },
       body: 'hello upstream',
     });
     expect(answer.status).toBe(200);
@@ -230,7 +245,9 @@ describe('SandboxProxy over a Unix socket', () => {
     await proxy.listen();
     const answer = await httpsViaProxy('127.0.0.1', httpsPort, berthCa.certPem);
     expect(answer.status).toBe(502);
-    expect(answer.body).toMatch(/^cannot reach 127\.0\.0\.1:\d+: (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
+    expect(answer.body).toMatch(
+      /^cannot reach 127\.0\.0\.1:\d+: (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/,
+    );
     expect(answer.body).not.toContain(SECRET);
   });
 
@@ -251,7 +268,10 @@ describe('SandboxProxy over a Unix socket', () => {
     if (!('socket' in tunnel)) throw new Error(`CONNECT failed: ${tunnel.body}`);
     const tlsSocket = tls.connect({ socket: tunnel.socket, host: '127.0.0.1', ca: [berthCa.certPem] });
     await once(tlsSocket, 'secureConnect');
-    expect(await roundTrip(https.request({ host: '127.0.0.1', path: '/wss', headers: upgrade, createConnection: () => tlsSocket }))).toEqual({ auth: SECRET, echoed: 'ping' });
+    expect(await roundTrip(https.request({ host: '127.0.0.1', path: '/wss', headers: upgrade, createConnection: () => tlsSocket }))).toEqual({
+      auth: SECRET,
+      echoed: 'ping',
+    });
   });
 
   it('refuses loopback, private and metadata addresses by default with 403 and the reason, never showing the secret', async () => {
@@ -296,7 +316,11 @@ describe('SandboxProxy over a Unix socket', () => {
   });
 
   it('the first matching rule wins, and update() changes rules for the next request', async () => {
-    await startProxy(policy({ rules: [authRule(['*.example.com']), authRule(['127.0.0.*'], 'first', 'x-first', 'one'), authRule(['127.0.0.1'], 'second', 'x-second', 'two')] }));
+    await startProxy(
+      policy({
+        rules: [authRule(['*.example.com']), authRule(['127.0.0.*'], 'first', 'x-first', 'one'), authRule(['127.0.0.1'], 'second', 'x-second', 'two')],
+      }),
+    );
     const first = JSON.parse((await viaProxy(`http://127.0.0.1:${httpPort}/`)).body) as Echo;
     expect(first.headers['x-first']).toBe('one');
     expect(first.headers['x-second']).toBeUndefined();

@@ -66,7 +66,8 @@ function compileRules(policy: EgressPolicy): CompiledRule[] {
     for (const header of rule.headers) {
       // The value is never quoted here: these messages reach logs and API errors.
       if (!TOKEN.test(header.name)) throw new EgressPolicyError(`rule ${JSON.stringify(rule.name)}: ${JSON.stringify(header.name)} is not a header name`);
-      if (/[\r\n\0]/.test(header.value)) throw new EgressPolicyError(`rule ${JSON.stringify(rule.name)}: the value of header ${header.name} has a line break or NUL`);
+      if (/[\r\n\0]/.test(header.value))
+        throw new EgressPolicyError(`rule ${JSON.stringify(rule.name)}: the value of header ${header.name} has a line break or NUL`);
     }
     return { name: rule.name, matches: rule.matchHosts.map(hostGlob), headers: rule.headers };
   });
@@ -100,7 +101,9 @@ function plainText(res: http.ServerResponse, status: number, message: string): v
 
 function rawResponse(socket: Duplex, status: number, statusText: string, message: string): void {
   const body = `${message}\n`;
-  socket.end(`HTTP/1.1 ${status} ${statusText}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** What a failed upstream connection says to the sandbox (Node's messages never carry header values). */
@@ -343,7 +346,10 @@ export class SandboxProxy {
       socket.write(CONNECT_OK);
       const tlsSocket = new tls.TLSSocket(withHead(socket, head), { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
       tlsSocket.on('error', (error) => {
-        this.options.logger.info({ host, code: (error as NodeJS.ErrnoException).code, err: error }, 'sandbox proxy: TLS from the sandbox failed (does it trust the Berth proxy CA?)');
+        this.options.logger.info(
+          { host, code: (error as NodeJS.ErrnoException).code, err: error },
+          'sandbox proxy: TLS from the sandbox failed (does it trust the Berth proxy CA?)',
+        );
         socket.destroy();
       });
       this.targets.set(tlsSocket, target);
@@ -437,7 +443,13 @@ function isEndToEnd(lower: string, raw: string[]): boolean {
   if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-')) return false;
   // Headers named in Connection are hop-by-hop too.
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection' && raw[i + 1]!.toLowerCase().split(',').some((token) => token.trim() === lower)) return false;
+    if (
+      raw[i]!.toLowerCase() === 'connection' &&
+      raw[i + 1]!.toLowerCase()
+        .split(',')
+        .some((token) => token.trim() === lower)
+    )
+      return false;
   }
   return true;
 }

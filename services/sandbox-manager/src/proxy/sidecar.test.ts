@@ -115,9 +115,15 @@ describe('the sandbox proxy sidecar (node dist/proxy/sidecar.js --config …)', 
 
   it('refuses a config file that is not in its format, naming what is wrong and no values', async () => {
     const bad = join(dir, 'bad.json');
-    await writeFile(bad, JSON.stringify({ listen: 'nowhere', policy: { rules: [{ name: 'x', matchHosts: [], headers: [{ name: 'a', value: SECRET, extra: 1 }] }] } }));
+    await writeFile(
+      bad,
+      JSON.stringify({ listen: 'nowhere', policy: { rules: [{ name: 'x', matchHosts: [], headers: [{ name: 'a', value: SECRET, extra: 1 }] }] } }),
+    );
     const result = await run(process.execPath, [SIDECAR, '--config', bad]).catch((error: { code: number; stderr: string }) => error);
-    expect(result).toMatchObject({ code: 2, stderr: expect.stringContaining(`the proxy config ${bad} is not valid: listen: listen is host:port, e.g. 127.0.0.1:3128`) });
+    expect(result).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`the proxy config ${bad} is not valid: listen: listen is host:port, e.g. 127.0.0.1:3128`),
+    });
     expect((result as { stderr: string }).stderr).toContain('policy.allowList');
     expect((result as { stderr: string }).stderr).not.toContain(SECRET);
   });

@@ -18,7 +18,9 @@ export async function driverFailure(error: unknown, engine: EngineMonitor): Prom
   if (error instanceof CommandStartError) return new InvalidArgumentError(error.message, { cause: error });
   if (!(error instanceof InstanceError || error instanceof InstanceNotFoundError)) return error;
   if (!(await engine.check())) return new EngineUnavailableError({ cause: error });
-  return new ConflictError(error instanceof InstanceNotFoundError ? 'the sandbox’s instance is gone; delete the sandbox, or start it again' : error.message, { cause: error });
+  return new ConflictError(error instanceof InstanceNotFoundError ? 'the sandbox’s instance is gone; delete the sandbox, or start it again' : error.message, {
+    cause: error,
+  });
 }
 
 async function* mapped<T>(stream: AsyncIterable<T>, engine: EngineMonitor): AsyncGenerator<T> {

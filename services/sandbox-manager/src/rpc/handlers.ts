@@ -53,7 +53,9 @@ export function sandboxHandlers(deps: HandlerDeps): ServiceImplementation<typeof
         volumes: request.volumes.map((v) => ({ volume_name: v.volumeName, mount_path: v.mountPath })),
         ...(request.proxyConfig ? { proxyConfig: request.proxyConfig } : {}),
         ...(request.registryId ? { registryId: request.registryId } : {}),
-        ...(request.runConfig ? { runConfig: { ...(request.runConfig.workDir ? { work_dir: request.runConfig.workDir } : {}), env_vars: request.runConfig.envVars } } : {}),
+        ...(request.runConfig
+          ? { runConfig: { ...(request.runConfig.workDir ? { work_dir: request.runConfig.workDir } : {}), env_vars: request.runConfig.envVars } }
+          : {}),
       });
       return { template: templateMessage(row) };
     },
@@ -61,7 +63,10 @@ export function sandboxHandlers(deps: HandlerDeps): ServiceImplementation<typeof
       return { template: templateMessage(await templates.get(templateRef(request.ref))) };
     },
     async listTemplates(request) {
-      const { rows, hasMore } = await templates.list(request.tenantId, kindOf(request.kind), { ...(request.nameContains ? { nameContains: request.nameContains } : {}), ...page(request.limit, request.offset) });
+      const { rows, hasMore } = await templates.list(request.tenantId, kindOf(request.kind), {
+        ...(request.nameContains ? { nameContains: request.nameContains } : {}),
+        ...page(request.limit, request.offset),
+      });
       return { templates: rows.map(templateMessage), hasMore };
     },
     async updateTemplate(request) {
@@ -148,7 +153,9 @@ export function sandboxHandlers(deps: HandlerDeps): ServiceImplementation<typeof
         ...(request.ttlSeconds !== undefined ? { ttlSeconds: Number(request.ttlSeconds) } : {}),
         labels: request.labels,
         ...(request.proxyConfig ? { proxyConfig: request.proxyConfig } : {}),
-        ...(request.runConfig ? { runConfig: { ...(request.runConfig.workDir ? { work_dir: request.runConfig.workDir } : {}), env_vars: request.runConfig.envVars } } : {}),
+        ...(request.runConfig
+          ? { runConfig: { ...(request.runConfig.workDir ? { work_dir: request.runConfig.workDir } : {}), env_vars: request.runConfig.envVars } }
+          : {}),
       });
       if (request.waitForReady) row = await sandboxes.waitSettled(row, (request.timeoutSeconds > 0 ? request.timeoutSeconds : 30) * 1000);
       void context;

@@ -29,14 +29,24 @@ export function templateMessage(row: TemplateRow) {
     statusMessage: row.status_message,
     ...(row.image_digest ? { imageDigest: row.image_digest } : {}),
     version: BigInt(row.version),
-    ...(row.run_config ? { runConfig: { ...(row.run_config.work_dir ? { workDir: row.run_config.work_dir } : {}), envVars: row.run_config.env_vars ?? {} } } : {}),
+    ...(row.run_config
+      ? { runConfig: { ...(row.run_config.work_dir ? { workDir: row.run_config.work_dir } : {}), envVars: row.run_config.env_vars ?? {} } }
+      : {}),
     createdAt: ts(row.created_at),
     updatedAt: ts(row.updated_at),
   };
 }
 
 export function registryMessage(row: RegistryRow) {
-  return { id: row.id, tenantId: row.tenant_id, name: row.name, server: row.server, username: row.username, insecure: row.insecure, createdAt: ts(row.created_at) };
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    server: row.server,
+    username: row.username,
+    insecure: row.insecure,
+    createdAt: ts(row.created_at),
+  };
 }
 
 export function volumeMessage(row: VolumeRow) {

@@ -39,7 +39,11 @@ export function overrideResources(overrides: ResourceOverrides): Resources {
 
 /** The limits of a sandbox's row (null columns: of one made before they were recorded). */
 export function rowOverrides(row: { vcpus: number | null; mem_bytes: string | null; fs_capacity_bytes: string | null }): ResourceOverrides {
-  return { vcpus: row.vcpus, memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes), fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes) };
+  return {
+    vcpus: row.vcpus,
+    memBytes: row.mem_bytes === null ? null : Number(row.mem_bytes),
+    fsCapacityBytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes),
+  };
 }
 
 /** What an instance runs with: its own limits, else its template's, else the operator's defaults. */
@@ -75,7 +79,16 @@ export async function instanceSpec(
 ): Promise<InstanceSpec> {
   const mounts = template.volumes;
   const volumes = mounts.length
-    ? await deps.db.selectFrom('volumes').selectAll().where('tenant_id', '=', template.tenant_id).where('name', 'in', mounts.map((m) => m.volume_name)).execute()
+    ? await deps.db
+        .selectFrom('volumes')
+        .selectAll()
+        .where('tenant_id', '=', template.tenant_id)
+        .where(
+          'name',
+          'in',
+          mounts.map((m) => m.volume_name),
+        )
+        .execute()
     : [];
   return {
     instance,
@@ -85,10 +98,19 @@ export async function instanceSpec(
     volumes: mounts.map((mount) => {
       const volume = volumes.find((v) => v.name === mount.volume_name);
       // A volume cannot be deleted while a template mounts it, so it is there.
-      return { volume: volume ? driverVolumeName(volume) : mount.volume_name, mountPath: mount.mount_path, ...(volume ? { sizeBytes: Number(volume.size_bytes) } : {}) };
+      return {
+        volume: volume ? driverVolumeName(volume) : mount.volume_name,
+        mountPath: mount.mount_path,
+        ...(volume ? { sizeBytes: Number(volume.size_bytes) } : {}),
+      };
     }),
     egress: egressPolicy(options.proxyConfig ?? template.proxy_config, deps.box, deps.privateEgress),
     env: template.run_config?.env_vars ?? {},
-    labels: { [INSTANCE_LABELS.platform]: deps.platformId, [INSTANCE_LABELS.template]: template.id, [INSTANCE_LABELS.templateVersion]: template.version, ...options.labels },
+    labels: {
+      [INSTANCE_LABELS.platform]: deps.platformId,
+      [INSTANCE_LABELS.template]: template.id,
+      [INSTANCE_LABELS.templateVersion]: template.version,
+      ...options.labels,
+    },
   };
 }

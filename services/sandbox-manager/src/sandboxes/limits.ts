@@ -72,7 +72,11 @@ export function templateFields(kind: 'template' | 'snapshot'): ResourceFields {
 }
 
 const MAX_OF: Record<ResourceKey, keyof SandboxLimits> = { cpuMillis: 'maxCpuMillis', memoryBytes: 'maxMemoryBytes', storageBytes: 'maxStorageBytes' };
-const DEFAULT_OF: Record<ResourceKey, keyof SandboxLimits> = { cpuMillis: 'defaultCpuMillis', memoryBytes: 'defaultMemoryBytes', storageBytes: 'defaultStorageBytes' };
+const DEFAULT_OF: Record<ResourceKey, keyof SandboxLimits> = {
+  cpuMillis: 'defaultCpuMillis',
+  memoryBytes: 'defaultMemoryBytes',
+  storageBytes: 'defaultStorageBytes',
+};
 const KEYS = Object.keys(MAX_OF) as ResourceKey[];
 
 /** What is wrong with `resources` under `limits` (nothing: []), at `fields`. */
@@ -101,10 +105,13 @@ export function checkLimits(limits: SandboxLimits): void {
   for (const key of KEYS) {
     const [fallback, max] = [limits[DEFAULT_OF[key]], limits[MAX_OF[key]]];
     if (!(fallback > 0 && max >= fallback)) {
-      throw new Error(`sandbox limits: ${DEFAULT_OF[key]} (${formatResource(key, fallback)}) must be more than 0 and at most ${MAX_OF[key]} (${formatResource(key, max)})`);
+      throw new Error(
+        `sandbox limits: ${DEFAULT_OF[key]} (${formatResource(key, fallback)}) must be more than 0 and at most ${MAX_OF[key]} (${formatResource(key, max)})`,
+      );
     }
   }
-  if (!(Number.isInteger(limits.pidsLimit) && limits.pidsLimit > 0)) throw new Error(`sandbox limits: pidsLimit (${limits.pidsLimit}) must be a positive integer`);
+  if (!(Number.isInteger(limits.pidsLimit) && limits.pidsLimit > 0))
+    throw new Error(`sandbox limits: pidsLimit (${limits.pidsLimit}) must be a positive integer`);
 }
 
 /** Every limit of a sandbox: what it or its template sets, else the operator's default. */

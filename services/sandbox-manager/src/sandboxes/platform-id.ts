@@ -11,6 +11,10 @@ const KEY = 'platform_id';
 
 export async function loadPlatformId(db: Kysely<SandboxTables>): Promise<string> {
   // Two managers starting at once: the first insert wins and both read it.
-  await db.insertInto('settings').values({ key: KEY, value: randomUUID() }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: KEY, value: randomUUID() })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
   return (await db.selectFrom('settings').select('value').where('key', '=', KEY).executeTakeFirstOrThrow()).value;
 }

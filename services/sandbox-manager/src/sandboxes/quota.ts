@@ -94,7 +94,9 @@ export class TenantQuotas {
           FROM pool_members m JOIN pools p ON p.id = m.pool_id
          WHERE p.tenant_id = ${tenantId} AND m.status <> 'failed'
       )
-      SELECT count(*)::int AS sandboxes, coalesce(sum(memory), 0)::text AS memory, round(coalesce(sum(cpus), 0) * 1000)::text AS millicores FROM held`.execute(db);
+      SELECT count(*)::int AS sandboxes, coalesce(sum(memory), 0)::text AS memory, round(coalesce(sum(cpus), 0) * 1000)::text AS millicores FROM held`.execute(
+      db,
+    );
     const row = rows[0]!;
     return { sandboxes: row.sandboxes, memoryBytes: Number(row.memory), cpuMillis: Number(row.millicores) };
   }

@@ -65,7 +65,10 @@ it('removes this platform’s containers without a live record, and nothing else
   expect((await manager.templates.settled(template.id))?.status).toBe('ready');
 
   // A live sandbox, and a warm-pool member.
-  const live = await manager.sandboxes.waitSettled(await manager.sandboxes.create(tenantId, { name: 'live', source: { templateName: 'tpl' }, labels: {} }), 60_000);
+  const live = await manager.sandboxes.waitSettled(
+    await manager.sandboxes.create(tenantId, { name: 'live', source: { templateName: 'tpl' }, labels: {} }),
+    60_000,
+  );
   made.push(live.instance);
   await manager.pools.create(tenantId, 'warm', 'tpl', 1);
   await manager.pools.refill();
@@ -79,7 +82,10 @@ it('removes this platform’s containers without a live record, and nothing else
   const deleted = await container(ours);
   const unknown = await container(ours);
   try {
-    for (const [instance, deletedAt] of [[creating, null], [deleted, new Date()]] as const) {
+    for (const [instance, deletedAt] of [
+      [creating, null],
+      [deleted, new Date()],
+    ] as const) {
       await sql`INSERT INTO sandboxes (id, tenant_id, name, template_id, template_version, instance, status, idle_ttl_seconds, delete_after_stop_seconds, deleted_at)
         VALUES (${randomUUID()}, ${tenantId}, ${instance}, ${template.id}, 1, ${instance}, 'provisioning', 0, 0, ${deletedAt})`.execute(database.db);
     }
@@ -89,7 +95,9 @@ it('removes this platform’s containers without a live record, and nothing else
   // Another platform's container on the same engine, and one from before platforms were labelled.
   const foreign = await container({ [INSTANCE_LABELS.platform]: randomUUID() });
   const unlabelled = await container({});
-  const members = (await docker.listContainers({ all: true, filters: { label: [INSTANCE_LABELS.pool, `${INSTANCE_LABELS.platform}=${manager.platformId}`] } })).map((c) => c.Names[0]!.slice(1));
+  const members = (
+    await docker.listContainers({ all: true, filters: { label: [INSTANCE_LABELS.pool, `${INSTANCE_LABELS.platform}=${manager.platformId}`] } })
+  ).map((c) => c.Names[0]!.slice(1));
 
   await manager.reconciler.pass();
   expect(await exists(deleted)).toBe(false);
@@ -103,7 +111,8 @@ it('removes this platform’s containers without a live record, and nothing else
   await manager.reconciler.pass();
   expect(await exists(unknown)).toBe(false);
 
-  for (const instance of [live.instance, creating, foreign, unlabelled, ...members]) expect({ instance, exists: await exists(instance) }).toEqual({ instance, exists: true });
+  for (const instance of [live.instance, creating, foreign, unlabelled, ...members])
+    expect({ instance, exists: await exists(instance) }).toEqual({ instance, exists: true });
   expect((await manager.pools.get(tenantId, 'warm')).ready_replicas).toBe(1);
   await manager.pools.delete(tenantId, 'warm');
   await manager.sandboxes.delete({ tenantId, name: 'live' });

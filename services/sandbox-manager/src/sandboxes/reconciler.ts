@@ -36,7 +36,11 @@ export class Reconciler {
   readonly #periodic: Periodic;
 
   constructor(private readonly options: ReconcilerOptions) {
-    this.#periodic = new Periodic(() => this.reconcile(), { intervalMs: options.intervalMs ?? 30_000, logger: options.logger, what: 'sandbox reconciler pass' });
+    this.#periodic = new Periodic(() => this.reconcile(), {
+      intervalMs: options.intervalMs ?? 30_000,
+      logger: options.logger,
+      what: 'sandbox reconciler pass',
+    });
   }
 
   /** A pass every interval (the manager runs one itself whenever the engine is found up: at start, after an outage). */

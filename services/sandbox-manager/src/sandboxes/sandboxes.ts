@@ -71,9 +71,14 @@ const TTL_STEP = 60;
 
 function ttlIssues(input: CreateSandboxInput | { idleTtlSeconds?: number; deleteAfterStopSeconds?: number; ttlSeconds?: number }): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
-  for (const [key, value] of [['idle_ttl_seconds', input.idleTtlSeconds], ['delete_after_stop_seconds', input.deleteAfterStopSeconds], ['ttl_seconds', (input as CreateSandboxInput).ttlSeconds]] as const) {
+  for (const [key, value] of [
+    ['idle_ttl_seconds', input.idleTtlSeconds],
+    ['delete_after_stop_seconds', input.deleteAfterStopSeconds],
+    ['ttl_seconds', (input as CreateSandboxInput).ttlSeconds],
+  ] as const) {
     if (value === undefined) continue;
-    if (!Number.isInteger(value) || value < 0 || value % TTL_STEP !== 0) issues.push({ loc: ['body', key], msg: `${key} must be 0 (never) or a positive multiple of ${TTL_STEP}`, type: 'value_error' });
+    if (!Number.isInteger(value) || value < 0 || value % TTL_STEP !== 0)
+      issues.push({ loc: ['body', key], msg: `${key} must be 0 (never) or a positive multiple of ${TTL_STEP}`, type: 'value_error' });
   }
   return issues;
 }
@@ -168,11 +173,16 @@ export class Sandboxes {
     try {
       inherited = resourcesOf(template.resources);
     } catch (error) {
-      throw new RequestValidationError([{ loc: source, msg: `the resources of ${what} cannot be used (${(error as Error).message}): change them`, type: 'value_error' }], { cause: error });
+      throw new RequestValidationError(
+        [{ loc: source, msg: `the resources of ${what} cannot be used (${(error as Error).message}): change them`, type: 'value_error' }],
+        { cause: error },
+      );
     }
     for (const key of Object.keys(asked) as ResourceKey[]) delete inherited[key];
     const names = templateFields(template.kind);
-    const fromTemplate = Object.fromEntries((Object.keys(names) as ResourceKey[]).map((key) => [key, { loc: source, name: `${names[key].name} of ${what}` }])) as ResourceFields;
+    const fromTemplate = Object.fromEntries(
+      (Object.keys(names) as ResourceKey[]).map((key) => [key, { loc: source, name: `${names[key].name} of ${what}` }]),
+    ) as ResourceFields;
     const issues = [...resourceIssues(asked, limits, BOX_FIELDS), ...resourceIssues(inherited, limits, fromTemplate)];
     if (issues.length) throw new RequestValidationError(issues);
     return withDefaults({ ...inherited, ...asked }, limits);
@@ -188,7 +198,8 @@ export class Sandboxes {
       });
       const outcome = await Promise.race([work.then(() => 'done' as const), timedOut]);
       clearTimeout(timer);
-      if (outcome === 'timeout') throw new DeadlineExceededError(`sandbox "${row.name}" was not ready within ${Math.round(timeoutMs / 1000)} s (it is still provisioning)`);
+      if (outcome === 'timeout')
+        throw new DeadlineExceededError(`sandbox "${row.name}" was not ready within ${Math.round(timeoutMs / 1000)} s (it is still provisioning)`);
     }
     return (await this.store.byId(row.id)) ?? row;
   }
@@ -219,7 +230,8 @@ export class Sandboxes {
   async start(ref: SandboxRef): Promise<SandboxRow> {
     await this.assertAvailable();
     const row = await this.store.get(ref);
-    if (row.status === 'ready' || row.status === 'provisioning') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a stopped or failed sandbox can be started`);
+    if (row.status === 'ready' || row.status === 'provisioning')
+      throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}; only a stopped or failed sandbox can be started`);
     const resources = await this.recordedResources(row);
     const moved = await this.deps.quotas.locked(row.tenant_id, async (trx) => {
       await this.deps.quotas.check(trx, row.tenant_id, { sandboxes: 0, memoryBytes: resources.memoryBytes, cpuMillis: resources.cpuMillis });
@@ -253,7 +265,11 @@ export class Sandboxes {
     this.deps.logger.info({ sandbox: row.id, name: row.name, reason }, 'sandbox deleted');
     await this.#work.get(row.id);
     // The engine may be down: the tombstone stays, and the reconciler removes the instance once it answers.
-    await this.deps.driver.remove(row.instance).catch((error: unknown) => this.deps.logger.warn({ err: error, instance: row.instance }, 'removing a sandbox instance failed; the reconciler removes it later'));
+    await this.deps.driver
+      .remove(row.instance)
+      .catch((error: unknown) =>
+        this.deps.logger.warn({ err: error, instance: row.instance }, 'removing a sandbox instance failed; the reconciler removes it later'),
+      );
   }
 
   /**
@@ -264,7 +280,8 @@ export class Sandboxes {
     let row = await this.store.get({ tenantId, id });
     // The last check of the engine: no extra round trip on every command.
     await this.assertAvailable(false);
-    if (row.status === 'stopped') row = await this.start({ tenantId, id }).catch((error: unknown) => (error instanceof SandboxStateError ? row : Promise.reject(error)));
+    if (row.status === 'stopped')
+      row = await this.start({ tenantId, id }).catch((error: unknown) => (error instanceof SandboxStateError ? row : Promise.reject(error)));
     // Provisioning, or ready and being reattached after a restart (its egress comes back then).
     if (row.status === 'provisioning' || this.#work.has(row.id)) row = await this.waitSettled(row, timeoutMs);
     if (row.status !== 'ready') throw new SandboxStateError(`sandbox "${row.name}" is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
@@ -355,11 +372,21 @@ export class Sandboxes {
     if ('snapshotName' in source) return templates.get({ tenantId, kind: 'snapshot', name: source.snapshotName });
     if ('templateName' in source) return templates.get({ tenantId, kind: 'template', name: source.templateName });
     if (!this.deps.defaultImage) {
-      throw new RequestValidationError([{ loc: ['body', 'snapshot_id'], msg: 'name a snapshot (snapshot_id or snapshot_name) or a template (template_name): this platform has no default image', type: 'missing' }]);
+      throw new RequestValidationError([
+        {
+          loc: ['body', 'snapshot_id'],
+          msg: 'name a snapshot (snapshot_id or snapshot_name) or a template (template_name): this platform has no default image',
+          type: 'missing',
+        },
+      ]);
     }
-    return templates.get({ tenantId, kind: 'snapshot', name: 'default' }).catch(async () =>
-      templates.create(tenantId, 'snapshot', { name: 'default', image: this.deps.defaultImage! }).catch(() => templates.get({ tenantId, kind: 'snapshot', name: 'default' })),
-    );
+    return templates
+      .get({ tenantId, kind: 'snapshot', name: 'default' })
+      .catch(async () =>
+        templates
+          .create(tenantId, 'snapshot', { name: 'default', image: this.deps.defaultImage! })
+          .catch(() => templates.get({ tenantId, kind: 'snapshot', name: 'default' })),
+      );
   }
 }
 

@@ -83,7 +83,9 @@ export class SandboxStore {
   async move(
     id: string,
     to: SandboxStatus,
-    values: Partial<Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name' | 'vcpus' | 'mem_bytes' | 'fs_capacity_bytes'>> = {},
+    values: Partial<
+      Pick<SandboxRow, 'status_message' | 'stopped_at' | 'instance' | 'last_activity_at' | 'pool_name' | 'vcpus' | 'mem_bytes' | 'fs_capacity_bytes'>
+    > = {},
     guard: { unchangedSince?: Date } = {},
   ): Promise<SandboxRow> {
     let update = this.db
@@ -103,9 +105,18 @@ export class SandboxStore {
     throw new IllegalTransitionError({ entity: sandboxLifecycle.entity, id, from: current.status, to });
   }
 
-  async update(id: string, values: Partial<Pick<SandboxRow, 'name' | 'idle_ttl_seconds' | 'delete_after_stop_seconds'>> & { labels?: string }): Promise<SandboxRow> {
+  async update(
+    id: string,
+    values: Partial<Pick<SandboxRow, 'name' | 'idle_ttl_seconds' | 'delete_after_stop_seconds'>> & { labels?: string },
+  ): Promise<SandboxRow> {
     try {
-      return await this.db.updateTable('sandboxes').set({ ...values, updated_at: new Date() }).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirstOrThrow();
+      return await this.db
+        .updateTable('sandboxes')
+        .set({ ...values, updated_at: new Date() })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirstOrThrow();
     } catch (error) {
       if (isUniqueViolation(error)) throw new ConflictError(`a sandbox named "${values.name}" already exists`, { cause: error });
       throw error;
@@ -114,7 +125,13 @@ export class SandboxStore {
 
   /** A new instance for a provisioning sandbox whose warm-pool member failed its claim (not a status change). */
   async reassign(id: string, instance: string): Promise<SandboxRow> {
-    return this.db.updateTable('sandboxes').set({ instance, pool_name: null, updated_at: new Date() }).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirstOrThrow();
+    return this.db
+      .updateTable('sandboxes')
+      .set({ instance, pool_name: null, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .returningAll()
+      .executeTakeFirstOrThrow();
   }
 
   /** Marks activity (a command, a file, a start) for the idle TTL. */
@@ -124,7 +141,12 @@ export class SandboxStore {
 
   /** Makes a sandbox a tombstone; false when it was already gone. */
   async tombstone(id: string, reason: string, at: Date): Promise<boolean> {
-    const result = await this.db.updateTable('sandboxes').set({ deleted_at: at, deleted_reason: reason, updated_at: at }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+    const result = await this.db
+      .updateTable('sandboxes')
+      .set({ deleted_at: at, deleted_reason: reason, updated_at: at })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 

@@ -19,13 +19,17 @@ const BROKEN_REASON = "ImportError: cannot import name 'graph' from 'agent'";
 const AGENT_SERVER_IMAGE = 'registry.test/berth/agent-server:0.1.0';
 
 function ready(pod: KubeObject): boolean {
-  const conditions = ((pod['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []);
+  const conditions = (pod['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
   return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
 /** A fake with the rollout outcomes every test here relies on (rollouts take longer than one poll). */
 async function startFake(options: { token?: string; namespaces?: string[] } = {}): Promise<FakeKube> {
-  const fake = await FakeKube.start({ namespaces: options.namespaces ?? ['default', NAMESPACE], rollouts: { delayMs: 200 }, ...(options.token ? { token: options.token } : {}) });
+  const fake = await FakeKube.start({
+    namespaces: options.namespaces ?? ['default', NAMESPACE],
+    rollouts: { delayMs: 200 },
+    ...(options.token ? { token: options.token } : {}),
+  });
   fake.rollouts.failImage(BROKEN, { logs: `starting agent server\nloading graph agent:graph\n${BROKEN_REASON}\n` });
   fake.rollouts.stallImage(SLOW);
   return fake;
@@ -43,7 +47,14 @@ const lookup: Lookup = async (host) => databaseAddresses[host] ?? Promise.reject
 
 /** A deployer as env.ts makes one by default: with the NetworkPolicy on. */
 function deployerFor(fake: FakeKube, options: Partial<KubernetesDeployerOptions> = {}): KubernetesDeployer {
-  return new KubernetesDeployer({ cluster: { server: fake.url }, pollIntervalMs: 20, rolloutTimeoutMs: 5_000, networkPolicy: NETWORK_POLICY, lookup, ...options });
+  return new KubernetesDeployer({
+    cluster: { server: fake.url },
+    pollIntervalMs: 20,
+    rolloutTimeoutMs: 5_000,
+    networkPolicy: NETWORK_POLICY,
+    lookup,
+    ...options,
+  });
 }
 
 function objectsOf(fake: FakeKube, deploymentId: string): KubeObject[] {
@@ -72,7 +83,9 @@ deployerContract('kubernetes (fake API server)', async () => {
       if (!service) return false;
       const spec = service['spec'] as { selector: Record<string, string>; ports: Array<{ port: number }> };
       if (!spec.ports.some((p) => p.port === 8000)) return false;
-      const selector = Object.entries(spec.selector).map(([k, v]) => `${k}=${v}`).join(',');
+      const selector = Object.entries(spec.selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
       return fake.store.list('pods', match[2], { labelSelector: selector }).some(ready);
     },
     deployTimeoutMs: 5_000,
@@ -114,7 +127,6 @@ describe('KubernetesDeployer', () => {
     await fake.close();
   });
 
-
   it('writes the Secret, Deployment and Service of the manifests, and returns the in-cluster url', async () => {
     const revision = spec();
     const log = collectLog();
@@ -138,7 +150,8 @@ describe('KubernetesDeployer', () => {
     // Two ready pods of this revision, the platform PORT winning over the spec's env.
     const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.revisionId}=${revision.revisionId}` });
     expect(pods.filter(ready)).toHaveLength(2);
-    const env = (deployment['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec.containers[0]!.env;
+    const env = (deployment['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec
+      .containers[0]!.env;
     expect(env.find((e) => e.name === 'PORT')?.value).toBe('8000');
 
     expect(log.text()).toContain(`creating Secret ${name}`);
@@ -190,7 +203,9 @@ describe('KubernetesDeployer', () => {
       `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/${name}`,
       `/api/v1/namespaces/${NAMESPACE}/services/${name}`,
     ]);
-    expect(puts.every((r) => r.status === 200 && typeof (r.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion === 'string')).toBe(true);
+    expect(puts.every((r) => r.status === 200 && typeof (r.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion === 'string')).toBe(
+      true,
+    );
     const pods = fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${first.deploymentId}` });
     expect(new Set(pods.map((p) => p.metadata.labels![LABELS.revisionId]))).toEqual(new Set([second.revisionId]));
     expect((fake.store.get('services', NAMESPACE, name)['spec'] as { clusterIP: string }).clusterIP).toBe(clusterIp);
@@ -214,7 +229,11 @@ describe('KubernetesDeployer', () => {
   });
 
   it('fails at once on a pod that cannot pull its image, before the progress deadline', async () => {
-    fake.rollouts.failImage('registry.test/agent:typo', { podReason: 'ImagePullBackOff', podMessage: 'Back-off pulling image "registry.test/agent:typo"', progressDeadline: false });
+    fake.rollouts.failImage('registry.test/agent:typo', {
+      podReason: 'ImagePullBackOff',
+      podMessage: 'Back-off pulling image "registry.test/agent:typo"',
+      progressDeadline: false,
+    });
     const log = collectLog();
     const started = Date.now();
     const error = await deployer.deploy(spec({ artifact: { kind: 'image', imageUri: 'registry.test/agent:typo' } }), log.log).catch((e: unknown) => e);
@@ -228,7 +247,9 @@ describe('KubernetesDeployer', () => {
     const quick = deployerFor(fake, { rolloutTimeoutMs: 300 });
     try {
       const log = collectLog();
-      await expect(quick.deploy(spec({ artifact: { kind: 'image', imageUri: SLOW } }), log.log)).rejects.toThrow(/did not finish rolling out within 300ms \(waiting for rollout: 1\/2 replicas updated/);
+      await expect(quick.deploy(spec({ artifact: { kind: 'image', imageUri: SLOW } }), log.log)).rejects.toThrow(
+        /did not finish rolling out within 300ms \(waiting for rollout: 1\/2 replicas updated/,
+      );
       expect(log.text()).toContain('removed the objects of the failed first revision');
     } finally {
       await quick.close();
@@ -238,7 +259,11 @@ describe('KubernetesDeployer', () => {
   it('runs a source revision with the agent-server image, its Deployment carrying the init container that fetches the build', async () => {
     const sourceDeployer = deployerFor(fake, { agentServerImage: AGENT_SERVER_IMAGE });
     try {
-      const archive = { url: 'http://berth-control-plane.berth.svc:8092/v1/artifacts/r', sha256: 'ab'.repeat(32), credential: 'artifact-credential-0123456789' };
+      const archive = {
+        url: 'http://berth-control-plane.berth.svc:8092/v1/artifacts/r',
+        sha256: 'ab'.repeat(32),
+        credential: 'artifact-credential-0123456789',
+      };
       const revision = spec({ artifact: { kind: 'directory', path: '/var/lib/berth/artifacts/d/r', configPath: 'langgraph.json', archive } });
       const log = collectLog();
       const deployed = await sourceDeployer.deploy(revision, log.log);
@@ -270,14 +295,18 @@ describe('KubernetesDeployer', () => {
   it('refuses a source revision it cannot run with a clear DeployFailedError, without calling the API', async () => {
     fake.clearRequests();
     const noArchive = collectLog();
-    const error = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json' } }), noArchive.log).catch((e: unknown) => e);
+    const error = await deployer
+      .deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json' } }), noArchive.log)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeployFailedError);
     expect((error as Error).message).toContain('the control plane keeps no archive of it for the cluster to fetch: set BERTH_S3_BUCKET');
     expect(noArchive.lines[0]?.level).toBe('error');
     // An archive but no agent-server image to run it with.
     const archive = { url: 'http://cp/v1/artifacts/r', sha256: 'ab'.repeat(32), credential: 'artifact-credential-0123456789' };
     const noImage = collectLog();
-    const refused = await deployer.deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json', archive } }), noImage.log).catch((e: unknown) => e);
+    const refused = await deployer
+      .deploy(spec({ artifact: { kind: 'directory', path: '/tmp/project', configPath: 'langgraph.json', archive } }), noImage.log)
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(DeployFailedError);
     expect((refused as Error).message).toBe('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
     expect(fake.requests).toEqual([]);
@@ -291,9 +320,18 @@ describe('KubernetesDeployer', () => {
     const log = collectLog();
     await deployer.remove(a.deploymentId, log.log);
     const name = objectName(a.name, a.deploymentId);
-    expect(log.text().split('\n')).toEqual([`deleted Deployment ${name}`, `deleted Service ${name}`, `deleted Secret ${name}`, `deleted NetworkPolicy ${name}`]);
+    expect(log.text().split('\n')).toEqual([
+      `deleted Deployment ${name}`,
+      `deleted Service ${name}`,
+      `deleted Secret ${name}`,
+      `deleted NetworkPolicy ${name}`,
+    ]);
     expect(objectsOf(fake, a.deploymentId)).toEqual([]);
-    expect(objectsOf(fake, b.deploymentId).map((o) => o.kind).sort()).toEqual(['Deployment', 'NetworkPolicy', 'Pod', 'Pod', 'Secret', 'Service']);
+    expect(
+      objectsOf(fake, b.deploymentId)
+        .map((o) => o.kind)
+        .sort(),
+    ).toEqual(['Deployment', 'NetworkPolicy', 'Pod', 'Pod', 'Secret', 'Service']);
   });
 
   it('stops after close', async () => {
@@ -305,14 +343,22 @@ describe('KubernetesDeployer', () => {
     await expect(closing.deploy(spec(), collectLog().log)).rejects.toThrow('closed');
   });
 
-  describe('its NetworkPolicy (from a deployed graph\'s side)', () => {
+  describe("its NetworkPolicy (from a deployed graph's side)", () => {
     /** A dev deployment whose database is at a name the test's resolver answers. */
     const contained = (overrides: Partial<RevisionSpec> = {}) =>
-      spec({ deploymentType: 'dev', env: { DATABASE_URL: 'postgres://agent_x:pw@db.internal.example:5432/berth_agent_x' }, resources: { replicas: 1 }, ...overrides });
+      spec({
+        deploymentType: 'dev',
+        env: { DATABASE_URL: 'postgres://agent_x:pw@db.internal.example:5432/berth_agent_x' },
+        resources: { replicas: 1 },
+        ...overrides,
+      });
 
     const policies = () => fake.store.list(POLICIES, NAMESPACE) as unknown as NetworkPolicyObject[];
-    const podsOf = (deploymentId: string) => fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${deploymentId}` }).map((p) => podEndpoint(p));
-    const platformPod = (component: string): Endpoint => ({ pod: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': component }, ip: '10.244.9.1' } });
+    const podsOf = (deploymentId: string) =>
+      fake.store.list('pods', NAMESPACE, { labelSelector: `${LABELS.deploymentId}=${deploymentId}` }).map((p) => podEndpoint(p));
+    const platformPod = (component: string): Endpoint => ({
+      pod: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': component }, ip: '10.244.9.1' },
+    });
     const tcp = (port: number) => ({ port });
 
     it('contains its pods from their first moment: no metadata endpoint, no platform service but its own, no other deployment', async () => {
@@ -334,7 +380,12 @@ describe('KubernetesDeployer', () => {
       expect(reach({ ip: '10.0.0.1' }, 443)).toBe(false);
       expect(reach(neighbour!, 8000)).toBe(false);
       expect(connectionAllowed(policies(), neighbour!, me!, tcp(8000))).toBe(false);
-      for (const [component, port] of [['control-plane', 50051], ['sandbox-manager', 50051], ['export-worker', 50051], ['gateway', 8081]] as const) {
+      for (const [component, port] of [
+        ['control-plane', 50051],
+        ['sandbox-manager', 50051],
+        ['export-worker', 50051],
+        ['gateway', 8081],
+      ] as const) {
         expect({ component, port, allowed: reach(platformPod(component), port) }).toEqual({ component, port, allowed: false });
       }
       // What it needs: its database (where it resolves now), the gateway, the artifact endpoint, the internet.
@@ -364,13 +415,15 @@ describe('KubernetesDeployer', () => {
       }
     });
 
-    it('puts the previous policy back when a revision fails, and removes a failed first revision\'s', async () => {
+    it("puts the previous policy back when a revision fails, and removes a failed first revision's", async () => {
       const first = contained();
       const name = objectName(first.name, first.deploymentId);
       await deployer.deploy(first, collectLog().log);
       databaseAddresses['db.internal.example'] = ['10.0.9.11'];
       try {
-        await expect(deployer.deploy({ ...first, revisionId: randomUUID(), artifact: { kind: 'image', imageUri: BROKEN } }, collectLog().log)).rejects.toThrow(BROKEN_REASON);
+        await expect(deployer.deploy({ ...first, revisionId: randomUUID(), artifact: { kind: 'image', imageUri: BROKEN } }, collectLog().log)).rejects.toThrow(
+          BROKEN_REASON,
+        );
       } finally {
         databaseAddresses['db.internal.example'] = ['10.0.9.9'];
       }
@@ -390,11 +443,18 @@ describe('KubernetesDeployer', () => {
       await deployer.deploy(revision, collectLog().log);
       // A pod that outlives its Deployment (ending slowly, its code ignoring SIGTERM).
       const labels = fake.store.get('apps/deployments', NAMESPACE, name)['spec'] as { template: { metadata: { labels: Record<string, string> } } };
-      fake.store.create('pods', NAMESPACE, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `${name}-lingering`, labels: labels.template.metadata.labels }, spec: { containers: [{ name: 'agent-server', image: GOOD }] } });
+      fake.store.create('pods', NAMESPACE, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${name}-lingering`, labels: labels.template.metadata.labels },
+        spec: { containers: [{ name: 'agent-server', image: GOOD }] },
+      });
       const impatient = deployerFor(fake, { podsGoneTimeoutMs: 200 });
       try {
         const log = collectLog();
-        await expect(impatient.remove(revision.deploymentId, log.log)).rejects.toThrow(`pods ${name}-lingering are still there after 200ms: their NetworkPolicy stays until they are gone`);
+        await expect(impatient.remove(revision.deploymentId, log.log)).rejects.toThrow(
+          `pods ${name}-lingering are still there after 200ms: their NetworkPolicy stays until they are gone`,
+        );
         expect(log.text()).toContain('waiting for 1 pod(s) to end before removing their NetworkPolicy');
         expect(fake.store.find('apps/deployments', NAMESPACE, name)).toBeUndefined();
         const [lingering] = podsOf(revision.deploymentId);
@@ -423,7 +483,10 @@ describe('KubernetesDeployer', () => {
         expect(fake.store.find(POLICIES, NAMESPACE, name)).toBeDefined();
         const log = collectLog();
         await off.deploy({ ...earlier, revisionId: randomUUID() }, log.log);
-        expect(log.lines).toContainEqual({ line: `deleted NetworkPolicy ${name}: the deployer makes none (BERTH_DEPLOYMENT_NETWORK_POLICY=off)`, level: 'warn' });
+        expect(log.lines).toContainEqual({
+          line: `deleted NetworkPolicy ${name}: the deployer makes none (BERTH_DEPLOYMENT_NETWORK_POLICY=off)`,
+          level: 'warn',
+        });
         expect(fake.store.find(POLICIES, NAMESPACE, name)).toBeUndefined();
         // Uncontained again: what the switch is for (clusters with their own policies).
         const [pod] = podsOf(earlier.deploymentId);
@@ -441,9 +504,21 @@ describe('KubernetesDeployer cluster access', () => {
     const good = deployerFor(fake, { cluster: { server: fake.url, token: 'cluster-token' } });
     const bad = deployerFor(fake, { cluster: { server: fake.url, token: 'nope' } });
     try {
-      const revision = { deploymentId: randomUUID(), revisionId: randomUUID(), tenantId: 't', name: 'tok', deploymentType: 'dev' as const, artifact: { kind: 'image' as const, imageUri: GOOD }, secrets: {}, env: {}, resources: { replicas: 1 } };
+      const revision = {
+        deploymentId: randomUUID(),
+        revisionId: randomUUID(),
+        tenantId: 't',
+        name: 'tok',
+        deploymentType: 'dev' as const,
+        artifact: { kind: 'image' as const, imageUri: GOOD },
+        secrets: {},
+        env: {},
+        resources: { replicas: 1 },
+      };
       await good.deploy(revision, collectLog().log);
-      await expect(bad.deploy({ ...revision, revisionId: randomUUID() }, collectLog().log)).rejects.toThrow('kubernetes: Unauthorized: the Kubernetes API rejected the credentials (HTTP 401)');
+      await expect(bad.deploy({ ...revision, revisionId: randomUUID() }, collectLog().log)).rejects.toThrow(
+        'kubernetes: Unauthorized: the Kubernetes API rejected the credentials (HTTP 401)',
+      );
     } finally {
       await good.close();
       await bad.close();
@@ -456,7 +531,17 @@ describe('KubernetesDeployer cluster access', () => {
     const kc = new KubeConfig();
     kc.loadFromOptions(fake.kubeConfigOptions());
     const deployer = new KubernetesDeployer({ cluster: kc, pollIntervalMs: 20 });
-    const revision = { deploymentId: randomUUID(), revisionId: randomUUID(), tenantId: 't', name: 'kc', deploymentType: 'dev' as const, artifact: { kind: 'image' as const, imageUri: GOOD }, secrets: {}, env: {}, resources: { replicas: 1 } };
+    const revision = {
+      deploymentId: randomUUID(),
+      revisionId: randomUUID(),
+      tenantId: 't',
+      name: 'kc',
+      deploymentType: 'dev' as const,
+      artifact: { kind: 'image' as const, imageUri: GOOD },
+      secrets: {},
+      env: {},
+      resources: { replicas: 1 },
+    };
     try {
       await expect(deployer.deploy(revision, collectLog().log)).rejects.toThrow('kubernetes: namespaces "berth" not found (HTTP 404)');
       const inDefault = new KubernetesDeployer({ cluster: kc, namespace: 'default', pollIntervalMs: 20 });

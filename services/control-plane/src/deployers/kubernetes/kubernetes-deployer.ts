@@ -5,7 +5,16 @@
  * rolling update has finished. A revision that fails puts the previous Deployment spec, Secret
  * and NetworkPolicy back, so the revision that served keeps serving.
  */
-import { AppsV1Api, CoreV1Api, NetworkingV1Api, type V1Deployment, type V1NetworkPolicy, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  NetworkingV1Api,
+  type V1Deployment,
+  type V1NetworkPolicy,
+  type V1Pod,
+  type V1Secret,
+  type V1Service,
+} from '@kubernetes/client-node';
 import {
   callOptions,
   coreKinds,
@@ -164,8 +173,7 @@ export class KubernetesDeployer implements Deployer {
         log(`deploy of revision ${spec.revisionId} stopped: ${this.#closed.signal.aborted ? 'the deployer is closing' : 'aborted'}`, 'warn');
         throw aborted.reason;
       }
-      const failure =
-        error instanceof DeployFailedError ? error : new DeployFailedError(`kubernetes: ${describeApiError(error)}`, { cause: error });
+      const failure = error instanceof DeployFailedError ? error : new DeployFailedError(`kubernetes: ${describeApiError(error)}`, { cause: error });
       if (!(error instanceof DeployFailedError)) log(failure.message, 'error');
       if (previous) await this.#restore(spec.deploymentId, name, previous, log);
       throw failure;
@@ -237,11 +245,18 @@ export class KubernetesDeployer implements Deployer {
     if (pods.length === 0) return;
     log(`waiting for ${pods.length} pod(s) to end before removing their NetworkPolicy`);
     try {
-      await poll(async () => ((await left()).length === 0 ? true : undefined), { timeoutMs, intervalMs: this.#pollIntervalMs, signal, what: 'the end of the deployment\'s pods' });
+      await poll(async () => ((await left()).length === 0 ? true : undefined), {
+        timeoutMs,
+        intervalMs: this.#pollIntervalMs,
+        signal,
+        what: "the end of the deployment's pods",
+      });
     } catch (error) {
       if (!(error instanceof PollTimeoutError)) throw error;
       const names = (await left()).map((p) => p.metadata?.name).join(', ');
-      throw new DeployFailedError(`pods ${names} are still there after ${formatMs(timeoutMs)}: their NetworkPolicy stays until they are gone`, { cause: error });
+      throw new DeployFailedError(`pods ${names} are still there after ${formatMs(timeoutMs)}: their NetworkPolicy stays until they are gone`, {
+        cause: error,
+      });
     }
   }
 
@@ -254,7 +269,8 @@ export class KubernetesDeployer implements Deployer {
     const deadline = Date.now() + this.#rolloutTimeoutMs;
     const warned = new Set<string>();
     let lastMessage = '';
-    const pods = () => this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: revisionPodSelector(spec.deploymentId, spec.revisionId) }, callOptions(signal));
+    const pods = () =>
+      this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: revisionPodSelector(spec.deploymentId, spec.revisionId) }, callOptions(signal));
     for (;;) {
       const deployment = await this.#apps.readNamespacedDeployment({ name, namespace: this.namespace }, callOptions(signal));
       const verdict = rolloutVerdict(deployment, generation);
@@ -279,7 +295,14 @@ export class KubernetesDeployer implements Deployer {
       }
       if (Date.now() >= deadline) {
         const limit = formatMs(this.#rolloutTimeoutMs);
-        throw await this.#failure(spec, `revision ${spec.revisionId} did not finish rolling out within ${limit} (${lastMessage})`, revisionPods, problems, log, signal);
+        throw await this.#failure(
+          spec,
+          `revision ${spec.revisionId} did not finish rolling out within ${limit} (${lastMessage})`,
+          revisionPods,
+          problems,
+          log,
+          signal,
+        );
       }
       await sleep(Math.min(this.#pollIntervalMs, Math.max(0, deadline - Date.now())), signal);
     }
@@ -357,7 +380,12 @@ export class KubernetesDeployer implements Deployer {
     }
   }
 
-  #kinds(signal: AbortSignal): { secret: KindApi<V1Secret>; deployment: KindApi<V1Deployment>; service: KindApi<V1Service>; networkPolicy: KindApi<V1NetworkPolicy> } {
+  #kinds(signal: AbortSignal): {
+    secret: KindApi<V1Secret>;
+    deployment: KindApi<V1Deployment>;
+    service: KindApi<V1Service>;
+    networkPolicy: KindApi<V1NetworkPolicy>;
+  } {
     const call = () => callOptions(signal);
     const { secret, service } = coreKinds(this.#core, this.namespace, call);
     return { secret, service, deployment: deploymentKind(this.#apps, this.namespace, call), networkPolicy: networkPolicyKind(this.#net, this.namespace, call) };

@@ -7,7 +7,17 @@ import { describe, expect, it } from '@jest/globals';
 import { ObjectStore } from '@berth/fake-kube';
 import { labelValue } from '@berth/kube';
 import type { KubeObject } from '@berth/fake-kube';
-import { AGENT_HOME, AGENT_UID, ARTIFACT_CREDENTIAL_KEY, buildManifests, FETCH_CONTAINER_NAME, objectName, PROJECT_DIR, type KubeRevisionSpec, type ManifestOptions } from './manifests.js';
+import {
+  AGENT_HOME,
+  AGENT_UID,
+  ARTIFACT_CREDENTIAL_KEY,
+  buildManifests,
+  FETCH_CONTAINER_NAME,
+  objectName,
+  PROJECT_DIR,
+  type KubeRevisionSpec,
+  type ManifestOptions,
+} from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
@@ -83,7 +93,12 @@ const CASES: Record<string, { spec: KubeRevisionSpec; options: ManifestOptions }
         },
       },
       secrets: { OPENAI_API_KEY: 'sk-test-123' },
-      env: { DATABASE_URL: 'postgres://agent_3c2b:pw@db:5432/berth', BERTH_AGENT_SCHEMA: 'agent_3c2b1a09', BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_test_credential', LOG_LEVEL: 'info' },
+      env: {
+        DATABASE_URL: 'postgres://agent_3c2b:pw@db:5432/berth',
+        BERTH_AGENT_SCHEMA: 'agent_3c2b1a09',
+        BERTH_DEPLOYMENT_CREDENTIAL: 'bdc_test_credential',
+        LOG_LEVEL: 'info',
+      },
       resources: { replicas: 1 },
     },
     options: { namespace: 'berth', agentServerImage: 'ghcr.io/berth/agent-server:0.1.0' },
@@ -107,8 +122,14 @@ describe('kubernetes manifests (golden)', () => {
   }
 
   it('has a golden file for every case and no stale ones', () => {
-    const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json')).sort();
-    expect(files).toEqual(Object.keys(CASES).map((c) => `${c}.json`).sort());
+    const files = readdirSync(GOLDEN_DIR)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
+    expect(files).toEqual(
+      Object.keys(CASES)
+        .map((c) => `${c}.json`)
+        .sort(),
+    );
   });
 
   it('produces objects the API server accepts (names, labels, selector, secret keys)', () => {
@@ -125,10 +146,10 @@ describe('kubernetes manifests (golden)', () => {
   });
 });
 
-describe('what a deployment\'s pods get', () => {
+describe("what a deployment's pods get", () => {
   const podSpecs = Object.entries(CASES).map(([name, { spec, options }]) => ({ name, spec, manifests: buildManifests(spec, options) }));
 
-  it('no service-account token, no other Services\' addresses', () => {
+  it("no service-account token, no other Services' addresses", () => {
     for (const { manifests } of podSpecs) {
       const pod = manifests.deployment.spec!.template.spec!;
       expect(pod.automountServiceAccountToken).toBe(false);
@@ -137,7 +158,7 @@ describe('what a deployment\'s pods get', () => {
     }
   });
 
-  it('every value of the spec only in the deployment\'s own Secret, never as a literal in the Deployment', () => {
+  it("every value of the spec only in the deployment's own Secret, never as a literal in the Deployment", () => {
     for (const { name, spec, manifests } of podSpecs) {
       const container = manifests.deployment.spec!.template.spec!.containers[0]!;
       // Only the manifest's own, non-secret settings are literals.
@@ -159,7 +180,7 @@ describe('what a deployment\'s pods get', () => {
     }
   });
 
-  it('the platform\'s env wins over a secret of the same name', () => {
+  it("the platform's env wins over a secret of the same name", () => {
     const { spec, options } = CASES['prod-full']!;
     const manifests = buildManifests({ ...spec, secrets: { ...spec.secrets, DATABASE_URL: 'postgres://elsewhere/db' } }, options);
     expect(Buffer.from(manifests.secret.data!['DATABASE_URL']!, 'base64').toString()).toBe(spec.env['DATABASE_URL']);
@@ -168,10 +189,20 @@ describe('what a deployment\'s pods get', () => {
   it('a non-root, unprivileged, capability-less container with a read-only root and writable /tmp and HOME', () => {
     for (const { manifests } of podSpecs) {
       const pod = manifests.deployment.spec!.template.spec!;
-      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: AGENT_UID, runAsGroup: AGENT_UID, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: AGENT_UID,
+        runAsGroup: AGENT_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
       expect(pod.securityContext!.runAsUser).toBeGreaterThan(0);
       const container = pod.containers[0]!;
-      expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(container.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        privileged: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
       expect(container.securityContext).not.toHaveProperty('runAsUser', 0);
       const mounts = Object.fromEntries(container.volumeMounts!.filter((m) => m.mountPath !== PROJECT_DIR).map((m) => [m.mountPath, m.name]));
       expect(Object.keys(mounts).sort()).toEqual([AGENT_HOME, '/tmp'].sort());
@@ -199,7 +230,7 @@ describe('a source revision', () => {
     expect(fetcher!.securityContext).toEqual(pod.containers[0]!.securityContext);
   });
 
-  it('gives the init container its checksum and its own credential only, never the deployment\'s secrets or database login', () => {
+  it("gives the init container its checksum and its own credential only, never the deployment's secrets or database login", () => {
     const [fetcher] = pod.initContainers!;
     expect(fetcher!.envFrom).toBeUndefined();
     const env = Object.fromEntries(fetcher!.env!.map((e) => [e.name, e.value ?? e.valueFrom]));
@@ -213,7 +244,9 @@ describe('a source revision', () => {
   });
 
   it('is refused without an agent-server image, saying which setting is missing', () => {
-    expect(() => buildManifests(spec, { namespace: 'berth' })).toThrow('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
+    expect(() => buildManifests(spec, { namespace: 'berth' })).toThrow(
+      'source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane',
+    );
   });
 });
 

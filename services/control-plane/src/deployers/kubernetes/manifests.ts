@@ -233,7 +233,8 @@ export class UnrunnableRevisionError extends Error {
 /** The image of the agent server's container, and for a source revision the init container fetching its project. */
 function runnable(spec: KubeRevisionSpec, options: ManifestOptions, meta: { name: string }, resources: V1Container['resources']) {
   if (spec.artifact.kind === 'image') return { image: spec.artifact.imageUri, volumes: [], mounts: [], initContainers: [] };
-  if (!options.agentServerImage) throw new UnrunnableRevisionError('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
+  if (!options.agentServerImage)
+    throw new UnrunnableRevisionError('source revisions need the agent-server image: set BERTH_AGENT_SERVER_IMAGE on the control plane');
   const { archive } = spec.artifact;
   const env: Record<string, string> = { BERTH_ARTIFACT_DIR: PROJECT_DIR, BERTH_ARTIFACT_SHA256: archive.sha256, BERTH_ARTIFACT_URL: archive.url };
   const fetcher: V1Container = {

@@ -29,7 +29,11 @@ function platformLabels(component: string, instance = 'berth'): Record<string, s
     'app.kubernetes.io/component': component,
   };
 }
-const selectorOf = (component: string) => ({ 'app.kubernetes.io/name': 'berth', 'app.kubernetes.io/instance': 'berth', 'app.kubernetes.io/component': component });
+const selectorOf = (component: string) => ({
+  'app.kubernetes.io/name': 'berth',
+  'app.kubernetes.io/instance': 'berth',
+  'app.kubernetes.io/component': component,
+});
 
 const PLATFORM_NS = 'berth';
 const AGENTS_NS = 'berth-agents';
@@ -63,7 +67,10 @@ function fixedLookup(answers: Record<string, string[]>): Lookup {
 
 /** The chart's default: Postgres as an in-cluster Service (a cluster IP), no Redis. */
 const IN_CLUSTER = {
-  spec: spec('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10', { DATABASE_URL: 'postgres://agent_0b6f_a:pw@postgres.db.svc.cluster.local:5432/berth_agent_0b6f', LOG_LEVEL: 'info' }),
+  spec: spec('0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10', {
+    DATABASE_URL: 'postgres://agent_0b6f_a:pw@postgres.db.svc.cluster.local:5432/berth_agent_0b6f',
+    LOG_LEVEL: 'info',
+  }),
   policy: POLICY,
   lookup: fixedLookup({ 'postgres.db.svc.cluster.local': ['10.96.12.34'] }),
 };
@@ -100,7 +107,11 @@ describe('the NetworkPolicy of a deployment (golden)', () => {
   }
 
   it('has a golden file for every case and no stale ones', () => {
-    expect(readdirSync(GOLDEN_DIR).sort()).toEqual(Object.keys(CASES).map((c) => `${c}.json`).sort());
+    expect(readdirSync(GOLDEN_DIR).sort()).toEqual(
+      Object.keys(CASES)
+        .map((c) => `${c}.json`)
+        .sort(),
+    );
   });
 });
 
@@ -108,7 +119,9 @@ describe('the NetworkPolicy of a deployment (golden)', () => {
 function agentPod(s: RevisionSpec, ip: string): { pod: PodEndpoint } {
   return { pod: { namespace: AGENTS_NS, labels: buildDeployment(s as ImageRevisionSpec, { namespace: AGENTS_NS }).spec!.template.metadata!.labels!, ip } };
 }
-const platformPod = (component: string, ip: string, instance = 'berth'): Endpoint => ({ pod: { namespace: PLATFORM_NS, labels: platformLabels(component, instance), ip } });
+const platformPod = (component: string, ip: string, instance = 'berth'): Endpoint => ({
+  pod: { namespace: PLATFORM_NS, labels: platformLabels(component, instance), ip },
+});
 const tcp = (port: number): Connection => ({ port });
 
 describe('what a deployed graph can reach from its pod', () => {
@@ -130,9 +143,28 @@ describe('what a deployed graph can reach from its pod', () => {
   });
 
   it('no private, loopback, link-local or otherwise non-public address but those', async () => {
-    const nonPublic = ['10.0.0.1', '10.96.0.1', '172.16.0.1', '192.168.7.8', '100.64.0.1', '127.0.0.1', '169.254.0.1', '0.0.0.0', '224.0.0.251', '::1', 'fe80::1', 'fc00::1', 'fd00::1', '::ffff:10.0.0.1', '64:ff9b::a9fe:a9fe'];
+    const nonPublic = [
+      '10.0.0.1',
+      '10.96.0.1',
+      '172.16.0.1',
+      '192.168.7.8',
+      '100.64.0.1',
+      '127.0.0.1',
+      '169.254.0.1',
+      '0.0.0.0',
+      '224.0.0.251',
+      '::1',
+      'fe80::1',
+      'fc00::1',
+      'fd00::1',
+      '::ffff:10.0.0.1',
+      '64:ff9b::a9fe:a9fe',
+    ];
     // Without operator ranges: none of them; with VPC's, only what its ranges hold.
-    for (const [c, open] of [[IN_CLUSTER, []], [VPC, ['169.254.0.1', 'fd00::1']]] as const) {
+    for (const [c, open] of [
+      [IN_CLUSTER, []],
+      [VPC, ['169.254.0.1', 'fd00::1']],
+    ] as const) {
       const pod = agentPod(c.spec, '10.244.3.7');
       policies = [wire(await policyOf(c))];
       for (const ip of nonPublic) {
@@ -143,18 +175,26 @@ describe('what a deployed graph can reach from its pod', () => {
     }
   });
 
-  it('not the platform\'s internal services: the gateway and the artifact endpoint on their ports only', async () => {
+  it("not the platform's internal services: the gateway and the artifact endpoint on their ports only", async () => {
     policies = [wire(await policyOf(VPC))];
     expect(reach(platformPod('gateway', '10.244.0.5'), tcp(8080))).toBe(true);
     expect(reach(platformPod('control-plane', '10.244.0.6'), tcp(8092))).toBe(true);
-    for (const [component, port] of [['gateway', 8081], ['control-plane', 50051], ['control-plane', 8081], ['sandbox-manager', 50051], ['sandbox-manager', 8092], ['export-worker', 50051], ['export-worker', 8080]] as const) {
+    for (const [component, port] of [
+      ['gateway', 8081],
+      ['control-plane', 50051],
+      ['control-plane', 8081],
+      ['sandbox-manager', 50051],
+      ['sandbox-manager', 8092],
+      ['export-worker', 50051],
+      ['export-worker', 8080],
+    ] as const) {
       expect({ component, port, allowed: reach(platformPod(component, '10.244.0.9'), tcp(port)) }).toEqual({ component, port, allowed: false });
     }
     // Another release's gateway is not this platform's.
     expect(reach(platformPod('gateway', '10.244.0.10', 'other'), tcp(8080))).toBe(false);
   });
 
-  it('not another deployment\'s pods (another tenant\'s), in either direction, nor sandboxes', async () => {
+  it("not another deployment's pods (another tenant's), in either direction, nor sandboxes", async () => {
     const mine = wire(await policyOf(VPC));
     const theirs = wire(buildNetworkPolicy(neighbour, AGENTS_NS, POLICY, []));
     policies = [mine, theirs];
@@ -171,12 +211,17 @@ describe('what a deployed graph can reach from its pod', () => {
     expect(reach({ ip: '10.0.3.4' }, tcp(6543))).toBe(true);
     expect(reach({ ip: 'fd12:3456::4' }, tcp(6543))).toBe(true);
     expect(reach({ ip: '10.0.5.6' }, tcp(6379))).toBe(true);
-    for (const [ip, port] of [['10.0.3.4', 22], ['10.0.3.4', 5432], ['10.0.5.6', 6543], ['10.0.3.5', 6543]] as const) {
+    for (const [ip, port] of [
+      ['10.0.3.4', 22],
+      ['10.0.3.4', 5432],
+      ['10.0.5.6', 6543],
+      ['10.0.3.5', 6543],
+    ] as const) {
       expect({ ip, port, allowed: reach({ ip }, tcp(port)) }).toEqual({ ip, port, allowed: false });
     }
   });
 
-  it('an in-cluster database by its Service\'s pods, in its namespace and on its port only', async () => {
+  it("an in-cluster database by its Service's pods, in its namespace and on its port only", async () => {
     policies = [wire(await policyOf(IN_CLUSTER))];
     const mine = agentPod(IN_CLUSTER.spec, '10.244.3.9');
     const postgres = { pod: { namespace: 'db', labels: { app: 'postgres' }, ip: '10.244.5.5' } };
@@ -198,31 +243,42 @@ describe('what a deployed graph can reach from its pod', () => {
   });
 });
 
-describe('who can reach a deployed graph\'s pod', () => {
+describe("who can reach a deployed graph's pod", () => {
   const me = agentPod(IN_CLUSTER.spec, '10.244.3.7');
 
-  it('the gateway\'s pods, on the agent server\'s port, and nothing else', async () => {
+  it("the gateway's pods, on the agent server's port, and nothing else", async () => {
     const policies = [wire(await policyOf(IN_CLUSTER))];
     expect(connectionAllowed(policies, platformPod('gateway', '10.244.0.5'), me, tcp(8000))).toBe(true);
     expect(connectionAllowed(policies, platformPod('gateway', '10.244.0.5'), me, tcp(9229))).toBe(false);
-    for (const from of [platformPod('control-plane', '10.244.0.6'), platformPod('sandbox-manager', '10.244.0.7'), platformPod('gateway', '10.244.0.8', 'other'), { ip: '10.0.0.1' }, { ip: '93.184.216.34' }] as Endpoint[]) {
+    for (const from of [
+      platformPod('control-plane', '10.244.0.6'),
+      platformPod('sandbox-manager', '10.244.0.7'),
+      platformPod('gateway', '10.244.0.8', 'other'),
+      { ip: '10.0.0.1' },
+      { ip: '93.184.216.34' },
+    ] as Endpoint[]) {
       expect({ from, allowed: connectionAllowed(policies, from, me, tcp(8000)) }).toEqual({ from, allowed: false });
     }
   });
 });
 
 describe('resolveEndpoints', () => {
-  const lookup = fixedLookup({ 'postgres.db.svc.cluster.local': ['10.96.1.1'], 'redis.cache.svc': ['10.96.2.2'], postgres: ['10.96.3.3'], 'db.example.com': ['203.0.113.9', '2001:db8::9'] });
+  const lookup = fixedLookup({
+    'postgres.db.svc.cluster.local': ['10.96.1.1'],
+    'redis.cache.svc': ['10.96.2.2'],
+    postgres: ['10.96.3.3'],
+    'db.example.com': ['203.0.113.9', '2001:db8::9'],
+  });
   const resolve = (env: Record<string, string>) => resolveEndpoints(env, AGENTS_NS, lookup);
 
-  it('resolves the hosts of DATABASE_URL and REDIS_URL, with their schemes\' default ports', async () => {
+  it("resolves the hosts of DATABASE_URL and REDIS_URL, with their schemes' default ports", async () => {
     expect(await resolve({ DATABASE_URL: 'postgres://u:p@db.example.com/x', REDIS_URL: 'redis://:p@redis.cache.svc', LOG_LEVEL: 'info' })).toEqual([
       { setting: 'DATABASE_URL', host: 'db.example.com', port: 5432, addresses: ['2001:db8::9', '203.0.113.9'] },
       { setting: 'REDIS_URL', host: 'redis.cache.svc', port: 6379, addresses: ['10.96.2.2'], serviceNamespace: 'cache' },
     ]);
   });
 
-  it('knows an in-cluster Service by its name, a bare name in the agent pods\' own namespace', async () => {
+  it("knows an in-cluster Service by its name, a bare name in the agent pods' own namespace", async () => {
     expect((await resolve({ DATABASE_URL: 'postgres://u@postgres.db.svc.cluster.local:6432/x' }))[0]).toMatchObject({ port: 6432, serviceNamespace: 'db' });
     expect((await resolve({ DATABASE_URL: 'postgres://u@postgres/x' }))[0]).toMatchObject({ serviceNamespace: AGENTS_NS });
     expect((await resolve({ DATABASE_URL: 'postgres://u@db.example.com/x' }))[0]).not.toHaveProperty('serviceNamespace');
@@ -248,27 +304,40 @@ describe('settings (env)', () => {
   const env = { DATABASE_URL: 'postgres://x@127.0.0.1/x', BERTH_SECRET_KEY: 'k', BERTH_DEPLOYER: 'kubernetes', KUBERNETES_NAMESPACE: AGENTS_NS };
   const labels = 'app.kubernetes.io/name=berth,app.kubernetes.io/instance=berth,app.kubernetes.io/component=gateway';
 
-  it('are on by default, and need the gateway\'s pod labels then', () => {
-    expect(() => loadControlPlaneConfig(env)).toThrow(/BERTH_GATEWAY_POD_LABELS: required with BERTH_DEPLOYER=kubernetes while BERTH_DEPLOYMENT_NETWORK_POLICY is on/);
+  it("are on by default, and need the gateway's pod labels then", () => {
+    expect(() => loadControlPlaneConfig(env)).toThrow(
+      /BERTH_GATEWAY_POD_LABELS: required with BERTH_DEPLOYER=kubernetes while BERTH_DEPLOYMENT_NETWORK_POLICY is on/,
+    );
     const config = loadControlPlaneConfig({ ...env, BERTH_GATEWAY_POD_LABELS: labels, BERTH_PLATFORM_NAMESPACE: PLATFORM_NS });
     expect(config.deployments?.deployer).toMatchObject({ networkPolicy: { gateway: { namespace: PLATFORM_NS, labels: selectorOf('gateway'), port: 8080 } } });
     expect(config.deployments?.deployer).not.toHaveProperty('networkPolicy.controlPlane');
     // The platform in the agents' namespace unless told otherwise; the gateway's port is its own setting.
-    expect(loadControlPlaneConfig({ ...env, BERTH_GATEWAY_POD_LABELS: labels, GATEWAY_PORT: '9000' }).deployments?.deployer).toMatchObject({ networkPolicy: { gateway: { namespace: AGENTS_NS, port: 9000 } } });
+    expect(loadControlPlaneConfig({ ...env, BERTH_GATEWAY_POD_LABELS: labels, GATEWAY_PORT: '9000' }).deployments?.deployer).toMatchObject({
+      networkPolicy: { gateway: { namespace: AGENTS_NS, port: 9000 } },
+    });
   });
 
-  it('name the control plane\'s pods on the artifact port when source revisions are fetched from it', () => {
-    const withBucket = { ...env, BERTH_S3_BUCKET: 'builds', BERTH_ARTIFACTS_URL: 'http://berth-control-plane.berth.svc:8092', BERTH_GATEWAY_POD_LABELS: labels };
+  it("name the control plane's pods on the artifact port when source revisions are fetched from it", () => {
+    const withBucket = {
+      ...env,
+      BERTH_S3_BUCKET: 'builds',
+      BERTH_ARTIFACTS_URL: 'http://berth-control-plane.berth.svc:8092',
+      BERTH_GATEWAY_POD_LABELS: labels,
+    };
     expect(() => loadControlPlaneConfig(withBucket)).toThrow(/BERTH_CONTROL_PLANE_POD_LABELS: required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET/);
     const config = loadControlPlaneConfig({ ...withBucket, BERTH_CONTROL_PLANE_POD_LABELS: 'app.kubernetes.io/component=control-plane' });
-    expect(config.deployments?.deployer).toMatchObject({ networkPolicy: { controlPlane: { namespace: AGENTS_NS, labels: { 'app.kubernetes.io/component': 'control-plane' }, port: 8092 } } });
+    expect(config.deployments?.deployer).toMatchObject({
+      networkPolicy: { controlPlane: { namespace: AGENTS_NS, labels: { 'app.kubernetes.io/component': 'control-plane' }, port: 8092 } },
+    });
   });
 
   it('turn off with BERTH_DEPLOYMENT_NETWORK_POLICY=off, and refuse labels that are not labels', () => {
     expect(loadControlPlaneConfig({ ...env, BERTH_DEPLOYMENT_NETWORK_POLICY: 'off' }).deployments?.deployer).not.toHaveProperty('networkPolicy');
     expect(() => loadControlPlaneConfig({ ...env, BERTH_DEPLOYMENT_NETWORK_POLICY: 'no' })).toThrow(/BERTH_DEPLOYMENT_NETWORK_POLICY/);
     for (const bad of ['component', 'a=b=c', 'bad key=x', 'k=has space']) {
-      expect(() => loadControlPlaneConfig({ ...env, BERTH_GATEWAY_POD_LABELS: bad })).toThrow(/BERTH_GATEWAY_POD_LABELS: a comma-separated list of Kubernetes labels/);
+      expect(() => loadControlPlaneConfig({ ...env, BERTH_GATEWAY_POD_LABELS: bad })).toThrow(
+        /BERTH_GATEWAY_POD_LABELS: a comma-separated list of Kubernetes labels/,
+      );
     }
   });
 });

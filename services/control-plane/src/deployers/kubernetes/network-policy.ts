@@ -79,7 +79,11 @@ function serviceNamespace(host: string, podNamespace: string): string | undefine
  * resolved now: an address that moves later (a managed database's failover) is found again at the
  * next deploy (and every deploy when the control plane starts), or allowed as a range by the operator.
  */
-export async function resolveEndpoints(env: Record<string, string>, podNamespace: string, lookup: Lookup): Promise<Array<PlatformEndpoint & { error?: Error }>> {
+export async function resolveEndpoints(
+  env: Record<string, string>,
+  podNamespace: string,
+  lookup: Lookup,
+): Promise<Array<PlatformEndpoint & { error?: Error }>> {
   const endpoints: Array<PlatformEndpoint & { error?: Error }> = [];
   for (const [setting, defaultPort] of Object.entries(ENDPOINT_SETTINGS)) {
     const value = env[setting];

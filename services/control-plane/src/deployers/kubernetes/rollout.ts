@@ -5,10 +5,7 @@
  */
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 
-export type RolloutVerdict =
-  | { state: 'done' }
-  | { state: 'waiting'; message: string }
-  | { state: 'failed'; reason: string };
+export type RolloutVerdict = { state: 'done' } | { state: 'waiting'; message: string } | { state: 'failed'; reason: string };
 
 /** Where the rollout of `generation` (what our write returned) stands. */
 export function rolloutVerdict(deployment: V1Deployment, generation: number): RolloutVerdict {
@@ -24,7 +21,8 @@ export function rolloutVerdict(deployment: V1Deployment, generation: number): Ro
   const updated = status.updatedReplicas ?? 0;
   const available = status.availableReplicas ?? 0;
   const total = status.replicas ?? 0;
-  if (updated < desired) return { state: 'waiting', message: `waiting for rollout: ${updated}/${desired} replicas updated, ${Math.min(available, updated)}/${desired} ready` };
+  if (updated < desired)
+    return { state: 'waiting', message: `waiting for rollout: ${updated}/${desired} replicas updated, ${Math.min(available, updated)}/${desired} ready` };
   if (total > updated) return { state: 'waiting', message: `waiting for rollout: ${total - updated} old replicas pending termination` };
   if (available < updated) return { state: 'waiting', message: `waiting for rollout: ${available}/${desired} replicas ready` };
   return { state: 'done' };

@@ -143,31 +143,82 @@ export class AgentContainers {
    * Opens the revision's host links and returns its container, to start with `spawn`. `env` is the
    * agent server's environment as a process on the host would have it (addresses are moved here).
    */
-  async open(spec: RevisionSpec & { artifact: { kind: 'directory' } }, user: { uid: number; gid: number; home: string }, processEnv: Record<string, string>, log: DeployLog): Promise<AgentContainer> {
+  async open(
+    spec: RevisionSpec & { artifact: { kind: 'directory' } },
+    user: { uid: number; gid: number; home: string },
+    processEnv: Record<string, string>,
+    log: DeployLog,
+  ): Promise<AgentContainer> {
     const { image, mounts, bash } = await this.prepare();
     const name = containerName(spec.revisionId);
     const { env, bridges } = containerEnv({ ...processEnv, BERTH_AGENT_CONFIG: posix.join(PROJECT_DIR, spec.artifact.configPath) });
     const memoryMb = Math.min(spec.resources.memoryMb ?? this.limits.memoryMb, this.limits.maxMemoryMb);
     const cpu = Math.min(spec.resources.cpu ?? this.limits.cpu, this.limits.maxCpu);
     const args = [
-      'run', '--name', name, '--pull', 'never', '--interactive', '--log-driver', 'passthrough',
-      '--label', `${LABELS.installation}=${this.options.installation}`,
-      '--label', `${LABELS.deployment}=${spec.deploymentId}`,
-      '--label', `${LABELS.revision}=${spec.revisionId}`,
+      'run',
+      '--name',
+      name,
+      '--pull',
+      'never',
+      '--interactive',
+      '--log-driver',
+      'passthrough',
+      '--label',
+      `${LABELS.installation}=${this.options.installation}`,
+      '--label',
+      `${LABELS.deployment}=${spec.deploymentId}`,
+      '--label',
+      `${LABELS.revision}=${spec.revisionId}`,
       // Nothing of podman's own environment (proxy settings, sd-notify socket) reaches the container.
-      '--unsetenv-all', '--http-proxy=false', '--sdnotify', 'ignore',
-      '--network', 'none', '--pid', 'private', '--ipc', 'private', '--uts', 'private', '--cgroupns', 'private', '--hostname', 'agent',
-      '--user', `${user.uid}:${user.gid}`, '--cap-drop', 'all', '--security-opt', 'no-new-privileges',
-      '--memory', `${memoryMb}m`, '--memory-swap', `${memoryMb}m`, '--cpus', String(cpu), '--pids-limit', String(this.limits.pids),
-      '--read-only', '--read-only-tmpfs=false',
-      '--tmpfs', `/tmp:rw,nosuid,nodev,size=${this.limits.tmpMb}m,mode=1777`,
+      '--unsetenv-all',
+      '--http-proxy=false',
+      '--sdnotify',
+      'ignore',
+      '--network',
+      'none',
+      '--pid',
+      'private',
+      '--ipc',
+      'private',
+      '--uts',
+      'private',
+      '--cgroupns',
+      'private',
+      '--hostname',
+      'agent',
+      '--user',
+      `${user.uid}:${user.gid}`,
+      '--cap-drop',
+      'all',
+      '--security-opt',
+      'no-new-privileges',
+      '--memory',
+      `${memoryMb}m`,
+      '--memory-swap',
+      `${memoryMb}m`,
+      '--cpus',
+      String(cpu),
+      '--pids-limit',
+      String(this.limits.pids),
+      '--read-only',
+      '--read-only-tmpfs=false',
+      '--tmpfs',
+      `/tmp:rw,nosuid,nodev,size=${this.limits.tmpMb}m,mode=1777`,
       ...mounts,
       ...bind(spec.artifact.path, PROJECT_DIR, true),
       ...bind(user.home, HOME, false),
       ...bind(join(this.options.socketsDir, spec.revisionId), LINKS_DIR, true),
-      '--workdir', PROJECT_DIR,
-      '--preserve-fds', '2',
-      image, bash, '-c', LAUNCHER, 'berth-agent', this.options.nodePath ?? process.execPath, this.options.serveScript,
+      '--workdir',
+      PROJECT_DIR,
+      '--preserve-fds',
+      '2',
+      image,
+      bash,
+      '-c',
+      LAUNCHER,
+      'berth-agent',
+      this.options.nodePath ?? process.execPath,
+      this.options.serveScript,
     ];
     const links = await HostLinks.open({
       dir: join(this.options.socketsDir, spec.revisionId),
@@ -176,7 +227,9 @@ export class AgentContainers {
       privateEgress: this.options.privateEgress,
       logger: this.options.logger.child({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, egress: 'deployment' }),
     });
-    log(`running in container ${name}: ${memoryMb} MiB, ${cpu} CPU, ${this.limits.pids} processes, no network but its links to the platform and the egress proxy`);
+    log(
+      `running in container ${name}: ${memoryMb} MiB, ${cpu} CPU, ${this.limits.pids} processes, no network but its links to the platform and the egress proxy`,
+    );
     let closing = false;
     return {
       name,
@@ -198,7 +251,11 @@ export class AgentContainers {
         listener.close();
         const envPipe = child.stdio[4] as NodeJS.WritableStream | null;
         envPipe?.on('error', () => undefined);
-        envPipe?.end(Object.entries({ ...env, PORT: String(port) }).map(([key, value]) => `${key}=${value}\0`).join(''));
+        envPipe?.end(
+          Object.entries({ ...env, PORT: String(port) })
+            .map(([key, value]) => `${key}=${value}\0`)
+            .join(''),
+        );
         // 137: its process was killed with SIGKILL inside (a stop or a timeout kills the podman run instead).
         child.once('exit', (code) => {
           if (code === 137 && !closing) void this.explainKill(name, memoryMb).then((why) => log(why, 'error'));
@@ -222,7 +279,14 @@ export class AgentContainers {
    */
   async reconcile(live: ReadonlySet<string>): Promise<string[]> {
     await this.prepare();
-    const listed = await this.podman.run(['ps', '--all', '--filter', `label=${LABELS.installation}=${this.options.installation}`, '--format', `{{.Names}} {{index .Labels "${LABELS.revision}"}}`]);
+    const listed = await this.podman.run([
+      'ps',
+      '--all',
+      '--filter',
+      `label=${LABELS.installation}=${this.options.installation}`,
+      '--format',
+      `{{.Names}} {{index .Labels "${LABELS.revision}"}}`,
+    ]);
     const orphans = listed
       .split('\n')
       .map((line) => line.trim().split(' '))
@@ -265,7 +329,10 @@ export class AgentContainers {
 
   /** Why a container ended with SIGKILL that nobody asked for. */
   private async explainKill(name: string, memoryMb: number): Promise<string> {
-    const oom = await this.podman.run(['inspect', '--format', '{{.State.OOMKilled}}', name]).then((out) => out.trim() === 'true', () => false);
+    const oom = await this.podman.run(['inspect', '--format', '{{.State.OOMKilled}}', name]).then(
+      (out) => out.trim() === 'true',
+      () => false,
+    );
     return oom
       ? `the agent server was killed for using more than its memory limit (${memoryMb} MiB)`
       : `the agent server was killed (SIGKILL) — as the kernel does when it uses more than its memory limit (${memoryMb} MiB)`;
@@ -278,7 +345,10 @@ export class AgentContainers {
     if (!bash) throw new Error('bash is not installed (the containers start node with it)');
     const { skeleton, mounts } = await runtimeLayout(this.options);
     const image = `localhost/berth/agent-root:${createHash('sha256').update(JSON.stringify({ IMAGE_FOLDERS, skeleton })).digest('hex').slice(0, 12)}`;
-    const present = await this.podman.run(['image', 'exists', image]).then(() => true, () => false);
+    const present = await this.podman.run(['image', 'exists', image]).then(
+      () => true,
+      () => false,
+    );
     if (!present) await this.importImage(image, skeleton);
     return { image, mounts, bash };
   }

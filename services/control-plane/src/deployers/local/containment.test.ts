@@ -102,7 +102,9 @@ it('kills a graph that takes more than its memory limit, and restarts its server
 it('removes, when it starts, the containers a control plane killed with SIGKILL left behind', async () => {
   const root = join(work, 'killed');
   const artifact = await project(oneGraph(IDLE_GRAPH));
-  const first = spawnTestChild(process.execPath, ['--conditions=berth-source', '--import', 'tsx', deployerScript, root, artifact.path, db.url], { env: process.env });
+  const first = spawnTestChild(process.execPath, ['--conditions=berth-source', '--import', 'tsx', deployerScript, root, artifact.path, db.url], {
+    env: process.env,
+  });
   const [, revisionId, url] = await first.waitForOutput(/deployed (\S+) (\S+)/);
   expect(await answers(url!)).toBe(true);
   first.child.kill('SIGKILL');
@@ -129,8 +131,21 @@ it('removes containers that no running revision owns while it runs, and keeps it
   const stray = `berth-agent-${randomUUID()}`;
   const image = (await testPodman().run(['inspect', '--format', '{{.ImageName}}', `berth-agent-${own.revisionId}`])).trim();
   await testPodman().run([
-    'run', '--detach', '--name', stray, '--network', 'none', '--label', `berth.installation=${installation}`, '--label', `berth.revision=${stray.slice('berth-agent-'.length)}`,
-    '--mount', 'type=bind,source=/usr,destination=/usr,readonly=true', image, '/usr/bin/sleep', '600',
+    'run',
+    '--detach',
+    '--name',
+    stray,
+    '--network',
+    'none',
+    '--label',
+    `berth.installation=${installation}`,
+    '--label',
+    `berth.revision=${stray.slice('berth-agent-'.length)}`,
+    '--mount',
+    'type=bind,source=/usr,destination=/usr,readonly=true',
+    image,
+    '/usr/bin/sleep',
+    '600',
   ]);
   await until('the stray container to go', async () => ((await installationContainers(installation)).includes(stray) ? undefined : true), 20_000);
   expect(await installationContainers(installation)).toEqual([`berth-agent-${own.revisionId}`]);

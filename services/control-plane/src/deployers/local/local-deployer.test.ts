@@ -13,7 +13,17 @@ import { localHarness } from './__tests__/contract-harness.js';
 import { LocalDeployer } from './local-deployer.js';
 
 deployerContract('local (child processes)', () =>
-  localHarness('cp_local', () => new LocalDeployer({ serveScript: AGENT_SERVE_SCRIPT, logger: silentLogger(), baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, healthTimeoutMs: 20_000, drainMs: 5_000 })),
+  localHarness(
+    'cp_local',
+    () =>
+      new LocalDeployer({
+        serveScript: AGENT_SERVE_SCRIPT,
+        logger: silentLogger(),
+        baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        healthTimeoutMs: 20_000,
+        drainMs: 5_000,
+      }),
+  ),
 );
 
 deployerContract('local (containers)', async () => {

@@ -88,7 +88,7 @@ export class LocalDeployer implements Deployer {
   private reconciler: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: LocalDeployerOptions) {
-    if (options.containers && !options.users) throw new TypeError('containers need users: they run as the deployment\'s uid');
+    if (options.containers && !options.users) throw new TypeError("containers need users: they run as the deployment's uid");
   }
 
   /**
@@ -153,7 +153,9 @@ export class LocalDeployer implements Deployer {
       await server.start(signal);
     } catch (error) {
       if (this.servers.get(spec.revisionId) === entry) this.servers.delete(spec.revisionId);
-      await container?.close().catch((cleanup: unknown) => this.options.logger.error({ err: cleanup, revisionId: spec.revisionId }, 'removing a failed revision\'s container failed'));
+      await container
+        ?.close()
+        .catch((cleanup: unknown) => this.options.logger.error({ err: cleanup, revisionId: spec.revisionId }, "removing a failed revision's container failed"));
       throw error;
     }
     log('the agent server answers /ok');
@@ -208,7 +210,12 @@ export class LocalDeployer implements Deployer {
    * Starts one agent server process for a revision: the only place that spawns one on the host
    * (first start and restarts alike; containers start in agent-containers.ts).
    */
-  private spawnAgentServer(spec: RevisionSpec & { artifact: { kind: 'directory' } }, port: number, user: DeploymentUser | undefined, env: Record<string, string>): ChildProcess {
+  private spawnAgentServer(
+    spec: RevisionSpec & { artifact: { kind: 'directory' } },
+    port: number,
+    user: DeploymentUser | undefined,
+    env: Record<string, string>,
+  ): ChildProcess {
     return spawn(process.execPath, [this.options.serveScript], {
       cwd: spec.artifact.path,
       // Node drops supplementary groups when it changes the user.

@@ -89,10 +89,15 @@ describe('OS users of local agent servers', () => {
 
   it('keeps an id an installation claimed before the registry, unless another installation holds it', async () => {
     const registryDir = join(root, 'upgraded-uids');
-    const [older, newer] = ['older', 'newer'].map((name) => new OsUsers({ homesDir: join(root, name, 'agents'), artifactsDir: join(root, name, 'artifacts'), registryDir }));
+    const [older, newer] = ['older', 'newer'].map(
+      (name) => new OsUsers({ homesDir: join(root, name, 'agents'), artifactsDir: join(root, name, 'artifacts'), registryDir }),
+    );
     // Both made a home owned by 1 500 000 when each counted ids from there on its own.
     const [a, b] = [randomUUID(), randomUUID()];
-    for (const [name, id] of [['older', a], ['newer', b]] as const) {
+    for (const [name, id] of [
+      ['older', a],
+      ['newer', b],
+    ] as const) {
       await mkdir(join(root, name, 'agents', id), { recursive: true });
       await chown(join(root, name, 'agents', id), 1_500_000, 1_500_000);
     }

@@ -66,19 +66,25 @@ export async function detectIsolation(runtimeFiles: string[], stateDir?: string)
   for (const file of runtimeFiles) {
     const blocked = (await stat(file)).mode & constants.S_IROTH ? await closedFolder(dirname(file)) : file;
     if (blocked) {
-      return { kind: 'none', reason: `${blocked} is not readable by other users, so agent servers cannot run as users of their own: install Berth in a folder others can read (not under /root or a 0700 folder)` };
+      return {
+        kind: 'none',
+        reason: `${blocked} is not readable by other users, so agent servers cannot run as users of their own: install Berth in a folder others can read (not under /root or a 0700 folder)`,
+      };
     }
   }
   const closed = stateDir ? await closedFolder(stateDir) : undefined;
   if (closed) {
-    return { kind: 'none', reason: `${closed} does not let other users pass, so agent servers cannot reach their builds under ${stateDir}: keep the state folder in a folder others can traverse` };
+    return {
+      kind: 'none',
+      reason: `${closed} does not let other users pass, so agent servers cannot reach their builds under ${stateDir}: keep the state folder in a folder others can traverse`,
+    };
   }
   return { kind: 'os-user' };
 }
 
 /** The first existing folder from `dir` up to / that other users cannot traverse, if any. */
 async function closedFolder(dir: string): Promise<string | undefined> {
-  for (;; dir = dirname(dir)) {
+  for (; ; dir = dirname(dir)) {
     try {
       if (!((await stat(dir)).mode & constants.S_IXOTH)) return dir;
     } catch (error) {

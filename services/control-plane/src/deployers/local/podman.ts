@@ -40,10 +40,15 @@ export class Podman {
   /** Runs a command to its end and resolves with what it printed; PodmanError when it fails. */
   run(args: string[], timeoutMs = 60_000): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile(this.binary, [...this.command.args, ...args], { env: this.command.env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        if (error) reject(new PodmanError(args, String(stderr), { cause: error }));
-        else resolve(String(stdout));
-      });
+      execFile(
+        this.binary,
+        [...this.command.args, ...args],
+        { env: this.command.env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          if (error) reject(new PodmanError(args, String(stderr), { cause: error }));
+          else resolve(String(stdout));
+        },
+      );
     });
   }
 

@@ -55,7 +55,10 @@ export class SupervisedServer {
   private launching: Promise<unknown> = Promise.resolve();
   private readonly supervisor: Supervisor;
 
-  constructor(port: number, private readonly options: SupervisedServerOptions) {
+  constructor(
+    port: number,
+    private readonly options: SupervisedServerOptions,
+  ) {
     this.port = port;
     const { log, logger, deploymentId, revisionId } = options;
     this.supervisor = new Supervisor({

@@ -47,7 +47,13 @@ afterAll(async () => {
 function supervisor(restart: RestartPolicy, clock?: ManualClock) {
   const out = new PassThrough();
   const logged: Record<string, unknown>[] = [];
-  out.on('data', (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach((line) => logged.push(JSON.parse(line) as Record<string, unknown>)));
+  out.on('data', (chunk: Buffer) =>
+    chunk
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .forEach((line) => logged.push(JSON.parse(line) as Record<string, unknown>)),
+  );
   const deployer = new LocalDeployer({
     serveScript: AGENT_SERVE_SCRIPT,
     logger: createLogger({ name: 'control-plane', destination: out }),
@@ -83,8 +89,6 @@ function lastPid(text: string): number {
   return Number([...text.matchAll(/starting the agent server \(pid (\d+)\)/g)].at(-1)![1]);
 }
 
-
-
 async function call<T>(url: string, path: string, body?: unknown): Promise<T> {
   const response = await fetch(`${url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
@@ -103,11 +107,19 @@ it('restarts an agent server killed with SIGKILL on its url, reports the crash, 
   const runs = await Promise.all(
     [1, 2, 3].map(async () => {
       const { thread_id } = await call<{ thread_id: string }>(url, '/threads', {});
-      const run = await call<{ run_id: string }>(url, `/threads/${thread_id}/runs`, { assistant_id: 'slow', input: { waited_ms: 0 }, context: { delay_ms: 3000 } });
+      const run = await call<{ run_id: string }>(url, `/threads/${thread_id}/runs`, {
+        assistant_id: 'slow',
+        input: { waited_ms: 0 },
+        context: { delay_ms: 3000 },
+      });
       return `/threads/${thread_id}/runs/${run.run_id}`;
     }),
   );
-  await until('the runs to be running', async () => ((await Promise.all(runs.map((path) => call<{ status: string }>(url, path)))).every((r) => r.status === 'running') ? true : undefined), 10_000);
+  await until(
+    'the runs to be running',
+    async () => ((await Promise.all(runs.map((path) => call<{ status: string }>(url, path)))).every((r) => r.status === 'running') ? true : undefined),
+    10_000,
+  );
 
   process.kill(lastPid(log.text()), 'SIGKILL');
   const down = await until('the crash report', () => events.find((e) => !e.healthy), 5_000);
@@ -120,8 +132,18 @@ it('restarts an agent server killed with SIGKILL on its url, reports the crash, 
   const crash = log.lines.findIndex((l) => l.line === down.reason);
   expect(log.lines[crash]!.level).toBe('error');
   // Its last output lines follow (the server logged that it was ready).
-  expect(log.lines.slice(crash + 1).map((l) => l.line).join('\n')).toMatch(/its last output lines:[\s\S]*agent server ready/);
-  expect(logged.find((l) => l.msg === 'an agent server crashed')).toMatchObject({ level: 50, revisionId: revision.revisionId, signal: 'SIGKILL', restartInMs: 500 });
+  expect(
+    log.lines
+      .slice(crash + 1)
+      .map((l) => l.line)
+      .join('\n'),
+  ).toMatch(/its last output lines:[\s\S]*agent server ready/);
+  expect(logged.find((l) => l.msg === 'an agent server crashed')).toMatchObject({
+    level: 50,
+    revisionId: revision.revisionId,
+    signal: 'SIGKILL',
+    restartInMs: 500,
+  });
 
   const up = await until('the restart', () => events.find((e) => e.healthy), 20_000);
   expect(up).toEqual({ deploymentId: revision.deploymentId, revisionId: revision.revisionId, healthy: true, url });
@@ -171,9 +193,12 @@ const serving = setInterval(() => {
   const log = collectLog();
   await deployer.deploy(revision, log.log);
   await until('five crashes', () => (events.filter((e) => !e.healthy).length >= 5 ? true : undefined), 60_000);
-  expect(events.filter((e) => !e.healthy).slice(0, 5).map((e) => (e.healthy ? '' : e.reason))).toEqual(
-    ['0.2 s', '0.4 s', '0.8 s', '0.8 s', '0.8 s'].map((delay) => `the agent server exited with code 3; restarting in ${delay}`),
-  );
+  expect(
+    events
+      .filter((e) => !e.healthy)
+      .slice(0, 5)
+      .map((e) => (e.healthy ? '' : e.reason)),
+  ).toEqual(['0.2 s', '0.4 s', '0.8 s', '0.8 s', '0.8 s'].map((delay) => `the agent server exited with code 3; restarting in ${delay}`));
   // It came back in between each time.
   expect(events.slice(0, 9).map((e) => e.healthy)).toEqual([false, true, false, true, false, true, false, true, false]);
 }, 90_000);
@@ -196,7 +221,12 @@ it('waits the initial delay again once a restarted server stayed up long enough'
   await killAndWait(3); // up 2.499 s: still in a row
   await clock.advance(2_500);
   await killAndWait(4); // after it stayed up
-  expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual(['0.2 s', '0.4 s', '0.8 s', '0.2 s']);
+  expect(events.filter((e) => !e.healthy).map((e) => (e.healthy ? '' : e.reason.replace(/.*restarting in /, '')))).toEqual([
+    '0.2 s',
+    '0.4 s',
+    '0.8 s',
+    '0.2 s',
+  ]);
 }, 60_000);
 
 it('keeps trying an agent server that cannot even be spawned (its folder is gone) until it can', async () => {

@@ -49,7 +49,12 @@ function destinationJson(d: Destination): z.input<typeof DestinationOut> {
     tenant_id: d.tenantId,
     destination_type: d.destinationType,
     display_name: d.displayName,
-    config: { bucket_name: d.config?.bucketName ?? '', prefix: d.config?.prefix ?? '', region: d.config?.region ?? null, endpoint_url: d.config?.endpointUrl ?? null },
+    config: {
+      bucket_name: d.config?.bucketName ?? '',
+      prefix: d.config?.prefix ?? '',
+      region: d.config?.region ?? null,
+      endpoint_url: d.config?.endpointUrl ?? null,
+    },
     credentials_keys: d.credentialsKeys,
     created_at: iso(d.createdAt) ?? '',
     updated_at: iso(d.updatedAt) ?? '',
@@ -118,7 +123,11 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
           destinationType: body.destination_type,
           displayName: body.display_name,
           config: { bucketName: body.config.bucket_name, prefix: body.config.prefix, region: body.config.region, endpointUrl: body.config.endpoint_url },
-          credentials: { accessKeyId: body.credentials.access_key_id, secretAccessKey: body.credentials.secret_access_key, sessionToken: body.credentials.session_token },
+          credentials: {
+            accessKeyId: body.credentials.access_key_id,
+            secretAccessKey: body.credentials.secret_access_key,
+            sessionToken: body.credentials.session_token,
+          },
         });
         return destinationJson(found(answer.destination, 'Destination'));
       },
@@ -132,7 +141,8 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
       query: ListDestinationsQuery,
       response: z.array(DestinationOut),
       errors: [503],
-      handler: async ({ query, auth }) => (await rpc().listDestinations({ tenantId: auth.tenantId, limit: query.limit, offset: query.offset })).destinations.map(destinationJson),
+      handler: async ({ query, auth }) =>
+        (await rpc().listDestinations({ tenantId: auth.tenantId, limit: query.limit, offset: query.offset })).destinations.map(destinationJson),
     })
     .route({
       method: 'get',
@@ -222,7 +232,8 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
       query: ListExportsQuery,
       response: z.array(ExportOut),
       errors: [503],
-      handler: async ({ query, auth }) => (await rpc().listBulkExports({ tenantId: auth.tenantId, limit: query.limit, offset: query.offset })).exports.map(exportJson),
+      handler: async ({ query, auth }) =>
+        (await rpc().listBulkExports({ tenantId: auth.tenantId, limit: query.limit, offset: query.offset })).exports.map(exportJson),
     })
     .route({
       method: 'get',

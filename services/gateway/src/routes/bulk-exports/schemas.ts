@@ -31,7 +31,11 @@ export const CredentialsIn = z.strictObject({
 
 export const CreateDestinationBody = z.strictObject({
   destination_type: z.literal('s3'),
-  display_name: z.string().min(1).max(255).regex(/^[a-zA-Z0-9\-_ ']+$/, { error: "Use letters, digits, spaces and - _ '" }),
+  display_name: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[a-zA-Z0-9\-_ ']+$/, { error: "Use letters, digits, spaces and - _ '" }),
   config: DestinationConfigIn,
   credentials: CredentialsIn,
 });

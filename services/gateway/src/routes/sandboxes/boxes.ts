@@ -59,8 +59,8 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
         '`provisioning`. TTLs are 0 (never) or multiples of 60 seconds: `idle_ttl_seconds` stops it after that long without ' +
         'commands or file calls, `delete_after_stop_seconds` deletes it that long after it stopped, `ttl_seconds` deletes it ' +
         'that long after creation. 409: the name is taken. `vcpus`, `mem_bytes`, `fs_capacity_bytes` not given come from the ' +
-        'template or snapshot, else the operator\'s defaults (the answer shows what it got); above the operator\'s maximum: 422 ' +
-        'naming the field and the maximum. Beyond the tenant\'s quota (sandboxes, memory, CPU): 429. While the sandbox engine ' +
+        "template or snapshot, else the operator's defaults (the answer shows what it got); above the operator's maximum: 422 " +
+        "naming the field and the maximum. Beyond the tenant's quota (sandboxes, memory, CPU): 429. While the sandbox engine " +
         'is down: 503 with Retry-After.',
       tags,
       body: CreateBoxBody,
@@ -93,7 +93,12 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
           sandbox = found(answer.sandbox, 'Sandbox');
         } catch (error) {
           if (body.wait_for_ready && error instanceof DeadlineExceededError) {
-            return answerTyped(res, 408, 'Timeout', `The sandbox was not ready within ${body.timeout} seconds; it keeps starting (poll GET /api/v2/sandboxes/boxes/{name}/status)`);
+            return answerTyped(
+              res,
+              408,
+              'Timeout',
+              `The sandbox was not ready within ${body.timeout} seconds; it keeps starting (poll GET /api/v2/sandboxes/boxes/{name}/status)`,
+            );
           }
           throw error;
         }
@@ -201,7 +206,8 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       path: '/api/v2/sandboxes/boxes/{name}/start',
       access: ['api_key', 'access_token'],
       summary: 'Start a stopped (or failed) sandbox',
-      description: 'Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant\'s quota.',
+      description:
+        "Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant's quota.",
       tags,
       params: NamePath,
       body: EmptyBody,

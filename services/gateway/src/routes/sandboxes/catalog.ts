@@ -19,14 +19,22 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       path: '/api/v2/sandboxes/registries',
       access: ['api_key', 'access_token'],
       summary: 'Store pull credentials for a container registry',
-      description: 'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
+      description:
+        'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
       tags,
       body: CreateRegistryBody,
       status: 201,
       response: RegistryOut,
       errors: [409, 503],
       handler: async ({ body, auth }) => {
-        const answer = await rpc().createRegistry({ tenantId: auth.tenantId, name: body.name, server: body.server, username: body.username, password: body.password, insecure: body.insecure });
+        const answer = await rpc().createRegistry({
+          tenantId: auth.tenantId,
+          name: body.name,
+          server: body.server,
+          username: body.username,
+          password: body.password,
+          insecure: body.insecure,
+        });
         return registryJson(found(answer.registry, 'Registry'));
       },
     })
@@ -69,13 +77,15 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       path: '/api/v2/sandboxes/volumes',
       access: ['api_key', 'access_token'],
       summary: 'Create a named persistent volume',
-      description: 'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
+      description:
+        'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
       tags,
       body: CreateVolumeBody,
       status: 201,
       response: VolumeOut,
       errors: [409, 503],
-      handler: async ({ body, auth }) => volumeJson(found((await rpc().createVolume({ tenantId: auth.tenantId, name: body.name, size: body.size })).volume, 'Volume')),
+      handler: async ({ body, auth }) =>
+        volumeJson(found((await rpc().createVolume({ tenantId: auth.tenantId, name: body.name, size: body.size })).volume, 'Volume')),
     })
     .route({
       method: 'get',
@@ -125,7 +135,9 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       response: PoolOut,
       errors: [404, 409, 503],
       handler: async ({ body, auth }) =>
-        poolJson(found((await rpc().createPool({ tenantId: auth.tenantId, name: body.name, templateName: body.template_name, replicas: body.replicas })).pool, 'Pool')),
+        poolJson(
+          found((await rpc().createPool({ tenantId: auth.tenantId, name: body.name, templateName: body.template_name, replicas: body.replicas })).pool, 'Pool'),
+        ),
     })
     .route({
       method: 'get',

@@ -28,7 +28,13 @@ afterAll(async () => {
 
 describe('snapshot → sandbox', () => {
   it('pulls the snapshot and starts a ready sandbox the client can find', async () => {
-    expect(await client.getSnapshot(snapshotId)).toMatchObject({ id: snapshotId, name: 'busybox', status: 'ready', docker_image: images.image, fs_capacity_bytes: 1 << 30 });
+    expect(await client.getSnapshot(snapshotId)).toMatchObject({
+      id: snapshotId,
+      name: 'busybox',
+      status: 'ready',
+      docker_image: images.image,
+      fs_capacity_bytes: 1 << 30,
+    });
     expect((await client.listSnapshots()).map((s) => s.id)).toEqual([snapshotId]);
     expect(box).toMatchObject({ name: 'main', status: 'ready', snapshot_id: snapshotId });
     expect(box.dataplane_url).toMatch(/^http:\/\/.+[^/]$/);
@@ -77,10 +83,17 @@ describe('run', () => {
 
   it('answers the HTTP /execute path (clients without ws) with results and a 408 past the deadline', async () => {
     const execute = async (json: object) => {
-      const res = await fetch(`${box.dataplane_url}/execute`, { method: 'POST', headers: { 'x-api-key': platform.keyA, 'content-type': 'application/json' }, body: JSON.stringify(json) });
+      const res = await fetch(`${box.dataplane_url}/execute`, {
+        method: 'POST',
+        headers: { 'x-api-key': platform.keyA, 'content-type': 'application/json' },
+        body: JSON.stringify(json),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, any> };
     };
-    expect(await execute({ command: 'echo hi; echo oops >&2; exit 2', env: { A: 'b' } })).toEqual({ status: 200, body: { stdout: 'hi\n', stderr: 'oops\n', exit_code: 2 } });
+    expect(await execute({ command: 'echo hi; echo oops >&2; exit 2', env: { A: 'b' } })).toEqual({
+      status: 200,
+      body: { stdout: 'hi\n', stderr: 'oops\n', exit_code: 2 },
+    });
     const timedOut = await execute({ command: 'echo before; sleep 30', timeout: 1 });
     expect(timedOut).toMatchObject({ status: 408, body: { detail: { error: 'CommandTimeout', stdout: 'before\n' } } });
   }, 30_000);
@@ -92,8 +105,18 @@ describe('run', () => {
       onStderr: (data) => seen.push({ stream: 'stderr', data, at: Date.now() }),
     });
     expect(result).toEqual({ stdout: 'out1\nout2\nout3\n', stderr: 'err1\nerr2\nerr3\n', exit_code: 0 });
-    expect(seen.filter((s) => s.stream === 'stdout').map((s) => s.data).join('')).toBe(result.stdout);
-    expect(seen.filter((s) => s.stream === 'stderr').map((s) => s.data).join('')).toBe(result.stderr);
+    expect(
+      seen
+        .filter((s) => s.stream === 'stdout')
+        .map((s) => s.data)
+        .join(''),
+    ).toBe(result.stdout);
+    expect(
+      seen
+        .filter((s) => s.stream === 'stderr')
+        .map((s) => s.data)
+        .join(''),
+    ).toBe(result.stderr);
     // Streamed, not delivered at the end: the first line came well before the last.
     expect(seen.at(-1)!.at - seen[0]!.at).toBeGreaterThan(400);
   });

@@ -96,7 +96,12 @@ export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
               out.bytes += Buffer.byteLength(kind.value.data);
               if (out.bytes > MAX_HTTP_OUTPUT_BYTES) {
                 requests.push({ kind: { case: 'kill', value: {} } });
-                return answerTyped(res, 400, 'CommandError', `The command wrote more than ${MAX_HTTP_OUTPUT_BYTES} bytes of output and was killed: stream it with the WebSocket exec (/execute/ws)`);
+                return answerTyped(
+                  res,
+                  400,
+                  'CommandError',
+                  `The command wrote more than ${MAX_HTTP_OUTPUT_BYTES} bytes of output and was killed: stream it with the WebSocket exec (/execute/ws)`,
+                );
               }
             } else if (kind.case === 'exit') {
               return { stdout: out.stdout.join(''), stderr: out.stderr.join(''), exit_code: kind.value.exitCode };

@@ -58,7 +58,9 @@ describe('the auth proxy', () => {
     expect(env.stdout).not.toContain(SECRET);
     const ps = await box.run('for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f; echo; done');
     expect(ps.stdout).not.toContain(SECRET);
-    const files = await box.run(`for d in /*; do case $d in /proc|/sys|/dev) ;; *) grep -rl '${SECRET.slice(0, 12)}''${SECRET.slice(12)}' $d 2>/dev/null ;; esac; done; echo done`);
+    const files = await box.run(
+      `for d in /*; do case $d in /proc|/sys|/dev) ;; *) grep -rl '${SECRET.slice(0, 12)}''${SECRET.slice(12)}' $d 2>/dev/null ;; esac; done; echo done`,
+    );
     expect(files.stdout).toBe('done\n');
     // Nor does the API give it back.
     const view = await platform.call('/boxes/egress');
@@ -77,9 +79,21 @@ describe('the auth proxy', () => {
 
   it('applies the sandbox’s access_control: a denied host is refused, an allow list refuses all it does not name', async () => {
     const snapshot = (await client.listSnapshots()).find((s) => s.name === 'busybox')!;
-    const denied = await client.createSandbox(snapshot.id, { name: 'denied', proxyConfig: { rules: [], access_control: { deny_list: ['127.0.0.1'] } }, timeout: 60 });
-    const allowed = await client.createSandbox(snapshot.id, { name: 'allowed', proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.1'] } }, timeout: 60 });
-    const other = await client.createSandbox(snapshot.id, { name: 'other', proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.2'] } }, timeout: 60 });
+    const denied = await client.createSandbox(snapshot.id, {
+      name: 'denied',
+      proxyConfig: { rules: [], access_control: { deny_list: ['127.0.0.1'] } },
+      timeout: 60,
+    });
+    const allowed = await client.createSandbox(snapshot.id, {
+      name: 'allowed',
+      proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.1'] } },
+      timeout: 60,
+    });
+    const other = await client.createSandbox(snapshot.id, {
+      name: 'other',
+      proxyConfig: { rules: [], access_control: { allow_list: ['127.0.0.2'] } },
+      timeout: 60,
+    });
     try {
       const before = seen.length;
       // 127.0.0.1 is within the platform's privateEgress: only the sandbox's own lists refuse it.

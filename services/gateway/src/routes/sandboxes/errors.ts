@@ -14,8 +14,18 @@ export type DataPlaneOperation = 'command' | 'write' | 'read';
 const operationError: Record<DataPlaneOperation, string> = { command: 'CommandError', write: 'WriteError', read: 'ReadError' };
 
 /** Answers `status` with a typed error body (and ends the response). */
-export function answerTyped(res: Response, status: number, error: string, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): void {
-  res.set(headers).status(status).json({ detail: { error, message, ...extra } });
+export function answerTyped(
+  res: Response,
+  status: number,
+  error: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): void {
+  res
+    .set(headers)
+    .status(status)
+    .json({ detail: { error, message, ...extra } });
 }
 
 /**

@@ -173,7 +173,12 @@ describe('WebSocket exec', () => {
   });
 
   it('answers a malformed frame with an error frame and closes', async () => {
-    for (const bad of ['not json', JSON.stringify({ type: 'input', data: 'x' }), JSON.stringify({ type: 'execute', command: 'echo' }), JSON.stringify({ type: 'execute', command: 'echo', command_id: 'c', pty: true })]) {
+    for (const bad of [
+      'not json',
+      JSON.stringify({ type: 'input', data: 'x' }),
+      JSON.stringify({ type: 'execute', command: 'echo' }),
+      JSON.stringify({ type: 'execute', command: 'echo', command_id: 'c', pty: true }),
+    ]) {
       const socket = await openSocket();
       socket.ws.send(bad);
       expect({ bad, code: await socket.closed }).toEqual({ bad, code: 1008 });

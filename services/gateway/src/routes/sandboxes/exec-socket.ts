@@ -99,7 +99,10 @@ function frameOf(message: ExecuteResponse): Record<string, unknown> | undefined 
 function firstMessage(frame: ClientFrame, tenantId: string, sandboxId: string): ExecClientInit | undefined {
   if (frame.type === 'reconnect') {
     return {
-      kind: { case: 'reconnect', value: { tenantId, sandboxId, commandId: frame.command_id, stdoutOffset: BigInt(frame.stdout_offset), stderrOffset: BigInt(frame.stderr_offset) } },
+      kind: {
+        case: 'reconnect',
+        value: { tenantId, sandboxId, commandId: frame.command_id, stdoutOffset: BigInt(frame.stdout_offset), stderrOffset: BigInt(frame.stderr_offset) },
+      },
     };
   }
   if (frame.type !== 'execute') return undefined;
@@ -206,8 +209,15 @@ export class ExecSockets {
         void this.relay(ws, requests, call.signal);
         return;
       }
-      if (frame.type === 'execute' || frame.type === 'reconnect') return this.fail(ws, 'InvalidMessage', `One command per socket: ${frame.type} after the first frame`, POLICY);
-      requests.push(frame.type === 'input' ? { kind: { case: 'input', value: { data: frame.data } } } : frame.type === 'close_stdin' ? { kind: { case: 'closeStdin', value: {} } } : { kind: { case: 'kill', value: {} } });
+      if (frame.type === 'execute' || frame.type === 'reconnect')
+        return this.fail(ws, 'InvalidMessage', `One command per socket: ${frame.type} after the first frame`, POLICY);
+      requests.push(
+        frame.type === 'input'
+          ? { kind: { case: 'input', value: { data: frame.data } } }
+          : frame.type === 'close_stdin'
+            ? { kind: { case: 'closeStdin', value: {} } }
+            : { kind: { case: 'kill', value: {} } },
+      );
     });
   }
 
@@ -243,7 +253,8 @@ export class ExecSockets {
       const { status, body } = httpErrorBody(error);
       if (status >= 500 && status !== 503 && status !== 504) this.deps.logger.error({ err: error }, 'exec stream failed');
       const message = typeof body.detail === 'string' ? body.detail : 'The command failed';
-      const type = status === 404 ? 'NotFound' : status === 409 ? 'NotReady' : status === 503 ? 'Unavailable' : status === 504 ? 'CommandTimeout' : 'CommandError';
+      const type =
+        status === 404 ? 'NotFound' : status === 409 ? 'NotReady' : status === 503 ? 'Unavailable' : status === 504 ? 'CommandTimeout' : 'CommandError';
       this.fail(ws, type, message, NORMAL);
     }
   }

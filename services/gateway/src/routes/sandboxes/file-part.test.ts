@@ -12,7 +12,11 @@ const boundary = 'XyZ123';
 function body(parts: { name: string; data: Buffer }[], { preamble = '', close = true } = {}): Buffer {
   const pieces: Buffer[] = [Buffer.from(preamble)];
   for (const p of parts) {
-    pieces.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n`), p.data, Buffer.from('\r\n'));
+    pieces.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+      p.data,
+      Buffer.from('\r\n'),
+    );
   }
   if (close) pieces.push(Buffer.from(`--${boundary}--\r\n`));
   return Buffer.concat(pieces);
@@ -32,7 +36,13 @@ const content = Buffer.concat([Buffer.from([0, 255, 13, 10, 45, 45]), Buffer.fro
 
 describe('filePart', () => {
   it('yields the file part exactly, in chunks of at most chunkBytes, whatever the read sizes', async () => {
-    const data = body([{ name: 'meta', data: Buffer.from('{"a":1}') }, { name: 'file', data: content }], { preamble: 'ignored preamble\r\n' });
+    const data = body(
+      [
+        { name: 'meta', data: Buffer.from('{"a":1}') },
+        { name: 'file', data: content },
+      ],
+      { preamble: 'ignored preamble\r\n' },
+    );
     for (let readSize = 1; readSize <= data.length; readSize++) {
       const chunks = await read(data, readSize);
       expect({ readSize, bytes: Buffer.concat(chunks).toString('hex') }).toEqual({ readSize, bytes: content.toString('hex') });
@@ -47,7 +57,13 @@ describe('filePart', () => {
   it('refuses a body without the part, with it twice, or cut short', async () => {
     const problems: [Buffer, (string | number)[]][] = [
       [body([{ name: 'other', data: content }]), ['body', 'file']],
-      [body([{ name: 'file', data: content }, { name: 'file', data: content }]), ['body']],
+      [
+        body([
+          { name: 'file', data: content },
+          { name: 'file', data: content },
+        ]),
+        ['body'],
+      ],
       [body([{ name: 'file', data: content }], { close: false }), ['body']],
       [Buffer.from('no multipart here'), ['body']],
     ];

@@ -67,10 +67,14 @@ describe('templates', () => {
 
   it('pulls a changed image again: the template is building, then ready (a failed one recovers)', async () => {
     const templateStatus = async (want: string) =>
-      until(`the template is ${want}`, async () => {
-        const { body } = await call('/templates/repull');
-        return body.status === want ? body : undefined;
-      }, 30_000);
+      until(
+        `the template is ${want}`,
+        async () => {
+          const { body } = await call('/templates/repull');
+          return body.status === want ? body : undefined;
+        },
+        30_000,
+      );
     expect((await call('/templates', { json: { name: 'repull', image: `${images.registry}/berth-test/no-such-image:2` } })).status).toBe(201);
     await templateStatus('failed');
     const changed = await call('/templates/repull', { method: 'PATCH', json: { image: images.image } });
@@ -96,10 +100,14 @@ describe('a sandbox from a template', () => {
     // The pull may fail before or after the sandbox is recorded: either way the caller is told why.
     expect(created.status).toBe(422);
     expect(JSON.stringify(created.body.detail)).toMatch(/no-such-image/);
-    const template = await until('the template failed', async () => {
-      const { body } = await call('/templates/missing');
-      return body.status === 'failed' ? body : undefined;
-    }, 30_000);
+    const template = await until(
+      'the template failed',
+      async () => {
+        const { body } = await call('/templates/missing');
+        return body.status === 'failed' ? body : undefined;
+      },
+      30_000,
+    );
     expect(template.status_message).toMatch(/no-such-image/);
     await call('/boxes/doomed', { method: 'DELETE' });
   }, 60_000);
@@ -166,16 +174,24 @@ describe('the TTL reaper', () => {
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect((await status('idle')).status).toBe('ready');
     advance(31);
-    const stopped = await until('idle stopped', async () => {
-      const s = await status('idle');
-      return s.status === 'stopped' ? s : undefined;
-    }, 10_000);
+    const stopped = await until(
+      'idle stopped',
+      async () => {
+        const s = await status('idle');
+        return s.status === 'stopped' ? s : undefined;
+      },
+      10_000,
+    );
     expect(stopped.status_message).toMatch(/idle_ttl_seconds \(60\)/);
     advance(61);
-    const gone = await until('idle deleted', async () => {
-      const res = await call('/boxes/idle');
-      return res.status === 404 ? res : undefined;
-    }, 10_000);
+    const gone = await until(
+      'idle deleted',
+      async () => {
+        const res = await call('/boxes/idle');
+        return res.status === 404 ? res : undefined;
+      },
+      10_000,
+    );
     expect(gone.body.detail).toMatch(/delete_after_stop_seconds \(60\)/);
   }, 60_000);
 

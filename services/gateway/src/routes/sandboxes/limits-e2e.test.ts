@@ -23,7 +23,15 @@ beforeAll(async () => {
   platform = await SandboxPlatform.start({
     db: 'gw_sbx_limits',
     sandboxes: {
-      limits: { defaultMemoryBytes: 64 * MiB, defaultCpuMillis: 250, defaultStorageBytes: GiB, pidsLimit: 300, maxMemoryBytes: 512 * MiB, maxCpuMillis: 2000, maxStorageBytes: 2 * GiB },
+      limits: {
+        defaultMemoryBytes: 64 * MiB,
+        defaultCpuMillis: 250,
+        defaultStorageBytes: GiB,
+        pidsLimit: 300,
+        maxMemoryBytes: 512 * MiB,
+        maxCpuMillis: 2000,
+        maxStorageBytes: 2 * GiB,
+      },
       quota: { sandboxes: 3, memoryBytes: 256 * MiB, cpuMillis: 1500 },
       poolIntervalMs: 200,
     },
@@ -76,7 +84,11 @@ const CGROUP_LIMITS = [
 describe('defaults', () => {
   it('limits a sandbox from a snapshot without resources: memory, CPU and pids as the operator set them', async () => {
     const box = await client.createSandbox(snapshotId, { name: 'plain', timeout: 60 });
-    expect({ mem_bytes: box.mem_bytes, vcpus: box.vCpus, fs_capacity_bytes: box.fs_capacity_bytes }).toEqual({ mem_bytes: 64 * MiB, vcpus: 0.25, fs_capacity_bytes: GiB });
+    expect({ mem_bytes: box.mem_bytes, vcpus: box.vCpus, fs_capacity_bytes: box.fs_capacity_bytes }).toEqual({
+      mem_bytes: 64 * MiB,
+      vcpus: 0.25,
+      fs_capacity_bytes: GiB,
+    });
     const [cpu, memory, pids] = (await box.run(CGROUP_LIMITS)).stdout.trim().split('\n');
     const [quota, period] = cpu!.split(' ').map(Number);
     expect({ cpus: quota! / period!, memory: Number(memory), pids: Number(pids) }).toEqual({ cpus: 0.25, memory: 64 * MiB, pids: 300 });
@@ -113,7 +125,11 @@ describe('maxima', () => {
   });
 
   it('refuses templates and snapshots above the maximum, 999Ei included', async () => {
-    for (const [resources, field] of [[{ memory: '999Ei' }, 'memory'], [{ cpu: '3' }, 'cpu'], [{ storage: '1Ti' }, 'storage']] as const) {
+    for (const [resources, field] of [
+      [{ memory: '999Ei' }, 'memory'],
+      [{ cpu: '3' }, 'cpu'],
+      [{ storage: '1Ti' }, 'storage'],
+    ] as const) {
       const res = await call('/templates', { json: { name: 'huge', image: images.image, resources } });
       expect({ field, status: res.status, loc: res.body.detail[0].loc }).toEqual({ field, status: 422, loc: ['body', 'resources', field] });
     }
@@ -144,9 +160,13 @@ describe('maxima', () => {
       const { rows } = await sql<{ tenant_id: string }>`SELECT tenant_id FROM templates WHERE id = ${snapshotId}`.execute(database.db);
       const tenant = rows[0]!.tenant_id;
       await sql`INSERT INTO templates (id, tenant_id, kind, name, image, resources, status, version)
-        VALUES (gen_random_uuid(), ${tenant}, 'template', 'stored-huge', ${images.image}, '{"memory": "999Ei", "cpu": "1e6"}', 'ready', 1)`.execute(database.db);
+        VALUES (gen_random_uuid(), ${tenant}, 'template', 'stored-huge', ${images.image}, '{"memory": "999Ei", "cpu": "1e6"}', 'ready', 1)`.execute(
+        database.db,
+      );
       await sql`INSERT INTO sandboxes (id, tenant_id, name, template_id, template_version, instance, status, idle_ttl_seconds, delete_after_stop_seconds)
-        SELECT gen_random_uuid(), ${tenant}, 'stored-huge', id, 1, 'berth-sbx-storedhuge0000000', 'failed', 600, 0 FROM templates WHERE name = 'stored-huge'`.execute(database.db);
+        SELECT gen_random_uuid(), ${tenant}, 'stored-huge', id, 1, 'berth-sbx-storedhuge0000000', 'failed', 600, 0 FROM templates WHERE name = 'stored-huge'`.execute(
+        database.db,
+      );
       const list = await call('/boxes');
       expect(list.status).toBe(200);
       expect(list.body.sandboxes.map((b: Json) => b.name)).toEqual(['stored-huge']);
@@ -191,12 +211,17 @@ describe('quotas', () => {
 
     expect((await createBox({ name: 'cpu1', vcpus: 1 })).status).toBe(201);
     refused(await createBox({ name: 'cpu2', vcpus: 0.75 }), /CPU/);
-    await expect(client.createSandbox(snapshotId, { name: 'cpu2', vCpus: 0.75 })).rejects.toMatchObject({ name: 'LangSmithQuotaExceededError', quotaType: 'cpu' });
+    await expect(client.createSandbox(snapshotId, { name: 'cpu2', vCpus: 0.75 })).rejects.toMatchObject({
+      name: 'LangSmithQuotaExceededError',
+      quotaType: 'cpu',
+    });
     expect((await createBox({ name: 'cpu2', vcpus: 0.5 })).status).toBe(201);
   }, 90_000);
 
   it('holds under concurrent creates: of eight at once, exactly three get in', async () => {
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => createBox({ name: `race-${i}`, mem_bytes: 16 * MiB, vcpus: 0.1, wait_for_ready: false })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => createBox({ name: `race-${i}`, mem_bytes: 16 * MiB, vcpus: 0.1, wait_for_ready: false })),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429]);
     expect((await call('/boxes')).body.sandboxes).toHaveLength(3);
   }, 90_000);

@@ -37,7 +37,14 @@ async function call(path: string, init: { method?: string; json?: unknown; key?:
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_sbx_mgr');
   manager = await startSandboxManager(
-    { databaseUrl: testDb.url, secretKey: Buffer.alloc(32, 7).toString('base64'), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent', sandboxes: { background: false } },
+    {
+      databaseUrl: testDb.url,
+      secretKey: Buffer.alloc(32, 7).toString('base64'),
+      grpcHost: '127.0.0.1',
+      grpcPort: 0,
+      logLevel: 'silent',
+      sandboxes: { background: false },
+    },
     silentLogger(),
   );
   const config = testGatewayConfig(testDb.url, '127.0.0.1:1');

@@ -64,7 +64,10 @@ beforeAll(async () => {
   testDb = await createTestDatabase('gw_sbx_req');
   const config = testGatewayConfig(testDb.url, '127.0.0.1:1');
   gateway = await start(config, silentLogger());
-  unreachable = await start({ ...config, migrate: false, services: { ...config.services, 'sandbox-manager': `127.0.0.1:${await closedPort()}` } }, silentLogger());
+  unreachable = await start(
+    { ...config, migrate: false, services: { ...config.services, 'sandbox-manager': `127.0.0.1:${await closedPort()}` } },
+    silentLogger(),
+  );
   const tenant = await gateway.store.createTenant({ name: 'sbx' });
   key = (await gateway.store.createApiKey({ tenantId: tenant.id, name: 'sbx', role: 'member' })).key;
 }, 60_000);
@@ -113,11 +116,15 @@ describe('validation', () => {
       { loc: ['body', 'resources', 'cpu'], msg: expect.stringMatching(/"lots" is not a quantity.*500m/), type: 'value_error' },
     ]);
     expect(await invalid('/templates', { name: 'py' })).toEqual([{ loc: ['body', 'image'], msg: 'Field required', type: 'missing' }]);
-    expect(await invalid('/templates', { ...template, colour: 'blue' })).toEqual([{ loc: ['body', 'colour'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }]);
+    expect(await invalid('/templates', { ...template, colour: 'blue' })).toEqual([
+      { loc: ['body', 'colour'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' },
+    ]);
     expect(await invalid('/templates', { ...template, volumes: [{ volume_name: 'data', mount_path: 'data' }] })).toEqual([
       expect.objectContaining({ loc: ['body', 'volumes', 0, 'mount_path'], msg: 'mount_path must be an absolute path' }),
     ]);
-    expect(await invalid('/templates/py', { resources: { memory: '1Gb' } }, 'PATCH')).toEqual([expect.objectContaining({ loc: ['body', 'resources', 'memory'] })]);
+    expect(await invalid('/templates/py', { resources: { memory: '1Gb' } }, 'PATCH')).toEqual([
+      expect.objectContaining({ loc: ['body', 'resources', 'memory'] }),
+    ]);
     expect(await invalid('/volumes', { name: 'data', size: '10 GB' })).toEqual([expect.objectContaining({ loc: ['body', 'size'] })]);
     expect(await invalid('/pools', { name: 'p', template_name: 'py', replicas: 101 })).toEqual([expect.objectContaining({ loc: ['body', 'replicas'] })]);
   });
@@ -129,18 +136,29 @@ describe('validation', () => {
       [{ persistent: true }, ['body', 'persistent']],
       [{ preserve_memory_on_stop: true }, ['body', 'preserve_memory_on_stop']],
       [{ restore_memory: true }, ['body', 'restore_memory']],
-      [{ proxy_config: { rules: [{ name: 'aws', type: 'aws', match_hosts: ['*.amazonaws.com'], aws: { role_arn: 'x' } }] } }, ['body', 'proxy_config', 'rules', 0, 'type']],
-      [{ proxy_config: { rules: [{ name: 'x', match_hosts: ['a.com'], headers: [{ name: 'Authorization', type: 'workspace_secret', value: '{KEY}' }] }] } }, ['body', 'proxy_config', 'rules', 0, 'headers', 0, 'type']],
+      [
+        { proxy_config: { rules: [{ name: 'aws', type: 'aws', match_hosts: ['*.amazonaws.com'], aws: { role_arn: 'x' } }] } },
+        ['body', 'proxy_config', 'rules', 0, 'type'],
+      ],
+      [
+        { proxy_config: { rules: [{ name: 'x', match_hosts: ['a.com'], headers: [{ name: 'Authorization', type: 'workspace_secret', value: '{KEY}' }] }] } },
+        ['body', 'proxy_config', 'rules', 0, 'headers', 0, 'type'],
+      ],
       [{ proxy_config: { rules: [], callbacks: [{ url: 'https://x' }] } }, ['body', 'proxy_config', 'callbacks']],
     ];
     for (const [extra, loc] of cases) {
       const detail = await invalid('/boxes', { snapshot_id: SANDBOX_ID, ...extra });
-      expect({ extra, detail }).toEqual({ extra, detail: expect.arrayContaining([expect.objectContaining({ loc, msg: expect.stringMatching(/not supported by Berth/) })]) });
+      expect({ extra, detail }).toEqual({
+        extra,
+        detail: expect.arrayContaining([expect.objectContaining({ loc, msg: expect.stringMatching(/not supported by Berth/) })]),
+      });
     }
   });
 
   it('accepts what the client sends for flags left off and empty rule lists', async () => {
-    const res = await call(gateway.url, '/boxes', { json: { snapshot_id: SANDBOX_ID, wait_for_ready: false, persistent: false, proxy_config: { rules: [], access_control: { allow_list: ['example.com'] } } } });
+    const res = await call(gateway.url, '/boxes', {
+      json: { snapshot_id: SANDBOX_ID, wait_for_ready: false, persistent: false, proxy_config: { rules: [], access_control: { allow_list: ['example.com'] } } },
+    });
     expect(res.status).toBe(503); // valid: it got as far as the (missing) sandbox-manager
   });
 
@@ -150,7 +168,9 @@ describe('validation', () => {
     ]);
     expect(await invalid('/boxes', { snapshot_id: SANDBOX_ID, ttl_seconds: -60 })).toEqual([expect.objectContaining({ loc: ['body', 'ttl_seconds'] })]);
     expect(await invalid('/boxes', { snapshot_id: SANDBOX_ID, template_name: 'py' })).toEqual([expect.objectContaining({ loc: ['body', 'template_name'] })]);
-    expect(await invalid('/snapshots', { name: 's', docker_image: 'busybox' })).toEqual([{ loc: ['body', 'fs_capacity_bytes'], msg: 'Field required', type: 'missing' }]);
+    expect(await invalid('/snapshots', { name: 's', docker_image: 'busybox' })).toEqual([
+      { loc: ['body', 'fs_capacity_bytes'], msg: 'Field required', type: 'missing' },
+    ]);
   });
 
   it('takes stop and start with an empty JSON body or none, and refuses fields there', async () => {
@@ -160,7 +180,9 @@ describe('validation', () => {
   });
 
   it('checks data-plane requests before calling the manager', async () => {
-    expect(await invalid(`/dataplane/${SANDBOX_ID}/execute`, { command: 'ls', env: { A: '1' }, run_config: { work_dir: '/' } })).toEqual([expect.objectContaining({ loc: ['body', 'run_config'] })]);
+    expect(await invalid(`/dataplane/${SANDBOX_ID}/execute`, { command: 'ls', env: { A: '1' }, run_config: { work_dir: '/' } })).toEqual([
+      expect.objectContaining({ loc: ['body', 'run_config'] }),
+    ]);
     expect(await invalid(`/dataplane/${SANDBOX_ID}/execute`, { cmd: 'ls' })).toEqual(
       expect.arrayContaining([expect.objectContaining({ loc: ['body', 'command'] }), expect.objectContaining({ loc: ['body', 'cmd'] })]),
     );
@@ -168,7 +190,11 @@ describe('validation', () => {
     expect(notMultipart).toMatchObject({ status: 415, body: { detail: { error: 'WriteError', message: expect.stringMatching(/multipart\/form-data/) } } });
     const form = new FormData();
     form.append('other', new Blob(['x']), 'file');
-    const res = await fetch(`${gateway.url}/api/v2/sandboxes/dataplane/${SANDBOX_ID}/upload?path=/a`, { method: 'POST', headers: { 'x-api-key': key }, body: form });
+    const res = await fetch(`${gateway.url}/api/v2/sandboxes/dataplane/${SANDBOX_ID}/upload?path=/a`, {
+      method: 'POST',
+      headers: { 'x-api-key': key },
+      body: form,
+    });
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 422, body: { detail: [expect.objectContaining({ loc: ['body', 'file'] })] } });
   });
 });
@@ -187,12 +213,20 @@ describe('without a sandbox-manager', () => {
   });
 
   it('answers the data plane in the typed form the client reads', async () => {
-    const unavailable = { status: 503, retryAfter: '5', body: { detail: { error: 'Unavailable', message: expect.stringMatching(/SANDBOX_MANAGER_GRPC_ADDRESS/) } } };
+    const unavailable = {
+      status: 503,
+      retryAfter: '5',
+      body: { detail: { error: 'Unavailable', message: expect.stringMatching(/SANDBOX_MANAGER_GRPC_ADDRESS/) } },
+    };
     expect(await call(gateway.url, `/dataplane/${SANDBOX_ID}/download?path=/etc/hostname`)).toEqual(unavailable);
     expect(await call(gateway.url, `/dataplane/${SANDBOX_ID}/execute`, { json: { command: 'true' } })).toEqual(unavailable);
     const form = new FormData();
     form.append('file', new Blob(['hello']), 'file');
-    const res = await fetch(`${gateway.url}/api/v2/sandboxes/dataplane/${SANDBOX_ID}/upload?path=/a`, { method: 'POST', headers: { 'x-api-key': key }, body: form });
+    const res = await fetch(`${gateway.url}/api/v2/sandboxes/dataplane/${SANDBOX_ID}/upload?path=/a`, {
+      method: 'POST',
+      headers: { 'x-api-key': key },
+      body: form,
+    });
     expect({ status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() }).toEqual(unavailable);
   });
 

@@ -85,12 +85,58 @@ describe('ids in paths', () => {
 
 describe('fuzzed requests', () => {
   const keys = fc.constantFrom(
-    'name', 'image', 'docker_image', 'fs_capacity_bytes', 'registry_id', 'registry_name', 'resources', 'volumes', 'proxy_config', 'run_config',
-    'snapshot_id', 'snapshot_name', 'template_name', 'wait_for_ready', 'timeout', 'vcpus', 'mem_bytes', 'idle_ttl_seconds', 'ttl_seconds',
-    'delete_after_stop_seconds', 'labels', 'replicas', 'size', 'server', 'username', 'password', 'command', 'shell', 'env', 'cwd',
+    'name',
+    'image',
+    'docker_image',
+    'fs_capacity_bytes',
+    'registry_id',
+    'registry_name',
+    'resources',
+    'volumes',
+    'proxy_config',
+    'run_config',
+    'snapshot_id',
+    'snapshot_name',
+    'template_name',
+    'wait_for_ready',
+    'timeout',
+    'vcpus',
+    'mem_bytes',
+    'idle_ttl_seconds',
+    'ttl_seconds',
+    'delete_after_stop_seconds',
+    'labels',
+    'replicas',
+    'size',
+    'server',
+    'username',
+    'password',
+    'command',
+    'shell',
+    'env',
+    'cwd',
   );
   const values = fc.oneof(
-    fc.constantFrom('snap', 'tpl', 'vol', 'reg', 'pool', 'box', '\u0000', '\ud800', -1, 0, 0.0001, 1e308, 2 ** 63, Number.MAX_SAFE_INTEGER, '999Ei', '1e400', '-1Gi', ''),
+    fc.constantFrom(
+      'snap',
+      'tpl',
+      'vol',
+      'reg',
+      'pool',
+      'box',
+      '\u0000',
+      '\ud800',
+      -1,
+      0,
+      0.0001,
+      1e308,
+      2 ** 63,
+      Number.MAX_SAFE_INTEGER,
+      '999Ei',
+      '1e400',
+      '-1Gi',
+      '',
+    ),
     fc.record({ cpu: fc.constantFrom('1', '999', '0', '1m', '999Ei'), memory: fc.constantFrom('1Ki', '999Ei', '64Mi', '-1') }, { requiredKeys: [] }),
   );
   /** Bodies close to what each route takes, with odd values here and there: they get past validation into the manager. */
@@ -121,7 +167,8 @@ describe('fuzzed requests', () => {
     labels: fc.dictionary(fc.string({ maxLength: 70 }), fc.string({ maxLength: 10 }), { maxKeys: 2 }),
   };
   type Field = keyof typeof pool;
-  const body = (...keys: Field[]) => fc.record(Object.fromEntries(keys.map((k) => [k, pool[k]])) as Record<Field, fc.Arbitrary<unknown>>, { requiredKeys: [] }).map((b) => JSON.stringify(b));
+  const body = (...keys: Field[]) =>
+    fc.record(Object.fromEntries(keys.map((k) => [k, pool[k]])) as Record<Field, fc.Arbitrary<unknown>>, { requiredKeys: [] }).map((b) => JSON.stringify(b));
   /** Each route with bodies made of its own fields. */
   const shaped: [RegExp, fc.Arbitrary<string>][] = [
     [/^POST \/boxes$/, body('name', 'snapshot_id', 'mem_bytes', 'vcpus', 'fs_capacity_bytes', 'wait_for_ready', 'timeout', 'idle_ttl_seconds', 'labels')],
@@ -136,13 +183,22 @@ describe('fuzzed requests', () => {
   const fileRoutes = /^(POST \/dataplane\/\{sandbox_id\}\/upload|GET \/dataplane\/\{sandbox_id\}\/download)$/;
   /** Mostly no query (a file path for upload and download); sometimes anything. */
   const query = (good: fc.Arbitrary<[string, string][]>) =>
-    fc.oneof({ weight: 6, arbitrary: good }, { weight: 1, arbitrary: fc.array(fc.tuple(fc.constantFrom('path', 'limit', 'offset', 'cursor', 'name_contains'), nastyText), { maxLength: 3 }) });
+    fc.oneof(
+      { weight: 6, arbitrary: good },
+      { weight: 1, arbitrary: fc.array(fc.tuple(fc.constantFrom('path', 'limit', 'offset', 'cursor', 'name_contains'), nastyText), { maxLength: 3 }) },
+    );
   const none = query(fc.constant([]));
   const filePath = query(fc.constantFrom('/tmp/f', 'rel/f', '/', '/etc/hostname', '/proc/self/mem', '/tmp/%00').map((path) => [['path', path]]));
-  const multipart = fc.record({ name: fc.constantFrom('file', 'other', ''), data: fc.uint8Array({ maxLength: 200 }), close: fc.boolean() }).map(({ name, data, close }) => ({
-    contentType: 'multipart/form-data; boundary=b0undary',
-    body: Buffer.concat([Buffer.from(`--b0undary\r\nContent-Disposition: form-data; name="${name}"; filename="f"\r\n\r\n`), Buffer.from(data), Buffer.from(close ? '\r\n--b0undary--\r\n' : '')]),
-  }));
+  const multipart = fc
+    .record({ name: fc.constantFrom('file', 'other', ''), data: fc.uint8Array({ maxLength: 200 }), close: fc.boolean() })
+    .map(({ name, data, close }) => ({
+      contentType: 'multipart/form-data; boundary=b0undary',
+      body: Buffer.concat([
+        Buffer.from(`--b0undary\r\nContent-Disposition: form-data; name="${name}"; filename="f"\r\n\r\n`),
+        Buffer.from(data),
+        Buffer.from(close ? '\r\n--b0undary--\r\n' : ''),
+      ]),
+    }));
 
   it('never make the sandbox routes answer 5xx, data plane included', async () => {
     const routes = (await routesOf(platform.gateway.url)).filter((r) => r.path.startsWith('/api/v2/sandboxes'));
@@ -160,8 +216,18 @@ describe('fuzzed requests', () => {
     const key = (r: (typeof routes)[number]) => `${r.method} ${r.path.replace('/api/v2/sandboxes', '')}`;
     const arbitrary = fc.oneof(
       requests(routes, credentials, { ...mostly, json: jsonBodies(keys, values) }),
-      ...shaped.map(([pattern, json]) => requests(routes.filter((r) => pattern.test(key(r))), credentials, { ...mostly, json, query: none })),
-      requests(routes.filter((r) => fileRoutes.test(key(r))), credentials, { ...mostly, json: jsonBodies(keys, values), query: filePath }),
+      ...shaped.map(([pattern, json]) =>
+        requests(
+          routes.filter((r) => pattern.test(key(r))),
+          credentials,
+          { ...mostly, json, query: none },
+        ),
+      ),
+      requests(
+        routes.filter((r) => fileRoutes.test(key(r))),
+        credentials,
+        { ...mostly, json: jsonBodies(keys, values), query: filePath },
+      ),
     );
     expect(handledStatuses(await fuzzRequests(platform.gateway.url, arbitrary, { seed: 2401, numRuns: 1500 }))).toEqual({ succeeded: true, invalid: true });
     // Then the data plane of a sandbox that exists (a new one: the fuzzer may have deleted any), each
@@ -185,7 +251,9 @@ describe('fuzzed requests', () => {
           { requiredKeys: ['command'] },
         )
         .map((b) => ({ method: 'POST', path: at('execute'), headers: headers('application/json'), body: Buffer.from(JSON.stringify(b)) })),
-      fc.tuple(paths, multipart).map(([path, part]) => ({ method: 'POST', path: `${at('upload')}?path=${path}`, headers: headers(part.contentType), body: part.body })),
+      fc
+        .tuple(paths, multipart)
+        .map(([path, part]) => ({ method: 'POST', path: `${at('upload')}?path=${path}`, headers: headers(part.contentType), body: part.body })),
       paths.map((path) => ({ method: 'GET', path: `${at('download')}?path=${path}`, headers: headers('application/json'), body: undefined })),
     );
     const statuses = await fuzzRequests(platform.gateway.url, call, { seed: 2403, numRuns: 300 });

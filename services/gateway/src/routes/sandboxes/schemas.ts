@@ -37,20 +37,31 @@ const ttlSeconds = (what: string) =>
 const headerValueLimit = 8192;
 
 const ProxyHeaderIn = z.strictObject({
-  name: z.string().min(1).max(256).regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'Not a valid HTTP header name' }),
+  name: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'Not a valid HTTP header name' }),
   type: z
     .enum(['plaintext', 'opaque', 'workspace_secret'])
     .default('plaintext')
-    .refine((t) => t !== 'workspace_secret', { error: 'workspace_secret headers are not supported by Berth: send the value as type opaque (stored encrypted, never returned)' })
+    .refine((t) => t !== 'workspace_secret', {
+      error: 'workspace_secret headers are not supported by Berth: send the value as type opaque (stored encrypted, never returned)',
+    })
     .describe('plaintext (returned as is) or opaque (write-only, stored encrypted)'),
-  value: z.string().max(headerValueLimit).regex(/^[^\r\n]*$/, { error: 'A header value cannot contain line breaks' }),
+  value: z
+    .string()
+    .max(headerValueLimit)
+    .regex(/^[^\r\n]*$/, { error: 'A header value cannot contain line breaks' }),
 });
 
 const ProxyRuleIn = z.strictObject({
   name: z.string().min(1).max(128),
   type: z
     .string()
-    .refine((t) => t === 'headers' || t === 'generic', { error: (i) => `proxy rules of type ${JSON.stringify(i.input)} are not supported by Berth: use match_hosts and headers` })
+    .refine((t) => t === 'headers' || t === 'generic', {
+      error: (i) => `proxy rules of type ${JSON.stringify(i.input)} are not supported by Berth: use match_hosts and headers`,
+    })
     .optional(),
   enabled: z.boolean().default(true),
   match_hosts: z.array(z.string().min(1).max(253)).min(1).max(100).describe('Host globs (`api.example.com`, `*.example.com`)'),
@@ -183,7 +194,11 @@ export const ListTemplatesQuery = ListSnapshotsQuery;
 
 export const CreateRegistryBody = z.strictObject({
   name,
-  server: z.string().min(1).max(255).regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'A registry host, optionally with :port (registry.example.com, 127.0.0.1:5000)' }),
+  server: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'A registry host, optionally with :port (registry.example.com, 127.0.0.1:5000)' }),
   username: z.string().min(1).max(255),
   password: z.string().min(1).max(8192).describe('Stored encrypted; never returned'),
   insecure: z.boolean().default(false).describe('Reach it over plain HTTP'),
@@ -244,7 +259,8 @@ export const CreateBoxBody = z
   })
   .superRefine((body, ctx) => {
     const given = (['snapshot_id', 'snapshot_name', 'template_name'] as const).filter((k) => body[k] !== undefined);
-    for (const key of given.slice(1)) ctx.addIssue({ code: 'custom', path: [key], message: `Give one of snapshot_id, snapshot_name and template_name (also got ${given[0]})` });
+    for (const key of given.slice(1))
+      ctx.addIssue({ code: 'custom', path: [key], message: `Give one of snapshot_id, snapshot_name and template_name (also got ${given[0]})` });
   });
 
 export const UpdateBoxBody = z.strictObject({
@@ -290,7 +306,11 @@ export const BoxStatusOut = z.object({ status: boxStatus, status_message: z.stri
 export const ListBoxesQuery = z.strictObject({
   limit: intQuery(1, 500, 100, 'Page size, 1 to 500'),
   offset: intQuery(0, 1_000_000, 0, 'Sandboxes to skip'),
-  cursor: z.string().regex(/^\d{1,7}$/, { error: 'Pass back a next_cursor' }).optional().describe('next_cursor of the previous page'),
+  cursor: z
+    .string()
+    .regex(/^\d{1,7}$/, { error: 'Pass back a next_cursor' })
+    .optional()
+    .describe('next_cursor of the previous page'),
 });
 
 export const ListBoxesOut = z.object({
@@ -311,7 +331,10 @@ export const DataPlanePath = z.strictObject({ sandbox_id: z.string() });
  */
 export const ExecuteCommand = z
   .strictObject({
-    command: z.string().min(1).max(1024 * 1024),
+    command: z
+      .string()
+      .min(1)
+      .max(1024 * 1024),
     shell: z.string().min(1).max(4096).default('/bin/bash').describe('Falls back to /bin/sh when missing'),
     env: envVars.optional(),
     cwd: z.string().min(1).max(4096).optional(),
@@ -320,10 +343,15 @@ export const ExecuteCommand = z
   .refine((b) => !(b.run_config && (b.env || b.cwd)), { error: 'Give env and cwd, or run_config, not both', path: ['run_config'] });
 
 /** Seconds; the command is killed after. */
-export const CommandTimeout = z.number().positive().max(24 * 3600).default(60).describe('Seconds; the command is killed after');
+export const CommandTimeout = z
+  .number()
+  .positive()
+  .max(24 * 3600)
+  .default(60)
+  .describe('Seconds; the command is killed after');
 
 export const ExecuteBody = ExecuteCommand.extend({ timeout: CommandTimeout });
 
 export const ExecuteOut = z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number() });
 
-export const FilePathQuery = z.strictObject({ path: z.string().min(1).max(4096).describe('Absolute, or relative to the sandbox\'s working directory') });
+export const FilePathQuery = z.strictObject({ path: z.string().min(1).max(4096).describe("Absolute, or relative to the sandbox's working directory") });

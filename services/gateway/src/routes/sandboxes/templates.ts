@@ -49,7 +49,10 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       return found((await rpc().getRegistry({ tenantId, name })).registry, 'Registry').id;
     } catch (error) {
       if (error instanceof NotFoundError) {
-        throw new RequestValidationError([{ loc: ['body', 'registry_name'], msg: `No registry named ${name} (create it with POST /api/v2/sandboxes/registries)`, type: 'value_error' }], { cause: error });
+        throw new RequestValidationError(
+          [{ loc: ['body', 'registry_name'], msg: `No registry named ${name} (create it with POST /api/v2/sandboxes/registries)`, type: 'value_error' }],
+          { cause: error },
+        );
       }
       throw error;
     }
@@ -107,7 +110,13 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       response: z.object({ templates: z.array(TemplateOut) }),
       errors: [503],
       handler: async ({ query, auth }) => {
-        const answer = await rpc().listTemplates({ tenantId: auth.tenantId, kind: TemplateKind.TEMPLATE, limit: query.limit, offset: query.offset, ...(query.name_contains ? { nameContains: query.name_contains } : {}) });
+        const answer = await rpc().listTemplates({
+          tenantId: auth.tenantId,
+          kind: TemplateKind.TEMPLATE,
+          limit: query.limit,
+          offset: query.offset,
+          ...(query.name_contains ? { nameContains: query.name_contains } : {}),
+        });
         return { templates: await withRegistryNames(auth.tenantId, answer.templates) };
       },
     })
@@ -196,10 +205,21 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       summary: 'List snapshots, newest first',
       tags,
       query: ListSnapshotsQuery,
-      response: z.object({ snapshots: z.array(SnapshotOut), items: z.array(SnapshotOut).describe('The same as snapshots'), next_cursor: z.string().nullable(), offset: z.number() }),
+      response: z.object({
+        snapshots: z.array(SnapshotOut),
+        items: z.array(SnapshotOut).describe('The same as snapshots'),
+        next_cursor: z.string().nullable(),
+        offset: z.number(),
+      }),
       errors: [503],
       handler: async ({ query, auth }) => {
-        const answer = await rpc().listTemplates({ tenantId: auth.tenantId, kind: TemplateKind.SNAPSHOT, limit: query.limit, offset: query.offset, ...(query.name_contains ? { nameContains: query.name_contains } : {}) });
+        const answer = await rpc().listTemplates({
+          tenantId: auth.tenantId,
+          kind: TemplateKind.SNAPSHOT,
+          limit: query.limit,
+          offset: query.offset,
+          ...(query.name_contains ? { nameContains: query.name_contains } : {}),
+        });
         const snapshots = answer.templates.map(snapshotJson);
         return { snapshots, items: snapshots, next_cursor: nextCursor(answer.hasMore, query.offset, snapshots.length), offset: query.offset };
       },
@@ -213,7 +233,8 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
       params: SnapshotPath,
       response: SnapshotOut,
       errors: [404, 503],
-      handler: async ({ params, auth }) => snapshotJson(found((await rpc().getTemplate({ ref: snapshotRef(auth.tenantId, params.snapshot_id) })).template, 'Snapshot')),
+      handler: async ({ params, auth }) =>
+        snapshotJson(found((await rpc().getTemplate({ ref: snapshotRef(auth.tenantId, params.snapshot_id) })).template, 'Snapshot')),
     })
     .route({
       method: 'delete',

@@ -40,8 +40,7 @@ export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
     access: 'public',
     summary: 'What this server supports (LangSmith clients read it first)',
     description:
-      'Ingest through `POST /runs/multipart`, gzip bodies accepted (zstd is not), at most `size_limit` runs and ' +
-      '`size_limit_bytes` per request.',
+      'Ingest through `POST /runs/multipart`, gzip bodies accepted (zstd is not), at most `size_limit` runs and ' + '`size_limit_bytes` per request.',
     tags: ['traces'],
     response: InfoOut,
     handler: () => ({

@@ -55,7 +55,8 @@ export async function readBody(req: Request, maxBytes: number): Promise<Buffer> 
   try {
     return await decode(raw, { maxOutputLength: maxBytes });
   } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new TraceBodyError(413, `The decoded request body is larger than ${maxBytes} bytes`);
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new TraceBodyError(413, `The decoded request body is larger than ${maxBytes} bytes`);
     throw new InvalidArgumentError(`The request body could not be decoded as ${encoding}: ${(error as Error).message}`, { cause: error });
   }
 }

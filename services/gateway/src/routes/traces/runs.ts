@@ -132,7 +132,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
       access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Ingest a batch of runs (multipart)',
       description:
-        'The langsmith client\'s default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` ' +
+        "The langsmith client's default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` " +
         '(the run as JSON) and `post.<run_id>.<field>` for inputs, outputs, events, extra, error and serialized; ' +
         '`Content-Encoding: gzip` allowed. Attachments and feedback parts are accepted and not kept. Answers 202 with ' +
         'the runs refused as malformed (the rest are stored): a client drops its whole batch on an error status. ' +
@@ -189,7 +189,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
       path: '/runs/{run_id}',
       access: ['api_key', 'access_token', 'tracing_credential'],
       summary: 'Update a run',
-      description: 'Sets the fields given (end_time, outputs, error, ...). A patch that comes before its run\'s create waits for it.',
+      description: "Sets the fields given (end_time, outputs, error, ...). A patch that comes before its run's create waits for it.",
       tags,
       params: RunPath,
       body: RunIn,

@@ -49,10 +49,12 @@ export const RunPath = z.object({ run_id: z.string() });
  * every field is checked by the trace store, a malformed run is refused with its reason, and a
  * field a newer client adds is kept under extra.unrecognized_fields instead of failing the call.
  */
-export const RunIn = z.record(z.string(), z.unknown()).describe(
-  'A run in LangSmith\'s shape: id, name, run_type, start_time, end_time, inputs, outputs, error, extra (metadata under ' +
-    'extra.metadata), events, tags, trace_id, dotted_order, parent_run_id, session_name or session_id, token counts.',
-);
+export const RunIn = z
+  .record(z.string(), z.unknown())
+  .describe(
+    "A run in LangSmith's shape: id, name, run_type, start_time, end_time, inputs, outputs, error, extra (metadata under " +
+      'extra.metadata), events, tags, trace_id, dotted_order, parent_run_id, session_name or session_id, token counts.',
+  );
 
 export const BatchIn = z.strictObject({
   post: z.array(RunIn).optional(),
@@ -61,7 +63,7 @@ export const BatchIn = z.strictObject({
 
 export const IngestOut = z.object({
   stored: z.number().int().describe('Operations applied to their run'),
-  pending: z.number().int().describe('Patches waiting for their run\'s create'),
+  pending: z.number().int().describe("Patches waiting for their run's create"),
   refused: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Malformed operations, not stored (the rest were)'),
   ignored_parts: z.number().int().optional().describe('Multipart parts this store does not keep (attachments, feedback)'),
 });
@@ -81,8 +83,8 @@ export const QueryRunsIn = z.strictObject({
   start_time: nullable(time).describe('Runs that started at or after'),
   end_time: nullable(time).describe('Runs that started before'),
   filter: nullable(z.string()),
-  trace_filter: nullable(z.string()).describe('Filter on the root run of each run\'s trace'),
-  tree_filter: nullable(z.string()).describe('Filter on any run of each run\'s trace'),
+  trace_filter: nullable(z.string()).describe("Filter on the root run of each run's trace"),
+  tree_filter: nullable(z.string()).describe("Filter on any run of each run's trace"),
   query: nullable(z.string()).describe('Text searched in name, error, inputs and outputs'),
   execution_order: nullable(z.number().int()).describe('Accepted for old clients; 1 means root runs'),
   select: nullable(z.array(z.string())).describe('Fields to answer (id always); all when absent'),
@@ -148,7 +150,10 @@ const stats = z.stringbool().optional().describe('Add run_count and last_run_sta
 export const GetSessionQuery = z.strictObject({ include_stats: stats });
 
 export const ListSessionsQuery = z.strictObject({
-  id: z.union([z.string(), z.array(z.string())]).optional().describe('Project ids (repeat the parameter)'),
+  id: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('Project ids (repeat the parameter)'),
   name: z.string().optional(),
   name_contains: z.string().optional(),
   reference_dataset: z.string().optional(),

@@ -33,7 +33,12 @@ const seen: { method: string; path: string; type: string; encoding: string }[] =
 
 const observingFetch = (async (input: any, init?: any) => {
   const headers = new Headers(init?.headers);
-  seen.push({ method: init?.method ?? 'GET', path: new URL(String(input)).pathname, type: headers.get('content-type') ?? '', encoding: headers.get('content-encoding') ?? '' });
+  seen.push({
+    method: init?.method ?? 'GET',
+    path: new URL(String(input)).pathname,
+    type: headers.get('content-type') ?? '',
+    encoding: headers.get('content-encoding') ?? '',
+  });
   return fetch(input, init);
 }) as typeof fetch;
 
@@ -41,7 +46,10 @@ function clientOf(key: string, config: Json = {}): Client {
   return new Client({ apiUrl: gateway.url, apiKey: key, fetchImplementation: observingFetch, ...config });
 }
 
-async function call(path: string, init: { method?: string; key?: string; json?: unknown; body?: Buffer | string; headers?: Record<string, string>; base?: string } = {}) {
+async function call(
+  path: string,
+  init: { method?: string; key?: string; json?: unknown; body?: Buffer | string; headers?: Record<string, string>; base?: string } = {},
+) {
   const res = await fetch(`${init.base ?? gateway.url}${path}`, {
     method: init.method ?? 'GET',
     headers: { 'x-api-key': init.key ?? keyA, ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
@@ -53,14 +61,26 @@ async function call(path: string, init: { method?: string; key?: string; json?: 
 
 function multipart(parts: { name: string; value: unknown }[]): { body: Buffer; type: string } {
   const boundary = `----berth${randomUUID()}`;
-  const chunks = parts.map((p) => `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\nContent-Type: application/json\r\n\r\n${typeof p.value === 'string' ? p.value : JSON.stringify(p.value)}\r\n`);
+  const chunks = parts.map(
+    (p) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\nContent-Type: application/json\r\n\r\n${typeof p.value === 'string' ? p.value : JSON.stringify(p.value)}\r\n`,
+  );
   return { body: Buffer.from(`${chunks.join('')}--${boundary}--\r\n`), type: `multipart/form-data; boundary=${boundary}` };
 }
 
 function run(extra: Json = {}): Json {
   const id = randomUUID();
   const start = new Date().toISOString();
-  return { id, trace_id: id, dotted_order: `${start.replace(/[-:.]/g, '')}${id}`, name: 'step', run_type: 'chain', start_time: start, inputs: { q: 1 }, ...extra };
+  return {
+    id,
+    trace_id: id,
+    dotted_order: `${start.replace(/[-:.]/g, '')}${id}`,
+    name: 'step',
+    run_type: 'chain',
+    start_time: start,
+    inputs: { q: 1 },
+    ...extra,
+  };
 }
 
 beforeAll(async () => {
@@ -90,10 +110,11 @@ describe('the langsmith client with its defaults', () => {
   beforeAll(async () => {
     client = clientOf(keyA);
     const traced = { client, project_name: project, tracingEnabled: true };
-    const llm = traceable(
-      async (q: string) => ({ content: `echo ${q}`, usage_metadata: { input_tokens: 12, output_tokens: 5, total_tokens: 17 } }),
-      { name: 'fake-llm', run_type: 'llm', ...traced },
-    );
+    const llm = traceable(async (q: string) => ({ content: `echo ${q}`, usage_metadata: { input_tokens: 12, output_tokens: 5, total_tokens: 17 } }), {
+      name: 'fake-llm',
+      run_type: 'llm',
+      ...traced,
+    });
     const tool = traceable(
       async (_q: string): Promise<string> => {
         throw new Error('the tool broke');
@@ -162,7 +183,14 @@ describe('the langsmith client with its defaults', () => {
     const tracer = clientOf(keyA);
     const base = Date.now() - 3_600_000;
     for (let i = 0; i < 5; i++) {
-      const tree = new RunTree({ name: `paged-${i}`, run_type: 'chain', project_name: 'paging', client: tracer, tracingEnabled: true, start_time: base + i * 1000 });
+      const tree = new RunTree({
+        name: `paged-${i}`,
+        run_type: 'chain',
+        project_name: 'paging',
+        client: tracer,
+        tracingEnabled: true,
+        start_time: base + i * 1000,
+      });
       await tree.postRun();
       await tree.end({ i });
       await tree.patchRun();
@@ -193,11 +221,15 @@ describe('the other ingest paths', () => {
     expect(seen.some((r) => r.method === 'PATCH' && r.path === `/runs/${tree.id}`)).toBe(true);
   });
 
-  it('POST /runs/batch (the client\'s JSON batch)', async () => {
+  it("POST /runs/batch (the client's JSON batch)", async () => {
     const client = clientOf(keyA);
     const created = run({ session_name: 'batched' });
     await client.batchIngestRuns({ runCreates: [created as any], runUpdates: [{ ...created, end_time: Date.now(), outputs: { ok: true } } as any] });
-    expect(await client.readRun(created.id)).toMatchObject({ outputs: { ok: true }, status: 'success', session_id: (await client.readProject({ projectName: 'batched' })).id });
+    expect(await client.readRun(created.id)).toMatchObject({
+      outputs: { ok: true },
+      status: 'success',
+      session_id: (await client.readProject({ projectName: 'batched' })).id,
+    });
   });
 
   it('a patch before its create, and a create delivered twice, converge to one run', async () => {
@@ -206,7 +238,8 @@ describe('the other ingest paths', () => {
     const first = await call('/runs/batch', { method: 'POST', json: { patch: [patch] } });
     expect(first).toMatchObject({ status: 202, body: { stored: 0, pending: 1, refused: [] } });
     expect((await call(`/runs/${created.id}`)).status).toBe(404);
-    for (let i = 0; i < 2; i++) expect(await call('/runs/batch', { method: 'POST', json: { post: [created] } })).toMatchObject({ status: 202, body: { refused: [] } });
+    for (let i = 0; i < 2; i++)
+      expect(await call('/runs/batch', { method: 'POST', json: { post: [created] } })).toMatchObject({ status: 202, body: { refused: [] } });
     const stored = await call(`/runs/${created.id}`);
     expect(stored.body).toMatchObject({ outputs: { done: 1 }, inputs: { q: 1 }, status: 'success' });
     const listed = await call('/runs/query', { method: 'POST', json: { trace: created.id } });
@@ -224,7 +257,11 @@ describe('the other ingest paths', () => {
       { name: `post.${newer.id}`, value: newer },
       { name: `attachment.${good.id}.image`, value: 'raw' },
     ]);
-    const res = await call('/runs/multipart', { method: 'POST', body: gzipSync(body.body), headers: { 'content-type': body.type, 'content-encoding': 'gzip' } });
+    const res = await call('/runs/multipart', {
+      method: 'POST',
+      body: gzipSync(body.body),
+      headers: { 'content-type': body.type, 'content-encoding': 'gzip' },
+    });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ stored: 2, pending: 0, ignored_parts: 1 });
     expect(res.body.refused).toEqual([{ id: bad.id, reason: expect.stringContaining('start_time') }]);
@@ -305,7 +342,7 @@ describe('projects', () => {
 });
 
 describe('tenants', () => {
-  it('a second tenant sees none of the first one\'s projects or runs', async () => {
+  it("a second tenant sees none of the first one's projects or runs", async () => {
     const a = clientOf(keyA);
     const b = clientOf(keyB);
     const project = await a.readProject({ projectName: 'my-agent' });
@@ -332,7 +369,13 @@ describe('a tracing-project credential', () => {
     const store = Object.create(gateway.store, {
       verifyApiKey: { value: async (key: string) => ({ ...(await gateway.store.verifyApiKey(key))!, tracingProject: bound }) },
     }) as AuthStore;
-    const app = createGatewayApp({ logger: silentLogger(), store, readiness: {}, controlPlane: new ControlPlaneClients(undefined), exportWorker: new ExportWorkerClients(worker.address) });
+    const app = createGatewayApp({
+      logger: silentLogger(),
+      store,
+      readiness: {},
+      controlPlane: new ControlPlaneClients(undefined),
+      exportWorker: new ExportWorkerClients(worker.address),
+    });
     server = await listen(app, '127.0.0.1', 0);
   });
   afterAll(async () => server?.close());

@@ -68,7 +68,11 @@ describe('container driver', () => {
       ReadonlyRootfs: false,
     });
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
-    expect(info.Config.Labels).toMatchObject({ 'berth.dev/sandbox-instance': spec.instance, 'berth.dev/tenant': 'contract-tenant', 'berth.dev/contract': 'yes' });
+    expect(info.Config.Labels).toMatchObject({
+      'berth.dev/sandbox-instance': spec.instance,
+      'berth.dev/tenant': 'contract-tenant',
+      'berth.dev/contract': 'yes',
+    });
     const mounts = info.Mounts.map((mount) => ({ destination: mount.Destination, rw: mount.RW })).sort((a, b) => a.destination.localeCompare(b.destination));
     expect(mounts).toEqual([
       { destination: '/.berth/bin/sandboxd', rw: false },
@@ -89,7 +93,11 @@ describe('container driver', () => {
     // Once without the user in the spec (the driver asks the engine), once with it (as the manager sends it).
     for (const image of [userImage, { ...userImage, user: '1000:1000' }]) {
       const spec = await create({ image });
-      const result = await runIn(driver, spec.instance, 'id -u; pwd; echo x > mine && echo written; grep -E "^Cap(Eff|Amb)" /proc/self/status; touch /etc/nope || echo refused');
+      const result = await runIn(
+        driver,
+        spec.instance,
+        'id -u; pwd; echo x > mine && echo written; grep -E "^Cap(Eff|Amb)" /proc/self/status; touch /etc/nope || echo refused',
+      );
       expect(result.stdout).toBe('1000\n/home/user\nwritten\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nrefused\n');
     }
   });
@@ -107,7 +115,9 @@ describe('container driver', () => {
     expect(info.digest).toMatch(/^sha256:/);
     // Now in the engine's store: someone without the credentials (another tenant) still cannot have it.
     await expect(driver.pullImage(source)).rejects.toThrow(/the registry needs credentials and none are set/);
-    await expect(driver.pullImage({ ...source, credentials: { server: host, username, password: 'wrong' } })).rejects.toThrow(/the registry credentials were refused/);
+    await expect(driver.pullImage({ ...source, credentials: { server: host, username, password: 'wrong' } })).rejects.toThrow(
+      /the registry credentials were refused/,
+    );
   });
 
   it('says when a registry is unreachable or serves plain HTTP to a TLS pull', async () => {
@@ -201,7 +211,12 @@ describe('container driver', () => {
   });
 
   it('says sandboxes are off, and how to fix it, when the agent is not built or no engine answers', async () => {
-    const noAgent = new ContainerDriver({ socketPath: sandbox.socketPath, runDir: sandbox.tmpDir, logger: captureLogger().logger, agentBinary: join(sandbox.tmpDir, 'no-agent') });
+    const noAgent = new ContainerDriver({
+      socketPath: sandbox.socketPath,
+      runDir: sandbox.tmpDir,
+      logger: captureLogger().logger,
+      agentBinary: join(sandbox.tmpDir, 'no-agent'),
+    });
     expect(await noAgent.unavailableReason()).toMatch(/sandbox agent .*no-agent is not built \(it needs gcc\): run `apt-get install gcc libc6-dev`/);
     const noEngine = new ContainerDriver({ socketPath: join(sandbox.tmpDir, 'no.sock'), runDir: sandbox.tmpDir, logger: captureLogger().logger });
     expect(await noEngine.unavailableReason()).toMatch(/no container engine answers on .*no\.sock/);
@@ -219,7 +234,12 @@ describe('container driver', () => {
     await engine.start();
     try {
       const strict = new ContainerDriver({ socketPath: engine.socketPath, runDir: join(runDir, 'strict'), logger: captureLogger().logger });
-      const lenient = new ContainerDriver({ socketPath: engine.socketPath, runDir: join(runDir, 'lenient'), logger: captureLogger().logger, storageQuota: 'ignore' });
+      const lenient = new ContainerDriver({
+        socketPath: engine.socketPath,
+        runDir: join(runDir, 'lenient'),
+        logger: captureLogger().logger,
+        storageQuota: 'ignore',
+      });
       await strict.pullImage(image);
       const limited = { resources: { storageBytes: 20 * 1024 * 1024 } };
       await expect(strict.create(contractSpec(image, limited))).rejects.toThrow(/cannot enforce storage quotas/);

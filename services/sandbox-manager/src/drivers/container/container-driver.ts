@@ -172,9 +172,11 @@ export class ContainerDriver implements SandboxDriver {
       // Not made: what was prepared for it goes, unless it is an instance of that name that exists.
       const existing = await this.inspect(spec.instance).catch(() => undefined);
       if (existing?.state === 'missing') {
-        await this.files.remove(spec.instance).catch((cleanup: unknown) =>
-          this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
-        );
+        await this.files
+          .remove(spec.instance)
+          .catch((cleanup: unknown) =>
+            this.options.logger.error({ err: cleanup, instance: spec.instance }, 'removing the files of a sandbox that could not be created failed'),
+          );
       }
       throw error;
     }

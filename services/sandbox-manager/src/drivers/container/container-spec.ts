@@ -103,9 +103,12 @@ export function containerCreateOptions(spec: InstanceSpec, layout: ContainerLayo
     Hostname: spec.instance,
     Entrypoint: [
       AGENT_PATH,
-      '--socket', `${RUN_MOUNT}/${AGENT_SOCKET}`,
-      '--proxy-listen', `127.0.0.1:${PROXY_PORT}`,
-      '--proxy-socket', `${HOST_MOUNT}/${PROXY_SOCKET}`,
+      '--socket',
+      `${RUN_MOUNT}/${AGENT_SOCKET}`,
+      '--proxy-listen',
+      `127.0.0.1:${PROXY_PORT}`,
+      '--proxy-socket',
+      `${HOST_MOUNT}/${PROXY_SOCKET}`,
       ...(layout.proxyCa ? ['--ca-bundle', bundlePath, '--ca-extra', caPath] : []),
     ],
     // The image's CMD would become arguments of the agent.

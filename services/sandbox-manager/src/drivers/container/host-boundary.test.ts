@@ -64,7 +64,12 @@ describe.each<[RunFolderKind]>([['volume'], ['bind']])('container driver, %s run
   };
 
   beforeAll(async () => {
-    options = { socketPath: sandbox.socketPath, runDir: await mkdtemp(join(sandbox.tmpDir, 'run-')), logger: captureLogger('container-driver').logger, runFolders };
+    options = {
+      socketPath: sandbox.socketPath,
+      runDir: await mkdtemp(join(sandbox.tmpDir, 'run-')),
+      logger: captureLogger('container-driver').logger,
+      runFolders,
+    };
     driver = new ContainerDriver(options);
     await driver.pullImage(image);
   });
@@ -89,7 +94,9 @@ describe.each<[RunFolderKind]>([['volume'], ['bind']])('container driver, %s run
     // A bind run folder keeps the symlink across the restart (the agent replaces it); a volume is new.
     await driver.stop(attacker.instance);
     await driver.start(attacker.instance, attacker);
-    expect((await runIn(driver, attacker.instance, 'cat /secret.txt 2>&1; hostname')).stdout).toBe(`cat: can't open '/secret.txt': No such file or directory\n${attacker.instance}\n`);
+    expect((await runIn(driver, attacker.instance, 'cat /secret.txt 2>&1; hostname')).stdout).toBe(
+      `cat: can't open '/secret.txt': No such file or directory\n${attacker.instance}\n`,
+    );
   });
 
   it('a sandbox that points its agent socket at a host socket gets nothing sent there, not even a connection', async () => {
@@ -236,14 +243,18 @@ describe('container driver: what the host keeps of a sandbox', () => {
     await withProxy.pullImage(userImage);
     for (const source of [image, userImage]) {
       const spec = await create(withProxy, { image: source });
-      const result = await runIn(withProxy, spec.instance, [
-        'wget -S -q -O /dev/null http://example.com/ 2>&1 | head -1',
-        'cat "$NODE_EXTRA_CA_CERTS"',
-        'rm -f /.berth/host/proxy.sock 2>/dev/null || echo cannot-remove',
-        'ln -sf /etc/passwd /.berth/host/proxy-ca.crt 2>/dev/null || echo cannot-link',
-        'touch /.berth/host/new 2>/dev/null || echo cannot-create',
-        'ls /.berth/host',
-      ].join('; '));
+      const result = await runIn(
+        withProxy,
+        spec.instance,
+        [
+          'wget -S -q -O /dev/null http://example.com/ 2>&1 | head -1',
+          'cat "$NODE_EXTRA_CA_CERTS"',
+          'rm -f /.berth/host/proxy.sock 2>/dev/null || echo cannot-remove',
+          'ln -sf /etc/passwd /.berth/host/proxy-ca.crt 2>/dev/null || echo cannot-link',
+          'touch /.berth/host/new 2>/dev/null || echo cannot-create',
+          'ls /.berth/host',
+        ].join('; '),
+      );
       expect(result.stdout).toBe(`  HTTP/1.1 204 No Content\n${FAKE_CA_PEM}cannot-remove\ncannot-link\ncannot-create\nproxy-ca.crt\nproxy.sock\n`);
       await withProxy.remove(spec.instance);
     }

@@ -13,7 +13,7 @@ const probe = (uid: number, target: string) =>
   `setpriv --reuid=${uid} --regid=${uid} --clear-groups timeout 1 bash -c 'exec 3<>/dev/tcp/${target}' 2>/dev/null; echo "${uid} ${target} $?"`;
 
 describe('egress lock script', () => {
-  it('rejects the sandbox\'s own traffic at once, lets the proxy\'s uid out, and keeps loopback open to all', async () => {
+  it("rejects the sandbox's own traffic at once, lets the proxy's uid out, and keeps loopback open to all", async () => {
     const script = [
       'set -e',
       'ip link set lo up',

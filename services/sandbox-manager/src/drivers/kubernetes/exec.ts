@@ -122,12 +122,22 @@ export class ExecStream {
     const where = `sandbox instance ${target.pod}`;
     let connection: Connection;
     try {
-      connection = await target.exec.exec(target.namespace, target.pod, target.container, argv, sink('stdout'), sink('stderr'), stream.#stdin, false, (status) => {
-        stream.#finished = true;
-        const code = exitCodeOf(status);
-        if (code instanceof Error) settle.reject(new InstanceError(`could not run a command in ${where}: ${code.message}`, { cause: code }));
-        else settle.resolve(code);
-      });
+      connection = await target.exec.exec(
+        target.namespace,
+        target.pod,
+        target.container,
+        argv,
+        sink('stdout'),
+        sink('stderr'),
+        stream.#stdin,
+        false,
+        (status) => {
+          stream.#finished = true;
+          const code = exitCodeOf(status);
+          if (code instanceof Error) settle.reject(new InstanceError(`could not run a command in ${where}: ${code.message}`, { cause: code }));
+          else settle.resolve(code);
+        },
+      );
     } catch (error) {
       throw new InstanceError(`could not run a command in ${where}: ${describeExecError(error)}`, { cause: error });
     }
@@ -284,7 +294,13 @@ export function fileError(action: 'read' | 'write', path: string, exitCode: numb
   const said = stderr.toString('utf8').trim();
   const kind =
     FILE_EXIT[exitCode] ??
-    (/permission denied|read-only file system/i.test(said) ? 'permission_denied' : /no space left/i.test(said) ? 'no_space' : /no such file|not a directory/i.test(said) ? 'not_found' : 'other');
+    (/permission denied|read-only file system/i.test(said)
+      ? 'permission_denied'
+      : /no space left/i.test(said)
+        ? 'no_space'
+        : /no such file|not a directory/i.test(said)
+          ? 'not_found'
+          : 'other');
   const reason = {
     not_found: 'no such file',
     is_directory: 'is a directory',

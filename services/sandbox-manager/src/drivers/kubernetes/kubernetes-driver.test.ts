@@ -13,13 +13,24 @@ import { LABELS, PROXY_CONTAINER, proxySecretName, pullSecretName, SANDBOX_CONTA
 
 const NS = 'sandboxes';
 const IMAGE = 'registry.test/sandbox:1';
-const CA = { certPem: '-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n', keyPem: '-----BEGIN PRIVATE KEY-----\nTEST\n-----END PRIVATE KEY-----\n' };
+const CA = {
+  certPem: '-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n',
+  keyPem: '-----BEGIN PRIVATE KEY-----\nTEST\n-----END PRIVATE KEY-----\n',
+};
 
 let fake: FakeKube;
 let driver: KubernetesDriver;
 
 function options(overrides: Partial<KubernetesDriverOptions> = {}): KubernetesDriverOptions {
-  return { cluster: { server: fake.url }, namespace: NS, platformImage: 'berth/platform:test', proxyCa: CA, pollIntervalMs: 10, readyTimeoutMs: 3_000, ...overrides };
+  return {
+    cluster: { server: fake.url },
+    namespace: NS,
+    platformImage: 'berth/platform:test',
+    proxyCa: CA,
+    pollIntervalMs: 10,
+    readyTimeoutMs: 3_000,
+    ...overrides,
+  };
 }
 
 beforeAll(async () => {
@@ -68,7 +79,10 @@ describe('lifecycle', () => {
     });
     await driver.create(s);
     expect(await driver.inspect(s.instance)).toEqual({ state: 'running' });
-    const pod = fake.store.get('pods', NS, s.instance) as { spec: { containers: Array<{ name: string }>; imagePullSecrets: unknown }; metadata: { labels: Record<string, string> } };
+    const pod = fake.store.get('pods', NS, s.instance) as {
+      spec: { containers: Array<{ name: string }>; imagePullSecrets: unknown };
+      metadata: { labels: Record<string, string> };
+    };
     expect(pod.spec.containers.map((c) => c.name)).toEqual([SANDBOX_CONTAINER, PROXY_CONTAINER]);
     expect(pod.spec.imagePullSecrets).toEqual([{ name: pullSecretName(s.instance) }]);
     expect(pod.metadata.labels).toMatchObject({ [LABELS.instance]: s.instance, 'berth.dev/pool': 'p1' });
@@ -81,7 +95,7 @@ describe('lifecycle', () => {
     await driver.remove(s.instance);
   });
 
-  it('fails a create whose image cannot be pulled with the kubelet\'s words, leaving nothing behind', async () => {
+  it("fails a create whose image cannot be pulled with the kubelet's words, leaving nothing behind", async () => {
     const s = spec({ image: { reference: 'registry.test/nope:1' } });
     const error = await driver.create(s).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImagePullError);
@@ -155,10 +169,14 @@ describe('lifecycle', () => {
     await expect(driver.pullImage({ reference: 'registry.test/nope:2' })).rejects.toBeInstanceOf(ImagePullError);
     expect(fake.store.list('pods', NS).filter((p) => p.metadata.name!.startsWith('berth-pull-'))).toEqual([]);
     // The image's own /bin/sh ran there: with no network at all.
-    expect(fake.store.get('networking.k8s.io/networkpolicies', NS, 'sandbox-image-pull')['spec']).toMatchObject({ policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] });
+    expect(fake.store.get('networking.k8s.io/networkpolicies', NS, 'sandbox-image-pull')['spec']).toMatchObject({
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [],
+      egress: [],
+    });
   });
 
-  it('runs a sandbox as its image\'s non-root USER when a restarted manager knows it only from the template', async () => {
+  it("runs a sandbox as its image's non-root USER when a restarted manager knows it only from the template", async () => {
     const fresh = new KubernetesDriver(options());
     const s = spec({ image: { reference: IMAGE, user: '1000:1000' } });
     await fresh.create(s);
@@ -226,7 +244,10 @@ describe('commands and files', () => {
 
   it('runs a command: stdout, stderr, exit code, env of the instance and of the command, cwd', async () => {
     const dir = fake.exec.scratchDir(NS, s.instance);
-    const process = await driver.exec(s.instance, sh('echo "$FROM_SPEC $FROM_EXEC"; pwd; echo oops >&2; exit 7', { env: { FROM_EXEC: 'exec-value' }, cwd: dir }));
+    const process = await driver.exec(
+      s.instance,
+      sh('echo "$FROM_SPEC $FROM_EXEC"; pwd; echo oops >&2; exit 7', { env: { FROM_EXEC: 'exec-value' }, cwd: dir }),
+    );
     expect(process.pid).toBeGreaterThan(0);
     expect(await collect(process)).toEqual({ stdout: `spec-value exec-value\n${dir}\n`, stderr: 'oops\n', exitCode: 7, signal: undefined });
   });
@@ -253,7 +274,11 @@ describe('commands and files', () => {
       .filter((p) => /^\d+$/.test(p))
       .filter((p) => {
         try {
-          return readFileSync(join('/proc', p, 'cmdline'), 'utf8').replace(/\0/g, ' ').trim() === `sleep ${marker}`;
+          return (
+            readFileSync(join('/proc', p, 'cmdline'), 'utf8')
+              .replace(/\0/g, ' ')
+              .trim() === `sleep ${marker}`
+          );
         } catch {
           return false;
         }
@@ -294,7 +319,7 @@ describe('commands and files', () => {
     await expect(driver.writeFile(s.instance, dir, Buffer.from('x'))).rejects.toMatchObject({ kind: 'is_directory' });
   });
 
-  it('closing the driver ends its exec connections: a running command\'s exited rejects', async () => {
+  it("closing the driver ends its exec connections: a running command's exited rejects", async () => {
     const own = new KubernetesDriver(options());
     const process = await own.exec(s.instance, sh('cat'));
     await own.close();

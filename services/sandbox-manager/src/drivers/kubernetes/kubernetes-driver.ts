@@ -11,15 +11,7 @@
  * at the resourceVersion it read, so of concurrent claims exactly one wins (the others get 409).
  */
 import { randomUUID } from 'node:crypto';
-import {
-  CoreV1Api,
-  Exec,
-  NetworkingV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ConfigMap,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { CoreV1Api, Exec, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1ConfigMap, type V1Pod } from '@kubernetes/client-node';
 import {
   callOptions,
   coreKinds,
@@ -153,7 +145,8 @@ export class KubernetesDriver implements SandboxDriver {
       await this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector: INSTANCE_SELECTOR, limit: 1 }, this.#call());
       return undefined;
     } catch (error) {
-      if (isStatus(error, 403)) return `the Kubernetes credentials may not manage pods in namespace ${this.namespace} (${describeApiError(error)}): grant the sandbox manager a Role for pods, pods/exec, secrets, configmaps, persistentvolumeclaims and networkpolicies there`;
+      if (isStatus(error, 403))
+        return `the Kubernetes credentials may not manage pods in namespace ${this.namespace} (${describeApiError(error)}): grant the sandbox manager a Role for pods, pods/exec, secrets, configmaps, persistentvolumeclaims and networkpolicies there`;
       return `the Kubernetes API at ${this.#server} cannot be used for sandboxes: ${describeApiError(error)}`;
     }
   }
@@ -339,7 +332,9 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   async writeFile(instance: string, path: string, data: Buffer): Promise<void> {
-    const result = await this.#inInstance(instance, () => runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], { stdin: data }));
+    const result = await this.#inInstance(instance, () =>
+      runToEnd(this.#target(instance), ['/bin/sh', '-c', WRITE_SCRIPT, 'berth-write', path], { stdin: data }),
+    );
     if (result.exitCode !== 0) throw fileError('write', path, result.exitCode, result.stderr);
   }
 
@@ -368,7 +363,8 @@ export class KubernetesDriver implements SandboxDriver {
     const kinds = this.#kinds();
     const manifests = buildManifests(spec, this.#manifests, this.#imageOf(spec));
     try {
-      const apply = async <T extends Named>(kind: KindApi<T>, body: T) => createOrReplace(kind, body, { existing: await findObject(kind, body.metadata!.name!) });
+      const apply = async <T extends Named>(kind: KindApi<T>, body: T) =>
+        createOrReplace(kind, body, { existing: await findObject(kind, body.metadata!.name!) });
       await apply(kinds.secret, manifests.proxySecret);
       if (manifests.pullSecret) await apply(kinds.secret, manifests.pullSecret);
       else await removeObject(kinds.secret, pullSecretName(spec.instance));
@@ -406,7 +402,10 @@ export class KubernetesDriver implements SandboxDriver {
         { timeoutMs: this.#readyTimeoutMs, intervalMs: this.#pollIntervalMs, signal: this.#closed.signal, what: `sandbox instance ${instance} becoming ready` },
       );
     } catch (error) {
-      if (error instanceof PollTimeoutError) throw new InstanceError(`sandbox instance ${instance} did not become ready within ${formatMs(this.#readyTimeoutMs)} (${podProgress(last)})`, { cause: error });
+      if (error instanceof PollTimeoutError)
+        throw new InstanceError(`sandbox instance ${instance} did not become ready within ${formatMs(this.#readyTimeoutMs)} (${podProgress(last)})`, {
+          cause: error,
+        });
       if (error instanceof ImagePullError || error instanceof InstanceError) throw error;
       throw new InstanceError(`sandbox instance ${instance}: ${describeApiError(error)}`, { cause: error });
     }

@@ -7,13 +7,26 @@ import { describe, expect, it } from '@jest/globals';
 import { ObjectStore, type KubeObject } from '@berth/fake-kube';
 import type { ImageInfo, InstanceSpec } from '../driver.js';
 import { InstanceError } from '../driver.js';
-import { buildManifests, CA_CERT_PATH, EGRESS_LOCK_CONTAINER, nonRootUid, PROXY_CONFIG_DIR, PROXY_CONTAINER, PROXY_UID, SANDBOX_CONTAINER, type ManifestOptions } from './manifests.js';
+import {
+  buildManifests,
+  CA_CERT_PATH,
+  EGRESS_LOCK_CONTAINER,
+  nonRootUid,
+  PROXY_CONFIG_DIR,
+  PROXY_CONTAINER,
+  PROXY_UID,
+  SANDBOX_CONTAINER,
+  type ManifestOptions,
+} from './manifests.js';
 
 const GOLDEN_DIR = new URL('./__golden__/', import.meta.url);
 // Test-only switch (the golden workflow), not service configuration.
 const UPDATE = process.env['UPDATE_GOLDEN'] === '1';
 
-const CA = { certPem: '-----BEGIN CERTIFICATE-----\nTEST-CA\n-----END CERTIFICATE-----\n', keyPem: '-----BEGIN PRIVATE KEY-----\nTEST-KEY\n-----END PRIVATE KEY-----\n' };
+const CA = {
+  certPem: '-----BEGIN CERTIFICATE-----\nTEST-CA\n-----END CERTIFICATE-----\n',
+  keyPem: '-----BEGIN PRIVATE KEY-----\nTEST-KEY\n-----END PRIVATE KEY-----\n',
+};
 const OPTIONS: ManifestOptions = { namespace: 'berth-sandboxes', platformImage: 'ghcr.io/berth/platform:1.2.3', proxyCa: CA };
 
 const CASES: Record<string, { spec: InstanceSpec; options: ManifestOptions; image?: ImageInfo }> = {
@@ -36,7 +49,10 @@ const CASES: Record<string, { spec: InstanceSpec; options: ManifestOptions; imag
       tenantId: 'c2a8e0f4-7b6d-4e5f-9a1b-3c4d5e6f7a8b',
       image: { reference: 'registry.example.com/team/tool:1', credentials: { server: 'registry.example.com', username: 'bot', password: 's3cret' } },
       resources: { cpuMillis: 1500, memoryBytes: 512 * 1024 ** 2, storageBytes: 2 * 1024 ** 3 },
-      volumes: [{ volume: 'vol-t1-data', mountPath: '/data', sizeBytes: 5 * 1024 ** 3 }, { volume: 'vol-t1-cache', mountPath: '/cache' }],
+      volumes: [
+        { volume: 'vol-t1-data', mountPath: '/data', sizeBytes: 5 * 1024 ** 3 },
+        { volume: 'vol-t1-cache', mountPath: '/cache' },
+      ],
       egress: {
         rules: [{ name: 'openai', matchHosts: ['api.openai.com'], headers: [{ name: 'Authorization', value: 'Bearer sk-opaque' }] }],
         allowList: ['api.openai.com', '*.pypi.org'],
@@ -67,8 +83,14 @@ describe('sandbox instance manifests (golden)', () => {
   }
 
   it('has a golden file for every case and no stale ones', () => {
-    const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json')).sort();
-    expect(files).toEqual(Object.keys(CASES).map((c) => `${c}.json`).sort());
+    const files = readdirSync(GOLDEN_DIR)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
+    expect(files).toEqual(
+      Object.keys(CASES)
+        .map((c) => `${c}.json`)
+        .sort(),
+    );
   });
 
   it('produces objects the API server accepts', () => {
@@ -112,7 +134,12 @@ describe('what a sandbox pod gets', () => {
 
   it('routes through the proxy whatever the spec says, and trusts the Berth CA', () => {
     const env = Object.fromEntries(sandbox.env!.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ HTTP_PROXY: 'http://127.0.0.1:3128', HTTPS_PROXY: 'http://127.0.0.1:3128', LANG: 'C.UTF-8', NODE_EXTRA_CA_CERTS: CA_CERT_PATH });
+    expect(env).toMatchObject({
+      HTTP_PROXY: 'http://127.0.0.1:3128',
+      HTTPS_PROXY: 'http://127.0.0.1:3128',
+      LANG: 'C.UTF-8',
+      NODE_EXTRA_CA_CERTS: CA_CERT_PATH,
+    });
   });
 
   it('no token, no service links, no escalation or capabilities, RuntimeDefault seccomp, non-root for a uid image', () => {
@@ -126,10 +153,14 @@ describe('what a sandbox pod gets', () => {
     expect(minimal.securityContext!.runAsNonRoot).toBeUndefined();
   });
 
-  it('locks the pod\'s egress to the proxy\'s uid in an init container that alone has NET_ADMIN', () => {
+  it("locks the pod's egress to the proxy's uid in an init container that alone has NET_ADMIN", () => {
     const [lock, ...others] = pod.initContainers!;
     expect(others).toEqual([]);
-    expect(lock).toMatchObject({ name: EGRESS_LOCK_CONTAINER, image: OPTIONS.platformImage, securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] } } });
+    expect(lock).toMatchObject({
+      name: EGRESS_LOCK_CONTAINER,
+      image: OPTIONS.platformImage,
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] } },
+    });
     const script = lock!.command!.join(' ');
     expect(script).toContain(`--uid-owner ${PROXY_UID} -j ACCEPT`);
     expect(script).toContain('-o lo -j ACCEPT');
@@ -139,12 +170,19 @@ describe('what a sandbox pod gets', () => {
     expect(buildManifests(full.spec, { ...full.options, egressLock: false }, full.image).pod.spec!.initContainers).toBeUndefined();
   });
 
-  it('refuses to run a sandbox as the proxy\'s uid while the egress lock lets that uid out', () => {
+  it("refuses to run a sandbox as the proxy's uid while the egress lock lets that uid out", () => {
     expect(() => buildManifests(full.spec, full.options, { user: String(PROXY_UID), workingDir: '' })).toThrow(InstanceError);
     expect(() => buildManifests(full.spec, { ...full.options, runAsUser: PROXY_UID }, full.image)).toThrow(/the auth proxy's/);
   });
 
   it('takes a uid user as non-root, not root or a name the kubelet cannot check', () => {
-    expect([nonRootUid('1000'), nonRootUid('1000:1000'), nonRootUid('0'), nonRootUid(''), nonRootUid('node'), nonRootUid(undefined)]).toEqual([1000, 1000, undefined, undefined, undefined, undefined]);
+    expect([nonRootUid('1000'), nonRootUid('1000:1000'), nonRootUid('0'), nonRootUid(''), nonRootUid('node'), nonRootUid(undefined)]).toEqual([
+      1000,
+      1000,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });

@@ -20,7 +20,17 @@
  * escalation, no capabilities, the runtime's seccomp profile, optionally a sandboxing runtime class
  * (gVisor's `runsc`), and non-root when the image's user is a non-root uid.
  */
-import type { V1ConfigMap, V1Container, V1EnvVar, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1PodSecurityContext, V1Secret, V1SecurityContext } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1EnvVar,
+  V1NetworkPolicy,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1PodSecurityContext,
+  V1Secret,
+  V1SecurityContext,
+} from '@kubernetes/client-node';
 import { allowedBlock, publicAddressBlocks } from '@berth/egress';
 import { labelValue } from '@berth/kube';
 import { bytesQuantity } from '@berth/quantity';
@@ -296,7 +306,9 @@ export function buildNetworkPolicy(spec: InstanceSpec, options: ManifestOptions)
       ingress: [],
       egress: [
         {
-          to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+          to: [
+            { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } },
+          ],
           ports: [
             { protocol: 'UDP', port: 53 },
             { protocol: 'TCP', port: 53 },
@@ -336,7 +348,11 @@ export function buildVolumeClaims(spec: InstanceSpec, options: ManifestOptions):
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     // Not the instance's labels: a volume outlives instances and is shared by the tenant's next ones.
-    metadata: { name: v.volume, namespace: options.namespace, labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.component]: 'sandbox-volume', [LABELS.tenantId]: labelValue(spec.tenantId) } },
+    metadata: {
+      name: v.volume,
+      namespace: options.namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.component]: 'sandbox-volume', [LABELS.tenantId]: labelValue(spec.tenantId) },
+    },
     spec: {
       accessModes: ['ReadWriteOnce'],
       resources: { requests: { storage: bytesQuantity(v.sizeBytes ?? DEFAULT_VOLUME_BYTES) } },

@@ -31,7 +31,11 @@ export async function localHarness(
   const project = projectMaker(work);
   const projectWith = (graph: string) => project(oneGraph(graph));
   const deployer = await newDeployer();
-  const answers = async (url: string) => fetch(`${url}/ok`).then((r) => r.ok, () => false);
+  const answers = async (url: string) =>
+    fetch(`${url}/ok`).then(
+      (r) => r.ok,
+      () => false,
+    );
   return {
     deployer,
     reopen: newDeployer,
