@@ -176,8 +176,9 @@ export class ExecSockets {
     const match = SOCKET_PATH.exec(path);
     if (!match) return refuseUpgrade(socket, 404, 'No WebSocket endpoint at this path');
     if (this.closing) return refuseUpgrade(socket, 503, 'The gateway is shutting down, retry shortly', { 'Retry-After': '1' });
-    const principal = await this.deps.authenticate(req);
+    // A malformed id names no route (as over HTTP): 404 before credentials are looked at.
     const sandboxId = pathId(decodePathSegment(match[1]!), 'Sandbox');
+    const principal = await this.deps.authenticate(req);
     // Unknown, or another tenant's: a 404 before the upgrade (the client does not retry it).
     const { sandbox } = await this.deps.manager.sandboxes.getSandbox({ ref: { tenantId: principal.tenantId, id: sandboxId } }, { timeoutMs: 10_000 });
     if (!sandbox) return refuseUpgrade(socket, 404, 'Sandbox not found');
