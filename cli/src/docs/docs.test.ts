@@ -32,12 +32,6 @@ describe('generated reference pages', () => {
   });
 });
 
-/**
- * Pages other branches of issue 26 add (the test tiers, the first ADR); linked from here already.
- * TODO(lead, after merging issue 26): empty this list.
- */
-const ADDED_ELSEWHERE = new Set(['docs/contribute/testing.md', 'docs/adr/0001-runs-are-rows-with-leases.md']);
-
 const withoutCode = (text: string) => text.replace(/```[\s\S]*?```/g, '');
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
@@ -77,7 +71,7 @@ describe('the docs tree', () => {
     reached.add(page);
     for (const { target, anchor } of linksOf(page)) {
       if (!existsSync(join(REPO_ROOT, target))) {
-        if (!ADDED_ELSEWHERE.has(target)) broken.push(`${page} → ${target}`);
+        broken.push(`${page} → ${target}`);
       } else if (target.endsWith('.md')) {
         if (anchor && !anchorsOf(target).has(anchor)) broken.push(`${page} → ${target}#${anchor}`);
         if (target.startsWith('docs/') || target === 'README.md') visit(target);
