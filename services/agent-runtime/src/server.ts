@@ -208,13 +208,19 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   // Type-checking a graph module takes seconds: begun now in a worker, usually done before asked for.
   const typeSchemas = new TypeSchemaReader({ log });
   for (const loaded of graphs.values()) prepareTypeSchemas(loaded, typeSchemas);
-  // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
-  const storeIndex = await loadStoreIndex(project);
-  // A broken auth module stops the server here, before it serves anything unprotected.
-  const customAuth = await loadCustomAuth(project);
+  const { storeIndex, customAuth, httpApp, uiBundles } = await (async () => ({
+    // After the graphs: an embed module is imported with the loader (and tsconfig) they set up.
+    storeIndex: await loadStoreIndex(project),
+    // A broken auth module stops the server here, before it serves anything unprotected.
+    customAuth: await loadCustomAuth(project),
+    httpApp: await loadHttpApp(project),
+    uiBundles: await bundleProjectUi(project),
+  }))().catch(async (error: unknown) => {
+    // A server that does not start leaves no type-checking worker behind.
+    await typeSchemas.close();
+    throw error;
+  });
   const authz = new Authorizer(customAuth);
-  const httpApp = await loadHttpApp(project);
-  const uiBundles = await bundleProjectUi(project);
   const graph = (graphId: string): LoadedGraph => {
     const found = graphs.get(graphId);
     if (!found) throw new NotFoundError(`Graph ${graphId} not found in this project (have: ${[...graphs.keys()].join(', ')})`);

@@ -21,10 +21,12 @@ let sql: pg.Pool;
 let server: RunningAgentServer;
 let plain: RunningAgentServer;
 let client: Client;
+/** The time both servers' store TTLs and sweeps run on; tests move it by hand. */
+const clock = new ManualClock(Date.now());
 const as = (token: string) => new Client({ apiUrl: plain.url, defaultHeaders: { Authorization: `Bearer ${token}` } });
 
 const start = (configPath: string, extra: Record<string, unknown> = {}) =>
-  startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, ...extra }, silentLogger());
+  startAgentServer({ configPath, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, leaseMs: 1000, clock, ...extra }, silentLogger());
 
 async function call(path: string, init: { method?: string; body?: unknown; url?: string; token?: string } = {}) {
   const res = await fetch(`${init.url ?? server.url}${path}`, {
@@ -50,8 +52,8 @@ const rowCount = async (schema: string, key: string) =>
 beforeAll(async () => {
   db = await createTestDatabase('agent');
   sql = new pg.Pool({ connectionString: db.url, max: 2 });
-  // Sweeps expired items every 200 ms; the other server sweeps only every minute.
-  server = await start(fixture('langgraph.json'), { storeSweepIntervalMs: 200 });
+  // Sweeps expired items every 10 s of the clock; the other server every minute.
+  server = await start(fixture('langgraph.json'), { storeSweepIntervalMs: 10_000 });
   plain = await start(fixture('langgraph.noindex.json'), { schema: 'agent_plain' });
   client = new Client({ apiUrl: server.url });
 }, 60_000);
@@ -307,11 +309,14 @@ describe('TTL', () => {
     expect(await store.getItem(['ttl'], 'refreshed')).toBeUndefined();
   });
 
-  it('over HTTP on the system clock: hides an expired item, refreshes only when asked, and the server sweeps', async () => {
+  it('over HTTP: hides an expired item, refreshes only when asked, and the server sweeps', async () => {
     const mine = as('user-a');
-    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.001 }); // 60 ms
+    await mine.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 1 });
     await mine.store.putItem(['ttl'], 'forever', { v: 2 }, { ttl: null });
-    await until('the item to expire', async () => ((await mine.store.getItem(['ttl'], 'short')) === null ? true : undefined), 10_000, 20);
+    await clock.advance(59_999);
+    expect((await mine.store.getItem(['ttl'], 'short', { refreshTtl: false }))?.value).toEqual({ v: 1 });
+    await clock.advance(1);
+    expect(await mine.store.getItem(['ttl'], 'short')).toBeNull();
     expect((await mine.store.searchItems(['ttl'])).items.map((i) => i.key)).toEqual(['forever']);
     // The handler moved everything under the caller's identity.
     expect((await mine.store.listNamespaces({ prefix: ['ttl'] })).namespaces).toEqual([['user-a', 'ttl']]);
@@ -321,14 +326,18 @@ describe('TTL', () => {
       (await sql.query<{ at: number }>(`SELECT extract(epoch FROM expires_at)::float8 AS at FROM agent.store_items WHERE key = 'refreshed'`)).rows[0]!.at;
     await client.store.putItem(['ttl'], 'refreshed', { v: 1 }, { ttl: 60 });
     const first = await expiry();
+    await clock.advance(1_000);
     await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: false });
     expect(await expiry()).toBe(first);
     await client.store.getItem(['ttl'], 'refreshed', { refreshTtl: true });
-    expect(await expiry()).toBeGreaterThan(first);
+    expect(await expiry()).toBeCloseTo(first + 1, 3);
 
-    // This server sweeps every 200 ms.
-    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 0.001 });
-    await until('the sweep to delete the item', async () => ((await rowCount('agent', 'short')) === 0 ? true : undefined), 10_000, 20);
+    // This server sweeps every 10 s of its clock: the first pass after the expiry deletes the row.
+    await client.store.putItem(['ttl'], 'short', { v: 1 }, { ttl: 1 });
+    await clock.advance(50_000);
+    expect(await rowCount('agent', 'short')).toBe(1);
+    // A pass that falls due while the last one still runs is skipped: time moves on until one deletes it.
+    await until('a sweep to delete the item', async () => (await clock.advance(10_000), (await rowCount('agent', 'short')) === 0 ? true : undefined));
     // Putting again after expiry makes a new item.
     await client.store.putItem(['ttl'], 'short', { v: 3 });
     expect((await client.store.getItem(['ttl'], 'short'))!.value).toEqual({ v: 3 });
