@@ -9,6 +9,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { down } from './commands/down.js';
 import { status } from './commands/status.js';
 import { gatewayClient } from './connection.js';
 import { loadCliEnv } from './env.js';
@@ -81,6 +83,32 @@ describe('berth status', () => {
       await checkoutState.writeCredentials(checkoutPlatform);
       gateway.closeAllConnections();
       gateway.close();
+    }
+  });
+});
+
+describe('berth down', () => {
+  it('in a folder of the user’s own stops the platform of the checkout', async () => {
+    // A platform process (`serve` in its command line) recorded as `berth up` records it, its supervisor gone.
+    const platform = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', 'serve'], { stdio: 'ignore' });
+    const exited = once(platform, 'exit');
+    const checkoutState = new StateDir(join(checkout, '.berth'));
+    try {
+      await checkoutState.writePlatform({
+        pid: platform.pid!,
+        port: 0,
+        url: checkoutPlatform.gateway_url,
+        instance_id: 'i-down',
+        started_at: '2026-01-02T03:04:05.000Z',
+      });
+      const lines: string[] = [];
+      await down(loadCliEnv(home(), project, checkout), (line) => lines.push(line));
+      expect(lines).toEqual([`stopped the platform (pid ${platform.pid}), which ran without its supervisor`]);
+      expect(await exited).toEqual([null, 'SIGTERM']);
+      expect(await checkoutState.readPlatform()).toBeUndefined();
+    } finally {
+      platform.kill('SIGKILL');
+      await checkoutState.clearPlatform();
     }
   });
 });

@@ -69,7 +69,7 @@ export function program(): Command {
     });
   cli
     .command('down')
-    .description('stop the platform and its Postgres (data is kept)')
+    .description('stop the platform and its Postgres (data is kept); from any folder, the one status and deploy reach')
     .action(async () => (await load.down()).down(env(), print));
   cli
     .command('serve')

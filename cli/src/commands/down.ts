@@ -6,9 +6,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { PostgresServer, podmanUnavailableReason, processAlive, sleep } from '@berth/local-stack';
+import { localPlatform } from '../connection.js';
 import type { CliEnv } from '../env.js';
 import { privateEngine } from '../sandbox-engine.js';
-import { StateDir, platformAlive, supervisorAlive, type SupervisedUnitName } from '../state.js';
+import { platformAlive, supervisorAlive, type SupervisedUnitName } from '../state.js';
 
 /** The supervisor stops the platform (agent servers drain), the engine (sandboxes stop) and Postgres. */
 const SUPERVISOR_STOP_MS = 90_000;
@@ -21,7 +22,8 @@ const STOPPED: Record<SupervisedUnitName, string> = {
 };
 
 export async function down(env: CliEnv, print: (line: string) => void = console.log): Promise<void> {
-  const state = new StateDir(env.stateDir);
+  // From any folder, the platform `status` and `deploy` reach: this folder's, else the checkout's.
+  const state = await localPlatform(env);
   let stoppedAny = false;
   const record = await state.readSupervisor();
   if (record && supervisorAlive(record)) {
@@ -47,8 +49,8 @@ export async function down(env: CliEnv, print: (line: string) => void = console.
   }
   await state.clearPlatform();
   // An engine a killed supervisor (or platform) left running, or the storage mount it left.
-  if (!podmanUnavailableReason() && existsSync(join(env.stateDir, 'podman'))) {
-    const engine = privateEngine(env.stateDir);
+  if (!podmanUnavailableReason() && existsSync(join(state.root, 'podman'))) {
+    const engine = privateEngine(state.root);
     if (await engine.leftBehind()) {
       stoppedAny = true;
       await engine.stop();
