@@ -267,3 +267,24 @@ describe('the TTL reaper', () => {
     await until('busy stopped', async () => ((await status('busy')).status === 'stopped' ? true : undefined), 10_000);
   }, 60_000);
 });
+
+describe('commands', () => {
+  it('kills a command at its deadline on the manager’s clock, not before', async () => {
+    expect((await createBox({ name: 'deadline', template_name: 'tpl' })).status).toBe(201);
+    const sandbox = await platform.client().getSandbox('deadline');
+    let out = '';
+    const handle = await sandbox.run('echo started; sleep 3600', { wait: false, timeout: 60, onStdout: (data) => (out += data) });
+    const outcome = handle.result.then(
+      () => 'finished',
+      (error: unknown) => (error as Error).name,
+    );
+    await until('the command runs', () => (out.includes('started') ? true : undefined), 30_000);
+    const sleeping = async () => (await sandbox.run('ps -o args | grep -c "^sleep 3600" || true')).stdout.trim();
+    await clock.advance(59_000);
+    expect(await sleeping()).toBe('1');
+    await clock.advance(1_000);
+    expect(await outcome).toBe('LangSmithCommandTimeoutError');
+    expect(await sleeping()).toBe('0');
+    expect((await call('/boxes/deadline', { method: 'DELETE' })).status).toBe(204);
+  }, 60_000);
+});

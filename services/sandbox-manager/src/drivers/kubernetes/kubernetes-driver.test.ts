@@ -107,7 +107,8 @@ describe('lifecycle', () => {
 
   it('fails a create that does not become ready in time, saying where the pod stands', async () => {
     const slow = new KubernetesDriver(options({ readyTimeoutMs: 100 }));
-    fake.pods.delayMs = 5_000;
+    // Pending for longer than the test runs: only the deadline can end the wait.
+    fake.pods.delayMs = 3_600_000;
     try {
       const s = spec();
       const error = await slow.create(s).catch((e: unknown) => e);
