@@ -88,7 +88,7 @@ function ttlIssues(input: CreateSandboxInput | { idleTtlSeconds?: number; delete
 export class Sandboxes {
   readonly store: SandboxStore;
   /** The manager's time: activity, stops, deletions and TTLs are stamped and judged by it. */
-  readonly clock: Clock;
+  readonly #clock: Clock;
   /** Creations and starts in flight, by sandbox id. */
   readonly #work = new Map<string, Promise<void>>();
   /** Sandboxes whose stop is under way: their instance is down before their row says stopped. */
@@ -96,12 +96,12 @@ export class Sandboxes {
 
   constructor(private readonly deps: SandboxesDeps) {
     this.store = new SandboxStore(deps.db);
-    this.clock = deps.clock ?? systemClock;
+    this.#clock = deps.clock ?? systemClock;
   }
 
   /** The clock's time, as a timestamp to record. */
   now(): Date {
-    return new Date(this.clock.now());
+    return new Date(this.#clock.now());
   }
 
   /**
@@ -204,7 +204,7 @@ export class Sandboxes {
     if (work) {
       let timer: Timer | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = this.clock.setTimeout(() => resolve('timeout'), timeoutMs);
+        timer = this.#clock.setTimeout(() => resolve('timeout'), timeoutMs);
       });
       const outcome = await Promise.race([work.then(() => 'done' as const), timedOut]);
       timer?.cancel();
