@@ -1,4 +1,5 @@
 /** What `start(config)` of the sandbox-manager takes (env.ts builds it from the environment). */
+import type { Clock } from '@berth/clock';
 import type { GrpcServerConfig } from '@berth/config';
 import type { DriverConfig } from './drivers/build-driver.js';
 import type { SandboxDriver } from './drivers/driver.js';
@@ -55,7 +56,13 @@ export interface SandboxSettings {
    * @default false
    */
   stopSandboxesOnClose?: boolean;
-  now?: () => Date;
+  /**
+   * The manager's time and timers: sandbox TTLs and idle stops, the reaper, the reconciler, the
+   * warm pools' keeper, the engine check, commands' deadlines and idle timeouts (tests pass a
+   * ManualClock and move time by hand).
+   * @default systemClock
+   */
+  clock?: Clock;
 }
 
 export interface SandboxManagerConfig extends GrpcServerConfig {

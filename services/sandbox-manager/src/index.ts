@@ -7,6 +7,7 @@
  * /readyz shows it as `sandboxes`).
  */
 import { fileURLToPath } from 'node:url';
+import { systemClock } from '@berth/clock';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { SandboxDataService, SandboxService } from '@berth/proto';
@@ -96,7 +97,7 @@ export async function start(
     await database.close();
     throw error;
   }
-  const now = settings.now ?? (() => new Date());
+  const clock = settings.clock ?? systemClock;
   const quotas = new TenantQuotas(db, { ...DEFAULT_QUOTA, ...settings.quota });
   const registries = new Registries(db, box);
   const volumes = new Volumes(db, (name) => driver.removeVolume(name), limits.maxStorageBytes);
@@ -107,12 +108,12 @@ export async function start(
   });
   const privateEgress = settings.privateEgress ?? [];
   const specDeps = { db, box, templates, privateEgress, limits, platformId };
-  const pools = new Pools({ ...specDeps, driver, logger, quotas, ...(settings.poolIntervalMs ? { intervalMs: settings.poolIntervalMs } : {}) });
+  const pools = new Pools({ ...specDeps, driver, logger, quotas, clock, ...(settings.poolIntervalMs ? { intervalMs: settings.poolIntervalMs } : {}) });
   const reconciler = new Reconciler({
     db,
     driver,
     logger,
-    now,
+    clock,
     platformId,
     ...(settings.reconcileIntervalMs ? { intervalMs: settings.reconcileIntervalMs } : {}),
     ...(settings.reconcileGraceMs ? { graceMs: settings.reconcileGraceMs } : {}),
@@ -121,6 +122,7 @@ export async function start(
   const engine = new EngineMonitor({
     driver,
     logger,
+    clock,
     ...(settings.engineCheckIntervalMs ? { intervalMs: settings.engineCheckIntervalMs } : {}),
     // Sandboxes off by configuration leave SandboxService unknown to health checks: nothing is failing.
     onChange: (up) => (engine.disabled ? undefined : health?.setStatus(SandboxService.typeName, up ? 'SERVING' : 'NOT_SERVING')),
@@ -137,7 +139,7 @@ export async function start(
     ...specDeps,
     driver,
     logger,
-    now,
+    clock,
     quotas,
     engine,
     pools,
@@ -149,7 +151,8 @@ export async function start(
     driver,
     logger,
     ensureReady: (tenantId, sandboxId) => sandboxes.ensureReady(tenantId, sandboxId),
-    touch: (sandboxId) => sandboxes.store.touch(sandboxId, now()),
+    touch: (sandboxId) => sandboxes.store.touch(sandboxId, sandboxes.now()),
+    clock,
     defaults: { timeoutSeconds: 60, idleTimeoutSeconds: 300, ttlSeconds: 600, ...settings.exec },
   });
   const commands = sessions;
@@ -157,7 +160,7 @@ export async function start(
     sandboxes,
     driver,
     logger,
-    now,
+    clock,
     runningCommands: (id) => commands.runningCount(id),
     ...(settings.reaperIntervalMs ? { intervalMs: settings.reaperIntervalMs } : {}),
   });

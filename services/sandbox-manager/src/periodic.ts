@@ -3,6 +3,7 @@
  * the engine check): one run at a time, in order; a failed run is logged and the next comes all the
  * same. Timers never keep the process alive.
  */
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 
 export interface PeriodicOptions {
@@ -10,10 +11,12 @@ export interface PeriodicOptions {
   logger: Logger;
   /** For the log line of a failed run, e.g. `sandbox reaper pass`. */
   what: string;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 export class Periodic {
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Timer | undefined;
   #last: Promise<void> = Promise.resolve();
   #stopped = false;
 
@@ -36,17 +39,16 @@ export class Periodic {
   /** A run every interval from now on (the first one an interval from now). */
   start(): void {
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = (this.options.clock ?? systemClock).setTimeout(() => {
       void this.run();
       this.start();
     }, this.options.intervalMs);
-    this.#timer.unref();
   }
 
   /** No more runs; resolves once the one in flight is over. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#timer?.cancel();
     await this.#last;
   }
 }

@@ -9,8 +9,8 @@
  */
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { systemClock, type Clock } from '@berth/clock';
 import { fileTooLarge, MAX_FILE_BYTES, SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
 import {
   decodeError,
@@ -69,6 +69,8 @@ export interface AgentClientOptions {
   pin?: SocketIdentity;
   /** How errors name the agent (they reach the sandbox's user: no host path). @default `sandbox agent at <socketPath>` */
   name?: string;
+  /** Times {@link AgentClient.waitReady}'s deadline and its pauses between pings. @default systemClock */
+  clock?: Clock;
 }
 
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
@@ -227,6 +229,7 @@ export class AgentClient {
   private readonly answerTimeoutMs: number;
   private readonly pin: SocketIdentity | undefined;
   private readonly name: string;
+  private readonly clock: Clock;
 
   constructor(
     readonly socketPath: string,
@@ -235,6 +238,7 @@ export class AgentClient {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 10_000;
     this.pin = options.pin;
     this.name = options.name ?? `sandbox agent at ${socketPath}`;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** The agent's version line, e.g. `berth-sandboxd 1`. */
@@ -255,18 +259,18 @@ export class AgentClient {
    * socket; AgentError after `timeoutMs`.
    */
   async waitReady(timeoutMs: number): Promise<SocketIdentity> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.clock.now() + timeoutMs;
     let lastError: unknown;
     for (;;) {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
       try {
-        return await this.identify(left);
+        return await this.identify(Math.max(1, deadline - this.clock.now()));
       } catch (error) {
         if (error instanceof AgentSocketReplacedError) throw error;
         lastError = error;
       }
-      await sleep(Math.min(10, Math.max(0, deadline - Date.now())));
+      const left = deadline - this.clock.now();
+      if (left <= 0) break;
+      await this.clock.sleep(Math.min(10, left));
     }
     throw new AgentError(`${this.name} did not answer within ${timeoutMs} ms`, { cause: lastError });
   }

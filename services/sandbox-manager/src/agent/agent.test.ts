@@ -10,6 +10,7 @@ import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ManualClock } from '@berth/clock';
 import { until } from '@berth/testing';
 import { SandboxFileError, type ExitInfo, type SandboxProcess } from '../drivers/driver.js';
 import { AgentClient, AgentError, AgentSocketReplacedError, agentBinaryPath, SpawnError } from './agent-client.js';
@@ -126,11 +127,17 @@ describe('commands', () => {
   });
 
   it('reports the exit without waiting for a background child that keeps stdout open', async () => {
-    const started = Date.now();
-    const result = await run('sleep 30 & echo started');
-    expect(result).toMatchObject({ exitCode: 0 });
-    expect(result.stdout.toString()).toBe('started\n');
-    expect(Date.now() - started).toBeLessThan(5000);
+    // The child holds stdout for an hour, long past the test's timeout: an agent that waited for
+    // it would never report the exit, and the test would fail on its timeout.
+    const result = await run('sleep 3600 & echo $!');
+    const child = Number(result.stdout.toString());
+    try {
+      expect(result).toMatchObject({ exitCode: 0 });
+      expect(child).toBeGreaterThan(0);
+    } finally {
+      // Outside a container nothing ends it with its sandbox.
+      if (child > 0 && alive(child)) process.kill(child);
+    }
   });
 
   it('applies env over the agent environment, and cwd', async () => {
@@ -167,15 +174,6 @@ describe('commands', () => {
   it('runs 100 commands at once', async () => {
     const results = await Promise.all(Array.from({ length: 100 }, async () => collect(await client.spawn({ argv: ['true'], env: {} }))));
     expect(results.every((r) => r.exitCode === 0)).toBe(true);
-  });
-
-  it('starts and finishes `true` in a few milliseconds', async () => {
-    const rounds = 50;
-    const started = performance.now();
-    for (let i = 0; i < rounds; i++) await (await client.spawn({ argv: ['true'], env: {} })).exited;
-    const perCommand = (performance.now() - started) / rounds;
-    console.log(`berth-sandboxd: spawn of true round trip ${perCommand.toFixed(2)} ms (mean of ${rounds})`);
-    expect(perCommand).toBeLessThan(50);
   });
 });
 
@@ -292,9 +290,21 @@ describe('robustness', () => {
     }
   });
 
-  it('fails with AgentError when no agent answers', async () => {
-    const nobody = new AgentClient(join(dir, 'nobody.sock'));
-    await expect(nobody.waitReady(100)).rejects.toThrow(AgentError);
+  it('fails with AgentError when no agent answers by the deadline', async () => {
+    const clock = new ManualClock();
+    const nobody = new AgentClient(join(dir, 'nobody.sock'), { clock });
+    let outcome: unknown;
+    const waiting = nobody.waitReady(60_000).then(
+      () => (outcome = 'ready'),
+      (error: unknown) => (outcome = error),
+    );
+    // It keeps trying until the deadline, and gives up at it.
+    await clock.advance(59_999);
+    expect(outcome).toBeUndefined();
+    await clock.advance(1);
+    await waiting;
+    expect(outcome).toBeInstanceOf(AgentError);
+    expect((outcome as AgentError).message).toMatch(/did not answer within 60000 ms/);
     await expect(nobody.readFile('/etc/hostname')).rejects.toThrow(AgentError);
   });
 });

@@ -6,6 +6,7 @@
  * in the manager that started the command.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { isBerthError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { ExecuteRequest, ExecuteResponseSchema, ExecStart } from '@berth/proto';
@@ -32,6 +33,8 @@ export interface CommandSessionsDeps {
   touch(sandboxId: string): Promise<void>;
   logger: Logger;
   defaults: ExecDefaults;
+  /** Times deadlines, idle timeouts, activity and how long output is kept. @default systemClock */
+  clock?: Clock;
 }
 
 type Outcome = { exit: ExitInfo } | { error: { type: string; message: string } };
@@ -47,31 +50,29 @@ class CommandSession {
   outcome: Outcome | undefined;
   #attached = 0;
   #timedOut = false;
-  #idleTimer: NodeJS.Timeout | undefined;
+  #idleTimer: Timer | undefined;
   readonly #finishers = new Set<() => void>();
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #timers: Timer[] = [];
 
   constructor(
     readonly key: string,
     readonly sandboxId: string,
     readonly commandId: string,
     readonly process: SandboxProcess,
-    private readonly options: { timeoutSeconds: number; idleTimeoutSeconds: number; killOnDisconnect: boolean; ttlSeconds: number },
+    private readonly options: { timeoutSeconds: number; idleTimeoutSeconds: number; killOnDisconnect: boolean; ttlSeconds: number; clock: Clock },
     private readonly onEnd: (session: CommandSession) => void,
     private readonly onActivity: () => void,
   ) {
     process.onOutput((stream, chunk) => (stream === 'stdout' ? this.stdout : this.stderr).append(chunk));
     if (options.timeoutSeconds > 0) {
       this.#timers.push(
-        setTimeout(() => {
+        options.clock.setTimeout(() => {
           this.#timedOut = true;
           process.kill();
         }, options.timeoutSeconds * 1000),
       );
     }
-    const activity = setInterval(onActivity, ACTIVITY_MS);
-    activity.unref();
-    this.#timers.push(activity);
+    this.#timers.push(options.clock.setInterval(onActivity, ACTIVITY_MS));
     process.exited.then(
       (exit) =>
         this.finish(
@@ -91,7 +92,7 @@ class CommandSession {
   /** Sends output from the given offsets, then every new piece, then the outcome; `out` ends after it. */
   attach(out: Pushable<ServerMessage>, from: { stdout: number; stderr: number }): () => void {
     this.#attached++;
-    clearTimeout(this.#idleTimer);
+    this.#idleTimer?.cancel();
     const send = (stream: 'stdout' | 'stderr') => (piece: { offset: number; data: string }) =>
       out.push({ kind: { case: 'output', value: { stream, data: piece.data, offset: BigInt(piece.offset) } } });
     for (const stream of ['stdout', 'stderr'] as const) for (const piece of this[stream].since(from[stream])) send(stream)(piece);
@@ -126,24 +127,22 @@ class CommandSession {
   private unattended(): void {
     if (this.options.killOnDisconnect) return this.kill();
     if (this.options.idleTimeoutSeconds < 0) return;
-    this.#idleTimer = setTimeout(() => {
+    this.#idleTimer = this.options.clock.setTimeout(() => {
       if (this.#attached === 0) this.kill();
     }, this.options.idleTimeoutSeconds * 1000);
-    this.#idleTimer.unref();
   }
 
   private finish(outcome: Outcome): void {
     this.stdout.flush();
     this.stderr.flush();
     this.outcome = outcome;
-    for (const timer of this.#timers) clearTimeout(timer);
-    clearTimeout(this.#idleTimer);
+    for (const timer of this.#timers) timer.cancel();
+    this.#idleTimer?.cancel();
     this.onActivity();
     for (const finisher of [...this.#finishers]) finisher();
     this.#finishers.clear();
     if (this.options.ttlSeconds >= 0) {
-      const expiry = setTimeout(() => this.onEnd(this), this.options.ttlSeconds * 1000);
-      expiry.unref();
+      this.options.clock.setTimeout(() => this.onEnd(this), this.options.ttlSeconds * 1000);
     }
   }
 }
@@ -265,6 +264,7 @@ export class CommandSessions {
         idleTimeoutSeconds: request.idleTimeoutSeconds === 0 ? defaults.idleTimeoutSeconds : request.idleTimeoutSeconds,
         killOnDisconnect: request.killOnDisconnect,
         ttlSeconds: request.ttlSeconds === 0 ? defaults.ttlSeconds : request.ttlSeconds,
+        clock: this.deps.clock ?? systemClock,
       },
       (ended) => {
         if (this.#sessions.get(ended.key) === ended) this.#sessions.delete(ended.key);

@@ -6,6 +6,7 @@
  * an older template version are never handed out and are replaced.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { isUniqueViolation, sql, type Kysely, type Selectable, type Transaction } from '@berth/db';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import type { Logger } from '@berth/log';
@@ -43,15 +44,20 @@ export interface PoolsDeps extends InstanceSpecDeps {
    * @default 2000
    */
   intervalMs?: number;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 export class Pools {
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Timer | undefined;
   #pass: Promise<void> = Promise.resolve();
   /** Member creations in flight (awaited on close). */
   readonly #creating = new Set<Promise<void>>();
+  readonly #clock: Clock;
 
-  constructor(private readonly deps: PoolsDeps) {}
+  constructor(private readonly deps: PoolsDeps) {
+    this.#clock = deps.clock ?? systemClock;
+  }
 
   async create(tenantId: string, name: string, templateName: string, replicas: number): Promise<PoolView> {
     const template = await this.deps.templates.get({ tenantId, kind: 'template', name: templateName });
@@ -80,7 +86,7 @@ export class Pools {
   async update(tenantId: string, name: string, replicas: number): Promise<PoolView> {
     const updated = await this.deps.db
       .updateTable('pools')
-      .set({ replicas, updated_at: new Date() })
+      .set({ replicas, updated_at: new Date(this.#clock.now()) })
       .where('tenant_id', '=', tenantId)
       .where('name', '=', name)
       .executeTakeFirst();
@@ -161,14 +167,13 @@ export class Pools {
   start(): void {
     const tick = () => {
       this.#pass = this.#pass.then(() => this.refill()).catch((error: unknown) => this.deps.logger.error({ err: error }, 'warm-pool pass failed'));
-      this.#timer = setTimeout(tick, this.deps.intervalMs ?? 2000);
-      this.#timer.unref();
+      this.#timer = this.#clock.setTimeout(tick, this.deps.intervalMs ?? 2000);
     };
     tick();
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
     await this.#pass;
     await Promise.allSettled([...this.#creating]);
@@ -181,7 +186,7 @@ export class Pools {
       this.#pass = this.#pass.then(() => this.refill()).catch((error: unknown) => this.deps.logger.error({ err: error }, 'warm-pool pass failed'));
     };
     if (delayMs === 0) run();
-    else setTimeout(run, delayMs).unref();
+    else this.#clock.setTimeout(run, delayMs);
   }
 
   /** One pass: drop stale, failed and surplus members; create the missing ones. */
@@ -246,7 +251,7 @@ export class Pools {
         const spec = await instanceSpec(this.deps, instance, template, { labels: { [INSTANCE_LABELS.pool]: pool.id } });
         await this.deps.driver.create(spec);
         // Not moved: the pool was deleted or shrunk while it started.
-        if (!(await this.moveMember(instance, 'ready', { ready_at: new Date() }))) await this.removeInstance(instance);
+        if (!(await this.moveMember(instance, 'ready', { ready_at: new Date(this.#clock.now()) }))) await this.removeInstance(instance);
       } catch (error) {
         this.deps.logger.warn({ err: error, pool: pool.id, instance }, 'a warm-pool member failed to start');
         await this.moveMember(instance, 'failed', { status_message: error instanceof Error ? error.message : String(error) });

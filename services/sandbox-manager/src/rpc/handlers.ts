@@ -210,13 +210,13 @@ export function dataHandlers(deps: HandlerDeps): ServiceImplementation<typeof Sa
       if (!header) throw new InvalidArgumentError('no file was sent');
       const row = await sandboxes.ensureReady(header.tenantId, header.sandboxId);
       await driver.writeFile(row.instance, header.path, Buffer.concat(chunks));
-      await sandboxes.store.touch(row.id, new Date());
+      await sandboxes.store.touch(row.id, sandboxes.now());
       return {};
     },
     async *readFile(request) {
       const row = await sandboxes.ensureReady(request.tenantId, request.sandboxId);
       const data = await driver.readFile(row.instance, request.path);
-      await sandboxes.store.touch(row.id, new Date());
+      await sandboxes.store.touch(row.id, sandboxes.now());
       if (data.length === 0) yield { data: new Uint8Array() };
       for (let offset = 0; offset < data.length; offset += READ_CHUNK) yield { data: data.subarray(offset, offset + READ_CHUNK) };
     },

@@ -7,6 +7,7 @@
  * When it answers again, `onUp` runs (the manager resumes what waited for it and removes the
  * containers of what was deleted meanwhile) before the check resolves.
  */
+import type { Clock } from '@berth/clock';
 import { UnavailableError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
@@ -29,6 +30,8 @@ export interface EngineMonitorOptions {
   onUp: (first: boolean) => Promise<void>;
   /** @default 2000 */
   intervalMs?: number;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 export class EngineMonitor {
@@ -39,7 +42,12 @@ export class EngineMonitor {
   readonly #periodic: Periodic;
 
   constructor(private readonly options: EngineMonitorOptions) {
-    this.#periodic = new Periodic(() => this.check(), { intervalMs: options.intervalMs ?? 2000, logger: options.logger, what: 'sandbox engine check' });
+    this.#periodic = new Periodic(() => this.check(), {
+      intervalMs: options.intervalMs ?? 2000,
+      logger: options.logger,
+      what: 'sandbox engine check',
+      clock: options.clock,
+    });
   }
 
   /** Sandboxes are off on this platform (no driver configured): nothing to monitor. */

@@ -6,6 +6,7 @@
  * memory, killed) and marks their sandboxes failed with the reason. Every action is logged with
  * its reason, and a deleted sandbox's GET says why.
  */
+import { systemClock, type Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
 import { Periodic } from '../periodic.js';
@@ -18,7 +19,8 @@ export interface ReaperOptions {
   /** Commands running in a sandbox (they keep it from being idle). */
   runningCommands: (sandboxId: string) => number;
   logger: Logger;
-  now: () => Date;
+  /** @default systemClock */
+  clock?: Clock;
   /**
    * How often TTLs are checked.
    * @default 5000
@@ -32,7 +34,12 @@ export class Reaper {
   readonly #periodic: Periodic;
 
   constructor(private readonly options: ReaperOptions) {
-    this.#periodic = new Periodic(() => this.pass(), { intervalMs: options.intervalMs ?? 5000, logger: options.logger, what: 'sandbox reaper pass' });
+    this.#periodic = new Periodic(() => this.pass(), {
+      intervalMs: options.intervalMs ?? 5000,
+      logger: options.logger,
+      what: 'sandbox reaper pass',
+      clock: options.clock,
+    });
   }
 
   start(): void {
@@ -45,8 +52,8 @@ export class Reaper {
 
   /** One check of every live sandbox. */
   async pass(): Promise<void> {
-    const { sandboxes, now: clock } = this.options;
-    const now = clock().getTime();
+    const { sandboxes, clock = systemClock } = this.options;
+    const now = clock.now();
     for (const row of await sandboxes.store.inStatus(['ready', 'stopped', 'failed'])) {
       const ttl = seconds(row.ttl_seconds);
       if (row.expires_at && row.expires_at.getTime() <= now) {

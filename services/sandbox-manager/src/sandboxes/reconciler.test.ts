@@ -10,6 +10,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Dockerode from 'dockerode';
+import { ManualClock } from '@berth/clock';
 import { createDatabase, sql } from '@berth/db';
 import { captureLogger, createTestDatabase, testSandbox, until, type TestDatabase } from '@berth/testing';
 import { contractSpec } from '../drivers/contract.js';
@@ -24,7 +25,7 @@ const docker = new Dockerode({ socketPath: images.socketPath });
 let testDb: TestDatabase;
 let driver: ContainerDriver;
 let manager: RunningSandboxManager;
-let clockMs = Date.now();
+const clock = new ManualClock(Date.now());
 const made: string[] = [];
 
 beforeAll(async () => {
@@ -37,7 +38,7 @@ beforeAll(async () => {
       grpcHost: '127.0.0.1',
       grpcPort: 0,
       logLevel: 'silent',
-      sandboxes: { driverInstance: driver, background: false, insecureRegistries: [images.registry], now: () => new Date(clockMs), reconcileGraceMs: 60_000 },
+      sandboxes: { driverInstance: driver, background: false, insecureRegistries: [images.registry], clock, reconcileGraceMs: 60_000 },
     },
     captureLogger().logger,
   );
@@ -104,10 +105,10 @@ it('removes this platform’s containers without a live record, and nothing else
   // Seen once: maybe a record is on its way (a claim in flight); it gets the grace period.
   expect(await exists(unknown)).toBe(true);
 
-  clockMs += 30_000;
+  await clock.advance(30_000);
   await manager.reconciler.pass();
   expect(await exists(unknown)).toBe(true);
-  clockMs += 30_000;
+  await clock.advance(30_000);
   await manager.reconciler.pass();
   expect(await exists(unknown)).toBe(false);
 

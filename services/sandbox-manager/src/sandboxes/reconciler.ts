@@ -11,6 +11,7 @@
  * before their instance is made, so an instance being created always has one.
  */
 import type { Kysely } from '@berth/db';
+import { systemClock, type Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import type { SandboxDriver } from '../drivers/driver.js';
 import { Periodic } from '../periodic.js';
@@ -21,7 +22,8 @@ export interface ReconcilerOptions {
   db: Kysely<SandboxTables>;
   driver: SandboxDriver;
   logger: Logger;
-  now: () => Date;
+  /** @default systemClock */
+  clock?: Clock;
   /** This platform's id (see INSTANCE_LABELS.platform). */
   platformId: string;
   /** @default 30000 */
@@ -40,6 +42,7 @@ export class Reconciler {
       intervalMs: options.intervalMs ?? 30_000,
       logger: options.logger,
       what: 'sandbox reconciler pass',
+      clock: options.clock,
     });
   }
 
@@ -73,7 +76,7 @@ export class Reconciler {
     const members = await db.selectFrom('pool_members').select('instance').where('instance', 'in', instances).execute();
     const live = new Set([...sandboxes.filter((s) => s.deleted_at === null).map((s) => s.instance), ...members.map((m) => m.instance)]);
     const deleted = new Map(sandboxes.filter((s) => s.deleted_at !== null).map((s) => [s.instance, s.deleted_reason]));
-    const now = this.options.now().getTime();
+    const now = (this.options.clock ?? systemClock).now();
     for (const instance of instances) {
       if (live.has(instance)) {
         this.#suspects.delete(instance);

@@ -6,6 +6,7 @@
  * resumes a stopped sandbox.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Kysely, Transaction } from '@berth/db';
 import { ConflictError, DeadlineExceededError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import type { Logger } from '@berth/log';
@@ -64,7 +65,8 @@ export interface SandboxesDeps extends InstanceSpecDeps {
   defaultImage?: string;
   /** Called when a sandbox stops or goes: its running commands end. */
   onGone: (sandboxId: string) => void;
-  now: () => Date;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 const TTL_STEP = 60;
@@ -85,6 +87,8 @@ function ttlIssues(input: CreateSandboxInput | { idleTtlSeconds?: number; delete
 
 export class Sandboxes {
   readonly store: SandboxStore;
+  /** The manager's time: activity, stops, deletions and TTLs are stamped and judged by it. */
+  readonly #clock: Clock;
   /** Creations and starts in flight, by sandbox id. */
   readonly #work = new Map<string, Promise<void>>();
   /** Sandboxes whose stop is under way: their instance is down before their row says stopped. */
@@ -92,6 +96,12 @@ export class Sandboxes {
 
   constructor(private readonly deps: SandboxesDeps) {
     this.store = new SandboxStore(deps.db);
+    this.#clock = deps.clock ?? systemClock;
+  }
+
+  /** The clock's time, as a timestamp to record. */
+  now(): Date {
+    return new Date(this.#clock.now());
   }
 
   /**
@@ -115,7 +125,7 @@ export class Sandboxes {
     // Pool members were made from the template alone: a request that changes their resources or
     // egress gets a cold start rather than a member that does not match it.
     const poolable = input.vcpus === undefined && input.memBytes === undefined && input.fsCapacityBytes === undefined && !proxy && template.status === 'ready';
-    const now = this.deps.now();
+    const now = this.now();
     const id = randomUUID();
     const values = {
       id,
@@ -192,12 +202,12 @@ export class Sandboxes {
   async waitSettled(row: SandboxRow, timeoutMs: number): Promise<SandboxRow> {
     const work = this.#work.get(row.id);
     if (work) {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+        timer = this.#clock.setTimeout(() => resolve('timeout'), timeoutMs);
       });
       const outcome = await Promise.race([work.then(() => 'done' as const), timedOut]);
-      clearTimeout(timer);
+      timer?.cancel();
       if (outcome === 'timeout')
         throw new DeadlineExceededError(`sandbox "${row.name}" was not ready within ${Math.round(timeoutMs / 1000)} s (it is still provisioning)`);
     }
@@ -212,7 +222,7 @@ export class Sandboxes {
     this.#stopping.add(row.id);
     try {
       await this.deps.driver.stop(row.instance);
-      return await this.store.move(row.id, 'stopped', { stopped_at: this.deps.now(), status_message: reason });
+      return await this.store.move(row.id, 'stopped', { stopped_at: this.now(), status_message: reason });
     } finally {
       this.#stopping.delete(row.id);
     }
@@ -237,7 +247,7 @@ export class Sandboxes {
       await this.deps.quotas.check(trx, row.tenant_id, { sandboxes: 0, memoryBytes: resources.memoryBytes, cpuMillis: resources.cpuMillis });
       return new SandboxStore(trx).move(row.id, 'provisioning', {
         stopped_at: null,
-        last_activity_at: this.deps.now(),
+        last_activity_at: this.now(),
         vcpus: resources.cpuMillis / 1000,
         mem_bytes: String(resources.memoryBytes),
         fs_capacity_bytes: String(resources.storageBytes),
@@ -260,7 +270,7 @@ export class Sandboxes {
 
   /** Tombstones a sandbox and removes its instance (the reaper's path too). */
   async remove(row: SandboxRow, reason: string): Promise<void> {
-    if (!(await this.store.tombstone(row.id, reason, this.deps.now()))) return;
+    if (!(await this.store.tombstone(row.id, reason, this.now()))) return;
     this.deps.onGone(row.id);
     this.deps.logger.info({ sandbox: row.id, name: row.name, reason }, 'sandbox deleted');
     await this.#work.get(row.id);
@@ -346,7 +356,7 @@ export class Sandboxes {
         await this.deps.driver.remove(row.instance);
         await this.deps.driver.create(spec);
       }
-      await this.store.move(row.id, 'ready', { last_activity_at: this.deps.now() });
+      await this.store.move(row.id, 'ready', { last_activity_at: this.now() });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.deps.logger.warn({ sandbox: row.id, err: error }, 'sandbox failed to start');

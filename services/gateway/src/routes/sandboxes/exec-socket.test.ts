@@ -11,7 +11,7 @@ import { InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
 import { SandboxDataService, SandboxService, SandboxStatus, type ExecuteRequest } from '@berth/proto';
 import { createRpcServer, type RpcServer, type ServiceImplementation } from '@berth/rpc';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { SandboxClient } from 'langsmith/sandbox';
 import WebSocket from 'ws';
 import { start, type RunningGateway } from '../../index.js';
@@ -109,10 +109,7 @@ async function openSocket(gw: RunningGateway = gateway) {
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
-  const framesUntil = async (done: (f: Json[]) => boolean) => {
-    for (let i = 0; i < 200 && !done(frames); i++) await new Promise((r) => setTimeout(r, 10));
-    return frames;
-  };
+  const framesUntil = (done: (f: Json[]) => boolean) => until('the frames', () => (done(frames) ? frames : undefined), 10_000, 10);
   return { ws, frames, closed, framesUntil, send: (frame: Json) => ws.send(JSON.stringify(frame)) };
 }
 

@@ -151,9 +151,10 @@ describe('container driver', () => {
 
   it('stops fast, and an agent that ends by itself is a failed instance with its exit code', async () => {
     const spec = await create();
-    const started = Date.now();
     await driver.stop(spec.instance);
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Fast: the agent ended on the engine's SIGTERM (exit 0) instead of being killed (137) when
+    // the stop's grace period ran out.
+    expect((await docker.getContainer(spec.instance).inspect()).State).toMatchObject({ Running: false, ExitCode: 0 });
     await driver.start(spec.instance, spec);
     // The run folder is the sandbox's to change; markers it plants there mean nothing to the host.
     await runIn(driver, spec.instance, 'touch /.berth/run/stopped /.berth/run/claimed-by');

@@ -119,8 +119,14 @@ describe.each<[RunFolderKind]>([['volume'], ['bind']])('container driver, %s run
 
   it('a second agent started inside the sandbox on the socket path is not its agent', async () => {
     const attacker = await create();
-    // The real agent binary, serving on the path the host dials: a perfect impostor.
-    await runIn(driver, attacker.instance, '/.berth/bin/sandboxd --socket /.berth/run/agent.sock </dev/null >/dev/null 2>&1 & sleep 0.2');
+    // The real agent binary, serving on the path the host dials: a perfect impostor. The command
+    // ends once the impostor's socket has taken the path (another inode there).
+    await runIn(
+      driver,
+      attacker.instance,
+      'sock=/.berth/run/agent.sock; before=$(ls -i $sock); /.berth/bin/sandboxd --socket $sock </dev/null >/dev/null 2>&1 & ' +
+        'until now=$(ls -i $sock 2>/dev/null) && [ -n "$now" ] && [ "$now" != "$before" ]; do sleep 0.01; done',
+    );
     await expectRefused(attacker.instance);
     const restarted = restartedManager();
     await expect(restarted.start(attacker.instance, attacker)).rejects.toThrow(/socket was replaced/);

@@ -21,7 +21,8 @@ describe('egress lock script', () => {
       'ip link add v0 type veth peer name v1 && ip addr add 10.99.0.1/24 dev v0 && ip link set v0 up && ip link set v1 up',
       // A listener on loopback (the sidecar's place): a connect to it succeeds (exit 0).
       '(busybox nc -ll -p 3128 -e /bin/true >/dev/null 2>&1 &)',
-      'sleep 0.2',
+      // Listening (state 0A on port 0C38) before the lock goes up.
+      "until grep -qs ':0C38 [0-9A-F]*:0000 0A' /proc/net/tcp /proc/net/tcp6; do sleep 0.01; done",
       EGRESS_LOCK_SCRIPT,
       'set +e',
       probe(1000, '10.99.0.2/80'),

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FakeKube } from '@berth/fake-kube';
+import { until } from '@berth/testing';
 import { ImagePullError, InstanceError, InstanceNotFoundError, SandboxFileError, type ExecSpec, type InstanceSpec, type SandboxProcess } from '../driver.js';
 import { KubernetesDriver, type KubernetesDriverOptions } from './kubernetes-driver.js';
 import { LABELS, PROXY_CONTAINER, proxySecretName, pullSecretName, SANDBOX_CONTAINER } from './manifests.js';
@@ -106,7 +107,8 @@ describe('lifecycle', () => {
 
   it('fails a create that does not become ready in time, saying where the pod stands', async () => {
     const slow = new KubernetesDriver(options({ readyTimeoutMs: 100 }));
-    fake.pods.delayMs = 5_000;
+    // Pending for longer than the test runs: only the deadline can end the wait.
+    fake.pods.delayMs = 3_600_000;
     try {
       const s = spec();
       const error = await slow.create(s).catch((e: unknown) => e);
@@ -264,26 +266,26 @@ describe('commands and files', () => {
     const marker = `${300 + Math.floor(Math.random() * 600)}`;
     const process = await driver.exec(s.instance, sh(`(sleep ${marker}; echo never) & sleep ${marker}`));
     const result = collect(process);
-    await new Promise((r) => setTimeout(r, 200));
-    const started = Date.now();
+    const sleepers = () =>
+      readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return (
+              readFileSync(join('/proc', p, 'cmdline'), 'utf8')
+                .replace(/\0/g, ' ')
+                .trim() === `sleep ${marker}`
+            );
+          } catch {
+            return false;
+          }
+        });
+    await until('both sleeps run', () => (sleepers().length === 2 ? true : undefined), 10_000, 10);
     process.kill();
     process.kill();
+    // The sleeps last minutes, past the test's timeout: only the kill ends the command.
     expect(await result).toEqual({ stdout: '', stderr: '', exitCode: 137, signal: 'SIGKILL' });
-    expect(Date.now() - started).toBeLessThan(5_000);
-    const left = readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return (
-            readFileSync(join('/proc', p, 'cmdline'), 'utf8')
-              .replace(/\0/g, ' ')
-              .trim() === `sleep ${marker}`
-          );
-        } catch {
-          return false;
-        }
-      });
-    expect(left).toEqual([]);
+    expect(sleepers()).toEqual([]);
   });
 
   it('writes and reads files binary-safe, creating parent folders', async () => {
