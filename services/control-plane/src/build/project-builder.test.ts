@@ -235,7 +235,9 @@ describe('ProjectBuilder', () => {
     files['package.json'] = JSON.stringify({ name: 'p', type: 'module', scripts: { preinstall: sleeper } });
     const controller = new AbortController();
     const waiting = build(files, {}, controller.signal);
-    const pid = Number(await until('the preinstall script to start', () => existsSync(pidFile) && readFile(pidFile, 'utf8'), 30_000));
+    const pid = Number(
+      await until('the preinstall script to start', async () => (existsSync(pidFile) && (await readFile(pidFile, 'utf8'))) || undefined, 30_000),
+    );
     controller.abort();
     // The preinstall script never ends by itself: the build ends only because the abort stopped it.
     const outcome = await waiting;
