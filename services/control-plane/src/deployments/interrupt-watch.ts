@@ -1,7 +1,8 @@
 /**
  * Whether a running revision step must stop because its revision was interrupted by another
  * process (a newer revision replaced it, or its deployment was deleted, through another control
- * plane): the step's process checks the revision every `everyMs`. A check that fails is logged
+ * plane): the step's process checks the revision when a notification says it may have been
+ * (`checkNow`), and every `everyMs` in case one was lost. A check that fails is logged
  * (at warn once, and when checks answer again), and when none has answered for `failForMs` the
  * step is stopped with {@link InterruptCheckFailedError}: the control plane cannot tell whether it
  * should still be working (another may have resumed the step by then), so the step fails saying

@@ -326,6 +326,8 @@ export class RevisionPipeline {
    * (here or by another process), or when the control plane stops.
    */
   private async step(revisionId: string, jobSignal: AbortSignal, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    // A LISTEN connection that could not be made at start is tried again with each step.
+    this.listener.ensure().catch(() => undefined);
     const controller = new AbortController();
     const onJobAbort = () => controller.abort(jobSignal.reason);
     jobSignal.addEventListener('abort', onJobAbort, { once: true });

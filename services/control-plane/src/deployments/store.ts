@@ -335,7 +335,7 @@ export class DeploymentStore {
           .execute()
       : [];
     // Tells the control plane running an interrupted revision's step (whichever process it is)
-    // to stop it; sent when the move commits, so no listener sees an interruption that did not happen.
+    // to stop it; in the move's transaction when there is one (sent when it commits).
     if (to === 'INTERRUPTED' && rows.length) {
       await sql`select pg_notify(${REVISION_INTERRUPTS_CHANNEL}, id) from unnest(${rows.map((r) => r.id)}::text[]) as id`.execute(db);
     }
