@@ -10,6 +10,7 @@ import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
+import { until } from '@berth/testing';
 import type { RunningPlatform } from './platform.js';
 import { startTestPlatform, testEngine, type TestPlatform } from './__tests__/test-platform.js';
 
@@ -52,6 +53,15 @@ function events(stdout: string): { type: string; [key: string]: unknown }[] {
     .map((line) => JSON.parse(line) as { type: string });
 }
 
+/** Whether the deploy log of a revision says it was retired (it no longer serves). */
+async function retired(deploymentId: string, revisionId: string): Promise<boolean> {
+  const response = await fetch(`${platform.url}/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy&limit=1000`, {
+    headers: { 'x-api-key': apiKey },
+  });
+  const { logs } = (await response.json()) as { logs: { message: string }[] };
+  return logs.some((l) => l.message === 'retired: it no longer serves');
+}
+
 async function reply(url: string, text: string): Promise<unknown> {
   const client = new Client({ apiUrl: url, apiKey, callerOptions: { maxRetries: 0 } });
   const state = (await client.runs.wait(null, 'echo', { input: { messages: [{ role: 'user', content: text }] } })) as {
@@ -80,9 +90,11 @@ describe('berth deploy (end to end)', () => {
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
     expect(first.stdout).toContain('note: not sent as secrets');
     expect(first.stdout).toContain('Secrets from .env: ECHO_MODE');
-    expect(first.stdout).toMatch(/Revision \S+: DEPLOYED/);
+    const firstRevision = /Revision (\S+): DEPLOYED/.exec(first.stdout)?.[1];
+    expect(firstRevision).toBeDefined();
     const url = /^ {2}(http:\/\/\S+\/d\/[0-9a-f-]{36})$/m.exec(first.stdout)?.[1];
     expect(url).toBeDefined();
+    const id = url!.split('/d/')[1]!;
     expect(await reply(url!, 'hi')).toBe('echo: hi');
 
     // A redeploy of changed code: same URL, new answer, as JSON events.
@@ -100,7 +112,11 @@ describe('berth deploy (end to end)', () => {
         );
     })();
     const second = await berth(['deploy', '--json']).finally(async () => {
-      await new Promise((r) => setTimeout(r, 4000)); // past the old revision's retirement
+      // On past the old revision's retirement (a few seconds after the switch), and then through
+      // a few more calls: none may reach the retired agent server.
+      await until('the old revision to be retired', () => retired(id, firstRevision!), 60_000, 250);
+      const after = answers.length + failures.length;
+      await until('calls after the retirement', () => answers.length + failures.length >= after + 3, 60_000, 50);
       looping = false;
       await loop;
     });
@@ -127,18 +143,12 @@ describe('berth deploy (end to end)', () => {
     expect(logs.code).toBe(0);
     expect(logs.stdout).toMatch(/build/);
 
-    const id = url!.split('/d/')[1]!;
     const revisions = await berth(['deploy', 'revisions', id]);
     expect(revisions.stdout).toContain('DEPLOYED (serving)');
     expect(revisions.stdout).toContain('REPLACED');
 
     expect((await berth(['deploy', 'delete', id, '--yes'])).stdout).toContain(`Deleted deployment echo-agent (${id}).`);
-    let status = 0;
-    for (let i = 0; i < 40 && status !== 404; i++) {
-      status = (await fetch(`${url}/ok`, { headers: { 'x-api-key': apiKey } })).status;
-      if (status !== 404) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(status).toBe(404);
+    await until('the deployment URL to answer 404', async () => (await fetch(`${url}/ok`, { headers: { 'x-api-key': apiKey } })).status === 404, 10_000, 250);
   }, 300_000);
 
   it('fails with exit 1 and the build log when a graph does not load', async () => {

@@ -2,7 +2,7 @@
  * A `berth dev` stopped by a signal while it starts leaves nothing running: for SIGINT, SIGTERM and
  * SIGHUP, sent to its process or to its process group (as a terminal, a test runner or a CI step
  * stops it), at each phase of the start — at once, Postgres starting (a new cluster: initdb, then
- * pg_ctl), the agent server loading the project (a graph that takes a while to import), its
+ * pg_ctl), the agent server loading the project (a graph whose import waits for the test), its
  * migrations (held by the test on their lock). Each phase is reached by watching for it.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostgresServer } from '@berth/local-stack';
-import { processesUsing } from '@berth/testing';
+import { processesUsing, until } from '@berth/testing';
 import pg from 'pg';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -23,14 +23,15 @@ let project: string;
 beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'berth-dev-sig-'));
   await cp(join(repo, 'services/agent-runtime/test-projects/echo'), project, { recursive: true });
-  // A graph whose module takes a while to import, and says when it begins and ends.
+  // A graph whose module imports until the test creates `release`, and says when it begins and ends:
+  // a signal meant for "while it loads" lands there however slow the machine is.
   await writeFile(
     join(project, 'src', 'slow.ts'),
     [
-      "import { writeFileSync } from 'node:fs';",
+      "import { existsSync, writeFileSync } from 'node:fs';",
       "import { Annotation, StateGraph } from '@langchain/langgraph';",
       "writeFileSync(new URL('../loading', import.meta.url), '');",
-      'await new Promise((resolve) => setTimeout(resolve, 1500));',
+      "while (!existsSync(new URL('../release', import.meta.url))) await new Promise((resolve) => setTimeout(resolve, 20));",
       'const State = Annotation.Root({ text: Annotation<string> });',
       "export const graph = new StateGraph(State).addNode('echo', (s) => s).addEdge('__start__', 'echo').compile();",
       "writeFileSync(new URL('../loaded', import.meta.url), '');",
@@ -86,7 +87,7 @@ describe('berth dev stopped by a signal while it starts', () => {
   it.each(cases)(
     'leaves no process running: $signal during "$phase" (to its group: $group)',
     async ({ phase, signal, group }) => {
-      for (const marker of ['loading', 'loaded']) await rm(join(project, marker), { force: true });
+      for (const marker of ['loading', 'release', 'loaded']) await rm(join(project, marker), { force: true });
       // A new cluster: its initdb makes the phase long enough to be sure to land in it.
       if (phase === 'Postgres starting') await removeCluster();
       let held: pg.Client | undefined;
@@ -108,16 +109,24 @@ describe('berth dev stopped by a signal while it starts', () => {
           'the agent server loading the project': async () => existsSync(join(project, 'loading')),
           // Its cluster runs once the project loads: the lock is the test's before the loading ends.
           'its migrations': async () => {
-            if (!held && existsSync(join(project, 'loading'))) held = await holdMigrations();
+            if (!held && existsSync(join(project, 'loading'))) {
+              held = await holdMigrations();
+              await writeFile(join(project, 'release'), '');
+            }
             return held !== undefined && existsSync(join(project, 'loaded')) && (await migrationsWaiting(held));
           },
         };
-        const deadline = Date.now() + 60_000;
-        while (!(await reached[phase]())) {
-          if (dev.exitCode !== null) throw new Error(`berth dev ended before "${phase}":\n${output}`);
-          if (Date.now() > deadline) throw new Error(`berth dev did not reach "${phase}" within 60 s:\n${output}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
+        await until(
+          `berth dev to reach "${phase}"`,
+          async () => {
+            if (dev.exitCode !== null) throw new Error(`berth dev ended before "${phase}":\n${output}`);
+            return reached[phase]();
+          },
+          60_000,
+          10,
+        ).catch((error: Error) => {
+          throw new Error(`${error.message}:\n${output}`, { cause: error });
+        });
         expect(output).not.toContain('ready at');
         process.kill(group ? -dev.pid! : dev.pid!, signal);
         await held?.end().catch(() => undefined);

@@ -11,7 +11,7 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { processesUsing, type FoundProcess } from '@berth/testing';
+import { processesUsing, until, type FoundProcess } from '@berth/testing';
 import { privateEngine } from './sandbox-engine.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -73,12 +73,17 @@ describe('berth up stopped by a signal while it starts', () => {
       try {
         const folders = await berthFolders();
         const reached = phases[phase]!;
-        const deadline = Date.now() + 60_000;
-        while (!reached(await processesUsing(folders))) {
-          if (up.exitCode !== null) throw new Error(`berth up ended before "${phase}":\n${output}`);
-          if (Date.now() > deadline) throw new Error(`berth up did not reach "${phase}" within 60 s:\n${output}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
+        await until(
+          `berth up to reach "${phase}"`,
+          async () => {
+            if (up.exitCode !== null) throw new Error(`berth up ended before "${phase}":\n${output}`);
+            return reached(await processesUsing(folders));
+          },
+          60_000,
+          10,
+        ).catch((error: Error) => {
+          throw new Error(`${error.message}:\n${output}`, { cause: error });
+        });
         process.kill(group ? -up.pid! : up.pid!, signal);
 
         expect(await exited).toBe(1);

@@ -120,7 +120,7 @@ describe('berth up', () => {
     // `up` opens the platform's log just before it starts the process, after looking at the port:
     // take the port now, before the platform binds it (which takes it a few seconds).
     const log = join(stateDir, 'logs', 'platform.log');
-    while (!existsSync(log) && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until('the platform log to be opened', () => existsSync(log) || child.exitCode !== null, 60_000, 5);
     impostor = await listenImpostor(port);
 
     const { code, stdout, stderr } = await result;

@@ -159,7 +159,10 @@ async function startDev(
   print(`  run webhooks are signed with the secret in ${webhooks.file}; receivers on this machine (loopback) are allowed`);
   print(`  try: new Client({ apiUrl: "${url}" }) from @langchain/langgraph-sdk`);
 
-  if (!options.reload) return { watcher: undefined };
+  if (!options.reload) {
+    print('  does not reload (--no-reload): it serves the code as it was at start');
+    return { watcher: undefined };
+  }
   const reloader = new Reloader(servers, configPath, url, print);
   const watcher = new ProjectWatcher(projectDir, {
     debounceMs: DEBOUNCE_MS,

@@ -27,7 +27,11 @@ export interface ControlPlaneConfig extends GrpcServerConfig {
    * @default 60000
    */
   sweepIntervalMs?: number;
-  /** The time of login flows: their expiry, waits and sweeps (tests move it by hand). @default systemClock */
+  /**
+   * The time of login flows (their expiry, waits and sweeps) and of the revision pipeline (unless
+   * `deployments.pipeline.clock` says otherwise); tests move it by hand.
+   * @default systemClock
+   */
   clock?: Clock;
   /** Deployments and revisions; without it the control plane serves login flows only. */
   deployments?: DeploymentsConfig;

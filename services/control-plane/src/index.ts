@@ -265,6 +265,7 @@ async function startDeployments(
     pipeline = new RevisionPipeline(
       {
         store,
+        databaseUrl: config.databaseUrl,
         secretBox: new SecretBox(settings.secretKey),
         builder: new ProjectBuilder({ artifactsDir: settings.artifactsDir, env: processEnv, ...(users ? { users } : {}) }),
         deployer,
@@ -280,7 +281,11 @@ async function startDeployments(
         ...(settings.tracingEndpoint ? { tracingEndpoint: settings.tracingEndpoint } : {}),
         ...(archives ? { archives: { store: archives.store, url: archives.url.replace(/\/+$/, '') } } : {}),
       },
-      { ...settings.pipeline, ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}) },
+      {
+        ...(config.clock ? { clock: config.clock } : {}),
+        ...settings.pipeline,
+        ...(settings.unusedUploadTtlSeconds ? { unusedUploadTtlSeconds: settings.unusedUploadTtlSeconds } : {}),
+      },
     );
     await pipeline.start();
   } catch (error) {

@@ -4,10 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until } from '@berth/testing';
 import { rawTar } from './__tests__/tarballs.js';
 import { BuildCancelledError, BuildFailedError, UnsafeTarballError } from './errors.js';
 import { ProjectBuilder, type BuildInput } from './project-builder.js';
@@ -44,14 +45,13 @@ async function build(files: Record<string, string>, extra: Partial<BuildInput> =
     revisionId: `rev-${revision}`,
     ...extra,
   };
-  const started = Date.now();
   const result = await builder
     .build(input, (line, level = 'info') => lines.push({ line, level }), signal)
     .then(
       (artifact) => ({ artifact, error: undefined }),
       (error: unknown) => ({ artifact: undefined, error: error as BuildFailedError }),
     );
-  return { ...result, lines, ms: Date.now() - started, dir: join(artifacts, input.deploymentId, input.revisionId) };
+  return { ...result, lines, dir: join(artifacts, input.deploymentId, input.revisionId) };
 }
 
 /** Alive and not a zombie (an orphan's zombie stays in the table where PID 1 does not reap). */
@@ -109,12 +109,15 @@ describe('ProjectBuilder', () => {
 
     const second = await build(await exampleFiles());
     expect(second.artifact?.graphs).toEqual(['echo']);
-    expect(second.lines.map((l) => l.line).join('\n')).toMatch(/Reusing the dependencies of an earlier build with the same package-lock.json/);
-    expect(existsSync(join(second.dir, 'node_modules/@langchain/langgraph/package.json'))).toBe(true);
+    const secondLog = second.lines.map((l) => l.line).join('\n');
+    expect(secondLog).toMatch(/Reusing the dependencies of an earlier build with the same package-lock.json/);
+    // What makes the second build fast is what it skipped: no installer ran, and its dependencies
+    // are the first build's files (hard links through the cache: the same inode), not a copy.
+    expect(secondLog).not.toMatch(/Installing dependencies|added \d+ packages/);
+    const langgraph = 'node_modules/@langchain/langgraph/package.json';
+    expect((await stat(join(second.dir, langgraph))).ino).toBe((await stat(join(first.dir, langgraph))).ino);
     // Both revisions stay intact and separate.
     expect((await readdir(join(artifacts, 'dep-1'))).sort()).toEqual([`rev-${revision - 1}`, `rev-${revision}`]);
-    expect(second.ms).toBeLessThan(15_000);
-    process.stdout.write(`build timings: npm ci ${first.ms} ms, reused dependencies ${second.ms} ms\n`);
   }, 180_000);
 
   it('fails on a syntax error, naming the graph and the file', async () => {
@@ -232,14 +235,14 @@ describe('ProjectBuilder', () => {
     files['package.json'] = JSON.stringify({ name: 'p', type: 'module', scripts: { preinstall: sleeper } });
     const controller = new AbortController();
     const waiting = build(files, {}, controller.signal);
-    for (let i = 0; i < 300 && !existsSync(pidFile); i += 1) await new Promise((r) => setTimeout(r, 100));
-    const pid = Number(await readFile(pidFile, 'utf8'));
-    const stopped = Date.now();
+    const pid = Number(
+      await until('the preinstall script to start', async () => (existsSync(pidFile) && (await readFile(pidFile, 'utf8'))) || undefined, 30_000),
+    );
     controller.abort();
+    // The preinstall script never ends by itself: the build ends only because the abort stopped it.
     const outcome = await waiting;
     expect(outcome.error).toBeInstanceOf(BuildCancelledError);
     expect(outcome.error!.message).toMatch(/npm install was stopped: the build was cancelled/);
-    expect(Date.now() - stopped).toBeLessThan(5_000);
     expect(await isRunning(pid)).toBe(false); // the preinstall script is gone too
     expect(existsSync(outcome.dir)).toBe(false);
   }, 60_000);

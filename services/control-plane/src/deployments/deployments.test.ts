@@ -3,8 +3,10 @@
  * AWAITING_SOURCE → upload → BUILDING → DEPLOYED with a working agent server; a new revision
  * replaces the old one without a gap; a broken project is BUILD_FAILED and the old revision keeps
  * serving (the deployment says LATEST_FAILED); a deployment whose only build failed is FAILED, with
- * no route; a revision replaced before it finished is INTERRUPTED; delete stops everything. Plus
- * the gRPC face.
+ * no route; a revision replaced before it finished is INTERRUPTED, also when another control plane
+ * replaced it; delete stops everything. Plus the gRPC face. The control plane runs on a ManualClock
+ * the tests move: the retirement of a replaced revision happens when the test says, and nothing
+ * that polls on a timer can be what noticed an interruption.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
@@ -13,20 +15,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
+import { ManualClock } from '@berth/clock';
+import { createDatabase } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
 import { DeploymentService, DeploymentStatus } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { echoProject as project } from '../build/__tests__/tarballs.js';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
+import { echoProject as project, rawTar } from '../build/__tests__/tarballs.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
-import { start, type RunningControlPlane } from '../index.js';
+import { CONTROL_PLANE_SCHEMA, start, type RunningControlPlane } from '../index.js';
 import { revisionLifecycle } from './revision-lifecycle.js';
 import type { Deployments } from './service.js';
+import { DeploymentStore } from './store.js';
+import type { DeploymentTables } from './tables.js';
 
 const example = fileURLToPath(new URL('../../../../examples/echo-agent/', import.meta.url));
 
 const tenant = randomUUID();
+const clock = new ManualClock();
 let db: TestDatabase;
 let work: string;
 let plane: RunningControlPlane;
@@ -38,7 +45,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'berth-deployments-test-'));
   // As `berth up` keeps its state folder: deployments' OS users (as root) pass through to theirs.
   await chmod(work, 0o711);
-  config = testControlPlaneConfig(db.url, join(work, 'artifacts'));
+  config = { ...testControlPlaneConfig(db.url, join(work, 'artifacts')), clock };
   plane = await start(config, silentLogger());
   deployments = plane.deployments!;
 }, 60_000);
@@ -57,14 +64,36 @@ async function upload(deploymentId: string, tarball: Buffer): Promise<{ objectPa
 }
 
 async function settled(deploymentId: string, revisionId: string, timeoutMs = 90_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { status } = await deployments.revision(tenant, deploymentId, revisionId);
-    if (revisionLifecycle.isTerminal(status)) return status;
-    if (Date.now() > deadline) throw new Error(`revision ${revisionId} still ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return until(
+    `revision ${revisionId} to finish`,
+    async () => {
+      const { status } = await deployments.revision(tenant, deploymentId, revisionId);
+      return revisionLifecycle.isTerminal(status) && status;
+    },
+    timeoutMs,
+    200,
+  );
 }
+
+/** Resolves once a revision's log of `type` has a line matching `line`. */
+async function logged(deploymentId: string, revisionId: string, type: 'build' | 'deploy', line: RegExp): Promise<void> {
+  await until(
+    `a ${type} log line ${line} of revision ${revisionId}`,
+    async () => {
+      const { logs } = await deployments.logs(tenant, deploymentId, { revisionId, type, offset: 0, limit: 1000 });
+      return logs.some((l) => line.test(l.message));
+    },
+    60_000,
+    200,
+  );
+}
+
+/** Whether an agent server answers at `upstream`. */
+const answers = (upstream: string) =>
+  fetch(`${upstream}/ok`).then(
+    () => true,
+    () => false,
+  );
 
 /** Calls the agent server a route points at, with the credential it requires (as the gateway does). */
 async function echo(route: { upstream_url: string | null; credential: string }, text: string): Promise<string> {
@@ -137,8 +166,14 @@ describe('deployments on the local deployer', () => {
       second = updated.latest_revision_id!;
       expect(await settled(deploymentId, second)).toBe('DEPLOYED');
       latest = await deployments.resolve(deploymentId);
-      // The replaced revision keeps serving for a moment, then is retired.
-      await new Promise((resolve) => setTimeout(resolve, 4500));
+      // Its step logs this once it set the old revision's retirement (3 s on the clock) going.
+      await logged(deploymentId, second, 'deploy', /^deployed: serving traffic$/);
+      // The replaced revision keeps serving for requests routed with a slightly old view...
+      await clock.advance(2_999);
+      expect(await answers(firstUpstream)).toBe(true);
+      // ...then is retired.
+      await clock.advance(1);
+      await until('the replaced revision to stop', async () => !(await answers(firstUpstream)), 30_000);
     } finally {
       looping = false;
       await loop;
@@ -190,6 +225,29 @@ describe('deployments on the local deployer', () => {
     expect((await deployments.revision(tenant, deploymentId, a)).status).toBe('INTERRUPTED');
     expect(await settled(deploymentId, b)).toBe('DEPLOYED');
     expect(await echo(await deployments.resolve(deploymentId), 'hi')).toBe('echo: hi');
+  }, 120_000);
+
+  it('stops a step at once when another control plane interrupts its revision (notified, not polled)', async () => {
+    // An install that never ends by itself: only an interruption stops this build.
+    const hanging = rawTar([
+      { path: 'package.json', body: JSON.stringify({ name: 'p', type: 'module', scripts: { preinstall: 'node -e "setInterval(() => {}, 1000)"' } }) },
+      { path: 'langgraph.json', body: '{"graphs":{"agent":"./src/graph.ts:graph"}}' },
+      { path: 'src/graph.ts', body: 'export const graph = 1;\n' },
+    ]);
+    const created = await deployments.create({ tenantId: tenant, name: 'hanging', source: 'internal_source', secrets: [] });
+    const { revisionId } = await upload(created.id, hanging);
+    await logged(created.id, revisionId!, 'build', /^Installing dependencies/);
+    // The other control plane's store, on its own connection: this one's pipeline hears of the
+    // move only through the database. The clock stands still, so no safety poll runs meanwhile.
+    const other = createDatabase<DeploymentTables>({ connectionString: db.url, schema: CONTROL_PLANE_SCHEMA, applicationName: 'other-control-plane' });
+    try {
+      await new DeploymentStore(other.db).move({ revisionId: revisionId! }, 'INTERRUPTED', { status_message: 'replaced by another control plane' });
+    } finally {
+      await other.close();
+    }
+    await logged(created.id, revisionId!, 'build', /^interrupted: a newer revision replaced this one$/);
+    expect(await deployments.revision(tenant, created.id, revisionId!)).toMatchObject({ status: 'INTERRUPTED' });
+    await deployments.delete(tenant, created.id);
   }, 120_000);
 
   it('rejects bad input with field-level errors and hides other tenants', async () => {
@@ -254,14 +312,16 @@ describe('deployments on the local deployer', () => {
     await expect(fetch(`${before}/ok`)).rejects.toThrow();
     plane = await start(config, silentLogger());
     deployments = plane.deployments!;
-    const deadline = Date.now() + 30_000;
-    let route = await deployments.resolve(deploymentId);
-    while (!route.upstream_url && Date.now() < deadline) {
-      // Until it is back the route has no upstream (the gateway answers 503).
-      await new Promise((r) => setTimeout(r, 200));
-      route = await deployments.resolve(deploymentId);
-    }
-    expect(route.upstream_url).toBeTruthy();
+    // Until it is back the route has no upstream (the gateway answers 503).
+    const route = await until(
+      'the serving revision to be back',
+      async () => {
+        const resolved = await deployments.resolve(deploymentId);
+        return resolved.upstream_url ? resolved : undefined;
+      },
+      30_000,
+      200,
+    );
     expect(await echo(route, 'again')).toBe('echo: again');
   }, 60_000);
 
@@ -270,15 +330,6 @@ describe('deployments on the local deployer', () => {
     await deployments.delete(tenant, deploymentId);
     await expect(deployments.resolve(deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);
-    const deadline = Date.now() + 20_000;
-    while (
-      Date.now() < deadline &&
-      (await fetch(`${upstream_url}/ok`).then(
-        () => true,
-        () => false,
-      ))
-    )
-      await new Promise((r) => setTimeout(r, 200));
-    await expect(fetch(`${upstream_url}/ok`)).rejects.toThrow();
+    await until('its agent server to stop', async () => !(await answers(upstream_url!)), 20_000, 200);
   }, 30_000);
 });

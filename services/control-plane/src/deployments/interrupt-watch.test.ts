@@ -1,11 +1,12 @@
 /**
- * A revision step's interrupt check on a clock the test moves: an interruption stops the step; a
- * check that fails is reported (not swallowed), the step goes on through a short failure, and a
- * check that keeps failing stops the step with the reason.
+ * A revision step's interrupt check on a clock the test moves: an interruption stops the step (at
+ * once when a notification asks for a check); a check that fails is reported (not swallowed), the
+ * step goes on through a short failure, and a check that keeps failing stops the step with the
+ * reason.
  */
 import { describe, expect, it } from '@jest/globals';
 import { ManualClock } from '@berth/clock';
-import { captureLogger } from '@berth/testing';
+import { captureLogger, until } from '@berth/testing';
 import { InterruptCheckFailedError, RevisionInterruptedError, watchInterrupts } from './interrupt-watch.js';
 
 function watch(answer: () => Promise<boolean>) {
@@ -28,6 +29,28 @@ describe('watchInterrupts', () => {
     await clock.advance(1000);
     expect(controller.signal.reason).toBeInstanceOf(RevisionInterruptedError);
     expect(clock.pending).toBe(0);
+    timer.cancel();
+  });
+
+  it('checks at once when told to (a notification), without the clock moving', async () => {
+    let stands = true;
+    const { controller, timer } = watch(async () => stands);
+    stands = false;
+    timer.checkNow();
+    await until('the step to stop', () => controller.signal.aborted);
+    expect(controller.signal.reason).toBeInstanceOf(RevisionInterruptedError);
+  });
+
+  it('checks again when told to while a check is in flight (whose read may predate the interruption)', async () => {
+    const answers: ((stands: boolean) => void)[] = [];
+    const { clock, controller, timer } = watch(() => new Promise<boolean>((resolve) => answers.push(resolve)));
+    await clock.advance(1000); // the regular check reads...
+    expect(answers).toHaveLength(1);
+    timer.checkNow(); // ...when the notification arrives
+    answers[0]!(true); // the read was from before the interruption
+    await until('a second check', () => answers.length === 2);
+    answers[1]!(false);
+    await until('the step to stop', () => controller.signal.aborted);
     timer.cancel();
   });
 

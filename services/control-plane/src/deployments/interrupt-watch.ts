@@ -1,7 +1,8 @@
 /**
  * Whether a running revision step must stop because its revision was interrupted by another
  * process (a newer revision replaced it, or its deployment was deleted, through another control
- * plane): the step's process checks the revision every `everyMs`. A check that fails is logged
+ * plane): the step's process checks the revision when a notification says it may have been
+ * (`checkNow`), and every `everyMs` in case one was lost. A check that fails is logged
  * (at warn once, and when checks answer again), and when none has answered for `failForMs` the
  * step is stopped with {@link InterruptCheckFailedError}: the control plane cannot tell whether it
  * should still be working (another may have resumed the step by then), so the step fails saying
@@ -40,15 +41,27 @@ export interface InterruptWatchOptions {
   failForMs: number;
 }
 
-/** Checks the revision every `everyMs` until cancelled (or until it aborted the step). */
-export function watchInterrupts(options: InterruptWatchOptions): Timer {
+/** A running watch: cancel it when the step ends. */
+export interface InterruptWatch extends Timer {
+  /** Checks now, besides the regular checks (a notification said the revision may have been interrupted). */
+  checkNow(): void;
+}
+
+/** Checks the revision every `everyMs`, and when told to, until cancelled (or until it aborted the step). */
+export function watchInterrupts(options: InterruptWatchOptions): InterruptWatch {
   const { revisionId, controller, log, clock } = options;
   let checking = false;
   /** When the first check of the current run of failures was sent. */
   let failingSince: number | undefined;
   let failures = 0;
-  const check = async () => {
-    if (checking || controller.signal.aborted) return;
+  /** A check was asked for while one was in flight (whose read may predate the interruption). */
+  let again = false;
+  const check = async (): Promise<void> => {
+    if (controller.signal.aborted) return;
+    if (checking) {
+      again = true;
+      return;
+    }
     checking = true;
     const sentAt = clock.now();
     try {
@@ -73,11 +86,16 @@ export function watchInterrupts(options: InterruptWatchOptions): Timer {
     } finally {
       checking = false;
     }
+    if (again) {
+      again = false;
+      await check();
+    }
   };
   const timer = clock.setInterval(() => void check(), options.everyMs);
   const stop = () => timer.cancel();
   controller.signal.addEventListener('abort', stop, { once: true });
   return {
+    checkNow: () => void check(),
     cancel() {
       controller.signal.removeEventListener('abort', stop);
       stop();

@@ -150,13 +150,16 @@ afterAll(async () => {
 async function deploy(name: string, tarball: Buffer): Promise<{ id: string; url: string; credential: string }> {
   const created = await deployments.create({ tenantId: tenant, name, source: 'internal_source', sourceRevisionConfig: {}, secrets: [] });
   await deployments.upload({ tenantId: tenant, deploymentId: created.id, data: tarball, last: true });
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const { status, status_message } = await deployments.revision(tenant, created.id, created.latest_revision_id!);
-    if (status === 'DEPLOYED') break;
-    if (status.endsWith('FAILED') || Date.now() > deadline) throw new Error(`${name}: ${status} ${status_message}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const { status, status_message } = await until(
+    `${name} to finish deploying`,
+    async () => {
+      const revision = await deployments.revision(tenant, created.id, created.latest_revision_id!);
+      return (revision.status === 'DEPLOYED' || revision.status.endsWith('FAILED')) && revision;
+    },
+    120_000,
+    200,
+  );
+  if (status !== 'DEPLOYED') throw new Error(`${name}: ${status} ${status_message}`);
   const target = await deployments.resolve(created.id);
   return { id: created.id, url: target.upstream_url!, credential: target.credential };
 }

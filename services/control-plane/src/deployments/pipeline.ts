@@ -5,13 +5,16 @@
  * Each step is a job, and each job starts from the status the revision is in, so a job re-run
  * after a control-plane restart (a stalled job) resumes the revision. A revision that a newer one
  * replaced is INTERRUPTED: its job notices (the lifecycle refuses its next move) and stops.
+ * A running step stops at once: in this process directly, in others through the NOTIFY the store
+ * sends on the move (a slow safety poll covers notifications lost while LISTEN reconnects).
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { generateWebhookSecret } from '@berth/agent-contract';
-import { systemClock, type Clock } from '@berth/clock';
+import { PgListener } from '@berth/broker';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
@@ -21,12 +24,12 @@ import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../b
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
 import type { AgentRedis } from './agent-redis.js';
-import { RevisionInterruptedError, watchInterrupts } from './interrupt-watch.js';
+import { RevisionInterruptedError, watchInterrupts, type InterruptWatch } from './interrupt-watch.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
 import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
-import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
+import { REVISION_INTERRUPTS_CHANNEL, type DeploymentRow, type DeploymentStore, type MoveChange, type RevisionRow } from './store.js';
 import { deploymentTracingCredential } from './service.js';
 import type { TracingEndpoint } from '../config.js';
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
@@ -52,6 +55,8 @@ export const revisionJobs = defineJobCatalog({
 
 export interface PipelineDeps {
   store: DeploymentStore;
+  /** The platform database, whose notifications of interrupted revisions stop their steps here. */
+  databaseUrl: string;
   secretBox: SecretBox;
   builder: ProjectBuilder;
   deployer: Deployer;
@@ -82,12 +87,13 @@ export interface RevisionPipelineOptions {
    */
   retireDelayMs?: number;
   /**
-   * How often a running step checks whether its revision was interrupted by another control plane
-   * (this one stops its own steps at once). A step whose checks fail for `lockDurationMs` stops.
-   * @default 1000
+   * How often a running step checks, unprompted, whether its revision was interrupted: the safety
+   * net under the notification that stops it at once (one sent while this control plane's LISTEN
+   * connection was down is lost). A step whose checks fail for `lockDurationMs` stops.
+   * @default 10000
    */
   interruptPollMs?: number;
-  /** The clock of the interrupt checks. @default systemClock */
+  /** The clock of the retire delay, the restore backoff, the upload sweeps and the interrupt checks. @default systemClock */
   clock?: Clock;
   /**
    * How long a step's job stays locked to this control plane without a renewal; after a crash
@@ -112,9 +118,12 @@ export class RevisionPipeline {
   private worker?: JobWorker<typeof revisionJobs>;
   private readonly logs: RevisionLogWriter;
   /** Steps running in this process, to stop at once when their revision is interrupted. */
-  private readonly running = new Map<string, AbortController>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private sweeper?: NodeJS.Timeout;
+  private readonly running = new Map<string, { controller: AbortController; watch: InterruptWatch }>();
+  private readonly timers = new Set<Timer>();
+  private sweeper?: Timer;
+  private readonly clock: Clock;
+  /** Notifications of interrupted revisions, from whichever control plane interrupted them. */
+  private readonly listener: PgListener;
   /** Health records, written one after the other so that a recovery never lands before its crash. */
   private healthWrites: Promise<void> = Promise.resolve();
   private readonly stopHealth: () => void;
@@ -126,10 +135,27 @@ export class RevisionPipeline {
     this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
     this.logs = new RevisionLogWriter(deps.store, deps.log);
     this.stopHealth = deps.deployer.onHealth?.((event) => this.recordHealth(event)) ?? (() => undefined);
+    this.clock = options.clock ?? systemClock;
+    this.listener = new PgListener({
+      connectionString: deps.databaseUrl,
+      channels: [REVISION_INTERRUPTS_CHANNEL],
+      onNotification: (_channel, revisionId) => this.running.get(revisionId)?.watch.checkNow(),
+      // Notifications sent while the connection was down are lost: every running step checks.
+      onReconnect: () => {
+        for (const { watch } of this.running.values()) watch.checkNow();
+      },
+      log: deps.log,
+      applicationName: 'berth-control-plane-revisions',
+    });
   }
 
   /** Starts working on jobs and brings the serving revisions back (a restart). */
   async start(): Promise<void> {
+    await this.listener
+      .ensure()
+      .catch((error: unknown) =>
+        this.deps.log.warn({ err: error }, 'cannot listen for interrupted revisions: steps interrupted by another control plane stop at their safety poll'),
+      );
     await this.queue.ready();
     this.worker = new JobWorker(
       revisionJobs,
@@ -151,7 +177,7 @@ export class RevisionPipeline {
     // Uploads nobody finished within an hour, and finished ones nobody used in time, are dropped;
     // sweeping at least once per TTL keeps one from outliving it by more than that.
     const unusedSeconds = this.options.unusedUploadTtlSeconds ?? 3600;
-    const sweeper = setInterval(
+    this.sweeper = this.clock.setInterval(
       () => {
         this.deps.store
           .sweepUploads({ unfinishedSeconds: 3600, unusedSeconds })
@@ -159,8 +185,6 @@ export class RevisionPipeline {
       },
       Math.min(10 * 60_000, unusedSeconds * 1000),
     );
-    sweeper.unref();
-    this.sweeper = sweeper;
     const serving = await this.deps.store.activeRevisions();
     // Agent servers that went down with the control plane: until one is back its deployment is
     // UNHEALTHY and answers 503 (retry) rather than pointing at a dead port.
@@ -171,9 +195,10 @@ export class RevisionPipeline {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
-    for (const timer of this.timers) clearTimeout(timer);
-    for (const controller of this.running.values()) controller.abort(new Error('the control plane is stopping'));
+    this.sweeper?.cancel();
+    for (const timer of this.timers) timer.cancel();
+    for (const { controller } of this.running.values()) controller.abort(new Error('the control plane is stopping'));
+    await this.listener.close();
     await this.worker?.close();
     await this.queue.close();
     await this.logs.close();
@@ -187,9 +212,9 @@ export class RevisionPipeline {
     if (await this.advance(revisionId, 'AWAITING_BUILD')) await this.queue.enqueue('revision.build', { revision_id: revisionId });
   }
 
-  /** Stops a revision's step if it runs in this process (others notice within a second). */
+  /** Stops a revision's step if it runs in this process (others are notified by the store's move). */
   interrupt(revisionId: string): void {
-    this.running.get(revisionId)?.abort(new RevisionInterruptedError(revisionId));
+    this.running.get(revisionId)?.controller.abort(new RevisionInterruptedError(revisionId));
   }
 
   /** The deploy log of a revision, where a running agent server's output goes. */
@@ -236,12 +261,13 @@ export class RevisionPipeline {
         }
         if (await this.advance(revisionId, 'AWAITING_DEPLOY', built)) await this.queue.enqueue('revision.deploy', { revision_id: revisionId });
       } catch (error) {
+        // First: a cancellation is a BuildFailedError too, but the step says why it stopped.
+        if (error instanceof BuildCancelledError && signal.aborted) throw signal.reason;
         if (error instanceof BuildFailedError) {
           log(error.message, 'error');
           await this.advance(revisionId, 'BUILD_FAILED', { status_message: error.message });
           return;
         }
-        if (error instanceof BuildCancelledError && signal.aborted) throw signal.reason;
         throw error;
       }
     }).catch(async (error: unknown) => this.failed(revisionId, 'BUILD_FAILED', error, log));
@@ -300,10 +326,11 @@ export class RevisionPipeline {
    * (here or by another process), or when the control plane stops.
    */
   private async step(revisionId: string, jobSignal: AbortSignal, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    // A LISTEN connection that could not be made at start is tried again with each step.
+    this.listener.ensure().catch(() => undefined);
     const controller = new AbortController();
     const onJobAbort = () => controller.abort(jobSignal.reason);
     jobSignal.addEventListener('abort', onJobAbort, { once: true });
-    this.running.set(revisionId, controller);
     const watch = watchInterrupts({
       revisionId,
       stands: async () => {
@@ -312,11 +339,12 @@ export class RevisionPipeline {
       },
       controller,
       log: this.deps.log,
-      clock: this.options.clock ?? systemClock,
-      everyMs: this.options.interruptPollMs ?? 1000,
+      clock: this.clock,
+      everyMs: this.options.interruptPollMs ?? 10_000,
       // As long as this control plane's hold on the step's job: after it, another may resume the step.
       failForMs: this.options.lockDurationMs ?? 30_000,
     });
+    this.running.set(revisionId, { controller, watch });
     try {
       await work(controller.signal);
     } finally {
@@ -363,12 +391,23 @@ export class RevisionPipeline {
   }
 
   private retireLater(deploymentId: string, revisionId: string): void {
-    const timer = setTimeout(() => {
+    this.later(this.options.retireDelayMs ?? 3000, async () => {
+      const log = this.logs.for(revisionId, 'deploy');
+      try {
+        await this.deps.deployer.retire(deploymentId, revisionId, log);
+        log('retired: it no longer serves');
+      } catch (error) {
+        this.deps.log.warn({ err: error, revisionId }, 'retiring a replaced revision failed');
+      }
+    });
+  }
+
+  /** Runs `work` after `ms` on the pipeline's clock, unless the pipeline closes first. */
+  private later(ms: number, work: () => Promise<void>): void {
+    const timer = this.clock.setTimeout(() => {
       this.timers.delete(timer);
-      void this.deps.deployer
-        .retire(deploymentId, revisionId, this.logs.for(revisionId, 'deploy'))
-        .catch((error: unknown) => this.deps.log.warn({ err: error, revisionId }, 'retiring a replaced revision failed'));
-    }, this.options.retireDelayMs ?? 3000);
+      void work();
+    }, ms);
     this.timers.add(timer);
   }
 
@@ -423,11 +462,7 @@ export class RevisionPipeline {
       const reason = `could not bring the agent server back: ${(error as Error).message}; retrying in ${delayMs / 1000} s`;
       log(reason, 'error');
       await this.writeHealth(revision.id, reason);
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        void this.restoreOne(revision, failures + 1);
-      }, delayMs);
-      this.timers.add(timer);
+      this.later(delayMs, () => this.restoreOne(revision, failures + 1));
     }
   }
 

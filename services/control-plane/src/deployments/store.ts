@@ -13,6 +13,9 @@ import { storedRevisionConfig, type RevisionConfig } from './revision-config.js'
 import { revisionLifecycle, type RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentTables, DeploymentsTable, RevisionsTable } from './tables.js';
 
+/** NOTIFY channel on which revisions moved to INTERRUPTED are announced (payload: the revision id). */
+export const REVISION_INTERRUPTS_CHANNEL = 'berth_control_plane_revision_interrupts';
+
 export type DeploymentRow = Selectable<DeploymentsTable>;
 /** A revision as the store answers it: its source_revision_config parsed. */
 export type RevisionRow = Omit<Selectable<RevisionsTable>, 'source_revision_config'> & { source_revision_config: RevisionConfig };
@@ -331,6 +334,11 @@ export class DeploymentStore {
           .returningAll()
           .execute()
       : [];
+    // Tells the control plane running an interrupted revision's step (whichever process it is)
+    // to stop it; in the move's transaction when there is one (sent when it commits).
+    if (to === 'INTERRUPTED' && rows.length) {
+      await sql`select pg_notify(${REVISION_INTERRUPTS_CHANNEL}, id) from unnest(${rows.map((r) => r.id)}::text[]) as id`.execute(db);
+    }
     if (!('revisionId' in target)) return rows.map(revisionRow);
     if (rows[0]) return revisionRow(rows[0]);
     const current = await db.selectFrom('revisions').select('status').where('id', '=', target.revisionId).executeTakeFirst();

@@ -182,7 +182,8 @@ it('never restarts a retired agent server', async () => {
 }, 60_000);
 
 it('waits longer after each crash in a row, up to the cap', async () => {
-  const { deployer, events } = supervisor({ initialDelayMs: 200, maxDelayMs: 800 });
+  const clock = new ManualClock();
+  const { deployer, events } = supervisor({ initialDelayMs: 200, maxDelayMs: 800 }, clock);
   // Serves, then exits by itself a moment later: every time it is started.
   const exitOnceServing = `
 const serving = setInterval(() => {
@@ -192,7 +193,13 @@ const serving = setInterval(() => {
   const revision = await spec(oneGraph(`${slowGraph}\n${exitOnceServing}`));
   const log = collectLog();
   await deployer.deploy(revision, log.log);
-  await until('five crashes', () => (events.filter((e) => !e.healthy).length >= 5 ? true : undefined), 60_000);
+  const crashes = () => events.filter((e) => !e.healthy).length;
+  for (let crash = 1; crash <= 5; crash += 1) {
+    await until(`crash ${crash}`, () => crashes() === crash, 20_000);
+    // Its restart delay passes on the clock (no time passes between restarts: each crash is in a row).
+    expect(await clock.runNext()).toBe(true);
+    await until(`restart ${crash}`, () => events.filter((e) => e.healthy).length === crash, 20_000);
+  }
   expect(
     events
       .filter((e) => !e.healthy)
