@@ -171,16 +171,10 @@ export class ContainerDriver implements SandboxDriver {
         rootUser,
       };
       const body = containerCreateOptions(spec, layout);
-      const roots = spec.resources.storageBytes ? await this.roots() : undefined;
-      // Its own root file system is the limit: the engine's (btrfs qgroups, invisible to df) is not needed.
-      if (roots) delete body.HostConfig!.StorageOpt;
+      // Its own root file system (made at its first start) is the limit: the engine's (btrfs
+      // qgroups, invisible to df) is not needed.
+      if (spec.resources.storageBytes && (await this.roots())) delete body.HostConfig!.StorageOpt;
       await this.createContainer(spec, body);
-      if (roots) {
-        await roots.create(spec.instance, spec.resources.storageBytes!).catch(async (error: unknown) => {
-          await this.remove(spec.instance);
-          throw error;
-        });
-      }
     } catch (error) {
       // Not made: what was prepared for it goes, unless it is an instance of that name that exists.
       const existing = await this.inspect(spec.instance).catch(() => undefined);
@@ -194,7 +188,7 @@ export class ContainerDriver implements SandboxDriver {
       throw error;
     }
     try {
-      await this.startAndWait(spec.instance, spec.egress);
+      await this.startAndWait(spec.instance, spec);
     } catch (error) {
       // A sandbox that never answered is of no use to anyone: do not leave it behind.
       await this.remove(spec.instance).catch((cleanup: unknown) =>
@@ -254,7 +248,7 @@ export class ContainerDriver implements SandboxDriver {
   async start(instance: string, spec: InstanceSpec): Promise<void> {
     checkName(instance);
     await rm(this.files.marker(instance, 'stopped'), { force: true });
-    await this.startAndWait(instance, spec.egress);
+    await this.startAndWait(instance, spec);
   }
 
   async remove(instance: string): Promise<void> {
@@ -383,19 +377,19 @@ export class ContainerDriver implements SandboxDriver {
     }
   }
 
-  private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
+  private async startAndWait(instance: string, spec: InstanceSpec): Promise<void> {
     const path = await this.files.agentSocketPath(instance);
     await this.closeProxy(instance);
     if (this.options.proxy) {
       const socketPath = join(this.files.readOnlyFolder(instance), PROXY_SOCKET);
-      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, egress));
+      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, spec.egress));
       // For any image USER (connecting needs write permission); only this instance sees the folder.
       await chmod(socketPath, 0o666);
     }
     let started = true;
     try {
-      // Its root first (after a reboot or a stop it is not mounted); nothing when it runs already.
-      await (await this.roots())?.mount(instance);
+      // Its root first (at its first start, after a stop or a reboot); nothing when it runs already.
+      await (await this.roots())?.mount(instance, spec.resources.storageBytes);
       await this.docker.getContainer(instance).start();
     } catch (error) {
       // 304: it runs already (a restarted manager reattaching its proxy), which keeps its proxy.

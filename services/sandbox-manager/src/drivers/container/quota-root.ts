@@ -18,7 +18,7 @@
  * it stays until we remove it. Elsewhere the driver keeps `StorageOpt.size`.
  */
 import { execFile } from 'node:child_process';
-import { chmod, chown, mkdir, readFile, rm, rmdir, stat, truncate, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rename, rm, rmdir, stat, truncate, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
@@ -66,32 +66,23 @@ export class QuotaRoots {
     this.folder = join(dirname(store.graphRoot), IMAGES_FOLDER);
   }
 
-  /** Makes the instance's empty root image of `sizeBytes` (sparse); its container must exist. */
-  create(instance: string, sizeBytes: number): Promise<void> {
+  /**
+   * Mounts the instance's root over its container's, unless it is mounted already. Its image is
+   * made (empty, sparse, of `sizeBytes`) when it has none: at its first start — so an instance is
+   * never left without one, whenever a create is cut short — or the first start of an instance
+   * made before roots of their limit's size. Without either, nothing: the instance has no limit.
+   */
+  mount(instance: string, sizeBytes: number | undefined): Promise<void> {
     return this.serial(instance, async () => {
-      await mkdir(this.folder, { recursive: true, mode: 0o700 });
+      if (await this.mountPoint(instance)) return;
       const image = this.image(instance);
-      await writeFile(image, '', { mode: 0o600 });
-      await truncate(image, sizeBytes);
-      // 4 KiB blocks and an inode per 16 KiB whatever the size (mke2fs picks 1 KiB blocks and an
-      // inode per 4 KiB for small ones: 6% less space); no journal (the image is thrown away with
-      // the sandbox) and no reserved blocks: df shows nearly the whole limit.
-      await run('mkfs.ext4', ['-q', '-F', '-b', '4096', '-i', '16384', '-m', '0', '-O', '^has_journal,^resize_inode', image]);
-    });
-  }
-
-  /** Mounts the instance's root over its container's (when it has an image and none is mounted yet). */
-  mount(instance: string): Promise<void> {
-    return this.serial(instance, async () => {
-      const image = this.image(instance);
-      if (!(await exists(image)) || (await this.mountPoint(instance))) return;
-      // Podman answers the path as plain text.
-      const root = String(await libpod<Buffer | string>(this.docker, 'POST', `/containers/${instance}/mount`)).trim();
-      if (!root.startsWith('/') || /[,:\s\\]/.test(root)) {
-        throw new InstanceError(`cannot mount the root of sandbox ${instance}: the engine gave ${JSON.stringify(root)} as its root`);
-      }
+      const made = await exists(image);
+      if (!made && !sizeBytes) return;
+      const [root] = await Promise.all([this.containerRoot(instance), made ? undefined : this.makeImage(image, sizeBytes!)]);
       const scratch = this.scratch(instance);
       await mkdir(scratch, { recursive: true, mode: 0o700 });
+      // The image must never be mounted twice at a time (two loop devices writing one ext4 corrupt it).
+      await this.unmountScratch(instance);
       // nodev, nosuid: nothing on the image is taken as a device or a set-uid program by the host.
       await run('mount', ['-o', 'loop,nodev,nosuid', image, scratch]);
       try {
@@ -117,13 +108,44 @@ export class QuotaRoots {
     return this.serial(instance, async () => {
       const mountPoint = await this.mountPoint(instance);
       if (mountPoint) await run('umount', [mountPoint]);
+      await this.unmountScratch(instance);
     });
+  }
+
+  /** Unmounts the image from the scratch folder, where a manager that stopped while it made the overlay left it. */
+  private async unmountScratch(instance: string): Promise<void> {
+    const scratch = this.scratch(instance);
+    if ((await mounts()).some((mount) => mount.mountPoint === scratch)) await run('umount', [scratch]);
   }
 
   /** Unmounts and deletes the instance's root image (its container is gone). */
   async remove(instance: string): Promise<void> {
     await this.unmount(instance);
     await rm(this.image(instance), { force: true });
+    await rm(`${this.image(instance)}.new`, { force: true });
+  }
+
+  /** Where the engine has the container's root (its btrfs subvolume). */
+  private async containerRoot(instance: string): Promise<string> {
+    // Podman answers the path as plain text.
+    const root = String(await libpod<Buffer | string>(this.docker, 'POST', `/containers/${instance}/mount`)).trim();
+    if (!root.startsWith('/') || /[,:\s\\]/.test(root)) {
+      throw new InstanceError(`cannot mount the root of sandbox ${instance}: the engine gave ${JSON.stringify(root)} as its root`);
+    }
+    return root;
+  }
+
+  private async makeImage(image: string, sizeBytes: number): Promise<void> {
+    await mkdir(this.folder, { recursive: true, mode: 0o700 });
+    const draft = `${image}.new`;
+    await writeFile(draft, '', { mode: 0o600 });
+    await truncate(draft, sizeBytes);
+    // 4 KiB blocks and an inode per 16 KiB whatever the size (mke2fs picks 1 KiB blocks and an
+    // inode per 4 KiB for small ones: 6% less space); no journal (the image goes with the
+    // sandbox) and no reserved blocks: df shows nearly the whole limit.
+    await run('mkfs.ext4', ['-q', '-F', '-b', '4096', '-i', '16384', '-m', '0', '-O', '^has_journal,^resize_inode', draft]);
+    // Complete or absent: a crash while it was made leaves a draft that the next start replaces.
+    await rename(draft, image);
   }
 
   private image(instance: string): string {
@@ -137,13 +159,7 @@ export class QuotaRoots {
   /** Where this instance's overlay is mounted: the overlay whose upper layer was on its scratch folder. */
   private async mountPoint(instance: string): Promise<string | undefined> {
     const upper = `upperdir=${join(this.scratch(instance), 'upper')}`;
-    const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
-    for (const line of mountinfo.split('\n')) {
-      const [mount, fs] = line.split(' - ');
-      const [type, , options] = (fs ?? '').split(' ');
-      if (type === 'overlay' && options?.split(',').includes(upper)) return unescapeMountField(mount!.split(' ')[4]!);
-    }
-    return undefined;
+    return (await mounts()).find((mount) => mount.type === 'overlay' && mount.options.includes(upper))?.mountPoint;
   }
 
   private serial<T>(instance: string, operation: () => Promise<T>): Promise<T> {
@@ -176,9 +192,19 @@ function libpod<T>(docker: Dockerode, method: 'GET' | 'POST', path: string): Pro
   );
 }
 
-/** mountinfo escapes spaces, tabs, newlines and backslashes as octal. */
-function unescapeMountField(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+/** The mounts this process sees (/proc/self/mountinfo): where, what type, its file system's options. */
+async function mounts(): Promise<{ mountPoint: string; type: string; options: string[] }[]> {
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
+  return mountinfo
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [mount, fs] = line.split(' - ');
+      const [type, , options] = (fs ?? '').split(' ');
+      // Spaces, tabs, newlines and backslashes in a mount point are octal escapes.
+      const mountPoint = (mount!.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+      return { mountPoint, type: type ?? '', options: (options ?? '').split(',') };
+    });
 }
 
 function exists(path: string): Promise<boolean> {
