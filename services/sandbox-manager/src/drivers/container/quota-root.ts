@@ -1,7 +1,8 @@
 /**
  * A sandbox root file system the size of its storage limit, so that `df /` inside shows the limit
  * (btrfs qgroups, which enforce `StorageOpt.size`, are invisible to statfs: df showed the whole
- * engine storage). Each limited instance gets a sparse ext4 image of its limit; while it runs, an
+ * engine storage). Each limited instance gets a sparse ext4 image of its limit (at its first start,
+ * in `berth-sandbox-roots/` next to the engine's graph root); while it runs, an
  * overlay is mounted over its container's root (lower: the container's own root, as the engine
  * made it; upper and work: on the ext4), and overlayfs reports the statfs of its upper layer.
  * Writes past the limit fail with ENOSPC.
