@@ -190,6 +190,7 @@ export default {
     'services/sandbox-manager/src/agent/agent.test.ts',
     'services/sandbox-manager/src/drivers/container/container-driver.test.ts',
     'services/sandbox-manager/src/drivers/container/host-boundary.test.ts',
+    'services/sandbox-manager/src/drivers/container/quota-root.test.ts',
     'services/sandbox-manager/src/drivers/kubernetes/egress-lock.test.ts',
     'services/sandbox-manager/src/sandboxes/reconciler.test.ts',
   ],

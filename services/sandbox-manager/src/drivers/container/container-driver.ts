@@ -37,6 +37,7 @@ import {
 } from './container-spec.js';
 import { pullImage, registryOf, withTag } from './image-pull.js';
 import { InstanceFiles, type RunFolderKind } from './instance-files.js';
+import { engineStore, QuotaRoots, quotaRootUnavailableReason } from './quota-root.js';
 
 /** The auth proxy of one instance, listening on `socketPath` (helper: src/proxy). */
 export interface AuthProxyHandle {
@@ -95,6 +96,8 @@ export class ContainerDriver implements SandboxDriver {
   private readonly proxies = new Map<string, AuthProxyHandle>();
   private readonly files: InstanceFiles;
   private engine?: Promise<{ podman: boolean; rootless: boolean }>;
+  /** Roots the size of their storage limit (quota-root.ts); undefined where the engine cannot have them. */
+  private quotaRoots?: Promise<QuotaRoots | undefined>;
   private warnedStorage = false;
 
   private readonly oomScoreAdj: number;
@@ -167,7 +170,11 @@ export class ContainerDriver implements SandboxDriver {
         oomScoreAdj: this.oomScoreAdj,
         rootUser,
       };
-      await this.createContainer(spec, containerCreateOptions(spec, layout));
+      const body = containerCreateOptions(spec, layout);
+      // Its own root file system (made at its first start) is the limit: the engine's (btrfs
+      // qgroups, invisible to df) is not needed.
+      if (spec.resources.storageBytes && (await this.roots())) delete body.HostConfig!.StorageOpt;
+      await this.createContainer(spec, body);
     } catch (error) {
       // Not made: what was prepared for it goes, unless it is an instance of that name that exists.
       const existing = await this.inspect(spec.instance).catch(() => undefined);
@@ -181,7 +188,7 @@ export class ContainerDriver implements SandboxDriver {
       throw error;
     }
     try {
-      await this.startAndWait(spec.instance, spec.egress);
+      await this.startAndWait(spec.instance, spec);
     } catch (error) {
       // A sandbox that never answered is of no use to anyone: do not leave it behind.
       await this.remove(spec.instance).catch((cleanup: unknown) =>
@@ -233,13 +240,15 @@ export class ContainerDriver implements SandboxDriver {
     } finally {
       await this.closeProxy(instance);
     }
+    // A stopped sandbox holds no mount and no loop device: start mounts its root again.
+    await (await this.roots())?.unmount(instance);
     await this.files.unpin(instance);
   }
 
   async start(instance: string, spec: InstanceSpec): Promise<void> {
     checkName(instance);
     await rm(this.files.marker(instance, 'stopped'), { force: true });
-    await this.startAndWait(instance, spec.egress);
+    await this.startAndWait(instance, spec);
   }
 
   async remove(instance: string): Promise<void> {
@@ -251,6 +260,7 @@ export class ContainerDriver implements SandboxDriver {
     } catch (error) {
       if (statusOf(error) !== 404) throw new InstanceError(`cannot remove sandbox ${instance}: ${engineMessage(error)}`, { cause: error });
     }
+    await (await this.roots())?.remove(instance);
     await this.files.remove(instance);
   }
 
@@ -367,17 +377,19 @@ export class ContainerDriver implements SandboxDriver {
     }
   }
 
-  private async startAndWait(instance: string, egress: EgressPolicy): Promise<void> {
+  private async startAndWait(instance: string, spec: InstanceSpec): Promise<void> {
     const path = await this.files.agentSocketPath(instance);
     await this.closeProxy(instance);
     if (this.options.proxy) {
       const socketPath = join(this.files.readOnlyFolder(instance), PROXY_SOCKET);
-      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, egress));
+      this.proxies.set(instance, await this.options.proxy.open(instance, socketPath, spec.egress));
       // For any image USER (connecting needs write permission); only this instance sees the folder.
       await chmod(socketPath, 0o666);
     }
     let started = true;
     try {
+      // Its root first (at its first start, after a stop or a reboot); nothing when it runs already.
+      await (await this.roots())?.mount(instance, spec.resources.storageBytes);
       await this.docker.getContainer(instance).start();
     } catch (error) {
       // 304: it runs already (a restarted manager reattaching its proxy), which keeps its proxy.
@@ -464,6 +476,24 @@ export class ContainerDriver implements SandboxDriver {
       rootless: (info.SecurityOptions ?? []).some((option) => option.split(',').includes('name=rootless')),
     }));
     return this.engine;
+  }
+
+  /** Roots of their limit's size, when this engine can have them (asked once). */
+  private roots(): Promise<QuotaRoots | undefined> {
+    this.quotaRoots ??= (async () => {
+      const engine = await this.engineInfo();
+      const store = engine.podman ? await engineStore(this.docker) : undefined;
+      const reason = await quotaRootUnavailableReason(engine, store);
+      if (reason) {
+        this.options.logger.info({ reason }, "sandboxes' roots are the engine's: df inside a sandbox shows the engine's storage, not its limit");
+        return undefined;
+      }
+      return new QuotaRoots(this.docker, store!);
+    })().catch((error: unknown) => {
+      this.quotaRoots = undefined;
+      throw error;
+    });
+    return this.quotaRoots;
   }
 
   private async imageInfo(reference: string): Promise<ImageInfo | undefined> {
