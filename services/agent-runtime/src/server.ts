@@ -142,7 +142,11 @@ export interface AgentServerConfig {
   storeSweepIntervalMs?: number;
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
-  /** The time crons fall due by and the store's and threads' TTLs run on (tests move it by hand). @default systemClock */
+  /**
+   * The time crons fall due by, the store's and threads' TTLs run on, and runs' leases are taken,
+   * renewed and expire by (with the worker's sweeps for runs to take over); tests move it by hand.
+   * @default systemClock
+   */
   clock?: Clock;
 }
 
@@ -303,7 +307,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     pool,
     threadTtl?.default_ttl ? { defaultTtl: { strategy: threadTtl.strategy ?? 'delete', minutes: threadTtl.default_ttl } } : {},
   );
-  const runs = new RunStore(pool);
+  const runs = new RunStore(pool, config.clock ? { clock: config.clock } : {});
   const storeTtl = project.json.store?.ttl;
   const store = new PostgresStore(pool, {
     ...(storeIndex ? { index: storeIndex } : {}),
@@ -403,7 +407,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             ...(webhooks ? { webhooks } : {}),
             ...(webhooks && a2aPush ? { runEnded: (run: Run) => a2aPush.runEnded(run, webhooks) } : {}),
             owner,
-            liveness: new OwnerLiveness({ connectionString: config.databaseUrl, owner, applicationName: `berth-agent-${schema}-liveness`, log }),
+            liveness: new OwnerLiveness({
+              connectionString: config.databaseUrl,
+              owner,
+              applicationName: `berth-agent-${schema}-liveness`,
+              log,
+              ...(config.clock ? { clock: config.clock } : {}),
+            }),
+            ...(config.clock ? { clock: config.clock } : {}),
             log,
           },
           {

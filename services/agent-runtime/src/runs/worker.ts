@@ -120,6 +120,9 @@ export class RunWorker {
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
   private readonly backlog: string[] = [];
   private sweeper?: Timer;
+  /** The sweep in progress, and whether another is due once it ends. */
+  private sweeping?: Promise<void>;
+  private sweepAgain = false;
   /** Set by close(): no new runs start here. */
   private closing?: Promise<void>;
   /** Resolves a draining close() once no run executes in a local slot. */
@@ -153,7 +156,7 @@ export class RunWorker {
     );
     await this.jobs.ready();
     // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
-    this.sweeper = this.clock.setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
+    this.sweeper = this.clock.setInterval(() => this.sweepSoon(), Math.max(250, this.lease.leaseMs / 2));
   }
 
   /** Whether this worker may take other workers' runs over now (see @berth/lease). */
@@ -281,6 +284,24 @@ export class RunWorker {
   private settle(runId: string, result: RunResult | undefined): void {
     this.outcomes.get(runId)?.settle(result);
     this.outcomes.delete(runId);
+  }
+
+  /**
+   * Sweeps now, or once the sweep in progress ends: sweeps never overlap (a slow database does not
+   * pile them up), and one due meanwhile still runs, at the time it then is.
+   */
+  private sweepSoon(): void {
+    if (this.sweeping) {
+      this.sweepAgain = true;
+      return;
+    }
+    this.sweeping = this.sweep().finally(() => {
+      this.sweeping = undefined;
+      if (this.sweepAgain && !this.closing) {
+        this.sweepAgain = false;
+        this.sweepSoon();
+      }
+    });
   }
 
   private async sweep(): Promise<void> {
