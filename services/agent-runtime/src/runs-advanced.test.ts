@@ -190,15 +190,24 @@ describe('cancellation and failures', () => {
   });
 
   it('stops a run that exceeds the time limit with status timeout', async () => {
-    const limited = await startTestServer(db.url, { schema: 'agent_timeout', workers: 1, runTimeoutMs: 300 });
+    // The limit runs on a clock the test moves: the run's hour-long wait ends exactly when it passes.
+    const clock = new ManualClock(Date.now());
+    const limited = await startTestServer(db.url, { schema: 'agent_timeout', workers: 1, runTimeoutMs: 300, clock });
     try {
       const c = new Client({ apiUrl: limited.url });
       const t = await c.threads.create();
-      const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 } });
+      const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 3_600_000 } });
+      // Its graph executes (its first checkpoint is saved): the limit is set.
+      await until(
+        () => c.threads.getHistory(t.thread_id),
+        (history) => history.length > 0,
+      );
+      await clock.advance(299);
+      expect((await c.runs.get(t.thread_id, run.run_id)).status).toBe('running');
+      await clock.advance(1);
       const ended = await until(
         () => c.runs.get(t.thread_id, run.run_id),
         (r) => r.status !== 'pending' && r.status !== 'running',
-        5000,
       );
       expect(ended.status).toBe('timeout');
       expect((await c.threads.get(t.thread_id)).status).toBe('error');

@@ -143,8 +143,9 @@ export interface AgentServerConfig {
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
   /**
-   * The time crons fall due by, the store's and threads' TTLs run on, and runs' leases are taken,
-   * renewed and expire by (with the worker's sweeps for runs to take over); tests move it by hand.
+   * The time crons fall due by, the store's and threads' TTLs run on, runs' leases are taken,
+   * renewed and expire by (with the worker's sweeps for runs to take over), and runs' time limits
+   * (runTimeoutMs) run on; tests move it by hand.
    * @default systemClock
    */
   clock?: Clock;

@@ -101,7 +101,7 @@ export interface RunWorkerDeps {
   runEnded?: (run: Run) => Promise<void>;
   /** This process's liveness session, for `owner` (see @berth/lease); started and closed by the worker. */
   liveness: Pick<OwnerLiveness, 'start' | 'close' | 'takeover'>;
-  /** The lease clock (the RunStore's). @default systemClock */
+  /** The lease clock (the RunStore's), which runs' time limits run on too. @default systemClock */
   clock?: Clock;
   /** The lease owner id of this process (the liveness session's). */
   owner: string;
@@ -372,7 +372,7 @@ export class RunWorker {
     const { log } = this.deps;
     const runId = run.run_id;
     const timeoutMs = this.options.timeoutMs ?? 3_600_000;
-    const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
+    const deadline = this.clock.setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
     try {
       if (!assistant) throw new NotFoundError(`Assistant ${run.assistant_id} not found`);
       return { outcome: await this.deps.executor.execute(run, assistant, controller.signal) };
@@ -393,7 +393,7 @@ export class RunWorker {
       await this.publishError(runId, message);
       return { outcome: failedOutcome(message) };
     } finally {
-      clearTimeout(deadline);
+      deadline.cancel();
     }
   }
 
