@@ -195,19 +195,26 @@ describe('ticks', () => {
   }, 60_000);
 
   it('fires a one-minute schedule exactly once across two processes (Postgres and Redis queues); paused and deleted crons do not fire', async () => {
-    // Each queue backend: a server in this process on the clock plus one in a child process, both with workers.
+    // Each queue backend: API-only servers make the crons (on the clock) and pause or delete some
+    // (another server). No worker runs yet: the ticks' jobs wait in the queue, so none can fire
+    // before its cron is paused or deleted, however long that takes. Then the workers start: one in
+    // this process on the clock and one in a child process, competing for the ticks.
     const { clock, minute } = beforeMinute(1_000);
     const redis = { schema: 'crons_redis', redisUrl: testRedisUrl() };
-    const [pgHere, redisHere] = await Promise.all([startTestServer(db.url, { schema: 'crons', clock }), startTestServer(db.url, { ...redis, clock })]);
-    servers.push(pgHere, redisHere);
-    const spawned = await Promise.all([spawnAgentServer(db.url, { config: { schema: 'crons' } }), spawnAgentServer(db.url, { config: redis })]);
-    children.push(...spawned.map((s) => s.child));
+    const apiOnly = await Promise.all([
+      startTestServer(db.url, { schema: 'crons', clock, workers: 0 }),
+      startTestServer(db.url, { ...redis, clock, workers: 0 }),
+      startTestServer(db.url, { schema: 'crons', workers: 0 }),
+      startTestServer(db.url, { ...redis, workers: 0 }),
+    ]);
+    servers.push(...apiOnly);
+    const [pgHere, redisHere, pgThere, redisThere] = apiOnly.map((s) => new Client({ apiUrl: s.url }));
 
-    const here = new Client({ apiUrl: pgHere.url });
+    const here = pgHere!;
     const thread = await here.threads.create();
     const setups = [
-      { schema: 'crons', here, there: new Client({ apiUrl: spawned[0]!.url }) },
-      { schema: 'crons_redis', here: new Client({ apiUrl: redisHere.url }), there: new Client({ apiUrl: spawned[1]!.url }) },
+      { schema: 'crons', here, there: pgThere! },
+      { schema: 'crons_redis', here: redisHere!, there: redisThere! },
     ];
     const made = await Promise.all(
       setups.map(async ({ schema, here, there }) => {
@@ -230,7 +237,14 @@ describe('ticks', () => {
       input: { messages: [{ role: 'user', content: 'tick' }] },
     });
 
-    // The ticks fall due a second after the clock's now; each fires once and its cron moves on a minute.
+    const [workers, spawned] = await Promise.all([
+      Promise.all([startTestServer(db.url, { schema: 'crons', clock }), startTestServer(db.url, { ...redis, clock })]),
+      Promise.all([spawnAgentServer(db.url, { config: { schema: 'crons' } }), spawnAgentServer(db.url, { config: redis })]),
+    ]);
+    servers.push(...workers);
+    children.push(...spawned.map((s) => s.child));
+
+    // The ticks fell due a second after the clock's now; each fires once and its cron moves on a minute.
     for (const { schema, stateless, paused, deleted } of made) {
       await movedOn(schema, stateless.cron_id, minute + 60_000);
       expect({ schema, runs: (await runsOf(schema, stateless.cron_id)).length }).toEqual({ schema, runs: 1 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '@langchain/langgraph-sdk';
 import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
-import { startTestServer } from './__tests__/fixtures.js';
+import { startTestServer, until } from './__tests__/fixtures.js';
 
 let db: TestDatabase;
 let server: RunningAgentServer;
@@ -45,7 +45,10 @@ describe('agent server on Redis', () => {
     expect(replay).toEqual(['metadata', 'updates']);
 
     const slow = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 20_000 } });
-    for (let i = 0; i < 200 && (await client.runs.get(t.thread_id, slow.run_id)).status !== 'running'; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(
+      () => client.runs.get(t.thread_id, slow.run_id),
+      (r) => r.status === 'running',
+    );
     await client.runs.cancel(t.thread_id, slow.run_id, true);
     expect((await client.runs.get(t.thread_id, slow.run_id)).status).toBe('interrupted');
   });

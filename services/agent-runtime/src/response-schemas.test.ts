@@ -66,7 +66,7 @@ beforeAll(async () => {
   // Runs to cancel: running for a while.
   for (const name of ['cancel', 'cancelWait']) {
     const thread = (await json('post', '/threads', {})).thread_id;
-    const slow = await json('post', `/threads/${thread}/runs`, { assistant_id: 'slow', input: {}, context: { delay_ms: 120_000 } }); // Still running when the cancel test comes, after the slower ones (schema reads).
+    const slow = await json('post', `/threads/${thread}/runs`, { assistant_id: 'slow', input: {}, context: { delay_ms: 3_600_000 } }); // Still running when the cancel test comes, however long the ones before it take.
     await until(
       () => json('get', `/threads/${thread}/runs/${slow.run_id}`),
       (r) => r.status === 'running',

@@ -5,9 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ChildProcess } from 'node:child_process';
 import { Client } from '@langchain/langgraph-sdk';
+import { ManualClock } from '@berth/clock';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
-import { human, sleep, spawnAgentServer, startTestServer, until, type Msg } from './__tests__/fixtures.js';
+import { human, spawnAgentServer, startTestServer, until, type Msg } from './__tests__/fixtures.js';
+
+/** The lease of the test servers (startTestServer) and the spawned workers. */
+const LEASE_MS = 1000;
 
 let db: TestDatabase;
 let server: RunningAgentServer;
@@ -144,11 +148,11 @@ describe('cancellation and failures', () => {
   it('reaches the running graph when a run is cancelled (its hour-long wait ends at once)', async () => {
     const t = await client.threads.create();
     const run = await client.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 3_600_000 } });
+    // Its graph executes (it saved its first checkpoint): the cancel has to reach the graph's wait.
     await until(
-      () => client.runs.get(t.thread_id, run.run_id),
-      (r) => r.status === 'running',
+      () => client.threads.getHistory(t.thread_id),
+      (history) => history.length > 0,
     );
-    await sleep(100);
     await client.runs.cancel(t.thread_id, run.run_id);
     // The run ends only when the graph's AbortSignal stops its wait: otherwise in an hour.
     const ended = await until(
@@ -186,15 +190,24 @@ describe('cancellation and failures', () => {
   });
 
   it('stops a run that exceeds the time limit with status timeout', async () => {
-    const limited = await startTestServer(db.url, { schema: 'agent_timeout', workers: 1, runTimeoutMs: 300 });
+    // The limit runs on a clock the test moves: the run's hour-long wait ends exactly when it passes.
+    const clock = new ManualClock(Date.now());
+    const limited = await startTestServer(db.url, { schema: 'agent_timeout', workers: 1, runTimeoutMs: 300, clock });
     try {
       const c = new Client({ apiUrl: limited.url });
       const t = await c.threads.create();
-      const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 10_000 } });
+      const run = await c.runs.create(t.thread_id, 'slow', { input: {}, context: { delay_ms: 3_600_000 } });
+      // Its graph executes (its first checkpoint is saved): the limit is set.
+      await until(
+        () => c.threads.getHistory(t.thread_id),
+        (history) => history.length > 0,
+      );
+      await clock.advance(299);
+      expect((await c.runs.get(t.thread_id, run.run_id)).status).toBe('running');
+      await clock.advance(1);
       const ended = await until(
         () => c.runs.get(t.thread_id, run.run_id),
         (r) => r.status !== 'pending' && r.status !== 'running',
-        5000,
       );
       expect(ended.status).toBe('timeout');
       expect((await c.threads.get(t.thread_id)).status).toBe('error');
@@ -203,7 +216,7 @@ describe('cancellation and failures', () => {
     }
   });
 
-  it('lets another worker take over a run whose worker was killed (kill -9)', async () => {
+  it('lets another worker take over a run whose worker was killed (kill -9) a lease and a half later, not after the hold period', async () => {
     const api = await startTestServer(db.url, { workers: 0 });
     const apiClient = new Client({ apiUrl: api.url });
     // The in-process server keeps working too; stop it from taking this run by using a fresh worker pair.
@@ -216,21 +229,27 @@ describe('cancellation and failures', () => {
         () => apiClient.runs.get(t.thread_id, run.run_id),
         (r) => r.status === 'running',
       );
+      const exited = new Promise((resolve) => first.once('exit', resolve));
       first.kill('SIGKILL');
-      const { child: second } = await spawnWorker();
+      await exited;
+      // The taker's lease clock starts now and moves only as the test moves it. The dead worker's
+      // lease (renewed at the latest before it died) ends within a lease from now; the taker takes
+      // runs over once it has been connected for its takeover grace (a lease too), at a sweep
+      // (every half lease). A dead worker's run waits for no hold period (60 s by default).
+      const clock = new ManualClock(Date.now());
+      const taker = await startTestServer(db.url, { clock });
       try {
-        const killedAt = Date.now();
+        await clock.advance(LEASE_MS * 1.5);
         const done = await until(
           () => apiClient.runs.get(t.thread_id, run.run_id),
           (r) => r.status === 'success',
           20_000,
         );
         expect(done.status).toBe('success');
-        expect(Date.now() - killedAt).toBeLessThan(10_000);
         const state = await apiClient.threads.getState(t.thread_id);
         expect(state.values).toMatchObject({ waited_ms: expect.any(Number) });
       } finally {
-        second.kill('SIGKILL');
+        await taker.close();
       }
     } finally {
       await api.close();

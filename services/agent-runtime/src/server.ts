@@ -142,7 +142,12 @@ export interface AgentServerConfig {
   storeSweepIntervalMs?: number;
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
-  /** The time crons fall due by and the store's and threads' TTLs run on (tests move it by hand). @default systemClock */
+  /**
+   * The time crons fall due by, the store's and threads' TTLs run on, runs' leases are taken,
+   * renewed and expire by (with the worker's sweeps for runs to take over), and runs' time limits
+   * (runTimeoutMs) run on; tests move it by hand.
+   * @default systemClock
+   */
   clock?: Clock;
 }
 
@@ -261,7 +266,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   const queueBackend = queue.kind === 'postgres' ? { ...queue, schema: `${schema}_queue` } : { ...queue, prefix: redisKeyPrefix(schema) };
   const dispatcher = new RunDispatcher(queueBackend, log);
   const crons = new CronStore(pool);
-  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log }, config.clock ? { clock: config.clock } : {});
+  /** The clock option of everything that waits or reads the time, when the config names one. */
+  const clocked = config.clock ? { clock: config.clock } : {};
+  const cronScheduler = new CronScheduler({ crons, queue: queueBackend, log }, clocked);
   // The checkpointer's tables and BullMQ's schema are created without a lock of their own, which
   // fails when two processes start on a fresh database at once: they take turns here.
   await withAdvisoryLock(
@@ -303,13 +310,13 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
     pool,
     threadTtl?.default_ttl ? { defaultTtl: { strategy: threadTtl.strategy ?? 'delete', minutes: threadTtl.default_ttl } } : {},
   );
-  const runs = new RunStore(pool);
+  const runs = new RunStore(pool, clocked);
   const storeTtl = project.json.store?.ttl;
   const store = new PostgresStore(pool, {
     ...(storeIndex ? { index: storeIndex } : {}),
     ...(storeTtl?.default_ttl ? { defaultTtlMinutes: storeTtl.default_ttl } : {}),
     ...(storeTtl?.refresh_on_read !== undefined ? { refreshOnRead: storeTtl.refresh_on_read } : {}),
-    ...(config.clock ? { clock: config.clock } : {}),
+    ...clocked,
   });
   const webhookStore = new WebhookStore(pool);
   // `http.disable_*` in langgraph.json: route groups (and run webhooks) this project turns off.
@@ -403,7 +410,14 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
             ...(webhooks ? { webhooks } : {}),
             ...(webhooks && a2aPush ? { runEnded: (run: Run) => a2aPush.runEnded(run, webhooks) } : {}),
             owner,
-            liveness: new OwnerLiveness({ connectionString: config.databaseUrl, owner, applicationName: `berth-agent-${schema}-liveness`, log }),
+            liveness: new OwnerLiveness({
+              connectionString: config.databaseUrl,
+              owner,
+              applicationName: `berth-agent-${schema}-liveness`,
+              log,
+              ...clocked,
+            }),
+            ...clocked,
             log,
           },
           {
@@ -422,7 +436,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ? new ThreadSweeper(threads, log, {
           ...(threadTtl?.sweep_interval_minutes ? { intervalMs: threadTtl.sweep_interval_minutes * 60_000 } : {}),
           ...(threadTtl?.sweep_limit ? { limit: threadTtl.sweep_limit } : {}),
-          ...(config.clock ? { clock: config.clock } : {}),
+          ...clocked,
         })
       : undefined;
   threadSweeper?.start();

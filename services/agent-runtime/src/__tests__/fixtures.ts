@@ -14,7 +14,6 @@ export const durabilityProject = fileURLToPath(new URL('../../test-projects/dura
 export type Msg = { type: string; content: string };
 export const human = (content: string) => ({ messages: [{ role: 'user', content }] });
 export const lastText = (values: unknown) => (values as { messages: Msg[] }).messages.at(-1)?.content ?? '';
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `until` of @berth/testing for a probe and a condition on its value: polls every 20 ms and

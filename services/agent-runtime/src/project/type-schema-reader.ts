@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import type { GraphTypeSchemas } from './type-schemas.js';
 import type { TypeSchemaAnswer, TypeSchemaJob } from './type-schemas-worker.js';
@@ -30,6 +31,8 @@ export interface TypeSchemaReaderOptions {
   log: Logger;
   /** Longest one graph module's type check may take. @default 60_000 */
   timeoutMs?: number;
+  /** The time limit runs on. @default systemClock */
+  clock?: Clock;
 }
 
 interface Pending {
@@ -43,11 +46,14 @@ export class TypeSchemaReader {
   private readonly cache = new Map<string, Promise<GraphTypeSchemas | null>>();
   private readonly queue: Pending[] = [];
   private worker: Worker | undefined;
-  private current: { pending: Pending; timer: NodeJS.Timeout; started: number } | undefined;
+  private current: { pending: Pending; timer: Timer; started: number } | undefined;
   private nextId = 1;
   private closed = false;
+  private readonly clock: Clock;
 
-  constructor(private readonly options: TypeSchemaReaderOptions) {}
+  constructor(private readonly options: TypeSchemaReaderOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * The schemas declared by export `exportName` of `sourceFile` (read once; later calls share the
@@ -90,7 +96,7 @@ export class TypeSchemaReader {
     }
     const worker = this.worker ?? this.startWorker();
     const timeoutMs = this.options.timeoutMs ?? 60_000;
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       this.options.log.warn(
         { graph_id: pending.graphId, timeout_ms: timeoutMs },
         "reading the graph's TypeScript types took too long: its schemas list channel names only",
@@ -98,7 +104,7 @@ export class TypeSchemaReader {
       this.finish(pending.job.id, null);
       void this.stopWorker().then(() => this.startNext());
     }, timeoutMs);
-    this.current = { pending, timer, started: Date.now() };
+    this.current = { pending, timer, started: this.clock.now() };
     worker.postMessage(pending.job);
   }
 
@@ -114,7 +120,10 @@ export class TypeSchemaReader {
         );
         this.finish(answer.id, null);
       } else {
-        this.options.log.debug({ graph_id: this.current.pending.graphId, ms: Date.now() - this.current.started }, 'read graph schemas from TypeScript types');
+        this.options.log.debug(
+          { graph_id: this.current.pending.graphId, ms: this.clock.now() - this.current.started },
+          'read graph schemas from TypeScript types',
+        );
         this.finish(answer.id, answer.schemas);
       }
       this.startNext();
@@ -131,7 +140,7 @@ export class TypeSchemaReader {
 
   private finish(id: number, schemas: GraphTypeSchemas | null): void {
     if (this.current?.pending.job.id !== id) return;
-    clearTimeout(this.current.timer);
+    this.current.timer.cancel();
     this.current.pending.resolve(schemas);
     this.current = undefined;
   }

@@ -5,10 +5,14 @@
  * those after it). A worker process is frozen mid-run (SIGSTOP: alive, its sessions open, renewing
  * nothing): its run is left to it for the hold period, then taken over; when it wakes up its
  * writes are refused by the fence and it stops. Executions are counted by the graph in a file.
+ *
+ * The taker is in this process, on a lease clock the test moves (the workers it takes runs from
+ * are child processes on the system clock): lease and hold pass without the test waiting for them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ManualClock } from '@berth/clock';
 import { captureLogger, createTestDatabase, testEnv, until, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
 import { startAgentServer, type RunningAgentServer } from '../server.js';
@@ -16,6 +20,8 @@ import { durabilityProject, spawnAgentServer } from '../__tests__/fixtures.js';
 
 // Both sides: 1 s leases (a dead worker's run moves within a few seconds), 2 s hold.
 const LEASE = { leaseMs: 1000, leaseHoldMs: 2000 };
+/** The taker's lease clock. */
+const clock = new ManualClock(Date.now());
 
 let db: TestDatabase;
 let dir: string;
@@ -59,6 +65,21 @@ async function startRun(url: string, tag: string, log: string): Promise<{ thread
 
 const runRow = async (runId: string) =>
   (await sql.query<{ status: string; attempt: number }>('SELECT status, attempt FROM agent.runs WHERE run_id = $1', [runId])).rows[0]!;
+const leaseExpiry = async (runId: string) =>
+  (await sql.query<{ lease_expires_at: Date }>('SELECT lease_expires_at FROM agent.runs WHERE run_id = $1', [runId])).rows[0]!.lease_expires_at.getTime();
+
+/**
+ * Moves the taker's clock, from the time the worker's leases were written by (the system's), a
+ * quarter lease a probe until the taker has taken the run over; then leaves it where it is (the
+ * taker's own lease does not expire while it executes the run).
+ */
+async function takenOver(runId: string): Promise<void> {
+  await clock.advanceTo(Date.now());
+  await until('the takeover', async () => {
+    await clock.advance(LEASE.leaseMs / 4);
+    return (await runRow(runId)).attempt === 2;
+  });
+}
 
 async function ended(runId: string) {
   return until(
@@ -77,7 +98,10 @@ async function threadValues(threadId: string): Promise<{ trail: string[]; pids: 
 
 describe('a worker and a taker', () => {
   beforeAll(async () => {
-    taker = await startAgentServer({ configPath: durabilityProject, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, ...LEASE }, logs.logger);
+    taker = await startAgentServer(
+      { configPath: durabilityProject, databaseUrl: db.url, host: '127.0.0.1', port: 0, workers: 2, ...LEASE, clock },
+      logs.logger,
+    );
   }, 60_000);
 
   it("takes a killed worker's run over from its last checkpoint: the node in progress executes again, none before it", async () => {
@@ -90,6 +114,7 @@ describe('a worker and a taker', () => {
     worker.child.kill('SIGKILL');
     await worker.stop();
 
+    await takenOver(runId);
     expect(await ended(runId)).toEqual({ status: 'success', attempt: 2 });
     expect(await executions(log, 'k')).toEqual([`one ${pid}`, `two ${pid}`, `two ${process.pid}`, `three ${process.pid}`]);
     expect(await threadValues(threadId)).toMatchObject({ trail: ['one', 'two', 'three'], pids: [pid, process.pid, process.pid] });
@@ -104,11 +129,13 @@ describe('a worker and a taker', () => {
       await until('node two to start', async () => ((await executions(log, 'f')).length === 2 ? true : undefined), 15_000);
       // process.kill, not child.kill: the test child would count as signalled and never be stopped.
       process.kill(pid, 'SIGSTOP');
-      const frozenAt = Date.now();
+      // Its lease as it left it (a renewal it sent before the freeze may still extend it).
+      const frozenLeaseEnd = await leaseExpiry(runId);
       // Its liveness session is open: the taker waits out lease and hold before taking the run.
-      await until('the takeover', async () => ((await runRow(runId)).attempt === 2 ? true : undefined), 20_000);
-      // Its lease (renewed at most a third of a lease before the freeze) ran out, then the hold.
-      expect(Date.now() - frozenAt).toBeGreaterThanOrEqual((LEASE.leaseMs * 2) / 3 + LEASE.leaseHoldMs - 50);
+      await takenOver(runId);
+      // The taker's claim (its lease runs a lease from it, by its clock) came once the frozen
+      // worker's lease had run out and the hold had passed.
+      expect((await leaseExpiry(runId)) - LEASE.leaseMs).toBeGreaterThanOrEqual(frozenLeaseEnd + LEASE.leaseHoldMs);
       // Woken while the taker executes the run: its node `two` ends, and its write is refused.
       process.kill(pid, 'SIGCONT');
       expect(await ended(runId)).toEqual({ status: 'success', attempt: 2 });

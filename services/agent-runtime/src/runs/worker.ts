@@ -101,7 +101,7 @@ export interface RunWorkerDeps {
   runEnded?: (run: Run) => Promise<void>;
   /** This process's liveness session, for `owner` (see @berth/lease); started and closed by the worker. */
   liveness: Pick<OwnerLiveness, 'start' | 'close' | 'takeover'>;
-  /** The lease clock (the RunStore's). @default systemClock */
+  /** The lease clock (the RunStore's), which runs' time limits run on too. @default systemClock */
   clock?: Clock;
   /** The lease owner id of this process (the liveness session's). */
   owner: string;
@@ -120,6 +120,9 @@ export class RunWorker {
   /** Runs accepted by tryLocal while every slot was taken, oldest first. */
   private readonly backlog: string[] = [];
   private sweeper?: Timer;
+  /** The sweep in progress, and whether another is due once it ends. */
+  private sweeping?: Promise<void>;
+  private sweepAgain = false;
   /** Set by close(): no new runs start here. */
   private closing?: Promise<void>;
   /** Resolves a draining close() once no run executes in a local slot. */
@@ -153,7 +156,7 @@ export class RunWorker {
     );
     await this.jobs.ready();
     // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
-    this.sweeper = this.clock.setInterval(() => void this.sweep(), Math.max(250, this.lease.leaseMs / 2));
+    this.sweeper = this.clock.setInterval(() => this.sweepSoon(), Math.max(250, this.lease.leaseMs / 2));
   }
 
   /** Whether this worker may take other workers' runs over now (see @berth/lease). */
@@ -283,6 +286,24 @@ export class RunWorker {
     this.outcomes.delete(runId);
   }
 
+  /**
+   * Sweeps now, or once the sweep in progress ends: sweeps never overlap (a slow database does not
+   * pile them up), and one due meanwhile still runs, at the time it then is.
+   */
+  private sweepSoon(): void {
+    if (this.sweeping) {
+      this.sweepAgain = true;
+      return;
+    }
+    this.sweeping = this.sweep().finally(() => {
+      this.sweeping = undefined;
+      if (this.sweepAgain && !this.closing) {
+        this.sweepAgain = false;
+        this.sweepSoon();
+      }
+    });
+  }
+
   private async sweep(): Promise<void> {
     try {
       for (const runId of await this.deps.runs.orphaned(this.takeover())) await this.deps.dispatcher.dispatch(runId);
@@ -351,7 +372,7 @@ export class RunWorker {
     const { log } = this.deps;
     const runId = run.run_id;
     const timeoutMs = this.options.timeoutMs ?? 3_600_000;
-    const deadline = setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
+    const deadline = this.clock.setTimeout(() => controller.abort(new RunTimeoutError(timeoutMs)), timeoutMs);
     try {
       if (!assistant) throw new NotFoundError(`Assistant ${run.assistant_id} not found`);
       return { outcome: await this.deps.executor.execute(run, assistant, controller.signal) };
@@ -372,7 +393,7 @@ export class RunWorker {
       await this.publishError(runId, message);
       return { outcome: failedOutcome(message) };
     } finally {
-      clearTimeout(deadline);
+      deadline.cancel();
     }
   }
 
