@@ -46,11 +46,11 @@ export function newRunId(label = 'run'): string {
 }
 
 /**
- * Resolves once `count` subscriptions of brokers on `clock` wait for a wake-up: each that has
- * read what there was sets its safety re-read on the clock.
+ * Resolves once a subscription of a broker on `clock` waits for a wake-up: having read what there
+ * was, it set its safety re-read on the clock.
  */
-export function waitingForWakeUp(clock: ManualClock, count = 1): Promise<true> {
-  return until('the subscriber to wait for a wake-up', () => (clock.pending >= count ? true : undefined), 10_000, 5);
+export function waitingForWakeUp(clock: ManualClock): Promise<true> {
+  return until('the subscriber to wait for a wake-up', () => (clock.pending > 0 ? true : undefined), 10_000, 5);
 }
 
 /** `next()` with a deadline: throws (and releases the iterator) when it takes longer. */

@@ -5,8 +5,8 @@
 import { performance } from 'node:perf_hooks';
 import { expect, it } from '@jest/globals';
 import { InvalidArgumentError } from '@berth/errors';
-import type { ControlMessage } from '../broker.js';
 import { until } from '@berth/testing';
+import type { ControlMessage } from '../broker.js';
 import { drain, ids, newRunId, type Harness } from './harness.js';
 
 export function scaleCases(harness: () => Harness): void {
