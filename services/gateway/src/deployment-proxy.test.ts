@@ -471,6 +471,9 @@ describe('routing cache', () => {
     await until('the deleted deployment to answer 404', async () => ((await get(`/d/${id}/ok`)).status === 404 ? true : undefined), 10_000, 50);
   });
 
+  // The exact rule (lookups that start while one is on its way share it) is proxy/resolver.test.ts's,
+  // with the answer held by the test; this is the smoke test over HTTP: a request arriving after the
+  // 200 ms answer reuses it for a second, so a slow machine cannot fail it, only test less.
   it('asks the control plane once for many concurrent requests to one deployment', async () => {
     const id = route(upstreamA.url);
     fake.resolveDelayMs = 200;
