@@ -3,6 +3,7 @@
  * subscription bookkeeping and the in-process fan-out of wake-ups and control messages. An
  * adapter supplies storage operations and how its backend listener attaches to a run.
  */
+import { systemClock, type Clock } from '@berth/clock';
 import { isBerthError, InvalidArgumentError } from '@berth/errors';
 import { silentLogger, type Logger } from '@berth/log';
 import {
@@ -37,12 +38,14 @@ export abstract class BaseEventBroker implements EventBroker {
   readonly #backend: 'postgres' | 'redis';
   readonly #subscriptions = new Set<Subscription>();
   readonly #source: StreamSource;
+  readonly #clock: Clock;
   #ready: Promise<void> | undefined;
   #closed = false;
 
   protected constructor(backend: 'postgres' | 'redis', options: EventBrokerOptions) {
     this.#backend = backend;
     this.log = options.log ?? silentLogger();
+    this.#clock = options.clock ?? systemClock;
     this.retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds < 1) {
@@ -124,7 +127,7 @@ export abstract class BaseEventBroker implements EventBroker {
     assertRunId(runId);
     const from = cursorOf(options?.from);
     if (this.#closed) throw new BrokerClosedError();
-    const subscription = new Subscription(this.#source, runId, from, options.signal, (s) => this.#subscriptions.delete(s));
+    const subscription = new Subscription(this.#source, runId, from, options.signal, (s) => this.#subscriptions.delete(s), this.#clock);
     if (!subscription.finished) this.#subscriptions.add(subscription);
     return subscription;
   }

@@ -4,6 +4,7 @@
  * (interrupt, rollback) the other way. Adapters: `PostgresEventBroker` (embedded default) and
  * `RedisEventBroker` (production); both pass the one contract suite in `contract/`.
  */
+import type { Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 
 /**
@@ -179,6 +180,12 @@ export interface EventBrokerOptions {
   maxEventBytes?: number;
   /** Where warnings (lost connections, malformed messages) go. @default a silent logger */
   log?: Logger;
+  /**
+   * The clock of a subscription's safety re-read (every 10 s without a wake-up, in case one was
+   * lost); tests that must tell a wake-up from that re-read hold it still.
+   * @default systemClock
+   */
+  clock?: Clock;
 }
 
 /** Default of {@link EventBrokerOptions.retentionSeconds}. */

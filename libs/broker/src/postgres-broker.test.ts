@@ -1,10 +1,11 @@
 // The broker contract against Postgres (the embedded default), on a fresh database of the shared
 // test cluster, in a non-default schema; plus what is particular to this adapter.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { ManualClock } from '@berth/clock';
+import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import pg from 'pg';
 import { describeBrokerContract } from './contract/broker-contract.js';
-import { drain, newRunId, sleep } from './contract/harness.js';
+import { drain, newRunId, waitingForWakeUp } from './contract/harness.js';
 import { PostgresEventBroker } from './postgres-broker.js';
 
 const SCHEMA = 'broker_test';
@@ -54,7 +55,9 @@ describe('PostgresEventBroker', () => {
   });
 
   it('re-establishes a lost LISTEN connection and catches its subscribers up', async () => {
-    const [broker, publisher] = [new PostgresEventBroker({ connectionString: db.url }), new PostgresEventBroker({ connectionString: db.url })];
+    // The subscriber's clock stands still: its safety re-read never runs, so only the reconnect's catch-up can deliver.
+    const clock = new ManualClock();
+    const [broker, publisher] = [new PostgresEventBroker({ connectionString: db.url, clock }), new PostgresEventBroker({ connectionString: db.url })];
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {
@@ -62,7 +65,7 @@ describe('PostgresEventBroker', () => {
       const sub = broker.subscribe(run, { from: 'start' });
       await sub.ready;
       const reading = drain(sub);
-      await sleep(50); // the subscriber is waiting for a wake-up
+      await waitingForWakeUp(clock);
       const killed = await admin.query(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'berth-broker-broker-listen'",
       );
@@ -73,7 +76,7 @@ describe('PostgresEventBroker', () => {
       const control: unknown[] = [];
       await broker.onControl(run, (m) => control.push(m));
       await publisher.sendControl(run, { action: 'interrupt' });
-      await sleep(100);
+      await until('the control message', () => (control.length ? true : undefined));
       expect(control).toEqual([{ action: 'interrupt' }]);
     } finally {
       await admin.end();

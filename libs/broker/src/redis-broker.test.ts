@@ -2,10 +2,11 @@
 // a key prefix of its own; plus what is particular to this adapter.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
+import { ManualClock } from '@berth/clock';
 import { testRedisUrl } from '@berth/testing';
 import { Redis } from 'ioredis';
 import { describeBrokerContract } from './contract/broker-contract.js';
-import { drain, newRunId, sleep } from './contract/harness.js';
+import { drain, newRunId, waitingForWakeUp } from './contract/harness.js';
 import { RedisEventBroker } from './redis-broker.js';
 
 describeBrokerContract('redis', async () => {
@@ -42,14 +43,16 @@ describe('RedisEventBroker', () => {
 
   it('catches subscribers up after its Pub/Sub connection was lost', async () => {
     const prefix = `test-${randomBytes(4).toString('hex')}`;
-    const [broker, publisher] = [new RedisEventBroker({ url: testRedisUrl(), prefix }), new RedisEventBroker({ url: testRedisUrl(), prefix })];
+    // The subscriber's clock stands still: its safety re-read never runs, so only the reconnect's catch-up can deliver.
+    const clock = new ManualClock();
+    const [broker, publisher] = [new RedisEventBroker({ url: testRedisUrl(), prefix, clock }), new RedisEventBroker({ url: testRedisUrl(), prefix })];
     const redis = new Redis(testRedisUrl());
     try {
       const run = newRunId();
       const sub = broker.subscribe(run, { from: 'start' });
       await sub.ready;
       const reading = drain(sub);
-      await sleep(50); // the subscriber is waiting for a wake-up
+      await waitingForWakeUp(clock);
       const clients = String(await redis.client('LIST'))
         .split('\n')
         .filter((line) => line.includes(` name=berth-broker-sub:${prefix} `) && line.includes(' sub=1 '));

@@ -7,6 +7,7 @@
  * nothing left after the cursor" is exact. Nothing is buffered beyond one read batch plus a
  * bounded number of inline events.
  */
+import type { Clock } from '@berth/clock';
 import type { BrokerEvent, BrokerSubscription } from './broker.js';
 import { toBrokerEvent, type StoredEvent, type Wake } from './encoding.js';
 
@@ -44,6 +45,7 @@ export class Subscription implements BrokerSubscription {
   readonly #runId: string;
   readonly #signal: AbortSignal | undefined;
   readonly #onFinish: (subscription: Subscription) => void;
+  readonly #clock: Clock;
   readonly #stopped: Promise<typeof STOPPED>;
   #stop: () => void = () => undefined;
   #cursor = -1;
@@ -58,8 +60,16 @@ export class Subscription implements BrokerSubscription {
   #chain: Promise<unknown> = Promise.resolve();
   readonly #onAbort = () => this.finish();
 
-  constructor(source: StreamSource, runId: string, from: number | 'now', signal: AbortSignal | undefined, onFinish: (subscription: Subscription) => void) {
+  constructor(
+    source: StreamSource,
+    runId: string,
+    from: number | 'now',
+    signal: AbortSignal | undefined,
+    onFinish: (subscription: Subscription) => void,
+    clock: Clock,
+  ) {
     this.#source = source;
+    this.#clock = clock;
     this.#runId = runId;
     this.#signal = signal;
     this.#onFinish = onFinish;
@@ -206,13 +216,12 @@ export class Subscription implements BrokerSubscription {
   /** Resolves at the next wake-up (or after the poll interval, marking the subscription dirty). */
   #nextWake(): Promise<void> {
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
+      const timer = this.#clock.setTimeout(() => {
         this.#dirty = true;
         done();
       }, POLL_INTERVAL_MS);
-      timer.unref();
       const done = () => {
-        clearTimeout(timer);
+        timer.cancel();
         this.#wake = undefined;
         resolve();
       };

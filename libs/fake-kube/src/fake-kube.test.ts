@@ -331,7 +331,13 @@ describe('deployments and rollouts', () => {
   it('lets a hook decide outcomes, and a stalled rollout never reports a verdict', async () => {
     fake.rollouts.setDecider((d) => (d.metadata.name === 'stuck' ? { result: 'stall' } : undefined));
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('stuck', 'img:1', 1) });
-    await new Promise((r) => setTimeout(r, 100));
+    // The rollout's end made its one surge pod, and wrote the status with it: no verdict after that.
+    await until(
+      'the rollout to end',
+      async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=stuck' })).items.length || undefined,
+      3_000,
+      10,
+    );
     const d = await apps.readNamespacedDeployment({ name: 'stuck', namespace: ns });
     expect(d.status?.observedGeneration).toBe(1);
     expect(d.status?.availableReplicas ?? 0).toBe(0);
@@ -600,8 +606,8 @@ describe('pods/exec', () => {
     expect(dir).toBe(fake.exec.scratchDir(ns, 'exec-box'));
     expect(existsSync(join(dir, 'file'))).toBe(true);
     await runningPod('doomed');
-    const running = exec('doomed', ['/bin/sh', '-c', 'sleep 30']);
-    await new Promise((r) => setTimeout(r, 200));
+    const running = exec('doomed', ['/bin/sh', '-c', 'touch started; sleep 30']);
+    await until('the command to start', () => existsSync(join(fake.exec.scratchDir(ns, 'doomed'), 'started')) || undefined, 10_000, 10);
     await core.deleteNamespacedPod({ name: 'doomed', namespace: ns });
     expect((await running).status.details?.causes?.[0]?.message).toBe('137');
     expect(existsSync(fake.exec.scratchDir(ns, 'exec-box'))).toBe(true);

@@ -19,7 +19,7 @@ import { EchoService, Health } from '@berth/proto';
 import grpc from '@grpc/grpc-js';
 import { createRpcClient } from './client.js';
 import { INTERNAL_ERROR_MESSAGE } from './status.js';
-import { Cleanup, aborted, captureLogger, closedPort, sleep, streamingEcho } from './__tests__/servers.js';
+import { Cleanup, aborted, captureLogger, closedPort, streamingEcho } from './__tests__/servers.js';
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -136,19 +136,18 @@ describe('error mapping', () => {
     const { address } = await cleanup.server((server) =>
       server.add(EchoService, {
         ...streamingEcho,
+        // It never answers: only the deadline can end the call.
         echo: async (_request, context) => {
           handlerSignal = context.signal;
-          await sleep(5000, context.signal);
+          await aborted(context.signal);
           return {};
         },
         count: async function* () {},
       }),
     );
-    const started = Date.now();
     const error = await client(address)
       .echo({}, { timeoutMs: 100 })
       .catch((e: unknown) => e);
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect(causeCode(error)).toBe(GrpcStatus.DEADLINE_EXCEEDED);
     await aborted(handlerSignal!);

@@ -1,3 +1,4 @@
+import type { Clock } from '@berth/clock';
 import type { GrpcServerConfig } from '@berth/config';
 
 export interface ExportWorkerConfig extends GrpcServerConfig {
@@ -74,6 +75,10 @@ export interface BulkExportSettings {
    * @default true
    */
   background?: boolean;
-  /** The clock of exports and schedules (tests move it); the runner's leases and retries keep the system clock. @default () => new Date() */
-  now?: () => Date;
+  /**
+   * The one clock of bulk exports: their created and finished times, the scheduler's passes and
+   * due intervals, the runner's leases, retries, timeouts and polls (a test moves all of it).
+   * @default systemClock
+   */
+  clock?: Clock;
 }

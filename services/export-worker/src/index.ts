@@ -4,6 +4,7 @@
  * service, which the gateway's /readyz checks).
  */
 import { fileURLToPath } from 'node:url';
+import { systemClock } from '@berth/clock';
 import { createDatabase, migrate } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startGrpcService, type RunningGrpcService } from '@berth/rpc';
@@ -76,19 +77,20 @@ export async function start(
   const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
   const settings = config.bulkExports ?? {};
   const exportDb = database.db.withTables<BulkExportTables>();
-  const now = settings.now ?? (() => new Date());
+  const clock = settings.clock ?? systemClock;
   const exportStore = new ExportStore(exportDb);
   const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), {
     logger,
     clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false },
   });
-  const exports = new Exports(exportDb, exportStore, traces, { now });
+  const exports = new Exports(exportDb, exportStore, traces, { clock });
   const runner = new ExportRunner({
     store: exportStore,
     databaseUrl: config.databaseUrl,
     destinations,
     traces,
     logger,
+    clock,
     ...(settings.workerConcurrency ? { concurrency: settings.workerConcurrency } : {}),
     ...(settings.tenantConcurrency ? { tenantConcurrency: settings.tenantConcurrency } : {}),
     ...(settings.leaseMs ? { leaseMs: settings.leaseMs } : {}),
@@ -100,7 +102,7 @@ export async function start(
   const scheduler = new ExportScheduler({
     store: exportStore,
     logger,
-    now,
+    clock,
     ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}),
   });
   let service: RunningGrpcService;

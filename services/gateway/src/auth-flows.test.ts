@@ -285,10 +285,15 @@ describe('the approval page', () => {
 
 describe('around the flow', () => {
   it('keeps the secrets out of the request log', async () => {
+    const before = logLines.length;
     const { body } = await startLogin();
     await wait(body.auth_id as string, '?timeout=0');
     await openPage(body.url as string);
-    await new Promise((r) => setTimeout(r, 50));
+    // A request's line is written as its response finishes, which may be after the client read it.
+    await until('both requests in the log', () => {
+      const mine = logLines.slice(before).join('\n');
+      return mine.includes('"route":"/v2/auth/wait/{auth_id}"') && mine.includes('"route":"/login/{approval_id}"') ? true : undefined;
+    });
     const log = logLines.join('\n');
     expect(log).toContain('/v2/auth/wait/[redacted]');
     expect(log).toContain('/login/[redacted]');

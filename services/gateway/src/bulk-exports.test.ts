@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { ManualClock } from '@berth/clock';
 import { createDatabase, sql } from '@berth/db';
 import { start as startExportWorker, ExportScheduler, type RunningExportWorker } from '@berth/export-worker';
 import { silentLogger } from '@berth/log';
@@ -31,7 +32,7 @@ let bucket: string;
 let deniedServer: http.Server;
 let deniedUrl: string;
 /** The export-worker's clock. */
-let clock = new Date('2026-05-10T12:00:00Z');
+const clock = new ManualClock(Date.parse('2026-05-10T12:00:00Z'));
 const s3 = testS3();
 
 async function call(path: string, init: { method?: string; key?: string; tenant?: string; json?: unknown } = {}) {
@@ -75,7 +76,7 @@ beforeAll(async () => {
       grpcHost: '127.0.0.1',
       grpcPort: 0,
       logLevel: 'silent',
-      bulkExports: { background: false, now: () => clock, allowPrivateEndpoints: true },
+      bulkExports: { background: false, clock, allowPrivateEndpoints: true },
     },
     silentLogger(),
   );
@@ -303,7 +304,6 @@ describe('exports', () => {
 describe('scheduled exports', () => {
   it('spawn each due interval exactly once (two schedulers racing), 10 minutes after it ends, and a cancelled schedule leaves its spawns alone', async () => {
     const destination = await createDestination();
-    clock = new Date('2026-05-10T12:00:00Z');
     const created = await call('/api/v1/bulk-exports', {
       method: 'POST',
       json: {
@@ -323,8 +323,8 @@ describe('scheduled exports', () => {
         .map((e) => [e.start_time, e.end_time, e.status])
         .sort();
 
-    // Intervals ending 07:00, 09:00, 11:00 are due; the one ending 13:00 is not.
-    const second = new ExportScheduler({ store: worker.bulkExports.store, logger: silentLogger(), now: () => clock });
+    // At 12:00 (the clock has not moved yet), intervals ending 07:00, 09:00, 11:00 are due; the one ending 13:00 is not.
+    const second = new ExportScheduler({ store: worker.bulkExports.store, logger: silentLogger(), clock });
     await Promise.all([worker.bulkExports.scheduler.tick(), second.tick(), second.tick()]);
     expect(await spawnedOf()).toEqual([
       ['2026-05-10T05:00:00.000Z', '2026-05-10T07:00:00.000Z', 'CREATED'],
@@ -332,16 +332,16 @@ describe('scheduled exports', () => {
       ['2026-05-10T09:00:00.000Z', '2026-05-10T11:00:00.000Z', 'CREATED'],
     ]);
 
-    clock = new Date('2026-05-10T13:09:59Z');
+    await clock.advanceTo(Date.parse('2026-05-10T13:09:59Z'));
     await worker.bulkExports.scheduler.tick();
     expect(await spawnedOf()).toHaveLength(3);
-    clock = new Date('2026-05-10T13:10:00Z');
+    await clock.advanceTo(Date.parse('2026-05-10T13:10:00Z'));
     await Promise.all([worker.bulkExports.scheduler.tick(), second.tick()]);
     expect((await spawnedOf()).at(-1)).toEqual(['2026-05-10T11:00:00.000Z', '2026-05-10T13:00:00.000Z', 'CREATED']);
     expect(await spawnedOf()).toHaveLength(4);
 
     expect((await call(`/api/v1/bulk-exports/${scheduleId}`, { method: 'PATCH', json: { status: 'CANCELLED' } })).body.status).toBe('CANCELLED');
-    clock = new Date('2026-05-11T13:10:00Z');
+    await clock.advanceTo(Date.parse('2026-05-11T13:10:00Z'));
     await worker.bulkExports.scheduler.tick();
     const after = await spawnedOf();
     expect(after).toHaveLength(4);

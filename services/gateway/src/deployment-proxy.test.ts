@@ -28,10 +28,24 @@ interface Upstream {
   seen: Seen[];
   /** Resolves when a `/hang` request's connection closed. */
   hangClosed: Promise<void>;
+  /** While set, `/runs/stream` waits for it before each update event (the test paces the stream). */
+  pace?: () => Promise<void>;
   close(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Lets a stream write its next event only once the test allows it. */
+function pacer() {
+  const waiting: (() => void)[] = [];
+  let allowed = 0;
+  return {
+    next: () => new Promise<void>((resolve) => (allowed > 0 ? (allowed--, resolve()) : waiting.push(resolve))),
+    allow(): void {
+      const writer = waiting.shift();
+      if (writer) writer();
+      else allowed++;
+    },
+  };
+}
 
 async function startUpstream(name: string): Promise<Upstream> {
   const seen: Seen[] = [];
@@ -51,7 +65,7 @@ async function startUpstream(name: string): Promise<Upstream> {
       const runId = randomUUID();
       res.write(`event: metadata\ndata: ${JSON.stringify({ run_id: runId })}\n\n`);
       for (const i of [1, 2]) {
-        await sleep(400);
+        await upstream.pace?.();
         res.write(`event: updates\ndata: ${JSON.stringify({ echo: { messages: [{ type: 'ai', content: `echo ${i}: ${body.length}` }] } })}\n\n`);
       }
       res.end();
@@ -101,7 +115,7 @@ async function startUpstream(name: string): Promise<Upstream> {
   }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const upstream: Upstream = {
     name,
     url: `http://127.0.0.1:${port}`,
     seen,
@@ -112,6 +126,7 @@ async function startUpstream(name: string): Promise<Upstream> {
         server.close(() => resolve());
       }),
   };
+  return upstream;
 }
 
 let testDb: TestDatabase;
@@ -384,24 +399,41 @@ describe('answers of its own', () => {
 describe('streaming', () => {
   it('delivers SSE events as the agent server writes them, not at the end', async () => {
     const id = route(upstreamA.url);
-    const started = Date.now();
-    const res = await fetch(`${gateway.url}/d/${id}/runs/stream`, {
-      method: 'POST',
-      headers: { 'x-api-key': keyA, 'content-type': 'application/json' },
-      body: '{"assistant_id":"echo"}',
-    });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const arrivals: { at: number; text: string }[] = [];
-    const decoder = new TextDecoder();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) arrivals.push({ at: Date.now() - started, text: decoder.decode(chunk) });
-    const all = arrivals.map((a) => a.text).join('');
-    expect(all.match(/^event: /gm)).toHaveLength(3);
-    // The upstream takes ≥ 800 ms in all; the first event must be there long before the end.
-    const firstEvent = arrivals.find((a) => a.text.includes('event: metadata'))!;
-    const lastEvent = arrivals.find((a) => a.text.includes('echo 2'))!;
-    expect(lastEvent.at - firstEvent.at).toBeGreaterThanOrEqual(600);
-    expect(arrivals.length).toBeGreaterThanOrEqual(3);
+    // The upstream writes each update only when the test allows it: an event read before that
+    // was delivered while the stream was still open, not buffered to its end.
+    const paced = pacer();
+    upstreamA.pace = paced.next;
+    try {
+      const res = await fetch(`${gateway.url}/d/${id}/runs/stream`, {
+        method: 'POST',
+        headers: { 'x-api-key': keyA, 'content-type': 'application/json' },
+        body: '{"assistant_id":"echo"}',
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/event-stream');
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      /** Reads until `event` has arrived; the stream must not have ended before. */
+      const readUntil = async (event: string) => {
+        while (!text.includes(event)) {
+          const { done, value } = await reader.read();
+          if (done) throw new Error(`the stream ended before ${event}: ${text}`);
+          text += decoder.decode(value, { stream: true });
+        }
+      };
+      await readUntil('event: metadata');
+      expect(text).not.toContain('echo');
+      paced.allow();
+      await readUntil('echo 1');
+      expect(text).not.toContain('echo 2');
+      paced.allow();
+      await readUntil('echo 2');
+      expect((await reader.read()).done).toBe(true);
+      expect(text.match(/^event: /gm)).toHaveLength(3);
+    } finally {
+      delete upstreamA.pace;
+    }
   });
 
   it('aborts the upstream request when the client disconnects', async () => {
@@ -411,8 +443,8 @@ describe('streaming', () => {
     const reader = res.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: metadata');
     controller.abort();
-    const closed = await Promise.race([upstreamB.hangClosed.then(() => 'closed'), sleep(3000).then(() => 'still open')]);
-    expect(closed).toBe('closed');
+    // The upstream never ends this response: only the gateway's abort closes it (or the test times out).
+    await upstreamB.hangClosed;
   });
 });
 
@@ -439,6 +471,9 @@ describe('routing cache', () => {
     await until('the deleted deployment to answer 404', async () => ((await get(`/d/${id}/ok`)).status === 404 ? true : undefined), 10_000, 50);
   });
 
+  // The exact rule (lookups that start while one is on its way share it) is proxy/resolver.test.ts's,
+  // with the answer held by the test; this is the smoke test over HTTP: a request arriving after the
+  // 200 ms answer reuses it for a second, so a slow machine cannot fail it, only test less.
   it('asks the control plane once for many concurrent requests to one deployment', async () => {
     const id = route(upstreamA.url);
     fake.resolveDelayMs = 200;

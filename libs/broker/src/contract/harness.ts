@@ -4,6 +4,8 @@
  * the package build.
  */
 import { randomBytes } from 'node:crypto';
+import { ManualClock } from '@berth/clock';
+import { until } from '@berth/testing';
 import type { BrokerEvent, EventBroker, EventBrokerOptions } from '../broker.js';
 
 /** A backend namespace for one test file (fresh database/schema, or unique key prefix). */
@@ -14,6 +16,11 @@ export interface BrokerContractTarget {
 }
 
 export class Harness {
+  /**
+   * The brokers' clock, held still: a subscription's safety re-read (every 10 s without a
+   * wake-up) never runs, so whatever a case's subscribers read, a wake-up brought.
+   */
+  readonly clock = new ManualClock();
   readonly #target: BrokerContractTarget;
   readonly #brokers: EventBroker[] = [];
 
@@ -23,7 +30,7 @@ export class Harness {
 
   /** A broker closed after the test. */
   broker(options?: EventBrokerOptions): EventBroker {
-    const broker = this.#target.create(options);
+    const broker = this.#target.create({ clock: this.clock, ...options });
     this.#brokers.push(broker);
     return broker;
   }
@@ -38,9 +45,12 @@ export function newRunId(label = 'run'): string {
   return `${label}-${randomBytes(6).toString('hex')}`;
 }
 
-/** Resolves after `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Resolves once a subscription of a broker on `clock` waits for a wake-up: having read what there
+ * was, it set its safety re-read on the clock.
+ */
+export function waitingForWakeUp(clock: ManualClock): Promise<true> {
+  return until('the subscriber to wait for a wake-up', () => (clock.pending > 0 ? true : undefined), 10_000, 5);
 }
 
 /** `next()` with a deadline: throws (and releases the iterator) when it takes longer. */

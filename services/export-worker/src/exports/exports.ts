@@ -5,6 +5,7 @@
  * names the REST field, so the gateway and any other caller get the same 422s.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '@berth/clock';
 import type { Kysely } from '@berth/db';
 import { NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { FilterSyntaxError, parseFilter } from '../filter/parse.js';
@@ -28,12 +29,12 @@ export interface ExportCreate {
 }
 
 export interface ExportsOptions {
-  /** The clock (tests move it). @default () => new Date() */
-  now?: () => Date;
+  /** The clock of created_at and finished_at (tests move it). @default systemClock */
+  clock?: Clock;
 }
 
 export class Exports {
-  private readonly now: () => Date;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Kysely<BulkExportTables>,
@@ -41,7 +42,7 @@ export class Exports {
     private readonly traces: TraceStore,
     options: ExportsOptions = {},
   ) {
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
   }
 
   async create(tenantId: string, input: ExportCreate): Promise<ExportRow> {
@@ -50,7 +51,7 @@ export class Exports {
     await this.traces.getSession(tenantId, input.session_id).catch((error: unknown) => {
       throw error instanceof NotFoundError ? new NotFoundError(`tracing project (session_id) ${input.session_id} not found`, { cause: error }) : error;
     });
-    const now = this.now();
+    const now = new Date(this.clock.now());
     return this.db.transaction().execute(async (tx) => {
       // A share lock: the destination cannot be deleted until this export is recorded.
       const destination = await tx
@@ -93,7 +94,7 @@ export class Exports {
 
   /** A final export is refused (IllegalTransitionError, a 409). */
   cancel(tenantId: string, id: string): Promise<ExportRow> {
-    return this.store.cancel(tenantId, id, this.now());
+    return this.store.cancel(tenantId, id, new Date(this.clock.now()));
   }
 
   async runs(tenantId: string, id: string): Promise<ExportRunRow[]> {

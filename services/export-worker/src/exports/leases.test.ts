@@ -2,7 +2,8 @@
  * Export runs on @berth/lease, on real Postgres and the local S3 server with the lease clock moved
  * by hand: the lease contract (claim, renew, expiry, takeover only of a dead owner's run or after
  * the hold, the fence on a stale holder's writes), and a started runner that is woken — by the
- * notification of a new export, by the expiry of a dead worker's lease — instead of polling.
+ * notification of a new export, by the expiry of a dead worker's lease — instead of polling; and a
+ * started export-worker whose one clock moves its scheduler, its exports and its runner together.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -13,7 +14,7 @@ import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
 import { Destinations } from '../destinations/destinations.js';
-import { exportWorkerMigrationsDir } from '../index.js';
+import { exportWorkerMigrationsDir, start } from '../index.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from '../traces/trace-store.js';
 import { emptyCheckpoint } from '../writer/export-partition.js';
 import { Exports } from './exports.js';
@@ -173,6 +174,72 @@ describe('a started runner', () => {
       expect((await runOf(exportId)).lease_token).toBe(2);
     } finally {
       await runner.stop();
+    }
+  });
+});
+
+describe('a started export-worker on one clock', () => {
+  it('spawns a scheduled interval when that clock passes it, and runs it to COMPLETED with the times of that clock', async () => {
+    await closeAll();
+    const clock = new ManualClock(Date.parse('2026-05-10T12:00:00Z'));
+    const worker = await start(
+      {
+        databaseUrl: testDb.url,
+        secretKey: SecretBox.generateKey(),
+        grpcHost: '127.0.0.1',
+        grpcPort: 0,
+        logLevel: 'silent',
+        bulkExports: { clock, scheduleIntervalMs: 60_000, pollMs: 3_600_000, allowPrivateEndpoints: true },
+      },
+      silentLogger(),
+    );
+    try {
+      const destination = await worker.bulkExports.destinations.create(tenant, {
+        destination_type: 's3',
+        display_name: 'hourly',
+        config: { bucket_name: await createTestBucket('clock'), prefix: 'out', endpoint_url: s3.endpoint, region: s3.region },
+        credentials: { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey },
+      });
+      // Its first interval, [11:00, 12:00), is due 10 minutes after it ends: at 12:10 by this clock.
+      const schedule = await worker.bulkExports.exports.create(tenant, {
+        bulk_export_destination_id: destination.id,
+        session_id: session,
+        start_time: new Date('2026-05-10T11:00:00Z'),
+        interval_hours: 1,
+        format_version: 'v2_beta',
+      });
+      expect(schedule.created_at).toEqual(new Date('2026-05-10T12:00:00Z'));
+      const spawnedOf = async () => (await store.list(tenant, { limit: 1000, offset: 0 })).filter((e) => e.source_bulk_export_id === schedule.id);
+      // The scheduler's passes come from the clock: a pass after each minute it moves. None spawns before 12:10.
+      const spawned = await until(
+        'the first interval to be spawned',
+        async () => {
+          const found = await spawnedOf();
+          if (found.length) return found;
+          await clock.advance(60_000);
+          return undefined;
+        },
+        30_000,
+      );
+      expect(spawned).toHaveLength(1);
+      const [exp] = spawned;
+      expect(exp!.created_at.getTime()).toBeGreaterThanOrEqual(Date.parse('2026-05-10T12:10:00Z'));
+      // The runner, woken by the spawn's notification, claims and finishes it by the same clock.
+      const done = await until(
+        'the spawned export to complete',
+        async () => {
+          const row = await store.get(tenant, exp!.id);
+          return row.status === 'COMPLETED' ? row : undefined;
+        },
+        20_000,
+      );
+      expect(done.start_time).toEqual(new Date('2026-05-10T11:00:00Z'));
+      for (const at of [done.started_at!, done.finished_at!]) {
+        expect(at.getTime()).toBeGreaterThanOrEqual(exp!.created_at.getTime());
+        expect(at.getTime()).toBeLessThanOrEqual(clock.now());
+      }
+    } finally {
+      await worker.close();
     }
   });
 });

@@ -168,7 +168,25 @@ describe('a one-time export', () => {
       const destination = await destinations.create(tenant, { destination_type: 's3', display_name: 'd', config: location('flaky', endpoint), credentials });
       slow = true;
       const exp = await oneTime('2026-02-01T00:00:00Z', '2026-02-02T00:00:00Z', {}, destination.id);
-      const done = await runToEnd(runner({ maxRetries: 2 }), exp.id);
+      // Retry n waits retryBaseMs · 2^n by the runner's clock: no attempt before it, one as it ends.
+      const clock = new ManualClock(Date.now());
+      const r = runner({ clock, maxRetries: 2, retryBaseMs: 1000 });
+      const attempt = async () => {
+        await r.tick();
+        await r.idle();
+        return (await store.runs(exp.id))[0]!;
+      };
+      for (const [waitMs, attempts] of [
+        [0, 1],
+        [999, 1],
+        [1, 2],
+        [1999, 2],
+        [1, 3],
+      ] as const) {
+        await clock.advance(waitMs);
+        expect(Object.keys((await attempt()).errors)).toHaveLength(attempts);
+      }
+      const done = await store.get(tenant, exp.id);
       expect(done.status).toBe('FAILED');
       expect(done.status_message).toMatch(/^gave up after 3 attempts: the storage at http:\/\/127\.0\.0\.1:\d+ failed this time/);
       const [run] = await store.runs(exp.id);

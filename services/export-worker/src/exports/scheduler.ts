@@ -7,6 +7,7 @@
  * the races or restarts. A cancelled schedule spawns nothing more; what it spawned stays.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import { ExportStore, SpawnExistsError, type ExportRow } from './store.js';
 
@@ -16,8 +17,8 @@ export const SPAWN_DELAY_MS = 10 * 60_000;
 export interface ExportSchedulerOptions {
   store: ExportStore;
   logger: Logger;
-  /** The clock (tests move it). @default () => new Date() */
-  now?: () => Date;
+  /** The clock of the passes and of what is due (tests move it). @default systemClock */
+  clock?: Clock;
   /** How often to look for due intervals. @default 30000 */
   intervalMs?: number;
   /** Spawns per schedule per pass (a schedule far in the past catches up over a few passes). @default 100 */
@@ -25,32 +26,31 @@ export interface ExportSchedulerOptions {
 }
 
 export class ExportScheduler {
-  private readonly now: () => Date;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
 
   constructor(private readonly options: ExportSchedulerOptions) {
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
   }
 
   start(): void {
-    this.timer = setInterval(() => {
+    this.timer = this.clock.setInterval(() => {
       this.running ??= this.tick()
         .then(() => undefined)
         .catch((error: unknown) => this.options.logger.error({ err: error }, 'spawning scheduled exports failed'))
         .finally(() => (this.running = undefined));
     }, this.options.intervalMs ?? 30_000);
-    this.timer.unref();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    this.timer?.cancel();
     await this.running;
   }
 
   /** One pass over the due schedules; returns the exports it spawned (tests call it directly). */
   async tick(): Promise<ExportRow[]> {
-    const now = this.now();
+    const now = new Date(this.clock.now());
     const spawned: ExportRow[] = [];
     for (const due of await this.options.store.dueSchedules(new Date(now.getTime() - SPAWN_DELAY_MS))) {
       await this.options.store.withSchedule(due.id, async (schedule, tx) => {

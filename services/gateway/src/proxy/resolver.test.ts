@@ -77,4 +77,34 @@ describe('DeploymentResolver', () => {
     await resolver.resolve('d2');
     expect(cp.calls).toEqual(['d1', 'd2', 'd3', 'd4', 'd2']);
   });
+
+  it('asks once for concurrent misses of one id, while the answer is on its way; a failure reaches every waiter and is not kept', async () => {
+    const cp = controlPlane(new Map([['d1', 'http://a']]));
+    // The control plane answers only when the test says so.
+    const held: (() => void)[] = [];
+    const answer = () => held.splice(0).forEach((release) => release());
+    let failing = false;
+    const slow = async (id: string) => {
+      await new Promise<void>((resolve) => held.push(resolve));
+      if (failing) throw new Error('control plane unavailable');
+      return cp.resolve(id);
+    };
+    const resolver = new DeploymentResolver(slow, { clock: new ManualClock() });
+    // Every lookup starts while the first is held: none of them has an answer to reuse.
+    const waiting = Array.from({ length: 25 }, () => resolver.resolve('d1'));
+    answer();
+    expect((await Promise.all(waiting)).map((r) => r?.upstreamUrl)).toEqual(Array(25).fill('http://a'));
+    expect(cp.calls).toEqual(['d1']);
+
+    resolver.clear();
+    failing = true;
+    const failed = Array.from({ length: 3 }, () => resolver.resolve('d1'));
+    answer();
+    for (const lookup of failed) await expect(lookup).rejects.toThrow('control plane unavailable');
+    failing = false;
+    const again = resolver.resolve('d1');
+    answer();
+    expect((await again)?.upstreamUrl).toBe('http://a');
+    expect(cp.calls).toEqual(['d1', 'd1']);
+  });
 });
