@@ -25,6 +25,8 @@ export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
   type: string;
+  /** Details a client can act on, e.g. the character `position` of a filter error. */
+  ctx?: Record<string, string | number>;
 }
 
 const MARK = Symbol.for('berth.error');

@@ -24,6 +24,7 @@ const validationError = {
           loc: { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } },
           msg: { type: 'string' },
           type: { type: 'string' },
+          ctx: { type: 'object', description: "Details of the issue, e.g. a filter error's character `position`" },
         },
         required: ['loc', 'msg', 'type'],
       },

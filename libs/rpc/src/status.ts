@@ -49,6 +49,7 @@ function encodeDetail(code: ErrorCode, message: string, issues: ValidationIssue[
       loc: issue.loc.map((part) => ({ part: locPart(part) })),
       msg: issue.msg,
       type: issue.type,
+      ctxJson: issue.ctx ? JSON.stringify(issue.ctx) : '',
     })),
   });
   return Buffer.from(toBinary(ErrorDetailSchema, detail));
@@ -101,6 +102,7 @@ function decodeDetail(error: grpc.ServiceError): BerthError | undefined {
       loc: issue.loc.flatMap((loc) => (loc.part.case === undefined ? [] : [loc.part.value])),
       msg: issue.msg,
       type: issue.type,
+      ...(issue.ctxJson ? { ctx: JSON.parse(issue.ctxJson) as Record<string, string | number> } : {}),
     }));
     const code = detail.code as ErrorCode;
     return errorFromCode(code, detail.message, code === 'validation_failed' ? issues : undefined, { cause: error });

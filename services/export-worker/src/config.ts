@@ -77,7 +77,8 @@ export interface BulkExportSettings {
   background?: boolean;
   /**
    * The one clock of bulk exports: their created and finished times, the scheduler's passes and
-   * due intervals, the runner's leases, retries, timeouts and polls (a test moves all of it).
+   * due intervals, the runner's leases, retries, timeouts and polls (a test moves all of it); also
+   * "now", the default end of a trace statistics range.
    * @default systemClock
    */
   clock?: Clock;

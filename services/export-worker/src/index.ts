@@ -115,7 +115,7 @@ export async function start(
       internalToken: config.internalToken,
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
-        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger)));
+        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), clock));
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
       },
     });

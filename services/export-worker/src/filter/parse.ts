@@ -16,7 +16,15 @@ export class FilterSyntaxError extends RequestValidationError {
   readonly expected: string;
 
   constructor(position: number, expected: string, found: string) {
-    super([{ loc: ['filter'], msg: `at position ${position}: expected ${expected}, found ${found}`, type: 'value_error.filter' }]);
+    super([
+      {
+        loc: ['filter'],
+        msg: `at position ${position}: expected ${expected}, found ${found}`,
+        type: 'value_error.filter',
+        // For a client to point at the text (underline it as the user types).
+        ctx: { position, expected, found },
+      },
+    ]);
     this.position = position;
     this.expected = expected;
   }

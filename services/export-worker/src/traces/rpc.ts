@@ -3,23 +3,46 @@
  * are NOT_FOUND here (as an unknown one is), filters that do not parse are validation errors
  * with `loc: ['body', <field>]`, the gateway's 422.
  */
+import type { Clock } from '@berth/clock';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
-import { RunOperationKind, TraceService, timestampDate, timestampFromDate, type SessionSchema, type Timestamp } from '@berth/proto';
+import { RunOperationKind, TraceService, timestampDate, timestampFromDate, type RunStatsSchema, type SessionSchema, type Timestamp } from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImplementation } from '@berth/rpc';
 import { FilterSyntaxError, parseFilter, type FilterNode } from '../filter/parse.js';
 import type { TraceIngest } from './ingest.js';
 import { runDocument } from './run-document.js';
 import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
-import type { SessionRow, SessionStats, TraceStore } from './trace-store.js';
+import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run-stats.js';
+import type { SessionRow, TraceStore } from './trace-store.js';
 
 type SessionMessage = MessageInitShape<typeof SessionSchema>;
+type RunStatsMessage = MessageInitShape<typeof RunStatsSchema>;
 
 /** Largest page of runs or projects one call answers. */
 export const MAX_PAGE = 100;
+/** The stats range when no start is given: the day before the end. */
+const DEFAULT_STATS_RANGE_MS = 86_400_000;
+/** Longest stats range (its automatic bucket size stays a 32-bit count of seconds). */
+const MAX_STATS_RANGE_MS = 3650 * 86_400_000;
 
-function sessionMessage(row: SessionRow, stats?: SessionStats): SessionMessage {
+function statsMessage(stats: RunStats): RunStatsMessage {
+  return {
+    runCount: BigInt(stats.run_count),
+    errorCount: BigInt(stats.error_count),
+    ...(stats.latency_p50 !== null ? { latencyP50: stats.latency_p50 } : {}),
+    ...(stats.latency_p99 !== null ? { latencyP99: stats.latency_p99 } : {}),
+    promptTokens: BigInt(stats.prompt_tokens),
+    completionTokens: BigInt(stats.completion_tokens),
+    totalTokens: BigInt(stats.total_tokens),
+    promptCost: stats.prompt_cost,
+    completionCost: stats.completion_cost,
+    totalCost: stats.total_cost,
+    ...(stats.last_run_start_time ? { lastRunStartTime: timestampFromDate(stats.last_run_start_time) } : {}),
+  };
+}
+
+function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
   // Projects made before `extra` existed, or by writers that set metadata only.
   const extra = Object.keys(row.extra ?? {}).length > 0 || Object.keys(row.metadata ?? {}).length === 0 ? row.extra : { metadata: row.metadata };
   return {
@@ -31,12 +54,7 @@ function sessionMessage(row: SessionRow, stats?: SessionStats): SessionMessage {
     ...(row.reference_dataset_id ? { referenceDatasetId: row.reference_dataset_id } : {}),
     startTime: timestampFromDate(row.created_at),
     ...(row.end_time ? { endTime: timestampFromDate(row.end_time) } : {}),
-    ...(stats
-      ? {
-          runCount: BigInt(stats.run_count),
-          ...(stats.last_run_start_time ? { lastRunStartTime: timestampFromDate(stats.last_run_start_time) } : {}),
-        }
-      : {}),
+    ...(stats ? { stats: statsMessage(stats) } : {}),
   };
 }
 
@@ -78,15 +96,17 @@ function extraOf(text: string | undefined): Record<string, unknown> | undefined 
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
-export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceImplementation<typeof TraceService> {
-  const withStats = async (tenantId: string, rows: SessionRow[], include: boolean): Promise<SessionMessage[]> => {
-    const stats = include
-      ? await store.sessionStats(
-          tenantId,
-          rows.map((r) => r.id),
-        )
-      : undefined;
-    return rows.map((row) => sessionMessage(row, stats ? (stats.get(row.id) ?? { run_count: 0, last_run_start_time: null }) : undefined));
+/** `clock` gives the default end of a stats range (now). */
+export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clock): ServiceImplementation<typeof TraceService> {
+  /** Rows with their stats over [start, end) when asked for. */
+  const withStats = async (tenantId: string, rows: SessionRow[], r: { includeStats: boolean; statsStartTime?: Timestamp; statsEndTime?: Timestamp }) => {
+    if (!r.includeStats) return rows.map((row) => sessionMessage(row));
+    const stats = await store.projectStats(tenantId, {
+      sessionIds: rows.map((row) => row.id),
+      ...(r.statsStartTime ? { start: timestampDate(r.statsStartTime) } : {}),
+      ...(r.statsEndTime ? { end: timestampDate(r.statsEndTime) } : {}),
+    });
+    return rows.map((row) => sessionMessage(row, stats.get(row.id)?.totals ?? EMPTY_STATS));
   };
   return {
     ingestRuns: async (r) => {
@@ -127,6 +147,8 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
         ascending: r.ascending,
         limit,
         ...(after ? { after } : {}),
+        // Only what the page shows is read: a table of names and times must not load every run's inputs.
+        ...(r.select.length > 0 ? { columns: r.select } : {}),
       };
       const filters = {
         filter: filterOf('filter', r.filter),
@@ -135,7 +157,12 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
       };
       for (const [key, node] of Object.entries(filters)) if (node) (query as unknown as Record<string, unknown>)[key] = node;
       const page = await store.queryRuns(r.tenantId, query);
-      return { runsJson: page.runs.map((run) => JSON.stringify(runDocument(run))), nextCursor: page.next ? encodeCursor(page.next) : '' };
+      const select = r.select.length > 0 ? new Set(['id', ...r.select]) : undefined;
+      const documents = page.runs.map((run) => {
+        const document = runDocument(run);
+        return select ? Object.fromEntries(Object.entries(document).filter(([field]) => select.has(field))) : document;
+      });
+      return { runsJson: documents.map((document) => JSON.stringify(document)), nextCursor: page.next ? encodeCursor(page.next) : '' };
     },
     createSession: async (r) => {
       const input = {
@@ -154,7 +181,7 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
     },
     getSession: async (r) => {
       const row = await store.getSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'));
-      return { session: (await withStats(r.tenantId, [row], r.includeStats))[0]! };
+      return { session: (await withStats(r.tenantId, [row], r))[0]! };
     },
     listSessions: async (r) => {
       const limit = r.limit || MAX_PAGE;
@@ -170,7 +197,7 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
         limit,
         offset: r.offset,
       });
-      return { sessions: await withStats(r.tenantId, rows, r.includeStats) };
+      return { sessions: await withStats(r.tenantId, rows, r) };
     },
     updateSession: async (r) => {
       const extra = extraOf(r.extraJson);
@@ -181,6 +208,50 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest): ServiceIm
         ...(r.endTime ? { end_time: dateOf(r.endTime)! } : {}),
       });
       return { session: sessionMessage(row) };
+    },
+    projectStats: async (r) => {
+      if (r.sessionIds.length === 0 || r.sessionIds.length > MAX_PAGE) throw invalid('session', `must name 1-${MAX_PAGE} projects`);
+      const ids = [...new Set(r.sessionIds.map((id) => uuidOrNotFound(id, 'tracing project')))];
+      const found = await store.listSessions(r.tenantId, { ids, limit: ids.length, offset: 0 });
+      const missing = ids.find((id) => !found.some((row) => row.id === id));
+      if (missing) throw new NotFoundError(`tracing project ${missing} not found`);
+      const end = r.endTime ? timestampDate(r.endTime) : new Date(clock.now());
+      const start = r.startTime ? timestampDate(r.startTime) : new Date(end.getTime() - DEFAULT_STATS_RANGE_MS);
+      const rangeMs = end.getTime() - start.getTime();
+      if (rangeMs <= 0) throw invalid('end_time', 'must be after start_time');
+      if (rangeMs > MAX_STATS_RANGE_MS) throw invalid('start_time', 'the range may span at most 10 years');
+      const bucketSeconds = r.bucketSeconds || bucketSecondsFor(rangeMs);
+      const count = Math.ceil(rangeMs / 1000 / bucketSeconds);
+      if (bucketSeconds < 1 || count > MAX_BUCKETS) throw invalid('bucket_seconds', `the range would have ${count} buckets; at most ${MAX_BUCKETS}`);
+      const filter = filterOf('filter', r.filter);
+      const stats = await store.projectStats(r.tenantId, {
+        sessionIds: ids,
+        start,
+        end,
+        bucketSeconds,
+        ...(filter ? { filter } : {}),
+        ...(r.isRoot !== undefined ? { isRoot: r.isRoot } : {}),
+      });
+      return {
+        startTime: timestampFromDate(start),
+        endTime: timestampFromDate(end),
+        bucketSeconds,
+        projects: ids.map((id) => {
+          const project = stats.get(id);
+          return {
+            sessionId: id,
+            totals: statsMessage(project?.totals ?? EMPTY_STATS),
+            buckets: Array.from({ length: count }, (_, index) => ({
+              startTime: timestampFromDate(new Date(start.getTime() + index * bucketSeconds * 1000)),
+              stats: statsMessage(project?.buckets.get(index) ?? EMPTY_STATS),
+            })),
+          };
+        }),
+      };
+    },
+    validateFilter: (r) => {
+      for (const [field, text] of Object.entries(r.filters)) filterOf(field, text);
+      return Promise.resolve({});
     },
     deleteSession: async (r) => ({ deletedRuns: BigInt(await store.deleteSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'))) }),
   };

@@ -20,6 +20,7 @@ import type { FilterNode } from '../filter/parse.js';
 import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
 import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
+import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -66,12 +67,6 @@ export interface SessionList {
   referenceDatasetId?: string;
   limit: number;
   offset: number;
-}
-
-/** Runs of a project: how many, and when the last one started. */
-export interface SessionStats {
-  run_count: number;
-  last_run_start_time: Date | null;
 }
 
 /** What became of each write of a batch. */
@@ -194,15 +189,9 @@ export class TraceStore {
     });
   }
 
-  /** Run counts of projects (all-time), by project id. */
-  async sessionStats(tenantId: string, ids: string[]): Promise<Map<string, SessionStats>> {
-    const stats = new Map<string, SessionStats>();
-    if (ids.length === 0) return stats;
-    const rows = await sql<{ session_id: string; run_count: string; last_run_start_time: Date | null }>`
-      SELECT session_id, count(*) AS run_count, max(start_time) AS last_run_start_time FROM runs
-      WHERE tenant_id = ${tenantId}::uuid AND session_id = ANY(${ids}::uuid[]) GROUP BY session_id`.execute(this.db);
-    for (const row of rows.rows) stats.set(row.session_id, { run_count: Number(row.run_count), last_run_start_time: row.last_run_start_time });
-    return stats;
+  /** Statistics of the tenant's projects (see run-stats.ts). */
+  async projectStats(tenantId: string, query: StatsQuery): Promise<Map<string, ProjectStats>> {
+    return projectStats(this.db, tenantId, query);
   }
 
   /** A run of the tenant (of `sessionId` when given), or NotFoundError. */

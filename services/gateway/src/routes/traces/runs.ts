@@ -13,8 +13,9 @@ import type { Response } from 'express';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { boundaryOf, parseMultipart, readBody, TraceBodyError, type MultipartPart } from './multipart.js';
-import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath } from './schemas.js';
+import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath, ValidateFilterIn, ValidateFilterOut } from './schemas.js';
 import { scopedSessionIds } from './scope.js';
+import { utc } from './time.js';
 import type { GatewayApi } from '../../access.js';
 
 type OperationInit = MessageInitShape<typeof RunOperationSchema>;
@@ -219,8 +220,10 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
       summary: 'Query runs',
       description:
         'What `client.listRuns` sends. Conditions combine with AND; `filter`, `trace_filter` and `tree_filter` use the ' +
-        'filter language (a bad one is a 422 naming the position). Pages hold `limit` runs (at most 100); pass ' +
-        '`cursors.next` back as `cursor` for the next page (null on the last).',
+        'filter language (a bad one is a 422 whose `detail[].ctx.position` is the character offset of the problem). ' +
+        'Pages hold `limit` runs (at most 100); pass `cursors.next` back as `cursor` for the next page (null on the last): ' +
+        'keyset paging on (start_time, id), so each run comes once even while new ones arrive. `select` reads only the ' +
+        'fields named, which keeps a table of many runs fast.',
       tags,
       body: QueryRunsIn,
       response: QueryRunsOut,
@@ -248,20 +251,31 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
           limit: body.limit ?? 100,
           cursor: body.cursor ?? '',
           ascending: body.order === 'asc',
+          select: body.select ?? [],
         });
-        const select = body.select ? new Set(['id', ...body.select]) : undefined;
-        const runs = answer.runsJson.map((text) => {
-          const run = JSON.parse(text) as Record<string, unknown>;
-          return (select ? Object.fromEntries(Object.entries(run).filter(([k]) => select.has(k))) : run) as z.input<typeof RunOut>;
-        });
+        const runs = answer.runsJson.map((text) => JSON.parse(text) as z.input<typeof RunOut>);
         return { runs, cursors: { next: answer.nextCursor || null } };
       },
+    })
+    .route({
+      method: 'post',
+      path: '/runs/filter/validate',
+      access: ['api_key', 'access_token', 'tracing_credential'],
+      summary: 'Check filters without running a query (a Berth addition)',
+      description:
+        'For checking a filter as it is typed: 200 when every filter given parses, else the 422 `POST /runs/query` would ' +
+        'answer, whose `detail[].loc` names the field and `detail[].ctx.position` the 0-based character offset of the ' +
+        'problem (with `ctx.expected` and `ctx.found`).',
+      tags,
+      body: ValidateFilterIn,
+      response: ValidateFilterOut,
+      errors: [503],
+      handler: async ({ body }) => {
+        const filters = Object.fromEntries(Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+        await rpc().validateFilter({ filters });
+        return { valid: true as const };
+      },
     });
-}
-
-/** Times without a zone are UTC, as LangSmith reads them. */
-function utc(text: string): Date {
-  return new Date(/(Z|[+-]\d{2}:?\d{2})$/i.test(text) || !text.includes('T') ? text : `${text}Z`);
 }
 
 /** Answers directly (the body may still be arriving, so the connection closes after). */

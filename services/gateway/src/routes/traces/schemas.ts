@@ -87,7 +87,9 @@ export const QueryRunsIn = z.strictObject({
   tree_filter: nullable(z.string()).describe("Filter on any run of each run's trace"),
   query: nullable(z.string()).describe('Text searched in name, error, inputs and outputs'),
   execution_order: nullable(z.number().int()).describe('Accepted for old clients; 1 means root runs'),
-  select: nullable(z.array(z.string())).describe('Fields to answer (id always); all when absent'),
+  select: nullable(z.array(z.string().max(100)).max(100)).describe(
+    'Fields to answer (id always; only those are read, so a table of names and times stays fast); all when absent. Fields this server does not keep are left out.',
+  ),
   order: nullable(z.enum(['asc', 'desc'])).describe('By start_time; desc (newest first) by default'),
   limit: nullable(z.number().int().min(1).max(100)),
   cursor: nullable(z.string()),
@@ -96,6 +98,24 @@ export const QueryRunsIn = z.strictObject({
 export const QueryRunsOut = z.object({
   runs: z.array(RunOut),
   cursors: z.object({ next: z.string().nullable() }),
+});
+
+/**
+ * Statistics of a set of runs, under the names LangSmith's project stats use. Latency is end_time
+ * minus start_time of the finished runs, in seconds (null when none finished).
+ */
+export const RunStatsOut = z.object({
+  run_count: z.number().int(),
+  error_rate: z.number().nullable().describe('Share of the runs that have an error, 0 to 1; null without runs'),
+  latency_p50: z.number().nullable().describe('Seconds'),
+  latency_p99: z.number().nullable().describe('Seconds'),
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+  prompt_cost: z.number(),
+  completion_cost: z.number(),
+  total_cost: z.number(),
+  last_run_start_time: z.string().nullable(),
 });
 
 /** A tracing project in LangSmith's TracerSession shape. */
@@ -108,8 +128,7 @@ export const SessionOut = z.object({
   end_time: z.string().nullable(),
   extra: z.record(z.string(), z.unknown()).describe('Project metadata is under extra.metadata'),
   reference_dataset_id: Uuid.nullable(),
-  run_count: z.number().int().optional(),
-  last_run_start_time: z.string().nullable().optional(),
+  ...RunStatsOut.partial().shape,
 });
 
 export const SessionPath = z.object({ session_id: z.string() });
@@ -145,9 +164,13 @@ export const UpdateSessionIn = z.strictObject({
   end_time: SessionFields.end_time,
 });
 
-const stats = z.stringbool().optional().describe('Add run_count and last_run_start_time');
+const StatsQueryFields = {
+  include_stats: z.stringbool().optional().describe('Add the stats of its runs: run_count, error_rate, latency_p50/p99, tokens, costs, last_run_start_time'),
+  stats_start_time: time.optional().describe('Stats count the runs that started at or after (all when absent)'),
+  stats_end_time: time.optional().describe('Stats count the runs that started before (a Berth addition; all when absent)'),
+};
 
-export const GetSessionQuery = z.strictObject({ include_stats: stats });
+export const GetSessionQuery = z.strictObject(StatsQueryFields);
 
 export const ListSessionsQuery = z.strictObject({
   id: z
@@ -157,12 +180,46 @@ export const ListSessionsQuery = z.strictObject({
   name: z.string().optional(),
   name_contains: z.string().optional(),
   reference_dataset: z.string().optional(),
-  include_stats: stats,
+  ...StatsQueryFields,
   limit: z.coerce.number().int().min(1).max(100).default(100),
   offset: z.coerce.number().int().min(0).default(0),
 });
 
 export const SessionListOut = z.array(SessionOut);
+
+export const ProjectStatsIn = z.strictObject({
+  session: z.array(Uuid).min(1).max(100).describe('Project ids'),
+  start_time: nullable(time).describe('Runs that started at or after; a day before end_time by default'),
+  end_time: nullable(time).describe('Runs that started before; now by default'),
+  bucket_seconds: nullable(z.number().int().min(1).max(315_360_000)).describe(
+    `Bucket size; by default the smallest of 1 s, 5 s, 10 s, 30 s, 1 min, 5 min, ... 1 day, 7 days, 30 days giving at most 120 buckets. At most 1000 buckets.`,
+  ),
+  filter: nullable(z.string()).describe('Count only the runs matching this filter (the filter language of /runs/query)'),
+  is_root: nullable(z.boolean()).describe('Count only root runs (traces), or only child runs'),
+});
+
+export const ProjectStatsOut = z.object({
+  start_time: z.string(),
+  end_time: z.string(),
+  bucket_seconds: z.number().int(),
+  projects: z.array(
+    z.object({
+      session_id: Uuid,
+      stats: RunStatsOut.describe('Totals over the range'),
+      buckets: z
+        .array(z.object({ start_time: z.string(), stats: RunStatsOut }))
+        .describe('Every bucket of the range in order, empty ones included; the last may end after end_time'),
+    }),
+  ),
+});
+
+export const ValidateFilterIn = z.strictObject({
+  filter: nullable(z.string()),
+  trace_filter: nullable(z.string()),
+  tree_filter: nullable(z.string()),
+});
+
+export const ValidateFilterOut = z.object({ valid: z.literal(true) });
 
 export const InfoOut = z.object({
   version: z.string(),

@@ -2,15 +2,19 @@
  * LangSmith's project API (`/sessions…`): tracing projects of the caller's tenant, translated to
  * `TraceService` calls on the export-worker. Another tenant's project is a 404.
  */
-import { timestampDate, timestampFromDate, type Session } from '@berth/proto';
+import { timestampDate, timestampFromDate, type RunStats, type Session, type Timestamp } from '@berth/proto';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
-import { assertProjectAccess } from './scope.js';
+import { assertProjectAccess, scopedSessionIds } from './scope.js';
+import { utc } from './time.js';
 import {
   CreateSessionIn,
   CreateSessionQuery,
   GetSessionQuery,
   ListSessionsQuery,
+  ProjectStatsIn,
+  ProjectStatsOut,
+  RunStatsOut,
   SessionListOut,
   SessionOut,
   SessionPath,
@@ -18,21 +22,47 @@ import {
 } from './schemas.js';
 import type { GatewayApi } from '../../access.js';
 
+const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
+
+/** Run stats in LangSmith's names (see RunStatsOut). */
+function statsJson(stats: RunStats | undefined): z.input<typeof RunStatsOut> {
+  const runCount = Number(stats?.runCount ?? 0n);
+  return {
+    run_count: runCount,
+    error_rate: runCount > 0 ? Number(stats!.errorCount) / runCount : null,
+    latency_p50: stats?.latencyP50 ?? null,
+    latency_p99: stats?.latencyP99 ?? null,
+    prompt_tokens: Number(stats?.promptTokens ?? 0n),
+    completion_tokens: Number(stats?.completionTokens ?? 0n),
+    total_tokens: Number(stats?.totalTokens ?? 0n),
+    prompt_cost: stats?.promptCost ?? 0,
+    completion_cost: stats?.completionCost ?? 0,
+    total_cost: stats?.totalCost ?? 0,
+    last_run_start_time: isoOf(stats?.lastRunStartTime),
+  };
+}
+
 export function sessionJson(s: Session, withStats: boolean): z.input<typeof SessionOut> {
   return {
     id: s.id,
     tenant_id: s.tenantId,
     name: s.name,
     description: s.description ?? null,
-    start_time: s.startTime ? timestampDate(s.startTime).toISOString() : new Date(0).toISOString(),
-    end_time: s.endTime ? timestampDate(s.endTime).toISOString() : null,
+    start_time: isoOf(s.startTime) ?? new Date(0).toISOString(),
+    end_time: isoOf(s.endTime),
     extra: JSON.parse(s.extraJson || '{}') as Record<string, unknown>,
     reference_dataset_id: s.referenceDatasetId ?? null,
-    ...(withStats ? { run_count: Number(s.runCount), last_run_start_time: s.lastRunStartTime ? timestampDate(s.lastRunStartTime).toISOString() : null } : {}),
+    ...(withStats ? statsJson(s.stats) : {}),
   };
 }
 
 const timeOf = (text: string | null | undefined) => (text ? { endTime: timestampFromDate(new Date(text)) } : {});
+
+/** The stats range of a project read. */
+const statsRange = (query: { stats_start_time?: string | undefined; stats_end_time?: string | undefined }) => ({
+  ...(query.stats_start_time ? { statsStartTime: timestampFromDate(utc(query.stats_start_time)) } : {}),
+  ...(query.stats_end_time ? { statsEndTime: timestampFromDate(utc(query.stats_end_time)) } : {}),
+});
 
 export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorkerClients }): void {
   const tags = ['traces'];
@@ -90,8 +120,45 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
           limit: query.limit,
           offset: query.offset,
           includeStats: query.include_stats ?? false,
+          ...statsRange(query),
         });
         return answer.sessions.map((s) => sessionJson(s, query.include_stats ?? false));
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/sessions/stats',
+      access: ['api_key', 'access_token', 'tracing_credential'],
+      summary: "Projects' run statistics over time (a Berth addition)",
+      description:
+        'For each project: run count, error rate, p50/p99 latency, tokens and cost over `[start_time, end_time)`, as ' +
+        'totals and as a series of equal buckets covering the range (empty buckets included). LangSmith answers totals ' +
+        'only (`include_stats` on `GET /sessions`, with `stats_start_time`); this adds the series and the end of the ' +
+        'range. A project of another tenant is a 404; a bad filter is a 422 naming the position.',
+      tags,
+      body: ProjectStatsIn,
+      response: ProjectStatsOut,
+      errors: [403, 404, 503],
+      handler: async ({ auth, body }) => {
+        const answer = await rpc().projectStats({
+          tenantId: auth.tenantId,
+          sessionIds: scopedSessionIds(auth, body.session),
+          ...(body.start_time ? { startTime: timestampFromDate(utc(body.start_time)) } : {}),
+          ...(body.end_time ? { endTime: timestampFromDate(utc(body.end_time)) } : {}),
+          bucketSeconds: body.bucket_seconds ?? 0,
+          filter: body.filter ?? '',
+          ...(body.is_root != null ? { isRoot: body.is_root } : {}),
+        });
+        return {
+          start_time: isoOf(answer.startTime)!,
+          end_time: isoOf(answer.endTime)!,
+          bucket_seconds: answer.bucketSeconds,
+          projects: answer.projects.map((p) => ({
+            session_id: p.sessionId,
+            stats: statsJson(p.totals),
+            buckets: p.buckets.map((b) => ({ start_time: isoOf(b.startTime)!, stats: statsJson(b.stats) })),
+          })),
+        };
       },
     })
     .route({
@@ -106,7 +173,12 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
       errors: [403, 404, 503],
       handler: async ({ auth, params, query }) => {
         assertProjectAccess(auth, 'read', params.session_id);
-        const answer = await rpc().getSession({ tenantId: auth.tenantId, id: params.session_id, includeStats: query.include_stats ?? false });
+        const answer = await rpc().getSession({
+          tenantId: auth.tenantId,
+          id: params.session_id,
+          includeStats: query.include_stats ?? false,
+          ...statsRange(query),
+        });
         return sessionJson(answer.session!, query.include_stats ?? false);
       },
     })

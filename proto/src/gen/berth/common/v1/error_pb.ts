@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/common/v1/error.proto.
  */
 export const file_berth_common_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChtiZXJ0aC9jb21tb24vdjEvZXJyb3IucHJvdG8SD2JlcnRoLmNvbW1vbi52MSJeCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMAoGaXNzdWVzGAMgAygLMiAuYmVydGguY29tbW9uLnYxLlZhbGlkYXRpb25Jc3N1ZSJTCg9WYWxpZGF0aW9uSXNzdWUSJQoDbG9jGAEgAygLMhguYmVydGguY29tbW9uLnYxLkxvY1BhcnQSCwoDbXNnGAIgASgJEgwKBHR5cGUYAyABKAkiMQoHTG9jUGFydBINCgNrZXkYASABKAlIABIPCgVpbmRleBgCIAEoBUgAQgYKBHBhcnRiBnByb3RvMw");
+  fileDesc("ChtiZXJ0aC9jb21tb24vdjEvZXJyb3IucHJvdG8SD2JlcnRoLmNvbW1vbi52MSJeCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMAoGaXNzdWVzGAMgAygLMiAuYmVydGguY29tbW9uLnYxLlZhbGlkYXRpb25Jc3N1ZSJlCg9WYWxpZGF0aW9uSXNzdWUSJQoDbG9jGAEgAygLMhguYmVydGguY29tbW9uLnYxLkxvY1BhcnQSCwoDbXNnGAIgASgJEgwKBHR5cGUYAyABKAkSEAoIY3R4X2pzb24YBCABKAkiMQoHTG9jUGFydBINCgNrZXkYASABKAlIABIPCgVpbmRleBgCIAEoBUgAQgYKBHBhcnRiBnByb3RvMw");
 
 /**
  * A Berth domain error (libs/errors) carried across gRPC in the binary trailer metadata
@@ -76,6 +76,13 @@ export type ValidationIssue = Message<"berth.common.v1.ValidationIssue"> & {
    * @generated from field: string type = 3;
    */
   type: string;
+
+  /**
+   * Details of the issue as a JSON object (e.g. a filter error's character `position`); empty when none.
+   *
+   * @generated from field: string ctx_json = 4;
+   */
+  ctxJson: string;
 };
 
 /**

@@ -23,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/exportworker/v1/traces.proto.
  */
 export const file_berth_exportworker_v1_traces: GenFile = /*@__PURE__*/
-  fileDesc("CiJiZXJ0aC9leHBvcnR3b3JrZXIvdjEvdHJhY2VzLnByb3RvEhViZXJ0aC5leHBvcnR3b3JrZXIudjEiKgoOUHJvamVjdEJpbmRpbmcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCSLdAQoMUnVuT3BlcmF0aW9uEjUKBGtpbmQYASABKA4yJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuT3BlcmF0aW9uS2luZBIQCghydW5fanNvbhgCIAEoCRJGCgpmaWVsZF9qc29uGAMgAygLMjIuYmVydGguZXhwb3J0d29ya2VyLnYxLlJ1bk9wZXJhdGlvbi5GaWVsZEpzb25FbnRyeRIKCgJpZBgEIAEoCRowCg5GaWVsZEpzb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpcBChFJbmdlc3RSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSNwoKb3BlcmF0aW9ucxgCIAMoCzIjLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5PcGVyYXRpb24SNgoHcHJvamVjdBgDIAEoCzIlLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0QmluZGluZyI3CgpSZWZ1c2VkUnVuEg0KBWluZGV4GAEgASgFEgoKAmlkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJxChJJbmdlc3RSdW5zUmVzcG9uc2USEgoKc3RvcmVkX2lkcxgBIAMoCRITCgtwZW5kaW5nX2lkcxgCIAMoCRIyCgdyZWZ1c2VkGAMgAygLMiEuYmVydGguZXhwb3J0d29ya2VyLnYxLlJlZnVzZWRSdW4iQgoNR2V0UnVuUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIiCg5HZXRSdW5SZXNwb25zZRIQCghydW5fanNvbhgBIAEoCSK6AwoQUXVlcnlSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSCwoDaWRzGAMgAygJEhAKCHRyYWNlX2lkGAQgASgJEhUKDXBhcmVudF9ydW5faWQYBSABKAkSHAoUcmVmZXJlbmNlX2V4YW1wbGVfaWQYBiABKAkSEAoIcnVuX3R5cGUYByABKAkSEgoFZXJyb3IYCCABKAhIAIgBARIUCgdpc19yb290GAkgASgISAGIAQESLgoKc3RhcnRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmZpbHRlchgMIAEoCRIUCgx0cmFjZV9maWx0ZXIYDSABKAkSEwoLdHJlZV9maWx0ZXIYDiABKAkSDQoFcXVlcnkYDyABKAkSDQoFbGltaXQYECABKAUSDgoGY3Vyc29yGBEgASgJEhEKCWFzY2VuZGluZxgSIAEoCEIICgZfZXJyb3JCCgoIX2lzX3Jvb3QiOwoRUXVlcnlSdW5zUmVzcG9uc2USEQoJcnVuc19qc29uGAEgAygJEhMKC25leHRfY3Vyc29yGAIgASgJItoCCgdTZXNzaW9uEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESEgoKZXh0cmFfanNvbhgFIAEoCRIhChRyZWZlcmVuY2VfZGF0YXNldF9pZBgGIAEoCUgBiAEBEi4KCnN0YXJ0X3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglydW5fY291bnQYCSABKAMSNwoTbGFzdF9ydW5fc3RhcnRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2Rlc2NyaXB0aW9uQhcKFV9yZWZlcmVuY2VfZGF0YXNldF9pZCL7AQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpleHRyYV9qc29uGAUgASgJEiEKFHJlZmVyZW5jZV9kYXRhc2V0X2lkGAYgASgJSAGIAQESLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnVwc2VydBgIIAEoCEIOCgxfZGVzY3JpcHRpb25CFwoVX3JlZmVyZW5jZV9kYXRhc2V0X2lkIlkKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCJJChFHZXRTZXNzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSFQoNaW5jbHVkZV9zdGF0cxgDIAEoCCJFChJHZXRTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TZXNzaW9uIq4BChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRILCgNpZHMYAiADKAkSDAoEbmFtZRgDIAEoCRIVCg1uYW1lX2NvbnRhaW5zGAQgASgJEhwKFHJlZmVyZW5jZV9kYXRhc2V0X2lkGAUgASgJEg0KBWxpbWl0GAYgASgFEg4KBm9mZnNldBgHIAEoBRIVCg1pbmNsdWRlX3N0YXRzGAggASgIIkgKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEjAKCHNlc3Npb25zGAEgAygLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24i0QEKFFVwZGF0ZVNlc3Npb25SZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIKCgJpZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESGAoLZGVzY3JpcHRpb24YBCABKAlIAYgBARIXCgpleHRyYV9qc29uGAUgASgJSAKIAQESLAoIZW5kX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbkINCgtfZXh0cmFfanNvbiJIChVVcGRhdGVTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TZXNzaW9uIjUKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIKCgJpZBgCIAEoCSItChVEZWxldGVTZXNzaW9uUmVzcG9uc2USFAoMZGVsZXRlZF9ydW5zGAEgASgDKnMKEFJ1bk9wZXJhdGlvbktpbmQSIgoeUlVOX09QRVJBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASHQoZUlVOX09QRVJBVElPTl9LSU5EX0NSRUFURRABEhwKGFJVTl9PUEVSQVRJT05fS0lORF9QQVRDSBACMrgGCgxUcmFjZVNlcnZpY2USYQoKSW5nZXN0UnVucxIoLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Jbmdlc3RSdW5zUmVxdWVzdBopLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Jbmdlc3RSdW5zUmVzcG9uc2USVQoGR2V0UnVuEiQuYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFJ1blJlcXVlc3QaJS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuR2V0UnVuUmVzcG9uc2USXgoJUXVlcnlSdW5zEicuYmVydGguZXhwb3J0d29ya2VyLnYxLlF1ZXJ5UnVuc1JlcXVlc3QaKC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUXVlcnlSdW5zUmVzcG9uc2USagoNQ3JlYXRlU2Vzc2lvbhIrLmJlcnRoLmV4cG9ydHdvcmtlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBosLmJlcnRoLmV4cG9ydHdvcmtlci52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USYQoKR2V0U2Vzc2lvbhIoLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRTZXNzaW9uUmVxdWVzdBopLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRTZXNzaW9uUmVzcG9uc2USZwoMTGlzdFNlc3Npb25zEiouYmVydGguZXhwb3J0d29ya2VyLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaKy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USagoNVXBkYXRlU2Vzc2lvbhIrLmJlcnRoLmV4cG9ydHdvcmtlci52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBosLmJlcnRoLmV4cG9ydHdvcmtlci52MS5VcGRhdGVTZXNzaW9uUmVzcG9uc2USagoNRGVsZXRlU2Vzc2lvbhIrLmJlcnRoLmV4cG9ydHdvcmtlci52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBosLmJlcnRoLmV4cG9ydHdvcmtlci52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJiZXJ0aC9leHBvcnR3b3JrZXIvdjEvdHJhY2VzLnByb3RvEhViZXJ0aC5leHBvcnR3b3JrZXIudjEiKgoOUHJvamVjdEJpbmRpbmcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCSLdAQoMUnVuT3BlcmF0aW9uEjUKBGtpbmQYASABKA4yJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuT3BlcmF0aW9uS2luZBIQCghydW5fanNvbhgCIAEoCRJGCgpmaWVsZF9qc29uGAMgAygLMjIuYmVydGguZXhwb3J0d29ya2VyLnYxLlJ1bk9wZXJhdGlvbi5GaWVsZEpzb25FbnRyeRIKCgJpZBgEIAEoCRowCg5GaWVsZEpzb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpcBChFJbmdlc3RSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSNwoKb3BlcmF0aW9ucxgCIAMoCzIjLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5PcGVyYXRpb24SNgoHcHJvamVjdBgDIAEoCzIlLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0QmluZGluZyI3CgpSZWZ1c2VkUnVuEg0KBWluZGV4GAEgASgFEgoKAmlkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJxChJJbmdlc3RSdW5zUmVzcG9uc2USEgoKc3RvcmVkX2lkcxgBIAMoCRITCgtwZW5kaW5nX2lkcxgCIAMoCRIyCgdyZWZ1c2VkGAMgAygLMiEuYmVydGguZXhwb3J0d29ya2VyLnYxLlJlZnVzZWRSdW4iQgoNR2V0UnVuUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIiCg5HZXRSdW5SZXNwb25zZRIQCghydW5fanNvbhgBIAEoCSLKAwoQUXVlcnlSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSCwoDaWRzGAMgAygJEhAKCHRyYWNlX2lkGAQgASgJEhUKDXBhcmVudF9ydW5faWQYBSABKAkSHAoUcmVmZXJlbmNlX2V4YW1wbGVfaWQYBiABKAkSEAoIcnVuX3R5cGUYByABKAkSEgoFZXJyb3IYCCABKAhIAIgBARIUCgdpc19yb290GAkgASgISAGIAQESLgoKc3RhcnRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmZpbHRlchgMIAEoCRIUCgx0cmFjZV9maWx0ZXIYDSABKAkSEwoLdHJlZV9maWx0ZXIYDiABKAkSDQoFcXVlcnkYDyABKAkSDQoFbGltaXQYECABKAUSDgoGY3Vyc29yGBEgASgJEhEKCWFzY2VuZGluZxgSIAEoCBIOCgZzZWxlY3QYEyADKAlCCAoGX2Vycm9yQgoKCF9pc19yb290IjsKEVF1ZXJ5UnVuc1Jlc3BvbnNlEhEKCXJ1bnNfanNvbhgBIAMoCRITCgtuZXh0X2N1cnNvchgCIAEoCSLKAgoHU2Vzc2lvbhIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmV4dHJhX2pzb24YBSABKAkSIQoUcmVmZXJlbmNlX2RhdGFzZXRfaWQYBiABKAlIAYgBARIuCgpzdGFydF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoFc3RhdHMYCyABKAsyHy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuU3RhdHNCDgoMX2Rlc2NyaXB0aW9uQhcKFV9yZWZlcmVuY2VfZGF0YXNldF9pZEoECAkQCkoECAoQCyLJAgoIUnVuU3RhdHMSEQoJcnVuX2NvdW50GAEgASgDEhMKC2Vycm9yX2NvdW50GAIgASgDEhgKC2xhdGVuY3lfcDUwGAMgASgBSACIAQESGAoLbGF0ZW5jeV9wOTkYBCABKAFIAYgBARIVCg1wcm9tcHRfdG9rZW5zGAUgASgDEhkKEWNvbXBsZXRpb25fdG9rZW5zGAYgASgDEhQKDHRvdGFsX3Rva2VucxgHIAEoAxITCgtwcm9tcHRfY29zdBgIIAEoARIXCg9jb21wbGV0aW9uX2Nvc3QYCSABKAESEgoKdG90YWxfY29zdBgKIAEoARI3ChNsYXN0X3J1bl9zdGFydF90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfbGF0ZW5jeV9wNTBCDgoMX2xhdGVuY3lfcDk5IuUBChNQcm9qZWN0U3RhdHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRITCgtzZXNzaW9uX2lkcxgCIAMoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOYnVja2V0X3NlY29uZHMYBSABKAUSDgoGZmlsdGVyGAYgASgJEhQKB2lzX3Jvb3QYByABKAhIAIgBAUIKCghfaXNfcm9vdCJtCgtTdGF0c0J1Y2tldBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgVzdGF0cxgCIAEoCzIfLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5TdGF0cyKJAQoNUHJvamVjdFNlcmllcxISCgpzZXNzaW9uX2lkGAEgASgJEi8KBnRvdGFscxgCIAEoCzIfLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5TdGF0cxIzCgdidWNrZXRzGAMgAygLMiIuYmVydGguZXhwb3J0d29ya2VyLnYxLlN0YXRzQnVja2V0IsQBChRQcm9qZWN0U3RhdHNSZXNwb25zZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOYnVja2V0X3NlY29uZHMYAyABKAUSNgoIcHJvamVjdHMYBCADKAsyJC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUHJvamVjdFNlcmllcyKTAQoVVmFsaWRhdGVGaWx0ZXJSZXF1ZXN0EkoKB2ZpbHRlcnMYASADKAsyOS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVmFsaWRhdGVGaWx0ZXJSZXF1ZXN0LkZpbHRlcnNFbnRyeRouCgxGaWx0ZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIYChZWYWxpZGF0ZUZpbHRlclJlc3BvbnNlIvsBChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmV4dHJhX2pzb24YBSABKAkSIQoUcmVmZXJlbmNlX2RhdGFzZXRfaWQYBiABKAlIAYgBARIsCghlbmRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGdXBzZXJ0GAggASgIQg4KDF9kZXNjcmlwdGlvbkIXChVfcmVmZXJlbmNlX2RhdGFzZXRfaWQiWQoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbhIPCgdjcmVhdGVkGAIgASgIIrMBChFHZXRTZXNzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSFQoNaW5jbHVkZV9zdGF0cxgDIAEoCBI0ChBzdGF0c19zdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5zdGF0c19lbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbiKYAgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCwoDaWRzGAIgAygJEgwKBG5hbWUYAyABKAkSFQoNbmFtZV9jb250YWlucxgEIAEoCRIcChRyZWZlcmVuY2VfZGF0YXNldF9pZBgFIAEoCRINCgVsaW1pdBgGIAEoBRIOCgZvZmZzZXQYByABKAUSFQoNaW5jbHVkZV9zdGF0cxgIIAEoCBI0ChBzdGF0c19zdGFydF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5zdGF0c19lbmRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSAoUTGlzdFNlc3Npb25zUmVzcG9uc2USMAoIc2Vzc2lvbnMYASADKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbiLRAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgEIAEoCUgBiAEBEhcKCmV4dHJhX2pzb24YBSABKAlIAogBARIsCghlbmRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX25hbWVCDgoMX2Rlc2NyaXB0aW9uQg0KC19leHRyYV9qc29uIkgKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24iNQoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJIi0KFURlbGV0ZVNlc3Npb25SZXNwb25zZRIUCgxkZWxldGVkX3J1bnMYASABKAMqcwoQUnVuT3BlcmF0aW9uS2luZBIiCh5SVU5fT1BFUkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIdChlSVU5fT1BFUkFUSU9OX0tJTkRfQ1JFQVRFEAESHAoYUlVOX09QRVJBVElPTl9LSU5EX1BBVENIEAIykAgKDFRyYWNlU2VydmljZRJhCgpJbmdlc3RSdW5zEiguYmVydGguZXhwb3J0d29ya2VyLnYxLkluZ2VzdFJ1bnNSZXF1ZXN0GikuYmVydGguZXhwb3J0d29ya2VyLnYxLkluZ2VzdFJ1bnNSZXNwb25zZRJVCgZHZXRSdW4SJC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuR2V0UnVuUmVxdWVzdBolLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRSdW5SZXNwb25zZRJeCglRdWVyeVJ1bnMSJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUXVlcnlSdW5zUmVxdWVzdBooLmJlcnRoLmV4cG9ydHdvcmtlci52MS5RdWVyeVJ1bnNSZXNwb25zZRJqCg1DcmVhdGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJhCgpHZXRTZXNzaW9uEiguYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0GikuYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFNlc3Npb25SZXNwb25zZRJnCgxMaXN0U2Vzc2lvbnMSKi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuTGlzdFNlc3Npb25zUmVxdWVzdBorLmJlcnRoLmV4cG9ydHdvcmtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJqCg1VcGRhdGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJqCg1EZWxldGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJnCgxQcm9qZWN0U3RhdHMSKi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUHJvamVjdFN0YXRzUmVxdWVzdBorLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0U3RhdHNSZXNwb25zZRJtCg5WYWxpZGF0ZUZpbHRlchIsLmJlcnRoLmV4cG9ydHdvcmtlci52MS5WYWxpZGF0ZUZpbHRlclJlcXVlc3QaLS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVmFsaWRhdGVGaWx0ZXJSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * The one project a caller may use (a deployment's tracing credential): every run written goes
@@ -348,6 +348,14 @@ export type QueryRunsRequest = Message<"berth.exportworker.v1.QueryRunsRequest">
    * @generated from field: bool ascending = 18;
    */
   ascending: boolean;
+
+  /**
+   * Fields of the run shape to answer (id always); every field when empty. Fields this store
+   * does not keep are ignored. Only the columns needed are read.
+   *
+   * @generated from field: repeated string select = 19;
+   */
+  select: string[];
 };
 
 /**
@@ -432,16 +440,11 @@ export type Session = Message<"berth.exportworker.v1.Session"> & {
   endTime?: Timestamp | undefined;
 
   /**
-   * Filled when include_stats was asked for.
+   * Set when include_stats was asked for: the runs of the stats range.
    *
-   * @generated from field: int64 run_count = 9;
+   * @generated from field: berth.exportworker.v1.RunStats stats = 11;
    */
-  runCount: bigint;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp last_run_start_time = 10;
-   */
-  lastRunStartTime?: Timestamp | undefined;
+  stats?: RunStats | undefined;
 };
 
 /**
@@ -450,6 +453,249 @@ export type Session = Message<"berth.exportworker.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_berth_exportworker_v1_traces, 9);
+
+/**
+ * Aggregates of a set of runs. Latency is end_time - start_time of the finished runs, in seconds.
+ *
+ * @generated from message berth.exportworker.v1.RunStats
+ */
+export type RunStats = Message<"berth.exportworker.v1.RunStats"> & {
+  /**
+   * @generated from field: int64 run_count = 1;
+   */
+  runCount: bigint;
+
+  /**
+   * Runs with an error.
+   *
+   * @generated from field: int64 error_count = 2;
+   */
+  errorCount: bigint;
+
+  /**
+   * @generated from field: optional double latency_p50 = 3;
+   */
+  latencyP50?: number | undefined;
+
+  /**
+   * @generated from field: optional double latency_p99 = 4;
+   */
+  latencyP99?: number | undefined;
+
+  /**
+   * @generated from field: int64 prompt_tokens = 5;
+   */
+  promptTokens: bigint;
+
+  /**
+   * @generated from field: int64 completion_tokens = 6;
+   */
+  completionTokens: bigint;
+
+  /**
+   * @generated from field: int64 total_tokens = 7;
+   */
+  totalTokens: bigint;
+
+  /**
+   * @generated from field: double prompt_cost = 8;
+   */
+  promptCost: number;
+
+  /**
+   * @generated from field: double completion_cost = 9;
+   */
+  completionCost: number;
+
+  /**
+   * @generated from field: double total_cost = 10;
+   */
+  totalCost: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_run_start_time = 11;
+   */
+  lastRunStartTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.RunStats.
+ * Use `create(RunStatsSchema)` to create a new message.
+ */
+export const RunStatsSchema: GenMessage<RunStats> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 10);
+
+/**
+ * @generated from message berth.exportworker.v1.ProjectStatsRequest
+ */
+export type ProjectStatsRequest = Message<"berth.exportworker.v1.ProjectStatsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * 1 to 100 projects of the tenant; one that is not is NOT_FOUND.
+   *
+   * @generated from field: repeated string session_ids = 2;
+   */
+  sessionIds: string[];
+
+  /**
+   * Runs that started in [start_time, end_time).
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * 0: chosen from the range.
+   *
+   * @generated from field: int32 bucket_seconds = 5;
+   */
+  bucketSeconds: number;
+
+  /**
+   * The filter language, on each run counted.
+   *
+   * @generated from field: string filter = 6;
+   */
+  filter: string;
+
+  /**
+   * @generated from field: optional bool is_root = 7;
+   */
+  isRoot?: boolean | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ProjectStatsRequest.
+ * Use `create(ProjectStatsRequestSchema)` to create a new message.
+ */
+export const ProjectStatsRequestSchema: GenMessage<ProjectStatsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 11);
+
+/**
+ * @generated from message berth.exportworker.v1.StatsBucket
+ */
+export type StatsBucket = Message<"berth.exportworker.v1.StatsBucket"> & {
+  /**
+   * The bucket holds runs that started in [start_time, start_time + bucket_seconds).
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: berth.exportworker.v1.RunStats stats = 2;
+   */
+  stats?: RunStats | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.StatsBucket.
+ * Use `create(StatsBucketSchema)` to create a new message.
+ */
+export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 12);
+
+/**
+ * @generated from message berth.exportworker.v1.ProjectSeries
+ */
+export type ProjectSeries = Message<"berth.exportworker.v1.ProjectSeries"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: berth.exportworker.v1.RunStats totals = 2;
+   */
+  totals?: RunStats | undefined;
+
+  /**
+   * Every bucket of the range, in order (empty ones too).
+   *
+   * @generated from field: repeated berth.exportworker.v1.StatsBucket buckets = 3;
+   */
+  buckets: StatsBucket[];
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ProjectSeries.
+ * Use `create(ProjectSeriesSchema)` to create a new message.
+ */
+export const ProjectSeriesSchema: GenMessage<ProjectSeries> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 13);
+
+/**
+ * @generated from message berth.exportworker.v1.ProjectStatsResponse
+ */
+export type ProjectStatsResponse = Message<"berth.exportworker.v1.ProjectStatsResponse"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 2;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 bucket_seconds = 3;
+   */
+  bucketSeconds: number;
+
+  /**
+   * @generated from field: repeated berth.exportworker.v1.ProjectSeries projects = 4;
+   */
+  projects: ProjectSeries[];
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ProjectStatsResponse.
+ * Use `create(ProjectStatsResponseSchema)` to create a new message.
+ */
+export const ProjectStatsResponseSchema: GenMessage<ProjectStatsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 14);
+
+/**
+ * @generated from message berth.exportworker.v1.ValidateFilterRequest
+ */
+export type ValidateFilterRequest = Message<"berth.exportworker.v1.ValidateFilterRequest"> & {
+  /**
+   * Request field name → filter text (filter, trace_filter, tree_filter); errors name the field.
+   *
+   * @generated from field: map<string, string> filters = 1;
+   */
+  filters: { [key: string]: string };
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ValidateFilterRequest.
+ * Use `create(ValidateFilterRequestSchema)` to create a new message.
+ */
+export const ValidateFilterRequestSchema: GenMessage<ValidateFilterRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 15);
+
+/**
+ * @generated from message berth.exportworker.v1.ValidateFilterResponse
+ */
+export type ValidateFilterResponse = Message<"berth.exportworker.v1.ValidateFilterResponse"> & {
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ValidateFilterResponse.
+ * Use `create(ValidateFilterResponseSchema)` to create a new message.
+ */
+export const ValidateFilterResponseSchema: GenMessage<ValidateFilterResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 16);
 
 /**
  * @generated from message berth.exportworker.v1.CreateSessionRequest
@@ -507,7 +753,7 @@ export type CreateSessionRequest = Message<"berth.exportworker.v1.CreateSessionR
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 10);
+  messageDesc(file_berth_exportworker_v1_traces, 17);
 
 /**
  * @generated from message berth.exportworker.v1.CreateSessionResponse
@@ -531,7 +777,7 @@ export type CreateSessionResponse = Message<"berth.exportworker.v1.CreateSession
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 11);
+  messageDesc(file_berth_exportworker_v1_traces, 18);
 
 /**
  * @generated from message berth.exportworker.v1.GetSessionRequest
@@ -551,6 +797,18 @@ export type GetSessionRequest = Message<"berth.exportworker.v1.GetSessionRequest
    * @generated from field: bool include_stats = 3;
    */
   includeStats: boolean;
+
+  /**
+   * The runs counted by the stats: started in [stats_start_time, stats_end_time); all when unset.
+   *
+   * @generated from field: google.protobuf.Timestamp stats_start_time = 4;
+   */
+  statsStartTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp stats_end_time = 5;
+   */
+  statsEndTime?: Timestamp | undefined;
 };
 
 /**
@@ -558,7 +816,7 @@ export type GetSessionRequest = Message<"berth.exportworker.v1.GetSessionRequest
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 12);
+  messageDesc(file_berth_exportworker_v1_traces, 19);
 
 /**
  * @generated from message berth.exportworker.v1.GetSessionResponse
@@ -575,7 +833,7 @@ export type GetSessionResponse = Message<"berth.exportworker.v1.GetSessionRespon
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 13);
+  messageDesc(file_berth_exportworker_v1_traces, 20);
 
 /**
  * @generated from message berth.exportworker.v1.ListSessionsRequest
@@ -626,6 +884,18 @@ export type ListSessionsRequest = Message<"berth.exportworker.v1.ListSessionsReq
    * @generated from field: bool include_stats = 8;
    */
   includeStats: boolean;
+
+  /**
+   * As in GetSessionRequest.
+   *
+   * @generated from field: google.protobuf.Timestamp stats_start_time = 9;
+   */
+  statsStartTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp stats_end_time = 10;
+   */
+  statsEndTime?: Timestamp | undefined;
 };
 
 /**
@@ -633,7 +903,7 @@ export type ListSessionsRequest = Message<"berth.exportworker.v1.ListSessionsReq
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 14);
+  messageDesc(file_berth_exportworker_v1_traces, 21);
 
 /**
  * @generated from message berth.exportworker.v1.ListSessionsResponse
@@ -650,7 +920,7 @@ export type ListSessionsResponse = Message<"berth.exportworker.v1.ListSessionsRe
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 15);
+  messageDesc(file_berth_exportworker_v1_traces, 22);
 
 /**
  * @generated from message berth.exportworker.v1.UpdateSessionRequest
@@ -694,7 +964,7 @@ export type UpdateSessionRequest = Message<"berth.exportworker.v1.UpdateSessionR
  * Use `create(UpdateSessionRequestSchema)` to create a new message.
  */
 export const UpdateSessionRequestSchema: GenMessage<UpdateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 16);
+  messageDesc(file_berth_exportworker_v1_traces, 23);
 
 /**
  * @generated from message berth.exportworker.v1.UpdateSessionResponse
@@ -711,7 +981,7 @@ export type UpdateSessionResponse = Message<"berth.exportworker.v1.UpdateSession
  * Use `create(UpdateSessionResponseSchema)` to create a new message.
  */
 export const UpdateSessionResponseSchema: GenMessage<UpdateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 17);
+  messageDesc(file_berth_exportworker_v1_traces, 24);
 
 /**
  * @generated from message berth.exportworker.v1.DeleteSessionRequest
@@ -733,7 +1003,7 @@ export type DeleteSessionRequest = Message<"berth.exportworker.v1.DeleteSessionR
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 18);
+  messageDesc(file_berth_exportworker_v1_traces, 25);
 
 /**
  * @generated from message berth.exportworker.v1.DeleteSessionResponse
@@ -752,7 +1022,7 @@ export type DeleteSessionResponse = Message<"berth.exportworker.v1.DeleteSession
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_exportworker_v1_traces, 19);
+  messageDesc(file_berth_exportworker_v1_traces, 26);
 
 /**
  * @generated from enum berth.exportworker.v1.RunOperationKind
@@ -865,6 +1135,26 @@ export const TraceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSessionRequestSchema;
     output: typeof DeleteSessionResponseSchema;
+  },
+  /**
+   * Statistics of projects' runs over a time range: totals and a series of equal buckets.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.ProjectStats
+   */
+  projectStats: {
+    methodKind: "unary";
+    input: typeof ProjectStatsRequestSchema;
+    output: typeof ProjectStatsResponseSchema;
+  },
+  /**
+   * Parses filters without running a query: the same validation errors QueryRuns would give.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.ValidateFilter
+   */
+  validateFilter: {
+    methodKind: "unary";
+    input: typeof ValidateFilterRequestSchema;
+    output: typeof ValidateFilterResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_exportworker_v1_traces, 0);
