@@ -11,21 +11,20 @@
  * Usage (after `make build`): node bench/export/ingest.mjs [--traces 10000] [--concurrency 50] [--no-write] [--keep-logs]
  * `BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR"` profiles the gateway and the export-worker.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, openSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { Client } from 'langsmith';
 import { traceable } from 'langsmith/traceable';
 import { AuthStore } from '@berth/auth';
 import { createDatabase, sql } from '@berth/db';
 import { PostgresServer } from '@berth/local-stack';
 import { texts } from './payloads.mjs';
+import { cpuSeconds, peakRssMiB, startTraceServices, until, writeSection } from './services.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -51,62 +50,15 @@ const RUNS = TRACES * 2;
 const temp = mkdtempSync(join(os.tmpdir(), 'berth-bench-ingest-'));
 const log = (line) => console.log(line);
 
-function freePort() {
-  return new Promise((done, fail) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-    server.on('error', fail);
-  });
-}
-
-/** Starts a service's dist/main.js with `env`; its output goes to a log file in the temp folder. */
-function service(name, env) {
-  const out = openSync(join(temp, `${name}.log`), 'a');
-  const proc = spawn(process.execPath, [...(process.env.BENCH_SERVICE_NODE_OPTIONS ?? '').split(' ').filter(Boolean), join(ROOT, `services/${name}/dist/main.js`)], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', out, out] });
-  proc.on('exit', (code, signal) => {
-    if (!stopping) console.error(`${name} exited (${code ?? signal}); see ${join(temp, `${name}.log`)}`);
-  });
-  return proc;
-}
-
-/** CPU seconds (user + system) a live process has used so far. */
-function cpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** Peak resident set (VmHWM) of a live process, in MiB. */
-function peakRssMiB(pid) {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'));
-  return Number(line.split(/\s+/)[1]) / 1024;
-}
-
-async function until(check, what, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-let stopping = false;
 const postgres = new PostgresServer({ baseDir: join(temp, 'postgres'), port: 0, mode: 'fast', database: 'bench' });
-const children = [];
+let services;
 let database;
 try {
   log(`temp folder ${temp}`);
   const { connectionString } = await postgres.start();
-  const [grpcPort, httpPort] = [await freePort(), await freePort()];
   log('starting the export-worker and the gateway…');
-  const worker = service('export-worker', { DATABASE_URL: connectionString, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), GRPC_PORT: String(grpcPort), LOG_LEVEL: 'warn' });
-  children.push(worker);
-  const gateway = service('gateway', { DATABASE_URL: connectionString, GATEWAY_PORT: String(httpPort), EXPORT_WORKER_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, LOG_LEVEL: 'warn' });
-  children.push(gateway);
-  const url = `http://127.0.0.1:${httpPort}`;
-  await until(async () => (await fetch(`${url}/readyz`)).ok, 'the gateway to be ready');
+  services = await startTraceServices({ root: ROOT, temp, connectionString });
+  const { url, worker, gateway } = services;
 
   database = createDatabase({ connectionString, schema: 'gateway', max: 2 });
   const auth = new AuthStore(database.db);
@@ -175,18 +127,12 @@ try {
   const section = render(result);
   console.log(`\n${section}`);
   if (!opts['no-write']) {
-    const doc = readFileSync(DOC, 'utf8');
-    const block = `${BEGIN}\n${section}\n${END}`;
-    writeFileSync(DOC, doc.includes(BEGIN) ? doc.replace(new RegExp(`${BEGIN}[\\s\\S]*?${END}`), block) : `${doc.trimEnd()}\n\n${block}\n`);
+    writeSection(DOC, BEGIN, END, section);
     log(`wrote ${DOC}`);
   }
 } finally {
-  stopping = true;
   await database?.close();
-  for (const child of children.reverse()) {
-    child.kill('SIGTERM');
-    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
-  }
+  await services?.stop();
   await postgres.stop().catch((error) => console.error(`could not stop Postgres: ${error.message}`));
   if (opts['keep-logs']) log(`kept ${temp}`);
   else rmSync(temp, { recursive: true, force: true });
