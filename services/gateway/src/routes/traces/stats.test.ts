@@ -7,29 +7,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type { AuthStore } from '@berth/auth';
-import { start as startExportWorker, type RunningExportWorker } from '@berth/export-worker';
-import { listen } from '@berth/http';
 import { ManualClock } from '@berth/clock';
-import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
-import { createGatewayApp } from '../../app.js';
-import { ControlPlaneClients } from '../../control-plane.js';
-import { ExportWorkerClients } from '../../export-worker.js';
-import { start, type RunningGateway } from '../../index.js';
-import { testGatewayConfig } from '../../__tests__/test-config.js';
+import { boundCredentialServer, startTraceStack, type TraceStack } from '../../__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
-let testDb: TestDatabase;
-let worker: RunningExportWorker;
-let gateway: RunningGateway;
+let stack: TraceStack;
 let keyA: string;
 let keyB: string;
-const clock = new ManualClock(new Date('2026-03-01T03:00:00Z'));
 
 async function call(path: string, init: { method?: string; key?: string; json?: unknown; base?: string } = {}) {
-  const res = await fetch(`${init.base ?? gateway.url}${path}`, {
+  const res = await fetch(`${init.base ?? stack.gateway.url}${path}`, {
     method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
     headers: { 'x-api-key': init.key ?? keyA, ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}) },
     body: init.json !== undefined ? JSON.stringify(init.json) : undefined,
@@ -69,30 +57,11 @@ async function projectId(key: string, name: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('gw_trace_stats');
-  worker = await startExportWorker(
-    {
-      databaseUrl: testDb.url,
-      secretKey: Buffer.alloc(32, 7).toString('base64'),
-      grpcHost: '127.0.0.1',
-      grpcPort: 0,
-      logLevel: 'silent',
-      // "Now" for a stats range without an end: three hours after the runs of the stats tests began.
-      bulkExports: { clock },
-    },
-    silentLogger(),
-  );
-  gateway = await start({ ...testGatewayConfig(testDb.url, ''), services: { 'export-worker': worker.address } }, silentLogger());
-  const a = await gateway.store.createTenant({ name: 'stats-a' });
-  const b = await gateway.store.createTenant({ name: 'stats-b' });
-  keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;
-  keyB = (await gateway.store.createApiKey({ tenantId: b.id, name: 'dev' })).key;
+  // "Now" for a stats range without an end: three hours after the runs of the stats tests began.
+  stack = await startTraceStack('gw_trace_stats', { clock: new ManualClock(new Date('2026-03-01T03:00:00Z')) });
+  ({ keyA, keyB } = stack);
 });
-afterAll(async () => {
-  await gateway?.close();
-  await worker?.close();
-  await testDb?.drop();
-});
+afterAll(async () => stack?.close());
 
 /** percentile_cont: linear interpolation between the two nearest ranks. */
 function percentile(values: number[], p: number): number | null {
@@ -263,19 +232,7 @@ describe('project statistics', () => {
   });
 
   it("a deployment's tracing credential gets the stats of its own project only", async () => {
-    const bound = { id: otherProject, name: 'another-project' };
-    // The principal the gateway's authenticate produces for a deployment's tracing credential.
-    const store = Object.create(gateway.store, {
-      verifyApiKey: { value: async (key: string) => ({ ...(await gateway.store.verifyApiKey(key))!, tracingProject: bound }) },
-    }) as AuthStore;
-    const app = createGatewayApp({
-      logger: silentLogger(),
-      store,
-      readiness: {},
-      controlPlane: new ControlPlaneClients(undefined),
-      exportWorker: new ExportWorkerClients(worker.address),
-    });
-    const server = await listen(app, '127.0.0.1', 0);
+    const server = await boundCredentialServer(stack, { id: otherProject, name: 'another-project' });
     try {
       const range = { start_time: from.toISOString(), end_time: to.toISOString() };
       expect((await call('/sessions/stats', { base: server.url, json: { session: [otherProject], ...range } })).body.projects[0].stats.run_count).toBe(1);

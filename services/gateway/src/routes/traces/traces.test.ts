@@ -8,22 +8,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import type { AuthStore } from '@berth/auth';
-import { start as startExportWorker, PendingPatchSweeper, type RunningExportWorker } from '@berth/export-worker';
+import { PendingPatchSweeper, type RunningExportWorker } from '@berth/export-worker';
 import { listen, type RunningServer } from '@berth/http';
 import { silentLogger } from '@berth/log';
-import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { Client, RunTree } from 'langsmith';
 import { traceable } from 'langsmith/traceable';
 import { createGatewayApp } from '../../app.js';
 import { ControlPlaneClients } from '../../control-plane.js';
-import { ExportWorkerClients } from '../../export-worker.js';
-import { start, type RunningGateway } from '../../index.js';
-import { testGatewayConfig } from '../../__tests__/test-config.js';
+import type { RunningGateway } from '../../index.js';
+import { boundCredentialServer, startTraceStack, type TraceStack } from '../../__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
-let testDb: TestDatabase;
+let stack: TraceStack;
 let worker: RunningExportWorker;
 let gateway: RunningGateway;
 let keyA: string;
@@ -84,23 +81,10 @@ function run(extra: Json = {}): Json {
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('gw_traces');
-  worker = await startExportWorker(
-    { databaseUrl: testDb.url, secretKey: Buffer.alloc(32, 7).toString('base64'), grpcHost: '127.0.0.1', grpcPort: 0, logLevel: 'silent' },
-    silentLogger(),
-  );
-  const config = testGatewayConfig(testDb.url, '');
-  gateway = await start({ ...config, services: { 'export-worker': worker.address } }, silentLogger());
-  const a = await gateway.store.createTenant({ name: 'traces-a' });
-  const b = await gateway.store.createTenant({ name: 'traces-b' });
-  keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;
-  keyB = (await gateway.store.createApiKey({ tenantId: b.id, name: 'dev' })).key;
+  stack = await startTraceStack('gw_traces');
+  ({ worker, gateway, keyA, keyB } = stack);
 });
-afterAll(async () => {
-  await gateway?.close();
-  await worker?.close();
-  await testDb?.drop();
-});
+afterAll(async () => stack?.close());
 
 describe('the langsmith client with its defaults', () => {
   let client: Client;
@@ -365,18 +349,7 @@ describe('a tracing-project credential', () => {
   const bound = { id: randomUUID(), name: 'deployment-x' };
 
   beforeAll(async () => {
-    // The principal another helper's authenticate produces for a deployment's tracing credential.
-    const store = Object.create(gateway.store, {
-      verifyApiKey: { value: async (key: string) => ({ ...(await gateway.store.verifyApiKey(key))!, tracingProject: bound }) },
-    }) as AuthStore;
-    const app = createGatewayApp({
-      logger: silentLogger(),
-      store,
-      readiness: {},
-      controlPlane: new ControlPlaneClients(undefined),
-      exportWorker: new ExportWorkerClients(worker.address),
-    });
-    server = await listen(app, '127.0.0.1', 0);
+    server = await boundCredentialServer(stack, bound);
   });
   afterAll(async () => server?.close());
 
