@@ -129,7 +129,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/multipart',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Ingest a batch of runs (multipart)',
       description:
         "The langsmith client's default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` " +
@@ -158,7 +158,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/batch',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Ingest a batch of runs (JSON)',
       description:
         '`{"post": [runs], "patch": [runs]}`: what the langsmith client sends when multipart is off. Answers 202 with ' +
@@ -174,7 +174,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Create a run',
       description: 'The run goes to `session_id`, else the project named `session_name` (created when missing), else "default".',
       tags,
@@ -187,7 +187,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'patch',
       path: '/runs/{run_id}',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Update a run',
       description: "Sets the fields given (end_time, outputs, error, ...). A patch that comes before its run's create waits for it.",
       tags,
@@ -201,7 +201,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'get',
       path: '/runs/{run_id}',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Get a run',
       tags,
       params: RunPath,
@@ -215,7 +215,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/query',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Query runs',
       description:
         'What `client.listRuns` sends. Conditions combine with AND; `filter`, `trace_filter` and `tree_filter` use the ' +
