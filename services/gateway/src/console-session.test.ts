@@ -8,12 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DEFAULT_SESSION_LIMITS } from '@berth/auth';
 import { ManualClock } from '@berth/clock';
 import { silentLogger } from '@berth/log';
-import { createDatabase, type Database } from '@berth/db';
+import { createPool } from '@berth/db';
 import { captureLogger, createTestDatabase, testRedisUrl, until, type TestDatabase } from '@berth/testing';
 import { loadGatewayConfig, start, type GatewayConfig, type RunningGateway } from './index.js';
 
 let testDb: TestDatabase;
-let database: Database<Record<string, never>>;
+/** Straight at the gateway's tables, to look at what is stored. */
+let pool: ReturnType<typeof createPool>;
 let gateway: RunningGateway;
 const logs = captureLogger('gateway');
 const clock = new ManualClock(Date.now());
@@ -42,7 +43,7 @@ const config = (extra: Partial<GatewayConfig> = {}): GatewayConfig => ({
 beforeAll(async () => {
   testDb = await createTestDatabase('gw_session');
   gateway = await start(config(), logs.logger);
-  database = createDatabase({ connectionString: testDb.url, schema: 'gateway' });
+  pool = createPool({ connectionString: testDb.url, schema: 'gateway' });
   tenantA = (await gateway.store.createTenant({ name: 'a' })).id;
   tenantB = (await gateway.store.createTenant({ name: 'b' })).id;
   adminKeyA = (await gateway.store.createApiKey({ tenantId: tenantA, name: 'console', role: 'admin' })).key;
@@ -50,7 +51,7 @@ beforeAll(async () => {
   keyB = (await gateway.store.createApiKey({ tenantId: tenantB, name: 'b-admin', role: 'admin' })).key;
 });
 afterAll(async () => {
-  await database.close();
+  await pool.end();
   await gateway.close();
   await testDb.drop();
 });
@@ -248,9 +249,9 @@ describe('how a session ends', () => {
   it('goes with its key when the key is deleted (as a tenant’s deletion deletes its keys)', async () => {
     const key = await gateway.store.createApiKey({ tenantId: tenantA, name: 'deleted' });
     const { session } = await signIn(key.key);
-    await database.pool.query('DELETE FROM api_keys WHERE id = $1', [key.record.id]);
+    await pool.query('DELETE FROM api_keys WHERE id = $1', [key.record.id]);
     expect((await call('GET', '/v1/me', { session })).status).toBe(401);
-    const { rows } = await database.pool.query('SELECT 1 FROM console_sessions WHERE api_key_id = $1', [key.record.id]);
+    const { rows } = await pool.query('SELECT 1 FROM console_sessions WHERE api_key_id = $1', [key.record.id]);
     expect(rows).toEqual([]);
   });
 
@@ -287,9 +288,7 @@ describe('how a session ends', () => {
     for (let i = 0; i < 4; i++) sessions.push((await signIn(key)).session);
     const statuses = await Promise.all(sessions.map(async (session) => (await call('GET', '/v1/me', { session })).status));
     expect(statuses).toEqual([401, 200, 200, 200]);
-    const stored = await database.pool.query('SELECT count(*)::int AS n FROM console_sessions s JOIN api_keys k ON k.id = s.api_key_id WHERE k.name = $1', [
-      'many',
-    ]);
+    const stored = await pool.query('SELECT count(*)::int AS n FROM console_sessions s JOIN api_keys k ON k.id = s.api_key_id WHERE k.name = $1', ['many']);
     expect(stored.rows[0].n).toBe(3);
   });
 });
@@ -300,7 +299,7 @@ describe('secrets', () => {
     await call('GET', '/v1/me', { session });
     await call('POST', `/v1/tenants/${tenantA}/api-keys`, { session, body: { name: 'x' } });
     await call('DELETE', '/v1/auth/session', { session, csrf });
-    const { rows } = await database.pool.query('SELECT * FROM console_sessions');
+    const { rows } = await pool.query('SELECT * FROM console_sessions');
     expect(rows.length).toBeGreaterThan(0);
     expect(JSON.stringify(rows)).not.toContain(session.slice(8));
     const signedOut = (line: Json) => (line.req as Json | undefined)?.method === 'DELETE' && (line.res as Json | undefined)?.statusCode === 204;
