@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
 export { assertPlatformAdmin, assertTenantAdmin, authenticateHeaders } from './authenticate.js';
-export { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, SESSION_TOKEN_PREFIX, digest, generateAccessToken, generateApiKey } from './secrets.js';
+export { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, digest, generateAccessToken, generateApiKey } from './secrets.js';
 export { ConsoleSessions, DEFAULT_SESSION_LIMITS, sessionCsrfToken } from './sessions.js';
 export type { SessionClock, SessionLimits, SessionRecord } from './sessions.js';
 export { AuthStore } from './store.js';
