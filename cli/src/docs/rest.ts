@@ -60,6 +60,7 @@ function standInApi() {
     store: unused as GatewayAppDeps['store'],
     readiness: {},
     controlPlane: unused as GatewayAppDeps['controlPlane'],
+    sessions: unused as GatewayAppDeps['sessions'],
   };
   return gatewayApi(deps);
 }

@@ -6,6 +6,8 @@ import { createHash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'brt_key_';
 export const ACCESS_TOKEN_PREFIX = 'brt_tok_';
+/** Console session tokens (the `berth_session` cookie): never accepted as a key or a bearer token. */
+export const SESSION_TOKEN_PREFIX = 'brt_ses_';
 const VISIBLE_LENGTH = 16;
 
 export function generateApiKey(): { key: string; prefix: string } {
@@ -15,6 +17,10 @@ export function generateApiKey(): { key: string; prefix: string } {
 
 export function generateAccessToken(): string {
   return ACCESS_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function generateSessionToken(): string {
+  return SESSION_TOKEN_PREFIX + randomBytes(32).toString('base64url');
 }
 
 export function digest(secret: string): Buffer {
@@ -28,4 +34,8 @@ export function looksLikeApiKey(value: string): boolean {
 
 export function looksLikeAccessToken(value: string): boolean {
   return value.startsWith(ACCESS_TOKEN_PREFIX) && value.length === ACCESS_TOKEN_PREFIX.length + 43;
+}
+
+export function looksLikeSessionToken(value: string): boolean {
+  return value.startsWith(SESSION_TOKEN_PREFIX) && value.length === SESSION_TOKEN_PREFIX.length + 43;
 }

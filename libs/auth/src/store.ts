@@ -5,9 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { sql, type Kysely, type Selectable } from '@berth/db';
 import { digest, generateAccessToken, generateApiKey, looksLikeAccessToken, looksLikeApiKey } from './secrets.js';
+import { ConsoleSessions, type SessionClock, type SessionLimits } from './sessions.js';
+import type { Principal, Role } from './principal.js';
 import type { ApiKeysTable, AuthTables, TenantsTable } from './tables.js';
 
-export type Role = 'admin' | 'member';
+export type { Principal, Role } from './principal.js';
 
 export interface Tenant {
   id: string;
@@ -27,24 +29,6 @@ export interface ApiKeyRecord {
   last_used_at: Date | null;
   expires_at: Date | null;
   revoked_at: Date | null;
-}
-
-/** Who is calling, as established from an API key or an access token. */
-export interface Principal {
-  tenantId: string;
-  role: Role;
-  /** An admin of the system tenant: may administer every tenant. */
-  platformAdmin: boolean;
-  credential:
-    | { type: 'api_key'; id: string; prefix: string }
-    | { type: 'access_token'; id: string; apiKeyId: string }
-    /** A deployment's tracing credential; `id` is the deployment's. */
-    | { type: 'tracing_credential'; id: string };
-  /**
-   * Set for a deployment's tracing credential (what its agent server traces with): it may only
-   * write and read runs of this one tracing project, and call nothing else.
-   */
-  tracingProject?: { id: string; name: string };
 }
 
 const keyColumns = ['id', 'tenant_id', 'name', 'role', 'prefix', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'] as const;
@@ -198,6 +182,11 @@ export class AuthStore {
       platformAdmin: row.is_system && row.role === 'admin',
       credential: { type: 'access_token', id: row.id, apiKeyId: row.api_key_id },
     };
+  }
+
+  /** The console sessions of these tenants' keys, timed by `clock`. */
+  consoleSessions(limits: SessionLimits, clock: SessionClock): ConsoleSessions {
+    return new ConsoleSessions(this.db, limits, clock);
   }
 
   /**

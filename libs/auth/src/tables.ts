@@ -33,8 +33,20 @@ export interface AccessTokensTable {
   revoked_at: NullableTimestamp;
 }
 
+export interface ConsoleSessionsTable {
+  id: string;
+  seq: Generated<string>;
+  tenant_id: string;
+  api_key_id: string;
+  token_hash: Buffer;
+  created_at: Date;
+  idle_expires_at: Date;
+  expires_at: Date;
+}
+
 export interface AuthTables {
   tenants: TenantsTable;
   api_keys: ApiKeysTable;
   access_tokens: AccessTokensTable;
+  console_sessions: ConsoleSessionsTable;
 }

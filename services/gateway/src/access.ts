@@ -7,13 +7,20 @@
 import type { Principal } from '@berth/auth';
 import type { Api } from '@berth/http';
 
-/** `api_key`: a tenant's API key; `access_token`: a bearer token; `tracing_credential`: a deployment's tracing credential. */
+/**
+ * `api_key`: a tenant's API key; `access_token`: a bearer token; `session`: a console session (the
+ * `berth_session` cookie of `POST /v1/auth/session`); `tracing_credential`: a deployment's tracing credential.
+ */
 export type GatewayCredential = Principal['credential']['type'];
 
 /** The gateway's route registry. */
 export type GatewayApi = Api<Principal, GatewayCredential>;
 
-/** What the deployment proxy (`/d/{deployment_id}/…`, not an Api route) takes, where the project has no auth handler of its own. */
+/**
+ * What the deployment proxy (`/d/{deployment_id}/…`, not an Api route) takes, where the project has
+ * no auth handler of its own. Not a console session: the console does not call deployments' APIs,
+ * and the cookie is never passed on to an agent server (see `admit`).
+ */
 export const PROXY_CREDENTIALS: readonly GatewayCredential[] = ['api_key', 'access_token'];
 
 /**
@@ -29,10 +36,12 @@ export function declaredAccess(api: GatewayApi, method: string, url: string | un
 const names: Record<GatewayCredential, string> = {
   api_key: 'an API key',
   access_token: 'a bearer token',
+  session: 'a console session',
   tracing_credential: 'a deployment’s tracing credential',
 };
 
-/** `an API key or a bearer token`, for refusals. */
+/** `an API key, a bearer token or a console session`, for refusals and the REST reference. */
 export function describeCredentials(kinds: readonly GatewayCredential[]): string {
-  return kinds.length ? kinds.map((kind) => names[kind]).join(' or ') : 'no credential';
+  const words = kinds.map((kind) => names[kind]);
+  return words.length > 1 ? `${words.slice(0, -1).join(', ')} or ${words.at(-1)}` : (words[0] ?? 'no credential');
 }

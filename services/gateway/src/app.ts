@@ -4,7 +4,8 @@
  * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
  * docs page.
  */
-import type { AuthStore } from '@berth/auth';
+import { DEFAULT_SESSION_LIMITS, type AuthStore, type ConsoleSessions } from '@berth/auth';
+import { systemClock } from '@berth/clock';
 import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
@@ -20,6 +21,7 @@ import { SandboxManagerClients } from './sandbox-manager.js';
 import { GatewayAuthenticator } from './trace-auth.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
+import { consoleSessionRoutes } from './routes/console-session.js';
 import { bulkExportRoutes } from './routes/bulk-exports/index.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
 import { deploymentRoutes } from './routes/deployments.js';
@@ -56,6 +58,11 @@ export interface GatewayAppDeps {
   /** @default 20 */
   loginRateLimit?: number;
   /**
+   * Console sessions (see GatewayConfig.consoleSessions).
+   * @default the store's, with DEFAULT_SESSION_LIMITS on the system clock
+   */
+  sessions?: ConsoleSessions;
+  /**
    * How long the proxy reuses a deployment's routing (`ResolveDeployment`), in milliseconds: a
    * redeploy reaches clients within about this long.
    * @default 1000
@@ -72,9 +79,29 @@ export const securitySchemes = {
   ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'An API key of the tenant' },
   TenantId: { type: 'apiKey', in: 'header', name: 'X-Tenant-Id', description: 'Optional; must match the key’s tenant' },
   Bearer: { type: 'http', scheme: 'bearer', description: 'A token from POST /v1/auth/tokens' },
+  ConsoleSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'berth_session',
+    description: 'A console session from POST /v1/auth/session; POST, PUT, PATCH and DELETE also need its X-CSRF-Token header',
+  },
 };
 
-export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator(deps.store, deploymentResolver(deps))): GatewayApi {
+/** Who requests are: the authenticator and what it consults, one set per app. */
+interface GatewayAuth {
+  resolver: DeploymentResolver;
+  sessions: ConsoleSessions;
+  auth: GatewayAuthenticator;
+}
+
+function gatewayAuth(deps: GatewayAppDeps): GatewayAuth {
+  const resolver = deploymentResolver(deps);
+  const sessions = deps.sessions ?? deps.store.consoleSessions(DEFAULT_SESSION_LIMITS, systemClock);
+  const auth = new GatewayAuthenticator(deps.store, resolver, sessions, deps.publicUrl ? { publicUrl: deps.publicUrl } : {});
+  return { resolver, sessions, auth };
+}
+
+export function gatewayApi(deps: GatewayAppDeps, { auth, sessions } = gatewayAuth(deps)): GatewayApi {
   const api: GatewayApi = new Api({ authenticate: (req, accepts) => auth.authenticate(req, accepts) });
   healthRoutes(api, {
     checks: deps.readiness,
@@ -89,6 +116,12 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
   authFlowRoutes(api, {
     controlPlane: deps.controlPlane,
     loginLimiter: new RateLimiter({ limit: perMinute, what: 'login attempts' }),
+    ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
+  });
+  consoleSessionRoutes(api, {
+    store: deps.store,
+    sessions,
+    signInLimiter: new RateLimiter({ limit: perMinute, what: 'sign-in attempts' }),
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
   loginPageRoutes(api, {
@@ -163,9 +196,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
 export function createGatewayHttp(given: GatewayAppDeps): GatewayHttp {
   // One set of sandbox-manager clients for the routes and the WebSocket endpoint.
   const deps = { ...given, sandboxManager: given.sandboxManager ?? new SandboxManagerClients(undefined) };
-  const resolver = deploymentResolver(deps);
-  const auth = new GatewayAuthenticator(deps.store, resolver);
-  const api = gatewayApi(deps, auth);
+  const parts = gatewayAuth(deps);
+  const { resolver, auth } = parts;
+  const api = gatewayApi(deps, parts);
   const sockets = new ExecSockets({
     manager: deps.sandboxManager,
     // The upgrade takes what its route (`…/execute/ws`) declares.
@@ -208,7 +241,9 @@ function proxyOperations(): Record<string, Record<string, unknown>> {
       'The `deployment_url` of a deployment: every method and path below it is proxied, streaming both ways, to the ' +
       'agent server of its serving revision (point a LangGraph SDK client at it). Without a custom auth handler in ' +
       'the project, an API key or bearer token of the deployment’s tenant is required and is not passed on; with ' +
-      'one, every header passes to the project’s handler. 401: no or bad credential (whatever the id). 404: unknown ' +
+      'one, every header passes to the project’s handler — except the console session cookie, which is refused here ' +
+      '(403) and never passed on. Answers carry `Content-Security-Policy: sandbox …` (no `allow-same-origin`): pages ' +
+      'a deployment serves never act as the gateway’s origin. 401: no or bad credential (whatever the id). 404: unknown ' +
       'deployment (or one of another tenant). 502: the agent server answered malformed. 503 with Retry-After: no ' +
       'revision serves yet, or its agent server is restarting.',
     tags: ['deployments'],
@@ -218,7 +253,13 @@ function proxyOperations(): Record<string, Record<string, unknown>> {
       { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'Any agent-server path' },
     ],
     responses: { default: { description: 'The agent server’s answer' } },
-    security: [...Object.keys(securitySchemes).map((name) => ({ [name]: [] })), {}],
+    // Not a console session: refused here (see PROXY_CREDENTIALS).
+    security: [
+      ...Object.keys(securitySchemes)
+        .filter((name) => name !== 'ConsoleSession')
+        .map((name) => ({ [name]: [] })),
+      {},
+    ],
   });
   return Object.fromEntries(['get', 'post', 'put', 'patch', 'delete'].map((m) => [m, operation(m)]));
 }

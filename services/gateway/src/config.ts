@@ -1,3 +1,5 @@
+import type { SessionLimits } from '@berth/auth';
+import type { Clock } from '@berth/clock';
 import type { QueueBackendConfig } from '@berth/queue';
 
 export interface GatewayConfig {
@@ -42,6 +44,17 @@ export interface GatewayConfig {
    * @default 20
    */
   loginRateLimit?: number;
+  /**
+   * Console sessions (`POST /v1/auth/session`): idle and absolute lifetime, live sessions per API
+   * key (CONSOLE_SESSION_IDLE_SECONDS, CONSOLE_SESSION_MAX_SECONDS, CONSOLE_SESSIONS_PER_KEY).
+   * @default { idleSeconds: 3600, maxSeconds: 43200, perKey: 10 }
+   */
+  consoleSessions?: Partial<SessionLimits>;
+  /**
+   * The clock console sessions expire on (tests pass a ManualClock).
+   * @default systemClock
+   */
+  clock?: Clock;
   /**
    * Apply the gateway's migrations at start (under a lock, so many replicas may do it).
    * @default true

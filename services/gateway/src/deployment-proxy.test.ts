@@ -103,6 +103,11 @@ async function startUpstream(name: string): Promise<Upstream> {
       res.end(JSON.stringify({ detail: 'short and stout' }));
       return;
     }
+    if (path === '/plant-session') {
+      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['berth_session=planted; Path=/; HttpOnly', 'theirs=2; Path=/'] });
+      res.end('{}');
+      return;
+    }
     if (path === '/auth-only') {
       if (req.headers.authorization !== 'Bearer user-token') {
         res.writeHead(401, { 'content-type': 'application/json' });
@@ -456,6 +461,38 @@ describe('custom auth', () => {
     const ok = await get(`/d/${id}/auth-only`, { authorization: 'Bearer user-token', 'x-api-key': 'the-projects-own-key' });
     expect(ok.status).toBe(200);
     expect(ok.body.headers).toMatchObject({ authorization: 'Bearer user-token', 'x-api-key': 'the-projects-own-key' });
+  });
+});
+
+describe('console sessions', () => {
+  it('are refused at deployment URLs, never passed on to an agent server, never set by one, never usable by its pages', async () => {
+    const signIn = await fetch(`${gateway.url}/v1/auth/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: keyA }),
+    });
+    const session = /^berth_session=([^;]+)/.exec(signIn.headers.getSetCookie()[0] ?? '')?.[1];
+    expect(session).toMatch(/^brt_ses_/);
+    const cookie = `berth_session=${session}; theirs=1`;
+    const id = route(upstreamA.url);
+    const refused = await get(`/d/${id}/echo`, { cookie });
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toMatch(/not a console session/);
+    // With a key, the key is what counts; the cookie still stays with the gateway.
+    const withKey = await get(`/d/${id}/echo`, { 'x-api-key': keyA, cookie });
+    expect(withKey.status).toBe(200);
+    expect(withKey.body.headers.cookie).toBe('theirs=1');
+    // A project with its own auth gets every header but the console session.
+    const custom = route(upstreamA.url, { customAuth: true });
+    const passed = await get(`/d/${custom}/echo`, { cookie });
+    expect(passed.body.headers.cookie).toBe('theirs=1');
+    const alone = await get(`/d/${custom}/echo`, { cookie: `berth_session=${session}` });
+    expect(alone.body.headers).not.toHaveProperty('cookie');
+    expect(JSON.stringify(upstreamA.seen)).not.toContain(session!);
+    const planted = await get(`/d/${custom}/plant-session`, {});
+    expect(planted.headers.getSetCookie()).toEqual(['theirs=2; Path=/']);
+    // Its pages run in an origin of their own, not the console's (see console-session-browser.test.ts).
+    expect(planted.headers.get('content-security-policy')).toBe('sandbox allow-downloads allow-forms allow-modals allow-popups allow-scripts');
   });
 });
 

@@ -50,6 +50,23 @@ const schema = z.object({
     .min(60)
     .max(30 * 24 * 3600)
     .default(30 * 24 * 3600),
+  // The defaults of the CONSOLE_SESSION* settings are @berth/auth's DEFAULT_SESSION_LIMITS (a test keeps them equal).
+  /** Seconds a console session (the `berth_session` cookie) lives without a request (1 minute to 1 day). */
+  CONSOLE_SESSION_IDLE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(24 * 3600)
+    .default(3600),
+  /** Seconds a console session lives at most, however active (5 minutes to 30 days). */
+  CONSOLE_SESSION_MAX_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(300)
+    .max(30 * 24 * 3600)
+    .default(12 * 3600),
+  /** Live console sessions one API key may hold (1 to 1000); signing in beyond it ends the key's oldest session. */
+  CONSOLE_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1000).default(10),
   /** gRPC addresses (host:port) of the internal services that /readyz checks. */
   CONTROL_PLANE_GRPC_ADDRESS: z.string().optional(),
   SANDBOX_MANAGER_GRPC_ADDRESS: z.string().optional(),
@@ -75,5 +92,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     ...(e.BERTH_PUBLIC_URL ? { publicUrl: e.BERTH_PUBLIC_URL } : {}),
     loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
     corsAllowOrigins: e.GATEWAY_CORS_ALLOW_ORIGINS,
+    consoleSessions: {
+      idleSeconds: e.CONSOLE_SESSION_IDLE_SECONDS,
+      maxSeconds: e.CONSOLE_SESSION_MAX_SECONDS,
+      perKey: e.CONSOLE_SESSIONS_PER_KEY,
+    },
   };
 }

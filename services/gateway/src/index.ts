@@ -3,7 +3,8 @@
  * reports readiness of Postgres and the internal services.
  */
 import { randomUUID } from 'node:crypto';
-import { AuthStore, authMigrationsDir, type AuthTables } from '@berth/auth';
+import { AuthStore, authMigrationsDir, DEFAULT_SESSION_LIMITS, type AuthTables } from '@berth/auth';
+import { systemClock } from '@berth/clock';
 import { createDatabase, migrate, sql } from '@berth/db';
 import { listen } from '@berth/http';
 import { createLogger, type Logger } from '@berth/log';
@@ -93,6 +94,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
     ...(config.corsAllowOrigins ? { corsAllowOrigins: config.corsAllowOrigins } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
+    sessions: store.consoleSessions({ ...DEFAULT_SESSION_LIMITS, ...config.consoleSessions }, config.clock ?? systemClock),
   });
   const server = await listen(app, config.host, config.port);
   server.server.on('upgrade', (req, socket, head) => {

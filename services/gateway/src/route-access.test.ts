@@ -40,4 +40,13 @@ describe('route access', () => {
     // On a difference: the route added or changed is in the diff; update route-access.txt in the same change.
     expect(accessTable(rows)).toBe(table);
   });
+
+  it('lets a console session call every route an API key can, except minting bearer tokens', () => {
+    const api = gatewayApi({ logger: silentLogger(), store: new AuthStore(database.db as never), readiness: {}, controlPlane });
+    // A token minted with a session would outlive its sign-out and its idle expiry.
+    const keyOnly = api.routes
+      .filter(({ access }) => access !== 'public' && access.includes('api_key') && !access.includes('session'))
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    expect(keyOnly).toEqual(['POST /v1/auth/tokens']);
+  });
 });

@@ -68,13 +68,24 @@ export const TokenOut = z.object({
   expires_at: timestamp,
 });
 
+export const SessionBody = z.strictObject({
+  api_key: z.string().max(200).describe('An API key of your tenant; the session acts as this key'),
+});
+
+export const SessionOut = z.object({
+  tenant_id: Uuid,
+  key_name: z.string().describe('Name of the API key the session acts as'),
+  csrf_token: z.string().describe('Send it as X-CSRF-Token on every POST, PUT, PATCH and DELETE made with the session cookie'),
+  expires_at: timestamp.describe('When the session ends at the latest; an hour without requests ends it sooner (by default)'),
+});
+
 export const MeOut = z.object({
   tenant_id: Uuid,
   tenant_name: z.string(),
   role: z.enum(['admin', 'member']),
   platform_admin: z.boolean(),
   credential: z.object({
-    type: z.enum(['api_key', 'access_token']),
+    type: z.enum(['api_key', 'access_token', 'session']),
     id: Uuid,
     prefix: z.string().optional(),
   }),

@@ -12,13 +12,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deploymentTracingCredential, SecretBox, start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
+import { DEFAULT_SESSION_LIMITS } from '@berth/auth';
+import { systemClock } from '@berth/clock';
 import { UnauthenticatedError } from '@berth/errors';
 import { AGENT_SERVE_SCRIPT } from '../../agent-runtime/src/index.js';
 import { Api, createApp, listen } from '@berth/http';
 import { silentLogger } from '@berth/log';
 import { z } from 'zod';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
-import { declaredAccess, type GatewayApi } from './access.js';
+import { declaredAccess, describeCredentials, type GatewayApi, type GatewayCredential } from './access.js';
 import { gatewayApi } from './app.js';
 import { ControlPlaneClients } from './control-plane.js';
 import { start, type RunningGateway } from './index.js';
@@ -78,7 +80,7 @@ afterAll(async () => {
 /** The gateway's authenticator on the real control plane, without caching. */
 function authenticator(): GatewayAuthenticator {
   const resolver = new DeploymentResolver(async (deploymentId) => clients.deployments.resolveDeployment({ deploymentId }), { ttlMs: 0 });
-  return new GatewayAuthenticator(gateway.store, resolver);
+  return new GatewayAuthenticator(gateway.store, resolver, gateway.store.consoleSessions(DEFAULT_SESSION_LIMITS, systemClock));
 }
 
 async function call(path: string, key: string, method = 'GET') {
@@ -98,7 +100,7 @@ async function send(method: string, path: string, headers: Record<string, string
 }
 
 describe('the tenant’s credentials', () => {
-  it('an API key and a bearer token pass authentication on every route declaring them; a bearer token is refused where only a key is', async () => {
+  it('an API key and a bearer token pass authentication on every route declaring them, and are refused (403) where the route takes another kind', async () => {
     const token = (
       (await (await fetch(`${gateway.url}/v1/auth/tokens`, { method: 'POST', headers: { 'x-api-key': apiKey } })).json()) as { access_token: string }
     ).access_token;
@@ -119,7 +121,7 @@ describe('the tenant’s credentials', () => {
             route: spec.path,
             kind,
             status: 403,
-            detail: 'This route takes an API key, not a bearer token',
+            detail: `This route takes ${describeCredentials(spec.access as readonly GatewayCredential[])}, not ${describeCredentials([kind])}`,
           });
         }
       }

@@ -25,6 +25,12 @@
  *   preflight tells no more about a deployment than its CORS answer. Other answers carry the agent
  *   server's Access-Control-* headers untouched; the gateway's own (below) allow any origin to read
  *   them, without credentials, so a page can show why a call failed.
+ * - The console's origin is the gateway's, and so is a deployment URL's: a page an agent server
+ *   serves (a custom route) would be same-origin with the console and could use its session. So the
+ *   console session cookie is never passed on nor accepted from an agent server (`admit`,
+ *   `answerHeaders`), and every answer carries `Content-Security-Policy: sandbox …` without
+ *   `allow-same-origin`: a document from a deployment URL runs in an opaque origin of its own,
+ *   whose requests to the gateway carry no session cookie and no same-origin `Origin`.
  * - Answers of its own are JSON `{"detail": …}`: 401 (no or bad credential), 404 (unknown or
  *   deleted deployment, or a malformed id), 502 (the agent server's answer is malformed), 503 with
  *   Retry-After (no revision serves yet, or its agent server is down or restarting), 503 without
@@ -43,6 +49,7 @@ import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
 import type { DeploymentResolver, ResolvedDeployment } from './resolver.js';
 import { PROXY_CREDENTIALS } from '../access.js';
+import { SESSION_COOKIE, withoutCookie, withoutSetCookie } from '../cookies.js';
 import type { AuthRequest, GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
@@ -106,6 +113,25 @@ function sendJson(res: ServerResponse, status: number, detail: unknown, extra: R
   res.end(body);
 }
 
+/** Pages of deployments run scripts, forms and popups, but never as the gateway's (the console's) origin. */
+export const DEPLOYMENT_PAGE_CSP = 'sandbox allow-downloads allow-forms allow-modals allow-popups allow-scripts';
+
+/**
+ * An agent server's answer headers as the client gets them: end-to-end ones, never the deployment's
+ * credential, never a console session cookie (a deployment may not sign a browser in), and the
+ * sandbox that keeps its pages out of the gateway's origin (added to any policy of its own).
+ */
+export function answerHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out = endToEndHeaders(headers);
+  delete out[DEPLOYMENT_CREDENTIAL_HEADER];
+  const cookies = withoutSetCookie(out['set-cookie'], SESSION_COOKIE);
+  if (cookies) out['set-cookie'] = cookies;
+  else delete out['set-cookie'];
+  const policies = out['content-security-policy'];
+  out['content-security-policy'] = [...(policies === undefined ? [] : Array.isArray(policies) ? policies : [policies]), DEPLOYMENT_PAGE_CSP];
+  return out;
+}
+
 /** Where a request for a deployment goes (the headers to send), or the answer refusing it. */
 export type Admission =
   | { ok: true; target: ResolvedDeployment; headers: Record<string, string | string[]> }
@@ -124,6 +150,10 @@ export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { head
   const target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
   const headers = endToEndHeaders(req.headers);
   delete headers[DEPLOYMENT_CREDENTIAL_HEADER];
+  // The console session is the gateway's, whoever authenticates: no agent server ever sees it.
+  const cookie = withoutCookie(headers.cookie, SESSION_COOKIE);
+  if (cookie) headers.cookie = cookie;
+  else delete headers.cookie;
   if (!target?.customAuth) {
     // Throws the same 401 for a missing or bad credential whatever the id names.
     const principal = await deps.auth.authenticate(req, PROXY_CREDENTIALS);
@@ -162,6 +192,8 @@ export function deploymentProxy(deps: DeploymentProxyDeps): RequestHandler {
       next();
       return;
     }
+    // On the gateway's own answers too: they look like the agent server's (see answerHeaders).
+    res.setHeader('content-security-policy', DEPLOYMENT_PAGE_CSP);
     proxy(deps, req, res, match[1]!, match[2] ?? '').catch((error: unknown) => {
       const { status, body, headers } = httpErrorBody(error);
       if (status >= 500) deps.logger.error({ err: error, method: req.method, deploymentId: match[1] }, 'proxying failed');
@@ -239,9 +271,7 @@ function forward(
   upstream.once('response', (answer) => {
     answer.once('error', () => res.destroy());
     answer.once('aborted', () => res.destroy());
-    const answerHeaders = endToEndHeaders(answer.headers);
-    delete answerHeaders[DEPLOYMENT_CREDENTIAL_HEADER];
-    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answerHeaders);
+    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answerHeaders(answer.headers));
     // Headers go out now, before the first body chunk: a stream's client sees it open at once.
     res.flushHeaders();
     answer.pipe(res);

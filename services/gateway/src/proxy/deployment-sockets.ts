@@ -18,7 +18,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, refuseUpgrade } from '@berth/http';
-import { admit, endToEndHeaders, PROXY_PATH, requestIdOf, upstreamRequest, type DeploymentProxyDeps } from './deployment-proxy.js';
+import { admit, answerHeaders, PROXY_PATH, requestIdOf, upstreamRequest, type DeploymentProxyDeps } from './deployment-proxy.js';
 import type { ResolvedDeployment } from './resolver.js';
 
 /** The subprotocol a browser app offers beside the key's, and gets answered. */
@@ -68,7 +68,7 @@ export class DeploymentSockets {
     if (keyProtocol && authHeaders['x-api-key'] === undefined && authHeaders.authorization === undefined) {
       authHeaders['x-api-key'] = keyProtocol.slice(API_KEY_SUBPROTOCOL_PREFIX.length);
     }
-    const admission = await admit(this.deps, { headers: authHeaders }, rawId);
+    const admission = await admit(this.deps, { headers: authHeaders, method: req.method }, rawId);
     if (!admission.ok) return refuseUpgrade(socket, admission.status, admission.detail, admission.headers);
     const { target, headers } = admission;
     const origin = req.headers.origin;
@@ -86,8 +86,8 @@ export class DeploymentSockets {
     socket.once('close', () => upstream.destroy());
     upstream.once('upgrade', (answer, upstreamSocket, upstreamHead) => {
       const lines = ['HTTP/1.1 101 Switching Protocols', 'Connection: Upgrade', `Upgrade: ${String(answer.headers.upgrade)}`];
-      for (const [name, value] of Object.entries(endToEndHeaders(answer.headers))) {
-        if (name === DEPLOYMENT_CREDENTIAL_HEADER || name === 'sec-websocket-protocol') continue;
+      for (const [name, value] of Object.entries(answerHeaders(answer.headers))) {
+        if (name === 'sec-websocket-protocol') continue;
         for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
       }
       const chosen = answer.headers['sec-websocket-protocol'] ?? (offered.includes(BERTH_SUBPROTOCOL) ? BERTH_SUBPROTOCOL : undefined);
@@ -100,10 +100,9 @@ export class DeploymentSockets {
     });
     upstream.once('response', (answer) => {
       // The agent server refused the upgrade: its answer, as it sent it.
-      const answerHeaders = endToEndHeaders(answer.headers);
-      delete answerHeaders[DEPLOYMENT_CREDENTIAL_HEADER];
       const lines = [`HTTP/1.1 ${answer.statusCode ?? 502} ${answer.statusMessage ?? ''}`, 'Connection: close'];
-      for (const [name, value] of Object.entries(answerHeaders)) for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
+      for (const [name, value] of Object.entries(answerHeaders(answer.headers)))
+        for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       answer.pipe(socket);
     });

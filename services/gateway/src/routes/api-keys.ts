@@ -8,7 +8,7 @@ export function apiKeyRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'post',
       path: '/v1/tenants/{tenant_id}/api-keys',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create an API key (the key is shown only in this response)',
       tags: ['api-keys'],
       params: TenantPath,
@@ -30,7 +30,7 @@ export function apiKeyRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants/{tenant_id}/api-keys',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List API keys (revoked ones included, marked by revoked_at)',
       tags: ['api-keys'],
       params: TenantPath,
@@ -43,7 +43,7 @@ export function apiKeyRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'delete',
       path: '/v1/tenants/{tenant_id}/api-keys/{key_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Revoke an API key (and the bearer tokens it minted)',
       tags: ['api-keys'],
       params: ApiKeyPath,

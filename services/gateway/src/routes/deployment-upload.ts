@@ -48,7 +48,7 @@ export function uploadRoutes(api: GatewayApi, deps: UploadRouteDeps): void {
   api.route({
     method: 'post',
     path: '/v2/deployments/{deployment_id}/upload',
-    access: ['api_key', 'access_token'],
+    access: ['api_key', 'access_token', 'session'],
     summary: 'Upload a project tarball',
     description:
       'Send the gzipped tarball as the raw body (`Content-Type: application/gzip` or `application/octet-stream`, ' +

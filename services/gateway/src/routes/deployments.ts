@@ -136,7 +136,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'post',
       path: '/v2/deployments',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a deployment (and its first revision)',
       description:
         'The first revision of an `internal_source` deployment without a `source_tarball_path` waits (AWAITING_SOURCE) ' +
@@ -166,7 +166,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List deployments, newest first',
       description: 'Answers `{resources, offset}`; pass `offset` back to read the next page.',
       tags,
@@ -187,7 +187,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a deployment',
       tags,
       params: DeploymentPath,
@@ -202,7 +202,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'patch',
       path: '/v2/deployments/{deployment_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Update a deployment',
       description:
         'Fields left out (or null) are not changed. A `source_revision_config` makes a new revision (with ' +
@@ -229,7 +229,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'delete',
       path: '/v2/deployments/{deployment_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a deployment',
       description: 'Its agent server stops, and its revisions, logs, secrets and uploads are removed.',
       tags,
@@ -242,7 +242,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List revisions of a deployment, newest first',
       tags,
       params: DeploymentPath,
@@ -263,7 +263,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a revision (poll its status until DEPLOYED)',
       tags,
       params: RevisionPath,
@@ -278,7 +278,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'post',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Deploy an earlier revision again',
       tags,
       params: RevisionPath,
@@ -293,7 +293,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Build and deploy logs of a revision',
       description: 'Entries come oldest first; pass `next_offset` back as `offset` to read on (to follow a build, poll).',
       tags,
@@ -306,7 +306,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'get',
       path: '/v2/deployments/{deployment_id}/logs',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Build and deploy logs of the latest revision',
       description: 'Like the logs of a revision, for the newest one; `revision_id` says which that was.',
       tags,
@@ -319,7 +319,7 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
     .route({
       method: 'post',
       path: '/v2/deployments/{deployment_id}/webhook-secret',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Rotate the run-webhook signing secret',
       description:
         "Makes a new secret with which the deployment's agent servers sign run webhooks (`whsec_…`, Standard " +

@@ -14,6 +14,7 @@ import { isBerthError } from '@berth/errors';
 import { AuthFlowStatus, timestampDate, type AuthFlow } from '@berth/proto';
 import type { Request, Response } from 'express';
 import type { ControlPlaneClients } from '../control-plane.js';
+import { cookieValue } from '../cookies.js';
 import { approvalForm, message, sendPage } from '../login-html.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { LoginApproveBody, LoginPagePath } from '../schemas.js';
@@ -32,14 +33,6 @@ export interface LoginPageDeps {
 
 const CSRF_COOKIE = 'berth_login_csrf';
 const RUN_AGAIN = 'Run `berth login` again to get a new link.';
-
-function cookieValue(req: Request, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const [key, ...rest] = part.trim().split('=');
-    if (key === name) return rest.join('=');
-  }
-  return undefined;
-}
 
 function sameSecret(a: string | undefined, b: string | undefined): boolean {
   if (!a || !b) return false;
@@ -148,7 +141,7 @@ export function loginPageRoutes(api: GatewayApi, deps: LoginPageDeps): void {
       errors: [401, 403, 404, 409, 410, 429],
       handler: async ({ params, body, req, res }) => {
         deps.approveLimiter.take(req.ip ?? 'unknown');
-        const cookie = cookieValue(req, CSRF_COOKIE);
+        const cookie = cookieValue(req.headers, CSRF_COOKIE);
         if (!sameSite(req.get('origin'), publicOrigin(req, deps.publicUrl)) || !sameSecret(cookie, body.csrf_token)) {
           sendPage(
             res,

@@ -8,7 +8,7 @@ export function meRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/me',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Who the credentials belong to',
       tags: ['auth'],
       response: MeOut,
@@ -22,7 +22,8 @@ export function meRoutes(api: GatewayApi, store: AuthStore): void {
           credential:
             auth.credential.type === 'api_key'
               ? { type: 'api_key' as const, id: auth.credential.id, prefix: auth.credential.prefix }
-              : { type: 'access_token' as const, id: auth.credential.id },
+              : // The route takes no tracing credential.
+                { type: auth.credential.type as 'access_token' | 'session', id: auth.credential.id },
         };
       },
     })
@@ -31,7 +32,9 @@ export function meRoutes(api: GatewayApi, store: AuthStore): void {
       path: '/v1/auth/tokens',
       access: ['api_key'],
       summary: 'Exchange an API key for a bearer token',
-      description: 'The token acts with the tenant and role of the key, and stops working when the key is revoked.',
+      description:
+        'The token acts with the tenant and role of the key, and stops working when the key is revoked. Takes the key ' +
+        'itself only: not a console session, whose sign-out and short lifetime a token would outlive.',
       tags: ['auth'],
       body: CreateTokenBody,
       status: 201,

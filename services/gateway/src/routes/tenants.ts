@@ -9,7 +9,7 @@ export function tenantRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'post',
       path: '/v1/tenants',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a tenant and its first admin API key',
       tags: ['tenants'],
       body: CreateTenantBody,
@@ -25,7 +25,7 @@ export function tenantRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List tenants',
       tags: ['tenants'],
       query: Page,
@@ -39,7 +39,7 @@ export function tenantRoutes(api: GatewayApi, store: AuthStore): void {
     .route({
       method: 'get',
       path: '/v1/tenants/{tenant_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a tenant',
       tags: ['tenants'],
       params: TenantPath,

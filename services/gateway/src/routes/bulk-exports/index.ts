@@ -107,7 +107,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'post',
       path: '/api/v1/bulk-exports/destinations',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create an export destination (an S3-compatible bucket)',
       description:
         'Checked before it is saved by writing a small object under `<prefix>/tmp/` (removed again when the credentials may ' +
@@ -135,7 +135,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/destinations',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List export destinations, newest first',
       tags,
       query: ListDestinationsQuery,
@@ -147,7 +147,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get an export destination',
       tags,
       params: DestinationPath,
@@ -161,7 +161,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'patch',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Rename a destination or rotate its credentials',
       description: 'New credentials are checked with a test write before they are saved (a 400 when it fails); runs started later use them.',
       tags,
@@ -183,7 +183,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'delete',
       path: '/api/v1/bulk-exports/destinations/{destination_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete an export destination',
       description: 'Refused (409) while an export that has not finished, or a schedule that is not cancelled, writes to it.',
       tags,
@@ -196,7 +196,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'post',
       path: '/api/v1/bulk-exports',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a bulk export (one-time, or scheduled with interval_hours)',
       description:
         'A one-time export writes the runs of `session_id` whose start_time is in [start_time, end_time) to the destination as ' +
@@ -225,7 +225,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List bulk exports, newest first',
       description: 'A JSON array; page with `limit` (at most 1000) and `offset`.',
       tags,
@@ -238,7 +238,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/{export_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a bulk export and its status',
       tags,
       params: ExportPath,
@@ -252,7 +252,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'patch',
       path: '/api/v1/bulk-exports/{export_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Cancel a bulk export or a schedule',
       description:
         '`{"status": "CANCELLED"}` is the only change. A running export stops between pages; a cancelled schedule spawns no ' +
@@ -270,7 +270,7 @@ export function bulkExportRoutes(api: GatewayApi, deps: BulkExportRouteDeps): vo
     .route({
       method: 'get',
       path: '/api/v1/bulk-exports/{export_id}/runs',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List the runs of a bulk export (one per UTC day)',
       description: 'Each with its status, rows written, files written and the error of each failed attempt (`errors.retry_<n>`).',
       tags,

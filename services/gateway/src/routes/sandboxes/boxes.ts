@@ -49,7 +49,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a sandbox',
       description:
         'From `snapshot_id`, `snapshot_name` (`name` or `name:tag`) or `template_name` (a Berth template; served from its warm ' +
@@ -112,7 +112,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List sandboxes, newest first',
       description: '`sandboxes` and `items` hold the same page; pass `next_cursor` back as `cursor` (or use `offset`) for the next one.',
       tags,
@@ -129,7 +129,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a sandbox',
       tags,
       params: NamePath,
@@ -140,7 +140,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/boxes/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Rename a sandbox or change its TTLs and labels',
       description: 'Its `dataplane_url` stays the same. 409: the new name is taken.',
       tags,
@@ -163,7 +163,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/boxes/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a sandbox and its files',
       description: 'Taken even while the sandbox engine is down: the sandbox is gone at once, its container once the engine answers again.',
       tags,
@@ -176,7 +176,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/boxes/{name}/status',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'The status of a sandbox',
       description: '`provisioning`, `ready`, `failed` (status_message says why: image pull, out of memory, …) or `stopped`.',
       tags,
@@ -191,7 +191,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes/{name}/stop',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Stop a sandbox (its files are kept)',
       description: 'Commands end; `start`, or any data-plane call, resumes it with its files and TTLs.',
       tags,
@@ -204,7 +204,7 @@ export function boxRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/boxes/{name}/start',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Start a stopped (or failed) sandbox',
       description:
         "Answers at once; poll /status until `ready`. Its files, TTLs and dataplane_url are kept. 429: its memory or CPU would go beyond the tenant's quota.",

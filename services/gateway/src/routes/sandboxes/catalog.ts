@@ -17,7 +17,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/registries',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Store pull credentials for a container registry',
       description:
         'Templates name it in `registry_name` (snapshots in `registry_id`). The password is stored encrypted and never returned. 409: the name is taken.',
@@ -41,7 +41,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/registries',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List registries',
       tags,
       response: z.object({ registries: z.array(RegistryOut) }),
@@ -51,7 +51,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/registries/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a registry',
       tags,
       params: NamePath,
@@ -62,7 +62,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/registries/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a registry',
       description: 'Refused (409) while a template pulls with it.',
       tags,
@@ -75,7 +75,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/volumes',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a named persistent volume',
       description:
         'Templates mount it with `volumes: [{volume_name, mount_path}]`; its files outlive the sandboxes. `size` is a quantity (`1Gi`). 409: the name is taken.',
@@ -90,7 +90,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/volumes',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List volumes',
       tags,
       response: z.object({ volumes: z.array(VolumeOut) }),
@@ -100,7 +100,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/volumes/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a volume',
       tags,
       params: NamePath,
@@ -111,7 +111,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/volumes/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a volume and its files',
       description: 'Refused (409) while a template mounts it.',
       tags,
@@ -124,7 +124,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/pools',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Keep ready sandboxes of a template in reserve (a warm pool)',
       description:
         'A sandbox created from `template_name` is then taken from the pool when one is ready, and the pool refills. A change of ' +
@@ -142,7 +142,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/pools',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List warm pools',
       tags,
       response: z.object({ pools: z.array(PoolOut) }),
@@ -152,7 +152,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/pools/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a warm pool',
       tags,
       params: NamePath,
@@ -163,7 +163,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/pools/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Resize a warm pool',
       tags,
       params: NamePath,
@@ -176,7 +176,7 @@ export function catalogRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/pools/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a warm pool and its idle members',
       tags,
       params: NamePath,

@@ -51,7 +51,7 @@ export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Run a command and answer its output when it exits',
       description:
         '`{"command", "timeout" (seconds, default 60), "shell" (default /bin/bash, else /bin/sh), "env", "cwd"}` → ' +
@@ -129,7 +129,7 @@ export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/dataplane/{sandbox_id}/upload',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Write a file (multipart, part `file`)',
       description:
         '`multipart/form-data` with one part named `file` holding the bytes (binary-safe, at most 512 MiB). Parent ' +
@@ -175,7 +175,7 @@ export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/dataplane/{sandbox_id}/download',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Read a file (raw bytes)',
       description: 'The file’s bytes as `application/octet-stream`, streamed. 404 `{"detail": {"error": "FileNotFound"}}` when it does not exist.',
       tags,
@@ -213,7 +213,7 @@ export function dataPlaneRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/dataplane/{sandbox_id}/execute/ws',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Streaming command execution (WebSocket)',
       description:
         'Upgrade to a WebSocket (header X-Api-Key). Client frames (JSON text): `execute` {command, timeout_seconds, shell, env, ' +

@@ -71,7 +71,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/templates',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a sandbox template',
       description:
         'An image (any registry; a private one with `registry_name`), optional `resources` as Kubernetes quantities ' +
@@ -103,7 +103,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/templates',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List sandbox templates',
       tags,
       query: ListTemplatesQuery,
@@ -123,7 +123,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/templates/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a sandbox template',
       tags,
       params: TemplatePath,
@@ -134,7 +134,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'patch',
       path: '/api/v2/sandboxes/templates/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Change a sandbox template',
       description:
         'Only the fields given change (`volumes` replaces the list; `registry_name: null` pulls without credentials). A new ' +
@@ -162,7 +162,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/templates/{name}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a sandbox template',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,
@@ -175,7 +175,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'post',
       path: '/api/v2/sandboxes/snapshots',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a snapshot (an image sandboxes start from)',
       description:
         'What `SandboxClient.createSnapshot` sends. The image is pulled in the background (`status` building, then ready or ' +
@@ -201,7 +201,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/snapshots',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'List snapshots, newest first',
       tags,
       query: ListSnapshotsQuery,
@@ -227,7 +227,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'get',
       path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Get a snapshot',
       tags,
       params: SnapshotPath,
@@ -239,7 +239,7 @@ export function templateRoutes(api: GatewayApi, deps: SandboxRouteDeps): void {
     .route({
       method: 'delete',
       path: '/api/v2/sandboxes/snapshots/{snapshot_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a snapshot',
       description: 'Refused (409) while a sandbox or a warm pool uses it.',
       tags,

@@ -130,7 +130,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/multipart',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Ingest a batch of runs (multipart)',
       description:
         "The langsmith client's default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` " +
@@ -159,7 +159,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/batch',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Ingest a batch of runs (JSON)',
       description:
         '`{"post": [runs], "patch": [runs]}`: what the langsmith client sends when multipart is off. Answers 202 with ' +
@@ -175,7 +175,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Create a run',
       description: 'The run goes to `session_id`, else the project named `session_name` (created when missing), else "default".',
       tags,
@@ -188,7 +188,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'patch',
       path: '/runs/{run_id}',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Update a run',
       description: "Sets the fields given (end_time, outputs, error, ...). A patch that comes before its run's create waits for it.",
       tags,
@@ -202,7 +202,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'get',
       path: '/runs/{run_id}',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Get a run',
       tags,
       params: RunPath,
@@ -216,7 +216,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/query',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Query runs',
       description:
         'What `client.listRuns` sends. Conditions combine with AND; `filter`, `trace_filter` and `tree_filter` use the ' +
@@ -260,7 +260,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
     .route({
       method: 'post',
       path: '/runs/filter/validate',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Check filters without running a query (a Berth addition)',
       description:
         'For checking a filter as it is typed: 200 when every filter given parses, else the 422 `POST /runs/query` would ' +

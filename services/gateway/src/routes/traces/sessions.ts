@@ -72,7 +72,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'post',
       path: '/sessions',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Create a tracing project',
       description: 'Names are unique per tenant: 409 for a taken name, unless `upsert=true`, which answers the existing project.',
       tags,
@@ -99,7 +99,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'get',
       path: '/sessions',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'List tracing projects',
       description: 'Newest first, `offset`/`limit` paging (a JSON array). `name` matches exactly, `name_contains` a substring.',
       tags,
@@ -164,7 +164,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'get',
       path: '/sessions/{session_id}',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: 'Get a tracing project',
       tags,
       params: SessionPath,
@@ -185,7 +185,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'patch',
       path: '/sessions/{session_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Update a tracing project',
       description: 'Fields left out or null are not changed; `extra` replaces the whole object.',
       tags,
@@ -209,7 +209,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'delete',
       path: '/sessions/{session_id}',
-      access: ['api_key', 'access_token'],
+      access: ['api_key', 'access_token', 'session'],
       summary: 'Delete a tracing project and its runs',
       tags,
       params: SessionPath,
