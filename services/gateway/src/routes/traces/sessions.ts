@@ -128,7 +128,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({
       method: 'post',
       path: '/sessions/stats',
-      access: ['api_key', 'access_token', 'tracing_credential'],
+      access: ['api_key', 'access_token', 'session', 'tracing_credential'],
       summary: "Projects' run statistics over time (a Berth addition)",
       description:
         'For each project: run count, error rate, p50/p99 latency, tokens and cost over `[start_time, end_time)`, as ' +
