@@ -282,7 +282,7 @@ describe('berth deploy list / revisions / logs / delete', () => {
     // Follow: new lines of the latest revision appear as they are written.
     const follow = capture();
     const controller = new AbortController();
-    const following = deployLogs(env, { deploymentId: first.deployment.id, follow: true, pollMs: 50, signal: controller.signal }, follow.print, dir);
+    const following = deployLogs(env, { deploymentId: first.deployment.id, follow: true, signal: controller.signal }, follow.print, dir);
     await until('the first lines', () => (follow.lines.length ? true : undefined), 10_000, 20);
     const latest = fake.deployments.get(first.deployment.id)!.latestRevisionId;
     fake.addLog(latest, 'deploy', 'GET /ok 200');

@@ -6,6 +6,7 @@
  */
 import type { AuthStore } from '@berth/auth';
 import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
+import type { Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
 import { declaredAccess, type GatewayApi } from './access.js';
@@ -22,6 +23,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { authFlowRoutes } from './routes/auth-flows.js';
 import { bulkExportRoutes } from './routes/bulk-exports/index.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
+import { deploymentStreamRoutes } from './routes/deployment-streams.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
@@ -61,6 +63,8 @@ export interface GatewayAppDeps {
    * @default 1000
    */
   resolveCacheMs?: number;
+  /** See GatewayConfig.clock. @default systemClock */
+  clock?: Clock;
   /**
    * Largest project tarball `POST /v2/deployments/{id}/upload` takes, in bytes.
    * @default 209715200 (200 MB)
@@ -103,6 +107,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
     ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}),
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
+  deploymentStreamRoutes(api, { controlPlane: deps.controlPlane, ...(deps.clock ? { clock: deps.clock } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, {
     exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined),

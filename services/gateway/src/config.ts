@@ -1,3 +1,4 @@
+import type { Clock } from '@berth/clock';
 import type { QueueBackendConfig } from '@berth/queue';
 
 export interface GatewayConfig {
@@ -47,4 +48,6 @@ export interface GatewayConfig {
    * @default true
    */
   migrate?: boolean;
+  /** The clock of the gateway's timers (the heartbeats of log streams). @default systemClock */
+  clock?: Clock;
 }

@@ -93,6 +93,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     ...(config.loginTokenTtlSeconds ? { loginTokenTtlSeconds: config.loginTokenTtlSeconds } : {}),
     ...(config.corsAllowOrigins ? { corsAllowOrigins: config.corsAllowOrigins } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
+    ...(config.clock ? { clock: config.clock } : {}),
   });
   const server = await listen(app, config.host, config.port);
   server.server.on('upgrade', (req, socket, head) => {

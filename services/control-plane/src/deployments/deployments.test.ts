@@ -80,7 +80,7 @@ async function logged(deploymentId: string, revisionId: string, type: 'build' | 
   await until(
     `a ${type} log line ${line} of revision ${revisionId}`,
     async () => {
-      const { logs } = await deployments.logs(tenant, deploymentId, { revisionId, type, offset: 0, limit: 1000 });
+      const { logs } = await plane.revisionLogs!.read(tenant, deploymentId, { revisionId, type, offset: 0, limit: 1000 });
       return logs.some((l) => line.test(l.message));
     },
     60_000,
@@ -136,7 +136,7 @@ describe('deployments on the local deployer', () => {
     expect(target).toMatchObject({ tenant_id: tenant, custom_auth: false });
     firstUpstream = target.upstream_url!;
     expect(await echo(target, 'hi')).toBe('echo: hi');
-    const { logs } = await deployments.logs(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
+    const { logs } = await plane.revisionLogs!.read(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
     expect(logs.map((l) => l.message).join('\n')).toMatch(/built: graphs echo/);
   }, 120_000);
 
