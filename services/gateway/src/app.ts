@@ -107,7 +107,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
     ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}),
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
-  deploymentStreamRoutes(api, { controlPlane: deps.controlPlane, ...(deps.clock ? { clock: deps.clock } : {}) });
+  deploymentStreamRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.clock ? { clock: deps.clock } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, {
     exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined),

@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import type { Principal } from '@berth/auth';
 import { systemClock, type Clock } from '@berth/clock';
 import { RequestValidationError } from '@berth/errors';
+import type { Logger } from '@berth/log';
 import { SseWriter, type SseEvent } from '@berth/http';
 import { timestampDate, timestampFromDate, type LogEntry } from '@berth/proto';
 import type { Request, Response } from 'express';
@@ -21,6 +22,8 @@ import { deploymentIdOf, revisionIdOf } from './deployments.js';
 
 export interface StreamRouteDeps {
   controlPlane: ControlPlaneClients;
+  /** Where a stream that broke after it started is told of (its client gets an `error` event). */
+  logger: Logger;
   /** The clock of the streams' heartbeats. @default systemClock */
   clock?: Clock;
   /**
@@ -184,9 +187,12 @@ async function relay<T>(
         if (!sse.send(event) && !sse.closed) await once(res, 'drain', { signal: gone.signal });
       }
     }
-  } catch {
+  } catch (error) {
     // The status is sent: a client that is still there learns that the stream broke (it may resume).
-    if (!gone.signal.aborted) sse.send({ event: 'error', data: { detail: 'the stream broke: open it again (a log resumes with Last-Event-ID)' } });
+    if (!gone.signal.aborted) {
+      deps.logger.warn({ err: error }, 'a stream from the control plane broke');
+      sse.send({ event: 'error', data: { detail: 'the stream broke: open it again (a log resumes with Last-Event-ID)' } });
+    }
   } finally {
     gone.abort();
     await stream.return?.().catch(() => undefined);
