@@ -1,6 +1,8 @@
 /**
  * A small client of the gateway's HTTP API for CLI commands, with messages a person can act on.
  */
+import { sseFrames, type SseFrame } from './sse.js';
+
 export class CliError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -72,28 +74,17 @@ export class GatewayClient {
     return this.connection.apiKey ? 'api_key' : this.connection.token ? 'token' : 'none';
   }
 
-  /** Sends a JSON body (or a raw one) and parses the JSON answer; error statuses throw GatewayHttpError. */
-  async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(path, this.connection.url);
+  /** Sends a request with this client's credential; a gateway it cannot reach throws GatewayUnreachableError. */
+  private async send(path: string, init: RequestInit & { headers?: Record<string, string>; duplex?: 'half' }): Promise<Response> {
     const { apiKey, token, tenantId } = this.connection;
-    const raw = body instanceof Object && 'stream' in body && (body as RawBody).stream instanceof ReadableStream ? (body as RawBody) : undefined;
-    let response: Response;
     try {
-      response = await fetch(url, {
-        method,
+      return await fetch(new URL(path, this.connection.url), {
+        ...init,
         headers: {
           ...(apiKey ? { 'x-api-key': apiKey } : token ? { authorization: `Bearer ${token}` } : {}),
           ...(tenantId ? { 'x-tenant-id': tenantId } : {}),
-          ...(raw
-            ? { 'content-type': raw.contentType, ...(raw.length !== undefined ? { 'content-length': String(raw.length) } : {}) }
-            : body !== undefined
-              ? { 'content-type': 'application/json' }
-              : {}),
+          ...init.headers,
         },
-        body: raw ? raw.stream : body !== undefined ? JSON.stringify(body) : undefined,
-        // A stream body goes out as it is read (fetch requires saying so).
-        ...(raw ? { duplex: 'half' } : {}),
-        ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
       } as RequestInit);
     } catch (error) {
       throw new GatewayUnreachableError(
@@ -101,6 +92,54 @@ export class GatewayClient {
         { cause: error },
       );
     }
+  }
+
+  /**
+   * Reads the server-sent events a GET answers (a log followed with `follow=true`) until the
+   * stream ends or `signal` aborts (then it just ends); error statuses throw GatewayHttpError.
+   */
+  async *events(path: string, options: { signal?: AbortSignal; lastEventId?: string } = {}): AsyncGenerator<SseFrame> {
+    let response: Response;
+    try {
+      response = await this.send(path, {
+        method: 'GET',
+        headers: { accept: 'text/event-stream', ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) },
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      if (options.signal?.aborted) return;
+      throw error;
+    }
+    if (!response.ok) await this.answer('GET', path, response);
+    if (!response.body) return;
+    try {
+      yield* sseFrames(response.body);
+    } catch (error) {
+      if (!options.signal?.aborted) throw new CliError(`the stream of ${path} broke: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Sends a JSON body (or a raw one) and parses the JSON answer; error statuses throw GatewayHttpError. */
+  async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    const raw = body instanceof Object && 'stream' in body && (body as RawBody).stream instanceof ReadableStream ? (body as RawBody) : undefined;
+    const response = await this.send(path, {
+      method,
+      headers: raw
+        ? { 'content-type': raw.contentType, ...(raw.length !== undefined ? { 'content-length': String(raw.length) } : {}) }
+        : body !== undefined
+          ? { 'content-type': 'application/json' }
+          : {},
+      body: raw ? raw.stream : body !== undefined ? JSON.stringify(body) : undefined,
+      // A stream body goes out as it is read (fetch requires saying so).
+      ...(raw ? { duplex: 'half' } : {}),
+      ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
+    });
+    return this.answer<T>(method, path, response);
+  }
+
+  /** The JSON answer of a response; error statuses throw GatewayHttpError (or CliError, saying what to do). */
+  private async answer<T>(method: string, path: string, response: Response): Promise<T> {
+    const { apiKey, token } = this.connection;
     const text = await response.text();
     let payload: unknown;
     try {

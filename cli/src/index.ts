@@ -196,7 +196,7 @@ function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>):
     .option('--revision-id <id>', 'a revision other than the latest')
     .addOption(choiceOption('--type <type>', 'only build or deploy logs', ['build', 'deploy']))
     .addOption(integerOption('--limit <count>', 'last lines to show', { min: 1, max: 100_000 }).default(100))
-    .option('-f, --follow', 'keep printing new lines (polls every 2 s; Ctrl-C stops)')
+    .option('-f, --follow', 'keep printing lines as they are written, on to the next revision when one replaces it (Ctrl-C stops)')
     .action(async (deployment: string | undefined, o) => {
       await (await load.deployManage()).deployLogs(env(), { ...o, deployment }, print);
     });

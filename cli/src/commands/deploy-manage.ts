@@ -95,8 +95,6 @@ export interface LogsFlags extends CommonFlags, DeploymentRef {
   /** Checked by its flag parser. @default 100 */
   limit?: number;
   follow?: boolean;
-  /** Milliseconds between polls with --follow (tests). @default 2000 */
-  pollMs?: number;
   /** Stops following (tests; a person presses Ctrl-C). */
   signal?: AbortSignal;
 }
@@ -129,24 +127,40 @@ export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cw
     }
     if (!flags.json && revisionId) print(`# logs of revision ${revisionId}`);
     tail.forEach(show);
-    if (!flags.follow) return tail;
+    if (!flags.follow || !revisionId) return tail;
     const seen = new Set(tail.map((e) => e.id));
+    // The log streams (server-sent events) until it ends; a broken stream resumes after the last entry.
+    let following: string = flags.revisionId ?? revisionId;
     while (!flags.signal?.aborted) {
-      await sleep(flags.pollMs ?? 2000, undefined, flags.signal ? { signal: flags.signal } : {}).catch(() => undefined);
-      if (flags.signal?.aborted) break;
-      const page = await api.logs(deploymentId, { ...query, offset, limit: 1000 });
-      if (!flags.revisionId && page.revision_id && page.revision_id !== revisionId) {
-        // `berth deploy` made a new revision meanwhile: follow the newest, from its start.
-        revisionId = page.revision_id;
-        if (!flags.json) print(`# logs of revision ${revisionId}`);
-      }
-      for (const entry of page.logs) {
+      let ended = false;
+      const frames = api.followLogs(deploymentId, {
+        revisionId: following,
+        ...(flags.type ? { type: flags.type } : {}),
+        offset,
+        ...(flags.signal ? { signal: flags.signal } : {}),
+      });
+      for await (const frame of frames) {
+        if (frame.event === 'end') ended = true;
+        if (frame.event !== 'log') continue;
+        const entry = JSON.parse(frame.data) as LogEntry;
+        offset = Math.max(offset, entry.id);
         if (seen.has(entry.id)) continue;
         seen.add(entry.id);
         tail.push(entry);
         show(entry);
       }
-      offset = Math.max(offset, page.next_offset);
+      if (flags.signal?.aborted) break;
+      if (!ended) {
+        await sleep(1000, undefined, flags.signal ? { signal: flags.signal } : {}).catch(() => undefined);
+        continue;
+      }
+      if (flags.revisionId) break;
+      // Its log ended (a newer revision replaced it, or it failed): on to the newest revision, if another.
+      const latest = (await api.logs(deploymentId, { ...query, limit: 1 })).revision_id;
+      if (!latest || latest === following) break;
+      following = latest;
+      offset = 0;
+      if (!flags.json) print(`# logs of revision ${following}`);
     }
     return tail;
   });

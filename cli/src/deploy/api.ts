@@ -4,6 +4,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable, Transform } from 'node:stream';
 import type { GatewayClient } from '../client.js';
+import type { SseFrame } from '../sse.js';
 
 export interface Deployment {
   id: string;
@@ -125,6 +126,18 @@ export class DeploymentsApi {
     const base = `/v2/deployments/${encodeURIComponent(id)}`;
     const path = query.revisionId ? `${base}/revisions/${encodeURIComponent(query.revisionId)}/logs` : `${base}/logs`;
     return this.client.request('GET', `${path}?${params}`);
+  }
+
+  /**
+   * The entries of a revision's log after `offset`, then each as it is written, until the log
+   * ends (an `end` frame) or `signal` aborts: the gateway's server-sent events (`follow=true`).
+   */
+  followLogs(id: string, query: { revisionId: string; type?: string; offset: number; signal?: AbortSignal }): AsyncGenerator<SseFrame> {
+    const params = new URLSearchParams({ follow: 'true' });
+    if (query.type) params.set('type', query.type);
+    const path = `/v2/deployments/${encodeURIComponent(id)}/revisions/${encodeURIComponent(query.revisionId)}/logs?${params}`;
+    // Last-Event-ID, as a reconnecting EventSource sends it: entries after that one.
+    return this.client.events(path, { lastEventId: String(query.offset), ...(query.signal ? { signal: query.signal } : {}) });
   }
 
   /** Streams a tarball file to the deployment; `onProgress` sees the bytes sent so far. */

@@ -282,7 +282,8 @@ describe('berth deploy list / revisions / logs / delete', () => {
     // Follow: new lines of the latest revision appear as they are written.
     const follow = capture();
     const controller = new AbortController();
-    const following = deployLogs(env, { deploymentId: first.deployment.id, follow: true, pollMs: 50, signal: controller.signal }, follow.print, dir);
+    const pagesBefore = fake.callsOf('getRevisionLogs').length;
+    const following = deployLogs(env, { deploymentId: first.deployment.id, follow: true, signal: controller.signal }, follow.print, dir);
     await until('the first lines', () => (follow.lines.length ? true : undefined), 10_000, 20);
     const latest = fake.deployments.get(first.deployment.id)!.latestRevisionId;
     fake.addLog(latest, 'deploy', 'GET /ok 200');
@@ -291,6 +292,9 @@ describe('berth deploy list / revisions / logs / delete', () => {
     const followed = await following;
     expect(followed.at(-1)!.message).toBe('GET /ok 200');
     expect(follow.lines.filter((l) => l.includes('GET /ok 200'))).toHaveLength(1);
+    // One page of what there was, then one stream: no polling.
+    expect(fake.callsOf('getRevisionLogs').length - pagesBefore).toBe(1);
+    expect(fake.callsOf('followRevisionLogs')).toHaveLength(1);
 
     await expect(deployLogs(env, { name: 'nope' }, () => undefined, dir)).rejects.toThrow(/no deployment named nope/);
 

@@ -56,7 +56,8 @@ export interface RouteSpec<
   response?: R;
   /**
    * The route answers with server-sent events that its handler writes (e.g. with `SseWriter`);
-   * says what they are. Documented as 200 `text/event-stream`; not combined with `response`.
+   * says what they are. Documented as 200 `text/event-stream`; with a `response` too, the route
+   * answers either (the handler picks by the request, e.g. a `follow` parameter) and both are documented.
    */
   events?: string;
   /**
@@ -143,7 +144,6 @@ export class Api<Ctx = undefined, K extends string = string> {
     if (access !== 'public' && !this.options.authenticate) throw new Error(`${where}: takes credentials, but this Api authenticates nobody`);
     assertStrict(spec.query, `${where} query`);
     assertStrict(spec.body, `${where} body`);
-    if (spec.events !== undefined && spec.response) throw new Error(`${where}: a route answering with events has no response schema`);
     this.specs.push(spec as unknown as Registered<Ctx, K>);
     this.table = undefined;
     return this;

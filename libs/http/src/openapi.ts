@@ -99,8 +99,12 @@ export function openApiDocument(apis: Api<any, any>[], info: OpenApiInfo): Recor
     for (const spec of api.routes as RouteSpec[]) {
       const responses: Record<string, unknown> = {};
       const success = spec.status ?? (spec.response || spec.events !== undefined ? 200 : 204);
+      const events = spec.events !== undefined ? { 'text/event-stream': { schema: { type: 'string' } } } : {};
       responses[String(success)] = spec.response
-        ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(spec.response, 'output', components) } } }
+        ? {
+            description: spec.events !== undefined ? `Success; or, as server-sent events, ${spec.events}` : 'Success',
+            content: { 'application/json': { schema: jsonSchema(spec.response, 'output', components) }, ...events },
+          }
         : spec.events !== undefined
           ? { description: spec.events, content: { 'text/event-stream': { schema: { type: 'string' } } } }
           : spec.produces?.length

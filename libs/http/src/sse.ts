@@ -19,10 +19,24 @@ export interface SseOptions {
   heartbeatMs?: number;
   /** Extra response headers, e.g. Content-Location. */
   headers?: Record<string, string>;
+  /** Where the heartbeat's timer runs (a `Clock` of @berth/clock). @default Node's timers */
+  clock?: IntervalClock;
 }
 
+/** The part of a `Clock` (@berth/clock) the heartbeat needs. */
+export interface IntervalClock {
+  setInterval(fn: () => void, ms: number): { cancel(): void };
+}
+
+const nodeTimers: IntervalClock = {
+  setInterval(fn, ms) {
+    const handle = setInterval(fn, ms).unref();
+    return { cancel: () => clearInterval(handle) };
+  },
+};
+
 export class SseWriter {
-  private readonly heartbeat: NodeJS.Timeout;
+  private readonly heartbeat: { cancel(): void };
   private ended = false;
 
   constructor(
@@ -37,8 +51,7 @@ export class SseWriter {
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    this.heartbeat = setInterval(() => this.comment('heartbeat'), options.heartbeatMs ?? 15_000);
-    this.heartbeat.unref();
+    this.heartbeat = (options.clock ?? nodeTimers).setInterval(() => this.comment('heartbeat'), options.heartbeatMs ?? 15_000);
     res.on('close', () => this.stop());
   }
 
@@ -72,6 +85,6 @@ export class SseWriter {
 
   private stop(): void {
     this.ended = true;
-    clearInterval(this.heartbeat);
+    this.heartbeat.cancel();
   }
 }

@@ -61,6 +61,13 @@ export function sendRaw(baseUrl: string, r: FuzzRequest): Promise<FuzzAnswer> {
         timeout: 15_000,
       },
       (res) => {
+        // An event stream (a followed log, a watched deployment) may run for as long as its
+        // subject lives: its status is its answer.
+        if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+          resolve({ status: res.statusCode ?? 0, text: '', retryAfter: res.headers['retry-after'] });
+          req.destroy();
+          return;
+        }
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));

@@ -149,6 +149,12 @@ export interface DeploymentsConfig {
   unusedUploadTtlSeconds?: number;
   /** Most deployments one tenant may have (`BERTH_MAX_DEPLOYMENTS_PER_TENANT`). @default 50 */
   maxDeploymentsPerTenant?: number;
+  /**
+   * Streams one tenant may hold open at once through one control plane: logs it follows and
+   * deployments it watches (`BERTH_MAX_STREAMS_PER_TENANT`).
+   * @default 20
+   */
+  maxStreamsPerTenant?: number;
 }
 
 /** A URL, or a function that resolves it when it is needed. */

@@ -48,6 +48,8 @@ const schema = z
     UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
     /** Most deployments one tenant may have; creating another is a 429 until one is deleted. */
     BERTH_MAX_DEPLOYMENTS_PER_TENANT: z.coerce.number().int().min(1).default(50),
+    /** Logs one tenant may follow and deployments it may watch at once, through one control plane; one more is a 429. */
+    BERTH_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(20),
     /** Postgres of the agent servers (defaults to DATABASE_URL). */
     AGENT_DATABASE_URL: z.string().min(1).optional(),
     /** Private CIDRs agent servers may reach (local containers: their egress proxy; kubernetes: their NetworkPolicy). */
@@ -161,6 +163,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
             maxDeploymentsPerTenant: e.BERTH_MAX_DEPLOYMENTS_PER_TENANT,
+            maxStreamsPerTenant: e.BERTH_MAX_STREAMS_PER_TENANT,
             ...(e.BERTH_DEPLOYMENT_PRIVATE_EGRESS.length ? { deploymentPrivateEgress: e.BERTH_DEPLOYMENT_PRIVATE_EGRESS } : {}),
             agentLimits: {
               ...(e.BERTH_DEPLOYMENT_MEMORY_MB ? { memoryMb: e.BERTH_DEPLOYMENT_MEMORY_MB } : {}),

@@ -30,6 +30,10 @@ import { RevisionPipeline } from './deployments/pipeline.js';
 import { deploymentHandlers } from './deployments/rpc.js';
 import { SecretBox } from '@berth/secret-box';
 import { Deployments } from './deployments/service.js';
+import { DeploymentWatch } from './deployments/deployment-watch.js';
+import { NotificationHub } from './deployments/notification-hub.js';
+import { RevisionLogs } from './deployments/revision-logs.js';
+import { DEPLOYMENT_CHANGES_CHANNEL, REVISION_LOGS_CHANNEL } from './deployments/notifications.js';
 import { DeploymentStore } from './deployments/store.js';
 import { ArtifactStore } from './artifacts/artifact-store.js';
 import { startArtifactServer, type RunningArtifactServer } from './artifacts/artifact-server.js';
@@ -148,6 +152,8 @@ export interface RunningControlPlane extends RunningGrpcService {
   authFlows: AuthFlows;
   /** The deployments this process serves, when configured. */
   deployments?: Deployments;
+  /** Their revisions' logs, when deployments are configured. */
+  revisionLogs?: RevisionLogs;
   /** How its local agent servers are contained (with the local deployer). */
   isolation?: IsolationMode;
 }
@@ -194,7 +200,15 @@ async function startDeployments(
     archives = { store: artifactStore, server, url: settings.archives.url ?? server.url };
   }
   let agentRedis: AgentRedis | undefined;
+  const hub = new NotificationHub({
+    databaseUrl: config.databaseUrl,
+    channels: [REVISION_LOGS_CHANNEL, DEPLOYMENT_CHANGES_CHANNEL],
+    log: logger,
+    ...(settings.maxStreamsPerTenant ? { maxStreamsPerTenant: settings.maxStreamsPerTenant } : {}),
+  });
+  const streams = { logs: new RevisionLogs(store, hub), watch: new DeploymentWatch(store, hub) };
   const close = async () => {
+    await hub.close();
     // The pipeline closes its deployer; one made before a failed start is closed here.
     await (pipeline ?? deployer)?.close();
     await agentRedis?.close();
@@ -297,6 +311,7 @@ async function startDeployments(
   return {
     pipeline,
     close,
+    streams,
     deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, {
       ...(settings.maxDeploymentsPerTenant ? { maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant } : {}),
       maxResources: { cpu: limits.maxCpu, memoryMb: limits.maxMemoryMb },
@@ -339,7 +354,7 @@ export async function start(
       internalToken: config.internalToken,
       setup: (server) => {
         server.add(AuthFlowService, authFlowHandlers(authFlows));
-        if (part) server.add(DeploymentService, deploymentHandlers(part.deployments));
+        if (part) server.add(DeploymentService, deploymentHandlers(part.deployments, part.streams));
       },
     });
     sweeper = clock.setInterval(() => {
@@ -357,7 +372,7 @@ export async function start(
     port: grpc.port,
     health: grpc.health,
     authFlows,
-    ...(deploymentsPart ? { deployments: deploymentsPart.deployments } : {}),
+    ...(deploymentsPart ? { deployments: deploymentsPart.deployments, revisionLogs: deploymentsPart.streams.logs } : {}),
     ...(deploymentsPart?.isolation ? { isolation: deploymentsPart.isolation } : {}),
     close: async () => {
       sweeper?.cancel();

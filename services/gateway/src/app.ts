@@ -7,6 +7,7 @@
 import { DEFAULT_SESSION_LIMITS, type AuthStore, type ConsoleSessions } from '@berth/auth';
 import { systemClock } from '@berth/clock';
 import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
+import type { Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
 import { declaredAccess, type GatewayApi } from './access.js';
@@ -24,6 +25,7 @@ import { authFlowRoutes } from './routes/auth-flows.js';
 import { consoleSessionRoutes } from './routes/console-session.js';
 import { bulkExportRoutes } from './routes/bulk-exports/index.js';
 import { uploadRequestBody, uploadRoutes } from './routes/deployment-upload.js';
+import { deploymentStreamRoutes } from './routes/deployment-streams.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { loginPageRoutes } from './routes/login-page.js';
 import { healthRoutes, type ReadinessCheck } from './routes/health.js';
@@ -68,6 +70,8 @@ export interface GatewayAppDeps {
    * @default 1000
    */
   resolveCacheMs?: number;
+  /** See GatewayConfig.clock. @default systemClock */
+  clock?: Clock;
   /**
    * Largest project tarball `POST /v2/deployments/{id}/upload` takes, in bytes.
    * @default 209715200 (200 MB)
@@ -136,6 +140,7 @@ export function gatewayApi(deps: GatewayAppDeps, { auth, sessions } = gatewayAut
     ...(deps.exportWorker ? { exportWorker: deps.exportWorker } : {}),
     ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}),
   });
+  deploymentStreamRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.clock ? { clock: deps.clock } : {}) });
   uploadRoutes(api, { controlPlane: deps.controlPlane, logger: deps.logger, ...(deps.maxUploadBytes ? { maxBytes: deps.maxUploadBytes } : {}) });
   traceRoutes(api, {
     exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined),

@@ -51,7 +51,7 @@ export interface GatewayConfig {
    */
   consoleSessions?: Partial<SessionLimits>;
   /**
-   * The clock console sessions expire on (tests pass a ManualClock).
+   * The gateway's clock: console sessions expire on it, log streams' heartbeats run on it (tests pass a ManualClock).
    * @default systemClock
    */
   clock?: Clock;

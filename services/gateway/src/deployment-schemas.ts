@@ -199,8 +199,18 @@ export const ListRevisionsQuery = z.strictObject({
     .describe('Only revisions in these statuses (comma-separated)'),
 });
 
-export const LogsQuery = z.strictObject({
-  type: z.enum(['build', 'deploy']).optional().describe('build or deploy logs; both when omitted'),
-  offset: intQuery(0, MAX_SAFE, 0, 'Entries with an id above this (the next_offset of the previous page)'),
-  limit: intQuery(1, 1000, 100, 'Entries per page, 1 to 1000'),
-});
+export const LogsQuery = z
+  .strictObject({
+    type: z.enum(['build', 'deploy']).optional().describe('build or deploy logs; both when omitted'),
+    offset: intQuery(0, MAX_SAFE, 0, 'Entries with an id above this (the next_offset of the previous page)'),
+    limit: intQuery(1, 1000, 100, 'Entries per page, 1 to 1000 (not with follow)'),
+    since: timestamp.optional().describe('Only entries written at or after this time (ISO 8601 with an offset)'),
+    until: timestamp.optional().describe('Only entries written before this time (not with follow)'),
+    follow: z.stringbool().optional().describe('true: answer server-sent events, the entries there are and then each new one, until the log ends'),
+  })
+  .superRefine((query, ctx) => {
+    if (query.since && query.until && Date.parse(query.since) >= Date.parse(query.until)) {
+      ctx.addIssue({ code: 'custom', path: ['until'], message: 'until must be after since' });
+    }
+    if (query.follow && query.until) ctx.addIssue({ code: 'custom', path: ['until'], message: 'a followed log has no end time: leave out until or follow' });
+  });

@@ -502,6 +502,7 @@ describe('OpenAPI', () => {
     ).toEqual([
       '/v2/deployments',
       '/v2/deployments/{deployment_id}',
+      '/v2/deployments/{deployment_id}/events',
       '/v2/deployments/{deployment_id}/logs',
       '/v2/deployments/{deployment_id}/revisions',
       '/v2/deployments/{deployment_id}/revisions/{revision_id}',
@@ -518,5 +519,11 @@ describe('OpenAPI', () => {
     });
     expect(paths['/v2/deployments'].post.responses['201']).toBeDefined();
     expect(paths['/v2/deployments'].post.security).toBeDefined();
+    // A log answers a JSON page, or with follow=true a stream of events.
+    expect(Object.keys(paths['/v2/deployments/{deployment_id}/revisions/{revision_id}/logs'].get.responses['200'].content).sort()).toEqual([
+      'application/json',
+      'text/event-stream',
+    ]);
+    expect(Object.keys(paths['/v2/deployments/{deployment_id}/events'].get.responses['200'].content)).toEqual(['text/event-stream']);
   });
 });

@@ -95,6 +95,7 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     ...(config.corsAllowOrigins ? { corsAllowOrigins: config.corsAllowOrigins } : {}),
     ...(config.loginRateLimit ? { loginRateLimit: config.loginRateLimit } : {}),
     sessions: store.consoleSessions({ ...DEFAULT_SESSION_LIMITS, ...config.consoleSessions }, config.clock ?? systemClock),
+    ...(config.clock ? { clock: config.clock } : {}),
   });
   const server = await listen(app, config.host, config.port);
   server.server.on('upgrade', (req, socket, head) => {

@@ -80,12 +80,22 @@ async function logged(deploymentId: string, revisionId: string, type: 'build' | 
   await until(
     `a ${type} log line ${line} of revision ${revisionId}`,
     async () => {
-      const { logs } = await deployments.logs(tenant, deploymentId, { revisionId, type, offset: 0, limit: 1000 });
+      const { logs } = await plane.revisionLogs!.read(tenant, deploymentId, { revisionId, type, offset: 0, limit: 1000 });
       return logs.some((l) => line.test(l.message));
     },
     60_000,
     200,
   );
+}
+
+/** The messages of a revision's log, followed from its start until the log ends. */
+async function followToEnd(deploymentId: string, revisionId: string): Promise<string[]> {
+  const lines: string[] = [];
+  for await (const part of plane.revisionLogs!.follow(tenant, deploymentId, { revisionId, offset: 0 }, AbortSignal.timeout(90_000))) {
+    lines.push(...part.logs.map((l) => l.message));
+    if (part.ended) return lines;
+  }
+  throw new Error(`the log of revision ${revisionId} did not end`);
 }
 
 /** Whether an agent server answers at `upstream`. */
@@ -108,6 +118,7 @@ async function echo(route: { upstream_url: string | null; credential: string }, 
 
 describe('deployments on the local deployer', () => {
   let deploymentId: string;
+  let firstRevision: string;
   let firstUpstream: string;
 
   it('creates a deployment whose first revision waits for the upload, then builds and deploys it', async () => {
@@ -121,7 +132,7 @@ describe('deployments on the local deployer', () => {
     deploymentId = created.id;
     expect(created.secret_names).toEqual(['ECHO_PREFIX']);
     expect(JSON.stringify(created)).not.toContain('hush');
-    const first = created.latest_revision_id!;
+    const first = (firstRevision = created.latest_revision_id!);
     // Waiting for its source is a state of its own, not a QUEUED revision with a message.
     expect(await deployments.revision(tenant, deploymentId, first)).toMatchObject({ status: 'AWAITING_SOURCE', status_message: '' });
     expect(created).toMatchObject({ status: 'AWAITING_DEPLOY', status_message: null });
@@ -136,7 +147,7 @@ describe('deployments on the local deployer', () => {
     expect(target).toMatchObject({ tenant_id: tenant, custom_auth: false });
     firstUpstream = target.upstream_url!;
     expect(await echo(target, 'hi')).toBe('echo: hi');
-    const { logs } = await deployments.logs(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
+    const { logs } = await plane.revisionLogs!.read(tenant, deploymentId, { type: 'build', offset: 0, limit: 1000 });
     expect(logs.map((l) => l.message).join('\n')).toMatch(/built: graphs echo/);
   }, 120_000);
 
@@ -157,6 +168,8 @@ describe('deployments on the local deployer', () => {
     })();
     let second: string;
     let latest: Awaited<ReturnType<Deployments['resolve']>>;
+    // Followed live: its log ends when it is retired.
+    const firstLog = followToEnd(deploymentId, firstRevision);
     try {
       const updated = await deployments.update({
         tenantId: tenant,
@@ -185,6 +198,7 @@ describe('deployments on the local deployer', () => {
     await expect(fetch(`${firstUpstream}/ok`)).rejects.toThrow();
     const { resources } = await deployments.revisions(tenant, deploymentId, { limit: 10, offset: 0 });
     expect(resources.map((r) => r.id)[0]).toBe(second);
+    expect(await firstLog).toContain('retired: it no longer serves');
   }, 120_000);
 
   it('fails the build of a project that does not load, and the old revision keeps serving', async () => {
@@ -192,9 +206,12 @@ describe('deployments on the local deployer', () => {
     const { objectPath } = await upload(deploymentId, project('export const graph = ;\n'));
     const updated = await deployments.update({ tenantId: tenant, deploymentId, sourceRevisionConfig: { source_tarball_path: objectPath } });
     const broken = updated.latest_revision_id!;
+    const brokenLog = followToEnd(deploymentId, broken);
     expect(await settled(deploymentId, broken)).toBe('BUILD_FAILED');
     const revision = await deployments.revision(tenant, deploymentId, broken);
     expect(revision.status_message).toMatch(/graph\.ts/);
+    // Its log says why, and ends.
+    expect(await brokenLog).toEqual(expect.arrayContaining([expect.stringContaining('graph.ts')]));
     expect(await deployments.resolve(deploymentId)).toMatchObject({ upstream_url: before.upstream_url, status: 'LATEST_FAILED' });
     expect(await echo(before, 'still')).toBe('echo v2: still');
     // The deployment says that what serves is older than its latest revision, and why.
@@ -246,6 +263,7 @@ describe('deployments on the local deployer', () => {
       await other.close();
     }
     await logged(created.id, revisionId!, 'build', /^interrupted: a newer revision replaced this one$/);
+    expect((await followToEnd(created.id, revisionId!)).at(-1)).toBe('interrupted: a newer revision replaced this one');
     expect(await deployments.revision(tenant, created.id, revisionId!)).toMatchObject({ status: 'INTERRUPTED' });
     await deployments.delete(tenant, created.id);
   }, 120_000);

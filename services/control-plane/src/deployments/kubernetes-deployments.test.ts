@@ -86,7 +86,7 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   const broken = await deployments.update({ tenantId: tenant, deploymentId: created.id, sourceRevisionConfig: { image_uri: 'registry.test/agent:broken' } });
   expect(await settled(created.id, broken.latest_revision_id!)).toBe('DEPLOY_FAILED');
   const failed = await deployments.revision(tenant, created.id, broken.latest_revision_id!);
-  const { logs } = await deployments.logs(tenant, created.id, { revisionId: failed.id, type: 'deploy', offset: 0, limit: 1000 });
+  const { logs } = await plane.revisionLogs!.read(tenant, created.id, { revisionId: failed.id, type: 'deploy', offset: 0, limit: 1000 });
   expect(logs.map((l) => l.message).join('\n')).toContain('OPENAI_API_KEY is not set');
   expect(await deployments.resolve(created.id)).toMatchObject({ upstream_url: route.upstream_url, status: 'LATEST_FAILED' });
   expect((await deployments.get(tenant, created.id)).status_message).toContain(`the latest revision ${failed.id} failed to deploy (DEPLOY_FAILED`);

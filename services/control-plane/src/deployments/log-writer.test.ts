@@ -15,14 +15,14 @@ import { RevisionLogWriter } from './log-writer.js';
 const fixture = useDeploymentStore('cp_log_writer');
 const tenant = randomUUID();
 const deployment = () => createDeployment(fixture.store, tenant);
-const messages = async (revisionId: string) => (await fixture.store.logs(revisionId, { afterId: 0, limit: 100 })).map((l) => l.message);
+const messages = async (revisionId: string) => (await fixture.store.logs.read(revisionId, { afterId: 0, limit: 100 })).map((l) => l.message);
 const warnings = (logs: ReturnType<typeof captureLogger>) => logs.lines().filter((line) => (line.level as number) >= 40);
 
 it('drops the lines of a deleted deployment without a WARN, and keeps the others of the batch', async () => {
   const deleted = await deployment();
   const other = await deployment();
   const logs = captureLogger();
-  const writer = new RevisionLogWriter(fixture.store, logs.logger);
+  const writer = new RevisionLogWriter(fixture.store.logs, logs.logger);
   // The agent server says goodbye as the deployer stops it; the deployment's rows go before the batch is written.
   writer.for(deleted.revisionId, 'deploy')('received SIGTERM: shutting down');
   writer.for(other.revisionId, 'deploy')('GET /ok 200\nGET /threads 201');
@@ -40,7 +40,7 @@ it('drops them too when the deletion commits while the batch is being written', 
   const deleted = await deployment();
   const other = await deployment();
   const logs = captureLogger();
-  const writer = new RevisionLogWriter(fixture.store, logs.logger);
+  const writer = new RevisionLogWriter(fixture.store.logs, logs.logger);
   const deleting = new pg.Client({ connectionString: fixture.testDb.url, options: `-c search_path=${CONTROL_PLANE_SCHEMA}` });
   await deleting.connect();
   try {

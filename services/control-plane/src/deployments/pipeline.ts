@@ -29,7 +29,8 @@ import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
 import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
-import { REVISION_INTERRUPTS_CHANNEL, type DeploymentRow, type DeploymentStore, type MoveChange, type RevisionRow } from './store.js';
+import { REVISION_INTERRUPTS_CHANNEL } from './notifications.js';
+import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 import { deploymentTracingCredential } from './service.js';
 import type { TracingEndpoint } from '../config.js';
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
@@ -133,7 +134,7 @@ export class RevisionPipeline {
     private readonly options: RevisionPipelineOptions = {},
   ) {
     this.queue = new JobQueue(revisionJobs, REVISION_QUEUE, deps.queue, { log: deps.log });
-    this.logs = new RevisionLogWriter(deps.store, deps.log);
+    this.logs = new RevisionLogWriter(deps.store.logs, deps.log);
     this.stopHealth = deps.deployer.onHealth?.((event) => this.recordHealth(event)) ?? (() => undefined);
     this.clock = options.clock ?? systemClock;
     this.listener = new PgListener({
@@ -266,6 +267,7 @@ export class RevisionPipeline {
         if (error instanceof BuildFailedError) {
           log(error.message, 'error');
           await this.advance(revisionId, 'BUILD_FAILED', { status_message: error.message });
+          this.logs.end(revisionId);
           return;
         }
         throw error;
@@ -292,12 +294,14 @@ export class RevisionPipeline {
         if (!activation) {
           log('interrupted while it came up (a newer revision replaced it, or the deployment was deleted): stopping it', 'warn');
           await deployer.retire(deployment.id, revisionId, log);
+          this.logs.end(revisionId);
           return;
         }
         const { active, previous } = activation;
         if (!active) {
           log('a newer revision serves already: stopping this one', 'warn');
           await deployer.retire(deployment.id, revisionId, log);
+          this.logs.end(revisionId);
           return;
         }
         log(`deployed: serving traffic`);
@@ -306,6 +310,7 @@ export class RevisionPipeline {
         if (error instanceof DeployFailedError) {
           log(error.message, 'error');
           await this.advance(revisionId, 'DEPLOY_FAILED', { status_message: error.message });
+          this.logs.end(revisionId);
           return;
         }
         throw error;
@@ -380,6 +385,7 @@ export class RevisionPipeline {
   ): Promise<void> {
     if (error instanceof RevisionInterruptedError || (error as Error)?.name === 'RevisionInterruptedError') {
       log('interrupted: a newer revision replaced this one', 'warn');
+      this.logs.end(revisionId);
       await this.logs.flush();
       return;
     }
@@ -387,6 +393,7 @@ export class RevisionPipeline {
     this.deps.log.error({ err: error, revisionId, status: failedStatus }, 'a revision step failed');
     log(`failed: ${message}`, 'error');
     await this.advance(revisionId, failedStatus, { status_message: message });
+    this.logs.end(revisionId);
     await this.logs.flush();
   }
 
@@ -398,6 +405,9 @@ export class RevisionPipeline {
         log('retired: it no longer serves');
       } catch (error) {
         this.deps.log.warn({ err: error, revisionId }, 'retiring a replaced revision failed');
+      } finally {
+        // Replaced either way: whatever it still prints is not followed any more.
+        this.logs.end(revisionId);
       }
     });
   }
@@ -448,6 +458,7 @@ export class RevisionPipeline {
       const deployed = await deployer.deploy(await this.spec(deployment, revision), log);
       if (!(await serves())) {
         await deployer.retire(revision.deployment_id, revision.id, log);
+        this.logs.end(revision.id);
         return;
       }
       await this.writeHealth(revision.id, null, deployed.url);

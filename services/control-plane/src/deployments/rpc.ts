@@ -2,12 +2,15 @@
  * The gRPC face of {@link Deployments}: `berth.controlplane.v1.DeploymentService`.
  */
 import { InvalidArgumentError } from '@berth/errors';
-import { DeploymentService, timestampFromDate, type JsonObject } from '@berth/proto';
+import { DeploymentService, timestampDate, timestampFromDate, type JsonObject, type Timestamp } from '@berth/proto';
 import type { ServiceImplementation } from '@berth/rpc';
 import { deploymentStatusWire } from './deployment-status.js';
 import { revisionStatusWire, type RevisionStatus } from './revision-lifecycle.js';
 import type { DeploymentView, Deployments } from './service.js';
-import type { LogEntryRow, RevisionRow } from './store.js';
+import type { DeploymentWatch } from './deployment-watch.js';
+import type { RevisionLogs } from './revision-logs.js';
+import type { LogEntryRow } from './log-store.js';
+import type { RevisionRow } from './store.js';
 
 function deploymentMessage(d: DeploymentView) {
   return {
@@ -46,6 +49,52 @@ function logMessage(l: LogEntryRow) {
   return { id: BigInt(l.id), timestamp: timestampFromDate(l.created_at), level: l.level, message: l.message, type: l.type };
 }
 
+function logType(type: string): { type?: 'build' | 'deploy' } {
+  if (!type) return {};
+  if (type !== 'build' && type !== 'deploy') throw new InvalidArgumentError('type must be build or deploy');
+  return { type };
+}
+
+const timeOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
+
+/** What the log and watch methods read and wait on. */
+export interface DeploymentStreams {
+  logs: RevisionLogs;
+  watch: DeploymentWatch;
+}
+
+/** The log and watch methods of the service (the gateway's tests serve them on their own, over a real store). */
+export function streamHandlers({
+  logs,
+  watch,
+}: DeploymentStreams): Pick<ServiceImplementation<typeof DeploymentService>, 'getRevisionLogs' | 'followRevisionLogs' | 'watchDeployment'> {
+  return {
+    getRevisionLogs: async (r) => {
+      const since = timeOf(r.since);
+      const until = timeOf(r.until);
+      const answer = await logs.read(r.tenantId, r.deploymentId, {
+        ...(r.revisionId ? { revisionId: r.revisionId } : {}),
+        ...logType(r.type),
+        offset: Number(r.offset),
+        limit: page(r.limit, 0, 1000).limit,
+        ...(since ? { since } : {}),
+        ...(until ? { until } : {}),
+      });
+      return { logs: answer.logs.map(logMessage), nextOffset: BigInt(answer.nextOffset), revisionId: answer.revisionId };
+    },
+    async *followRevisionLogs(r, context) {
+      const since = timeOf(r.since);
+      const selector = { ...(r.revisionId ? { revisionId: r.revisionId } : {}), ...logType(r.type), offset: Number(r.offset), ...(since ? { since } : {}) };
+      for await (const part of logs.follow(r.tenantId, r.deploymentId, selector, context.signal)) {
+        yield { revisionId: part.revisionId, logs: part.logs.map(logMessage), ended: part.ended };
+      }
+    },
+    async *watchDeployment(r, context) {
+      yield* watch.watch(r.tenantId, r.deploymentId, context.signal);
+    },
+  };
+}
+
 /** The statuses a ListRevisions filter names; a number that names none is refused. */
 function statusFilter(values: number[]): RevisionStatus[] {
   return values.map((value) => {
@@ -60,7 +109,7 @@ function page(limit: number, offset: number, max = 100): { limit: number; offset
   return { limit: limit || 20, offset };
 }
 
-export function deploymentHandlers(deployments: Deployments): ServiceImplementation<typeof DeploymentService> {
+export function deploymentHandlers(deployments: Deployments, streams: DeploymentStreams): ServiceImplementation<typeof DeploymentService> {
   return {
     createDeployment: async (r) => ({
       deployment: deploymentMessage(
@@ -108,16 +157,7 @@ export function deploymentHandlers(deployments: Deployments): ServiceImplementat
     },
     getRevision: async (r) => ({ revision: revisionMessage(await deployments.revision(r.tenantId, r.deploymentId, r.revisionId)) }),
     redeployRevision: async (r) => ({ deployment: deploymentMessage(await deployments.redeploy(r.tenantId, r.deploymentId, r.revisionId)) }),
-    getRevisionLogs: async (r) => {
-      if (r.type && r.type !== 'build' && r.type !== 'deploy') throw new InvalidArgumentError('type must be build or deploy');
-      const { logs, nextOffset, revisionId } = await deployments.logs(r.tenantId, r.deploymentId, {
-        ...(r.revisionId ? { revisionId: r.revisionId } : {}),
-        ...(r.type ? { type: r.type as 'build' | 'deploy' } : {}),
-        offset: Number(r.offset),
-        limit: page(r.limit, 0, 1000).limit,
-      });
-      return { logs: logs.map(logMessage), nextOffset: BigInt(nextOffset), revisionId };
-    },
+    ...streamHandlers(streams),
     uploadSource: async (r) => {
       const result = await deployments.upload({
         tenantId: r.tenantId,

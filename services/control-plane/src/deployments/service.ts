@@ -1,8 +1,8 @@
 /**
  * Deployments as the API sees them: create (with its first revision), list, read, update (a new
- * source revision config makes a new revision), delete, revisions, redeploy, logs, source
- * uploads, and where a deployment's traffic goes. Building and deploying revisions happens in
- * the revision pipeline's jobs (pipeline.ts).
+ * source revision config makes a new revision), delete, revisions, redeploy, source uploads,
+ * and where a deployment's traffic goes. Building and deploying revisions happens in the revision
+ * pipeline's jobs (pipeline.ts); their logs are revision-logs.ts'.
  */
 import { randomUUID } from 'node:crypto';
 import { generateWebhookSecret } from '@berth/agent-contract';
@@ -14,7 +14,7 @@ import type { RevisionPipeline } from './pipeline.js';
 import { RevisionConfig } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { SecretBox } from '@berth/secret-box';
-import type { DeploymentRow, DeploymentStore, LogEntryRow, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
+import type { DeploymentRow, DeploymentStore, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
 export interface DeploymentView extends DeploymentRow {
@@ -225,18 +225,6 @@ export class Deployments {
     const createdAt = (await this.store.setWebhookSecret(deployment.id, this.secretBox.seal(secret), true))!;
     const active = deployment.active_revision_id;
     return { secret, createdAt, deployment: active ? await this.redeploy(tenantId, deploymentId, active) : await this.get(tenantId, deploymentId) };
-  }
-
-  async logs(
-    tenantId: string,
-    deploymentId: string,
-    query: { revisionId?: string; type?: 'build' | 'deploy'; offset: number; limit: number },
-  ): Promise<{ logs: LogEntryRow[]; nextOffset: number; revisionId: string }> {
-    const deployment = await this.store.get(tenantId, deploymentId);
-    const revisionId = query.revisionId || deployment.latest_revision_id!;
-    await this.store.revision(deploymentId, revisionId);
-    const logs = await this.store.logs(revisionId, { ...(query.type ? { type: query.type } : {}), afterId: query.offset, limit: query.limit });
-    return { logs, nextOffset: logs.length ? Number(logs.at(-1)!.id) : query.offset, revisionId };
   }
 
   /**

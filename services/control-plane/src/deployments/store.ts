@@ -11,10 +11,12 @@ import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import { storedRevisionConfig, type RevisionConfig } from './revision-config.js';
 import { revisionLifecycle, type RevisionStatus } from './revision-lifecycle.js';
+import { LogStore } from './log-store.js';
+import { REVISION_INTERRUPTS_CHANNEL, REVISION_LOGS_CHANNEL, announce, notify } from './notifications.js';
 import type { DeploymentTables, DeploymentsTable, RevisionsTable } from './tables.js';
 
-/** NOTIFY channel on which revisions moved to INTERRUPTED are announced (payload: the revision id). */
-export const REVISION_INTERRUPTS_CHANNEL = 'berth_control_plane_revision_interrupts';
+/** Statuses a revision's step runs in: a move from them to INTERRUPTED leaves the end of the log to the step. */
+const STEP_STATUSES: RevisionStatus[] = ['BUILDING', 'DEPLOYING'];
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 /** A revision as the store answers it: its source_revision_config parsed. */
@@ -56,21 +58,6 @@ export interface MoveChange {
   source_upload_id?: string;
 }
 
-export interface LogLine {
-  revision_id: string;
-  type: 'build' | 'deploy';
-  level: 'info' | 'warn' | 'error';
-  message: string;
-}
-
-export interface LogEntryRow {
-  id: string;
-  created_at: Date;
-  level: 'info' | 'warn' | 'error';
-  message: string;
-  type: 'build' | 'deploy';
-}
-
 /** Where a deployment's traffic goes (ResolveDeployment). */
 export interface ResolvedDeployment {
   tenant_id: string;
@@ -87,7 +74,12 @@ export interface ResolvedDeployment {
 }
 
 export class DeploymentStore {
-  constructor(private readonly db: Kysely<DeploymentTables>) {}
+  /** The revisions' build and deploy logs. */
+  readonly logs: LogStore;
+
+  constructor(private readonly db: Kysely<DeploymentTables>) {
+    this.logs = new LogStore(db);
+  }
 
   async create(
     deployment: Omit<DeploymentRow, 'created_at' | 'updated_at' | 'deleting' | 'latest_revision_id' | 'active_revision_id' | 'source_config'> & {
@@ -115,6 +107,7 @@ export class DeploymentStore {
             .execute();
         }
         await tx.insertInto('deployment_webhook_secrets').values({ deployment_id: row.id, value_encrypted: webhookSecret }).execute();
+        await announce(tx, [row.id]);
         return row;
       });
     } catch (error) {
@@ -210,6 +203,7 @@ export class DeploymentStore {
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirstOrThrow();
+      await announce(tx, [id]);
       return { deployment, interrupted };
     });
   }
@@ -225,12 +219,19 @@ export class DeploymentStore {
       .where('deleting', '=', false)
       .returning('id')
       .execute();
-    if (rows.length) await this.move({ deploymentId: id }, 'INTERRUPTED', { status_message: 'the deployment was deleted' });
+    if (rows.length) {
+      await this.move({ deploymentId: id }, 'INTERRUPTED', { status_message: 'the deployment was deleted' });
+      await announce(this.db, [id]);
+    }
     return rows.length === 1;
   }
 
   async remove(id: string): Promise<void> {
+    const revisions = (await this.db.selectFrom('revisions').select('id').where('deployment_id', '=', id).execute()).map((r) => r.id);
     await this.db.deleteFrom('deployments').where('id', '=', id).execute();
+    await announce(this.db, [id]);
+    // Followers of their logs end: the revisions are gone.
+    await notify(this.db, REVISION_LOGS_CHANNEL, revisions);
   }
 
   async secretNames(deploymentIds: string[]): Promise<Map<string, string[]>> {
@@ -322,13 +323,25 @@ export class DeploymentStore {
     const rows = sources.length
       ? await db
           .updateTable('revisions')
-          .set({
+          .set((eb) => ({
             ...status,
             status_message,
             updated_at: new Date(),
             ...rest,
             ...(source_revision_config ? { source_revision_config: JSON.stringify(source_revision_config) } : {}),
-          })
+            // No step runs for a revision interrupted while it waited: nothing writes to its log again.
+            // (`status` here is the status it moves from.)
+            ...(to === 'INTERRUPTED'
+              ? {
+                  logs_ended_at: eb
+                    .case()
+                    .when('revisions.status', 'in', STEP_STATUSES)
+                    .then(eb.ref('logs_ended_at'))
+                    .else(sql<Date>`clock_timestamp()`)
+                    .end(),
+                }
+              : {}),
+          }))
           .where('revisions.status', 'in', sources)
           .where((eb) => ('revisionId' in target ? eb('id', '=', target.revisionId) : eb('deployment_id', '=', target.deploymentId)))
           .returningAll()
@@ -337,8 +350,21 @@ export class DeploymentStore {
     // Tells the control plane running an interrupted revision's step (whichever process it is)
     // to stop it; in the move's transaction when there is one (sent when it commits).
     if (to === 'INTERRUPTED' && rows.length) {
-      await sql`select pg_notify(${REVISION_INTERRUPTS_CHANNEL}, id) from unnest(${rows.map((r) => r.id)}::text[]) as id`.execute(db);
+      await notify(
+        db,
+        REVISION_INTERRUPTS_CHANNEL,
+        rows.map((r) => r.id),
+      );
+      await notify(
+        db,
+        REVISION_LOGS_CHANNEL,
+        rows.filter((r) => r.logs_ended_at).map((r) => r.id),
+      );
     }
+    await announce(
+      db,
+      rows.map((r) => r.deployment_id),
+    );
     if (!('revisionId' in target)) return rows.map(revisionRow);
     if (rows[0]) return revisionRow(rows[0]);
     const current = await db.selectFrom('revisions').select('status').where('id', '=', target.revisionId).executeTakeFirst();
@@ -372,11 +398,16 @@ export class DeploymentStore {
    * and where it answers when that changed (null: nowhere now).
    */
   async setHealth(revisionId: string, message: string | null, upstreamUrl?: string | null): Promise<void> {
-    await this.db
+    const rows = await this.db
       .updateTable('revisions')
       .set({ health_message: message, updated_at: new Date(), ...(upstreamUrl !== undefined ? { upstream_url: upstreamUrl } : {}) })
       .where('id', '=', revisionId)
+      .returning('deployment_id')
       .execute();
+    await announce(
+      this.db,
+      rows.map((r) => r.deployment_id),
+    );
   }
 
   /** Deployments (of every tenant) whose serving revision is down now. */
@@ -468,38 +499,6 @@ export class DeploymentStore {
       }
       throw error;
     }
-  }
-
-  /**
-   * Appends log lines in order. Lines of revisions no longer there are dropped: a deployment being
-   * deleted goes on printing (its agent server stopping) after its revisions' rows are gone.
-   */
-  async appendLogs(lines: LogLine[]): Promise<void> {
-    if (!lines.length) return;
-    const insert = () =>
-      sql`
-      INSERT INTO revision_logs (revision_id, type, level, message)
-      SELECT (l.line->>'revision_id')::uuid, l.line->>'type', l.line->>'level', l.line->>'message'
-      FROM jsonb_array_elements(${JSON.stringify(lines)}::jsonb) WITH ORDINALITY AS l(line, n)
-      WHERE EXISTS (SELECT 1 FROM revisions r WHERE r.id = (l.line->>'revision_id')::uuid)
-      ORDER BY l.n`.execute(this.db);
-    try {
-      await insert();
-    } catch (error) {
-      // A deletion committed between the check and the insert: once more, without its lines.
-      if (!isForeignKeyViolation(error)) throw error;
-      await insert();
-    }
-  }
-
-  async logs(revisionId: string, query: { type?: 'build' | 'deploy'; afterId: number; limit: number }): Promise<LogEntryRow[]> {
-    let q = this.db
-      .selectFrom('revision_logs')
-      .select(['id', 'created_at', 'level', 'message', 'type'])
-      .where('revision_id', '=', revisionId)
-      .where('id', '>', String(query.afterId));
-    if (query.type) q = q.where('type', '=', query.type);
-    return q.orderBy('id').limit(query.limit).execute();
   }
 
   async beginUpload(id: string, deploymentId: string): Promise<void> {

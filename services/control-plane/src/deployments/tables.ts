@@ -43,6 +43,8 @@ export interface RevisionsTable {
   custom_auth: ColumnType<boolean, boolean | undefined, boolean>;
   /** Why its agent server does not answer now; null while healthy (migration 0003). */
   health_message: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When its log ended: nothing more is written to it (migration 0008); null while it may grow. */
+  logs_ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

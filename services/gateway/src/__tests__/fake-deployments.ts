@@ -5,10 +5,11 @@
  * Statuses are kept as REST spells them (the enum value names) and sent as the enums.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
 import { DeploymentService, DeploymentStatus, Health, RevisionStatus, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
-import { HealthService, createRpcServer, type RpcServer } from '@berth/rpc';
+import { HealthService, createRpcServer, type CallContext, type RpcServer, type ServiceImplementation } from '@berth/rpc';
 import type { JsonObject } from '@bufbuild/protobuf';
 
 /** Statuses as REST spells them: the names of the enum values. */
@@ -68,12 +69,16 @@ export class FakeDeploymentService {
   uploadDelayMs = 0;
   private server: RpcServer | undefined;
   private logSeq = 0n;
+  private readonly logAdded = new EventEmitter().setMaxListeners(0);
   address = '';
 
-  /** @param internalToken the token calls must carry (none: every call is served). */
-  async start(internalToken?: string): Promise<this> {
+  /**
+   * @param internalToken the token calls must carry (none: every call is served).
+   * @param handlers real handlers served instead of the fake's (e.g. the control plane's log methods over a real store).
+   */
+  async start(internalToken?: string, handlers: Partial<ServiceImplementation<typeof DeploymentService>> = {}): Promise<this> {
     this.server = createRpcServer({ logger: silentLogger(), shutdownTimeoutMs: 200, internalToken });
-    this.server.add(DeploymentService, this.implementation());
+    this.server.add(DeploymentService, { ...this.implementation(), ...handlers });
     // It serves like a control plane: the gateway's /readyz checks this.
     this.server.add(Health, new HealthService({ '': 'SERVING' }).implementation);
     this.address = (await this.server.listen('127.0.0.1', 0)).address;
@@ -91,6 +96,7 @@ export class FakeDeploymentService {
   addLog(revisionId: string, type: 'build' | 'deploy', message: string, level = 'info'): FakeLog {
     const entry = { id: ++this.logSeq, revisionId, type, level, message };
     this.logs.push(entry);
+    this.logAdded.emit('added');
     return entry;
   }
 
@@ -130,8 +136,18 @@ export class FakeDeploymentService {
     return { ...r, status: wire(RevisionStatus, r.status), createdAt: timestampFromDate(r.createdAt), updatedAt: timestampFromDate(r.createdAt) };
   }
 
+  /** The entries of a revision (the deployment's latest for '') after `offset`, of one type or both. */
+  private logsAfter(req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint }) {
+    const deployment = this.deployment(req.tenantId, req.deploymentId);
+    const revisionId = req.revisionId || deployment.latestRevisionId;
+    if (!this.revisions.has(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
+    const logs = this.logs.filter((l) => l.revisionId === revisionId && (!req.type || l.type === req.type) && l.id > req.offset);
+    return { revisionId, logs: logs.map((l) => ({ id: l.id, timestamp: timestampFromDate(new Date()), level: l.level, message: l.message, type: l.type })) };
+  }
+
   private implementation() {
     const record = (method: string, request: object) => this.calls.push({ method, request: { ...request } as Record<string, unknown> });
+    const fake = this;
     return {
       createDeployment: async (req: {
         tenantId: string;
@@ -236,15 +252,26 @@ export class FakeDeploymentService {
       },
       getRevisionLogs: async (req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint; limit: number }) => {
         record('getRevisionLogs', req);
-        const deployment = this.deployment(req.tenantId, req.deploymentId);
-        const revisionId = req.revisionId || deployment.latestRevisionId;
-        if (!this.revisions.has(revisionId)) throw new NotFoundError(`Revision ID ${revisionId} not found.`);
-        const logs = this.logs.filter((l) => l.revisionId === revisionId && (!req.type || l.type === req.type) && l.id > req.offset).slice(0, req.limit);
-        return {
-          logs: logs.map((l) => ({ id: l.id, timestamp: timestampFromDate(new Date()), level: l.level, message: l.message, type: l.type })),
-          nextOffset: logs.at(-1)?.id ?? req.offset,
-          revisionId,
-        };
+        const { revisionId, logs } = this.logsAfter(req);
+        const page = logs.slice(0, req.limit);
+        return { logs: page, nextOffset: page.at(-1)?.id ?? req.offset, revisionId };
+      },
+      // The log as it is, then each entry addLog adds, until the call ends (a fake log never ends;
+      // the control plane's follow is tested over a real store).
+      followRevisionLogs: async function* (
+        this: void,
+        req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint },
+        context: CallContext,
+      ) {
+        record('followRevisionLogs', req);
+        let offset = req.offset;
+        while (!context.signal.aborted) {
+          const added = once(fake.logAdded, 'added', { signal: context.signal }).catch(() => undefined);
+          const { revisionId, logs } = fake.logsAfter({ ...req, offset });
+          offset = logs.at(-1)?.id ?? offset;
+          yield { revisionId, logs, ended: false };
+          await added;
+        }
       },
       uploadSource: async (req: { tenantId: string; deploymentId: string; uploadId: string; data: Uint8Array; last: boolean }) => {
         record('uploadSource', { ...req, data: req.data.length });
@@ -287,6 +314,13 @@ export class FakeDeploymentService {
           status: wire(DeploymentStatus, deployment.status),
           statusMessage: deployment.statusMessage,
         };
+      },
+      // A change at once, then none (the control plane's watch is tested over a real store).
+      watchDeployment: async function* (this: void, req: { tenantId: string; deploymentId: string }, context: CallContext) {
+        record('watchDeployment', req);
+        fake.deployment(req.tenantId, req.deploymentId);
+        yield { deleted: false };
+        await once(context.signal, 'abort').catch(() => undefined);
       },
       rotateWebhookSecret: async (req: { tenantId: string; deploymentId: string }) => {
         record('rotateWebhookSecret', req);

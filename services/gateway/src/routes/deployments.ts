@@ -8,9 +8,8 @@
  * an unknown id (and like the `/d/{deployment_id}` proxy answers it), rather than 422: to a
  * client both mean "no such deployment", and a malformed id never reaches the control plane.
  */
-import type { Principal } from '@berth/auth';
 import { NotFoundError } from '@berth/errors';
-import { timestampDate, type Deployment, type LogEntry, type Revision, type Secret } from '@berth/proto';
+import { timestampDate, type Deployment, type Revision, type Secret } from '@berth/proto';
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { Request } from 'express';
 import type { z } from 'zod';
@@ -24,8 +23,6 @@ import {
   DeploymentPath,
   ListDeploymentsQuery,
   ListRevisionsQuery,
-  LogsOut,
-  LogsQuery,
   RevisionListOut,
   RevisionOut,
   RevisionPath,
@@ -63,7 +60,7 @@ export function deploymentIdOf(id: string): string {
   return pathUuid(id, `Deployment ID ${id} not found.`);
 }
 
-function revisionIdOf(id: string): string {
+export function revisionIdOf(id: string): string {
   return pathUuid(id, `Revision ID ${id} not found.`);
 }
 
@@ -106,10 +103,6 @@ export function revisionJson(r: Revision): z.input<typeof RevisionOut> {
     created_at: iso(r.createdAt),
     updated_at: iso(r.updatedAt),
   };
-}
-
-function logJson(entry: LogEntry) {
-  return { id: Number(entry.id), timestamp: iso(entry.timestamp), level: entry.level, message: entry.message, type: entry.type };
 }
 
 /** A google.protobuf.Struct holds JSON values only: drop the keys zod left undefined. */
@@ -291,32 +284,6 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
       },
     })
     .route({
-      method: 'get',
-      path: '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
-      access: ['api_key', 'access_token', 'session'],
-      summary: 'Build and deploy logs of a revision',
-      description: 'Entries come oldest first; pass `next_offset` back as `offset` to read on (to follow a build, poll).',
-      tags,
-      params: RevisionPath,
-      query: LogsQuery,
-      response: LogsOut,
-      errors: [404, 503],
-      handler: async ({ params, query, auth }) => logs(deps, auth, deploymentIdOf(params.deployment_id), revisionIdOf(params.revision_id), query),
-    })
-    .route({
-      method: 'get',
-      path: '/v2/deployments/{deployment_id}/logs',
-      access: ['api_key', 'access_token', 'session'],
-      summary: 'Build and deploy logs of the latest revision',
-      description: 'Like the logs of a revision, for the newest one; `revision_id` says which that was.',
-      tags,
-      params: DeploymentPath,
-      query: LogsQuery,
-      response: LogsOut,
-      errors: [404, 503],
-      handler: async ({ params, query, auth }) => logs(deps, auth, deploymentIdOf(params.deployment_id), '', query),
-    })
-    .route({
       method: 'post',
       path: '/v2/deployments/{deployment_id}/webhook-secret',
       access: ['api_key', 'access_token', 'session'],
@@ -337,22 +304,4 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
         return { secret: answer.secret, created_at: iso(answer.createdAt) };
       },
     });
-}
-
-async function logs(
-  deps: DeploymentRouteDeps,
-  auth: Principal,
-  deploymentId: string,
-  revisionId: string,
-  query: z.output<typeof LogsQuery>,
-): Promise<z.input<typeof LogsOut>> {
-  const answer = await deps.controlPlane.deployments.getRevisionLogs({
-    tenantId: auth.tenantId,
-    deploymentId,
-    revisionId,
-    type: query.type ?? '',
-    offset: BigInt(query.offset),
-    limit: query.limit,
-  });
-  return { logs: answer.logs.map(logJson), next_offset: Number(answer.nextOffset), revision_id: answer.revisionId || null };
 }

@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file berth/controlplane/v1/deployments.proto.
  */
 export const file_berth_controlplane_v1_deployments: GenFile = /*@__PURE__*/
-  fileDesc("CidiZXJ0aC9jb250cm9scGxhbmUvdjEvZGVwbG95bWVudHMucHJvdG8SFWJlcnRoLmNvbnRyb2xwbGFuZS52MSLdAwoKRGVwbG95bWVudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZzb3VyY2UYBCABKAkSLgoNc291cmNlX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoGc3RhdHVzGAcgASgOMicuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnRTdGF0dXMSGgoSbGF0ZXN0X3JldmlzaW9uX2lkGAggASgJEhoKEmFjdGl2ZV9yZXZpc2lvbl9pZBgJIAEoCRIUCgxzZWNyZXRfbmFtZXMYCiADKAkSEgoKc2Vzc2lvbl9pZBgLIAEoCRIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5oZWFsdGhfbWVzc2FnZRgOIAEoCRIWCg5zdGF0dXNfbWVzc2FnZRgPIAEoCSKlAgoIUmV2aXNpb24SCgoCaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRI1CgZzdGF0dXMYAyABKA4yJS5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb25TdGF0dXMSDgoGc291cmNlGAQgASgJEjcKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnN0YXR1c19tZXNzYWdlGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiUKBlNlY3JldBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIvcBChdDcmVhdGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkSLgoNc291cmNlX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoHc2VjcmV0cxgGIAMoCzIdLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5TZWNyZXQSEgoKc2Vzc2lvbl9pZBgHIAEoCSJ6ChZMaXN0RGVwbG95bWVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1uYW1lX2NvbnRhaW5zGAIgASgJEhcKD2RlcGxveW1lbnRfdHlwZRgDIAEoCRINCgVsaW1pdBgEIAEoBRIOCgZvZmZzZXQYBSABKAUiXwoXTGlzdERlcGxveW1lbnRzUmVzcG9uc2USNAoJcmVzb3VyY2VzGAEgAygLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQSDgoGb2Zmc2V0GAIgASgFIkAKFEdldERlcGxveW1lbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJIqwCChdVcGRhdGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRIzCg1zb3VyY2VfY29uZmlnGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEjwKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAGIAQESFwoPcmVwbGFjZV9zZWNyZXRzGAUgASgIEi4KB3NlY3JldHMYBiADKAsyHS5iZXJ0aC5jb250cm9scGxhbmUudjEuU2VjcmV0QhAKDl9zb3VyY2VfY29uZmlnQhkKF19zb3VyY2VfcmV2aXNpb25fY29uZmlnIkMKF0RlbGV0ZURlcGxveW1lbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJIhoKGERlbGV0ZURlcGxveW1lbnRSZXNwb25zZSKYAQoUTGlzdFJldmlzaW9uc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEjcKCHN0YXR1c2VzGAUgAygOMiUuYmVydGguY29udHJvbHBsYW5lLnYxLlJldmlzaW9uU3RhdHVzIlsKFUxpc3RSZXZpc2lvbnNSZXNwb25zZRIyCglyZXNvdXJjZXMYASADKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb24SDgoGb2Zmc2V0GAIgASgFIlMKEkdldFJldmlzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCSJYChdSZWRlcGxveVJldmlzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCSJzCghMb2dFbnRyeRIKCgJpZBgBIAEoAxItCgl0aW1lc3RhbXAYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxldmVsGAMgASgJEg8KB21lc3NhZ2UYBCABKAkSDAoEdHlwZRgFIAEoCSKEAQoWR2V0UmV2aXNpb25Mb2dzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCRIMCgR0eXBlGAQgASgJEg4KBm9mZnNldBgFIAEoAxINCgVsaW1pdBgGIAEoBSJyChdHZXRSZXZpc2lvbkxvZ3NSZXNwb25zZRItCgRsb2dzGAEgAygLMh8uYmVydGguY29udHJvbHBsYW5lLnYxLkxvZ0VudHJ5EhMKC25leHRfb2Zmc2V0GAIgASgDEhMKC3JldmlzaW9uX2lkGAMgASgJIm4KE1VwbG9hZFNvdXJjZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEQoJdXBsb2FkX2lkGAMgASgJEgwKBGRhdGEYBCABKAwSDAoEbGFzdBgFIAEoCCJTChRVcGxvYWRTb3VyY2VSZXNwb25zZRIRCgl1cGxvYWRfaWQYASABKAkSEwoLb2JqZWN0X3BhdGgYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkiMQoYUmVzb2x2ZURlcGxveW1lbnRSZXF1ZXN0EhUKDWRlcGxveW1lbnRfaWQYASABKAkinwIKGVJlc29sdmVEZXBsb3ltZW50UmVzcG9uc2USEQoJdGVuYW50X2lkGAEgASgJEhQKDHVwc3RyZWFtX3VybBgCIAEoCRITCgtjdXN0b21fYXV0aBgDIAEoCBIbChN1cHN0cmVhbV9jcmVkZW50aWFsGAQgASgJEjcKBnN0YXR1cxgGIAEoDjInLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50U3RhdHVzEhYKDnN0YXR1c19tZXNzYWdlGAcgASgJEhoKEnRyYWNpbmdfY3JlZGVudGlhbBgIIAEoCRIMCgRuYW1lGAkgASgJEhIKCnNlc3Npb25faWQYCiABKAlKBAgFEAZSEnVuYXZhaWxhYmxlX3JlYXNvbiIdChtHZXREZXBsb3ltZW50c0hlYWx0aFJlcXVlc3QiPQocR2V0RGVwbG95bWVudHNIZWFsdGhSZXNwb25zZRIdChV1bmhlYWx0aHlfZGVwbG95bWVudHMYASABKAUiRgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkiXQobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEg4KBnNlY3JldBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChhDcmVhdGVEZXBsb3ltZW50UmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50Ik4KFUdldERlcGxveW1lbnRSZXNwb25zZRI1CgpkZXBsb3ltZW50GAEgASgLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQiUQoYVXBkYXRlRGVwbG95bWVudFJlc3BvbnNlEjUKCmRlcGxveW1lbnQYASABKAsyIS5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudCJRChhSZWRlcGxveVJldmlzaW9uUmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50IkgKE0dldFJldmlzaW9uUmVzcG9uc2USMQoIcmV2aXNpb24YASABKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb24q/AIKDlJldmlzaW9uU3RhdHVzEh8KG1JFVklTSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1JFVklTSU9OX1NUQVRVU19BV0FJVElOR19TT1VSQ0UQARIaChZSRVZJU0lPTl9TVEFUVVNfUVVFVUVEEAISIgoeUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0JVSUxEEAMSHAoYUkVWSVNJT05fU1RBVFVTX0JVSUxESU5HEAQSIwofUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0RFUExPWRAFEh0KGVJFVklTSU9OX1NUQVRVU19ERVBMT1lJTkcQBhIcChhSRVZJU0lPTl9TVEFUVVNfREVQTE9ZRUQQBxIgChxSRVZJU0lPTl9TVEFUVVNfQlVJTERfRkFJTEVEEAgSIQodUkVWSVNJT05fU1RBVFVTX0RFUExPWV9GQUlMRUQQCRIfChtSRVZJU0lPTl9TVEFUVVNfSU5URVJSVVBURUQQCirdAQoQRGVwbG95bWVudFN0YXR1cxIhCh1ERVBMT1lNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEiUKIURFUExPWU1FTlRfU1RBVFVTX0FXQUlUSU5HX0RFUExPWRABEhsKF0RFUExPWU1FTlRfU1RBVFVTX1JFQURZEAISHwobREVQTE9ZTUVOVF9TVEFUVVNfVU5IRUFMVEhZEAMSHAoYREVQTE9ZTUVOVF9TVEFUVVNfRkFJTEVEEAQSIwofREVQTE9ZTUVOVF9TVEFUVVNfTEFURVNUX0ZBSUxFRBAFMukLChFEZXBsb3ltZW50U2VydmljZRJzChBDcmVhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXNwb25zZRJwCg9MaXN0RGVwbG95bWVudHMSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuTGlzdERlcGxveW1lbnRzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5MaXN0RGVwbG95bWVudHNSZXNwb25zZRJqCg1HZXREZXBsb3ltZW50EisuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXNwb25zZRJzChBVcGRhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXNwb25zZRJzChBEZWxldGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXNwb25zZRJqCg1MaXN0UmV2aXNpb25zEisuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXNwb25zZRJkCgtHZXRSZXZpc2lvbhIpLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvblJlcXVlc3QaKi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25SZXNwb25zZRJzChBSZWRlcGxveVJldmlzaW9uEi4uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXNwb25zZRJwCg9HZXRSZXZpc2lvbkxvZ3MSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25Mb2dzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvbkxvZ3NSZXNwb25zZRJnCgxVcGxvYWRTb3VyY2USKi5iZXJ0aC5jb250cm9scGxhbmUudjEuVXBsb2FkU291cmNlUmVxdWVzdBorLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5VcGxvYWRTb3VyY2VSZXNwb25zZRJ2ChFSZXNvbHZlRGVwbG95bWVudBIvLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5SZXNvbHZlRGVwbG95bWVudFJlcXVlc3QaMC5iZXJ0aC5jb250cm9scGxhbmUudjEuUmVzb2x2ZURlcGxveW1lbnRSZXNwb25zZRJ/ChRHZXREZXBsb3ltZW50c0hlYWx0aBIyLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXREZXBsb3ltZW50c0hlYWx0aFJlcXVlc3QaMy5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0RGVwbG95bWVudHNIZWFsdGhSZXNwb25zZRJ8ChNSb3RhdGVXZWJob29rU2VjcmV0EjEuYmVydGguY29udHJvbHBsYW5lLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0GjIuYmVydGguY29udHJvbHBsYW5lLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CidiZXJ0aC9jb250cm9scGxhbmUvdjEvZGVwbG95bWVudHMucHJvdG8SFWJlcnRoLmNvbnRyb2xwbGFuZS52MSLdAwoKRGVwbG95bWVudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZzb3VyY2UYBCABKAkSLgoNc291cmNlX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoGc3RhdHVzGAcgASgOMicuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnRTdGF0dXMSGgoSbGF0ZXN0X3JldmlzaW9uX2lkGAggASgJEhoKEmFjdGl2ZV9yZXZpc2lvbl9pZBgJIAEoCRIUCgxzZWNyZXRfbmFtZXMYCiADKAkSEgoKc2Vzc2lvbl9pZBgLIAEoCRIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5oZWFsdGhfbWVzc2FnZRgOIAEoCRIWCg5zdGF0dXNfbWVzc2FnZRgPIAEoCSKlAgoIUmV2aXNpb24SCgoCaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRI1CgZzdGF0dXMYAyABKA4yJS5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb25TdGF0dXMSDgoGc291cmNlGAQgASgJEjcKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnN0YXR1c19tZXNzYWdlGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiUKBlNlY3JldBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIvcBChdDcmVhdGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzb3VyY2UYAyABKAkSLgoNc291cmNlX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoWc291cmNlX3JldmlzaW9uX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoHc2VjcmV0cxgGIAMoCzIdLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5TZWNyZXQSEgoKc2Vzc2lvbl9pZBgHIAEoCSJ6ChZMaXN0RGVwbG95bWVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1uYW1lX2NvbnRhaW5zGAIgASgJEhcKD2RlcGxveW1lbnRfdHlwZRgDIAEoCRINCgVsaW1pdBgEIAEoBRIOCgZvZmZzZXQYBSABKAUiXwoXTGlzdERlcGxveW1lbnRzUmVzcG9uc2USNAoJcmVzb3VyY2VzGAEgAygLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQSDgoGb2Zmc2V0GAIgASgFIkAKFEdldERlcGxveW1lbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJIqwCChdVcGRhdGVEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRIzCg1zb3VyY2VfY29uZmlnGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEjwKFnNvdXJjZV9yZXZpc2lvbl9jb25maWcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAGIAQESFwoPcmVwbGFjZV9zZWNyZXRzGAUgASgIEi4KB3NlY3JldHMYBiADKAsyHS5iZXJ0aC5jb250cm9scGxhbmUudjEuU2VjcmV0QhAKDl9zb3VyY2VfY29uZmlnQhkKF19zb3VyY2VfcmV2aXNpb25fY29uZmlnIkMKF0RlbGV0ZURlcGxveW1lbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIVCg1kZXBsb3ltZW50X2lkGAIgASgJIhoKGERlbGV0ZURlcGxveW1lbnRSZXNwb25zZSKYAQoUTGlzdFJldmlzaW9uc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEjcKCHN0YXR1c2VzGAUgAygOMiUuYmVydGguY29udHJvbHBsYW5lLnYxLlJldmlzaW9uU3RhdHVzIlsKFUxpc3RSZXZpc2lvbnNSZXNwb25zZRIyCglyZXNvdXJjZXMYASADKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb24SDgoGb2Zmc2V0GAIgASgFIlMKEkdldFJldmlzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCSJYChdSZWRlcGxveVJldmlzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCSJzCghMb2dFbnRyeRIKCgJpZBgBIAEoAxItCgl0aW1lc3RhbXAYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxldmVsGAMgASgJEg8KB21lc3NhZ2UYBCABKAkSDAoEdHlwZRgFIAEoCSLaAQoWR2V0UmV2aXNpb25Mb2dzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCRITCgtyZXZpc2lvbl9pZBgDIAEoCRIMCgR0eXBlGAQgASgJEg4KBm9mZnNldBgFIAEoAxINCgVsaW1pdBgGIAEoBRIpCgVzaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInIKF0dldFJldmlzaW9uTG9nc1Jlc3BvbnNlEi0KBGxvZ3MYASADKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuTG9nRW50cnkSEwoLbmV4dF9vZmZzZXQYAiABKAMSEwoLcmV2aXNpb25faWQYAyABKAkiowEKGUZvbGxvd1JldmlzaW9uTG9nc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkSDAoEdHlwZRgEIAEoCRIOCgZvZmZzZXQYBSABKAMSKQoFc2luY2UYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIm8KGkZvbGxvd1JldmlzaW9uTG9nc1Jlc3BvbnNlEi0KBGxvZ3MYASADKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuTG9nRW50cnkSEwoLcmV2aXNpb25faWQYAiABKAkSDQoFZW5kZWQYAyABKAgiQgoWV2F0Y2hEZXBsb3ltZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFQoNZGVwbG95bWVudF9pZBgCIAEoCSIqChdXYXRjaERlcGxveW1lbnRSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIm4KE1VwbG9hZFNvdXJjZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkSEQoJdXBsb2FkX2lkGAMgASgJEgwKBGRhdGEYBCABKAwSDAoEbGFzdBgFIAEoCCJTChRVcGxvYWRTb3VyY2VSZXNwb25zZRIRCgl1cGxvYWRfaWQYASABKAkSEwoLb2JqZWN0X3BhdGgYAiABKAkSEwoLcmV2aXNpb25faWQYAyABKAkiMQoYUmVzb2x2ZURlcGxveW1lbnRSZXF1ZXN0EhUKDWRlcGxveW1lbnRfaWQYASABKAkinwIKGVJlc29sdmVEZXBsb3ltZW50UmVzcG9uc2USEQoJdGVuYW50X2lkGAEgASgJEhQKDHVwc3RyZWFtX3VybBgCIAEoCRITCgtjdXN0b21fYXV0aBgDIAEoCBIbChN1cHN0cmVhbV9jcmVkZW50aWFsGAQgASgJEjcKBnN0YXR1cxgGIAEoDjInLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50U3RhdHVzEhYKDnN0YXR1c19tZXNzYWdlGAcgASgJEhoKEnRyYWNpbmdfY3JlZGVudGlhbBgIIAEoCRIMCgRuYW1lGAkgASgJEhIKCnNlc3Npb25faWQYCiABKAlKBAgFEAZSEnVuYXZhaWxhYmxlX3JlYXNvbiIdChtHZXREZXBsb3ltZW50c0hlYWx0aFJlcXVlc3QiPQocR2V0RGVwbG95bWVudHNIZWFsdGhSZXNwb25zZRIdChV1bmhlYWx0aHlfZGVwbG95bWVudHMYASABKAUiRgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWRlcGxveW1lbnRfaWQYAiABKAkiXQobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEg4KBnNlY3JldBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChhDcmVhdGVEZXBsb3ltZW50UmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50Ik4KFUdldERlcGxveW1lbnRSZXNwb25zZRI1CgpkZXBsb3ltZW50GAEgASgLMiEuYmVydGguY29udHJvbHBsYW5lLnYxLkRlcGxveW1lbnQiUQoYVXBkYXRlRGVwbG95bWVudFJlc3BvbnNlEjUKCmRlcGxveW1lbnQYASABKAsyIS5iZXJ0aC5jb250cm9scGxhbmUudjEuRGVwbG95bWVudCJRChhSZWRlcGxveVJldmlzaW9uUmVzcG9uc2USNQoKZGVwbG95bWVudBgBIAEoCzIhLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5EZXBsb3ltZW50IkgKE0dldFJldmlzaW9uUmVzcG9uc2USMQoIcmV2aXNpb24YASABKAsyHy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmV2aXNpb24q/AIKDlJldmlzaW9uU3RhdHVzEh8KG1JFVklTSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1JFVklTSU9OX1NUQVRVU19BV0FJVElOR19TT1VSQ0UQARIaChZSRVZJU0lPTl9TVEFUVVNfUVVFVUVEEAISIgoeUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0JVSUxEEAMSHAoYUkVWSVNJT05fU1RBVFVTX0JVSUxESU5HEAQSIwofUkVWSVNJT05fU1RBVFVTX0FXQUlUSU5HX0RFUExPWRAFEh0KGVJFVklTSU9OX1NUQVRVU19ERVBMT1lJTkcQBhIcChhSRVZJU0lPTl9TVEFUVVNfREVQTE9ZRUQQBxIgChxSRVZJU0lPTl9TVEFUVVNfQlVJTERfRkFJTEVEEAgSIQodUkVWSVNJT05fU1RBVFVTX0RFUExPWV9GQUlMRUQQCRIfChtSRVZJU0lPTl9TVEFUVVNfSU5URVJSVVBURUQQCirdAQoQRGVwbG95bWVudFN0YXR1cxIhCh1ERVBMT1lNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEiUKIURFUExPWU1FTlRfU1RBVFVTX0FXQUlUSU5HX0RFUExPWRABEhsKF0RFUExPWU1FTlRfU1RBVFVTX1JFQURZEAISHwobREVQTE9ZTUVOVF9TVEFUVVNfVU5IRUFMVEhZEAMSHAoYREVQTE9ZTUVOVF9TVEFUVVNfRkFJTEVEEAQSIwofREVQTE9ZTUVOVF9TVEFUVVNfTEFURVNUX0ZBSUxFRBAFMtoNChFEZXBsb3ltZW50U2VydmljZRJzChBDcmVhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkNyZWF0ZURlcGxveW1lbnRSZXNwb25zZRJwCg9MaXN0RGVwbG95bWVudHMSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuTGlzdERlcGxveW1lbnRzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5MaXN0RGVwbG95bWVudHNSZXNwb25zZRJqCg1HZXREZXBsb3ltZW50EisuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRSZXNwb25zZRJzChBVcGRhdGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlVwZGF0ZURlcGxveW1lbnRSZXNwb25zZRJzChBEZWxldGVEZXBsb3ltZW50Ei4uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLkRlbGV0ZURlcGxveW1lbnRSZXNwb25zZRJqCg1MaXN0UmV2aXNpb25zEisuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXF1ZXN0GiwuYmVydGguY29udHJvbHBsYW5lLnYxLkxpc3RSZXZpc2lvbnNSZXNwb25zZRJkCgtHZXRSZXZpc2lvbhIpLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvblJlcXVlc3QaKi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25SZXNwb25zZRJzChBSZWRlcGxveVJldmlzaW9uEi4uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXF1ZXN0Gi8uYmVydGguY29udHJvbHBsYW5lLnYxLlJlZGVwbG95UmV2aXNpb25SZXNwb25zZRJwCg9HZXRSZXZpc2lvbkxvZ3MSLS5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0UmV2aXNpb25Mb2dzUmVxdWVzdBouLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5HZXRSZXZpc2lvbkxvZ3NSZXNwb25zZRJ7ChJGb2xsb3dSZXZpc2lvbkxvZ3MSMC5iZXJ0aC5jb250cm9scGxhbmUudjEuRm9sbG93UmV2aXNpb25Mb2dzUmVxdWVzdBoxLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5Gb2xsb3dSZXZpc2lvbkxvZ3NSZXNwb25zZTABEnIKD1dhdGNoRGVwbG95bWVudBItLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5XYXRjaERlcGxveW1lbnRSZXF1ZXN0Gi4uYmVydGguY29udHJvbHBsYW5lLnYxLldhdGNoRGVwbG95bWVudFJlc3BvbnNlMAESZwoMVXBsb2FkU291cmNlEiouYmVydGguY29udHJvbHBsYW5lLnYxLlVwbG9hZFNvdXJjZVJlcXVlc3QaKy5iZXJ0aC5jb250cm9scGxhbmUudjEuVXBsb2FkU291cmNlUmVzcG9uc2USdgoRUmVzb2x2ZURlcGxveW1lbnQSLy5iZXJ0aC5jb250cm9scGxhbmUudjEuUmVzb2x2ZURlcGxveW1lbnRSZXF1ZXN0GjAuYmVydGguY29udHJvbHBsYW5lLnYxLlJlc29sdmVEZXBsb3ltZW50UmVzcG9uc2USfwoUR2V0RGVwbG95bWVudHNIZWFsdGgSMi5iZXJ0aC5jb250cm9scGxhbmUudjEuR2V0RGVwbG95bWVudHNIZWFsdGhSZXF1ZXN0GjMuYmVydGguY29udHJvbHBsYW5lLnYxLkdldERlcGxveW1lbnRzSGVhbHRoUmVzcG9uc2USfAoTUm90YXRlV2ViaG9va1NlY3JldBIxLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBoyLmJlcnRoLmNvbnRyb2xwbGFuZS52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One deployment. Secret values are never returned: only their names.
@@ -613,6 +613,20 @@ export type GetRevisionLogsRequest = Message<"berth.controlplane.v1.GetRevisionL
    * @generated from field: int32 limit = 6;
    */
   limit: number;
+
+  /**
+   * Only entries written at or after this time (unset: from the start).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 7;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Only entries written before this time (unset: to the end).
+   *
+   * @generated from field: google.protobuf.Timestamp until = 8;
+   */
+  until?: Timestamp | undefined;
 };
 
 /**
@@ -652,6 +666,137 @@ export type GetRevisionLogsResponse = Message<"berth.controlplane.v1.GetRevision
  */
 export const GetRevisionLogsResponseSchema: GenMessage<GetRevisionLogsResponse> = /*@__PURE__*/
   messageDesc(file_berth_controlplane_v1_deployments, 16);
+
+/**
+ * Follows a revision's log: the entries there are, then each as it is written.
+ *
+ * @generated from message berth.controlplane.v1.FollowRevisionLogsRequest
+ */
+export type FollowRevisionLogsRequest = Message<"berth.controlplane.v1.FollowRevisionLogsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string deployment_id = 2;
+   */
+  deploymentId: string;
+
+  /**
+   * Empty: the deployment's latest revision (when the call starts).
+   *
+   * @generated from field: string revision_id = 3;
+   */
+  revisionId: string;
+
+  /**
+   * build, deploy, or empty for both.
+   *
+   * @generated from field: string type = 4;
+   */
+  type: string;
+
+  /**
+   * Entries with an id above this (a resuming client's last one).
+   *
+   * @generated from field: int64 offset = 5;
+   */
+  offset: bigint;
+
+  /**
+   * Only entries written at or after this time (unset: from the start).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 6;
+   */
+  since?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message berth.controlplane.v1.FollowRevisionLogsRequest.
+ * Use `create(FollowRevisionLogsRequestSchema)` to create a new message.
+ */
+export const FollowRevisionLogsRequestSchema: GenMessage<FollowRevisionLogsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_controlplane_v1_deployments, 17);
+
+/**
+ * Entries in order (each message's follow the previous message's), then, when the revision's log
+ * has ended (it failed, was interrupted or retired, or was deleted), one message with `ended`.
+ *
+ * @generated from message berth.controlplane.v1.FollowRevisionLogsResponse
+ */
+export type FollowRevisionLogsResponse = Message<"berth.controlplane.v1.FollowRevisionLogsResponse"> & {
+  /**
+   * @generated from field: repeated berth.controlplane.v1.LogEntry logs = 1;
+   */
+  logs: LogEntry[];
+
+  /**
+   * The revision followed (set on every message).
+   *
+   * @generated from field: string revision_id = 2;
+   */
+  revisionId: string;
+
+  /**
+   * Nothing more will be written: the last message of the call.
+   *
+   * @generated from field: bool ended = 3;
+   */
+  ended: boolean;
+};
+
+/**
+ * Describes the message berth.controlplane.v1.FollowRevisionLogsResponse.
+ * Use `create(FollowRevisionLogsResponseSchema)` to create a new message.
+ */
+export const FollowRevisionLogsResponseSchema: GenMessage<FollowRevisionLogsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_controlplane_v1_deployments, 18);
+
+/**
+ * Watches a deployment for changes a client shows (revisions made or moved on, the serving
+ * revision and its health, secrets, deletion), to read it again then instead of polling.
+ *
+ * @generated from message berth.controlplane.v1.WatchDeploymentRequest
+ */
+export type WatchDeploymentRequest = Message<"berth.controlplane.v1.WatchDeploymentRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string deployment_id = 2;
+   */
+  deploymentId: string;
+};
+
+/**
+ * Describes the message berth.controlplane.v1.WatchDeploymentRequest.
+ * Use `create(WatchDeploymentRequestSchema)` to create a new message.
+ */
+export const WatchDeploymentRequestSchema: GenMessage<WatchDeploymentRequest> = /*@__PURE__*/
+  messageDesc(file_berth_controlplane_v1_deployments, 19);
+
+/**
+ * The first message comes at once; then one after each change (changes close together may come as
+ * one). After `deleted` the call ends.
+ *
+ * @generated from message berth.controlplane.v1.WatchDeploymentResponse
+ */
+export type WatchDeploymentResponse = Message<"berth.controlplane.v1.WatchDeploymentResponse"> & {
+  /**
+   * @generated from field: bool deleted = 1;
+   */
+  deleted: boolean;
+};
+
+/**
+ * Describes the message berth.controlplane.v1.WatchDeploymentResponse.
+ * Use `create(WatchDeploymentResponseSchema)` to create a new message.
+ */
+export const WatchDeploymentResponseSchema: GenMessage<WatchDeploymentResponse> = /*@__PURE__*/
+  messageDesc(file_berth_controlplane_v1_deployments, 20);
 
 /**
  * A project tarball arrives in chunks (the gateway streams an HTTP body through).
@@ -695,7 +840,7 @@ export type UploadSourceRequest = Message<"berth.controlplane.v1.UploadSourceReq
  * Use `create(UploadSourceRequestSchema)` to create a new message.
  */
 export const UploadSourceRequestSchema: GenMessage<UploadSourceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 17);
+  messageDesc(file_berth_controlplane_v1_deployments, 21);
 
 /**
  * @generated from message berth.controlplane.v1.UploadSourceResponse
@@ -726,7 +871,7 @@ export type UploadSourceResponse = Message<"berth.controlplane.v1.UploadSourceRe
  * Use `create(UploadSourceResponseSchema)` to create a new message.
  */
 export const UploadSourceResponseSchema: GenMessage<UploadSourceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 18);
+  messageDesc(file_berth_controlplane_v1_deployments, 22);
 
 /**
  * @generated from message berth.controlplane.v1.ResolveDeploymentRequest
@@ -743,7 +888,7 @@ export type ResolveDeploymentRequest = Message<"berth.controlplane.v1.ResolveDep
  * Use `create(ResolveDeploymentRequestSchema)` to create a new message.
  */
 export const ResolveDeploymentRequestSchema: GenMessage<ResolveDeploymentRequest> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 19);
+  messageDesc(file_berth_controlplane_v1_deployments, 23);
 
 /**
  * Where the gateway sends a deployment's traffic.
@@ -821,7 +966,7 @@ export type ResolveDeploymentResponse = Message<"berth.controlplane.v1.ResolveDe
  * Use `create(ResolveDeploymentResponseSchema)` to create a new message.
  */
 export const ResolveDeploymentResponseSchema: GenMessage<ResolveDeploymentResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 20);
+  messageDesc(file_berth_controlplane_v1_deployments, 24);
 
 /**
  * @generated from message berth.controlplane.v1.GetDeploymentsHealthRequest
@@ -834,7 +979,7 @@ export type GetDeploymentsHealthRequest = Message<"berth.controlplane.v1.GetDepl
  * Use `create(GetDeploymentsHealthRequestSchema)` to create a new message.
  */
 export const GetDeploymentsHealthRequestSchema: GenMessage<GetDeploymentsHealthRequest> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 21);
+  messageDesc(file_berth_controlplane_v1_deployments, 25);
 
 /**
  * Health of the deployments of every tenant, for the gateway's /readyz: a count, no ids.
@@ -855,7 +1000,7 @@ export type GetDeploymentsHealthResponse = Message<"berth.controlplane.v1.GetDep
  * Use `create(GetDeploymentsHealthResponseSchema)` to create a new message.
  */
 export const GetDeploymentsHealthResponseSchema: GenMessage<GetDeploymentsHealthResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 22);
+  messageDesc(file_berth_controlplane_v1_deployments, 26);
 
 /**
  * @generated from message berth.controlplane.v1.RotateWebhookSecretRequest
@@ -877,7 +1022,7 @@ export type RotateWebhookSecretRequest = Message<"berth.controlplane.v1.RotateWe
  * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
  */
 export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 23);
+  messageDesc(file_berth_controlplane_v1_deployments, 27);
 
 /**
  * The deployment's new run-webhook signing secret (whsec_..., Standard Webhooks): the only answer
@@ -904,7 +1049,7 @@ export type RotateWebhookSecretResponse = Message<"berth.controlplane.v1.RotateW
  * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 24);
+  messageDesc(file_berth_controlplane_v1_deployments, 28);
 
 /**
  * @generated from message berth.controlplane.v1.CreateDeploymentResponse
@@ -921,7 +1066,7 @@ export type CreateDeploymentResponse = Message<"berth.controlplane.v1.CreateDepl
  * Use `create(CreateDeploymentResponseSchema)` to create a new message.
  */
 export const CreateDeploymentResponseSchema: GenMessage<CreateDeploymentResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 25);
+  messageDesc(file_berth_controlplane_v1_deployments, 29);
 
 /**
  * @generated from message berth.controlplane.v1.GetDeploymentResponse
@@ -938,7 +1083,7 @@ export type GetDeploymentResponse = Message<"berth.controlplane.v1.GetDeployment
  * Use `create(GetDeploymentResponseSchema)` to create a new message.
  */
 export const GetDeploymentResponseSchema: GenMessage<GetDeploymentResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 26);
+  messageDesc(file_berth_controlplane_v1_deployments, 30);
 
 /**
  * @generated from message berth.controlplane.v1.UpdateDeploymentResponse
@@ -955,7 +1100,7 @@ export type UpdateDeploymentResponse = Message<"berth.controlplane.v1.UpdateDepl
  * Use `create(UpdateDeploymentResponseSchema)` to create a new message.
  */
 export const UpdateDeploymentResponseSchema: GenMessage<UpdateDeploymentResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 27);
+  messageDesc(file_berth_controlplane_v1_deployments, 31);
 
 /**
  * @generated from message berth.controlplane.v1.RedeployRevisionResponse
@@ -972,7 +1117,7 @@ export type RedeployRevisionResponse = Message<"berth.controlplane.v1.RedeployRe
  * Use `create(RedeployRevisionResponseSchema)` to create a new message.
  */
 export const RedeployRevisionResponseSchema: GenMessage<RedeployRevisionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 28);
+  messageDesc(file_berth_controlplane_v1_deployments, 32);
 
 /**
  * @generated from message berth.controlplane.v1.GetRevisionResponse
@@ -989,7 +1134,7 @@ export type GetRevisionResponse = Message<"berth.controlplane.v1.GetRevisionResp
  * Use `create(GetRevisionResponseSchema)` to create a new message.
  */
 export const GetRevisionResponseSchema: GenMessage<GetRevisionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_controlplane_v1_deployments, 29);
+  messageDesc(file_berth_controlplane_v1_deployments, 33);
 
 /**
  * The lifecycle of a revision. Its allowed moves are declared in one table in the control plane
@@ -1217,6 +1362,27 @@ export const DeploymentService: GenService<{
     methodKind: "unary";
     input: typeof GetRevisionLogsRequestSchema;
     output: typeof GetRevisionLogsResponseSchema;
+  },
+  /**
+   * Fails RESOURCE_EXHAUSTED when the tenant holds too many such streams already (logs it follows,
+   * deployments it watches).
+   *
+   * @generated from rpc berth.controlplane.v1.DeploymentService.FollowRevisionLogs
+   */
+  followRevisionLogs: {
+    methodKind: "server_streaming";
+    input: typeof FollowRevisionLogsRequestSchema;
+    output: typeof FollowRevisionLogsResponseSchema;
+  },
+  /**
+   * Fails RESOURCE_EXHAUSTED when the tenant holds too many such streams already.
+   *
+   * @generated from rpc berth.controlplane.v1.DeploymentService.WatchDeployment
+   */
+  watchDeployment: {
+    methodKind: "server_streaming";
+    input: typeof WatchDeploymentRequestSchema;
+    output: typeof WatchDeploymentResponseSchema;
   },
   /**
    * @generated from rpc berth.controlplane.v1.DeploymentService.UploadSource
