@@ -195,7 +195,12 @@ export default {
     'services/sandbox-manager/src/sandboxes/reconciler.test.ts',
   ],
   // Debian's Chromium driven by playwright-core (plus Postgres, Redis, S3).
-  browser: ['libs/testing/src/browser.test.ts', 'services/agent-runtime/src/protocol-browser.test.ts', 'services/gateway/src/browser-chat.test.ts'],
+  browser: [
+    'libs/testing/src/browser.test.ts',
+    'services/agent-runtime/src/protocol-browser.test.ts',
+    'services/gateway/src/browser-chat.test.ts',
+    'services/gateway/src/console.test.ts',
+  ],
   // The whole platform as a user meets it: the built `berth` binary (`up`, `dev`, `deploy`, `login`
   // …) or every service started together (startPlatform); root, with everything above.
   e2e: [

@@ -1,14 +1,15 @@
 /**
  * The gateway's HTTP app: authentication in front of every non-public route, the platform's own
  * endpoints (tenants, API keys, tokens, health, login flows and their approval page), the
- * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
- * docs page.
+ * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`), the OpenAPI document and
+ * docs page, and the web console (console.ts).
  */
 import type { AuthStore } from '@berth/auth';
 import { Api, CorsPolicy, cors, createApp, docsRouter, openApiDocument } from '@berth/http';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
 import { declaredAccess, type GatewayApi } from './access.js';
+import { consoleRoutes } from './console.js';
 import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
@@ -49,6 +50,8 @@ export interface GatewayAppDeps {
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
   publicUrl?: string;
+  /** See ConsoleOptions.dir. */
+  consoleDir?: string;
   /** See GatewayConfig.corsAllowOrigins. @default [] */
   corsAllowOrigins?: string[];
   /** @default 2592000 */
@@ -111,6 +114,7 @@ export function gatewayApi(deps: GatewayAppDeps, auth = new GatewayAuthenticator
   });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   sandboxRoutes(api, { manager: deps.sandboxManager ?? new SandboxManagerClients(undefined), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
+  consoleRoutes(api, deps.consoleDir ? { dir: deps.consoleDir } : {});
   return api;
 }
 
