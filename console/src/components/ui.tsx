@@ -66,3 +66,18 @@ export function ErrorNote({ error }: { error: unknown }) {
 export function PageTitle({ children }: { children: ReactNode }) {
   return <h1 className="text-2xl font-semibold tracking-tight">{children}</h1>;
 }
+
+/** A table's header row: one column heading each. */
+export function TableHead({ columns }: { columns: string[] }) {
+  return (
+    <thead className="border-b border-slate-300 text-slate-700 dark:border-slate-700 dark:text-slate-300">
+      <tr>
+        {columns.map((column) => (
+          <th key={column} scope="col" className="py-2 pr-4 font-medium">
+            {column}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}

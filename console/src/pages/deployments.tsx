@@ -5,7 +5,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createRoute } from '@tanstack/react-router';
 import { call } from '../api';
-import { DeploymentStatusBadge, ErrorNote, PageTitle, Time } from '../components/ui';
+import { DeploymentStatusBadge, ErrorNote, PageTitle, TableHead, Time } from '../components/ui';
 import { authedRoute } from '../routes/root';
 import type { DeploymentList } from '../types';
 
@@ -62,25 +62,7 @@ function DeploymentsPage() {
         ) : (
           <table className="w-full border-collapse text-left text-sm">
             <caption className="sr-only">Deployments{q ? ` whose name contains “${q}”` : ''}</caption>
-            <thead className="border-b border-slate-300 text-slate-700 dark:border-slate-700 dark:text-slate-300">
-              <tr>
-                <th scope="col" className="py-2 pr-4 font-medium">
-                  Name
-                </th>
-                <th scope="col" className="py-2 pr-4 font-medium">
-                  Status
-                </th>
-                <th scope="col" className="py-2 pr-4 font-medium">
-                  Latest revision
-                </th>
-                <th scope="col" className="py-2 pr-4 font-medium">
-                  URL
-                </th>
-                <th scope="col" className="py-2 font-medium">
-                  Updated
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Name', 'Status', 'Latest revision', 'URL', 'Updated']} />
             <tbody>
               {rows.map((d) => (
                 <tr key={d.id} className="border-b border-slate-200 align-top dark:border-slate-800">

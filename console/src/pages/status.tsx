@@ -6,7 +6,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { createRoute, Link } from '@tanstack/react-router';
 import { call } from '../api';
-import { Badge, DeploymentStatusBadge, ErrorNote, PageTitle, Time, UNHEALTHY_STATUSES, type Tone } from '../components/ui';
+import { Badge, DeploymentStatusBadge, ErrorNote, PageTitle, TableHead, Time, UNHEALTHY_STATUSES, type Tone } from '../components/ui';
 import { authedRoute } from '../routes/root';
 import type { Deployment, DeploymentList, Info, Readiness } from '../types';
 
@@ -43,19 +43,7 @@ function Services() {
       </p>
       <table className="mt-4 w-full max-w-2xl border-collapse text-left text-sm">
         <caption className="sr-only">Services and their readiness</caption>
-        <thead className="border-b border-slate-300 text-slate-700 dark:border-slate-700 dark:text-slate-300">
-          <tr>
-            <th scope="col" className="py-2 pr-4 font-medium">
-              Service
-            </th>
-            <th scope="col" className="py-2 pr-4 font-medium">
-              Readiness
-            </th>
-            <th scope="col" className="py-2 font-medium">
-              Detail
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Service', 'Readiness', 'Detail']} />
         <tbody>
           {Object.entries(checks).map(([name, check]) => (
             <tr key={name} className="border-b border-slate-200 dark:border-slate-800">
