@@ -6,7 +6,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiError } from './api';
 import { makeRouter } from './router';
-import { sessionQuery } from './routes/root';
+import { sessionQuery } from './session';
 import { initTheme } from './theme';
 
 initTheme();

@@ -7,6 +7,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet, useNavigate, useRouteContext } from '@tanstack/react-router';
 import { useState } from 'react';
 import { signOut } from '../api';
+import { sessionQuery } from '../session';
 import { chooseTheme, storedTheme, type ThemeChoice } from '../theme';
 
 const NAV = [
@@ -53,7 +54,7 @@ export function Shell() {
       await signOut();
     } finally {
       queryClient.clear();
-      queryClient.setQueryData(['session'], null);
+      queryClient.setQueryData(sessionQuery.queryKey, null);
       await navigate({ to: '/sign-in' });
     }
   };

@@ -7,7 +7,8 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createRoute, redirect, useRouter } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { ApiError, signIn } from '../api';
-import { localPath, rootRoute, sessionOrNull, sessionQuery } from '../routes/root';
+import { localPath, rootRoute } from '../routes/root';
+import { sessionOrNull, sessionQuery } from '../session';
 
 function SignInPage() {
   const search = signInRoute.useSearch();

@@ -2,21 +2,14 @@
  * The root of the route tree and the signed-in part of it: every page but the sign-in page sits
  * under `authedRoute`, which sends a visitor without a session to the sign-in page (and back after).
  */
-import { queryOptions, type QueryClient } from '@tanstack/react-query';
+import type { QueryClient } from '@tanstack/react-query';
 import { createRootRouteWithContext, createRoute, Link, Outlet, redirect } from '@tanstack/react-router';
-import { currentSession, type Session } from '../api';
 import { Shell } from '../components/shell';
+import { sessionOrNull } from '../session';
 
 export interface RouterContext {
   queryClient: QueryClient;
 }
-
-/** The session (null without one), read once and kept until sign-in, sign-out or a 401 changes it. */
-export const sessionQuery = queryOptions({
-  queryKey: ['session'],
-  queryFn: ({ signal }) => currentSession(signal),
-  staleTime: Infinity,
-});
 
 function NotFound() {
   return (
@@ -37,18 +30,6 @@ export const rootRoute = createRootRouteWithContext<RouterContext>()({
 /** A path of this origin to go back to after signing in (never another origin: `//host` is refused). */
 export function localPath(value: unknown): string | undefined {
   return typeof value === 'string' && value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/\\') ? value : undefined;
-}
-
-/**
- * The session, or null when there is none or it cannot be checked now (the gateway unreachable):
- * either way the sign-in page is where to go, and it says what its own call answers.
- */
-export async function sessionOrNull(queryClient: QueryClient): Promise<Session | null> {
-  try {
-    return await queryClient.ensureQueryData(sessionQuery);
-  } catch {
-    return null;
-  }
 }
 
 export const authedRoute = createRoute({

@@ -61,25 +61,22 @@ interface Asset {
 const NOT_BUILT = 'The console is not built here: run `make build` (it builds console/ with the rest).';
 
 /**
- * The built files, read on first use and kept in memory (a few hundred KB). A rebuild while the
- * gateway runs is picked up when a name is asked for that is not known yet.
+ * The built files. index.html (under 1 KB) is read at each page load, so a rebuild while the gateway
+ * runs is served at once; the assets are kept in memory (a few hundred KB), read again when a name
+ * is asked for that is not known yet (the new index names new files).
  */
 class ConsoleFiles {
-  private index: Buffer | undefined;
   private assets = new Map<string, Asset>();
   private listing = '';
 
   constructor(private readonly dir: string) {}
 
   indexHtml(): Buffer {
-    if (!this.index) {
-      try {
-        this.index = readFileSync(join(this.dir, 'index.html'));
-      } catch (error) {
-        throw new NotFoundError(NOT_BUILT, { cause: error });
-      }
+    try {
+      return readFileSync(join(this.dir, 'index.html'));
+    } catch (error) {
+      throw new NotFoundError(NOT_BUILT, { cause: error });
     }
-    return this.index;
   }
 
   asset(name: string): Asset | undefined {
@@ -100,7 +97,6 @@ class ConsoleFiles {
     const listing = names.sort().join('/');
     if (listing === this.listing) return;
     this.listing = listing;
-    this.index = undefined;
     const assets = new Map<string, Asset>();
     for (const name of names) {
       const kind = TYPES[extname(name)];
