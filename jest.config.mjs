@@ -15,7 +15,8 @@ const workspaceDirs = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'
 const packageMap = {};
 for (const dir of workspaceDirs) {
   const manifest = join(root, dir, 'package.json');
-  if (!existsSync(manifest)) continue;
+  // A workspace without src/index.ts (the console: a browser app) resolves as installed.
+  if (!existsSync(manifest) || !existsSync(join(root, dir, 'src/index.ts'))) continue;
   const { name } = JSON.parse(readFileSync(manifest, 'utf8'));
   packageMap[`^${name.replace('/', '\\/')}$`] = `<rootDir>/${dir}/src/index.ts`;
 }

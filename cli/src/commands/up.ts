@@ -40,6 +40,7 @@ export async function up(env: CliEnv, print: (line: string) => void = console.lo
   const credentials = await ensureCredentials(state, platform.url, databaseUrl);
   print('');
   print(alreadyRunning ? 'Berth is already running.' : 'Berth is up.');
+  print(`  console    ${(env.BERTH_PUBLIC_URL ?? platform.url).replace(/\/+$/, '')}/   (sign in with the api key below)`);
   print(`  gateway    ${platform.url}   (API docs: ${platform.url}/docs)`);
   if (env.BERTH_PUBLIC_URL) print(`  public URL ${env.BERTH_PUBLIC_URL}   (BERTH_PUBLIC_URL: links the gateway hands out)`);
   print(`  tenant id  ${credentials.tenant_id}`);

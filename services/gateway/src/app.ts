@@ -1,8 +1,8 @@
 /**
  * The gateway's HTTP app: authentication in front of every non-public route, the platform's own
  * endpoints (tenants, API keys, tokens, health, login flows and their approval page), the
- * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`) and the OpenAPI document and
- * docs page.
+ * deployment API, the deployment URL proxy (`/d/{deployment_id}/…`), the OpenAPI document and
+ * docs page, and the web console (console.ts).
  */
 import { DEFAULT_SESSION_LIMITS, type AuthStore, type ConsoleSessions } from '@berth/auth';
 import { systemClock } from '@berth/clock';
@@ -11,6 +11,7 @@ import type { Clock } from '@berth/clock';
 import type { Logger } from '@berth/log';
 import express, { type Express, type RequestHandler } from 'express';
 import { declaredAccess, type GatewayApi } from './access.js';
+import { consoleRoutes } from './console.js';
 import { publicOrigin } from './public-url.js';
 import type { ControlPlaneClients } from './control-plane.js';
 import { ExportWorkerClients } from './export-worker.js';
@@ -53,6 +54,8 @@ export interface GatewayAppDeps {
   instanceId?: string;
   /** See GatewayConfig.publicUrl. */
   publicUrl?: string;
+  /** See ConsoleOptions.dir. */
+  consoleDir?: string;
   /** See GatewayConfig.corsAllowOrigins. @default [] */
   corsAllowOrigins?: string[];
   /** @default 2592000 */
@@ -149,6 +152,7 @@ export function gatewayApi(deps: GatewayAppDeps, { auth, sessions } = gatewayAut
   });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   sandboxRoutes(api, { manager: deps.sandboxManager ?? new SandboxManagerClients(undefined), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });
+  consoleRoutes(api, deps.consoleDir ? { dir: deps.consoleDir } : {});
   return api;
 }
 

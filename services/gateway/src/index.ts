@@ -101,7 +101,9 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
   server.server.on('upgrade', (req, socket, head) => {
     if (!deploymentSockets.handleUpgrade(req, socket, head)) sockets.handleUpgrade(req, socket, head);
   });
-  logger.info({ url: server.url }, 'gateway listening');
+  // The console is served at the root of the address users reach the gateway by.
+  const consoleUrl = `${(config.publicUrl ?? server.url).replace(/\/+$/, '')}/`;
+  logger.info({ url: server.url, console: consoleUrl }, `gateway listening; the console is at ${consoleUrl}`);
   return {
     url: server.url,
     port: server.port,
