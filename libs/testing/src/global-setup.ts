@@ -111,24 +111,18 @@ async function startSandboxEngine(dir: string, servers: Partial<TestServers>): P
   const user = { username: 'berth', password: randomBytes(12).toString('hex') };
   const privateRegistry = new DockerRegistry({ directory: join(dir, 'private-registry'), users: { [user.username]: user.password } });
   servers.registries = [registry, privateRegistry];
-  // Storage quotas need btrfs (XFS project quotas are often not in the kernel); without loop
-  // devices or btrfs-progs the engine still runs, and quota tests are skipped.
-  const btrfs = await run('mkfs.btrfs', ['--version']).then(
-    () => true,
-    () => false,
-  );
-  let podman = new PodmanService({ directory: join(dir, 'podman'), storage: btrfs ? 'btrfs-loop' : 'overlay' });
+  // Storage quotas need btrfs (XFS project quotas are often not in the kernel): the tier tests them,
+  // so an engine without them stops it, saying what is missing, rather than skipping those tests.
+  await run('mkfs.btrfs', ['--version']).catch((error: unknown) => {
+    throw new Error('the sandbox tier needs mkfs.btrfs for storage quotas: install btrfs-progs (scripts/ensure-podman.sh does)', { cause: error });
+  });
+  const podman = new PodmanService({ directory: join(dir, 'podman'), storage: 'btrfs-loop' });
   servers.podman = podman;
   const [, , engine] = await Promise.all([
     registry.start(),
     privateRegistry.start(),
-    podman.start().catch(async (error: unknown) => {
-      if (podman.storage !== 'btrfs-loop') throw error;
-      console.warn(`sandbox engine: btrfs storage failed (${String(error)}); using overlay without storage quotas`);
-      await podman.stop();
-      podman = new PodmanService({ directory: join(dir, 'podman-overlay') });
-      servers.podman = podman;
-      return podman.start();
+    podman.start().catch((error: unknown) => {
+      throw new Error('the sandbox tier needs a btrfs engine for storage quotas (a loop device and btrfs); it did not start', { cause: error });
     }),
   ]);
   const local = await buildSandboxImages(podman, join(dir, 'images'));

@@ -129,7 +129,7 @@ describe('container driver', () => {
     );
   });
 
-  (sandbox.storageQuota ? it : it.skip)('enforces the storage limit', async () => {
+  it('enforces the storage limit', async () => {
     const spec = await create({ resources: { storageBytes: 20 * 1024 * 1024 } });
     const result = await runIn(driver, spec.instance, 'dd if=/dev/zero of=/big bs=1M count=40');
     expect(result.exit.exitCode).not.toBe(0);

@@ -36,7 +36,7 @@ async function dfTotalKiB(driver: ContainerDriver, instance: string): Promise<nu
   return Number(result.stdout.trim().split(/\s+/)[1]);
 }
 
-(sandbox.storageQuota ? describe : describe.skip)('a sandbox with a storage limit', () => {
+describe('a sandbox with a storage limit', () => {
   let driver: ContainerDriver;
   let runDir: string;
   const made: string[] = [];
