@@ -73,7 +73,7 @@ export interface GatewayAppDeps {
    * @default 1000
    */
   resolveCacheMs?: number;
-  /** See GatewayConfig.clock. @default systemClock */
+  /** See GatewayConfig.clock (also the deployment cache's). @default systemClock */
   clock?: Clock;
   /**
    * Largest project tarball `POST /v2/deployments/{id}/upload` takes, in bytes.
@@ -164,7 +164,7 @@ function deploymentResolver(deps: GatewayAppDeps): DeploymentResolver {
         await deps.controlPlane.deployments.resolveDeployment({ deploymentId }, { timeoutMs: 10_000 });
       return { tenantId, upstreamUrl, customAuth, upstreamCredential, status, statusMessage, tracingCredential, name, sessionId };
     },
-    { ttlMs: deps.resolveCacheMs ?? 1000 },
+    { ttlMs: deps.resolveCacheMs ?? 1000, ...(deps.clock ? { clock: deps.clock } : {}) },
   );
 }
 

@@ -51,7 +51,8 @@ export interface GatewayConfig {
    */
   consoleSessions?: Partial<SessionLimits>;
   /**
-   * The gateway's clock: console sessions expire on it, log streams' heartbeats run on it (tests pass a ManualClock).
+   * The gateway's clock: console sessions expire on it, the deployment cache's entries too, and log streams' heartbeats
+   * run on it (tests pass a ManualClock).
    * @default systemClock
    */
   clock?: Clock;
