@@ -155,8 +155,11 @@ export class RunWorker {
       },
     );
     await this.jobs.ready();
-    // Twice a lease: a dead worker's run moves within about a lease and a half after it died.
-    this.sweeper = this.clock.setInterval(() => this.sweepSoon(), Math.max(250, this.lease.leaseMs / 2));
+    // Twice a lease: a dead worker's run moves within about a lease and a half after it died. On
+    // real timers whatever the clock: the sweep is also the safety net for a pending run whose
+    // dispatch was missed, which must not wait for a test to move its clock; what it takes over is
+    // still judged on the clock's time.
+    this.sweeper = systemClock.setInterval(() => this.sweepSoon(), Math.max(250, this.lease.leaseMs / 2));
   }
 
   /** Whether this worker may take other workers' runs over now (see @berth/lease). */
