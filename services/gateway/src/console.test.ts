@@ -7,17 +7,14 @@
  * The deployments come from a fake control plane over real gRPC; keys and sessions from Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { captureLogger, createTestDatabase, launchChromium, type CapturedLogs, type TestDatabase } from '@berth/testing';
-import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { accessibilityProblems, newConsoleTab, signIn as signInWith } from './__tests__/console-browser.js';
 import { FakeDeploymentService } from './__tests__/fake-deployments.js';
 import { testGatewayConfig } from './__tests__/test-config.js';
 import { CONSOLE_CSP } from './console.js';
 import { start, type RunningGateway } from './index.js';
 import { BERTH_VERSION } from './version.js';
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let testDb: TestDatabase;
 let fake: FakeDeploymentService;
@@ -71,42 +68,8 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-/**
- * A tab in a context of its own (its own cookies) that records what a user would not want: a
- * request to any other host, a script error, a CSP refusal.
- */
-async function newTab(colorScheme: 'light' | 'dark' = 'light'): Promise<{ page: Page; context: BrowserContext; problems: string[]; requests: Request[] }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme });
-  const page = await context.newPage();
-  // Below the test's own timeout, so that a failure names the step that waited.
-  page.setDefaultTimeout(10_000);
-  const problems: string[] = [];
-  const requests: Request[] = [];
-  const origin = new URL(gateway.url).origin;
-  page.on('request', (request) => {
-    requests.push(request);
-    if (new URL(request.url()).origin !== origin) problems.push(`request to another host: ${request.url()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy|Refused to/.test(message.text())) problems.push(message.text());
-  });
-  return { page, context, problems, requests };
-}
-
-/** axe-core's serious and critical violations on the page as it is (evaluated by the devtools protocol: the CSP stays on). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const violations = (await page.evaluate(
-    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
-  )) as string[];
-  return violations;
-}
-
-async function signIn(page: Page, apiKey = key): Promise<void> {
-  await page.fill('#api_key', apiKey);
-  await page.click('button[type=submit]');
-}
+const newTab = (colorScheme: 'light' | 'dark' = 'light') => newConsoleTab(browser, gateway.url, colorScheme);
+const signIn = (page: Page, apiKey = key) => signInWith(page, apiKey);
 
 describe('the gateway serving the console', () => {
   it('says where the console is in its start-up line', () => {
