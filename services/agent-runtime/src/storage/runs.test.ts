@@ -90,6 +90,82 @@ describe('RunStore.create with claimFor', () => {
   });
 });
 
+describe("a run's end and the next run's creation on its thread", () => {
+  /** Sessions of this database waiting for a lock (the thread's row, in these tests). */
+  const waitingForLocks = (n: number) =>
+    until(
+      `${n} sessions waiting for the thread's row`,
+      async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        );
+        return rows[0]!.n === n;
+      },
+      10_000,
+      10,
+    );
+  const lockThread = async (client: pg.PoolClient, threadId: string) => {
+    await client.query('BEGIN');
+    return client.query('SELECT 1 FROM threads WHERE thread_id = $1 FOR UPDATE', [threadId]);
+  };
+
+  // CI once saw the second of two runs created back to back on a thread start only when a
+  // worker's sweeper found it (thread-lifecycle.test.ts). The interleaving, driven by hand:
+  // the next run is created while the first one ends, and its creator's own dispatch comes
+  // after that creation committed but before the end did.
+  it('hands the thread on to a run created while the previous run ended, which its creator could not start', async () => {
+    const threadId = randomUUID();
+    await threads.create({ thread_id: threadId, metadata: {}, if_exists: 'raise' });
+    const first = await newRun(threadId);
+    expect(first.claimed).toBeDefined();
+
+    // `holder` holds the thread's row, so that the creation, `gate` and the end queue on it in that
+    // order (Postgres grants a row's waiters in turn): once the creation has committed, `gate` holds
+    // the row while the end still waits — the moment in which the creator dispatches its run.
+    const holder = await pool.connect();
+    const gate = await pool.connect();
+    try {
+      await lockThread(holder, threadId);
+      const secondId = randomUUID();
+      const creating = newRun(threadId, { run_id: secondId });
+      await waitingForLocks(1);
+      const gated = lockThread(gate, threadId);
+      await waitingForLocks(2);
+      const ending = runs.complete({
+        runId: first.run.run_id,
+        owner: 'worker-a',
+        attempt: 1,
+        status: 'success',
+        output: null,
+        failed: false,
+        interrupted: false,
+        error: null,
+      });
+      await waitingForLocks(3);
+      await holder.query('COMMIT');
+
+      // Created while the first run was still running: pending, not claimed by its creator...
+      const second = await creating;
+      expect(second.claimed).toBeUndefined();
+      await gated;
+      // ...whose dispatch finds the first run still running, and leaves the second to that run's end.
+      expect(await runs.claim(secondId, 'worker-b', 5000)).toBeUndefined();
+      await gate.query('COMMIT');
+
+      // The end hands the thread on (its worker dispatches the second run, no sweep needed), and
+      // the thread stays busy (the end used to mark it idle, a run pending on it).
+      expect(await ending).toEqual({ finished: true, nextRunId: secondId });
+      expect((await threads.get(threadId)).status).toBe('busy');
+      expect((await runs.claim(secondId, 'worker-b', 5000))?.run.run_id).toBe(secondId);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await gate.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+      gate.release();
+    }
+  });
+});
+
 describe('leases: takeover and fencing', () => {
   const expire = (runId: string, secondsAgo = 1) =>
     pool.query('UPDATE runs SET lease_expires_at = now() - make_interval(secs => $2) WHERE run_id = $1', [runId, secondsAgo]);

@@ -336,34 +336,20 @@ export class RunStore {
   }
 
   /**
-   * Ends a run held by `owner`'s `attempt` and settles its thread in one statement: the thread
-   * becomes `error`, `interrupted`, `busy` (more runs queued) or `idle`, and takes the run's final
-   * values when it has some. Returns false when the run was taken from this attempt meanwhile, and
-   * the thread's next run when there is one.
+   * Ends a run held by `owner`'s `attempt` and settles its thread in one transaction, under the
+   * thread's row lock like the creation of a run (migrations/0013): the thread becomes `error`,
+   * `interrupted`, `busy` (more runs queued) or `idle`, and takes the run's final values when it
+   * has some. Returns false when the run was taken from this attempt meanwhile, and the thread's
+   * next run when there is one — including one created while this run ended, which its creator
+   * could not start.
    */
   async complete(input: RunEnding): Promise<{ finished: boolean; nextRunId?: string }> {
-    const { rows } = await this.pool.query<{ finished: number; next_run_id: string | null }>(
-      `WITH done AS (
-         UPDATE runs SET status = $3, output = $4::jsonb, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-         WHERE run_id = $1 AND lease_owner = $2 AND attempt = $11 AND status = 'running' RETURNING thread_id
-       ), next AS (
-         SELECT r.run_id FROM runs r JOIN done ON r.thread_id = done.thread_id
-         WHERE r.run_id <> $1 AND r.status IN ('pending', 'running') ORDER BY r.created_at, r.run_id LIMIT 1
-       ), settled AS (
-         UPDATE threads t SET
-           status = CASE WHEN $5 THEN 'error' WHEN $6 THEN 'interrupted' WHEN EXISTS (SELECT 1 FROM next) THEN 'busy' ELSE 'idle' END,
-           "values" = CASE WHEN $7::boolean THEN $8::jsonb ELSE t."values" END,
-           interrupts = CASE WHEN $7::boolean THEN $9::jsonb ELSE t.interrupts END,
-           error = $10::jsonb, updated_at = now(),
-           -- The end of a run is activity: a thread with a TTL expires that long after it.
-           expires_at = now() + t.ttl_minutes * interval '1 minute',
-           state_updated_at = CASE WHEN $7::boolean THEN now() ELSE t.state_updated_at END
-         FROM done WHERE t.thread_id = done.thread_id RETURNING 1
-       )
-       SELECT (SELECT count(*)::int FROM done) AS finished, (SELECT run_id FROM next) AS next_run_id, (SELECT count(*) FROM settled) AS settled`,
+    const { rows } = await this.pool.query<{ finished: boolean; next_run_id: string | null }>(
+      'SELECT * FROM complete_run($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb)',
       [
         input.runId,
         input.owner,
+        input.attempt,
         input.status,
         jsonParam(input.output),
         input.failed,
@@ -372,11 +358,10 @@ export class RunStore {
         jsonParam(input.values ?? null),
         jsonParam(input.interrupts ?? {}),
         input.error === null ? null : jsonParam(input.error),
-        input.attempt,
       ],
     );
     const row = rows[0]!;
-    return { finished: row.finished === 1, ...(row.next_run_id ? { nextRunId: row.next_run_id } : {}) };
+    return { finished: row.finished, ...(row.next_run_id ? { nextRunId: row.next_run_id } : {}) };
   }
 
   /**
