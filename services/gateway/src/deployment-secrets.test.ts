@@ -10,10 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { SecretBox, start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
 import { captureLogger, createTestDatabase, type TestDatabase } from '@berth/testing';
 import { AGENT_SERVE_SCRIPT } from '../../agent-runtime/src/index.js';
+import { storedSecrets } from '../../control-plane/src/__tests__/stored-secrets.js';
 import { start, type RunningGateway } from './index.js';
 import { testGatewayConfig } from './__tests__/test-config.js';
 
@@ -97,20 +97,6 @@ async function invalid(answer: Promise<{ status: number; body: Json }>): Promise
   return body.detail.map((d: { loc: unknown }) => d.loc);
 }
 
-async function storedSecrets(deploymentId: string): Promise<Map<string, Buffer>> {
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ name: string; value_encrypted: Buffer }>(
-      'SELECT name, value_encrypted FROM control_plane.deployment_secrets WHERE deployment_id = $1',
-      [deploymentId],
-    );
-    return new Map(rows.map((r) => [r.name, r.value_encrypted]));
-  } finally {
-    await client.end();
-  }
-}
-
 describe('secrets by name', () => {
   const first = `sk-first-${randomUUID()}`;
   const second = `sk-second-${randomUUID()}`;
@@ -132,14 +118,14 @@ describe('secrets by name', () => {
     expect(revisions.body.resources.map((r: Json) => r.id)).toEqual([d.latest_revision_id]);
 
     const box = new SecretBox(secretKey);
-    let rows = await storedSecrets(d.id);
+    let rows = await storedSecrets(db.url, d.id);
     expect(box.open(rows.get('OPENAI_API_KEY')!)).toBe(second);
     expect(box.open(rows.get('KEEP_ME')!)).toBe(kept);
     for (const sealed of rows.values()) expect(sealed.toString('latin1')).not.toMatch(/sk-first|sk-second|kept-/);
 
     expect((await remove(d.id, 'OPENAI_API_KEY')).status).toBe(204);
     expect((await call('GET', `/v2/deployments/${d.id}`, { key: keyA })).body.secrets).toEqual([{ name: 'KEEP_ME' }]);
-    rows = await storedSecrets(d.id);
+    rows = await storedSecrets(db.url, d.id);
     expect([...rows.keys()]).toEqual(['KEEP_ME']);
     expect(await remove(d.id, 'OPENAI_API_KEY')).toEqual({ status: 404, body: { detail: `Deployment ID ${d.id} has no secret OPENAI_API_KEY.` } });
   });
@@ -158,7 +144,7 @@ describe('secrets by name', () => {
     // Without any credential: 401, for any id.
     expect((await put(d.id, 'TOKEN', { value: 'x' }, '')).status).toBe(401);
 
-    const rows = await storedSecrets(d.id);
+    const rows = await storedSecrets(db.url, d.id);
     expect([...rows.keys()]).toEqual(['TOKEN']);
     expect(new SecretBox(secretKey).open(rows.get('TOKEN')!)).toBe(kept);
   });

@@ -11,7 +11,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { NotFoundError, RequestValidationError, ResourceExhaustedError } from '@berth/errors';
 import { FakeKube } from '@berth/fake-kube';
 import { silentLogger } from '@berth/log';
@@ -20,6 +19,8 @@ import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { SecretBox } from '@berth/secret-box';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { start, type RunningControlPlane } from '../index.js';
+import { kubeAgentEnv } from '../__tests__/kube-agent-env.js';
+import { storedSecrets } from '../__tests__/stored-secrets.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import type { Deployments } from './service.js';
 
@@ -61,33 +62,9 @@ afterAll(async () => {
 const create = (name: string, secrets: { name: string; value: string }[] = []) =>
   deployments.create({ tenantId: tenant, name, source: 'external_docker', sourceRevisionConfig: { image_uri: 'registry.test/agent:1' }, secrets });
 
-/** The env of a revision's agent servers: the deployment's Secret, once that revision wrote it. */
-async function agentEnv(revisionId: string): Promise<Record<string, string>> {
-  const credential = new SecretBox(secretKey).deploymentCredential(revisionId);
-  return until(
-    `the Secret of revision ${revisionId}`,
-    () =>
-      (fake.store.list('secrets', 'berth') as { data: Record<string, string> }[])
-        .map((secret) => Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])))
-        .find((env) => env.BERTH_DEPLOYMENT_CREDENTIAL === credential),
-    30_000,
-  );
-}
+const agentEnv = (revisionId: string) => kubeAgentEnv(fake, secretKey, revisionId);
 
-/** The rows of deployment_secrets as Postgres holds them. */
-async function stored(deploymentId: string): Promise<Map<string, Buffer>> {
-  const pgClient = new pg.Client({ connectionString: db.url });
-  await pgClient.connect();
-  try {
-    const { rows } = await pgClient.query<{ name: string; value_encrypted: Buffer }>(
-      'SELECT name, value_encrypted FROM control_plane.deployment_secrets WHERE deployment_id = $1',
-      [deploymentId],
-    );
-    return new Map(rows.map((r) => [r.name, r.value_encrypted]));
-  } finally {
-    await pgClient.end();
-  }
-}
+const stored = (deploymentId: string) => storedSecrets(db.url, deploymentId);
 
 const served = (deploymentId: string) =>
   until('a revision to serve', async () => (await deployments.get(tenant, deploymentId)).active_revision_id ?? undefined, 30_000);
