@@ -4,7 +4,7 @@
  * misspelt field is a 422, never silently dropped); response objects strip what they do not
  * declare, so nothing the control plane adds later leaks unreviewed (secret values above all).
  */
-import { DeploymentName, SecretName } from '@berth/ids';
+import { DeploymentName, SECRET_NAME_RULE, SecretName } from '@berth/ids';
 import { wireEnum } from '@berth/lifecycle';
 import { DeploymentStatus, RevisionStatus } from '@berth/proto';
 import { z } from 'zod';
@@ -180,10 +180,7 @@ export const WebhookSecretOut = z.object({
 // Ids are plain strings here: a malformed id is a 404 like an unknown one (see routes/deployments.ts).
 export const DeploymentPath = z.strictObject({ deployment_id: z.string() });
 export const RevisionPath = z.strictObject({ deployment_id: z.string(), revision_id: z.string() });
-export const SecretPath = z.strictObject({
-  deployment_id: z.string(),
-  name: SecretName.describe('The environment variable name: a letter or _, then letters, digits or _ (at most 255)'),
-});
+export const SecretPath = z.strictObject({ deployment_id: z.string(), name: SecretName.describe(SECRET_NAME_RULE) });
 
 export const ListDeploymentsQuery = z.strictObject({
   name_contains: z.string().max(63).optional().describe('Only deployments whose name contains this text'),
