@@ -67,6 +67,12 @@ export const graph = new StateGraph(State).addNode('respond', respond).addEdge('
   );
 }
 
+/** `datetime-local` text of now plus `minutes`, in local time (the browser's zone is the test's). */
+function localMinute(minutes: number): string {
+  const at = new Date(Date.now() + minutes * 60_000);
+  return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
 async function reply(url: string, text: string): Promise<string> {
   const client = new Client({ apiUrl: url, apiKey, callerOptions: { maxRetries: 0 } });
   const state = (await client.runs.wait(null, 'echo', { input: { messages: [{ role: 'user', content: text }] } })) as { messages: { content: unknown }[] };
@@ -149,13 +155,27 @@ describe("a deployment's page", () => {
     DEPLOY_MS + 60_000,
   );
 
-  it('follows the server log live: a line the agent server prints appears', async () => {
+  it('follows the server log live (a line the agent server prints appears) and reads a time range of it', async () => {
     const { page } = tab;
     await page.click('button[aria-pressed]:text("Server log")');
     await page.waitForSelector('[data-testid=log-state]:text("Live")');
     expect(new URL(page.url()).searchParams.get('log')).toBe('deploy');
     expect(await reply(url, 'marker-4711')).toBe('v1: marker-4711');
     await page.locator('[data-testid=log-lines]', { hasText: 'v1 answered marker-4711' }).waitFor();
+
+    // A time range (datetime-local fields, to the minute): read as pages, kept in the URL.
+    await page.getByLabel('Since').fill(localMinute(-5));
+    await page.getByLabel('Until (empty: follow live)').fill(localMinute(2));
+    await page.click('button:text-is("Show")');
+    await page.waitForSelector('[data-testid=log-state]:text-matches("^[0-9]+ lines$")');
+    expect(new URL(page.url()).searchParams.get('until')).toBe(new Date(localMinute(2)).toISOString());
+    await page.locator('[data-testid=log-lines]', { hasText: 'v1 answered marker-4711' }).waitFor();
+    await page.getByLabel('Since').fill(localMinute(1));
+    await page.click('button:text-is("Show")');
+    await page.waitForSelector('[data-testid=log-state]:text("0 lines")');
+    await page.click('button:text("Whole log, live")');
+    await page.waitForSelector('[data-testid=log-state]:text("Live")');
+    expect(new URL(page.url()).searchParams.has('until')).toBe(false);
     // The build log of the same revision, read as it is (it ended).
     await page.click('button[aria-pressed]:text("Build log")');
     await page.locator('[data-testid=log-lines] [data-line]').first().waitFor();
