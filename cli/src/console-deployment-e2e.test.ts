@@ -254,6 +254,18 @@ describe("a deployment's page", () => {
     await dark.context.close();
   }, 30_000);
 
+  it('shows another tenant nothing of it: the page of its id says it is not found', async () => {
+    const other = await api('/v1/tenants', { method: 'POST', json: { name: 'other-tenant' } });
+    expect(other.status).toBe(201);
+    const { page, context, problems } = await newConsoleTab(browser, platform.url);
+    await page.goto(`${platform.url}/sign-in?redirect=${encodeURIComponent(`/deployments/${deploymentId}`)}`);
+    await signIn(page, other.body.api_key.key as string);
+    await page.waitForSelector(`[role=alert]:text("Deployment ID ${deploymentId} not found")`);
+    expect(await page.textContent('main')).not.toContain(NAME);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
   it('deletes the deployment once its name is typed, and goes back to the list', async () => {
     const { page } = tab;
     await page.click('button:text("Delete this deployment")');
