@@ -3,8 +3,8 @@
  * smoothly. Without an end time it is followed live: `GET …/revisions/{revision_id}/logs?follow=true`
  * as server-sent events (an EventSource on this origin: the session cookie goes with it, and it
  * resumes after a dropped connection with Last-Event-ID) until the log ends. With an end time it is
- * read in pages of JSON (`offset` = the previous page's `next_offset`). `since` narrows both; going
- * back an hour moves `since` back.
+ * read in pages of JSON (`offset` = the previous page's `next_offset`). `since` narrows both (without
+ * it the whole log is read from its first line); going back an hour moves `since` back.
  */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
@@ -164,7 +164,7 @@ function RangeForm({ range, onRange }: { range: LogRange; onRange: (range: LogRa
           onRange({ since: new Date(from - HOUR).toISOString(), until: range.until });
         }}
       >
-        An hour earlier
+        {range.since ? 'An hour earlier' : 'The last hour only'}
       </Button>
       {range.since || range.until ? <Button onClick={() => onRange({})}>Whole log, live</Button> : null}
     </form>

@@ -35,7 +35,8 @@ export function RevisionStatusBadge({ status }: { status: RevisionStatus }) {
 
 /** The statuses of a revision on its way, in order. */
 const FLOW: RevisionStatus[] = ['AWAITING_SOURCE', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'];
-export const FINISHED: ReadonlySet<RevisionStatus> = new Set(['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED']);
+/** Where a revision stops: one of these (not the serving one) may be deployed again. */
+const FINISHED: ReadonlySet<RevisionStatus> = new Set(['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'INTERRUPTED']);
 
 /** The time of a log's first entry: when its step started (undefined: it has not). */
 function useFirstEntry(deploymentId: string, revision: Revision, type: LogType): string | undefined {
@@ -183,7 +184,7 @@ export function Revisions({
                     <Button className="px-2 py-0.5 text-xs" aria-pressed={revision.id === chosen} onClick={() => onChoose(revision.id)}>
                       Timeline and logs<span className="sr-only"> of revision {revision.id.slice(0, 8)}</span>
                     </Button>
-                    {!active && revision.status !== 'AWAITING_SOURCE' ? (
+                    {!active && FINISHED.has(revision.status) ? (
                       <Button className="px-2 py-0.5 text-xs" onClick={() => setRollback(revision)}>
                         Redeploy<span className="sr-only"> revision {revision.id.slice(0, 8)}</span>
                       </Button>
