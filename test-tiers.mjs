@@ -213,6 +213,7 @@ export default {
   e2e: [
     'charts/berth/tests/source-deploy.test.ts',
     'cli/src/cli.test.ts',
+    'cli/src/console-deployment-e2e.test.ts',
     'cli/src/deploy-e2e.test.ts',
     'cli/src/dev-signals.test.ts',
     'cli/src/dev.test.ts',
