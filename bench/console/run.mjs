@@ -153,7 +153,7 @@ async function main(stack, project) {
     log(`  frames while scrolling ${rowsPerFrame} rows a frame: median ${frames.median.toFixed(1)} ms, p99 ${frames.p99.toFixed(1)} ms`);
     log(`  JS heap ${atFirstPage.heapMiB.toFixed(1)} MiB at the first page, ${afterAll.heapMiB.toFixed(1)} MiB with every run loaded; DOM nodes ${atFirstPage.nodes} → ${afterAll.nodes}`);
     await context.close();
-    return { load, first, scrollSeconds, atFirstPage, afterAll, frames, rowsPerFrame };
+    return { load, first, scrollSeconds, atFirstPage, afterAll, frames, rowsPerFrame, load1: os.loadavg()[0] };
   } finally {
     await browser.close();
   }
@@ -176,7 +176,7 @@ trace store (\`bench/console/seed.mjs\`, the rows of \`bench/export/load-runs.mj
 \`playwright-core\` on the same machine. The runs table asks for its default columns (name, status, start, latency,
 tokens, cost), root runs, 100 a page.
 
-**Machine:** ${cpus.length} CPUs (${cpus[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}. **Revision:** ${revision}.
+**Machine:** ${cpus.length} CPUs (${cpus[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}; load average ${result.load1.toFixed(1)} (1 min) at the end, shared with other work. **Revision:** ${revision}.
 
 **Command:** \`node bench/console/run.mjs --runs ${RUNS} --repeat ${REPEAT}\` (after \`make build\`), run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}.
 

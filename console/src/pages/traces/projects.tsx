@@ -8,7 +8,7 @@
 import * as ToggleGroup from '@radix-ui/react-toggle-group';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createRoute, Link } from '@tanstack/react-router';
-import { useMemo } from 'react';
+import { useMemo, type ReactNode } from 'react';
 import { call } from '../../api';
 import { ErrorNote, PageTitle, TableHead, Time } from '../../components/ui';
 import { authedRoute } from '../../routes/root';
@@ -158,6 +158,15 @@ function ProjectCharts({ project, start, end }: { project: Project; start: strin
   );
 }
 
+/** A project's figure (`data-stat` names it for tests and scripts). */
+function Stat({ name, children }: { name: string; children: ReactNode }) {
+  return (
+    <td className="py-2 pr-4 tabular-nums" data-stat={name}>
+      {children}
+    </td>
+  );
+}
+
 function ProjectsPage() {
   const search = projectsRoute.useSearch();
   const navigate = projectsRoute.useNavigate();
@@ -211,20 +220,12 @@ function ProjectsPage() {
                           {p.name}
                         </Link>
                       </th>
-                      <td className="py-2 pr-4 tabular-nums" data-stat="runs">
-                        {formatCount(p.run_count)}
-                      </td>
-                      <td className="py-2 pr-4 tabular-nums" data-stat="error-rate">
-                        {formatPercent(p.error_rate)}
-                      </td>
-                      <td className="py-2 pr-4 tabular-nums">{formatSeconds(p.latency_p50)}</td>
-                      <td className="py-2 pr-4 tabular-nums">{formatSeconds(p.latency_p99)}</td>
-                      <td className="py-2 pr-4 tabular-nums" data-stat="tokens">
-                        {formatCount(p.total_tokens)}
-                      </td>
-                      <td className="py-2 pr-4 tabular-nums" data-stat="cost">
-                        {formatCost(p.total_cost)}
-                      </td>
+                      <Stat name="runs">{formatCount(p.run_count)}</Stat>
+                      <Stat name="error-rate">{formatPercent(p.error_rate)}</Stat>
+                      <Stat name="p50">{formatSeconds(p.latency_p50)}</Stat>
+                      <Stat name="p99">{formatSeconds(p.latency_p99)}</Stat>
+                      <Stat name="tokens">{formatCount(p.total_tokens)}</Stat>
+                      <Stat name="cost">{formatCost(p.total_cost)}</Stat>
                       <td className="py-2 pr-4 whitespace-nowrap">{p.last_run_start_time ? <Time iso={p.last_run_start_time} /> : '—'}</td>
                       <td className="py-2">
                         {deployment ? (

@@ -18,7 +18,7 @@ import { FilterBox } from './filter';
 import { RunsTable } from './runs-table';
 
 /** Runs per page (the API's most). */
-export const PAGE_SIZE = 100;
+const PAGE_SIZE = 100;
 
 /** A short hash of a text (FNV-1a), for an id. */
 function hash(text: string): string {
@@ -43,7 +43,7 @@ function ColumnChooser({ chosen }: { chosen: ColumnKey[] }) {
     void navigate({ search: (s) => ({ ...s, cols: same ? undefined : next.join(',') }), replace: true });
   };
   return (
-    <details className="text-sm">
+    <details className="relative text-sm">
       <summary className="cursor-pointer rounded-md border border-slate-300 px-3 py-1 dark:border-slate-600">Columns ({chosen.length})</summary>
       <fieldset className="absolute z-10 mt-1 grid grid-cols-2 gap-x-4 gap-y-1 rounded-md border border-slate-300 bg-white p-3 shadow dark:border-slate-600 dark:bg-slate-900">
         <legend className="sr-only">Columns shown</legend>
