@@ -89,7 +89,15 @@ describe('the gateway serving the console', () => {
     expect(CONSOLE_CSP).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
     const html = await index.text();
     expect(html).toContain('<div id="root">');
-    for (const path of ['/sign-in', '/deployments?q=alpha', '/deployments/', '/deployments/00000000-0000-4000-8000-000000000000?log=build', '/status']) {
+    for (const path of [
+      '/sign-in',
+      '/deployments?q=alpha',
+      '/deployments/',
+      '/deployments/00000000-0000-4000-8000-000000000000?log=build',
+      '/status',
+      '/traces?range=7d',
+      `/traces/00000000-0000-4000-8000-000000000000?filter=${encodeURIComponent('eq(thread_id, "t")')}`,
+    ]) {
       const page = await fetch(`${gateway.url}${path}`);
       expect({ path, status: page.status, csp: page.headers.get('content-security-policy'), same: (await page.text()) === html }).toEqual({
         path,
