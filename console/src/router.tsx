@@ -7,9 +7,10 @@ import { createRouter } from '@tanstack/react-router';
 import { deploymentsRoute } from './pages/deployments';
 import { signInRoute } from './pages/sign-in';
 import { statusRoute } from './pages/status';
+import { traceRoute } from './pages/trace/page';
 import { authedRoute, indexRoute, rootRoute } from './routes/root';
 
-const routeTree = rootRoute.addChildren([signInRoute, authedRoute.addChildren([indexRoute, deploymentsRoute, statusRoute])]);
+const routeTree = rootRoute.addChildren([signInRoute, authedRoute.addChildren([indexRoute, deploymentsRoute, statusRoute, traceRoute])]);
 
 export function makeRouter(queryClient: QueryClient) {
   return createRouter({ routeTree, context: { queryClient }, defaultPreload: false, scrollRestoration: true });

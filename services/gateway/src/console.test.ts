@@ -89,7 +89,7 @@ describe('the gateway serving the console', () => {
     expect(CONSOLE_CSP).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
     const html = await index.text();
     expect(html).toContain('<div id="root">');
-    for (const path of ['/sign-in', '/deployments?q=alpha', '/deployments/', '/status']) {
+    for (const path of ['/sign-in', '/deployments?q=alpha', '/deployments/', '/status', '/traces/p/t?run=r']) {
       const page = await fetch(`${gateway.url}${path}`);
       expect({ path, status: page.status, csp: page.headers.get('content-security-policy'), same: (await page.text()) === html }).toEqual({
         path,
