@@ -23,6 +23,8 @@ let browser: Browser;
 let projectId: string;
 let nestedTraceId: string;
 let bigTraceId: string;
+let longTraceId: string;
+const LONG = 251;
 const THREAD = 'thread-42';
 const BIG = 5 * 1024 * 1024;
 const IMAGE_BASE64 = 'iVBORw0KGgo'.padEnd(1_500_000, 'A');
@@ -127,6 +129,19 @@ beforeAll(async () => {
   expect(ingested.body).toMatchObject({ refused: [] });
   bigTraceId = root.id as string;
 
+  // More runs than a page, ten at a time starting in the same millisecond: loaded in windows of start time.
+  const longRoot = run(base, 1000, { name: 'long-agent', run_type: 'chain' });
+  const steps = Array.from({ length: LONG - 1 }, (_, i) =>
+    run(
+      base,
+      1000 + Math.floor(i / 10),
+      { name: `step-${String(i).padStart(3, '0')}`, run_type: 'tool' },
+      longRoot as { id: string; dotted_order: string; trace_id: string },
+    ),
+  );
+  expect((await call('/runs/batch', { post: [longRoot, ...steps] })).body).toMatchObject({ stored: LONG, refused: [] });
+  longTraceId = longRoot.id as string;
+
   const roots = await call('/runs/query', { is_root: true, select: ['name', 'session_id'] });
   nestedTraceId = roots.body.runs.find((r: Json) => r.name === 'agent').id;
   projectId = roots.body.runs[0].session_id;
@@ -191,6 +206,20 @@ describe('the trace page', () => {
     await page.keyboard.press(' ');
     await page.waitForSelector('#run-title:text-is("weather-tool")');
     expect(new URL(page.url()).searchParams.get('run')).toBe(await treeItem(page, 'weather-tool').evaluate((el) => el.id.replace(/^run-/, '')));
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
+  it('loads every run of a trace longer than a page, each once', async () => {
+    const { page, context, problems } = await openTrace(longTraceId);
+    await expect(page.getByTestId('trace-summary').textContent()).resolves.toMatch(new RegExp(`^${LONG} runs`));
+    await page.focus('[role=tree]');
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    // The last ten started in the same millisecond: one of them is last (by id).
+    await page.locator('#run-title', { hasText: /^step-24\d$/ }).waitFor();
+    // Virtualized: a screenful of rows in the DOM, not all of them.
+    await expect(page.locator('[role=treeitem]').count()).resolves.toBeLessThan(60);
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);

@@ -20,7 +20,9 @@ export interface RunDetail extends TraceRun {
   tags?: string[];
   prompt_tokens?: number | null;
   completion_tokens?: number | null;
+  total_tokens?: number | null;
   prompt_cost?: number | null;
+  total_cost?: number | null;
   completion_cost?: number | null;
 }
 
