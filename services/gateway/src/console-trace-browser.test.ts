@@ -14,11 +14,14 @@ import { Client } from 'langsmith';
 import { traceable } from 'langsmith/traceable';
 import type { Browser, Page } from 'playwright-core';
 import { accessibilityProblems, newConsoleTab, signIn } from './__tests__/console-browser.js';
+import { FakeDeploymentService } from './__tests__/fake-deployments.js';
 import { startTraceStack, type TraceStack } from './__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
 let stack: TraceStack;
+let fake: FakeDeploymentService;
+let deploymentId: string;
 let browser: Browser;
 let projectId: string;
 let nestedTraceId: string;
@@ -57,7 +60,8 @@ function run(base: number, ms: number, fields: Json, parent?: { id: string; dott
 }
 
 beforeAll(async () => {
-  stack = await startTraceStack('gw_console_trace');
+  fake = await new FakeDeploymentService().start();
+  stack = await startTraceStack('gw_console_trace', { controlPlane: fake.address });
   const client = new Client({ apiUrl: stack.gateway.url, apiKey: stack.keyA });
   const traced = { client, project_name: 'console-traces', tracingEnabled: true };
   const chatModel = traceable(
@@ -145,11 +149,20 @@ beforeAll(async () => {
   const roots = await call('/runs/query', { is_root: true, select: ['name', 'session_id'] });
   nestedTraceId = roots.body.runs.find((r: Json) => r.name === 'agent').id;
   projectId = roots.body.runs[0].session_id;
+
+  // The deployment whose tracing project this is (the gateway names the project after it), and one of a like name that is not.
+  for (const name of ['console-traces-old', 'console-traces']) {
+    const created = await call('/v2/deployments', { name, source: 'external_docker', source_revision_config: { image_uri: 'example/agent:1' } });
+    expect(created).toMatchObject({ status: 201 });
+    deploymentId = created.body.id;
+  }
+  fake.deployments.get(deploymentId)!.sessionId = projectId;
   browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
   await stack?.close();
+  await fake?.close();
 });
 
 const treeItem = (page: Page, name: string) => page.locator('[role=treeitem]', { hasText: name });
@@ -235,7 +248,7 @@ describe('the trace page', () => {
     await context.close();
   }, 30_000);
 
-  it('links to the runs of the same thread with a filter the runs query accepts, and back to the project', async () => {
+  it('links to the runs of the same thread with a filter the runs query accepts, back to the project, and to its deployment', async () => {
     const { page, context } = await openTrace(nestedTraceId);
     const link = page.getByRole('link', { name: `Runs of thread ${THREAD}` });
     const href = new URL((await link.getAttribute('href'))!, stack.gateway.url);
@@ -249,6 +262,7 @@ describe('the trace page', () => {
     await expect(page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'console-traces' }).getAttribute('href')).resolves.toBe(
       `/traces/${projectId}`,
     );
+    await expect(page.getByRole('link', { name: 'Deployment console-traces' }).getAttribute('href')).resolves.toBe(`/deployments/${deploymentId}`);
     await context.close();
   }, 30_000);
 

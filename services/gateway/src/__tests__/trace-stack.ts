@@ -25,8 +25,11 @@ export interface TraceStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack on a database named after `name`; `clock` is the export-worker's. */
-export async function startTraceStack(name: string, options: { clock?: Clock } = {}): Promise<TraceStack> {
+/**
+ * Starts the stack on a database named after `name`; `clock` is the export-worker's, `controlPlane`
+ * the address of a control plane for the gateway (none by default).
+ */
+export async function startTraceStack(name: string, options: { clock?: Clock; controlPlane?: string } = {}): Promise<TraceStack> {
   let testDb: TestDatabase | undefined;
   let worker: RunningExportWorker | undefined;
   let gateway: RunningGateway | undefined;
@@ -48,7 +51,8 @@ export async function startTraceStack(name: string, options: { clock?: Clock } =
       },
       silentLogger(),
     );
-    gateway = await start({ ...testGatewayConfig(testDb.url, ''), services: { 'export-worker': worker.address } }, silentLogger());
+    const services = { ...(options.controlPlane ? { 'control-plane': options.controlPlane } : {}), 'export-worker': worker.address };
+    gateway = await start({ ...testGatewayConfig(testDb.url, ''), services }, silentLogger());
     const a = await gateway.store.createTenant({ name: `${name}-a` });
     const b = await gateway.store.createTenant({ name: `${name}-b` });
     const keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;
