@@ -15,11 +15,8 @@ import { authedRoute } from '../../routes/root';
 import { formatCost, formatDuration } from './format';
 import { RunDetails, type RunDetail } from './run-details';
 import { RunsView } from './runs-view';
-import { buildTree, TRACE_RUN_FIELDS, type TraceRun } from './tree';
-
-/** Runs loaded at most: a trace bigger than this shows its first ones and says so. */
-export const MAX_TRACE_RUNS = 20_000;
-const PAGE = 100;
+import { MAX_TRACE_RUNS, traceHead, traceRest } from './load';
+import { buildTree } from './tree';
 
 interface TraceSearch {
   run?: string;
@@ -36,56 +33,6 @@ interface DeploymentRef {
   session_id: string | null;
 }
 
-interface RunsPage {
-  runs: TraceRun[];
-  cursors: { next: string | null };
-}
-
-/** Windows of start time a big trace is loaded in, side by side (a browser opens 6 connections to a host). */
-const WINDOWS = 6;
-
-/**
- * Every run of the trace, a page of 100 (the API's largest) after another. Pages follow each other
- * by cursor, so a trace of 5,000 runs would be 50 calls in a row: past the first page, the rest of
- * the trace's time is cut into windows (`start_time` ≤ a run's start < `end_time`: each run in
- * exactly one) paged side by side.
- */
-async function traceRuns(projectId: string, traceId: string, signal: AbortSignal): Promise<{ runs: TraceRun[]; truncated: boolean }> {
-  const query = (extra: Record<string, unknown>) =>
-    call<RunsPage>('/runs/query', {
-      method: 'POST',
-      body: { session: [projectId], trace: traceId, select: TRACE_RUN_FIELDS, order: 'asc', limit: PAGE, ...extra },
-      signal,
-    });
-  const [first, latest] = await Promise.all([query({}), query({ order: 'desc', limit: 1 })]);
-  const lastStart = latest.runs[0]?.start_time;
-  const from = first.runs.at(-1)?.start_time;
-  if (!first.cursors.next || !from || !lastStart) return { runs: first.runs, truncated: false };
-  // The first page's runs before its last start; the windows take it from there (times are whole ms).
-  const lo = Date.parse(from);
-  const hi = Date.parse(lastStart);
-  const runs = first.runs.filter((r) => r.start_time && Date.parse(r.start_time) < lo);
-  const bounds = Array.from({ length: WINDOWS + 1 }, (_, i) => Math.floor(lo + ((hi - lo) * i) / WINDOWS));
-  let truncated = false;
-  const starts = [...new Set(bounds.slice(0, -1))];
-  const windows = starts.map(async (start, i) => {
-    const end = starts[i + 1];
-    let cursor: string | null = null;
-    do {
-      const page: RunsPage = await query({
-        start_time: new Date(start).toISOString(),
-        ...(end !== undefined ? { end_time: new Date(end).toISOString() } : {}),
-        ...(cursor ? { cursor } : {}),
-      });
-      runs.push(...page.runs);
-      cursor = page.cursors.next;
-    } while (cursor && runs.length < MAX_TRACE_RUNS);
-    if (cursor) truncated = true;
-  });
-  await Promise.all(windows);
-  return { runs, truncated };
-}
-
 /** The filter of the runs table for the runs of one thread (LangSmith's metadata pair). */
 export function threadFilter(threadId: string): string {
   return `and(eq(metadata_key, "thread_id"), eq(metadata_value, ${JSON.stringify(threadId)}))`;
@@ -98,12 +45,23 @@ function TracePage() {
   const search = traceRoute.useSearch();
   const navigate = traceRoute.useNavigate();
 
-  const runs = useQuery({
-    queryKey: ['trace-runs', projectId, traceId],
-    queryFn: ({ signal }) => traceRuns(projectId, traceId, signal),
+  // The first page is shown at once (runs in start order: every parent comes before its children); the rest follows.
+  const head = useQuery({
+    queryKey: ['trace-head', projectId, traceId],
+    queryFn: ({ signal }) => traceHead(projectId, traceId, signal),
     staleTime: 30_000,
     refetchOnWindowFocus: false,
   });
+  const more = head.data?.first.cursors.next != null;
+  const rest = useQuery({
+    queryKey: ['trace-rest', projectId, traceId],
+    enabled: more,
+    queryFn: ({ signal }) => traceRest(projectId, traceId, head.data!, signal),
+    staleTime: 30_000,
+    refetchOnWindowFocus: false,
+  });
+  const loaded = rest.data ?? (head.data ? { runs: head.data.first.runs, truncated: false } : undefined);
+  const loadingRest = more && !rest.data;
   const project = useQuery({
     queryKey: ['session', projectId],
     queryFn: ({ signal }) => call<Project>(`/sessions/${encodeURIComponent(projectId)}`, { signal }),
@@ -136,7 +94,7 @@ function TracePage() {
     retry: false,
   });
 
-  const tree = useMemo(() => (runs.data ? buildTree(runs.data.runs) : undefined), [runs.data]);
+  const tree = useMemo(() => (loaded ? buildTree(loaded.runs) : undefined), [loaded]);
   const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
   const [activeId, setActiveId] = useState<string | undefined>(undefined);
   const openedId = search.run ?? tree?.roots[0]?.run.id;
@@ -193,15 +151,17 @@ function TracePage() {
       </div>
       {tree && rootNode ? (
         <p className="mt-1 text-sm text-slate-700 dark:text-slate-300" data-testid="trace-summary">
-          {runs.data!.runs.length.toLocaleString('en')} runs{runs.data!.truncated ? ` (the first ${MAX_TRACE_RUNS.toLocaleString('en')} only)` : ''} ·{' '}
-          {formatDuration(tree.end - tree.start)}
+          {loadingRest
+            ? `The first ${loaded!.runs.length} runs; loading the rest…`
+            : `${loaded!.runs.length.toLocaleString('en')} runs${loaded!.truncated ? ` (the first ${MAX_TRACE_RUNS.toLocaleString('en')} only)` : ''}`}{' '}
+          · {formatDuration(tree.end - tree.start)}
           {typeof root.data?.total_tokens === 'number' ? ` · ${root.data.total_tokens.toLocaleString('en')} tokens` : ''}
           {typeof root.data?.total_cost === 'number' ? ` · ${formatCost(root.data.total_cost)}` : ''}
         </p>
       ) : null}
       <div className="mt-4">
-        {runs.error ? <ErrorNote error={runs.error} /> : null}
-        {runs.isPending ? <p className="text-sm text-slate-700 dark:text-slate-300">Loading the trace…</p> : null}
+        {head.error || rest.error ? <ErrorNote error={head.error ?? rest.error} /> : null}
+        {head.isPending ? <p className="text-sm text-slate-700 dark:text-slate-300">Loading the trace…</p> : null}
         {tree && !rootNode ? <p className="text-sm text-slate-700 dark:text-slate-300">This project has no trace {traceId}.</p> : null}
         {tree && rootNode ? (
           <div className="grid gap-4 lg:grid-cols-[3fr_2fr]">
