@@ -27,6 +27,7 @@ let projectId: string;
 let nestedTraceId: string;
 let bigTraceId: string;
 let longTraceId: string;
+let oddTraceId: string;
 const LONG = 251;
 const THREAD = 'thread-42';
 const BIG = 5 * 1024 * 1024;
@@ -146,6 +147,17 @@ beforeAll(async () => {
   expect((await call('/runs/batch', { post: [longRoot, ...steps] })).body).toMatchObject({ stored: LONG, refused: [] });
   longTraceId = longRoot.id as string;
 
+  // What a buggy or hostile writer can store: two runs each the other's parent, one whose parent is in no trace.
+  const oddRoot = run(base, 2000, { name: 'odd-root', run_type: 'chain' });
+  const [a, b] = [randomUUID(), randomUUID()];
+  const odd = [
+    run(base, 2001, { id: a, name: 'loop-a', run_type: 'tool', trace_id: oddRoot.id, parent_run_id: b, dotted_order: undefined }),
+    run(base, 2002, { id: b, name: 'loop-b', run_type: 'tool', trace_id: oddRoot.id, parent_run_id: a, dotted_order: undefined }),
+    run(base, 2003, { name: 'orphan', run_type: 'tool', trace_id: oddRoot.id, parent_run_id: randomUUID(), dotted_order: undefined }),
+  ];
+  expect((await call('/runs/batch', { post: [oddRoot, ...odd] })).body).toMatchObject({ stored: 4, refused: [] });
+  oddTraceId = oddRoot.id as string;
+
   const roots = await call('/runs/query', { is_root: true, select: ['name', 'session_id'] });
   nestedTraceId = roots.body.runs.find((r: Json) => r.name === 'agent').id;
   projectId = roots.body.runs[0].session_id;
@@ -237,6 +249,25 @@ describe('the trace page', () => {
     await page.locator('#run-title', { hasText: /^step-24\d$/ }).waitFor();
     // Virtualized: a screenful of rows in the DOM, not all of them.
     await expect(page.locator('[role=treeitem]').count()).resolves.toBeLessThan(60);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
+  it('shows every run of a trace whose parents loop or are missing, at the top', async () => {
+    const { page, context, problems } = await openTrace(oddTraceId);
+    await page
+      .getByTestId('trace-summary')
+      .filter({ hasText: /^4 runs/ })
+      .waitFor();
+    const rows = await page
+      .locator('[role=treeitem]')
+      .evaluateAll((items) => items.map((item) => [item.querySelector('.truncate')?.textContent, item.getAttribute('aria-level')]));
+    expect(rows).toEqual([
+      ['odd-root', '1'],
+      ['loop-a', '1'],
+      ['loop-b', '2'],
+      ['orphan', '1'],
+    ]);
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);

@@ -60,42 +60,38 @@ export function buildTree(runs: readonly TraceRun[], now = Date.now()): TraceTre
     if (!Number.isFinite(node.start)) node.start = start;
     if (!Number.isFinite(node.end)) node.end = end;
     const parent = node.run.parent_run_id ? byId.get(node.run.parent_run_id) : undefined;
-    // A parent that points back into its own subtree would make a loop: such a run goes to the top.
     if (parent && parent !== node) {
       node.parent = parent;
       parent.children.push(node);
     } else roots.push(node);
   }
-  // Depths from the roots down; a run on a cycle (never reached) is lifted to the top.
+  // Depths from the roots down; runs on a cycle of parents (never reached) are lifted to the top.
   const reached = new Set<TraceNode>();
-  const stack = [...roots];
+  for (const root of roots) descend(root, reached);
+  for (const node of byId.values()) {
+    if (reached.has(node)) continue;
+    node.parent?.children.splice(node.parent.children.indexOf(node), 1);
+    node.parent = null;
+    node.depth = 0;
+    roots.push(node);
+    descend(node, reached);
+  }
+  roots.sort(order);
+  return { roots, byId, start, end };
+}
+
+/** Sorts the children below `top` and sets their depths, marking each node reached. */
+function descend(top: TraceNode, reached: Set<TraceNode>): void {
+  const stack = [top];
   while (stack.length) {
     const node = stack.pop()!;
     reached.add(node);
     node.children.sort(order);
     for (const child of node.children) {
       child.depth = node.depth + 1;
-      stack.push(child);
+      if (!reached.has(child)) stack.push(child);
     }
   }
-  for (const node of byId.values()) {
-    if (reached.has(node)) continue;
-    node.parent?.children.splice(node.parent.children.indexOf(node), 1);
-    node.parent = null;
-    roots.push(node);
-    const lifted = [node];
-    while (lifted.length) {
-      const n = lifted.pop()!;
-      reached.add(n);
-      n.children.sort(order);
-      for (const child of n.children) {
-        child.depth = n.depth + 1;
-        if (!reached.has(child)) lifted.push(child);
-      }
-    }
-  }
-  roots.sort(order);
-  return { roots, byId, start, end };
 }
 
 /** The rows of the tree view: every node whose ancestors are all expanded, in tree order. */
