@@ -3,8 +3,8 @@
  * run's details beside them (`?run=` keeps which one, so a URL shows the same run), and links to
  * the project, to the runs of the same thread (the runs table filtered on metadata `thread_id`) and
  * to the deployment whose tracing project this is.
- * The runs come from `POST /runs/query` (`trace` = the trace, only the fields the tree and the
- * waterfall show, page after page with the cursor); a run's inputs and outputs only when opened.
+ * The runs come from `POST /runs/query` (load.ts: only the fields the tree and the waterfall show,
+ * the first page shown at once); a run's inputs and outputs only when it is opened.
  */
 import { useQuery } from '@tanstack/react-query';
 import { createRoute } from '@tanstack/react-router';
@@ -60,7 +60,7 @@ function TracePage() {
     staleTime: 30_000,
     refetchOnWindowFocus: false,
   });
-  const loaded = rest.data ?? (head.data ? { runs: head.data.first.runs, truncated: false } : undefined);
+  const loaded = useMemo(() => rest.data ?? (head.data ? { runs: head.data.first.runs, truncated: false } : undefined), [rest.data, head.data]);
   const loadingRest = more && !rest.data;
   const project = useQuery({
     queryKey: ['session', projectId],
