@@ -207,6 +207,7 @@ export default {
     'services/gateway/src/browser-chat.test.ts',
     'services/gateway/src/console-session-browser.test.ts',
     'services/gateway/src/console-traces.test.ts',
+    'services/gateway/src/console-trace-browser.test.ts',
     'services/gateway/src/console.test.ts',
   ],
   // The whole platform as a user meets it: the built `berth` binary (`up`, `dev`, `deploy`, `login`

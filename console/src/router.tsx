@@ -8,13 +8,14 @@ import { deploymentRoute } from './pages/deployment/page';
 import { deploymentsRoute } from './pages/deployments';
 import { signInRoute } from './pages/sign-in';
 import { statusRoute } from './pages/status';
+import { traceRoute } from './pages/trace/page';
 import { projectsRoute } from './pages/traces/projects';
 import { runsRoute } from './pages/traces/runs';
 import { authedRoute, indexRoute, rootRoute } from './routes/root';
 
 const routeTree = rootRoute.addChildren([
   signInRoute,
-  authedRoute.addChildren([indexRoute, deploymentsRoute, deploymentRoute, statusRoute, projectsRoute, runsRoute]),
+  authedRoute.addChildren([indexRoute, deploymentsRoute, deploymentRoute, statusRoute, projectsRoute, runsRoute, traceRoute]),
 ]);
 
 export function makeRouter(queryClient: QueryClient) {

@@ -97,6 +97,7 @@ describe('the gateway serving the console', () => {
       '/status',
       '/traces?range=7d',
       `/traces/00000000-0000-4000-8000-000000000000?filter=${encodeURIComponent('eq(thread_id, "t")')}`,
+      '/traces/p/t?run=r',
     ]) {
       const page = await fetch(`${gateway.url}${path}`);
       expect({ path, status: page.status, csp: page.headers.get('content-security-policy'), same: (await page.text()) === html }).toEqual({

@@ -16,6 +16,7 @@ import { RevisionLog, type LogRange } from './logs';
 import { Revisions, RevisionStatusBadge, RevisionTimeline } from './revisions';
 import { DeleteDeployment, Resources, Secrets, WebhookSecretRotation } from './settings';
 import { deploymentPath, keys, type DeploymentDetail, type LogType, type RevisionList } from './types';
+import { PathLink } from '../../components/path-link';
 
 interface DeploymentSearch {
   revision?: string;
@@ -109,9 +110,9 @@ function DeploymentPage() {
           <dt className="text-slate-700 dark:text-slate-300">Tracing project</dt>
           <dd>
             {d.session_id ? (
-              <a href={`/traces/${encodeURIComponent(d.session_id)}`} className="underline">
+              <PathLink href={`/traces/${encodeURIComponent(d.session_id)}`} className="underline">
                 Traces of {d.name}
-              </a>
+              </PathLink>
             ) : (
               'none'
             )}

@@ -14,7 +14,7 @@ import { ErrorNote, PageTitle, TableHead, Time } from '../../components/ui';
 import { authedRoute } from '../../routes/root';
 import type { Deployment, DeploymentList } from '../../types';
 import { TimeChart } from './chart';
-import { PathLink } from './path-link';
+import { PathLink } from '../../components/path-link';
 import {
   formatCost,
   formatCount,

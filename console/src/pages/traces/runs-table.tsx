@@ -8,7 +8,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { COLUMNS, type ColumnKey } from './columns';
 import type { Run } from './data';
-import { PathLink, usePathNavigate } from './path-link';
+import { PathLink, usePathNavigate } from '../../components/path-link';
 
 const ROW_HEIGHT = 36;
 /** The next page is asked for when the last row in view is this close to the end of those loaded. */

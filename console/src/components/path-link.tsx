@@ -1,6 +1,6 @@
 /**
- * A link to a console page by its path, for pages whose routes live in other files of the router
- * (a deployment's page, a trace's page): a real `<a href>` (open in a new tab, copy the link), and
+ * A link to a console page by its path (a page of another part of the router: a deployment's page,
+ * a trace's page): a real `<a href>` (open in a new tab, copy the link), and
  * a plain click stays in the app, as a router `Link` would.
  */
 import { useRouter } from '@tanstack/react-router';
