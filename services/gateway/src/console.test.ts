@@ -176,6 +176,29 @@ describe('the console in a browser, before signing in', () => {
       await context.close();
     }
   }, 30_000);
+  it("shows no page without a session: each of the console's pages, as the API lists them, sends the visitor to sign in and asks for nothing else", async () => {
+    const doc = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { tags?: string[] }>> };
+    const pages = Object.entries(doc.paths)
+      .filter(([path, methods]) => methods.get?.tags?.includes('console') && path !== '/sign-in' && !path.startsWith('/assets/'))
+      .map(([path]) => path.replace(/\{[a-z_]+\}/g, '00000000-0000-4000-8000-000000000000'));
+    expect(pages).toEqual(expect.arrayContaining(['/', '/deployments', '/status', '/traces']));
+    const { page, context, problems, requests } = await newTab();
+    for (const path of pages) {
+      requests.length = 0;
+      await page.goto(`${gateway.url}${path}`);
+      await page.waitForSelector('h1:text("Sign in to Berth")');
+      expect({ path, at: new URL(page.url()).pathname, redirect: new URL(page.url()).searchParams.get('redirect') }).toEqual({
+        path,
+        at: '/sign-in',
+        redirect: path === '/' ? '/' : path,
+      });
+      // The session check is the one API call a page makes before there is a session.
+      const apiCalls = requests.map((r) => new URL(r.url()).pathname).filter((p) => p !== path && !p.startsWith('/assets/') && p !== '/sign-in');
+      expect({ path, apiCalls: [...new Set(apiCalls)] }).toEqual({ path, apiCalls: ['/v1/auth/session'] });
+    }
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
 });
 
 // These need the session API (`/v1/auth/session`, issue 27 item 2).
