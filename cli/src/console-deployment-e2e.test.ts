@@ -3,7 +3,8 @@
  * platform as `berth up` starts it (gateway serving the built console, control plane deploying into
  * the tests' Podman engine): a deploy started with the built `berth` binary shows up and moves on to
  * DEPLOYED without a reload, the server log is followed live, a second revision and a rollback to
- * the first move the deployment URL's traffic, the webhook secret is rotated (shown once), and the
+ * the first move the deployment URL's traffic, a run it served is found as a trace (through the
+ * deployment's project and its runs table) and its node's output read, the webhook secret is rotated (shown once), and the
  * deployment is deleted after typing its name. Axe finds nothing serious in either theme; the page
  * asks no other host.
  */
@@ -217,6 +218,43 @@ describe("a deployment's page", () => {
     },
     2 * DEPLOY_MS,
   );
+
+  it("opens the trace of a run the deployment served, from its page through its project's runs, and reads the node's output", async () => {
+    const { page } = tab;
+    const marker = `trace-${Date.now()}`;
+    expect(await reply(url, marker)).toBe(`v1: ${marker}`);
+    const sessionId = (await api(`/v2/deployments/${deploymentId}`)).body.session_id as string;
+    // The agent server sends its traces in batches: wait for this run's trace to be stored.
+    let traceId = '';
+    await until(
+      "the run's trace stored",
+      async () => {
+        const found = await api('/runs/query', {
+          method: 'POST',
+          json: { session: [sessionId], filter: 'eq(name, "respond")', select: ['outputs', 'trace_id'], limit: 20 },
+        });
+        traceId = (found.body.runs as { trace_id: string; outputs: unknown }[]).find((r) => JSON.stringify(r.outputs).includes(marker))?.trace_id ?? '';
+        return traceId !== '';
+      },
+      30_000,
+      250,
+    );
+
+    await page.getByRole('link', { name: `Traces of ${NAME}` }).click();
+    await page.waitForURL(`**/traces/${sessionId}`);
+    const row = page.locator(`a[href="/traces/${sessionId}/${traceId}"]`);
+    await row.waitFor();
+    await row.click();
+    await page.waitForURL(`**/traces/${sessionId}/${traceId}**`);
+    await page.locator('[role=treeitem]', { hasText: 'respond' }).click();
+    await page.waitForSelector('#run-title:text-is("respond")');
+    await page.getByText(`v1: ${marker}`).first().waitFor();
+    expect(tab.problems).toEqual([]);
+    // Back to the deployment's page for the tests after this one.
+    await page.goBack();
+    await page.goBack();
+    await page.waitForURL(`**/deployments/${deploymentId}**`);
+  }, 60_000);
 
   it('changes resources and replicas without making a revision', async () => {
     const { page } = tab;
