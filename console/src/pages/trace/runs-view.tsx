@@ -97,7 +97,7 @@ export function RunsView({ tree, collapsed, onToggle, activeId, onActivate, open
     <div className="rounded-md border border-slate-300 bg-white dark:border-slate-700 dark:bg-slate-900">
       <div aria-hidden="true" className="flex border-b border-slate-300 text-xs font-medium text-slate-700 dark:border-slate-700 dark:text-slate-300">
         <div className="w-2/5 shrink-0 px-2 py-1">Run</div>
-        <div className="flex flex-1 justify-between px-2 py-1">
+        <div className="flex flex-1 justify-between py-1 pr-16">
           <span>0</span>
           <span>{formatDuration(span)}</span>
         </div>
@@ -188,14 +188,17 @@ function Row({ node, top, left, width, expanded, active, opened, onToggle, onCli
         <span className="shrink-0 text-xs text-slate-600 dark:text-slate-400">{run.run_type}</span>
         {failed ? <span className="shrink-0 rounded bg-red-100 px-1 text-xs font-medium text-red-900 dark:bg-red-950 dark:text-red-200">error</span> : null}
       </div>
-      <div className="relative h-full flex-1">
-        <div
-          aria-hidden="true"
-          data-testid="bar"
-          className={`absolute top-2 h-3 rounded-sm ${failed ? 'bg-red-500' : (BAR_TONES[run.run_type ?? ''] ?? 'bg-slate-500')} ${run.end_time ? '' : 'opacity-60'}`}
-          style={{ left: `${(left * 100).toFixed(3)}%`, width: `max(2px, ${(width * 100).toFixed(3)}%)` }}
-        />
-        <span className="absolute top-1 right-1 text-xs text-slate-700 tabular-nums dark:text-slate-300">{duration}</span>
+      <div className="flex h-full flex-1">
+        {/* The bars' track ends where the durations' column begins, so a bar never runs under its label. */}
+        <div className="relative h-full flex-1">
+          <div
+            aria-hidden="true"
+            data-testid="bar"
+            className={`absolute top-2 h-3 rounded-sm ${failed ? 'bg-red-500' : (BAR_TONES[run.run_type ?? ''] ?? 'bg-slate-500')} ${run.end_time ? '' : 'opacity-60'}`}
+            style={{ left: `${(left * 100).toFixed(3)}%`, width: `max(2px, ${(width * 100).toFixed(3)}%)` }}
+          />
+        </div>
+        <span className="w-16 shrink-0 pt-1 pr-1 text-right text-xs text-slate-700 tabular-nums dark:text-slate-300">{duration}</span>
       </div>
     </div>
   );
