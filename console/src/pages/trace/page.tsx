@@ -13,7 +13,7 @@ import { call } from '../../api';
 import { PathLink } from '../../components/path-link';
 import { ErrorNote, PageTitle } from '../../components/ui';
 import { authedRoute } from '../../routes/root';
-import { formatCost, formatDuration } from './format';
+import { formatCost, formatDuration } from '../../format';
 import { RunDetails, type RunDetail } from './run-details';
 import { RunsView } from './runs-view';
 import { MAX_TRACE_RUNS, traceHead, traceRest } from './load';

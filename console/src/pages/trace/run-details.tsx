@@ -9,7 +9,7 @@ import { call } from '../../api';
 import { Chat, findMessages } from '../../components/chat';
 import { JsonTree, LongText } from '../../components/json-tree';
 import { Badge, ErrorNote, type Tone } from '../../components/ui';
-import { formatCost, formatDuration } from './format';
+import { formatCost, formatDuration } from '../../format';
 import type { TraceRun } from './tree';
 
 export interface RunDetail extends TraceRun {

@@ -8,7 +8,7 @@
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, type KeyboardEvent } from 'react';
-import { formatDuration } from './format';
+import { formatDuration } from '../../format';
 import { visibleRows, type TraceNode, type TraceTree } from './tree';
 
 const ROW_HEIGHT = 28;

@@ -4,7 +4,8 @@
  */
 import type { ReactNode } from 'react';
 import { Badge } from '../../components/ui';
-import { formatCost, formatCount, formatSeconds, type Run } from './data';
+import { formatCost, formatCount, formatSeconds } from '../../format';
+import type { Run } from './data';
 
 export interface Column {
   label: string;

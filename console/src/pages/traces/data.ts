@@ -73,20 +73,3 @@ export function isoParam(value: unknown): string | undefined {
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
-
-const integer = new Intl.NumberFormat('en-US');
-const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
-
-export const formatCount = (n: number | null | undefined) => (n == null ? '—' : n >= 100_000 ? compact.format(n) : integer.format(n));
-export const formatPercent = (rate: number | null | undefined) => (rate == null ? '—' : `${(rate * 100).toFixed(rate > 0 && rate < 0.001 ? 2 : 1)} %`);
-export function formatSeconds(seconds: number | null | undefined): string {
-  if (seconds == null) return '—';
-  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
-  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
-  return `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
-}
-export function formatCost(cost: number | null | undefined): string {
-  if (cost == null) return '—';
-  if (cost === 0) return '$0';
-  return cost < 0.01 ? `$${cost.toPrecision(2)}` : `$${cost.toFixed(2)}`;
-}

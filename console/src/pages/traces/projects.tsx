@@ -15,19 +15,8 @@ import { authedRoute } from '../../routes/root';
 import type { Deployment, DeploymentList } from '../../types';
 import { TimeChart } from './chart';
 import { PathLink } from '../../components/path-link';
-import {
-  formatCost,
-  formatCount,
-  formatPercent,
-  formatSeconds,
-  isoParam,
-  RANGE_LABELS,
-  RANGES,
-  type Project,
-  type ProjectStats,
-  type RangeName,
-  type RunStats,
-} from './data';
+import { formatCost, formatCount, formatInterval, formatPercent, formatSeconds } from '../../format';
+import { isoParam, RANGE_LABELS, RANGES, type Project, type ProjectStats, type RangeName, type RunStats } from './data';
 
 /** A deployment names the project its agent servers trace to. */
 type TracedDeployment = Deployment & { session_id: string | null };
@@ -115,7 +104,7 @@ function ProjectCharts({ project, start, end }: { project: Project; start: strin
   if (!figures) return <p className="text-sm text-slate-700 dark:text-slate-300">Loading charts…</p>;
   const buckets = figures.buckets.map((b) => b.start_time);
   const of = (pick: (s: RunStats) => number | null) => figures.buckets.map((b) => pick(b.stats));
-  const per = `per ${formatSeconds(stats.data!.bucket_seconds)}`;
+  const per = `per ${formatInterval(stats.data!.bucket_seconds)}`;
   const t = figures.stats;
   const errors = Math.round((t.error_rate ?? 0) * t.run_count);
   return (
