@@ -14,20 +14,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { AuthStore } from '@berth/auth';
-import { createDatabase } from '@berth/db';
-import { PostgresServer } from '@berth/local-stack';
 import { launchChromium } from '@berth/testing';
 import { writeSection } from '../doc-section.mjs';
-import { startTraceServices } from '../export/services.mjs';
+import { ROOT, startConsoleStack } from './seed.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BEGIN = '<!-- bench:console-trace:begin -->';
 const END = '<!-- bench:console-trace:end -->';
 const STEP_RUNS = 5; // a step: its chain, the model call, the tools chain and two tool calls
@@ -179,24 +172,13 @@ async function measure(url, key) {
   }
 }
 
-const temp = mkdtempSync(join(os.tmpdir(), 'berth-bench-console-trace-'));
-const postgres = new PostgresServer({ baseDir: join(temp, 'postgres'), port: 0, mode: 'fast', database: 'bench' });
-let services;
-let database;
+const stack = await startConsoleStack({ log });
 try {
-  log(`temp folder ${temp}`);
-  const { connectionString } = await postgres.start();
-  log('starting the export-worker and the gateway…');
-  services = await startTraceServices({ root: ROOT, temp, connectionString });
-  database = createDatabase({ connectionString, schema: 'gateway', max: 2 });
-  const auth = new AuthStore(database.db);
-  const tenant = await auth.createTenant({ name: 'bench-console' });
-  const key = (await auth.createApiKey({ tenantId: tenant.id, name: 'bench', role: 'admin' })).key;
-
+  const { url, key } = stack;
   log(`writing a trace of ${RUNS} runs through POST /runs/batch…`);
   const runs = agentTrace(RUNS);
   for (let i = 0; i < runs.length; i += 500) {
-    const res = await fetch(`${services.url}/runs/batch`, {
+    const res = await fetch(`${url}/runs/batch`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
       body: JSON.stringify({ post: runs.slice(i, i + 500) }),
@@ -211,7 +193,7 @@ try {
     let cursor = null;
     let pages = 0;
     do {
-      const res = await fetch(`${services.url}/runs/query`, {
+      const res = await fetch(`${url}/runs/query`, {
         method: 'POST',
         headers: { 'x-api-key': key, 'content-type': 'application/json' },
         body: JSON.stringify({ trace: runs[0].id, select: ['name', 'run_type', 'status', 'start_time', 'end_time', 'parent_run_id'], order: 'asc', limit: 100, ...(cursor ? { cursor } : {}) }),
@@ -225,7 +207,7 @@ try {
   const api = paging[1];
   log(`  the API alone: ${api.pages} pages one after another in ${api.ms.toFixed(0)} ms (median of 3)`);
   log('opening the trace page in Chromium…');
-  const result = { ...(await measure(services.url, key)), api, load: os.loadavg()[0] };
+  const result = { ...(await measure(url, key)), api, load: os.loadavg()[0] };
   const section = render(result);
   console.log(`\n${section}`);
   if (!opts['no-write']) {
@@ -233,11 +215,7 @@ try {
     log('wrote docs/benchmarks.md');
   }
 } finally {
-  await database?.close();
-  await services?.stop();
-  await postgres.stop().catch((error) => console.error(`could not stop Postgres: ${error.message}`));
-  if (opts['keep-logs']) log(`kept ${temp}`);
-  else rmSync(temp, { recursive: true, force: true });
+  await stack.stop({ keep: opts['keep-logs'] });
 }
 
 function render({ cold, warm, rowsInDom, heapMiB, scroll, chromium, api, load }) {
