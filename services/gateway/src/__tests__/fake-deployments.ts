@@ -250,10 +250,21 @@ export class FakeDeploymentService {
         deployment.activeRevisionId = revision.id;
         return { deployment: this.out(deployment) };
       },
-      getRevisionLogs: async (req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint; limit: number }) => {
+      getRevisionLogs: async (req: {
+        tenantId: string;
+        deploymentId: string;
+        revisionId: string;
+        type: string;
+        offset: bigint;
+        limit: number;
+        tail: number;
+        before: bigint;
+      }) => {
         record('getRevisionLogs', req);
         const { revisionId, logs } = this.logsAfter(req);
-        const page = logs.slice(0, req.limit);
+        // tail: the last entries; before: the last `limit` below that id (as the control plane's store reads them).
+        const below = req.before ? logs.filter((l) => l.id < req.before) : logs;
+        const page = req.tail || req.before ? below.slice(-(req.tail || req.limit)) : logs.slice(0, req.limit);
         return { logs: page, nextOffset: page.at(-1)?.id ?? req.offset, revisionId };
       },
       // The log as it is, then each entry addLog adds, until the call ends (a fake log never ends;
