@@ -8,7 +8,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { DeploymentService, DeploymentStatus, Health, RevisionStatus, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
+import {
+  DeploymentService,
+  DeploymentStatus,
+  Health,
+  RevisionStatus,
+  timestampFromDate,
+  type Deployment,
+  type GetRevisionLogsRequest,
+  type Revision,
+} from '@berth/proto';
 import { HealthService, createRpcServer, type CallContext, type RpcServer, type ServiceImplementation } from '@berth/rpc';
 import type { JsonObject } from '@bufbuild/protobuf';
 
@@ -250,16 +259,7 @@ export class FakeDeploymentService {
         deployment.activeRevisionId = revision.id;
         return { deployment: this.out(deployment) };
       },
-      getRevisionLogs: async (req: {
-        tenantId: string;
-        deploymentId: string;
-        revisionId: string;
-        type: string;
-        offset: bigint;
-        limit: number;
-        tail: number;
-        before: bigint;
-      }) => {
+      getRevisionLogs: async (req: GetRevisionLogsRequest) => {
         record('getRevisionLogs', req);
         const { revisionId, logs } = this.logsAfter(req);
         // tail: the last entries; before: the last `limit` below that id (as the control plane's store reads them).
