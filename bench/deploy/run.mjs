@@ -10,10 +10,17 @@
  * is new code. The first deploy installs dependencies from npm's local cache (warm: the repository
  * has the same packages); a redeploy with an unchanged lockfile reuses the installed tree.
  *
+ * Then two rollbacks (`POST …/revisions/{revision_id}/redeploy`), timed from the request until the
+ * new revision is DEPLOYED and the deployment URL answers with the earlier code: to the first
+ * revision, whose build is still there (reused: no build step), and to the last redeploy after its
+ * artifact folder was removed (built again: what every rollback did before builds were reused).
+ *
  * Usage (after `make build`): node bench/deploy/run.mjs [--redeploys 3] [--no-write]
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +69,29 @@ async function reply(credentials, url, text) {
   return body.messages?.at(-1)?.content;
 }
 
+/** A rollback to `revisionId`, timed until its new revision is DEPLOYED and the URL answers `expected`; with its build log. */
+async function timedRollback(credentials, deploymentId, revisionId, url, expected) {
+  const api = async (path, method = 'GET') => {
+    const response = await fetch(`${credentials.gateway_url}${path}`, { method, headers: { 'x-api-key': credentials.api_key } });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return response.json();
+  };
+  const base = `/v2/deployments/${deploymentId}/revisions`;
+  const started = performance.now();
+  const rollback = (await api(`${base}/${revisionId}/redeploy`, 'POST')).latest_revision_id;
+  for (;;) {
+    const { status, status_message } = await api(`${base}/${rollback}`);
+    if (status === 'DEPLOYED') break;
+    if (/FAILED|INTERRUPTED/.test(status)) throw new Error(`the rollback's revision is ${status}: ${status_message}`);
+    await sleep(50);
+  }
+  const text = await reply(credentials, url, 'hi');
+  const seconds = (performance.now() - started) / 1000;
+  if (text !== expected) throw new Error(`after the rollback the graph answered ${JSON.stringify(text)}`);
+  const buildLog = (await api(`${base}/${rollback}/logs?type=build&limit=1`)).logs.map((l) => l.message);
+  return { seconds, firstBuildLine: buildLog[0] ?? '' };
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (x) => x.toFixed(1);
 
@@ -81,6 +111,7 @@ try {
   console.log(`  ${s(first.seconds)} s`);
 
   const redeploys = [];
+  let lastRevision = first.result.revision_id;
   const graphFile = join(project, 'src/graph.ts');
   const original = readFileSync(graphFile, 'utf8');
   for (let i = 1; i <= REDEPLOYS; i += 1) {
@@ -89,8 +120,22 @@ try {
     const text = await reply(credentials, url, 'hi');
     if (text !== `echo v${i + 1}: hi`) throw new Error(`after redeploy ${i} the graph answered ${JSON.stringify(text)}`);
     redeploys.push(run.seconds);
+    lastRevision = run.result.revision_id;
     console.log(`redeploy ${i}: ${s(run.seconds)} s`);
   }
+
+  const deploymentId = first.result.deployment_id;
+  console.log('rollback to the first revision (its build reused)…');
+  const reused = await timedRollback(credentials, deploymentId, first.result.revision_id, url, 'echo: hi');
+  if (!reused.firstBuildLine.startsWith('reusing the build of revision')) throw new Error(`the rollback built: ${reused.firstBuildLine}`);
+  console.log(`  ${s(reused.seconds)} s (${reused.firstBuildLine})`);
+  // Each build goes to <artifacts>/<deployment>/<revision>-<random>.
+  const artifacts = join(stateDir, 'artifacts', deploymentId);
+  for (const name of readdirSync(artifacts).filter((n) => n.startsWith(lastRevision))) rmSync(join(artifacts, name), { recursive: true, force: true });
+  console.log('rollback to the last redeploy, its build removed (built again)…');
+  const rebuilt = await timedRollback(credentials, deploymentId, lastRevision, url, `echo v${REDEPLOYS + 1}: hi`);
+  if (!rebuilt.firstBuildLine.includes('building again')) throw new Error(`the rollback did not build: ${rebuilt.firstBuildLine}`);
+  console.log(`  ${s(rebuilt.seconds)} s (${rebuilt.firstBuildLine})`);
 
   const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
   const verdict = (value, target) => (value <= target ? 'met' : '**missed**');
@@ -102,7 +147,10 @@ try {
     'local deployer): pack, upload, build (install with the lockfile, validate the graphs in a child process), start the',
     "revision's agent server, health check, switch traffic. Every redeploy changes the graph's reply and checks that the",
     'deployment URL answers with the new text. The first deploy installs from npm\'s local cache; redeploys with an',
-    'unchanged lockfile reuse the installed dependency tree.',
+    'unchanged lockfile reuse the installed dependency tree. A rollback (`POST …/revisions/{revision_id}/redeploy`, the',
+    "console's Redeploy) is timed from the request until its revision is DEPLOYED and the URL answers with the earlier",
+    "code: with the earlier revision's build still there it is deployed as it is (no build step); with the build removed",
+    'it is built again, as every rollback was before builds were reused.',
     '',
     `**Machine:** ${os.cpus().length} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}. **Revision:** ${rev}.`,
     '',
@@ -112,6 +160,8 @@ try {
     '|---|---:|---:|---|',
     `| first deploy | ${s(first.seconds)} | ≤ ${TARGET.first} | ${verdict(first.seconds, TARGET.first)} |`,
     `| redeploy (median of ${REDEPLOYS}: ${redeploys.map(s).join(', ')}) | ${s(median(redeploys))} | ≤ ${TARGET.redeploy} | ${verdict(median(redeploys), TARGET.redeploy)} |`,
+    `| rollback, the earlier build reused | ${s(reused.seconds)} | | |`,
+    `| rollback, the earlier build removed (built again) | ${s(rebuilt.seconds)} | | |`,
     '',
     END,
   ].join('\n');

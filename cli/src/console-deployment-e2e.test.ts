@@ -48,7 +48,7 @@ function berth(args: string[]): Promise<{ code: number; stdout: string; stderr: 
   });
 }
 
-/** The project's graph at `version`: it answers `<version>: <text>` and prints a line saying so. */
+/** The project's graph at `version`: it answers `<version>: <text>` and prints a line saying so (N more for `lines:N`). */
 async function writeGraph(version: string): Promise<void> {
   await writeFile(
     join(project, 'src/graph.ts'),
@@ -60,6 +60,8 @@ const State = new StateSchema({ messages: MessagesValue });
 function respond(state: typeof State.State) {
   const text = state.messages.at(-1)?.text ?? '';
   console.log('${version} answered ' + text);
+  // "lines:N" prints N numbered lines (a long server log).
+  if (text.startsWith('lines:')) for (let i = 1; i <= Number(text.slice(6)); i++) console.log('${version} line ' + i);
   return { messages: [new AIMessage('${version}: ' + text)] };
 }
 
@@ -174,7 +176,7 @@ describe("a deployment's page", () => {
     await page.getByLabel('Since').fill(localMinute(1));
     await page.click('button:text-is("Show")');
     await page.waitForSelector('[data-testid=log-state]:text("0 lines")');
-    await page.click('button:text("Whole log, live")');
+    await page.click('button:text("Newest lines, live")');
     await page.waitForSelector('[data-testid=log-state]:text("Live")');
     expect(new URL(page.url()).searchParams.has('until')).toBe(false);
     // The build log of the same revision, read as it is (it ended).
@@ -182,6 +184,44 @@ describe("a deployment's page", () => {
     await page.locator('[data-testid=log-lines] [data-line]').first().waitFor();
     expect(tab.problems).toEqual([]);
   }, 60_000);
+
+  it('opens a long server log at its newest line, and reads older lines on scrolling to the top without moving the view', async () => {
+    const { page } = tab;
+    // More lines than a page (1000), all written before the log is opened again.
+    expect(await reply(url, 'lines:2500')).toBe('v1: lines:2500');
+    await until(
+      'the 2500th line to be written',
+      async () => (await api(`/v2/deployments/${deploymentId}/revisions/${firstRevision}/logs?type=deploy&tail=1`)).body.logs[0]?.message === 'v1 line 2500',
+      30_000,
+      200,
+    );
+    // Opened afresh: the stream starts at the newest 1000 lines, scrolled to the newest.
+    await page.click('button[aria-pressed]:text("Build log")');
+    await page.locator('[data-testid=log-lines] [data-line]').first().waitFor();
+    await page.click('button[aria-pressed]:text("Server log")');
+    await page.waitForSelector('[data-testid=log-state]:text("Live")');
+    const lines = page.getByTestId('log-lines');
+    await lines.locator('[data-line]', { hasText: /v1 line 2500$/ }).waitFor();
+    await expect(lines.getAttribute('data-lines')).resolves.toBe('1000');
+    await expect(page.getByTestId('log-older').textContent()).resolves.toContain('scroll up for older ones');
+
+    /** Scrolls the list to its top; answers how far below the list's top the line `text` is then (px). */
+    const scrollUp = () => lines.evaluate((el) => el.scrollTo({ top: 0 }));
+    const offsetOf = (text: string) =>
+      lines.evaluate((el, text) => {
+        const row = [...el.querySelectorAll('[data-line]')].find((r) => r.textContent?.endsWith(text));
+        return row ? row.getBoundingClientRect().top - el.getBoundingClientRect().top - el.clientTop : null;
+      }, text);
+    await scrollUp();
+    await page.locator('[data-testid=log-lines][data-lines="2000"]').waitFor();
+    // The 1000 older lines went above: the line that was at the top still is.
+    await expect(offsetOf('v1 line 1501')).resolves.toBe(0);
+    await scrollUp();
+    await page.getByTestId('log-older').filter({ hasText: 'From the first line of the log' }).waitFor();
+    await scrollUp();
+    await expect(lines.locator('[data-line]').first().textContent()).resolves.toMatch(/deploying on /);
+    expect(tab.problems).toEqual([]);
+  }, 90_000);
 
   it(
     'shows a second revision take over, then rolls back to the first: the deployment URL answers from its code again',

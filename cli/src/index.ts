@@ -195,7 +195,10 @@ function deployCommands(cli: Command, env: () => ReturnType<typeof loadCliEnv>):
   deploymentTarget(connectionOptions(deploy.command('logs').description('show the build and deploy logs of a deployment (its latest revision by default)')))
     .option('--revision-id <id>', 'a revision other than the latest')
     .addOption(choiceOption('--type <type>', 'only build or deploy logs', ['build', 'deploy']))
-    .addOption(integerOption('--limit <count>', 'last lines to show', { min: 1, max: 100_000 }).default(100))
+    // No commander default: one would hide a --limit given instead.
+    .addOption(integerOption('--tail <count>', 'last lines to show (default: 100)', { min: 1, max: 100_000 }))
+    // The flag's old name: scripts that pass it keep working.
+    .addOption(integerOption('--limit <count>', 'the same as --tail', { min: 1, max: 100_000 }).hideHelp())
     .option('-f, --follow', 'keep printing lines as they are written, on to the next revision when one replaces it (Ctrl-C stops)')
     .action(async (deployment: string | undefined, o) => {
       await (await load.deployManage()).deployLogs(env(), { ...o, deployment }, print);

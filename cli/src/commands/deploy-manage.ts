@@ -92,15 +92,20 @@ export async function deployRevisions(
 export interface LogsFlags extends CommonFlags, DeploymentRef {
   revisionId?: string;
   type?: 'build' | 'deploy';
-  /** Checked by its flag parser. @default 100 */
+  /** The last lines to show; checked by its flag parser. @default 100 */
+  tail?: number;
+  /** The old name of `tail` (still taken). */
   limit?: number;
   follow?: boolean;
   /** Stops following (tests; a person presses Ctrl-C). */
   signal?: AbortSignal;
 }
 
+/** Entries per request (the API's most). */
+const LOG_PAGE = 1000;
+
 export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cwd = process.cwd()): Promise<LogEntry[]> {
-  const limit = flags.limit ?? 100;
+  const want = flags.tail ?? flags.limit ?? 100;
   return withApi(env, flags, cwd, async (api) => {
     const deploymentId = (await resolveDeployment(api, flags, cwd)).id;
     let day = '';
@@ -111,19 +116,21 @@ export async function deployLogs(env: CliEnv, flags: LogsFlags, print: Print, cw
       print(formatLog(entry));
     };
     const query = { ...(flags.revisionId ? { revisionId: flags.revisionId } : {}), ...(flags.type ? { type: flags.type } : {}) };
-    // The API reads forward from an offset: page to the end, keep the last `limit` entries.
-    const tail: LogEntry[] = [];
-    let offset = 0;
-    let revisionId: string | null = null;
-    for (;;) {
-      const page = await api.logs(deploymentId, { ...query, offset, limit: 1000 }).catch((error: unknown) => {
+    const read = (page: { revisionId?: string; tail?: number; before?: number; limit?: number }) =>
+      api.logs(deploymentId, { ...query, ...page }).catch((error: unknown) => {
         throw missing(error, flags.revisionId ? `revision ${flags.revisionId} of deployment ${deploymentId}` : `deployment ${deploymentId}`);
       });
-      revisionId = page.revision_id;
-      tail.push(...page.logs);
-      tail.splice(0, Math.max(0, tail.length - limit));
-      offset = Math.max(offset, page.next_offset);
-      if (page.logs.length < 1000) break;
+    // The newest page (tail), then pages before its oldest entry until there are `want` or the log's first.
+    const newest = await read({ tail: Math.min(want, LOG_PAGE) });
+    const revisionId = newest.revision_id;
+    let offset = newest.next_offset;
+    const tail = [...newest.logs];
+    for (let more = newest.logs.length === Math.min(want, LOG_PAGE); more && tail.length < want;) {
+      const limit = Math.min(want - tail.length, LOG_PAGE);
+      // Of the revision the newest page was (the latest may change meanwhile).
+      const older = await read({ ...(revisionId ? { revisionId } : {}), before: tail[0]!.id, limit });
+      tail.unshift(...older.logs);
+      more = older.logs.length === limit;
     }
     if (!flags.json && revisionId) print(`# logs of revision ${revisionId}`);
     tail.forEach(show);

@@ -117,12 +117,18 @@ export class DeploymentsApi {
     return this.client.request('GET', `/v2/deployments/${encodeURIComponent(id)}/revisions/${encodeURIComponent(revisionId)}`);
   }
 
-  /** Log entries after `offset`: of one revision, or (without revisionId) of the latest one. */
-  logs(id: string, query: { revisionId?: string; type?: string; offset?: number; limit?: number }): Promise<LogPage> {
+  /**
+   * Log entries of one revision, or (without revisionId) of the latest one: the first `limit` after
+   * `offset`, the last `tail`, or the last `limit` before the entry `before`.
+   */
+  logs(id: string, query: { revisionId?: string; type?: string; offset?: number; limit?: number; tail?: number; before?: number }): Promise<LogPage> {
     const params = new URLSearchParams();
     if (query.type) params.set('type', query.type);
     if (query.offset) params.set('offset', String(query.offset));
-    params.set('limit', String(query.limit ?? 1000));
+    if (query.before) params.set('before', String(query.before));
+    // tail is the count itself (the gateway refuses it with a limit).
+    if (query.tail) params.set('tail', String(query.tail));
+    else params.set('limit', String(query.limit ?? 1000));
     const base = `/v2/deployments/${encodeURIComponent(id)}`;
     const path = query.revisionId ? `${base}/revisions/${encodeURIComponent(query.revisionId)}/logs` : `${base}/logs`;
     return this.client.request('GET', `${path}?${params}`);

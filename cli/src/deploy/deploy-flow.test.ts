@@ -283,7 +283,7 @@ describe('berth deploy list / revisions / logs / delete', () => {
     expect(revs.lines[2]).toContain('REPLACED');
 
     const logs = capture();
-    const entries = await deployLogs(env, { limit: 2 }, logs.print, dir);
+    const entries = await deployLogs(env, { tail: 2 }, logs.print, dir);
     expect(entries.map((e) => e.message)).toEqual([pino.listening, 'agent server ready']);
     expect(logs.lines[0]).toMatch(/^# logs of revision /);
     expect(logs.lines[1]).toMatch(/^# \d{4}-\d\d-\d\d$/);
@@ -313,6 +313,17 @@ describe('berth deploy list / revisions / logs / delete', () => {
     expect(fake.callsOf('followRevisionLogs')).toHaveLength(1);
 
     await expect(deployLogs(env, { name: 'nope' }, () => undefined, dir)).rejects.toThrow(/no deployment named nope/);
+
+    // A long log: only its newest lines are read (one page back per 1000 lines), never all of it.
+    const long = fake.deployments.get(first.deployment.id)!.latestRevisionId;
+    for (let i = 1; i <= 2500; i++) fake.addLog(long, 'deploy', `request ${i}`);
+    const pagesBeforeTail = fake.callsOf('getRevisionLogs').length;
+    const newest = await deployLogs(env, { deploymentId: first.deployment.id, tail: 1200 }, () => undefined, dir);
+    expect(newest.map((e) => e.message)).toEqual(Array.from({ length: 1200 }, (_, i) => `request ${1301 + i}`));
+    expect(fake.callsOf('getRevisionLogs').slice(pagesBeforeTail)).toEqual([
+      expect.objectContaining({ tail: 1000, before: 0n }),
+      expect.objectContaining({ revisionId: long, tail: 0, limit: 200 }),
+    ]);
 
     const deleted = capture();
     await deployDelete(env, { deployment: 'managed', yes: true }, deleted.print, dir);

@@ -27,20 +27,30 @@ const integerText = /^\s*[+-]?\d+\s*$/;
  * ("", "1.5", "1e2" are 422s, which `z.coerce` would let through as 0, 1.5 and 100).
  */
 export function intQuery(min: number, max: number, fallback: number, description: string) {
-  return z
-    .preprocess(
-      (v) => (typeof v === 'string' && integerText.test(v) ? Number(v) : v),
-      z
-        .int({ error: 'Input should be a valid integer' })
-        .min(min, { error: `Input should be greater than or equal to ${min}` })
-        .max(max, { error: `Input should be less than or equal to ${max}` }),
-    )
-    .default(fallback)
-    .meta({ default: fallback })
+  return intParam(min, max).default(fallback).meta({ default: fallback }).describe(description);
+}
+
+/** An integer query parameter that may be left out (so that a combination can be refused only when asked for). */
+function optionalIntQuery(min: number, max: number, description: string, fallback?: number) {
+  return intParam(min, max)
+    .optional()
+    .meta(fallback === undefined ? {} : { default: fallback })
     .describe(description);
 }
 
+function intParam(min: number, max: number) {
+  return z.preprocess(
+    (v) => (typeof v === 'string' && integerText.test(v) ? Number(v) : v),
+    z
+      .int({ error: 'Input should be a valid integer' })
+      .min(min, { error: `Input should be greater than or equal to ${min}` })
+      .max(max, { error: `Input should be less than or equal to ${max}` }),
+  );
+}
+
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+/** Log entries per page when a request does not say. */
+export const LOG_PAGE = 100;
 
 export const ResourceSpec = z.strictObject({
   min_scale: z.int().min(0).max(100).optional().describe('Fewest replicas'),
@@ -208,8 +218,18 @@ export const ListRevisionsQuery = z.strictObject({
 export const LogsQuery = z
   .strictObject({
     type: z.enum(['build', 'deploy']).optional().describe('build or deploy logs; both when omitted'),
-    offset: intQuery(0, MAX_SAFE, 0, 'Entries with an id above this (the next_offset of the previous page)'),
-    limit: intQuery(1, 1000, 100, 'Entries per page, 1 to 1000 (not with follow)'),
+    offset: optionalIntQuery(0, MAX_SAFE, 'Entries with an id above this (the next_offset of the previous page)', 0),
+    limit: optionalIntQuery(1, 1000, 'Entries per page, 1 to 1000 (not with follow or tail)', LOG_PAGE),
+    tail: optionalIntQuery(
+      1,
+      1000,
+      'The last N entries (of the time range), 1 to 1000, instead of the first; with follow: those, then each new one. Not with offset, limit or before',
+    ),
+    before: optionalIntQuery(
+      1,
+      MAX_SAFE,
+      'The `limit` entries just before the entry with this id, oldest first (scrolling back from a line: pass the id of the oldest entry you have). Not with offset, tail or follow',
+    ),
     since: timestamp.optional().describe('Only entries written at or after this time (ISO 8601 with an offset)'),
     until: timestamp.optional().describe('Only entries written before this time (not with follow)'),
     follow: z.stringbool().optional().describe('true: answer server-sent events, the entries there are and then each new one, until the log ends'),
@@ -219,4 +239,16 @@ export const LogsQuery = z
       ctx.addIssue({ code: 'custom', path: ['until'], message: 'until must be after since' });
     }
     if (query.follow && query.until) ctx.addIssue({ code: 'custom', path: ['until'], message: 'a followed log has no end time: leave out until or follow' });
+    const conflicts: [keyof typeof query, keyof typeof query][] = [
+      ['tail', 'offset'],
+      ['tail', 'limit'],
+      ['tail', 'before'],
+      ['before', 'offset'],
+      ['before', 'follow'],
+    ];
+    for (const [one, other] of conflicts) {
+      if (query[one] !== undefined && query[other] !== undefined && query[other] !== false) {
+        ctx.addIssue({ code: 'custom', path: [one], message: `${one} and ${other} do not go together: leave out one` });
+      }
+    }
   });

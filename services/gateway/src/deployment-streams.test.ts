@@ -1,7 +1,8 @@
 /**
  * The live API of a deployment as a client meets it: `GET /v2/deployments/{id}/revisions/{rid}/logs`
  * (and the latest revision's) as a JSON page with a time range, and with `follow=true` as
- * server-sent events that resume with Last-Event-ID; `GET /v2/deployments/{id}/events`, a change
+ * server-sent events that resume with Last-Event-ID, the newest lines (`tail`, followed or not) and
+ * paging back from a line (`before`); `GET /v2/deployments/{id}/events`, a change
  * stream. The gateway in front of the control plane's own stream methods (streamHandlers over a
  * real DeploymentStore and LISTEN/NOTIFY on real Postgres), lines written by the control plane's log
  * writer; the rest of the DeploymentService is the fake.
@@ -264,6 +265,83 @@ describe('reading a page', () => {
   });
 });
 
+describe('the newest lines (tail) and paging back (before)', () => {
+  const get = async (path: string) => {
+    const res = await fetch(`${gateway.url}${path}`, { headers: { 'x-api-key': key } });
+    expect({ path, status: res.status }).toEqual({ path, status: 200 });
+    return (await res.json()) as { logs: { id: number; message: string }[]; next_offset: number };
+  };
+
+  it('answers the last N lines of a long log, and pages back from its oldest line to the first', async () => {
+    const { deploymentId, revisionId } = await createDeployment(store, tenantId, 'QUEUED');
+    const lines = Array.from({ length: 7 }, (_, i) => `line ${i + 1}`);
+    await write(revisionId, ...lines);
+
+    const newest = await get(logsPath(deploymentId, revisionId, '?tail=3'));
+    expect(newest.logs.map((l) => l.message)).toEqual(['line 5', 'line 6', 'line 7']);
+    // Reading on from it (offset) gets what is written after.
+    await write(revisionId, 'line 8');
+    expect((await get(logsPath(deploymentId, revisionId, `?offset=${newest.next_offset}`))).logs.map((l) => l.message)).toEqual(['line 8']);
+
+    const older = await get(logsPath(deploymentId, revisionId, `?before=${newest.logs[0]!.id}&limit=3`));
+    expect(older.logs.map((l) => l.message)).toEqual(['line 2', 'line 3', 'line 4']);
+    // Fewer than limit: the first line is reached.
+    const oldest = await get(logsPath(deploymentId, revisionId, `?before=${older.logs[0]!.id}&limit=3`));
+    expect(oldest.logs.map((l) => l.message)).toEqual(['line 1']);
+    expect((await get(logsPath(deploymentId, revisionId, `?before=${oldest.logs[0]!.id}`))).logs).toEqual([]);
+    // The latest revision's route takes them too.
+    expect((await get(`/v2/deployments/${deploymentId}/logs?tail=1`)).logs.map((l) => l.message)).toEqual(['line 8']);
+    // As many as a page at most.
+    expect((await get(logsPath(deploymentId, revisionId, '?tail=1000'))).logs).toHaveLength(8);
+  });
+
+  it('follows from the last N lines (not the first), and a reconnecting client resumes after the last it saw', async () => {
+    const { deploymentId, revisionId } = await createDeployment(store, tenantId, 'QUEUED');
+    await write(revisionId, 'old 1', 'old 2', 'old 3', 'recent 1', 'recent 2');
+    const path = logsPath(deploymentId, revisionId, '?follow=true&tail=2');
+    const stream = await openStream(path, key);
+    expect(stream.res.status).toBe(200);
+    await until('the last two lines', () => stream.logs().length === 2);
+    await write(revisionId, 'live 1');
+    await until('the line written after', () => stream.logs().length === 3);
+    stream.close();
+    await stream.done;
+    expect(stream.logs().map((l) => l.message)).toEqual(['recent 1', 'recent 2', 'live 1']);
+
+    // An EventSource reconnects to the same URL, tail and all, with Last-Event-ID: the id wins.
+    await write(revisionId, 'live 2');
+    const resumed = await openStream(path, key, { 'last-event-id': stream.frames.filter((f) => f.event === 'log').at(-1)!.id! });
+    await until('the missed line', () => resumed.logs().length === 1);
+    await endLog(revisionId);
+    await resumed.done;
+    expect(resumed.logs().map((l) => l.message)).toEqual(['live 2']);
+    expect(resumed.frames.at(-1)?.event).toBe('end');
+  });
+
+  it('refuses parameters that do not go together, and counts out of bounds (422)', async () => {
+    const { deploymentId, revisionId } = await createDeployment(store, tenantId, 'QUEUED');
+    const cases: [string, string][] = [
+      ['?tail=10&offset=5', 'tail'],
+      ['?tail=10&offset=0', 'tail'],
+      ['?tail=10&limit=5', 'tail'],
+      ['?tail=10&before=5', 'tail'],
+      ['?before=5&offset=3', 'before'],
+      ['?before=5&follow=true', 'before'],
+      ['?tail=0', 'tail'],
+      ['?tail=1001', 'tail'],
+      ['?tail=-1', 'tail'],
+      ['?before=0', 'before'],
+      ['?before=abc', 'before'],
+    ];
+    for (const [query, field] of cases) {
+      const res = await fetch(`${gateway.url}${logsPath(deploymentId, revisionId, query)}`, { headers: { 'x-api-key': key } });
+      const body = (await res.json()) as { detail: { loc: (string | number)[]; msg: string }[] };
+      expect({ query, status: res.status }).toEqual({ query, status: 422 });
+      expect(body.detail[0]).toMatchObject({ loc: ['query', field], msg: expect.any(String) });
+    }
+  });
+});
+
 describe("another tenant's key", () => {
   it('can neither read nor follow the log, not even through a deployment of its own', async () => {
     const victim = await createDeployment(store, tenantId, 'QUEUED');
@@ -276,6 +354,12 @@ describe("another tenant's key", () => {
       // Their own deployment, the victim's revision id.
       logsPath(own.deploymentId, victim.revisionId),
       logsPath(own.deploymentId, victim.revisionId, '?follow=true'),
+      // The newest lines, and the lines before one (the victim's line ids are guessable numbers).
+      logsPath(victim.deploymentId, victim.revisionId, '?tail=10'),
+      logsPath(victim.deploymentId, victim.revisionId, '?follow=true&tail=10'),
+      `/v2/deployments/${victim.deploymentId}/logs?tail=10`,
+      logsPath(victim.deploymentId, victim.revisionId, `?before=${Number.MAX_SAFE_INTEGER}`),
+      logsPath(own.deploymentId, victim.revisionId, '?tail=10'),
     ];
     for (const path of paths) {
       const res = await fetch(`${gateway.url}${path}`, { headers: { 'x-api-key': attackerKey, accept: 'text/event-stream' } });
@@ -295,7 +379,7 @@ describe('bad parameters', () => {
       ['?until=2026-11-27', {}, ['query', 'until']],
       ['?since=2026-11-27T12:00:00Z&until=2026-11-27T11:00:00Z', {}, ['query', 'until']],
       ['?follow=true&until=2026-11-27T12:00:00Z', {}, ['query', 'until']],
-      ['?follow=true&tail=10', {}, ['query']],
+      ['?follow=true&tail=10&offset=3', {}, ['query', 'tail']],
       ['?limit=0', {}, ['query', 'limit']],
       ['?follow=true', { 'last-event-id': 'abc' }, ['header', 'last-event-id']],
       ['?follow=true', { 'last-event-id': '-1' }, ['header', 'last-event-id']],

@@ -1,14 +1,16 @@
 /**
  * A revision's build log or server (deploy) log in a virtualized list, so that 100,000 lines scroll
- * smoothly. Without an end time it is followed live: `GET …/revisions/{revision_id}/logs?follow=true`
- * as server-sent events (an EventSource on this origin: the session cookie goes with it, and it
- * resumes after a dropped connection with Last-Event-ID) until the log ends. With an end time it is
- * read in pages of JSON (`offset` = the previous page's `next_offset`). `since` narrows both (without
- * it the whole log is read from its first line); going back an hour moves `since` back.
+ * smoothly. Without an end time it opens at its newest lines and is followed live:
+ * `GET …/revisions/{revision_id}/logs?follow=true&tail=1000` as server-sent events (an EventSource on
+ * this origin: the session cookie goes with it, and it resumes after a dropped connection with
+ * Last-Event-ID, which the server prefers to the tail) until the log ends; scrolling to the top reads
+ * the lines before the oldest shown (`before=<its id>`), prepended with the viewport kept where it
+ * was. With an end time it is read in pages of JSON (`offset` = the previous page's `next_offset`).
+ * `since` narrows both; going back an hour moves `since` back.
  */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { call } from '../../api';
 import { ErrorNote } from '../../components/ui';
 import { Button, inputClass } from './controls';
@@ -69,6 +71,47 @@ function useFollowedLog(url: string | null): { entries: LogEntry[]; state: Strea
   return { entries, state };
 }
 
+type OlderState = 'more' | 'loading' | 'first';
+
+/**
+ * The lines before a followed log's oldest one, read a page at a time on demand (`before=<id>`),
+ * oldest first; 'first' once a page came back short (the log's first line is shown).
+ */
+function useOlderLines(url: (before: number) => string, resetKey: string | null) {
+  const [entries, setEntries] = useState<LogEntry[]>([]);
+  const [state, setState] = useState<OlderState>('more');
+  const [error, setError] = useState<unknown>(null);
+  const busy = useRef(false);
+  // The newest way to make the URL (it closes over the current range), without re-making `load`.
+  const urlOf = useRef(url);
+  urlOf.current = url;
+  useEffect(() => {
+    setEntries([]);
+    setState('more');
+    setError(null);
+  }, [resetKey]);
+  const load = useCallback(
+    async (oldestId: number | undefined) => {
+      if (oldestId === undefined || busy.current || state === 'first') return;
+      busy.current = true;
+      setState('loading');
+      try {
+        const page = await call<LogPage>(urlOf.current(oldestId));
+        setEntries((current) => page.logs.concat(current));
+        setState(page.logs.length < PAGE ? 'first' : 'more');
+        setError(null);
+      } catch (failure) {
+        setError(failure);
+        setState('more');
+      } finally {
+        busy.current = false;
+      }
+    },
+    [state],
+  );
+  return { entries, state, error, load };
+}
+
 const stateWords: Record<StreamState, string> = {
   connecting: 'Connecting…',
   live: 'Live: new lines appear as they are written',
@@ -81,10 +124,20 @@ const levelClass: Record<string, string> = {
   warn: 'text-amber-800 dark:text-amber-300',
 };
 
-function LogLines({ entries, label, follow }: { entries: LogEntry[]; label: string; follow: boolean }) {
+function LogLines({ entries, label, follow, onTop }: { entries: LogEntry[]; label: string; follow: boolean; onTop?: () => void }) {
   const scroller = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
+  const firstId = useRef<number | undefined>(undefined);
   const virtualizer = useVirtualizer({ count: entries.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 30 });
+  // Lines put before the first one shown (older ones read on scrolling up): the same lines stay in
+  // view, moved down by as many rows (rows are all ROW_HEIGHT high).
+  useLayoutEffect(() => {
+    const previous = firstId.current;
+    firstId.current = entries[0]?.id;
+    if (previous === undefined || entries[0]?.id === previous || !scroller.current) return;
+    const moved = entries.findIndex((entry) => entry.id === previous);
+    if (moved > 0) scroller.current.scrollTop += moved * ROW_HEIGHT;
+  }, [entries]);
   // Stay at the newest line while following, unless the reader scrolled up.
   useLayoutEffect(() => {
     if (follow && atBottom.current && entries.length) virtualizer.scrollToIndex(entries.length - 1, { align: 'end' });
@@ -97,9 +150,11 @@ function LogLines({ entries, label, follow }: { entries: LogEntry[]; label: stri
       aria-label={label}
       tabIndex={0}
       data-testid="log-lines"
+      data-lines={entries.length}
       onScroll={(event) => {
         const el = event.currentTarget;
         atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < ROW_HEIGHT * 2;
+        if (onTop && el.scrollTop < ROW_HEIGHT * 5) onTop();
       }}
       className="h-96 overflow-auto rounded-md border border-slate-300 bg-white font-mono text-xs focus-visible:outline-2 focus-visible:outline-blue-600 dark:border-slate-700 dark:bg-slate-900"
     >
@@ -166,7 +221,7 @@ function RangeForm({ range, onRange }: { range: LogRange; onRange: (range: LogRa
       >
         {range.since ? 'An hour earlier' : 'The last hour only'}
       </Button>
-      {range.since || range.until ? <Button onClick={() => onRange({})}>Whole log, live</Button> : null}
+      {range.since || range.until ? <Button onClick={() => onRange({})}>Newest lines, live</Button> : null}
     </form>
   );
 }
@@ -192,7 +247,9 @@ export function RevisionLog({
     return `${base}?${params}`;
   };
   const follow = !range.until;
-  const followed = useFollowedLog(follow ? query({ follow: 'true' }) : null);
+  const followUrl = follow ? query({ follow: 'true', tail: String(PAGE) }) : null;
+  const followed = useFollowedLog(followUrl);
+  const older = useOlderLines((before) => query({ before: String(before), limit: String(PAGE) }), followUrl);
   const pages = useInfiniteQuery({
     queryKey: ['deployment', deploymentId, 'log', revisionId, type, range.since, range.until],
     enabled: !follow,
@@ -200,7 +257,9 @@ export function RevisionLog({
     queryFn: ({ pageParam, signal }) => call<LogPage>(query({ limit: String(PAGE), offset: String(pageParam) }), { signal }),
     getNextPageParam: (last) => (last.logs.length === PAGE ? last.next_offset : undefined),
   });
-  const entries = follow ? followed.entries : (pages.data?.pages.flatMap((p) => p.logs) ?? []);
+  const followedEntries = useMemo(() => older.entries.concat(followed.entries), [older.entries, followed.entries]);
+  const entries = follow ? followedEntries : (pages.data?.pages.flatMap((p) => p.logs) ?? []);
+  const loadOlder = () => void older.load(entries[0]?.id);
   const label = `${type === 'build' ? 'Build log' : 'Server log'} of revision ${revisionId.slice(0, 8)}`;
   return (
     <div className="space-y-3">
@@ -209,7 +268,22 @@ export function RevisionLog({
         {follow ? stateWords[followed.state] : `${entries.length} lines${pages.hasNextPage ? ' (more to read)' : ''}`}
       </p>
       {pages.error ? <ErrorNote error={pages.error} /> : null}
-      <LogLines entries={entries} label={label} follow={follow} />
+      {follow && older.error ? <ErrorNote error={older.error} /> : null}
+      {follow && entries.length ? (
+        <p className="flex items-center gap-3 text-sm text-slate-700 dark:text-slate-300" data-testid="log-older">
+          {older.state === 'first' ? (
+            'From the first line of the log'
+          ) : (
+            <>
+              Newest lines first: scroll up for older ones
+              <Button disabled={older.state === 'loading'} onClick={loadOlder}>
+                {older.state === 'loading' ? 'Reading older lines…' : 'Older lines'}
+              </Button>
+            </>
+          )}
+        </p>
+      ) : null}
+      <LogLines entries={entries} label={label} follow={follow} {...(follow ? { onTop: loadOlder } : {})} />
       {!follow && pages.hasNextPage ? (
         <Button disabled={pages.isFetchingNextPage} onClick={() => void pages.fetchNextPage()}>
           Read the next {PAGE} lines

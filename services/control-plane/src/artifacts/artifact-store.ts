@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { create as createTar } from 'tar';
 
 /** The platform's bucket for built revisions (BERTH_S3_*; credentials from the SDK's chain: AWS_* env, a web identity, …). */
@@ -112,6 +112,18 @@ export class ArtifactStore {
       return { body: answer.Body as Readable, size: answer.ContentLength };
     } catch (error) {
       throw new ArtifactStorageError(`could not read ${key} from bucket ${this.#bucket}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Whether a revision's archive is (still) stored. */
+  async has(key: string): Promise<boolean> {
+    try {
+      await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+      return true;
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NotFound' || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
+        return false;
+      throw new ArtifactStorageError(`could not look for ${key} in bucket ${this.#bucket}: ${(error as Error).message}`, { cause: error });
     }
   }
 

@@ -111,9 +111,12 @@ describe('revision artifacts in object storage', () => {
     await expect(stat(dir)).rejects.toThrow(/ENOENT/);
   });
 
-  it("deletes a deployment's archives", async () => {
+  it("deletes a deployment's archives; a redeploy then knows the archive is gone (has)", async () => {
+    const key = recorded.get(revisionId)!.key;
+    expect(await store.has(key)).toBe(true);
     expect(await store.removeDeployment(deploymentId)).toBe(1);
     expect(await store.removeDeployment(deploymentId)).toBe(0);
+    expect(await store.has(key)).toBe(false);
   });
 });
 

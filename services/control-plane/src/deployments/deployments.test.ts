@@ -353,6 +353,44 @@ describe('deployments on the local deployer', () => {
   }, 30_000);
 });
 
+describe('redeploying an earlier revision (a rollback)', () => {
+  const buildLog = async (deploymentId: string, revisionId: string) =>
+    (await plane.revisionLogs!.read(tenant, deploymentId, { revisionId, type: 'build', offset: 0, limit: 1000 })).logs.map((l) => l.message);
+
+  it('deploys the earlier build while it is there (nothing installed or loaded), and builds again once it is gone', async () => {
+    const created = await deployments.create({ tenantId: tenant, name: 'rollback', source: 'internal_source', secrets: [] });
+    const first = (await upload(created.id, project())).revisionId!;
+    expect(await settled(created.id, first)).toBe('DEPLOYED');
+    const { objectPath } = await upload(
+      created.id,
+      project(readFileSync(join(example, 'src/graph.ts'), 'utf8').replace('AIMessage(`echo: ', 'AIMessage(`echo v2: ')),
+    );
+    const second = (await deployments.update({ tenantId: tenant, deploymentId: created.id, sourceRevisionConfig: { source_tarball_path: objectPath } }))
+      .latest_revision_id!;
+    expect(await settled(created.id, second)).toBe('DEPLOYED');
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('echo v2: hi');
+    // What a build does, for contrast with the rollback's.
+    expect(await buildLog(created.id, first)).toContainEqual(expect.stringMatching(/^Loading langgraph\.json/));
+
+    const rollback = (await deployments.redeploy(tenant, created.id, first)).latest_revision_id!;
+    expect(await settled(created.id, rollback)).toBe('DEPLOYED');
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('echo: hi');
+    // Its whole build log: no unpacking, install or graph loading ran.
+    expect(await buildLog(created.id, rollback)).toEqual([`reusing the build of revision ${first}: nothing to install or load again`]);
+
+    const firstArtifact = (await deployments.revision(tenant, created.id, first)).artifact_path!;
+    await rm(firstArtifact, { recursive: true, force: true });
+    const rebuilt = (await deployments.redeploy(tenant, created.id, first)).latest_revision_id!;
+    expect(await settled(created.id, rebuilt)).toBe('DEPLOYED');
+    const log = await buildLog(created.id, rebuilt);
+    expect(log[0]).toBe(`the build of revision ${first} is gone: building again`);
+    expect(log).toContainEqual(expect.stringMatching(/^Loading langgraph\.json/));
+    expect((await deployments.revision(tenant, created.id, rebuilt)).artifact_path).not.toBe(firstArtifact);
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('echo: hi');
+    await deployments.delete(tenant, created.id);
+  }, 240_000);
+});
+
 describe("secrets in the agent server's environment", () => {
   /** The echo project answering the GREETING its agent server has in its environment. */
   const greeter = project(

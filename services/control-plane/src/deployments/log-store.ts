@@ -18,7 +18,11 @@ export interface LogQuery {
   type?: 'build' | 'deploy';
   /** Entries with an id above this. */
   afterId: number;
+  /** Entries with an id below this. */
+  beforeId?: number;
   limit: number;
+  /** The last `limit` entries of the selection rather than the first (still answered oldest first). */
+  newest?: boolean;
   /** Written at or after this time. */
   since?: Date;
   /** Written before this time. */
@@ -80,7 +84,10 @@ export class LogStore {
     }
   }
 
-  /** A revision's log entries after `afterId`, oldest first, optionally of one type and written within [since, until). */
+  /**
+   * A revision's log entries between `afterId` and `beforeId`, optionally of one type and written
+   * within [since, until): the first `limit` of them, or with `newest` the last; oldest first.
+   */
   async read(revisionId: string, query: LogQuery): Promise<LogEntryRow[]> {
     let q = this.db
       .selectFrom('revision_logs')
@@ -90,6 +97,9 @@ export class LogStore {
     if (query.type) q = q.where('type', '=', query.type);
     if (query.since) q = q.where('created_at', '>=', query.since);
     if (query.until) q = q.where('created_at', '<', query.until);
+    if (query.beforeId) q = q.where('id', '<', String(query.beforeId));
+    // Backwards along the (revision_id, id) index: the newest lines of a long log cost what the first do.
+    if (query.newest) return (await q.orderBy('id', 'desc').limit(query.limit).execute()).reverse();
     return q.orderBy('id').limit(query.limit).execute();
   }
 

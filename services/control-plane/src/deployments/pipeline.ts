@@ -9,7 +9,7 @@
  * sends on the move (a slow safety poll covers notifications lost while LISTEN reconnects).
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { generateWebhookSecret } from '@berth/agent-contract';
@@ -43,7 +43,13 @@ const RESTORE_FIRST_DELAY_MS = 1000;
 const RESTORE_MAX_DELAY_MS = 30_000;
 
 export const revisionJobs = defineJobCatalog({
-  'revision.build': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
+  'revision.build': {
+    // reuse_build_of: an earlier revision of the same source whose build this one takes if it is still there (a redeploy).
+    schema: z.object({ revision_id: z.uuid(), reuse_build_of: z.uuid().optional() }),
+    timeoutMs: 30 * 60_000,
+    removeOnComplete: true,
+    removeOnFail: true,
+  },
   'revision.deploy': { schema: z.object({ revision_id: z.uuid() }), timeoutMs: 30 * 60_000, removeOnComplete: true, removeOnFail: true },
   'deployment.remove': {
     schema: z.object({ deployment_id: z.uuid() }),
@@ -163,7 +169,7 @@ export class RevisionPipeline {
       REVISION_QUEUE,
       this.deps.queue,
       {
-        'revision.build': ({ revision_id }, ctx) => this.runBuild(revision_id, ctx.signal),
+        'revision.build': ({ revision_id, reuse_build_of }, ctx) => this.runBuild(revision_id, ctx.signal, reuse_build_of),
         'revision.deploy': ({ revision_id }, ctx) => this.runDeploy(revision_id, ctx.signal),
         'deployment.remove': ({ deployment_id }) => this.runRemove(deployment_id),
       },
@@ -208,9 +214,15 @@ export class RevisionPipeline {
     await this.healthWrites;
   }
 
-  /** Queues the build of a QUEUED revision (none when it was interrupted meanwhile). */
-  async build(revisionId: string): Promise<void> {
-    if (await this.advance(revisionId, 'AWAITING_BUILD')) await this.queue.enqueue('revision.build', { revision_id: revisionId });
+  /**
+   * Queues the build of a QUEUED revision (none when it was interrupted meanwhile).
+   * @param reuseBuildOf an earlier revision of the same source (a redeploy): its build is taken as
+   *   this one's while it is still there, instead of building again
+   */
+  async build(revisionId: string, reuseBuildOf?: string): Promise<void> {
+    if (await this.advance(revisionId, 'AWAITING_BUILD')) {
+      await this.queue.enqueue('revision.build', { revision_id: revisionId, ...(reuseBuildOf ? { reuse_build_of: reuseBuildOf } : {}) });
+    }
   }
 
   /** Stops a revision's step if it runs in this process (others are notified by the store's move). */
@@ -227,7 +239,7 @@ export class RevisionPipeline {
     await this.queue.enqueue('deployment.remove', { deployment_id: deploymentId });
   }
 
-  private async runBuild(revisionId: string, jobSignal: AbortSignal): Promise<void> {
+  private async runBuild(revisionId: string, jobSignal: AbortSignal, reuseBuildOf?: string): Promise<void> {
     const { store, builder } = this.deps;
     const revision = await store.revisionById(revisionId);
     if (!revision || !(await this.advance(revisionId, 'BUILDING'))) return;
@@ -236,8 +248,11 @@ export class RevisionPipeline {
       const config = revision.source_revision_config;
       try {
         let built: MoveChange = {};
+        const reused = reuseBuildOf && revision.source !== 'external_docker' ? await this.reusableBuild(revision, reuseBuildOf, log) : undefined;
         if (revision.source === 'external_docker') {
           log(`image ${config.image_uri}: nothing to build`);
+        } else if (reused) {
+          built = reused;
         } else {
           log(`building ${config.source_tarball_path}`);
           const artifact = await builder.build(
@@ -273,6 +288,35 @@ export class RevisionPipeline {
         throw error;
       }
     }).catch(async (error: unknown) => this.failed(revisionId, 'BUILD_FAILED', error, log));
+  }
+
+  /**
+   * The build of an earlier revision of the same source, for `revision` to deploy as its own (a
+   * redeploy, a rollback: nothing to unpack, install or load again), when its artifact folder (and,
+   * with object storage, its archive) is still there; undefined when it is not, and it builds again.
+   * The folder is read-only to agent servers, so two revisions may serve from it at once.
+   */
+  private async reusableBuild(revision: RevisionRow, earlierId: string, log: (line: string) => void): Promise<MoveChange | undefined> {
+    const earlier = await this.deps.store.revisionById(earlierId);
+    const configPath = langGraphConfigPath(revision.source_revision_config);
+    const archives = this.deps.archives;
+    const there =
+      earlier?.artifact_path &&
+      earlier.deployment_id === revision.deployment_id &&
+      earlier.source_upload_id === revision.source_upload_id &&
+      langGraphConfigPath(earlier.source_revision_config) === configPath &&
+      (await exists(join(earlier.artifact_path, configPath))) &&
+      (!archives || (earlier.archive_key && earlier.archive_sha256 && (await archives.store.has(earlier.archive_key))));
+    if (!there) {
+      log(`the build of revision ${earlierId} is gone: building again`);
+      return undefined;
+    }
+    log(`reusing the build of revision ${earlierId}: nothing to install or load again`);
+    return {
+      artifact_path: earlier.artifact_path!,
+      custom_auth: earlier.custom_auth,
+      ...(archives ? { archive_key: earlier.archive_key!, archive_sha256: earlier.archive_sha256! } : {}),
+    };
   }
 
   private async runDeploy(revisionId: string, jobSignal: AbortSignal): Promise<void> {
@@ -552,6 +596,13 @@ export class RevisionPipeline {
 /** The Postgres schema holding a deployment's threads, runs and checkpoints. */
 export function agentSchema(deploymentId: string): string {
   return `agent_${deploymentId.replace(/-/g, '')}`;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function hasCustomAuth(configFile: string): Promise<boolean> {

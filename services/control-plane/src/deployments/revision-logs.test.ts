@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 /** A follow running in the background, collecting what it is sent. */
-function follow(tenantId: string, deploymentId: string, query: { revisionId?: string; offset?: number } = {}) {
+function follow(tenantId: string, deploymentId: string, query: { revisionId?: string; offset?: number; tail?: number; type?: 'build' | 'deploy' } = {}) {
   const controller = new AbortController();
   const parts: FollowedLogs[] = [];
   const done = (async () => {
@@ -92,6 +92,22 @@ it('resumes after an id with exactly the lines after it', async () => {
   await resumed.done;
   expect(resumed.messages()).toEqual(['c', 'd', 'e']);
   expect(resumed.ended()).toBe(true);
+});
+
+it('follows from the last lines of one type, more of them than fit in one message, then on', async () => {
+  const { deploymentId, revisionId } = await createDeployment(fixture.store, tenant, 'QUEUED');
+  for (const line of ['build 1', 'build 2']) writer.for(revisionId, 'build')(line);
+  await write(revisionId, 'old', 'a', 'b', 'c', 'd');
+  writer.for(revisionId, 'build')('build 3');
+  await writer.flush();
+  // followBatch is 3: the last four deploy lines take two messages.
+  const follower = follow(tenant, deploymentId, { tail: 4, type: 'deploy' });
+  await until('the last four deploy lines', () => follower.messages().length === 4);
+  await write(revisionId, 'e');
+  writer.end(revisionId);
+  await writer.flush();
+  await follower.done;
+  expect(follower.messages()).toEqual(['a', 'b', 'c', 'd', 'e']);
 });
 
 it('misses no line a second writer of the revision commits while the first is still writing', async () => {

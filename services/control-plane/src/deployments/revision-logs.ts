@@ -26,6 +26,8 @@ export interface LogSelector {
   /** Entries with an id above this. */
   offset: number;
   since?: Date;
+  /** Above 0: the last this many entries (a follow starts with them), not the first. */
+  tail?: number;
 }
 
 /** One message of a follow: entries in order, or (last) the end of the log. */
@@ -54,14 +56,22 @@ export class RevisionLogs {
     return (await this.store.revision(deployment.id, revisionId || deployment.latest_revision_id!)).id;
   }
 
-  /** One page of a revision's log, oldest first, and the offset to read on from. */
+  /**
+   * One page of a revision's log, oldest first, and the offset to read on from: the first `limit`
+   * entries after `offset`, the last `tail` ones, or the last `limit` before the entry `before`
+   * (paging backwards from a line).
+   */
   async read(
     tenantId: string,
     deploymentId: string,
-    query: LogSelector & { limit: number; until?: Date },
+    query: LogSelector & { limit: number; until?: Date; before?: number },
   ): Promise<{ logs: LogEntryRow[]; nextOffset: number; revisionId: string }> {
     const revisionId = await this.revisionOf(tenantId, deploymentId, query.revisionId);
-    const logs = await this.store.logs.read(revisionId, this.logQuery(query, query.limit, query.until));
+    const logs = await this.store.logs.read(revisionId, {
+      ...this.logQuery(query, query.tail || query.limit, query.until),
+      ...(query.before ? { beforeId: query.before } : {}),
+      ...(query.tail || query.before ? { newest: true } : {}),
+    });
     return { logs, nextOffset: logs.length ? Number(logs.at(-1)!.id) : query.offset, revisionId };
   }
 
@@ -77,6 +87,11 @@ export class RevisionLogs {
     const subscription = await this.hub.subscribe(tenantId, REVISION_LOGS_CHANNEL, revisionId);
     try {
       let offset = query.offset;
+      if (query.tail) {
+        // Followed from the first of the last `tail` entries: the loop below sends them, then on.
+        const [first] = await this.store.logs.read(revisionId, { ...this.logQuery(query, query.tail), newest: true });
+        if (first) offset = Number(first.id) - 1;
+      }
       const next = async () => {
         const logs = await this.store.logs.read(revisionId, this.logQuery({ ...query, offset }, this.batch));
         if (logs.length) offset = Number(logs.at(-1)!.id);

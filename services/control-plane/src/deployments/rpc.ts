@@ -57,6 +57,12 @@ function logType(type: string): { type?: 'build' | 'deploy' } {
 
 const timeOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
+/** The last entries a request asks for (0: none, it reads from the start); as many as a page at most. */
+function tailOf(tail: number): { tail?: number } {
+  if (tail < 0 || tail > 1000) throw new InvalidArgumentError('tail must be 0-1000');
+  return tail ? { tail } : {};
+}
+
 /** What the log and watch methods read and wait on. */
 export interface DeploymentStreams {
   logs: RevisionLogs;
@@ -72,11 +78,15 @@ export function streamHandlers({
     getRevisionLogs: async (r) => {
       const since = timeOf(r.since);
       const until = timeOf(r.until);
+      if (r.before < 0n) throw new InvalidArgumentError('before must be the id of a log entry');
+      if ((r.tail && r.offset) || (r.tail && r.before) || (r.before && r.offset)) throw new InvalidArgumentError('use one of offset, tail and before');
       const answer = await logs.read(r.tenantId, r.deploymentId, {
         ...(r.revisionId ? { revisionId: r.revisionId } : {}),
         ...logType(r.type),
         offset: Number(r.offset),
         limit: page(r.limit, 0, 1000).limit,
+        ...tailOf(r.tail),
+        ...(r.before ? { before: Number(r.before) } : {}),
         ...(since ? { since } : {}),
         ...(until ? { until } : {}),
       });
@@ -84,7 +94,14 @@ export function streamHandlers({
     },
     async *followRevisionLogs(r, context) {
       const since = timeOf(r.since);
-      const selector = { ...(r.revisionId ? { revisionId: r.revisionId } : {}), ...logType(r.type), offset: Number(r.offset), ...(since ? { since } : {}) };
+      if (r.tail && r.offset) throw new InvalidArgumentError('use one of offset and tail');
+      const selector = {
+        ...(r.revisionId ? { revisionId: r.revisionId } : {}),
+        ...logType(r.type),
+        offset: Number(r.offset),
+        ...tailOf(r.tail),
+        ...(since ? { since } : {}),
+      };
       for await (const part of logs.follow(r.tenantId, r.deploymentId, selector, context.signal)) {
         yield { revisionId: part.revisionId, logs: part.logs.map(logMessage), ended: part.ended };
       }

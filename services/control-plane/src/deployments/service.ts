@@ -165,7 +165,8 @@ export class Deployments {
     return this.view(await this.store.get(tenantId, id));
   }
 
-  async update(input: UpdateDeploymentInput): Promise<DeploymentView> {
+  /** @param reuseBuildOf (a redeploy) the revision whose build the new revision takes while it is there */
+  async update(input: UpdateDeploymentInput, reuseBuildOf?: string): Promise<DeploymentView> {
     const current = await this.store.get(input.tenantId, input.deploymentId);
     let sourceConfig: Record<string, unknown> | undefined;
     if (input.sourceConfig) {
@@ -192,7 +193,7 @@ export class Deployments {
       ...(input.secrets ? { secrets: this.seal(input.secrets) } : {}),
     });
     for (const revisionId of interrupted) this.pipeline.interrupt(revisionId);
-    if (revision?.status === 'QUEUED') await this.pipeline.build(revision.id);
+    if (revision?.status === 'QUEUED') await this.pipeline.build(revision.id, reuseBuildOf);
     return this.view(deployment);
   }
 
@@ -232,11 +233,14 @@ export class Deployments {
     return this.store.revision(deploymentId, revisionId);
   }
 
-  /** Deploys what a revision deployed again, as a new revision. */
+  /**
+   * Deploys what a revision deployed again, as a new revision: with that revision's build while it
+   * is still there (a rollback takes seconds, not a new install), else built again.
+   */
   async redeploy(tenantId: string, deploymentId: string, revisionId: string): Promise<DeploymentView> {
     const revision = await this.revision(tenantId, deploymentId, revisionId);
     if (revision.status === 'AWAITING_SOURCE') throw new ConflictError(`Revision ${revisionId} has no source to deploy yet`);
-    return this.update({ tenantId, deploymentId, sourceRevisionConfig: revision.source_revision_config });
+    return this.update({ tenantId, deploymentId, sourceRevisionConfig: revision.source_revision_config }, revision.id);
   }
 
   /**

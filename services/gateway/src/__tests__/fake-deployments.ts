@@ -8,7 +8,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
-import { DeploymentService, DeploymentStatus, Health, RevisionStatus, timestampFromDate, type Deployment, type Revision } from '@berth/proto';
+import {
+  DeploymentService,
+  DeploymentStatus,
+  Health,
+  RevisionStatus,
+  timestampFromDate,
+  type Deployment,
+  type GetRevisionLogsRequest,
+  type Revision,
+} from '@berth/proto';
 import { HealthService, createRpcServer, type CallContext, type RpcServer, type ServiceImplementation } from '@berth/rpc';
 import type { JsonObject } from '@bufbuild/protobuf';
 
@@ -250,10 +259,12 @@ export class FakeDeploymentService {
         deployment.activeRevisionId = revision.id;
         return { deployment: this.out(deployment) };
       },
-      getRevisionLogs: async (req: { tenantId: string; deploymentId: string; revisionId: string; type: string; offset: bigint; limit: number }) => {
+      getRevisionLogs: async (req: GetRevisionLogsRequest) => {
         record('getRevisionLogs', req);
         const { revisionId, logs } = this.logsAfter(req);
-        const page = logs.slice(0, req.limit);
+        // tail: the last entries; before: the last `limit` below that id (as the control plane's store reads them).
+        const below = req.before ? logs.filter((l) => l.id < req.before) : logs;
+        const page = req.tail || req.before ? below.slice(-(req.tail || req.limit)) : logs.slice(0, req.limit);
         return { logs: page, nextOffset: page.at(-1)?.id ?? req.offset, revisionId };
       },
       // The log as it is, then each entry addLog adds, until the call ends (a fake log never ends;

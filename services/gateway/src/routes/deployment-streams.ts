@@ -1,6 +1,7 @@
 /**
  * What a client watches live on a deployment. Its revisions' build and deploy logs: a page of
- * entries as JSON (a time range, keyset paging by `offset`), or, with `follow=true`, server-sent
+ * entries as JSON (a time range, keyset paging forwards by `offset`, the last N by `tail`, backwards
+ * from a line by `before`), or, with `follow=true` (from the start or the `tail`), server-sent
  * events — the entries there are, then each one as the control plane writes it (it wakes on the
  * write, it does not poll), until the revision's log ends or the client leaves. Each entry's `id:`
  * is its id, so a client that lost the connection resumes with `Last-Event-ID` and gets exactly the
@@ -17,7 +18,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { GatewayApi } from '../access.js';
 import type { ControlPlaneClients } from '../control-plane.js';
-import { DeploymentPath, LogsOut, LogsQuery, RevisionPath } from '../deployment-schemas.js';
+import { DeploymentPath, LOG_PAGE, LogsOut, LogsQuery, RevisionPath } from '../deployment-schemas.js';
 import { deploymentIdOf, revisionIdOf } from './deployments.js';
 
 export interface StreamRouteDeps {
@@ -44,14 +45,17 @@ function logJson(entry: LogEntry) {
   return { id: Number(entry.id), timestamp: timestamp.toISOString(), level: entry.level, message: entry.message, type: entry.type };
 }
 
-/** Where a stream resumes: the Last-Event-ID a reconnecting client sends, else the `offset` asked for. */
-function resumeOffset(req: Request, offset: number): number {
+/**
+ * Where a stream resumes: after the Last-Event-ID a reconnecting client sends (it wins over the
+ * `offset` or `tail` of the URL it reconnects to), else as asked.
+ */
+function resumeAt(req: Request, query: Query): { offset: number; tail?: number } {
   const lastEventId = req.header('last-event-id');
-  if (lastEventId === undefined) return offset;
+  if (lastEventId === undefined) return { offset: query.offset ?? 0, ...(query.tail ? { tail: query.tail } : {}) };
   if (!/^\d{1,15}$/.test(lastEventId.trim())) {
     throw new RequestValidationError([{ loc: ['header', 'last-event-id'], msg: 'Last-Event-ID must be the id of a log entry', type: 'value_error' }]);
   }
-  return Number(lastEventId.trim());
+  return { offset: Number(lastEventId.trim()) };
 }
 
 type Query = z.output<typeof LogsQuery>;
@@ -68,9 +72,14 @@ export function deploymentStreamRoutes(api: GatewayApi, deps: StreamRouteDeps): 
       access: ['api_key', 'access_token', 'session'],
       summary: 'Build and deploy logs of a revision',
       description:
-        'Entries come oldest first; pass `next_offset` back as `offset` to read on. `since`/`until` keep the entries ' +
-        'written in that time range. With `follow=true` the answer is a stream of server-sent events instead (see ' +
-        'the 200 answer); a tenant may follow a limited number of logs at once (429 beyond).',
+        'Entries come oldest first; pass `next_offset` back as `offset` to read on. `tail=N` answers the last N ' +
+        'entries instead of the first (the newest lines of a long log), and `before=<id>` the `limit` entries just ' +
+        'before that one, to page backwards from a line (pass the id of the oldest entry you have; fewer than `limit` ' +
+        'means there are none before). `since`/`until` keep the entries written in that time range (with `tail` and ' +
+        '`before` too). With `follow=true` the answer is a stream of server-sent events instead (see the 200 answer), ' +
+        'from the first entry, or with `tail=N` from the last N; a tenant may follow a limited number of logs at once ' +
+        '(429 beyond). Parameters that do not go together (`tail` with `offset`, `limit` or `before`; `before` with ' +
+        '`offset` or `follow`) are a 422.',
       tags,
       params: RevisionPath,
       query: LogsQuery,
@@ -133,8 +142,10 @@ async function page(deps: StreamRouteDeps, auth: Principal, target: Target, quer
     tenantId: auth.tenantId,
     ...target,
     type: query.type ?? '',
-    offset: BigInt(query.offset),
-    limit: query.limit,
+    offset: BigInt(query.offset ?? 0),
+    limit: query.limit ?? LOG_PAGE,
+    tail: query.tail ?? 0,
+    before: BigInt(query.before ?? 0),
     ...(query.since ? { since: timestampFromDate(new Date(query.since)) } : {}),
     ...(query.until ? { until: timestampFromDate(new Date(query.until)) } : {}),
   });
@@ -142,12 +153,13 @@ async function page(deps: StreamRouteDeps, auth: Principal, target: Target, quer
 }
 
 async function follow(deps: StreamRouteDeps, auth: Principal, target: Target, query: Query, req: Request, res: Response): Promise<void> {
-  const offset = resumeOffset(req, query.offset);
+  const { offset, tail } = resumeAt(req, query);
   const request = {
     tenantId: auth.tenantId,
     ...target,
     type: query.type ?? '',
     offset: BigInt(offset),
+    tail: tail ?? 0,
     ...(query.since ? { since: timestampFromDate(new Date(query.since)) } : {}),
   };
   await relay(
