@@ -6,7 +6,16 @@
 import type { Clock } from '@berth/clock';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
-import { RunOperationKind, TraceService, timestampDate, timestampFromDate, type RunStatsSchema, type SessionSchema, type Timestamp } from '@berth/proto';
+import {
+  RunOperationKind,
+  TraceService,
+  timestampDate,
+  timestampFromDate,
+  type RunStatsSchema,
+  type SessionSchema,
+  type ThreadSummarySchema,
+  type Timestamp,
+} from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImplementation } from '@berth/rpc';
 import { FilterSyntaxError, parseFilter, type FilterNode } from '../filter/parse.js';
@@ -14,10 +23,12 @@ import type { TraceIngest } from './ingest.js';
 import { runDocument } from './run-document.js';
 import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
 import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run-stats.js';
+import { decodeThreadCursor, encodeThreadCursor, type ThreadRow } from './run-threads.js';
 import type { SessionRow, TraceStore } from './trace-store.js';
 
 type SessionMessage = MessageInitShape<typeof SessionSchema>;
 type RunStatsMessage = MessageInitShape<typeof RunStatsSchema>;
+type ThreadMessage = MessageInitShape<typeof ThreadSummarySchema>;
 
 /** Largest page of runs or projects one call answers. */
 export const MAX_PAGE = 100;
@@ -39,6 +50,27 @@ function statsMessage(stats: RunStats): RunStatsMessage {
     completionCost: stats.completion_cost,
     totalCost: stats.total_cost,
     ...(stats.last_run_start_time ? { lastRunStartTime: timestampFromDate(stats.last_run_start_time) } : {}),
+  };
+}
+
+function threadMessage(row: ThreadRow): ThreadMessage {
+  return {
+    threadId: row.thread_id,
+    traceCount: BigInt(row.trace_count),
+    errorCount: BigInt(row.error_count),
+    firstStartTime: timestampFromDate(row.first_start_time),
+    lastStartTime: timestampFromDate(row.last_start_time),
+    ...(row.last_end_time ? { lastEndTime: timestampFromDate(row.last_end_time) } : {}),
+    firstTraceId: row.first_trace_id,
+    lastTraceId: row.last_trace_id,
+    ...(row.latency_p50 !== null ? { latencyP50: row.latency_p50 } : {}),
+    ...(row.latency_p99 !== null ? { latencyP99: row.latency_p99 } : {}),
+    promptTokens: BigInt(row.prompt_tokens),
+    completionTokens: BigInt(row.completion_tokens),
+    totalTokens: BigInt(row.total_tokens),
+    promptCost: row.prompt_cost,
+    completionCost: row.completion_cost,
+    totalCost: row.total_cost,
   };
 }
 
@@ -247,6 +279,30 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clo
             })),
           };
         }),
+      };
+    },
+    queryThreads: async (r) => {
+      const limit = r.limit || MAX_PAGE;
+      if (limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be 1-${MAX_PAGE}`);
+      const after = r.cursor ? decodeThreadCursor(r.cursor) : undefined;
+      if (r.cursor && !after) throw invalid('cursor', 'is not a cursor of this API (pass back next_cursor as it came)');
+      // The project must be the tenant's: another tenant's is as unknown as one that never was.
+      const session = await store.getSession(r.tenantId, uuidOrNotFound(r.sessionId, 'tracing project'));
+      const filter = filterOf('filter', r.filter);
+      const page = await store.queryThreads(r.tenantId, {
+        sessionId: session.id,
+        ...(r.startTime ? { start: timestampDate(r.startTime) } : {}),
+        ...(r.endTime ? { end: timestampDate(r.endTime) } : {}),
+        ...(r.threadId ? { threadId: r.threadId } : {}),
+        ...(filter ? { filter } : {}),
+        limit,
+        ...(after ? { after } : {}),
+      });
+      return {
+        threads: page.threads.map(threadMessage),
+        nextCursor: page.next ? encodeThreadCursor(page.next) : '',
+        ...(page.totals ? { totals: threadMessage(page.totals) } : {}),
+        threadCount: BigInt(page.threadCount),
       };
     },
     validateFilter: (r) => {
