@@ -4,7 +4,7 @@
  */
 import { timestampDate, timestampFromDate, type RunStats, type Session, type Timestamp } from '@berth/proto';
 import { NotFoundError } from '@berth/errors';
-import { isUuid } from '@berth/ids';
+import { devTracingProject, isUuid } from '@berth/ids';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { assertProjectAccess, scopedSessionIds } from './scope.js';
@@ -234,9 +234,6 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     .route({ ...deleteProject, path: '/api/v1/sessions/{session_id}' });
 }
 
-/** Deployments' projects are named after the deployment; `berth dev`'s after the folder, with this suffix. */
-export const DEV_PROJECT_SUFFIX = ' (dev)';
-
 /**
  * `client.sessions.resolve()`: the project an address names. An AGENT is a deployment (its id the
  * deployment's name, its project named the same); its LOCAL environment is `berth dev`'s project
@@ -264,7 +261,7 @@ function resolutionRoute(api: GatewayApi, deps: { exportWorker: ExportWorkerClie
         if (!isUuid(query.id)) throw notFound;
         id = (await deps.exportWorker.traces.getSession({ tenantId: auth.tenantId, id: query.id })).session?.id;
       } else {
-        const name = query.environment === 'LOCAL' ? `${query.id}${DEV_PROJECT_SUFFIX}` : query.id;
+        const name = query.environment === 'LOCAL' ? devTracingProject(query.id) : query.id;
         const listed = await deps.exportWorker.traces.listSessions({ tenantId: auth.tenantId, name, limit: 1 });
         id = listed.sessions[0]?.id;
       }
