@@ -203,7 +203,7 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
     return { docs: answer.runsJson.map((text) => JSON.parse(text) as Document), next: answer.nextCursor || null };
   };
 
-  /** Every run matching (for a trace's runs: bounded by MAX_TRACE_RUNS). */
+  /** Every run matching, oldest first, at most MAX_TRACE_RUNS. */
   const allRuns = async (auth: Principal, query: QueryInit) => {
     const docs: Document[] = [];
     let cursor = '';
@@ -307,24 +307,31 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
           cursor: body.cursor ?? '',
           select: columnsFor(body.selects),
         });
-        const items = await Promise.all(
-          page.docs.map(async (root) => {
-            const usage = await allRuns(auth, { sessionIds, traceId: String(root.id), select: ['total_tokens', 'total_cost', 'first_token_time', 'run_type'] });
-            const llm = usage.filter((run) => run.run_type === 'llm');
-            const firsts = usage
-              .map((run) => run.first_token_time)
-              .filter((t): t is string => typeof t === 'string')
-              .sort();
-            return {
-              root_run: runV2(root, body.selects),
-              trace_aggregates: {
-                total_tokens: llm.reduce((sum, run) => sum + Number(run.total_tokens ?? 0), 0),
-                total_cost: llm.reduce((sum, run) => sum + Number(run.total_cost ?? 0), 0),
-                ...(firsts[0] ? { first_token_time: firsts[0] } : {}),
-              },
-            };
-          }),
-        );
+        // The page's traces' runs in one query (not one per trace), summed per trace.
+        const traceIds = page.docs.map((root) => String(root.id));
+        const runs = traceIds.length
+          ? await allRuns(auth, {
+              sessionIds,
+              filter: `in(trace_id, ${JSON.stringify(traceIds)})`,
+              select: ['trace_id', 'run_type', 'total_tokens', 'total_cost', 'first_token_time'],
+            })
+          : [];
+        const items = page.docs.map((root) => {
+          const trace = runs.filter((run) => run.trace_id === root.id);
+          const llm = trace.filter((run) => run.run_type === 'llm');
+          const firstToken = trace
+            .map((run) => run.first_token_time)
+            .filter((t): t is string => typeof t === 'string')
+            .sort()[0];
+          return {
+            root_run: runV2(root, body.selects),
+            trace_aggregates: {
+              total_tokens: llm.reduce((sum, run) => sum + Number(run.total_tokens ?? 0), 0),
+              total_cost: llm.reduce((sum, run) => sum + Number(run.total_cost ?? 0), 0),
+              ...(firstToken ? { first_token_time: firstToken } : {}),
+            },
+          };
+        });
         return { items, next_cursor: page.next };
       },
     })
