@@ -56,21 +56,11 @@ function statsMessage(stats: RunStats): RunStatsMessage {
 function threadMessage(row: ThreadRow): ThreadMessage {
   return {
     threadId: row.thread_id,
-    traceCount: BigInt(row.trace_count),
-    errorCount: BigInt(row.error_count),
+    stats: statsMessage(row.stats),
     firstStartTime: timestampFromDate(row.first_start_time),
-    lastStartTime: timestampFromDate(row.last_start_time),
     ...(row.last_end_time ? { lastEndTime: timestampFromDate(row.last_end_time) } : {}),
     firstTraceId: row.first_trace_id,
     lastTraceId: row.last_trace_id,
-    ...(row.latency_p50 !== null ? { latencyP50: row.latency_p50 } : {}),
-    ...(row.latency_p99 !== null ? { latencyP99: row.latency_p99 } : {}),
-    promptTokens: BigInt(row.prompt_tokens),
-    completionTokens: BigInt(row.completion_tokens),
-    totalTokens: BigInt(row.total_tokens),
-    promptCost: row.prompt_cost,
-    completionCost: row.completion_cost,
-    totalCost: row.total_cost,
   };
 }
 

@@ -9,6 +9,7 @@
 import { sql, type Kysely, type RawBuilder } from '@berth/db';
 import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
+import { statsOf, type AggregateRow, type RunStats } from './run-stats.js';
 import type { TraceTables } from './trace-store.js';
 
 /** The metadata keys naming a trace's thread, in LangSmith's order of preference. */
@@ -35,21 +36,12 @@ export interface ThreadCursor {
 
 export interface ThreadRow {
   thread_id: string;
-  trace_count: number;
-  error_count: number;
+  /** Of its traces (run_count: how many; error_count: those that failed); tokens and costs of their llm runs. */
+  stats: RunStats;
   first_start_time: Date;
-  last_start_time: Date;
   last_end_time: Date | null;
   first_trace_id: string;
   last_trace_id: string;
-  latency_p50: number | null;
-  latency_p99: number | null;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  prompt_cost: number;
-  completion_cost: number;
-  total_cost: number;
 }
 
 export interface ThreadPage {
@@ -60,7 +52,15 @@ export interface ThreadPage {
   threadCount: number;
 }
 
-type Raw = Record<keyof ThreadRow, unknown> & { is_total: boolean; thread_count: string };
+type Raw = AggregateRow & {
+  thread_id: string | null;
+  is_total: boolean;
+  thread_count: string;
+  first_start_time: Date;
+  last_end_time: Date | null;
+  first_trace_id: string;
+  last_trace_id: string;
+};
 
 const THREAD_OF = (alias: string) =>
   sql.raw(
@@ -79,7 +79,7 @@ function tracesOf(tenantId: string, q: ThreadQuery): RawBuilder<unknown> {
 }
 
 export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q: ThreadQuery): Promise<ThreadPage> {
-  const after = q.after ? sql`(last_start_time, thread_id) < (${q.after.last_start_time.toISOString()}::timestamptz, ${q.after.thread_id})` : sql`true`;
+  const after = q.after ? sql`(last_run_start_time, thread_id) < (${q.after.last_start_time.toISOString()}::timestamptz, ${q.after.thread_id})` : sql`true`;
   // Per thread and in total (thread_id NULL): the totals are over every thread, not this page.
   const { rows } = await sql<Raw>`
     WITH traces AS (${tracesOf(tenantId, q)}),
@@ -91,9 +91,9 @@ export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q:
       GROUP BY t.id
     ),
     grouped AS (
-      SELECT t.thread_id, GROUPING(t.thread_id) = 1 AS is_total, count(*) AS trace_count,
+      SELECT t.thread_id, GROUPING(t.thread_id) = 1 AS is_total, count(*) AS run_count,
         count(*) FILTER (WHERE t.status = 'error') AS error_count,
-        min(t.start_time) AS first_start_time, max(t.start_time) AS last_start_time, max(t.end_time) AS last_end_time,
+        min(t.start_time) AS first_start_time, max(t.start_time) AS last_run_start_time, max(t.end_time) AS last_end_time,
         (array_agg(t.id ORDER BY t.start_time, t.id))[1] AS first_trace_id,
         (array_agg(t.id ORDER BY t.start_time DESC, t.id DESC))[1] AS last_trace_id,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (t.end_time - t.start_time))::float8) AS latency_p50,
@@ -107,7 +107,7 @@ export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q:
     )
     (SELECT * FROM grouped WHERE is_total)
     UNION ALL
-    (SELECT * FROM grouped WHERE NOT is_total AND ${after} ORDER BY last_start_time DESC, thread_id DESC LIMIT ${q.limit + 1})`.execute(db);
+    (SELECT * FROM grouped WHERE NOT is_total AND ${after} ORDER BY last_run_start_time DESC, thread_id DESC LIMIT ${q.limit + 1})`.execute(db);
   const total = rows.find((row) => row.is_total);
   const threads = rows.filter((row) => !row.is_total).map(threadOf);
   const page = threads.slice(0, q.limit);
@@ -115,31 +115,20 @@ export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q:
   const threadCount = total ? Number(total.thread_count) : 0;
   return {
     threads: page,
-    ...(threads.length > q.limit && last ? { next: { last_start_time: last.last_start_time, thread_id: last.thread_id } } : {}),
+    ...(threads.length > q.limit && last ? { next: { last_start_time: last.stats.last_run_start_time!, thread_id: last.thread_id } } : {}),
     ...(total && threadCount > 0 ? { totals: threadOf(total) } : {}),
     threadCount,
   };
 }
 
 function threadOf(row: Raw): ThreadRow {
-  const n = (value: unknown) => (value === null || value === undefined ? 0 : Number(value));
   return {
-    thread_id: (row.thread_id as string | null) ?? '',
-    trace_count: n(row.trace_count),
-    error_count: n(row.error_count),
-    first_start_time: row.first_start_time as Date,
-    last_start_time: row.last_start_time as Date,
-    last_end_time: row.last_end_time as Date | null,
-    first_trace_id: row.first_trace_id as string,
-    last_trace_id: row.last_trace_id as string,
-    latency_p50: row.latency_p50 as number | null,
-    latency_p99: row.latency_p99 as number | null,
-    prompt_tokens: n(row.prompt_tokens),
-    completion_tokens: n(row.completion_tokens),
-    total_tokens: n(row.total_tokens),
-    prompt_cost: n(row.prompt_cost),
-    completion_cost: n(row.completion_cost),
-    total_cost: n(row.total_cost),
+    thread_id: row.thread_id ?? '',
+    stats: statsOf(row),
+    first_start_time: row.first_start_time,
+    last_end_time: row.last_end_time,
+    first_trace_id: row.first_trace_id,
+    last_trace_id: row.last_trace_id,
   };
 }
 

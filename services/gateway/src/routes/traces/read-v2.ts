@@ -11,7 +11,7 @@ import type { Principal } from '@berth/auth';
 import type { Clock } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
-import { timestampDate, timestampFromDate, type QueryRunsRequestSchema, type ThreadSummary, type Timestamp } from '@berth/proto';
+import { timestampDate, timestampFromDate, type QueryRunsRequestSchema, type RunStats, type ThreadSummary, type Timestamp } from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
@@ -416,14 +416,14 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
           ? await threads(auth, { sessionId: project, filter: body.trace_filter ?? body.filter ?? '', limit: 1, ...window(body) }).catch(emptyWhenNotFound)
           : undefined;
         const totals = answer?.totals;
-        const traces = Number(totals?.traceCount ?? 0n);
+        const traces = Number(totals?.stats?.runCount ?? 0n);
         const all: z.input<typeof ThreadAggregateStatsOut> = {
           thread_count: Number(answer?.threadCount ?? 0n),
           trace_count: traces,
-          error_rate: traces > 0 ? Number(totals!.errorCount) / traces : 0,
-          ...(totals?.latencyP50 !== undefined ? { latency_p50_seconds: totals.latencyP50 } : {}),
-          ...(totals?.latencyP99 !== undefined ? { latency_p99_seconds: totals.latencyP99 } : {}),
-          ...usageOf(totals),
+          error_rate: traces > 0 ? Number(totals!.stats!.errorCount) / traces : 0,
+          ...(totals?.stats?.latencyP50 !== undefined ? { latency_p50_seconds: totals.stats.latencyP50 } : {}),
+          ...(totals?.stats?.latencyP99 !== undefined ? { latency_p99_seconds: totals.stats.latencyP99 } : {}),
+          ...usageOf(totals?.stats),
         };
         return pick(all, body.select, {
           THREAD_COUNT: 'thread_count',
@@ -451,13 +451,13 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
         const thread = answer.threads[0];
         if (!thread) throw new NotFoundError(`thread ${params.thread_id} not found`);
         const all: z.input<typeof ThreadStatsOut> = {
-          turns: Number(thread.traceCount),
+          turns: Number(thread.stats?.runCount ?? 0n),
           ...(thread.firstStartTime ? { first_start_time: isoOf(thread.firstStartTime) } : {}),
-          ...(thread.lastStartTime ? { last_start_time: isoOf(thread.lastStartTime) } : {}),
+          ...(thread.stats?.lastRunStartTime ? { last_start_time: isoOf(thread.stats.lastRunStartTime) } : {}),
           ...(thread.lastEndTime ? { last_end_time: isoOf(thread.lastEndTime) } : {}),
-          ...(thread.latencyP50 !== undefined ? { latency_p50_seconds: thread.latencyP50 } : {}),
-          ...(thread.latencyP99 !== undefined ? { latency_p99_seconds: thread.latencyP99 } : {}),
-          ...usageOf(thread),
+          ...(thread.stats?.latencyP50 !== undefined ? { latency_p50_seconds: thread.stats.latencyP50 } : {}),
+          ...(thread.stats?.latencyP99 !== undefined ? { latency_p99_seconds: thread.stats.latencyP99 } : {}),
+          ...usageOf(thread.stats),
         };
         return pick(all, query.selects, { LATENCY_P50: 'latency_p50_seconds', LATENCY_P99: 'latency_p99_seconds' });
       },
@@ -470,7 +470,7 @@ function emptyWhenNotFound(error: unknown): undefined {
   throw error;
 }
 
-function usageOf(t: ThreadSummary | undefined) {
+function usageOf(t: RunStats | undefined) {
   return {
     prompt_tokens: Number(t?.promptTokens ?? 0n),
     completion_tokens: Number(t?.completionTokens ?? 0n),
@@ -494,17 +494,17 @@ function pick<T extends Record<string, unknown>>(all: T, selects: readonly strin
 function threadV2(t: ThreadSummary): z.input<typeof ThreadsPage>['items'][number] {
   return {
     thread_id: t.threadId,
-    count: Number(t.traceCount),
+    count: Number(t.stats?.runCount ?? 0n),
     min_start_time: isoOf(t.firstStartTime)!,
-    max_start_time: isoOf(t.lastStartTime)!,
+    max_start_time: isoOf(t.stats?.lastRunStartTime)!,
     start_time: isoOf(t.firstStartTime)!,
     first_trace_id: t.firstTraceId,
     last_trace_id: t.lastTraceId,
     trace_id: t.lastTraceId,
-    num_errored_turns: Number(t.errorCount),
-    ...(t.latencyP50 !== undefined ? { latency_p50: t.latencyP50 } : {}),
-    ...(t.latencyP99 !== undefined ? { latency_p99: t.latencyP99 } : {}),
-    total_tokens: Number(t.totalTokens),
-    total_cost: t.totalCost,
+    num_errored_turns: Number(t.stats?.errorCount ?? 0n),
+    ...(t.stats?.latencyP50 !== undefined ? { latency_p50: t.stats.latencyP50 } : {}),
+    ...(t.stats?.latencyP99 !== undefined ? { latency_p99: t.stats.latencyP99 } : {}),
+    total_tokens: Number(t.stats?.totalTokens ?? 0n),
+    total_cost: t.stats?.totalCost ?? 0,
   };
 }
