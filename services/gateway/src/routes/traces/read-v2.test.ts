@@ -121,6 +121,16 @@ describe('runs', () => {
     expect(first.hasNextPage()).toBe(true);
   });
 
+  it("reads the projects of a dataset (experiments) with reference_dataset_id, another tenant's none", async () => {
+    const dataset = randomUUID();
+    const experiment = await client.sessions.create({ name: `experiment-${randomUUID()}`, reference_dataset_id: dataset });
+    await traceable(async () => 'scored', { name: 'eval', client, project_name: experiment.name!, tracingEnabled: true })();
+    await client.awaitPendingTraceBatches();
+    const runs = await collect(client.runs.query({ reference_dataset_id: dataset, selects: ['NAME', 'PROJECT_ID'] }));
+    expect(runs).toEqual([{ id: expect.any(String), name: 'eval', project_id: experiment.id }]);
+    expect(await collect(clientOf(stack.keyB).runs.query({ reference_dataset_id: dataset }))).toEqual([]);
+  });
+
   it('client.runs.retrieve() answers a run of its project; of another project or an unknown id, 404', async () => {
     const run = await client.runs.retrieve(roots.one[0]!, { project_id: projectId, selects: ['NAME', 'OUTPUTS', 'LATENCY_SECONDS', 'TRACE_ID'] });
     expect(run).toMatchObject({ id: roots.one[0], name: 'agent', outputs: { answer: 'echo first' }, trace_id: roots.one[0] });
@@ -230,6 +240,8 @@ describe('bad input', () => {
     for (const [path, json] of [
       ['/api/v2/runs/query', { project_ids: [projectId], bogus: 1 }],
       ['/api/v2/runs/query', { project_ids: ['not-a-uuid'] }],
+      ['/api/v2/runs/query', {}],
+      ['/api/v2/runs/query', { project_ids: [projectId], reference_dataset_id: randomUUID() }],
       ['/api/v2/runs/query', { project_ids: [projectId], selects: ['NOT_A_FIELD'] }],
       ['/api/v2/traces/query', { project_id: projectId, bogus: 1 }],
       ['/api/v2/threads/query', { project_id: projectId, ai_search: 'why' }],

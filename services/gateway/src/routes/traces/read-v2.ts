@@ -35,7 +35,7 @@ import {
   TracesPage,
   type RunSelectField,
 } from './schemas-v2.js';
-import { utc } from './time.js';
+import { isoOf, utc } from './time.js';
 import type { GatewayApi } from '../../access.js';
 
 type Document = Record<string, unknown>;
@@ -178,7 +178,6 @@ function visibleProject(auth: Principal, id: string): string {
 }
 
 const ts = (text: string | undefined) => (text ? timestampFromDate(utc(text)) : undefined);
-const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : undefined);
 
 export interface ReadV2Deps {
   exportWorker: ExportWorkerClients;

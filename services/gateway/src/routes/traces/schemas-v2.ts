@@ -115,22 +115,26 @@ export const RunV2 = z.object({
 const pageOf = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), next_cursor: z.string().nullable().describe('Pass back as `cursor` for the next page; null on the last') });
 
-export const QueryRunsV2In = z.strictObject({
-  project_ids: z.array(Uuid).min(1).max(100).optional().describe('Projects to read (this or reference_dataset_id)'),
-  reference_dataset_id: Uuid.optional().describe('Read the projects of this dataset (experiments)'),
-  ids: z.array(Uuid).max(100).optional(),
-  trace_id: Uuid.optional(),
-  run_type: RunType.optional(),
-  has_error: z.boolean().optional(),
-  is_root: z.boolean().optional(),
-  reference_examples: z.array(Uuid).max(1).optional().describe('At most one example'),
-  ...StartRange,
-  filter: z.string().max(10_000).optional(),
-  trace_filter: z.string().max(10_000).optional(),
-  tree_filter: z.string().max(10_000).optional(),
-  selects: z.array(RunSelectField).max(RUN_SELECT_FIELDS.length).optional().describe('Fields to answer; only `id` when absent'),
-  ...Page,
-});
+export const QueryRunsV2In = z
+  .strictObject({
+    project_ids: z.array(Uuid).min(1).max(100).optional().describe('Projects to read (this or reference_dataset_id)'),
+    reference_dataset_id: Uuid.optional().describe('Read the projects of this dataset (experiments)'),
+    ids: z.array(Uuid).max(100).optional(),
+    trace_id: Uuid.optional(),
+    run_type: RunType.optional(),
+    has_error: z.boolean().optional(),
+    is_root: z.boolean().optional(),
+    reference_examples: z.array(Uuid).max(1).optional().describe('At most one example'),
+    ...StartRange,
+    filter: z.string().max(10_000).optional(),
+    trace_filter: z.string().max(10_000).optional(),
+    tree_filter: z.string().max(10_000).optional(),
+    selects: z.array(RunSelectField).max(RUN_SELECT_FIELDS.length).optional().describe('Fields to answer; only `id` when absent'),
+    ...Page,
+  })
+  .refine((b) => (b.project_ids === undefined) !== (b.reference_dataset_id === undefined), {
+    message: 'set exactly one of project_ids and reference_dataset_id',
+  });
 export const RunsV2Page = pageOf(RunV2);
 
 export const RunV2Path = z.object({ run_id: z.string() });

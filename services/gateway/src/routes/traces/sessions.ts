@@ -8,7 +8,7 @@ import { devTracingProject, isUuid } from '@berth/ids';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { assertProjectAccess, scopedSessionIds } from './scope.js';
-import { utc } from './time.js';
+import { isoOf, utc } from './time.js';
 import {
   CreateSessionIn,
   CreateSessionQuery,
@@ -25,8 +25,6 @@ import {
 import { ResolveSessionOut, ResolveSessionQuery } from './schemas-v2.js';
 import { routeSpec, type GatewayApi } from '../../access.js';
 
-const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
-
 /** Run stats in LangSmith's names (see RunStatsOut). */
 function statsJson(stats: RunStats | undefined): z.input<typeof RunStatsOut> {
   const runCount = Number(stats?.runCount ?? 0n);
@@ -41,7 +39,7 @@ function statsJson(stats: RunStats | undefined): z.input<typeof RunStatsOut> {
     prompt_cost: stats?.promptCost ?? 0,
     completion_cost: stats?.completionCost ?? 0,
     total_cost: stats?.totalCost ?? 0,
-    last_run_start_time: isoOf(stats?.lastRunStartTime),
+    last_run_start_time: isoOf(stats?.lastRunStartTime) ?? null,
   };
 }
 
@@ -52,7 +50,7 @@ export function sessionJson(s: Session, withStats: boolean): z.input<typeof Sess
     name: s.name,
     description: s.description ?? null,
     start_time: isoOf(s.startTime) ?? new Date(0).toISOString(),
-    end_time: isoOf(s.endTime),
+    end_time: isoOf(s.endTime) ?? null,
     extra: JSON.parse(s.extraJson || '{}') as Record<string, unknown>,
     reference_dataset_id: s.referenceDatasetId ?? null,
     ...(withStats ? statsJson(s.stats) : {}),
