@@ -8,6 +8,8 @@ import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
 import {
   RunOperationKind,
+  ShareKind,
+  type SharedSubject,
   TraceService,
   timestampDate,
   timestampFromDate,
@@ -24,6 +26,7 @@ import { runDocument } from './run-document.js';
 import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
 import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run-stats.js';
 import { decodeThreadCursor, encodeThreadCursor, type ThreadRow } from './run-threads.js';
+import type { ShareSubject, TraceShares } from './trace-shares.js';
 import type { SessionRow, TraceStore } from './trace-store.js';
 
 type SessionMessage = MessageInitShape<typeof SessionSchema>;
@@ -80,6 +83,12 @@ function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
   };
 }
 
+/** The trace or thread a share request names. */
+function targetOf(r: { target?: SharedSubject | undefined }): SharedSubject {
+  if (!r.target) throw invalid('target', 'name the trace or thread');
+  return r.target;
+}
+
 function uuidOrNotFound(id: string, what: string): string {
   if (!isUuid(id)) throw new NotFoundError(`${what} ${id} not found`);
   return id.toLowerCase();
@@ -119,7 +128,21 @@ function extraOf(text: string | undefined): Record<string, unknown> | undefined 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
 /** `clock` gives the default end of a stats range (now). */
-export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clock): ServiceImplementation<typeof TraceService> {
+export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: TraceShares, clock: Clock): ServiceImplementation<typeof TraceService> {
+  /** The shared subject a request names, once its trace or thread is known to be there. */
+  const shareSubject = async (r: Pick<SharedSubject, 'tenantId' | 'sessionId' | 'kind' | 'subject'>): Promise<ShareSubject> => {
+    const sessionId = uuidOrNotFound(r.sessionId, 'tracing project');
+    if (r.kind === ShareKind.TRACE) {
+      const run = await store.getRun(r.tenantId, uuidOrNotFound(r.subject, 'trace'), sessionId);
+      if (!run.is_root) throw new NotFoundError(`trace ${r.subject} not found`);
+      return { sessionId, kind: 'trace', subject: run.id };
+    }
+    if (r.kind !== ShareKind.THREAD || !r.subject) throw invalid('kind', 'must name a trace or a thread');
+    await store.getSession(r.tenantId, sessionId);
+    const page = await store.queryThreads(r.tenantId, { sessionId, threadId: r.subject, limit: 1 });
+    if (page.threads.length === 0) throw new NotFoundError(`thread ${r.subject} not found`);
+    return { sessionId, kind: 'thread', subject: r.subject };
+  };
   /** Rows with their stats over [start, end) when asked for. */
   const withStats = async (tenantId: string, rows: SessionRow[], r: { includeStats: boolean; statsStartTime?: Timestamp; statsEndTime?: Timestamp }) => {
     if (!r.includeStats) return rows.map((row) => sessionMessage(row));
@@ -163,6 +186,7 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clo
         ...(r.runType ? { runType: r.runType } : {}),
         ...(r.error !== undefined ? { error: r.error } : {}),
         ...(r.isRoot !== undefined ? { isRoot: r.isRoot } : {}),
+        ...(r.threadId ? { threadId: r.threadId } : {}),
         ...(r.startTime ? { start: timestampDate(r.startTime) } : {}),
         ...(r.endTime ? { end: timestampDate(r.endTime) } : {}),
         ...(r.query ? { search: { kind: 'search' as const, field: null, value: r.query } } : {}),
@@ -294,6 +318,34 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clo
         ...(page.totals ? { totals: threadMessage(page.totals) } : {}),
         threadCount: BigInt(page.threadCount),
       };
+    },
+    share: async (r) => {
+      const target = targetOf(r);
+      return { shareToken: await shares.share(target.tenantId, await shareSubject(target)) };
+    },
+    getShare: async (r) => {
+      const target = targetOf(r);
+      const token = await shares.token(target.tenantId, await shareSubject(target));
+      if (!token) throw new NotFoundError('not shared');
+      return { shareToken: token };
+    },
+    unshare: async (r) => {
+      const target = r.target;
+      // Revoking needs no run to be there still: a deleted trace's link goes too.
+      if (!target || !isUuid(target.sessionId) || (target.kind !== ShareKind.TRACE && target.kind !== ShareKind.THREAD)) return {};
+      const trace = target.kind === ShareKind.TRACE;
+      await shares.unshare(target.tenantId, {
+        sessionId: target.sessionId.toLowerCase(),
+        kind: trace ? 'trace' : 'thread',
+        subject: trace ? target.subject.toLowerCase() : target.subject,
+      });
+      return {};
+    },
+    resolveShare: async (r) => {
+      const found = r.shareToken ? await shares.resolve(r.shareToken) : undefined;
+      if (!found) throw new NotFoundError('no such share link');
+      const kind = found.kind === 'trace' ? ShareKind.TRACE : ShareKind.THREAD;
+      return { target: { tenantId: found.tenantId, sessionId: found.sessionId, kind, subject: found.subject } };
     },
     validateFilter: (r) => {
       for (const [field, text] of Object.entries(r.filters)) filterOf(field, text);

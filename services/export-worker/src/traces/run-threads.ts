@@ -62,7 +62,8 @@ type Raw = AggregateRow & {
   last_trace_id: string;
 };
 
-const THREAD_OF = (alias: string) =>
+/** The thread a run of `alias` names (SQL), NULL when none. */
+export const THREAD_OF = (alias: string) =>
   sql.raw(
     `COALESCE(${THREAD_KEYS.map((key) => `CASE WHEN json_typeof(${alias}.extra->'metadata') = 'object' THEN ${alias}.extra->'metadata'->>'${key}' END`).join(', ')})`,
   );

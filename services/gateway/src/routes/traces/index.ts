@@ -12,6 +12,8 @@ import type { ExportWorkerClients } from '../../export-worker.js';
 import { BERTH_VERSION } from '../../version.js';
 import { readV2Routes } from './read-v2.js';
 import { runRoutes, type TraceLimits } from './runs.js';
+import { shareRoutes } from './share.js';
+import type { RateLimiter } from '../../rate-limit.js';
 import { InfoOut } from './schemas.js';
 import { sessionRoutes } from './sessions.js';
 import { routeSpec, type GatewayApi } from '../../access.js';
@@ -42,6 +44,8 @@ export interface TraceRouteDeps {
   /** Gives "now" for the reads' default time window. @default systemClock */
   clock?: Clock;
   limits?: Partial<TraceLimits>;
+  /** Counts the reads of shared traces per client address. */
+  publicLimiter: RateLimiter;
 }
 
 export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
@@ -63,6 +67,7 @@ export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
   runRoutes(api, { exportWorker: deps.exportWorker, logger: deps.logger, limits });
   sessionRoutes(api, { exportWorker: deps.exportWorker });
   readV2Routes(api, { exportWorker: deps.exportWorker, clock: deps.clock ?? systemClock });
+  shareRoutes(api, { exportWorker: deps.exportWorker, publicLimiter: deps.publicLimiter });
 }
 
 function infoOf(limits: TraceLimits) {

@@ -33,14 +33,15 @@ import {
   TraceRunsOut,
   TraceRunsQuery,
   TracesPage,
+  type PublicRunSelectField,
   type RunSelectField,
 } from './schemas-v2.js';
 import { isoOf, utc } from './time.js';
 import type { GatewayApi } from '../../access.js';
 
-type Document = Record<string, unknown>;
+export type Document = Record<string, unknown>;
 type RunV2Out = z.input<typeof RunV2>;
-type QueryInit = Omit<Exclude<MessageInitShape<typeof QueryRunsRequestSchema>, { $typeName: string }>, 'tenantId' | '$typeName'>;
+export type QueryInit = Omit<Exclude<MessageInitShape<typeof QueryRunsRequestSchema>, { $typeName: string }>, 'tenantId' | '$typeName'>;
 
 /** LangSmith's default read window: the day before now. */
 const DEFAULT_WINDOW_MS = 86_400_000;
@@ -51,8 +52,11 @@ export const MAX_TRACE_RUNS = 25_000;
 /** Length of an inputs/outputs/error preview. */
 const PREVIEW_CHARS = 200;
 
+/** A field a v2 read selects: the private reads' and the public reads' (which add PARENT_RUN_ID). */
+type AnySelect = RunSelectField | PublicRunSelectField;
+
 /** The columns of the store's run shape each selectable field is made from. */
-const SOURCES: Partial<Record<RunSelectField, string[]>> = {
+const SOURCES: Partial<Record<AnySelect, string[]>> = {
   ID: ['id'],
   NAME: ['name'],
   RUN_TYPE: ['run_type'],
@@ -70,6 +74,7 @@ const SOURCES: Partial<Record<RunSelectField, string[]>> = {
   INPUTS_PREVIEW: ['inputs'],
   OUTPUTS: ['outputs'],
   OUTPUTS_PREVIEW: ['outputs'],
+  PARENT_RUN_ID: ['parent_run_id'],
   PARENT_RUN_IDS: ['parent_run_ids'],
   PROJECT_ID: ['session_id'],
   TRACE_ID: ['trace_id'],
@@ -88,7 +93,7 @@ const SOURCES: Partial<Record<RunSelectField, string[]>> = {
 };
 
 /** The store columns to read for `selects` (only the id when none). */
-export function columnsFor(selects: readonly RunSelectField[] | undefined): string[] {
+export function columnsFor(selects: readonly AnySelect[] | undefined): string[] {
   return [...new Set(['id', ...(selects ?? []).flatMap((field) => SOURCES[field] ?? [])])];
 }
 
@@ -98,7 +103,7 @@ const metadataOf = (doc: Document): Record<string, unknown> | undefined => {
 };
 
 /** The thread a run's metadata names, as LangSmith groups threads (same keys as the store's). */
-function threadOf(doc: Document): string | undefined {
+export function threadOf(doc: Document): string | undefined {
   const metadata = metadataOf(doc);
   for (const key of ['thread_id', 'session_id', 'conversation_id']) {
     const value = metadata?.[key];
@@ -118,9 +123,9 @@ const upper = (value: unknown) => (typeof value === 'string' ? value.toUpperCase
 const defined = (value: unknown) => (value === null ? undefined : value);
 
 /** A run of the store's shape as the v2 API answers it: the fields selected, nulls left out. */
-export function runV2(doc: Document, selects: readonly RunSelectField[] | undefined): RunV2Out {
-  const fields = new Set<RunSelectField>(['ID', ...(selects ?? [])]);
-  const value: Partial<Record<RunSelectField, unknown>> = {
+export function runV2(doc: Document, selects: readonly AnySelect[] | undefined): RunV2Out {
+  const fields = new Set<AnySelect>(['ID', ...(selects ?? [])]);
+  const value: Partial<Record<AnySelect, unknown>> = {
     ID: doc.id,
     NAME: doc.name,
     RUN_TYPE: upper(doc.run_type),
@@ -139,6 +144,7 @@ export function runV2(doc: Document, selects: readonly RunSelectField[] | undefi
     INPUTS_PREVIEW: preview(doc.inputs),
     OUTPUTS: doc.outputs,
     OUTPUTS_PREVIEW: preview(doc.outputs),
+    PARENT_RUN_ID: doc.parent_run_id,
     PARENT_RUN_IDS: doc.parent_run_ids,
     PROJECT_ID: doc.session_id,
     TRACE_ID: doc.trace_id,
@@ -179,6 +185,24 @@ function visibleProject(auth: Principal, id: string): string {
 
 const ts = (text: string | undefined) => (text ? timestampFromDate(utc(text)) : undefined);
 
+/** A page of runs in the store's shape. */
+export async function runPage(exportWorker: ExportWorkerClients, tenantId: string, query: QueryInit) {
+  const answer = await exportWorker.traces.queryRuns({ ...query, tenantId });
+  return { docs: answer.runsJson.map((text) => JSON.parse(text) as Document), next: answer.nextCursor || null };
+}
+
+/** Every run matching, oldest first, at most MAX_TRACE_RUNS. */
+export async function everyRun(exportWorker: ExportWorkerClients, tenantId: string, query: QueryInit): Promise<Document[]> {
+  const docs: Document[] = [];
+  let cursor = '';
+  do {
+    const page = await runPage(exportWorker, tenantId, { ...query, limit: 100, cursor, ascending: true });
+    docs.push(...page.docs);
+    cursor = page.next ?? '';
+  } while (cursor && docs.length < MAX_TRACE_RUNS);
+  return docs.slice(0, MAX_TRACE_RUNS);
+}
+
 export interface ReadV2Deps {
   exportWorker: ExportWorkerClients;
   clock: Clock;
@@ -196,23 +220,8 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
     return { startTime: timestampFromDate(start), endTime: timestampFromDate(end) };
   };
 
-  /** A page of runs in the store's shape. */
-  const queryRuns = async (auth: Principal, query: QueryInit) => {
-    const answer = await rpc().queryRuns({ ...query, tenantId: auth.tenantId });
-    return { docs: answer.runsJson.map((text) => JSON.parse(text) as Document), next: answer.nextCursor || null };
-  };
-
-  /** Every run matching, oldest first, at most MAX_TRACE_RUNS. */
-  const allRuns = async (auth: Principal, query: QueryInit) => {
-    const docs: Document[] = [];
-    let cursor = '';
-    do {
-      const page = await queryRuns(auth, { ...query, limit: 100, cursor, ascending: true });
-      docs.push(...page.docs);
-      cursor = page.next ?? '';
-    } while (cursor && docs.length < MAX_TRACE_RUNS);
-    return docs.slice(0, MAX_TRACE_RUNS);
-  };
+  const queryRuns = (auth: Principal, query: QueryInit) => runPage(deps.exportWorker, auth.tenantId, query);
+  const allRuns = (auth: Principal, query: QueryInit) => everyRun(deps.exportWorker, auth.tenantId, query);
 
   /** A project's threads (see QueryThreads in traces.proto). */
   const threads = (

@@ -95,6 +95,7 @@ export const RunV2 = z.object({
   inputs_preview: z.string().optional(),
   outputs: z.unknown().optional(),
   outputs_preview: z.string().optional(),
+  parent_run_id: Uuid.optional(),
   parent_run_ids: z.array(z.string()).optional(),
   project_id: Uuid.optional(),
   trace_id: Uuid.optional(),
@@ -272,3 +273,65 @@ export const ResolveSessionQuery = z.strictObject({
   environment: z.enum(['LOCAL', 'DEVELOPMENT', 'STAGING', 'PRODUCTION']).optional().describe("AGENT: LOCAL is `berth dev`'s project"),
 });
 export const ResolveSessionOut = z.object({ session_id: Uuid });
+
+/** What a share link's reader may select: no full inputs, outputs or events (previews instead), as LangSmith. */
+export const PUBLIC_RUN_SELECT_FIELDS = [
+  'ID',
+  'NAME',
+  'RUN_TYPE',
+  'STATUS',
+  'START_TIME',
+  'END_TIME',
+  'LATENCY_SECONDS',
+  'FIRST_TOKEN_TIME',
+  'ERROR',
+  'ERROR_PREVIEW',
+  'EXTRA',
+  'METADATA',
+  'INPUTS_PREVIEW',
+  'OUTPUTS_PREVIEW',
+  'PARENT_RUN_ID',
+  'PARENT_RUN_IDS',
+  'PROJECT_ID',
+  'TRACE_ID',
+  'THREAD_ID',
+  'DOTTED_ORDER',
+  'IS_ROOT',
+  'REFERENCE_DATASET_ID',
+  'TOTAL_TOKENS',
+  'PROMPT_TOKENS',
+  'COMPLETION_TOKENS',
+  'TOTAL_COST',
+  'PROMPT_COST',
+  'COMPLETION_COST',
+  'PROMPT_TOKEN_DETAILS',
+  'COMPLETION_TOKEN_DETAILS',
+  'PROMPT_COST_DETAILS',
+  'COMPLETION_COST_DETAILS',
+  'PRICE_MODEL_ID',
+  'TAGS',
+  'THREAD_EVALUATION_TIME',
+  'FEEDBACK_STATS',
+] as const;
+export const PublicRunSelectField = z.enum(PUBLIC_RUN_SELECT_FIELDS);
+export type PublicRunSelectField = z.infer<typeof PublicRunSelectField>;
+
+export const ShareOut = z.object({ share_token: z.string().describe('Anyone with it may read what is shared, read-only, until unshared') });
+export const RunSharePath = z.object({ run_id: z.string().max(100) });
+export const ShareRunIn = z.strictObject({
+  session_id: z.string().max(100).describe("The trace's project"),
+  trace_id: z.string().max(100).describe("The run's trace: the trace is what is shared"),
+});
+export const UnshareRunIn = z.strictObject({ session_id: z.string().max(100) });
+export const ShareThreadIn = z.strictObject({ project_id: z.string().max(100) });
+export const ThreadShareQuery = z.strictObject({ project_id: z.string().max(100) });
+export const PublicRunPath = z.object({ share_token: z.string().max(200), run_id: z.string().max(100) });
+export const PublicRunQuery = z.strictObject({
+  selects: repeated(PublicRunSelectField),
+  start_time: time.optional().describe('Accepted; the run is found by its id'),
+});
+export const PublicPath = z.object({ share_token: z.string().max(200) });
+export const PublicRunsQueryIn = z.strictObject({
+  selects: z.array(PublicRunSelectField).max(PUBLIC_RUN_SELECT_FIELDS.length).optional().describe('Fields to answer; only `id` when absent'),
+});
+export const PublicRunsOut = z.object({ items: z.array(RunV2) });
