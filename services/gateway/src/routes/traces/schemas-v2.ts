@@ -274,45 +274,28 @@ export const ResolveSessionQuery = z.strictObject({
 });
 export const ResolveSessionOut = z.object({ session_id: Uuid });
 
-/** What a share link's reader may select: no full inputs, outputs or events (previews instead), as LangSmith. */
-export const PUBLIC_RUN_SELECT_FIELDS = [
-  'ID',
-  'NAME',
-  'RUN_TYPE',
-  'STATUS',
-  'START_TIME',
-  'END_TIME',
-  'LATENCY_SECONDS',
-  'FIRST_TOKEN_TIME',
-  'ERROR',
-  'ERROR_PREVIEW',
-  'EXTRA',
-  'METADATA',
-  'INPUTS_PREVIEW',
-  'OUTPUTS_PREVIEW',
+/** Fields a share link's reader may not select: full payloads and what is the owner's business, as LangSmith. */
+const PRIVATE_SELECT_FIELDS = [
+  'EVENTS',
+  'INPUTS',
+  'OUTPUTS',
+  'MANIFEST',
+  'REFERENCE_EXAMPLE_ID',
+  'APP_PATH',
+  'ATTACHMENTS',
+  'IS_IN_DATASET',
+  'LAST_QUEUED_AT',
+  'SHARE_URL',
+  'LS_USER_ID',
+] as const satisfies readonly RunSelectField[];
+type SharedField = Exclude<RunSelectField, (typeof PRIVATE_SELECT_FIELDS)[number]>;
+type PublicField = SharedField | 'PARENT_RUN_ID';
+
+/** What a share link's reader may select: previews rather than full inputs and outputs, and the parent's id. */
+export const PUBLIC_RUN_SELECT_FIELDS: [PublicField, ...PublicField[]] = [
   'PARENT_RUN_ID',
-  'PARENT_RUN_IDS',
-  'PROJECT_ID',
-  'TRACE_ID',
-  'THREAD_ID',
-  'DOTTED_ORDER',
-  'IS_ROOT',
-  'REFERENCE_DATASET_ID',
-  'TOTAL_TOKENS',
-  'PROMPT_TOKENS',
-  'COMPLETION_TOKENS',
-  'TOTAL_COST',
-  'PROMPT_COST',
-  'COMPLETION_COST',
-  'PROMPT_TOKEN_DETAILS',
-  'COMPLETION_TOKEN_DETAILS',
-  'PROMPT_COST_DETAILS',
-  'COMPLETION_COST_DETAILS',
-  'PRICE_MODEL_ID',
-  'TAGS',
-  'THREAD_EVALUATION_TIME',
-  'FEEDBACK_STATS',
-] as const;
+  ...RUN_SELECT_FIELDS.filter((field): field is SharedField => !(PRIVATE_SELECT_FIELDS as readonly string[]).includes(field)),
+];
 export const PublicRunSelectField = z.enum(PUBLIC_RUN_SELECT_FIELDS);
 export type PublicRunSelectField = z.infer<typeof PublicRunSelectField>;
 
