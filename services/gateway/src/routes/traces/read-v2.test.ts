@@ -174,6 +174,11 @@ describe('threads', () => {
     expect(one).toMatchObject({ count: 2, first_trace_id: roots.one[0], last_trace_id: roots.one[1], num_errored_turns: 0, total_tokens: 34 });
     expect(two).toMatchObject({ count: 1, first_trace_id: roots.two[0], num_errored_turns: 1, total_tokens: 17 });
     expect(Date.parse(one!.min_start_time!)).toBeLessThan(Date.parse(one!.max_start_time!));
+    // Filters on each trace's root: a thread is made of its traces that match.
+    const failing = await collect(client.threads.query({ project_id: projectId, filter: 'eq(status, "error")' }));
+    expect(failing.map((t) => [t.thread_id, t.count])).toEqual([['thread-two', 1]]);
+    const both = await collect(client.threads.query({ project_id: projectId, filter: 'eq(name, "agent")', trace_filter: 'eq(status, "success")' }));
+    expect(both.map((t) => [t.thread_id, t.count])).toEqual([['thread-one', 2]]);
     const paged = await client.threads.query({ project_id: projectId, page_size: 1 });
     expect(paged.items.map((t) => t.thread_id)).toEqual(['thread-two']);
     expect((await paged.getNextPage()).items.map((t) => t.thread_id)).toEqual(['thread-one']);
@@ -198,6 +203,8 @@ describe('threads', () => {
       select: ['THREAD_COUNT', 'TRACE_COUNT', 'TOTAL_TOKENS', 'ERROR_RATE', 'LATENCY_P50'],
     });
     expect(stats).toEqual({ thread_count: 2, trace_count: 3, total_tokens: 51, error_rate: 1 / 3, latency_p50_seconds: expect.any(Number) });
+    const ok = await client.threads.aggregateStats({ project_id: projectId, select: ['THREAD_COUNT', 'TRACE_COUNT'], trace_filter: 'eq(status, "success")' });
+    expect(ok).toEqual({ thread_count: 1, trace_count: 2 });
   });
 
   it("client.threads.stats() answers one thread's stats; an unknown thread, 404", async () => {

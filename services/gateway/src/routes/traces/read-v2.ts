@@ -393,10 +393,7 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
         if (!project) return { items: [], next_cursor: null };
         const answer = await threads(auth, {
           sessionId: project,
-          filter:
-            [body.filter, body.trace_filter].filter(Boolean).length === 2
-              ? `and(${body.filter}, ${body.trace_filter})`
-              : (body.filter ?? body.trace_filter ?? ''),
+          filter: rootFilter(body),
           limit: body.page_size ?? DEFAULT_PAGE,
           cursor: body.cursor ?? '',
           ...window(body),
@@ -421,7 +418,7 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
       handler: async ({ auth, body }) => {
         const [project] = visible(auth, [body.project_id]);
         const answer = project
-          ? await threads(auth, { sessionId: project, filter: body.trace_filter ?? body.filter ?? '', limit: 1, ...window(body) }).catch(emptyWhenNotFound)
+          ? await threads(auth, { sessionId: project, filter: rootFilter(body), limit: 1, ...window(body) }).catch(emptyWhenNotFound)
           : undefined;
         const totals = answer?.totals;
         const traces = Number(totals?.stats?.runCount ?? 0n);
@@ -470,6 +467,11 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
         return pick(all, query.selects, { LATENCY_P50: 'latency_p50_seconds', LATENCY_P99: 'latency_p99_seconds' });
       },
     });
+}
+
+/** A thread read's filter on each trace's root run: `filter` and `trace_filter` mean that here, and both must hold. */
+function rootFilter(body: { filter?: string | undefined; trace_filter?: string | undefined }): string {
+  return body.filter && body.trace_filter ? `and(${body.filter}, ${body.trace_filter})` : (body.filter ?? body.trace_filter ?? '');
 }
 
 /** A project that is gone (or never was the tenant's) has no threads. */
