@@ -150,6 +150,7 @@ export default {
     'services/gateway/src/deployment-cors.test.ts',
     'services/gateway/src/deployment-health.test.ts',
     'services/gateway/src/deployment-proxy.test.ts',
+    'services/gateway/src/deployment-secrets.test.ts',
     'services/gateway/src/deployment-sockets.test.ts',
     'services/gateway/src/deployment-streams.test.ts',
     'services/gateway/src/deployment-upload.test.ts',
@@ -183,6 +184,7 @@ export default {
     'services/control-plane/src/deployments/kubernetes-deployments.test.ts',
     'services/control-plane/src/deployments/quota.test.ts',
     'services/control-plane/src/deployments/restart.test.ts',
+    'services/control-plane/src/deployments/secrets.test.ts',
     'services/control-plane/src/deployments/tracing-env.test.ts',
     'services/control-plane/src/deployments/upload-ref.test.ts',
     'services/control-plane/src/deployments/upload-sweep.test.ts',
@@ -206,6 +208,8 @@ export default {
     'services/agent-runtime/src/protocol-browser.test.ts',
     'services/gateway/src/browser-chat.test.ts',
     'services/gateway/src/console-session-browser.test.ts',
+    'services/gateway/src/console-traces.test.ts',
+    'services/gateway/src/console-trace-browser.test.ts',
     'services/gateway/src/console.test.ts',
   ],
   // The whole platform as a user meets it: the built `berth` binary (`up`, `dev`, `deploy`, `login`
@@ -213,6 +217,7 @@ export default {
   e2e: [
     'charts/berth/tests/source-deploy.test.ts',
     'cli/src/cli.test.ts',
+    'cli/src/console-deployment-e2e.test.ts',
     'cli/src/deploy-e2e.test.ts',
     'cli/src/dev-signals.test.ts',
     'cli/src/dev.test.ts',

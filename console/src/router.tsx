@@ -4,12 +4,19 @@
  */
 import type { QueryClient } from '@tanstack/react-query';
 import { createRouter } from '@tanstack/react-router';
+import { deploymentRoute } from './pages/deployment/page';
 import { deploymentsRoute } from './pages/deployments';
 import { signInRoute } from './pages/sign-in';
 import { statusRoute } from './pages/status';
+import { traceRoute } from './pages/trace/page';
+import { projectsRoute } from './pages/traces/projects';
+import { runsRoute } from './pages/traces/runs';
 import { authedRoute, indexRoute, rootRoute } from './routes/root';
 
-const routeTree = rootRoute.addChildren([signInRoute, authedRoute.addChildren([indexRoute, deploymentsRoute, statusRoute])]);
+const routeTree = rootRoute.addChildren([
+  signInRoute,
+  authedRoute.addChildren([indexRoute, deploymentsRoute, deploymentRoute, statusRoute, projectsRoute, runsRoute, traceRoute]),
+]);
 
 export function makeRouter(queryClient: QueryClient) {
   return createRouter({ routeTree, context: { queryClient }, defaultPreload: false, scrollRestoration: true });

@@ -134,9 +134,13 @@ async function updateExisting(
   }
   reporter.step(`Updating deployment ${existing.name} (${existing.id})`);
   const uploaded = await upload(api, existing, packed, reporter);
+  // Without an env file the project says nothing about secrets: those set by name (console, API) stay.
+  if (!project.envSource && existing.secrets.length) {
+    reporter.note(`no .env here: the deployment keeps its secrets (${existing.secrets.map((s) => s.name).join(', ')})`);
+  }
   const deployment = await api.update(existing.id, {
     source_revision_config: { langgraph_config_path: project.configPath, source_tarball_path: uploaded.object_path },
-    secrets,
+    ...(project.envSource ? { secrets } : {}),
   });
   return { deployment, revisionId: deployment.latest_revision_id! };
 }

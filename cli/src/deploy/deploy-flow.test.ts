@@ -191,6 +191,22 @@ describe('berth deploy', () => {
     expect(out.text()).toContain(`Updating deployment update-me (${first.deployment.id})`);
   });
 
+  it('leaves the secrets set by name alone when the project has no env file, and replaces them all when it has one', async () => {
+    const dir = await project('keeps-secrets', 'FROM_ENV=1\n');
+    const env = cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url });
+    const first = await deploy(env, fast, () => undefined, dir);
+    await rm(join(dir, '.env'));
+    const out = capture();
+    await deploy(env, fast, out.print, dir);
+    const patch = fake.callsOf('updateDeployment').at(-1)!;
+    expect(patch).toMatchObject({ deploymentId: first.deployment.id, replaceSecrets: false, secrets: [] });
+    expect(out.text()).toContain('note: no .env here: the deployment keeps its secrets (FROM_ENV)');
+
+    await writeFile(join(dir, '.env'), 'OTHER=2\n');
+    await deploy(env, fast, () => undefined, dir);
+    expect(fake.callsOf('updateDeployment').at(-1)).toMatchObject({ replaceSecrets: true, secrets: [expect.objectContaining({ name: 'OTHER', value: '2' })] });
+  });
+
   it('prints JSON events with --json, and returns after the upload with --no-wait', async () => {
     const dir = await project('json-events');
     const env = cliEnv(dir, { BERTH_API_KEY: key, BERTH_HOST_URL: gateway.url });

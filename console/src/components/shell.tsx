@@ -12,6 +12,7 @@ import { chooseTheme, storedTheme, type ThemeChoice } from '../theme';
 
 const NAV = [
   { to: '/deployments', label: 'Deployments' },
+  { to: '/traces', label: 'Traces' },
   { to: '/status', label: 'Platform status' },
 ] as const;
 

@@ -3,7 +3,7 @@
  * revision, URL and last update; searched by name (`?q=`, typed search params: a link keeps it).
  */
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { createRoute } from '@tanstack/react-router';
+import { createRoute, Link } from '@tanstack/react-router';
 import { call } from '../api';
 import { DeploymentStatusBadge, ErrorNote, PageTitle, TableHead, Time } from '../components/ui';
 import { authedRoute } from '../routes/root';
@@ -67,7 +67,9 @@ function DeploymentsPage() {
               {rows.map((d) => (
                 <tr key={d.id} className="border-b border-slate-200 align-top dark:border-slate-800">
                   <th scope="row" className="py-2 pr-4 font-medium">
-                    {d.name}
+                    <Link to="/deployments/$deploymentId" params={{ deploymentId: d.id }} className="underline">
+                      {d.name}
+                    </Link>
                   </th>
                   <td className="py-2 pr-4">
                     <DeploymentStatusBadge status={d.status} />

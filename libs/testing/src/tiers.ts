@@ -16,7 +16,8 @@ export const TIER_SERVERS: Record<string, readonly TestServer[]> = {
   // The private Podman engine (root), two registries and the busybox images they hold.
   sandbox: [...DATA_STORES, 'sandbox'],
   browser: [...DATA_STORES, 'chromium'],
-  e2e: [...DATA_STORES, 'sandbox'],
+  // Chromium too: the console's pages against a real deploy (cli/src/console-deployment-e2e.test.ts).
+  e2e: [...DATA_STORES, 'sandbox', 'chromium'],
   // The image tests start a Podman engine of their own (images/tests/images.ts).
   images: DATA_STORES,
 };

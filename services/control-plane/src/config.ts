@@ -149,6 +149,8 @@ export interface DeploymentsConfig {
   unusedUploadTtlSeconds?: number;
   /** Most deployments one tenant may have (`BERTH_MAX_DEPLOYMENTS_PER_TENANT`). @default 50 */
   maxDeploymentsPerTenant?: number;
+  /** Most secrets one deployment may have (`BERTH_MAX_SECRETS_PER_DEPLOYMENT`). @default 200 */
+  maxSecretsPerDeployment?: number;
   /**
    * Streams one tenant may hold open at once through one control plane: logs it follows and
    * deployments it watches (`BERTH_MAX_STREAMS_PER_TENANT`).

@@ -48,6 +48,8 @@ const schema = z
     UNUSED_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
     /** Most deployments one tenant may have; creating another is a 429 until one is deleted. */
     BERTH_MAX_DEPLOYMENTS_PER_TENANT: z.coerce.number().int().min(1).default(50),
+    /** Most secrets one deployment may have (at most 200, the API's bound on a list); setting one more is a 429. */
+    BERTH_MAX_SECRETS_PER_DEPLOYMENT: z.coerce.number().int().min(1).max(200).default(200),
     /** Logs one tenant may follow and deployments it may watch at once, through one control plane; one more is a 429. */
     BERTH_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(20),
     /** Postgres of the agent servers (defaults to DATABASE_URL). */
@@ -163,6 +165,7 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
             ...(e.BERTH_WEBHOOK_PRIVATE_EGRESS.length ? { webhookPrivateEgress: e.BERTH_WEBHOOK_PRIVATE_EGRESS } : {}),
             unusedUploadTtlSeconds: e.UNUSED_UPLOAD_TTL_SECONDS,
             maxDeploymentsPerTenant: e.BERTH_MAX_DEPLOYMENTS_PER_TENANT,
+            maxSecretsPerDeployment: e.BERTH_MAX_SECRETS_PER_DEPLOYMENT,
             maxStreamsPerTenant: e.BERTH_MAX_STREAMS_PER_TENANT,
             ...(e.BERTH_DEPLOYMENT_PRIVATE_EGRESS.length ? { deploymentPrivateEgress: e.BERTH_DEPLOYMENT_PRIVATE_EGRESS } : {}),
             agentLimits: {

@@ -314,6 +314,7 @@ async function startDeployments(
     streams,
     deployments: new Deployments(store, new SecretBox(settings.secretKey), pipeline, {
       ...(settings.maxDeploymentsPerTenant ? { maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant } : {}),
+      ...(settings.maxSecretsPerDeployment ? { maxSecretsPerDeployment: settings.maxSecretsPerDeployment } : {}),
       maxResources: { cpu: limits.maxCpu, memoryMb: limits.maxMemoryMb },
     }),
     ...(settings.deployer?.kind === 'kubernetes' ? {} : { isolation }),

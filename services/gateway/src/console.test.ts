@@ -89,7 +89,16 @@ describe('the gateway serving the console', () => {
     expect(CONSOLE_CSP).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
     const html = await index.text();
     expect(html).toContain('<div id="root">');
-    for (const path of ['/sign-in', '/deployments?q=alpha', '/deployments/', '/status']) {
+    for (const path of [
+      '/sign-in',
+      '/deployments?q=alpha',
+      '/deployments/',
+      '/deployments/00000000-0000-4000-8000-000000000000?log=build',
+      '/status',
+      '/traces?range=7d',
+      `/traces/00000000-0000-4000-8000-000000000000?filter=${encodeURIComponent('eq(thread_id, "t")')}`,
+      '/traces/p/t?run=r',
+    ]) {
       const page = await fetch(`${gateway.url}${path}`);
       expect({ path, status: page.status, csp: page.headers.get('content-security-policy'), same: (await page.text()) === html }).toEqual({
         path,
@@ -167,6 +176,29 @@ describe('the console in a browser, before signing in', () => {
       await context.close();
     }
   }, 30_000);
+  it("shows no page without a session: each of the console's pages, as the API lists them, sends the visitor to sign in and asks for nothing else", async () => {
+    const doc = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { tags?: string[] }>> };
+    const pages = Object.entries(doc.paths)
+      .filter(([path, methods]) => methods.get?.tags?.includes('console') && path !== '/sign-in' && !path.startsWith('/assets/'))
+      .map(([path]) => path.replace(/\{[a-z_]+\}/g, '00000000-0000-4000-8000-000000000000'));
+    expect(pages).toEqual(expect.arrayContaining(['/', '/deployments', '/status', '/traces']));
+    const { page, context, problems, requests } = await newTab();
+    for (const path of pages) {
+      requests.length = 0;
+      await page.goto(`${gateway.url}${path}`);
+      await page.waitForSelector('h1:text("Sign in to Berth")');
+      expect({ path, at: new URL(page.url()).pathname, redirect: new URL(page.url()).searchParams.get('redirect') }).toEqual({
+        path,
+        at: '/sign-in',
+        redirect: path === '/' ? '/' : path,
+      });
+      // The session check is the one API call a page makes before there is a session.
+      const apiCalls = requests.map((r) => new URL(r.url()).pathname).filter((p) => p !== path && !p.startsWith('/assets/') && p !== '/sign-in');
+      expect({ path, apiCalls: [...new Set(apiCalls)] }).toEqual({ path, apiCalls: ['/v1/auth/session'] });
+    }
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
 });
 
 // These need the session API (`/v1/auth/session`, issue 27 item 2).
@@ -216,25 +248,27 @@ describe('the console signed in', () => {
 
   it('lists the deployments with status, reason, revision, URL and time, and searches them by name (a link keeps the search)', async () => {
     await deployment('alpha-agent', 'READY');
-    await deployment('beta-agent', 'FAILED', 'revision 2 failed: the build could not install its dependencies');
+    const betaId = await deployment('beta-agent', 'FAILED', 'revision 2 failed: the build could not install its dependencies');
     for (const scheme of ['light', 'dark'] as const) {
       const { page, context, problems } = await newTab(scheme);
       await page.goto(`${gateway.url}/sign-in`);
       await signIn(page);
       await page.waitForSelector('h1:text("Deployments")');
-      const row = page.locator('tr', { has: page.locator('th:text("beta-agent")') });
+      const row = page.locator('tr', { has: page.locator('th a:text-is("beta-agent")') });
       await row.waitFor();
       await expect(row.textContent()).resolves.toMatch(/FAILED.*the build could not install its dependencies/);
       await expect(row.textContent()).resolves.toContain('/d/');
+      // The name links to the deployment's page.
+      expect(await row.locator('th a').getAttribute('href')).toBe(`/deployments/${betaId}`);
       expect(await accessibilityProblems(page)).toEqual([]);
 
       await page.fill('#deployment-search', 'alp');
       // (Locators, not waitForFunction: the page's CSP allows no eval.)
-      await page.locator('th:text("beta-agent")').waitFor({ state: 'detached' });
+      await page.locator('th a:text-is("beta-agent")').waitFor({ state: 'detached' });
       expect(new URL(page.url()).searchParams.get('q')).toBe('alp');
       await page.goto(`${gateway.url}/deployments?q=beta`);
-      await page.waitForSelector('th:text("beta-agent")');
-      expect(await page.locator('th:text("alpha-agent")').count()).toBe(0);
+      await page.waitForSelector('th a:text-is("beta-agent")');
+      expect(await page.locator('th a:text-is("alpha-agent")').count()).toBe(0);
       expect(await page.inputValue('#deployment-search')).toBe('beta');
       expect(problems).toEqual([]);
       await context.close();

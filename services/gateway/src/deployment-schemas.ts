@@ -4,7 +4,7 @@
  * misspelt field is a 422, never silently dropped); response objects strip what they do not
  * declare, so nothing the control plane adds later leaks unreviewed (secret values above all).
  */
-import { DeploymentName, SecretName } from '@berth/ids';
+import { DeploymentName, SECRET_NAME_RULE, SecretName } from '@berth/ids';
 import { wireEnum } from '@berth/lifecycle';
 import { DeploymentStatus, RevisionStatus } from '@berth/proto';
 import { z } from 'zod';
@@ -60,10 +60,15 @@ export const SourceRevisionConfig = z.strictObject({
   source_tarball_path: z.string().min(1).max(1024).nullable().optional().describe('The object_path of an upload (POST /v2/deployments/{deployment_id}/upload)'),
 });
 
+const SecretValue = z.string().max(65_536).describe('The value, at most 65536 characters; never returned');
+
 const SecretIn = z.strictObject({
   name: SecretName,
-  value: z.string().max(65_536),
+  value: SecretValue,
 });
+
+/** `PUT /v2/deployments/{deployment_id}/secrets/{name}`. */
+export const SetSecretBody = z.strictObject({ value: SecretValue });
 
 const Secrets = z
   .array(SecretIn)
@@ -175,6 +180,7 @@ export const WebhookSecretOut = z.object({
 // Ids are plain strings here: a malformed id is a 404 like an unknown one (see routes/deployments.ts).
 export const DeploymentPath = z.strictObject({ deployment_id: z.string() });
 export const RevisionPath = z.strictObject({ deployment_id: z.string(), revision_id: z.string() });
+export const SecretPath = z.strictObject({ deployment_id: z.string(), name: SecretName.describe(SECRET_NAME_RULE) });
 
 export const ListDeploymentsQuery = z.strictObject({
   name_contains: z.string().max(63).optional().describe('Only deployments whose name contains this text'),

@@ -508,6 +508,7 @@ describe('OpenAPI', () => {
       '/v2/deployments/{deployment_id}/revisions/{revision_id}',
       '/v2/deployments/{deployment_id}/revisions/{revision_id}/logs',
       '/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy',
+      '/v2/deployments/{deployment_id}/secrets/{name}',
       '/v2/deployments/{deployment_id}/upload',
       '/v2/deployments/{deployment_id}/webhook-secret',
     ]);

@@ -251,8 +251,7 @@ export class RunService {
     if (TERMINAL.has(run.status)) throw new ConflictError(`Run ${run.run_id} has already ended (${run.status})`);
     if (await this.deps.runs.cancelPending(run.run_id, action)) {
       await this.deps.broker.end(run.run_id);
-      const busy = await this.deps.runs.hasUnfinished(run.thread_id);
-      if (!busy) await this.deps.threads.setState(run.thread_id, { status: 'idle' });
+      await this.deps.threads.idleWhenNoRuns(run.thread_id);
       const next = await this.deps.runs.nextOnThread(run.thread_id);
       if (next) await this.deps.dispatcher.dispatch(next.run_id);
       return;

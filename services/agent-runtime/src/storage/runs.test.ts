@@ -164,6 +164,36 @@ describe("a run's end and the next run's creation on its thread", () => {
       gate.release();
     }
   });
+
+  // Cancelling a thread's only pending run marks the thread idle; a run created on the thread at
+  // that moment must keep it busy (the check and the mark used to be two steps with a gap).
+  it('keeps a thread busy when a run is created on it while its cancelled run leaves it', async () => {
+    const threadId = randomUUID();
+    await threads.create({ thread_id: threadId, metadata: {}, if_exists: 'raise' });
+    const { run } = await newRun(threadId, { claimFor: undefined });
+    expect(await runs.cancelPending(run.run_id, 'interrupt')).toBe(true);
+
+    const holder = await pool.connect();
+    try {
+      await lockThread(holder, threadId);
+      const creating = newRun(threadId, { claimFor: undefined });
+      await waitingForLocks(1);
+      const idling = threads.idleWhenNoRuns(threadId);
+      await waitingForLocks(2);
+      await holder.query('COMMIT');
+      const created = await creating;
+      expect(await idling).toBe(false);
+      expect((await threads.get(threadId)).status).toBe('busy');
+      expect((await runs.nextOnThread(threadId))?.run_id).toBe(created.run.run_id);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+    // With no run left, the thread is idle.
+    await runs.cancelPending((await runs.nextOnThread(threadId))!.run_id, 'interrupt');
+    expect(await threads.idleWhenNoRuns(threadId)).toBe(true);
+    expect((await threads.get(threadId)).status).toBe('idle');
+  });
 });
 
 describe('leases: takeover and fencing', () => {

@@ -8,7 +8,7 @@ import { ConflictError, NotFoundError } from '@berth/errors';
 import { leaseExpiry, NO_TAKEOVER, takeoverCondition, type Takeover } from '@berth/lease';
 import { ASSISTANT_COLUMNS, type Assistant } from './assistants.js';
 import { isTransientDbError } from './retry.js';
-import { filterClauses, jsonParam, type Json, type JsonObject, type MetadataFilter } from './sql.js';
+import { filterClauses, jsonParam, UNFINISHED, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 
 export type RunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';
 export type MultitaskStrategy = 'reject' | 'interrupt' | 'rollback' | 'enqueue';
@@ -96,8 +96,6 @@ export interface Run {
 }
 
 const COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, available_at, created_at, updated_at';
-const UNFINISHED = "status IN ('pending', 'running')";
-
 /** A run's place in its thread's queue: its creation time at full precision (as text) and its id. */
 export interface RunCursor {
   created: string;

@@ -55,6 +55,9 @@ export function orderBy(sortBy: string | undefined, allowed: readonly string[], 
   return `${column} ${order?.toLowerCase() === 'asc' ? 'ASC' : 'DESC'}`;
 }
 
+/** A run that is pending or running: what keeps its thread busy. */
+export const UNFINISHED = "status IN ('pending', 'running')";
+
 /** Runs `fn` in one transaction on its own pooled connection. */
 export async function inTransaction<T>(pool: import('pg').Pool, fn: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { ConflictError, NotFoundError } from '@berth/errors';
-import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, type Json, type JsonObject, type MetadataFilter } from './sql.js';
+import { containsClause, filterClauses, inTransaction, jsonParam, orderBy, UNFINISHED, type Json, type JsonObject, type MetadataFilter } from './sql.js';
 import { PRUNABLE, pruneLocked, type PruneStrategy } from './thread-ttl.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
@@ -226,6 +226,22 @@ export class ThreadStore {
         state.error !== undefined && state.error !== null ? jsonParam(state.error) : null,
       ],
     );
+  }
+
+  /**
+   * Marks the thread idle when none of its runs is pending or running (after a pending run was
+   * cancelled). Decided under the thread's row lock, which a run's creation holds while it inserts
+   * its run: a run created meanwhile keeps the thread busy. Returns whether it did.
+   */
+  async idleWhenNoRuns(threadId: string): Promise<boolean> {
+    return inTransaction(this.pool, async (client) => {
+      await client.query('SELECT 1 FROM threads WHERE thread_id = $1 FOR NO KEY UPDATE', [threadId]);
+      // A statement of its own: its snapshot is taken once the lock is held.
+      const { rowCount } = await client.query(`SELECT 1 FROM runs WHERE thread_id = $1 AND ${UNFINISHED} LIMIT 1`, [threadId]);
+      if (rowCount) return false;
+      await this.setState(threadId, { status: 'idle' }, client);
+      return true;
+    });
   }
 
   /** The thread, or undefined when it does not exist or does not match `filter`. */

@@ -4,7 +4,8 @@
  * replaces the old one without a gap; a broken project is BUILD_FAILED and the old revision keeps
  * serving (the deployment says LATEST_FAILED); a deployment whose only build failed is FAILED, with
  * no route; a revision replaced before it finished is INTERRUPTED, also when another control plane
- * replaced it; delete stops everything. Plus the gRPC face. The control plane runs on a ManualClock
+ * replaced it; delete stops everything; a secret set, replaced or removed by name reaches the agent
+ * server with the next revision, not before. Plus the gRPC face. The control plane runs on a ManualClock
  * the tests move: the retirement of a replaced revision happens when the test says, and nothing
  * that polls on a timer can be what noticed an interruption.
  */
@@ -350,4 +351,43 @@ describe('deployments on the local deployer', () => {
     await expect(deployments.get(tenant, deploymentId)).rejects.toBeInstanceOf(NotFoundError);
     await until('its agent server to stop', async () => !(await answers(upstream_url!)), 20_000, 200);
   }, 30_000);
+});
+
+describe("secrets in the agent server's environment", () => {
+  /** The echo project answering the GREETING its agent server has in its environment. */
+  const greeter = project(
+    [
+      "import { AIMessage } from '@langchain/core/messages';",
+      "import { MessagesValue, StateGraph, StateSchema } from '@langchain/langgraph';",
+      'const State = new StateSchema({ messages: MessagesValue });',
+      'export const graph = new StateGraph(State)',
+      "  .addNode('respond', () => ({ messages: [new AIMessage(`GREETING=${process.env.GREETING ?? '(unset)'}`)] }))",
+      "  .addEdge('__start__', 'respond')",
+      "  .addEdge('respond', '__end__')",
+      '  .compile();',
+      '',
+    ].join('\n'),
+  );
+
+  it('sets, replaces and removes one secret: the running agent server keeps its environment, a redeploy serves the new one', async () => {
+    const created = await deployments.create({ tenantId: tenant, name: 'greeter', source: 'internal_source', secrets: [{ name: 'GREETING', value: 'hello' }] });
+    const first = (await upload(created.id, greeter)).revisionId!;
+    expect(await settled(created.id, first)).toBe('DEPLOYED');
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('GREETING=hello');
+
+    const replaced = await deployments.setSecret(tenant, created.id, 'GREETING', 'bonjour');
+    // No revision, no restart: the answer says nothing was deployed, and the server still has the old value.
+    expect(replaced).toMatchObject({ latest_revision_id: first, active_revision_id: first, secret_names: ['GREETING'] });
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('GREETING=hello');
+
+    const second = (await deployments.redeploy(tenant, created.id, first)).latest_revision_id!;
+    expect(await settled(created.id, second)).toBe('DEPLOYED');
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('GREETING=bonjour');
+
+    expect((await deployments.deleteSecret(tenant, created.id, 'GREETING')).secret_names).toEqual([]);
+    const third = (await deployments.redeploy(tenant, created.id, second)).latest_revision_id!;
+    expect(await settled(created.id, third)).toBe('DEPLOYED');
+    expect(await echo(await deployments.resolve(created.id), 'hi')).toBe('GREETING=(unset)');
+    await deployments.delete(tenant, created.id);
+  }, 180_000);
 });

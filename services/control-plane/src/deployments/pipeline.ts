@@ -478,7 +478,7 @@ export class RevisionPipeline {
   }
 
   private async spec(deployment: DeploymentRow, revision: RevisionRow): Promise<RevisionSpec> {
-    const secrets = Object.fromEntries((await this.deps.store.secrets(deployment.id)).map((s) => [s.name, this.deps.secretBox.open(s.sealed)]));
+    const secrets = Object.fromEntries((await this.deps.store.secrets.sealed(deployment.id)).map((s) => [s.name, this.deps.secretBox.open(s.sealed)]));
     const resourceSpec = (deployment.source_config.resource_spec ?? {}) as { min_scale?: number; cpu?: number; memory_mb?: number };
     const artifact: RevisionArtifact =
       revision.source === 'external_docker'

@@ -183,6 +183,8 @@ export function deploymentHandlers(deployments: Deployments, streams: Deployment
       };
     },
     getDeploymentsHealth: async () => ({ unhealthyDeployments: await deployments.unhealthyCount() }),
+    setSecret: async (r) => ({ deployment: deploymentMessage(await deployments.setSecret(r.tenantId, r.deploymentId, r.name, r.value)) }),
+    deleteSecret: async (r) => ({ deployment: deploymentMessage(await deployments.deleteSecret(r.tenantId, r.deploymentId, r.name)) }),
     rotateWebhookSecret: async (r) => {
       const { secret, createdAt } = await deployments.rotateWebhookSecret(r.tenantId, r.deploymentId);
       return { secret, createdAt: timestampFromDate(createdAt) };

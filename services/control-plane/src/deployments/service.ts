@@ -14,6 +14,7 @@ import type { RevisionPipeline } from './pipeline.js';
 import { RevisionConfig } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import type { SecretBox } from '@berth/secret-box';
+import type { SealedSecret } from './secret-store.js';
 import type { DeploymentRow, DeploymentStore, NewRevision, ResolvedDeployment, RevisionRow } from './store.js';
 import type { DeploymentSource } from './tables.js';
 
@@ -66,6 +67,13 @@ export interface DeploymentsOptions {
    * @default 50
    */
   maxDeploymentsPerTenant?: number;
+  /**
+   * Most secrets one deployment may have: each is an environment variable of its agent servers,
+   * sealed in the control plane's database. A list longer than this is a 422; setting one more by
+   * name a 429.
+   * @default 200
+   */
+  maxSecretsPerDeployment?: number;
 }
 
 function problem(loc: (string | number)[], msg: string): RequestValidationError {
@@ -85,6 +93,7 @@ export class Deployments {
   private readonly maxUploadBytes: number;
   private readonly maxResources: { cpu?: number; memoryMb?: number };
   private readonly maxDeploymentsPerTenant: number;
+  private readonly maxSecretsPerDeployment: number;
 
   constructor(
     private readonly store: DeploymentStore,
@@ -94,6 +103,7 @@ export class Deployments {
   ) {
     this.maxUploadBytes = options.maxUploadBytes ?? 200 * 1024 * 1024;
     this.maxDeploymentsPerTenant = options.maxDeploymentsPerTenant ?? 50;
+    this.maxSecretsPerDeployment = options.maxSecretsPerDeployment ?? 200;
     this.maxResources = options.maxResources ?? {};
   }
 
@@ -184,6 +194,22 @@ export class Deployments {
     for (const revisionId of interrupted) this.pipeline.interrupt(revisionId);
     if (revision?.status === 'QUEUED') await this.pipeline.build(revision.id);
     return this.view(deployment);
+  }
+
+  /**
+   * Adds one secret or replaces its value. Like a PATCH of `secrets`, this makes no revision: the
+   * agent servers running now keep the environment they started with, and the next revision
+   * deployed (a new source, a redeploy) gets the new value.
+   */
+  async setSecret(tenantId: string, deploymentId: string, name: string, value: string): Promise<DeploymentView> {
+    if (!isSecretName(name)) throw problem(['path', 'name'], SECRET_NAME_RULE);
+    const secret = { name, sealed: this.secretBox.seal(value) };
+    return this.view(await this.store.setSecret(tenantId, deploymentId, secret, this.maxSecretsPerDeployment));
+  }
+
+  /** Removes one secret (no revision, as setSecret); NotFoundError when there is none of that name. */
+  async deleteSecret(tenantId: string, deploymentId: string, name: string): Promise<DeploymentView> {
+    return this.view(await this.store.removeSecret(tenantId, deploymentId, name));
   }
 
   async delete(tenantId: string, id: string): Promise<void> {
@@ -310,7 +336,9 @@ export class Deployments {
     return { ...revision, source_upload_id: ref.uploadId };
   }
 
-  private seal(secrets: { name: string; value: string }[]): { name: string; sealed: Buffer }[] {
+  private seal(secrets: { name: string; value: string }[]): SealedSecret[] {
+    const max = this.maxSecretsPerDeployment;
+    if (secrets.length > max) throw problem(['body', 'secrets'], `at most ${max} secrets per deployment on this platform`);
     const seen = new Set<string>();
     return secrets.map((secret, index) => {
       if (!isSecretName(secret.name)) throw problem(['body', 'secrets', index, 'name'], SECRET_NAME_RULE);
@@ -326,7 +354,7 @@ export class Deployments {
 
   private async views(rows: DeploymentRow[]): Promise<DeploymentView[]> {
     const [names, revisions] = await Promise.all([
-      this.store.secretNames(rows.map((r) => r.id)),
+      this.store.secrets.names(rows.map((r) => r.id)),
       this.store.revisionDetails(rows.flatMap((r) => [r.latest_revision_id, r.active_revision_id].filter((id): id is string => id !== null))),
     ]);
     return rows.map((row) => {

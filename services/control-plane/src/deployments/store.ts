@@ -5,13 +5,14 @@
  * meanwhile) changes nothing and is told so.
  */
 import { ConflictError, NotFoundError, ResourceExhaustedError } from '@berth/errors';
-import { isForeignKeyViolation, isUniqueViolation, sql, type Kysely, type Selectable } from '@berth/db';
+import { isForeignKeyViolation, isUniqueViolation, sql, type Kysely, type Selectable, type Updateable } from '@berth/db';
 import { isUuid } from '@berth/ids';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { deploymentStatus, type DeploymentStatus } from './deployment-status.js';
 import { storedRevisionConfig, type RevisionConfig } from './revision-config.js';
 import { revisionLifecycle, type RevisionStatus } from './revision-lifecycle.js';
 import { LogStore } from './log-store.js';
+import { SecretStore, type SealedSecret } from './secret-store.js';
 import { REVISION_INTERRUPTS_CHANNEL, REVISION_LOGS_CHANNEL, announce, notify } from './notifications.js';
 import type { DeploymentTables, DeploymentsTable, RevisionsTable } from './tables.js';
 
@@ -76,9 +77,12 @@ export interface ResolvedDeployment {
 export class DeploymentStore {
   /** The revisions' build and deploy logs. */
   readonly logs: LogStore;
+  /** The deployments' secrets (sealed). */
+  readonly secrets: SecretStore;
 
   constructor(private readonly db: Kysely<DeploymentTables>) {
     this.logs = new LogStore(db);
+    this.secrets = new SecretStore(db);
   }
 
   async create(
@@ -86,7 +90,7 @@ export class DeploymentStore {
       source_config: Record<string, unknown>;
     },
     revision: NewRevision,
-    secrets: { name: string; sealed: Buffer }[],
+    secrets: SealedSecret[],
     webhookSecret: Buffer,
     /** Most deployments the tenant may have; unset: no limit here. */
     maxPerTenant?: number,
@@ -100,12 +104,7 @@ export class DeploymentStore {
           .returningAll()
           .executeTakeFirstOrThrow();
         await this.insertRevision(tx, row.id, revision);
-        if (secrets.length) {
-          await tx
-            .insertInto('deployment_secrets')
-            .values(secrets.map((s) => ({ deployment_id: row.id, name: s.name, value_encrypted: s.sealed })))
-            .execute();
-        }
+        await this.secrets.replaceAll(tx, row.id, secrets);
         await tx.insertInto('deployment_webhook_secrets').values({ deployment_id: row.id, value_encrypted: webhookSecret }).execute();
         await announce(tx, [row.id]);
         return row;
@@ -166,46 +165,68 @@ export class DeploymentStore {
   async update(
     tenantId: string,
     id: string,
-    change: { sourceConfig?: Record<string, unknown>; revision?: NewRevision; secrets?: { name: string; sealed: Buffer }[] },
+    change: { sourceConfig?: Record<string, unknown>; revision?: NewRevision; secrets?: SealedSecret[] },
   ): Promise<{ deployment: DeploymentRow; interrupted: string[] }> {
     return this.db.transaction().execute(async (tx) => {
-      const current = await tx
-        .selectFrom('deployments')
-        .selectAll()
-        .where('id', '=', id)
-        .where('tenant_id', '=', tenantId)
-        .where('deleting', '=', false)
-        .forUpdate()
-        .executeTakeFirst();
-      if (!current) throw new NotFoundError(`Deployment ID ${id} not found.`);
+      await this.locked(tx, tenantId, id);
       let interrupted: string[] = [];
       if (change.revision) {
         const rows = await this.move({ deploymentId: id }, 'INTERRUPTED', { status_message: `replaced by revision ${change.revision.id}` }, tx);
         interrupted = rows.map((r) => r.id);
         await this.insertRevision(tx, id, change.revision);
       }
-      if (change.secrets) {
-        await tx.deleteFrom('deployment_secrets').where('deployment_id', '=', id).execute();
-        if (change.secrets.length) {
-          await tx
-            .insertInto('deployment_secrets')
-            .values(change.secrets.map((s) => ({ deployment_id: id, name: s.name, value_encrypted: s.sealed })))
-            .execute();
-        }
-      }
-      const deployment = await tx
-        .updateTable('deployments')
-        .set({
-          updated_at: new Date(),
-          ...(change.sourceConfig ? { source_config: JSON.stringify(change.sourceConfig) } : {}),
-          ...(change.revision ? { latest_revision_id: change.revision.id } : {}),
-        })
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await announce(tx, [id]);
+      if (change.secrets) await this.secrets.replaceAll(tx, id, change.secrets);
+      const deployment = await this.touched(tx, id, {
+        ...(change.sourceConfig ? { source_config: JSON.stringify(change.sourceConfig) } : {}),
+        ...(change.revision ? { latest_revision_id: change.revision.id } : {}),
+      });
       return { deployment, interrupted };
     });
+  }
+
+  /** Adds one secret or replaces its value (no revision: see Deployments.setSecret); the deployment as it is now. */
+  async setSecret(tenantId: string, id: string, secret: SealedSecret, maxPerDeployment: number): Promise<DeploymentRow> {
+    return this.db.transaction().execute(async (tx) => {
+      await this.locked(tx, tenantId, id);
+      await this.secrets.set(tx, id, secret, maxPerDeployment);
+      return this.touched(tx, id);
+    });
+  }
+
+  /** Removes one secret; NotFoundError when the deployment or the secret does not exist. */
+  async removeSecret(tenantId: string, id: string, name: string): Promise<DeploymentRow> {
+    return this.db.transaction().execute(async (tx) => {
+      await this.locked(tx, tenantId, id);
+      await this.secrets.remove(tx, id, name);
+      return this.touched(tx, id);
+    });
+  }
+
+  /** The tenant's deployment (not being deleted), its row locked until the transaction ends; NotFoundError otherwise. */
+  private async locked(tx: Kysely<DeploymentTables>, tenantId: string, id: string): Promise<DeploymentRow> {
+    if (!isUuid(id) || !isUuid(tenantId)) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    const row = await tx
+      .selectFrom('deployments')
+      .selectAll()
+      .where('id', '=', id)
+      .where('tenant_id', '=', tenantId)
+      .where('deleting', '=', false)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) throw new NotFoundError(`Deployment ID ${id} not found.`);
+    return row;
+  }
+
+  /** Writes a change of a locked deployment with a new updated_at, and tells its watchers. */
+  private async touched(tx: Kysely<DeploymentTables>, id: string, set: Updateable<DeploymentsTable> = {}): Promise<DeploymentRow> {
+    const deployment = await tx
+      .updateTable('deployments')
+      .set({ ...set, updated_at: new Date() })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await announce(tx, [id]);
+    return deployment;
   }
 
   /** Marks a deployment for deletion (it disappears from the API at once); false when unknown. */
@@ -234,19 +255,6 @@ export class DeploymentStore {
     await notify(this.db, REVISION_LOGS_CHANNEL, revisions);
   }
 
-  async secretNames(deploymentIds: string[]): Promise<Map<string, string[]>> {
-    const names = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
-    if (!deploymentIds.length) return names;
-    const rows = await this.db
-      .selectFrom('deployment_secrets')
-      .select(['deployment_id', 'name'])
-      .where('deployment_id', 'in', deploymentIds)
-      .orderBy('name')
-      .execute();
-    for (const row of rows) names.get(row.deployment_id)!.push(row.name);
-    return names;
-  }
-
   /** Status, source_revision_config and health of each of these revisions, by revision id (one query for a page of deployments). */
   async revisionDetails(
     revisionIds: string[],
@@ -258,11 +266,6 @@ export class DeploymentStore {
       .where('id', 'in', revisionIds)
       .execute();
     return new Map(rows.map((details) => [details.id, revisionRow(details)]));
-  }
-
-  async secrets(deploymentId: string): Promise<{ name: string; sealed: Buffer }[]> {
-    const rows = await this.db.selectFrom('deployment_secrets').select(['name', 'value_encrypted']).where('deployment_id', '=', deploymentId).execute();
-    return rows.map((r) => ({ name: r.name, sealed: r.value_encrypted }));
   }
 
   /** The deployment's sealed webhook signing secret; undefined for one made before they existed. */

@@ -17,6 +17,7 @@ import { createRpcClient } from '@berth/rpc';
 import { SecretBox } from '@berth/secret-box';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
 import { start, type RunningControlPlane } from '../index.js';
+import { kubeAgentEnv } from '../__tests__/kube-agent-env.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 
 const tenant = randomUUID();
@@ -47,19 +48,7 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** The env a revision's agent servers get: the deployment's Secret once that revision wrote it (its credential is the revision's own). */
-async function agentEnv(revisionId: string): Promise<Record<string, string>> {
-  const credential = new SecretBox(secretKey).deploymentCredential(revisionId);
-  return until(
-    `the Secret of revision ${revisionId}`,
-    () => {
-      const secret = fake.store.list('secrets', 'berth')[0] as { data: Record<string, string> } | undefined;
-      const env = Object.fromEntries(Object.entries(secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-      return env.BERTH_DEPLOYMENT_CREDENTIAL === credential ? env : undefined;
-    },
-    30_000,
-  );
-}
+const agentEnv = (revisionId: string) => kubeAgentEnv(fake, secretKey, revisionId);
 
 async function sealedAtRest(deploymentId: string): Promise<Buffer> {
   const client = new pg.Client({ connectionString: db.url });

@@ -10,6 +10,12 @@ type Condition = RawBuilder<unknown>;
 
 const OPERATORS: Record<Comparator, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
+/**
+ * Run metadata lives in `extra.metadata`, as LangSmith clients send it. The payload columns are
+ * stored as `json` (text; cheap to export), so the object a filter tests is cast to jsonb here.
+ */
+const METADATA = sql`(CASE WHEN json_typeof(extra->'metadata') = 'object' THEN (extra->'metadata')::jsonb ELSE '{}'::jsonb END)`;
+
 /** SQL of each plain field (metadata and feedback fields are compiled on their own). */
 const COLUMNS: Partial<Record<FilterField, Condition>> = {
   id: sql`id`,
@@ -25,6 +31,7 @@ const COLUMNS: Partial<Record<FilterField, Condition>> = {
   prompt_tokens: sql`prompt_tokens`,
   completion_tokens: sql`completion_tokens`,
   is_root: sql`is_root`,
+  thread_id: sql`(${METADATA}->>'thread_id')`,
 };
 
 const CASTS: Partial<Record<FilterField, string>> = {
@@ -40,11 +47,6 @@ const CASTS: Partial<Record<FilterField, string>> = {
   is_root: 'boolean',
 };
 
-/**
- * Run metadata lives in `extra.metadata`, as LangSmith clients send it. The payload columns are
- * stored as `json` (text; cheap to export), so the object a filter tests is cast to jsonb here.
- */
-const METADATA = sql`(CASE WHEN json_typeof(extra->'metadata') = 'object' THEN (extra->'metadata')::jsonb ELSE '{}'::jsonb END)`;
 const FEEDBACK = sql`(CASE WHEN json_typeof(feedback_stats) = 'object' THEN feedback_stats::jsonb ELSE '{}'::jsonb END)`;
 
 export function compileFilter(node: FilterNode): Condition {

@@ -23,6 +23,7 @@ describe('parser', () => {
     'gte(latency, "500ms")',
     'eq(is_root, true)',
     'and(eq(metadata_key, "user"), eq(metadata_value, "bob"))',
+    'eq(thread_id, "6f1c")',
     '  OR ( eq(status,"error") , lt(total_tokens, 1e3) )  ',
   ])('accepts %s', (text) => {
     expect(() => parseFilter(text)).not.toThrow();
@@ -98,7 +99,7 @@ describe('compiled filters on Postgres', () => {
         end_time: at(6),
         tags: ['prod'],
         total_tokens: 100,
-        extra: { metadata: { user: 'bob', env: 'prod' } },
+        extra: { metadata: { user: 'bob', env: 'prod', thread_id: 't-1' } },
         feedback_stats: { Correctness: { n: 1, avg: 0 } },
       },
       {
@@ -123,7 +124,7 @@ describe('compiled filters on Postgres', () => {
         run_type: 'chain',
         start_time: at(3),
         inputs: { text: 'a needle at 100%' },
-        extra: { metadata: { role: 'bob' } },
+        extra: { metadata: { role: 'bob', thread_id: 't-2' } },
       },
       {
         op: 'create',
@@ -177,6 +178,10 @@ describe('compiled filters on Postgres', () => {
     ['and(eq(metadata_key, "user"), eq(metadata_value, "bob"))', ['chat']],
     ['eq(metadata_value, "bob")', ['chat', 'quoted']],
     ['eq(metadata_key, "user")', ['chat', 'retrieve']],
+    // The console's link to a thread's runs (metadata.thread_id, as LangGraph and the langsmith client set it).
+    ['eq(thread_id, "t-1")', ['chat']],
+    ['in(thread_id, ["t-1", "t-2"])', ['chat', 'quoted']],
+    ['eq(thread_id, null)', ['agent', 'retrieve']],
     ['and(eq(feedback_key, "Correctness"), eq(feedback_score, 0.0))', ['chat']],
     ['gt(feedback_score, 0.5)', ['agent']],
     ['or(neq(error, null), and(eq(feedback_key, "Correctness"), eq(feedback_score, 0)))', ['chat', 'retrieve']],

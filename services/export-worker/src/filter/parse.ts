@@ -60,6 +60,8 @@ export const FILTER_FIELDS = {
   is_root: 'bool',
   metadata_key: 'text',
   metadata_value: 'text',
+  /** `extra.metadata.thread_id`: the thread a run belongs to (the console links a thread's runs with it). */
+  thread_id: 'nullable_text',
   feedback_key: 'text',
   feedback_score: 'number',
 } as const satisfies Record<string, FieldType>;
@@ -216,7 +218,7 @@ class Parser {
       if (ORDERED[FILTER_FIELDS[field]] || FILTER_FIELDS[field] === 'tags' || FILTER_FIELDS[field] === 'bool') {
         throw new FilterSyntaxError(
           at,
-          'a field with a list of values (id, trace_id, name, run_type, status, error, metadata_key, metadata_value, feedback_key)',
+          'a field with a list of values (id, trace_id, name, run_type, status, error, metadata_key, metadata_value, thread_id, feedback_key)',
           `'${field}'`,
         );
       }

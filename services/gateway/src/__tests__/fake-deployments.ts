@@ -329,6 +329,20 @@ export class FakeDeploymentService {
         this.webhookSecrets.set(req.deploymentId, secret);
         return { secret, createdAt: timestampFromDate(new Date()) };
       },
+      setSecret: async (req: { tenantId: string; deploymentId: string; name: string; value: string }) => {
+        record('setSecret', req);
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        this.secrets.get(deployment.id)!.set(req.name, req.value);
+        deployment.updatedAt = new Date();
+        return { deployment: this.out(deployment) };
+      },
+      deleteSecret: async (req: { tenantId: string; deploymentId: string; name: string }) => {
+        record('deleteSecret', req);
+        const deployment = this.deployment(req.tenantId, req.deploymentId);
+        if (!this.secrets.get(deployment.id)!.delete(req.name)) throw new NotFoundError(`Deployment ID ${deployment.id} has no secret ${req.name}.`);
+        deployment.updatedAt = new Date();
+        return { deployment: this.out(deployment) };
+      },
       getDeploymentsHealth: async () => {
         record('getDeploymentsHealth', {});
         return { unhealthyDeployments: [...this.deployments.values()].filter((d) => d.status === 'UNHEALTHY').length };

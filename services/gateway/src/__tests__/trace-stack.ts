@@ -25,8 +25,8 @@ export interface TraceStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack on a database named after `name`; `clock` is the export-worker's. */
-export async function startTraceStack(name: string, options: { clock?: Clock } = {}): Promise<TraceStack> {
+/** Starts the stack on a database named after `name`; `clock` is the export-worker's, `controlPlane` the gateway's (none by default). */
+export async function startTraceStack(name: string, options: { clock?: Clock; controlPlane?: string } = {}): Promise<TraceStack> {
   let testDb: TestDatabase | undefined;
   let worker: RunningExportWorker | undefined;
   let gateway: RunningGateway | undefined;
@@ -48,7 +48,8 @@ export async function startTraceStack(name: string, options: { clock?: Clock } =
       },
       silentLogger(),
     );
-    gateway = await start({ ...testGatewayConfig(testDb.url, ''), services: { 'export-worker': worker.address } }, silentLogger());
+    const services = { 'export-worker': worker.address, ...(options.controlPlane ? { 'control-plane': options.controlPlane } : {}) };
+    gateway = await start({ ...testGatewayConfig(testDb.url, ''), services }, silentLogger());
     const a = await gateway.store.createTenant({ name: `${name}-a` });
     const b = await gateway.store.createTenant({ name: `${name}-b` });
     const keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;

@@ -27,6 +27,8 @@ import {
   RevisionOut,
   RevisionPath,
   revisionStatuses,
+  SecretPath,
+  SetSecretBody,
   UNKNOWN_STATUS,
   UpdateDeploymentBody,
   WebhookSecretOut,
@@ -109,6 +111,17 @@ export function revisionJson(r: Revision): z.input<typeof RevisionOut> {
 function struct(value: object): JsonObject {
   return JSON.parse(JSON.stringify(value)) as JsonObject;
 }
+
+/**
+ * When a change of secrets reaches the agent servers, said once for every route that changes them
+ * (Deployments.setSecret in the control plane decides it).
+ */
+const SECRET_CHANGE_TAKES_EFFECT =
+  'Like `secrets` in a PATCH, this makes no revision and restarts nothing: the agent servers running now keep the ' +
+  'environment they started with (`latest_revision_id` and the revisions list stay as they were), and the next ' +
+  'revision to deploy, one on its way now included, gets the change. To apply it now, deploy the serving revision ' +
+  'again (`POST /v2/deployments/{deployment_id}/revisions/{active_revision_id}/redeploy`): the change is live once ' +
+  'that new revision is DEPLOYED.';
 
 function secretsOf(secrets: { name: string; value: string }[]): Secret[] {
   return secrets.map((s) => ({ name: s.name, value: s.value }) as Secret);
@@ -230,6 +243,41 @@ export function deploymentRoutes(api: GatewayApi, deps: DeploymentRouteDeps): vo
       errors: [404, 503],
       handler: async ({ params, auth }) => {
         await rpc().deleteDeployment({ tenantId: auth.tenantId, deploymentId: deploymentIdOf(params.deployment_id) });
+      },
+    })
+    .route({
+      method: 'put',
+      path: '/v2/deployments/{deployment_id}/secrets/{name}',
+      access: ['api_key', 'access_token', 'session'],
+      summary: 'Set one secret (an environment variable of the agent server)',
+      description:
+        'Adds the secret `name` or replaces its value; the other secrets stay as they are. The value is stored ' +
+        'encrypted and never returned: the answer is the deployment, which lists secret names only. ' +
+        SECRET_CHANGE_TAKES_EFFECT +
+        ' A deployment has at most 200 secrets (fewer when the operator sets `BERTH_MAX_SECRETS_PER_DEPLOYMENT`): ' +
+        'a new name past that is a 429.',
+      tags,
+      params: SecretPath,
+      body: SetSecretBody,
+      response: DeploymentOut,
+      errors: [404, 429, 503],
+      handler: async ({ params, body, auth, req }) => {
+        const deploymentId = deploymentIdOf(params.deployment_id);
+        const answer = await rpc().setSecret({ tenantId: auth.tenantId, deploymentId, name: params.name, value: body.value });
+        return deploymentJson(found(answer.deployment, `Deployment ID ${deploymentId}`), urlOf(req, deploymentId));
+      },
+    })
+    .route({
+      method: 'delete',
+      path: '/v2/deployments/{deployment_id}/secrets/{name}',
+      access: ['api_key', 'access_token', 'session'],
+      summary: 'Remove one secret',
+      description: 'Removes the secret `name`; 404 when the deployment has no secret of that name. ' + SECRET_CHANGE_TAKES_EFFECT,
+      tags,
+      params: SecretPath,
+      errors: [404, 503],
+      handler: async ({ params, auth }) => {
+        await rpc().deleteSecret({ tenantId: auth.tenantId, deploymentId: deploymentIdOf(params.deployment_id), name: params.name });
       },
     })
     .route({
