@@ -1,5 +1,5 @@
 /**
- * Share links of traces and threads (see migrations/0006_trace_shares.sql): a random token per
+ * Share links of traces and threads (see migrations/0007_trace_shares.sql): a random token per
  * shared trace or thread, sealed at rest and looked up by its hash. Sharing what is shared answers
  * the same token; unsharing revokes it for good.
  */
