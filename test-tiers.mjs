@@ -162,6 +162,8 @@ export default {
     'services/gateway/src/routes/sandboxes/exec-socket.test.ts',
     'services/gateway/src/routes/sandboxes/manager.test.ts',
     'services/gateway/src/routes/sandboxes/requests.test.ts',
+    'services/gateway/src/routes/traces/read-v2.test.ts',
+    'services/gateway/src/routes/traces/share.test.ts',
     'services/gateway/src/routes/traces/stats.test.ts',
     'services/gateway/src/routes/traces/traces.test.ts',
     'services/gateway/src/trace-auth.test.ts',

@@ -331,7 +331,7 @@ describe('berth dev', () => {
     expect(res.stderr).toContain('no nope.json here');
   });
 
-  it('traces runs into the platform it finds, in a project named after the folder; --no-trace and the developer’s own LANGSMITH_* settings turn that off', async () => {
+  it('traces runs into the platform it finds, in a project of its own named after the folder (never the deployment’s); --no-trace and the developer’s own LANGSMITH_* settings turn that off', async () => {
     // The platform's side of it: the key check (/v1/me) and the trace API's ingest.
     const sessions: string[] = [];
     const keys: string[] = [];
@@ -349,7 +349,8 @@ describe('berth dev', () => {
     const tracesLine = /ready at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*traces: [^\n]*\n/;
     try {
       const url = await startDev([], tracesLine, settings);
-      const folder = basename(project);
+      // A deployment of this folder traces into the project named after it: berth dev's is `<folder> (dev)`.
+      const folder = `${basename(project)} (dev)`;
       expect(output()).toContain(`traces: ${server.url}, project ${folder}`);
       expect(await reply(url, 'traced')).toMatch(/: traced$/);
       await until('the run’s trace', async () => (sessions.length ? true : undefined));

@@ -197,7 +197,7 @@ describe('berth dev', () => {
     if (cluster && !cluster.startsWith(folder)) await rm(cluster, { recursive: true, force: true });
   });
 
-  it('traces a run into the project named after the folder, through the real gateway and export-worker', async () => {
+  it('traces a run into a project of its own named after the folder, `<folder> (dev)`, through the real gateway and export-worker', async () => {
     folder = await projectFolder('my-dev-agent');
     await symlink(join(repo, 'node_modules'), join(folder, 'node_modules'));
     await mkdir(join(temp, 'dev-config'), { recursive: true });
@@ -208,27 +208,29 @@ describe('berth dev', () => {
     });
     dev = started;
     const [, url] = await started.waitForOutput(/ready at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*traces: [^\n]*\n/, { timeoutMs: 100_000 });
-    expect(started.output()).toContain(`traces: ${platform.url}, project ${basename(folder)}`);
+    expect(started.output()).toContain(`traces: ${platform.url}, project ${basename(folder)} (dev)`);
 
     const run = await agentRun(url!)('from dev');
-    const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]).catch((error: Error) => {
+    const runs = await tracedRuns(traces(keyA), 'my-dev-agent (dev)', [run.id]).catch((error: Error) => {
       throw new Error(`${error.message}; berth dev printed:\n${started.output()}`);
     });
     const { root, nodes, llm } = trace(runs, run.id);
     expect(root).toMatchObject({ name: 'LangGraph', status: 'success' });
     expect(nodes.map((r) => r.name).sort()).toEqual(['answer', 'plan']);
     expect(llm.map((r) => r.total_tokens)).toEqual([18]);
-    await expect(traces(keyB).readProject({ projectName: 'my-dev-agent' })).rejects.toThrow(/not found/);
+    await expect(traces(keyB).readProject({ projectName: 'my-dev-agent (dev)' })).rejects.toThrow(/not found/);
   }, 120_000);
 
-  it('deploying the folder berth dev traced keeps tracing into the project of that name', async () => {
-    // The usual path: `berth dev` in my-dev-agent/ (the test above) traced into project my-dev-agent,
-    // then `berth deploy` there makes the deployment my-dev-agent, whose runs trace into the same project.
-    const project = await traces(keyA).readProject({ projectName: 'my-dev-agent' });
+  it("the deployment of the folder berth dev traced traces into its own project, never berth dev's", async () => {
+    // The usual path: `berth dev` in my-dev-agent/ (the test above) traced into "my-dev-agent (dev)",
+    // then `berth deploy` there makes the deployment my-dev-agent, whose runs trace into project my-dev-agent.
+    const devProject = await traces(keyA).readProject({ projectName: 'my-dev-agent (dev)' });
     const result = await deploy(folder);
     const run = await agentRun(result.deployment_url, keyA)('deployed');
     expect(run.status).toBe('success');
     const runs = await tracedRuns(traces(keyA), 'my-dev-agent', [run.id]);
+    const project = await traces(keyA).readProject({ projectName: 'my-dev-agent' });
+    expect(project.id).not.toBe(devProject.id);
     expect(trace(runs, run.id).root).toMatchObject({ name: 'LangGraph', status: 'success', session_id: project.id });
     // The deployment names that project as its own, so an export of its session_id has these runs.
     const deployment = (await (await fetch(`${platform.url}/v2/deployments/${result.deployment_id}`, { headers: { 'x-api-key': keyA } })).json()) as {

@@ -27,5 +27,7 @@ export interface Readiness {
 }
 
 export interface Info {
+  /** The LangSmith version whose API the gateway matches (what the langsmith SDK checks). */
   version: string;
+  berth_version: string;
 }

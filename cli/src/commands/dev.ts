@@ -9,6 +9,7 @@ import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { startAgentServer } from '@berth/agent-runtime';
+import { devTracingProject } from '@berth/ids';
 import { loadProjectConfig, loadProjectEnv } from '@berth/langgraph-project';
 import { PostgresServer, portOrFree } from '@berth/local-stack';
 import { createLogger } from '@berth/log';
@@ -126,8 +127,9 @@ async function startDev(
     databaseUrl = (await postgres.start()).connectionString;
   }
   if (hooks.stopRequested()) return undefined;
-  // Runs are traced into the Berth platform found here, in a project named after the folder.
-  const tracing = await devTracing(env, projectEnv(configPath), basename(projectDir), options.trace);
+  // Runs are traced into the Berth platform found here, in a project of their own named after the
+  // folder (`<folder> (dev)`): never the project of a deployment of that folder.
+  const tracing = await devTracing(env, projectEnv(configPath), devTracingProject(basename(projectDir)), options.trace);
   const webhooks = await devWebhookSecret(stateDir);
   const port = await portOrFree(requested);
   if (hooks.stopRequested()) return undefined;

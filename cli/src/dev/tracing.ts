@@ -1,7 +1,7 @@
 /**
  * Where `berth dev` traces its runs: into the Berth platform the connection resolver finds (the one
- * `berth up` started, or BERTH_HOST_URL with BERTH_API_KEY), in a tracing project named after the
- * project's folder — unless `--no-trace`, or the developer set LANGSMITH_TRACING / LANGSMITH_ENDPOINT
+ * `berth up` started, or BERTH_HOST_URL with BERTH_API_KEY), in a tracing project of its own (`<folder> (dev)`, never a
+ * deployment's) — unless `--no-trace`, or the developer set LANGSMITH_TRACING / LANGSMITH_ENDPOINT
  * (in the shell or the project's env file): then their own setting applies and Berth adds nothing.
  */
 import { CliError } from '../client.js';

@@ -93,7 +93,7 @@ function StatusPage() {
       <p className="mt-1 text-sm text-slate-700 dark:text-slate-300">
         Berth version{' '}
         <span data-testid="version" className="font-mono">
-          {info.data?.version ?? '…'}
+          {info.data?.berth_version ?? '…'}
         </span>
       </p>
       <section aria-labelledby="services-heading" className="mt-6">

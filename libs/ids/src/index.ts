@@ -58,6 +58,14 @@ export function isSecretName(value: string): boolean {
 }
 
 /**
+ * The tracing project `berth dev` traces a folder into: the folder's name and ` (dev)`, so that a
+ * deployment of the same folder (whose project is named after the deployment) never shares it.
+ */
+export function devTracingProject(folder: string): string {
+  return `${folder} (dev)`;
+}
+
+/**
  * A deployment's tracing credential, `brt_trace_<deployment id>_<mac>`: what its agent server traces
  * with. The control plane makes it (the mac derived from the platform key); the gateway reads the
  * deployment id from it and asks the control plane for the credential it expects.

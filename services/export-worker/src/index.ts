@@ -22,6 +22,7 @@ import { BulkExportService, TraceService } from '@berth/proto';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
 import { traceHandlers } from './traces/rpc.js';
+import { TraceShares } from './traces/trace-shares.js';
 
 export type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 export { Destinations, DestinationGoneError } from './destinations/destinations.js';
@@ -79,7 +80,8 @@ export async function start(
   const exportDb = database.db.withTables<BulkExportTables>();
   const clock = settings.clock ?? systemClock;
   const exportStore = new ExportStore(exportDb);
-  const destinations = new Destinations(exportDb, new SecretBox(config.secretKey), {
+  const secrets = new SecretBox(config.secretKey);
+  const destinations = new Destinations(exportDb, secrets, {
     logger,
     clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false },
   });
@@ -115,7 +117,7 @@ export async function start(
       internalToken: config.internalToken,
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
-        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), clock));
+        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), new TraceShares(database.db, secrets), clock));
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
       },
     });

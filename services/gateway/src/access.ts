@@ -5,7 +5,8 @@
  * (route-access.txt, route-access.test.ts).
  */
 import type { Principal } from '@berth/auth';
-import type { Api } from '@berth/http';
+import type { Api, RouteSpec } from '@berth/http';
+import type { z } from 'zod';
 
 /**
  * `api_key`: a tenant's API key; `access_token`: a bearer token; `session`: a console session (the
@@ -15,6 +16,20 @@ export type GatewayCredential = Principal['credential']['type'];
 
 /** The gateway's route registry. */
 export type GatewayApi = Api<Principal, GatewayCredential>;
+
+/**
+ * A route served at more than one path (LangSmith's classic and `/api/v1` paths), declared once:
+ * `api.route({ ...spec, path: '/sessions' }).route({ ...spec, path: '/api/v1/sessions' })`, each
+ * path still a literal where it is served.
+ */
+export function routeSpec<
+  P extends z.ZodType = z.ZodObject<{}>,
+  Q extends z.ZodType = z.ZodObject<{}>,
+  B extends z.ZodType = z.ZodUndefined,
+  R extends z.ZodType = z.ZodVoid,
+>(spec: Omit<RouteSpec<Principal, P, Q, B, R, GatewayCredential>, 'path'>): Omit<RouteSpec<Principal, P, Q, B, R, GatewayCredential>, 'path'> {
+  return spec;
+}
 
 /**
  * What the deployment proxy (`/d/{deployment_id}/…`, not an Api route) takes, where the project has

@@ -62,6 +62,8 @@ export interface GatewayAppDeps {
   loginTokenTtlSeconds?: number;
   /** @default 20 */
   loginRateLimit?: number;
+  /** Reads of shared traces (`/api/v2/public/…`) per client address and minute. @default 120 */
+  publicTraceReadRateLimit?: number;
   /**
    * Console sessions (see GatewayConfig.consoleSessions).
    * @default the store's, with DEFAULT_SESSION_LIMITS on the system clock
@@ -149,6 +151,8 @@ export function gatewayApi(deps: GatewayAppDeps, { auth, sessions } = gatewayAut
     exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined),
     logger: deps.logger,
     ...(deps.traceLimits ? { limits: deps.traceLimits } : {}),
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    publicLimiter: new RateLimiter({ limit: deps.publicTraceReadRateLimit ?? 120, what: 'reads of shared traces' }),
   });
   bulkExportRoutes(api, { exportWorker: deps.exportWorker ?? new ExportWorkerClients(undefined) });
   sandboxRoutes(api, { manager: deps.sandboxManager ?? new SandboxManagerClients(undefined), ...(deps.publicUrl ? { publicUrl: deps.publicUrl } : {}) });

@@ -6,7 +6,18 @@
 import type { Clock } from '@berth/clock';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
-import { RunOperationKind, TraceService, timestampDate, timestampFromDate, type RunStatsSchema, type SessionSchema, type Timestamp } from '@berth/proto';
+import {
+  RunOperationKind,
+  ShareKind,
+  type SharedSubject,
+  TraceService,
+  timestampDate,
+  timestampFromDate,
+  type RunStatsSchema,
+  type SessionSchema,
+  type ThreadSummarySchema,
+  type Timestamp,
+} from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImplementation } from '@berth/rpc';
 import { FilterSyntaxError, parseFilter, type FilterNode } from '../filter/parse.js';
@@ -14,10 +25,13 @@ import type { TraceIngest } from './ingest.js';
 import { runDocument } from './run-document.js';
 import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
 import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run-stats.js';
+import { decodeThreadCursor, encodeThreadCursor, type ThreadRow } from './run-threads.js';
+import type { ShareSubject, TraceShares } from './trace-shares.js';
 import type { SessionRow, TraceStore } from './trace-store.js';
 
 type SessionMessage = MessageInitShape<typeof SessionSchema>;
 type RunStatsMessage = MessageInitShape<typeof RunStatsSchema>;
+type ThreadMessage = MessageInitShape<typeof ThreadSummarySchema>;
 
 /** Largest page of runs or projects one call answers. */
 export const MAX_PAGE = 100;
@@ -42,6 +56,17 @@ function statsMessage(stats: RunStats): RunStatsMessage {
   };
 }
 
+function threadMessage(row: ThreadRow): ThreadMessage {
+  return {
+    threadId: row.thread_id,
+    stats: statsMessage(row.stats),
+    firstStartTime: timestampFromDate(row.first_start_time),
+    ...(row.last_end_time ? { lastEndTime: timestampFromDate(row.last_end_time) } : {}),
+    firstTraceId: row.first_trace_id,
+    lastTraceId: row.last_trace_id,
+  };
+}
+
 function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
   // Projects made before `extra` existed, or by writers that set metadata only.
   const extra = Object.keys(row.extra ?? {}).length > 0 || Object.keys(row.metadata ?? {}).length === 0 ? row.extra : { metadata: row.metadata };
@@ -56,6 +81,12 @@ function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
     ...(row.end_time ? { endTime: timestampFromDate(row.end_time) } : {}),
     ...(stats ? { stats: statsMessage(stats) } : {}),
   };
+}
+
+/** The trace or thread a share request names. */
+function targetOf(r: { target?: SharedSubject | undefined }): SharedSubject {
+  if (!r.target) throw invalid('target', 'name the trace or thread');
+  return r.target;
 }
 
 function uuidOrNotFound(id: string, what: string): string {
@@ -97,7 +128,21 @@ function extraOf(text: string | undefined): Record<string, unknown> | undefined 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
 /** `clock` gives the default end of a stats range (now). */
-export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clock): ServiceImplementation<typeof TraceService> {
+export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: TraceShares, clock: Clock): ServiceImplementation<typeof TraceService> {
+  /** The shared subject a request names, once its trace or thread is known to be there. */
+  const shareSubject = async (r: Pick<SharedSubject, 'tenantId' | 'sessionId' | 'kind' | 'subject'>): Promise<ShareSubject> => {
+    const sessionId = uuidOrNotFound(r.sessionId, 'tracing project');
+    if (r.kind === ShareKind.TRACE) {
+      const run = await store.getRun(r.tenantId, uuidOrNotFound(r.subject, 'trace'), sessionId);
+      if (!run.is_root) throw new NotFoundError(`trace ${r.subject} not found`);
+      return { sessionId, kind: 'trace', subject: run.id };
+    }
+    if (r.kind !== ShareKind.THREAD || !r.subject) throw invalid('kind', 'must name a trace or a thread');
+    await store.getSession(r.tenantId, sessionId);
+    const page = await store.queryThreads(r.tenantId, { sessionId, threadId: r.subject, limit: 1 });
+    if (page.threads.length === 0) throw new NotFoundError(`thread ${r.subject} not found`);
+    return { sessionId, kind: 'thread', subject: r.subject };
+  };
   /** Rows with their stats over [start, end) when asked for. */
   const withStats = async (tenantId: string, rows: SessionRow[], r: { includeStats: boolean; statsStartTime?: Timestamp; statsEndTime?: Timestamp }) => {
     if (!r.includeStats) return rows.map((row) => sessionMessage(row));
@@ -141,6 +186,7 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clo
         ...(r.runType ? { runType: r.runType } : {}),
         ...(r.error !== undefined ? { error: r.error } : {}),
         ...(r.isRoot !== undefined ? { isRoot: r.isRoot } : {}),
+        ...(r.threadId ? { threadId: r.threadId } : {}),
         ...(r.startTime ? { start: timestampDate(r.startTime) } : {}),
         ...(r.endTime ? { end: timestampDate(r.endTime) } : {}),
         ...(r.query ? { search: { kind: 'search' as const, field: null, value: r.query } } : {}),
@@ -248,6 +294,58 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, clock: Clo
           };
         }),
       };
+    },
+    queryThreads: async (r) => {
+      const limit = r.limit || MAX_PAGE;
+      if (limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be 1-${MAX_PAGE}`);
+      const after = r.cursor ? decodeThreadCursor(r.cursor) : undefined;
+      if (r.cursor && !after) throw invalid('cursor', 'is not a cursor of this API (pass back next_cursor as it came)');
+      // The project must be the tenant's: another tenant's is as unknown as one that never was.
+      const session = await store.getSession(r.tenantId, uuidOrNotFound(r.sessionId, 'tracing project'));
+      const filter = filterOf('filter', r.filter);
+      const page = await store.queryThreads(r.tenantId, {
+        sessionId: session.id,
+        ...(r.startTime ? { start: timestampDate(r.startTime) } : {}),
+        ...(r.endTime ? { end: timestampDate(r.endTime) } : {}),
+        ...(r.threadId ? { threadId: r.threadId } : {}),
+        ...(filter ? { filter } : {}),
+        limit,
+        ...(after ? { after } : {}),
+      });
+      return {
+        threads: page.threads.map(threadMessage),
+        nextCursor: page.next ? encodeThreadCursor(page.next) : '',
+        ...(page.totals ? { totals: threadMessage(page.totals) } : {}),
+        threadCount: BigInt(page.threadCount),
+      };
+    },
+    share: async (r) => {
+      const target = targetOf(r);
+      return { shareToken: await shares.share(target.tenantId, await shareSubject(target)) };
+    },
+    getShare: async (r) => {
+      const target = targetOf(r);
+      const token = await shares.token(target.tenantId, await shareSubject(target));
+      if (!token) throw new NotFoundError('not shared');
+      return { shareToken: token };
+    },
+    unshare: async (r) => {
+      const target = r.target;
+      // Revoking needs no run to be there still: a deleted trace's link goes too.
+      if (!target || !isUuid(target.sessionId) || (target.kind !== ShareKind.TRACE && target.kind !== ShareKind.THREAD)) return {};
+      const trace = target.kind === ShareKind.TRACE;
+      await shares.unshare(target.tenantId, {
+        sessionId: target.sessionId.toLowerCase(),
+        kind: trace ? 'trace' : 'thread',
+        subject: trace ? target.subject.toLowerCase() : target.subject,
+      });
+      return {};
+    },
+    resolveShare: async (r) => {
+      const found = r.shareToken ? await shares.resolve(r.shareToken) : undefined;
+      if (!found) throw new NotFoundError('no such share link');
+      const kind = found.kind === 'trace' ? ShareKind.TRACE : ShareKind.THREAD;
+      return { target: { tenantId: found.tenantId, sessionId: found.sessionId, kind, subject: found.subject } };
     },
     validateFilter: (r) => {
       for (const [field, text] of Object.entries(r.filters)) filterOf(field, text);

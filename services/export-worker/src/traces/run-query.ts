@@ -8,6 +8,7 @@ import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
 import { isUuid } from '@berth/ids';
 import { RUN_COLUMN_NAMES } from './run-fields.js';
+import { THREAD_OF } from './run-threads.js';
 import type { RunRow } from './trace-store.js';
 
 /** The columns of a run row a query may read. */
@@ -30,6 +31,8 @@ export interface RunQuery {
   /** true: runs with an error; false: runs without one. */
   error?: boolean;
   isRoot?: boolean;
+  /** Root runs of this thread (run-threads.ts). */
+  threadId?: string;
   /** Inclusive bound on start_time. */
   start?: Date;
   /** Exclusive bound on start_time. */
@@ -74,6 +77,7 @@ export function runQuery(tenantId: string, q: RunQuery): RawBuilder<RunRow> {
   if (q.runType) where.push(sql`r.run_type = ${q.runType}`);
   if (q.error !== undefined) where.push(q.error ? sql`r.error IS NOT NULL` : sql`r.error IS NULL`);
   if (q.isRoot !== undefined) where.push(sql`r.is_root = ${q.isRoot}`);
+  if (q.threadId) where.push(sql`r.is_root AND ${THREAD_OF('r')} = ${q.threadId}`);
   if (q.start) where.push(sql`r.start_time >= ${q.start.toISOString()}::timestamptz`);
   if (q.end) where.push(sql`r.start_time < ${q.end.toISOString()}::timestamptz`);
   if (q.filter) where.push(compileFilter(q.filter));

@@ -68,9 +68,8 @@ export function bucketSecondsFor(rangeMs: number): number {
   return NICE_SECONDS.find((size) => Math.ceil(seconds / size) <= TARGET_BUCKETS) ?? Math.ceil(seconds / TARGET_BUCKETS);
 }
 
-interface StatsRow {
-  session_id: string;
-  bucket: number | null;
+/** Aggregates as Postgres returns them (sums and counts of bigint as strings). */
+export interface AggregateRow {
   run_count: string;
   error_count: string;
   latency_p50: number | null;
@@ -83,6 +82,8 @@ interface StatsRow {
   total_cost: string | null;
   last_run_start_time: Date | null;
 }
+
+type StatsRow = AggregateRow & { session_id: string; bucket: number | null };
 
 /** Stats per project of `tenantId` (projects without runs in the range are absent). */
 export async function projectStats(db: Kysely<TraceTables>, tenantId: string, q: StatsQuery): Promise<Map<string, ProjectStats>> {
@@ -122,7 +123,7 @@ export async function projectStats(db: Kysely<TraceTables>, tenantId: string, q:
   return result;
 }
 
-function statsOf(row: StatsRow): RunStats {
+export function statsOf(row: AggregateRow): RunStats {
   const n = (value: string | null) => (value === null ? 0 : Number(value));
   return {
     run_count: n(row.run_count),

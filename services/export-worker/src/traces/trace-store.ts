@@ -21,6 +21,7 @@ import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, t
 import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
+import { queryThreads, type ThreadPage, type ThreadQuery } from './run-threads.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -192,6 +193,11 @@ export class TraceStore {
   /** Statistics of the tenant's projects (see run-stats.ts). */
   async projectStats(tenantId: string, query: StatsQuery): Promise<Map<string, ProjectStats>> {
     return projectStats(this.db, tenantId, query);
+  }
+
+  /** Threads of a project's traces (see run-threads.ts). */
+  async queryThreads(tenantId: string, query: ThreadQuery): Promise<ThreadPage> {
+    return queryThreads(this.db, tenantId, query);
   }
 
   /** A run of the tenant (of `sessionId` when given), or NotFoundError. */

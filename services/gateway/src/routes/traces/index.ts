@@ -6,13 +6,17 @@
  */
 import { hasCredentialHeader, httpErrorBody, JSON_TYPES, storableString } from '@berth/http';
 import type { Logger } from '@berth/log';
+import { systemClock, type Clock } from '@berth/clock';
 import express, { type Request, type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { BERTH_VERSION } from '../../version.js';
+import { readV2Routes } from './read-v2.js';
 import { runRoutes, type TraceLimits } from './runs.js';
+import { shareRoutes } from './share.js';
+import type { RateLimiter } from '../../rate-limit.js';
 import { InfoOut } from './schemas.js';
 import { sessionRoutes } from './sessions.js';
-import type { GatewayApi } from '../../access.js';
+import { routeSpec, type GatewayApi } from '../../access.js';
 
 export const DEFAULT_TRACE_LIMITS: TraceLimits = {
   maxBodyBytes: 100 * 1024 * 1024,
@@ -26,44 +30,66 @@ export const DEFAULT_TRACE_LIMITS: TraceLimits = {
  */
 export const BATCH_SIZE_LIMIT_BYTES = 20 * 1024 * 1024;
 
+/**
+ * The LangSmith version whose API this one matches, which `/info` reports as `version`: the SDK
+ * compares it with the least version each of its resource clients needs (0.12.0: 0.16.0 for runs,
+ * traces and threads, 0.18.0 for sessions) and warns when it is older. Berth's own version is
+ * `berth_version`.
+ */
+export const LANGSMITH_API_VERSION = '0.18.0';
+
 export interface TraceRouteDeps {
   exportWorker: ExportWorkerClients;
   logger: Logger;
+  /** Gives "now" for the reads' default time window. @default systemClock */
+  clock?: Clock;
   limits?: Partial<TraceLimits>;
+  /** Counts the reads of shared traces per client address. */
+  publicLimiter: RateLimiter;
 }
 
 export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
   const limits = { ...DEFAULT_TRACE_LIMITS, ...deps.limits };
-  api.route({
+  const info = infoOf(limits);
+  const infoRoute = routeSpec({
     method: 'get',
-    path: '/info',
     access: 'public',
     summary: 'What this server supports (LangSmith clients read it first)',
     description:
-      'Ingest through `POST /runs/multipart`, gzip bodies accepted (zstd is not), at most `size_limit` runs and ' + '`size_limit_bytes` per request.',
+      `\`version\` is the LangSmith version whose API this matches (${LANGSMITH_API_VERSION}: the langsmith SDK warns ` +
+      "below the version its clients need), `berth_version` the platform's own. Ingest through `POST /runs/multipart`, " +
+      'gzip bodies accepted (zstd is not), at most `size_limit` runs and `size_limit_bytes` per request.',
     tags: ['traces'],
     response: InfoOut,
-    handler: () => ({
-      version: BERTH_VERSION,
-      license_expiration_time: null,
-      batch_ingest_config: {
-        use_multipart_endpoint: true,
-        scale_up_qsize_trigger: 1000,
-        scale_up_nthreads_limit: 16,
-        scale_down_nempty_trigger: 4,
-        size_limit: 100,
-        size_limit_bytes: Math.min(BATCH_SIZE_LIMIT_BYTES, limits.maxBodyBytes),
-      },
-      instance_flags: {
-        gzip_body_enabled: true,
-        zstd_compression_enabled: false,
-        dataset_examples_multipart_enabled: false,
-        examples_multipart_enabled: false,
-      },
-    }),
+    handler: () => info,
   });
+  api.route({ ...infoRoute, path: '/info' }).route({ ...infoRoute, path: '/api/v1/info' });
   runRoutes(api, { exportWorker: deps.exportWorker, logger: deps.logger, limits });
   sessionRoutes(api, { exportWorker: deps.exportWorker });
+  readV2Routes(api, { exportWorker: deps.exportWorker, clock: deps.clock ?? systemClock });
+  shareRoutes(api, { exportWorker: deps.exportWorker, publicLimiter: deps.publicLimiter });
+}
+
+function infoOf(limits: TraceLimits) {
+  return {
+    version: LANGSMITH_API_VERSION,
+    berth_version: BERTH_VERSION,
+    license_expiration_time: null,
+    batch_ingest_config: {
+      use_multipart_endpoint: true,
+      scale_up_qsize_trigger: 1000,
+      scale_up_nthreads_limit: 16,
+      scale_down_nempty_trigger: 4,
+      size_limit: 100,
+      size_limit_bytes: Math.min(BATCH_SIZE_LIMIT_BYTES, limits.maxBodyBytes),
+    },
+    instance_flags: {
+      gzip_body_enabled: true,
+      zstd_compression_enabled: false,
+      dataset_examples_multipart_enabled: false,
+      examples_multipart_enabled: false,
+    },
+  };
 }
 
 /**

@@ -222,7 +222,8 @@ export const ValidateFilterIn = z.strictObject({
 export const ValidateFilterOut = z.object({ valid: z.literal(true) });
 
 export const InfoOut = z.object({
-  version: z.string(),
+  version: z.string().describe('The LangSmith version whose API this server matches'),
+  berth_version: z.string().describe("Berth's own version"),
   license_expiration_time: z.null(),
   batch_ingest_config: z.object({
     use_multipart_endpoint: z.boolean(),

@@ -23,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/exportworker/v1/traces.proto.
  */
 export const file_berth_exportworker_v1_traces: GenFile = /*@__PURE__*/
-  fileDesc("CiJiZXJ0aC9leHBvcnR3b3JrZXIvdjEvdHJhY2VzLnByb3RvEhViZXJ0aC5leHBvcnR3b3JrZXIudjEiKgoOUHJvamVjdEJpbmRpbmcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCSLdAQoMUnVuT3BlcmF0aW9uEjUKBGtpbmQYASABKA4yJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuT3BlcmF0aW9uS2luZBIQCghydW5fanNvbhgCIAEoCRJGCgpmaWVsZF9qc29uGAMgAygLMjIuYmVydGguZXhwb3J0d29ya2VyLnYxLlJ1bk9wZXJhdGlvbi5GaWVsZEpzb25FbnRyeRIKCgJpZBgEIAEoCRowCg5GaWVsZEpzb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpcBChFJbmdlc3RSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSNwoKb3BlcmF0aW9ucxgCIAMoCzIjLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5PcGVyYXRpb24SNgoHcHJvamVjdBgDIAEoCzIlLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0QmluZGluZyI3CgpSZWZ1c2VkUnVuEg0KBWluZGV4GAEgASgFEgoKAmlkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJxChJJbmdlc3RSdW5zUmVzcG9uc2USEgoKc3RvcmVkX2lkcxgBIAMoCRITCgtwZW5kaW5nX2lkcxgCIAMoCRIyCgdyZWZ1c2VkGAMgAygLMiEuYmVydGguZXhwb3J0d29ya2VyLnYxLlJlZnVzZWRSdW4iQgoNR2V0UnVuUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIiCg5HZXRSdW5SZXNwb25zZRIQCghydW5fanNvbhgBIAEoCSLKAwoQUXVlcnlSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSCwoDaWRzGAMgAygJEhAKCHRyYWNlX2lkGAQgASgJEhUKDXBhcmVudF9ydW5faWQYBSABKAkSHAoUcmVmZXJlbmNlX2V4YW1wbGVfaWQYBiABKAkSEAoIcnVuX3R5cGUYByABKAkSEgoFZXJyb3IYCCABKAhIAIgBARIUCgdpc19yb290GAkgASgISAGIAQESLgoKc3RhcnRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmZpbHRlchgMIAEoCRIUCgx0cmFjZV9maWx0ZXIYDSABKAkSEwoLdHJlZV9maWx0ZXIYDiABKAkSDQoFcXVlcnkYDyABKAkSDQoFbGltaXQYECABKAUSDgoGY3Vyc29yGBEgASgJEhEKCWFzY2VuZGluZxgSIAEoCBIOCgZzZWxlY3QYEyADKAlCCAoGX2Vycm9yQgoKCF9pc19yb290IjsKEVF1ZXJ5UnVuc1Jlc3BvbnNlEhEKCXJ1bnNfanNvbhgBIAMoCRITCgtuZXh0X2N1cnNvchgCIAEoCSLKAgoHU2Vzc2lvbhIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmV4dHJhX2pzb24YBSABKAkSIQoUcmVmZXJlbmNlX2RhdGFzZXRfaWQYBiABKAlIAYgBARIuCgpzdGFydF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoFc3RhdHMYCyABKAsyHy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuU3RhdHNCDgoMX2Rlc2NyaXB0aW9uQhcKFV9yZWZlcmVuY2VfZGF0YXNldF9pZEoECAkQCkoECAoQCyLJAgoIUnVuU3RhdHMSEQoJcnVuX2NvdW50GAEgASgDEhMKC2Vycm9yX2NvdW50GAIgASgDEhgKC2xhdGVuY3lfcDUwGAMgASgBSACIAQESGAoLbGF0ZW5jeV9wOTkYBCABKAFIAYgBARIVCg1wcm9tcHRfdG9rZW5zGAUgASgDEhkKEWNvbXBsZXRpb25fdG9rZW5zGAYgASgDEhQKDHRvdGFsX3Rva2VucxgHIAEoAxITCgtwcm9tcHRfY29zdBgIIAEoARIXCg9jb21wbGV0aW9uX2Nvc3QYCSABKAESEgoKdG90YWxfY29zdBgKIAEoARI3ChNsYXN0X3J1bl9zdGFydF90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfbGF0ZW5jeV9wNTBCDgoMX2xhdGVuY3lfcDk5IuUBChNQcm9qZWN0U3RhdHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRITCgtzZXNzaW9uX2lkcxgCIAMoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOYnVja2V0X3NlY29uZHMYBSABKAUSDgoGZmlsdGVyGAYgASgJEhQKB2lzX3Jvb3QYByABKAhIAIgBAUIKCghfaXNfcm9vdCJtCgtTdGF0c0J1Y2tldBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgVzdGF0cxgCIAEoCzIfLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5TdGF0cyKJAQoNUHJvamVjdFNlcmllcxISCgpzZXNzaW9uX2lkGAEgASgJEi8KBnRvdGFscxgCIAEoCzIfLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5TdGF0cxIzCgdidWNrZXRzGAMgAygLMiIuYmVydGguZXhwb3J0d29ya2VyLnYxLlN0YXRzQnVja2V0IsQBChRQcm9qZWN0U3RhdHNSZXNwb25zZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOYnVja2V0X3NlY29uZHMYAyABKAUSNgoIcHJvamVjdHMYBCADKAsyJC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUHJvamVjdFNlcmllcyKTAQoVVmFsaWRhdGVGaWx0ZXJSZXF1ZXN0EkoKB2ZpbHRlcnMYASADKAsyOS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVmFsaWRhdGVGaWx0ZXJSZXF1ZXN0LkZpbHRlcnNFbnRyeRouCgxGaWx0ZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIYChZWYWxpZGF0ZUZpbHRlclJlc3BvbnNlIvsBChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmV4dHJhX2pzb24YBSABKAkSIQoUcmVmZXJlbmNlX2RhdGFzZXRfaWQYBiABKAlIAYgBARIsCghlbmRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGdXBzZXJ0GAggASgIQg4KDF9kZXNjcmlwdGlvbkIXChVfcmVmZXJlbmNlX2RhdGFzZXRfaWQiWQoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbhIPCgdjcmVhdGVkGAIgASgIIrMBChFHZXRTZXNzaW9uUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSFQoNaW5jbHVkZV9zdGF0cxgDIAEoCBI0ChBzdGF0c19zdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5zdGF0c19lbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbiKYAgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCwoDaWRzGAIgAygJEgwKBG5hbWUYAyABKAkSFQoNbmFtZV9jb250YWlucxgEIAEoCRIcChRyZWZlcmVuY2VfZGF0YXNldF9pZBgFIAEoCRINCgVsaW1pdBgGIAEoBRIOCgZvZmZzZXQYByABKAUSFQoNaW5jbHVkZV9zdGF0cxgIIAEoCBI0ChBzdGF0c19zdGFydF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5zdGF0c19lbmRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSAoUTGlzdFNlc3Npb25zUmVzcG9uc2USMAoIc2Vzc2lvbnMYASADKAsyHi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2Vzc2lvbiLRAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgEIAEoCUgBiAEBEhcKCmV4dHJhX2pzb24YBSABKAlIAogBARIsCghlbmRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX25hbWVCDgoMX2Rlc2NyaXB0aW9uQg0KC19leHRyYV9qc29uIkgKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24iNQoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJIi0KFURlbGV0ZVNlc3Npb25SZXNwb25zZRIUCgxkZWxldGVkX3J1bnMYASABKAMqcwoQUnVuT3BlcmF0aW9uS2luZBIiCh5SVU5fT1BFUkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIdChlSVU5fT1BFUkFUSU9OX0tJTkRfQ1JFQVRFEAESHAoYUlVOX09QRVJBVElPTl9LSU5EX1BBVENIEAIykAgKDFRyYWNlU2VydmljZRJhCgpJbmdlc3RSdW5zEiguYmVydGguZXhwb3J0d29ya2VyLnYxLkluZ2VzdFJ1bnNSZXF1ZXN0GikuYmVydGguZXhwb3J0d29ya2VyLnYxLkluZ2VzdFJ1bnNSZXNwb25zZRJVCgZHZXRSdW4SJC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuR2V0UnVuUmVxdWVzdBolLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRSdW5SZXNwb25zZRJeCglRdWVyeVJ1bnMSJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUXVlcnlSdW5zUmVxdWVzdBooLmJlcnRoLmV4cG9ydHdvcmtlci52MS5RdWVyeVJ1bnNSZXNwb25zZRJqCg1DcmVhdGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJhCgpHZXRTZXNzaW9uEiguYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0GikuYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFNlc3Npb25SZXNwb25zZRJnCgxMaXN0U2Vzc2lvbnMSKi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuTGlzdFNlc3Npb25zUmVxdWVzdBorLmJlcnRoLmV4cG9ydHdvcmtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJqCg1VcGRhdGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJqCg1EZWxldGVTZXNzaW9uEisuYmVydGguZXhwb3J0d29ya2VyLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiwuYmVydGguZXhwb3J0d29ya2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJnCgxQcm9qZWN0U3RhdHMSKi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUHJvamVjdFN0YXRzUmVxdWVzdBorLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0U3RhdHNSZXNwb25zZRJtCg5WYWxpZGF0ZUZpbHRlchIsLmJlcnRoLmV4cG9ydHdvcmtlci52MS5WYWxpZGF0ZUZpbHRlclJlcXVlc3QaLS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVmFsaWRhdGVGaWx0ZXJSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiJiZXJ0aC9leHBvcnR3b3JrZXIvdjEvdHJhY2VzLnByb3RvEhViZXJ0aC5leHBvcnR3b3JrZXIudjEiKgoOUHJvamVjdEJpbmRpbmcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCSLdAQoMUnVuT3BlcmF0aW9uEjUKBGtpbmQYASABKA4yJy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuT3BlcmF0aW9uS2luZBIQCghydW5fanNvbhgCIAEoCRJGCgpmaWVsZF9qc29uGAMgAygLMjIuYmVydGguZXhwb3J0d29ya2VyLnYxLlJ1bk9wZXJhdGlvbi5GaWVsZEpzb25FbnRyeRIKCgJpZBgEIAEoCRowCg5GaWVsZEpzb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpcBChFJbmdlc3RSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSNwoKb3BlcmF0aW9ucxgCIAMoCzIjLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SdW5PcGVyYXRpb24SNgoHcHJvamVjdBgDIAEoCzIlLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0QmluZGluZyI3CgpSZWZ1c2VkUnVuEg0KBWluZGV4GAEgASgFEgoKAmlkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJxChJJbmdlc3RSdW5zUmVzcG9uc2USEgoKc3RvcmVkX2lkcxgBIAMoCRITCgtwZW5kaW5nX2lkcxgCIAMoCRIyCgdyZWZ1c2VkGAMgAygLMiEuYmVydGguZXhwb3J0d29ya2VyLnYxLlJlZnVzZWRSdW4iQgoNR2V0UnVuUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSCgoCaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIiCg5HZXRSdW5SZXNwb25zZRIQCghydW5fanNvbhgBIAEoCSLdAwoQUXVlcnlSdW5zUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSCwoDaWRzGAMgAygJEhAKCHRyYWNlX2lkGAQgASgJEhUKDXBhcmVudF9ydW5faWQYBSABKAkSHAoUcmVmZXJlbmNlX2V4YW1wbGVfaWQYBiABKAkSEAoIcnVuX3R5cGUYByABKAkSEgoFZXJyb3IYCCABKAhIAIgBARIUCgdpc19yb290GAkgASgISAGIAQESLgoKc3RhcnRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmZpbHRlchgMIAEoCRIUCgx0cmFjZV9maWx0ZXIYDSABKAkSEwoLdHJlZV9maWx0ZXIYDiABKAkSDQoFcXVlcnkYDyABKAkSDQoFbGltaXQYECABKAUSDgoGY3Vyc29yGBEgASgJEhEKCWFzY2VuZGluZxgSIAEoCBIOCgZzZWxlY3QYEyADKAkSEQoJdGhyZWFkX2lkGBQgASgJQggKBl9lcnJvckIKCghfaXNfcm9vdCI7ChFRdWVyeVJ1bnNSZXNwb25zZRIRCglydW5zX2pzb24YASADKAkSEwoLbmV4dF9jdXJzb3IYAiABKAkiygIKB1Nlc3Npb24SCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpleHRyYV9qc29uGAUgASgJEiEKFHJlZmVyZW5jZV9kYXRhc2V0X2lkGAYgASgJSAGIAQESLgoKc3RhcnRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KBXN0YXRzGAsgASgLMh8uYmVydGguZXhwb3J0d29ya2VyLnYxLlJ1blN0YXRzQg4KDF9kZXNjcmlwdGlvbkIXChVfcmVmZXJlbmNlX2RhdGFzZXRfaWRKBAgJEApKBAgKEAsiyQIKCFJ1blN0YXRzEhEKCXJ1bl9jb3VudBgBIAEoAxITCgtlcnJvcl9jb3VudBgCIAEoAxIYCgtsYXRlbmN5X3A1MBgDIAEoAUgAiAEBEhgKC2xhdGVuY3lfcDk5GAQgASgBSAGIAQESFQoNcHJvbXB0X3Rva2VucxgFIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgGIAEoAxIUCgx0b3RhbF90b2tlbnMYByABKAMSEwoLcHJvbXB0X2Nvc3QYCCABKAESFwoPY29tcGxldGlvbl9jb3N0GAkgASgBEhIKCnRvdGFsX2Nvc3QYCiABKAESNwoTbGFzdF9ydW5fc3RhcnRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2xhdGVuY3lfcDUwQg4KDF9sYXRlbmN5X3A5OSLlAQoTUHJvamVjdFN0YXRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmJ1Y2tldF9zZWNvbmRzGAUgASgFEg4KBmZpbHRlchgGIAEoCRIUCgdpc19yb290GAcgASgISACIAQFCCgoIX2lzX3Jvb3QibQoLU3RhdHNCdWNrZXQSLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoFc3RhdHMYAiABKAsyHy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuU3RhdHMiiQEKDVByb2plY3RTZXJpZXMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIvCgZ0b3RhbHMYAiABKAsyHy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuU3RhdHMSMwoHYnVja2V0cxgDIAMoCzIiLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TdGF0c0J1Y2tldCLEAQoUUHJvamVjdFN0YXRzUmVzcG9uc2USLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmJ1Y2tldF9zZWNvbmRzGAMgASgFEjYKCHByb2plY3RzGAQgAygLMiQuYmVydGguZXhwb3J0d29ya2VyLnYxLlByb2plY3RTZXJpZXMikwEKFVZhbGlkYXRlRmlsdGVyUmVxdWVzdBJKCgdmaWx0ZXJzGAEgAygLMjkuYmVydGguZXhwb3J0d29ya2VyLnYxLlZhbGlkYXRlRmlsdGVyUmVxdWVzdC5GaWx0ZXJzRW50cnkaLgoMRmlsdGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiGAoWVmFsaWRhdGVGaWx0ZXJSZXNwb25zZSL7AQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpleHRyYV9qc29uGAUgASgJEiEKFHJlZmVyZW5jZV9kYXRhc2V0X2lkGAYgASgJSAGIAQESLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnVwc2VydBgIIAEoCEIOCgxfZGVzY3JpcHRpb25CFwoVX3JlZmVyZW5jZV9kYXRhc2V0X2lkIlkKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCKzAQoRR2V0U2Vzc2lvblJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgoKAmlkGAIgASgJEhUKDWluY2x1ZGVfc3RhdHMYAyABKAgSNAoQc3RhdHNfc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOc3RhdHNfZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkUKEkdldFNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24imAIKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgsKA2lkcxgCIAMoCRIMCgRuYW1lGAMgASgJEhUKDW5hbWVfY29udGFpbnMYBCABKAkSHAoUcmVmZXJlbmNlX2RhdGFzZXRfaWQYBSABKAkSDQoFbGltaXQYBiABKAUSDgoGb2Zmc2V0GAcgASgFEhUKDWluY2x1ZGVfc3RhdHMYCCABKAgSNAoQc3RhdHNfc3RhcnRfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOc3RhdHNfZW5kX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkgKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEjAKCHNlc3Npb25zGAEgAygLMh4uYmVydGguZXhwb3J0d29ya2VyLnYxLlNlc3Npb24i0QEKFFVwZGF0ZVNlc3Npb25SZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIKCgJpZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESGAoLZGVzY3JpcHRpb24YBCABKAlIAYgBARIXCgpleHRyYV9qc29uGAUgASgJSAKIAQESLAoIZW5kX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbkINCgtfZXh0cmFfanNvbiJIChVVcGRhdGVTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TZXNzaW9uIjUKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIKCgJpZBgCIAEoCSItChVEZWxldGVTZXNzaW9uUmVzcG9uc2USFAoMZGVsZXRlZF9ydW5zGAEgASgDItwBChNRdWVyeVRocmVhZHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0aHJlYWRfaWQYBSABKAkSDgoGZmlsdGVyGAYgASgJEg0KBWxpbWl0GAcgASgFEg4KBmN1cnNvchgIIAEoCSLqAQoNVGhyZWFkU3VtbWFyeRIRCgl0aHJlYWRfaWQYASABKAkSLgoFc3RhdHMYAiABKAsyHy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuUnVuU3RhdHMSNAoQZmlyc3Rfc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNbGFzdF9lbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3RfdHJhY2VfaWQYBSABKAkSFQoNbGFzdF90cmFjZV9pZBgGIAEoCSKuAQoUUXVlcnlUaHJlYWRzUmVzcG9uc2USNQoHdGhyZWFkcxgBIAMoCzIkLmJlcnRoLmV4cG9ydHdvcmtlci52MS5UaHJlYWRTdW1tYXJ5EhMKC25leHRfY3Vyc29yGAIgASgJEjQKBnRvdGFscxgDIAEoCzIkLmJlcnRoLmV4cG9ydHdvcmtlci52MS5UaHJlYWRTdW1tYXJ5EhQKDHRocmVhZF9jb3VudBgEIAEoAyJ3Cg1TaGFyZWRTdWJqZWN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEi4KBGtpbmQYAyABKA4yIC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuU2hhcmVLaW5kEg8KB3N1YmplY3QYBCABKAkiRAoMU2hhcmVSZXF1ZXN0EjQKBnRhcmdldBgBIAEoCzIkLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TaGFyZWRTdWJqZWN0IiQKDVNoYXJlUmVzcG9uc2USEwoLc2hhcmVfdG9rZW4YASABKAkiRwoPR2V0U2hhcmVSZXF1ZXN0EjQKBnRhcmdldBgBIAEoCzIkLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TaGFyZWRTdWJqZWN0IicKEEdldFNoYXJlUmVzcG9uc2USEwoLc2hhcmVfdG9rZW4YASABKAkiRgoOVW5zaGFyZVJlcXVlc3QSNAoGdGFyZ2V0GAEgASgLMiQuYmVydGguZXhwb3J0d29ya2VyLnYxLlNoYXJlZFN1YmplY3QiEQoPVW5zaGFyZVJlc3BvbnNlIioKE1Jlc29sdmVTaGFyZVJlcXVlc3QSEwoLc2hhcmVfdG9rZW4YASABKAkiTAoUUmVzb2x2ZVNoYXJlUmVzcG9uc2USNAoGdGFyZ2V0GAEgASgLMiQuYmVydGguZXhwb3J0d29ya2VyLnYxLlNoYXJlZFN1YmplY3QqcwoQUnVuT3BlcmF0aW9uS2luZBIiCh5SVU5fT1BFUkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIdChlSVU5fT1BFUkFUSU9OX0tJTkRfQ1JFQVRFEAESHAoYUlVOX09QRVJBVElPTl9LSU5EX1BBVENIEAIqVAoJU2hhcmVLaW5kEhoKFlNIQVJFX0tJTkRfVU5TUEVDSUZJRUQQABIUChBTSEFSRV9LSU5EX1RSQUNFEAESFQoRU0hBUkVfS0lORF9USFJFQUQQAjLtCwoMVHJhY2VTZXJ2aWNlEmEKCkluZ2VzdFJ1bnMSKC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuSW5nZXN0UnVuc1JlcXVlc3QaKS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuSW5nZXN0UnVuc1Jlc3BvbnNlElUKBkdldFJ1bhIkLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRSdW5SZXF1ZXN0GiUuYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFJ1blJlc3BvbnNlEl4KCVF1ZXJ5UnVucxInLmJlcnRoLmV4cG9ydHdvcmtlci52MS5RdWVyeVJ1bnNSZXF1ZXN0GiguYmVydGguZXhwb3J0d29ya2VyLnYxLlF1ZXJ5UnVuc1Jlc3BvbnNlEmoKDUNyZWF0ZVNlc3Npb24SKy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaLC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEmEKCkdldFNlc3Npb24SKC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuR2V0U2Vzc2lvblJlcXVlc3QaKS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuR2V0U2Vzc2lvblJlc3BvbnNlEmcKDExpc3RTZXNzaW9ucxIqLmJlcnRoLmV4cG9ydHdvcmtlci52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GisuYmVydGguZXhwb3J0d29ya2VyLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEmoKDVVwZGF0ZVNlc3Npb24SKy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QaLC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVXBkYXRlU2Vzc2lvblJlc3BvbnNlEmoKDURlbGV0ZVNlc3Npb24SKy5iZXJ0aC5leHBvcnR3b3JrZXIudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaLC5iZXJ0aC5leHBvcnR3b3JrZXIudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEmcKDFByb2plY3RTdGF0cxIqLmJlcnRoLmV4cG9ydHdvcmtlci52MS5Qcm9qZWN0U3RhdHNSZXF1ZXN0GisuYmVydGguZXhwb3J0d29ya2VyLnYxLlByb2plY3RTdGF0c1Jlc3BvbnNlEm0KDlZhbGlkYXRlRmlsdGVyEiwuYmVydGguZXhwb3J0d29ya2VyLnYxLlZhbGlkYXRlRmlsdGVyUmVxdWVzdBotLmJlcnRoLmV4cG9ydHdvcmtlci52MS5WYWxpZGF0ZUZpbHRlclJlc3BvbnNlEmcKDFF1ZXJ5VGhyZWFkcxIqLmJlcnRoLmV4cG9ydHdvcmtlci52MS5RdWVyeVRocmVhZHNSZXF1ZXN0GisuYmVydGguZXhwb3J0d29ya2VyLnYxLlF1ZXJ5VGhyZWFkc1Jlc3BvbnNlElIKBVNoYXJlEiMuYmVydGguZXhwb3J0d29ya2VyLnYxLlNoYXJlUmVxdWVzdBokLmJlcnRoLmV4cG9ydHdvcmtlci52MS5TaGFyZVJlc3BvbnNlElsKCEdldFNoYXJlEiYuYmVydGguZXhwb3J0d29ya2VyLnYxLkdldFNoYXJlUmVxdWVzdBonLmJlcnRoLmV4cG9ydHdvcmtlci52MS5HZXRTaGFyZVJlc3BvbnNlElgKB1Vuc2hhcmUSJS5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVW5zaGFyZVJlcXVlc3QaJi5iZXJ0aC5leHBvcnR3b3JrZXIudjEuVW5zaGFyZVJlc3BvbnNlEmcKDFJlc29sdmVTaGFyZRIqLmJlcnRoLmV4cG9ydHdvcmtlci52MS5SZXNvbHZlU2hhcmVSZXF1ZXN0GisuYmVydGguZXhwb3J0d29ya2VyLnYxLlJlc29sdmVTaGFyZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * The one project a caller may use (a deployment's tracing credential): every run written goes
@@ -356,6 +356,13 @@ export type QueryRunsRequest = Message<"berth.exportworker.v1.QueryRunsRequest">
    * @generated from field: repeated string select = 19;
    */
   select: string[];
+
+  /**
+   * Root runs of this thread (see QueryThreads for how a trace names its thread).
+   *
+   * @generated from field: string thread_id = 20;
+   */
+  threadId: string;
 };
 
 /**
@@ -1025,6 +1032,323 @@ export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*
   messageDesc(file_berth_exportworker_v1_traces, 26);
 
 /**
+ * @generated from message berth.exportworker.v1.QueryThreadsRequest
+ */
+export type QueryThreadsRequest = Message<"berth.exportworker.v1.QueryThreadsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * The project; one of another tenant (or, when scope_session_id is set, another project) is
+   * NOT_FOUND.
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * Threads with a trace that started in [start_time, end_time); all when unset.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * Only this thread.
+   *
+   * @generated from field: string thread_id = 5;
+   */
+  threadId: string;
+
+  /**
+   * The filter language, on each trace's root run: threads are made of the traces matching.
+   *
+   * @generated from field: string filter = 6;
+   */
+  filter: string;
+
+  /**
+   * Page size; 0 means 100.
+   *
+   * @generated from field: int32 limit = 7;
+   */
+  limit: number;
+
+  /**
+   * From a previous answer's next_cursor.
+   *
+   * @generated from field: string cursor = 8;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.QueryThreadsRequest.
+ * Use `create(QueryThreadsRequestSchema)` to create a new message.
+ */
+export const QueryThreadsRequestSchema: GenMessage<QueryThreadsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 27);
+
+/**
+ * A thread's traces and what they add up to.
+ *
+ * @generated from message berth.exportworker.v1.ThreadSummary
+ */
+export type ThreadSummary = Message<"berth.exportworker.v1.ThreadSummary"> & {
+  /**
+   * @generated from field: string thread_id = 1;
+   */
+  threadId: string;
+
+  /**
+   * Of its traces: run_count is their number (the thread's turns), error_count those whose root run
+   * failed, latency theirs, last_run_start_time the latest one's start; tokens and costs are those
+   * of their llm runs.
+   *
+   * @generated from field: berth.exportworker.v1.RunStats stats = 2;
+   */
+  stats?: RunStats | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp first_start_time = 3;
+   */
+  firstStartTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_end_time = 4;
+   */
+  lastEndTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string first_trace_id = 5;
+   */
+  firstTraceId: string;
+
+  /**
+   * @generated from field: string last_trace_id = 6;
+   */
+  lastTraceId: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ThreadSummary.
+ * Use `create(ThreadSummarySchema)` to create a new message.
+ */
+export const ThreadSummarySchema: GenMessage<ThreadSummary> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 28);
+
+/**
+ * @generated from message berth.exportworker.v1.QueryThreadsResponse
+ */
+export type QueryThreadsResponse = Message<"berth.exportworker.v1.QueryThreadsResponse"> & {
+  /**
+   * @generated from field: repeated berth.exportworker.v1.ThreadSummary threads = 1;
+   */
+  threads: ThreadSummary[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+
+  /**
+   * Over every thread matching (not only this page): thread_id empty.
+   *
+   * @generated from field: berth.exportworker.v1.ThreadSummary totals = 3;
+   */
+  totals?: ThreadSummary | undefined;
+
+  /**
+   * @generated from field: int64 thread_count = 4;
+   */
+  threadCount: bigint;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.QueryThreadsResponse.
+ * Use `create(QueryThreadsResponseSchema)` to create a new message.
+ */
+export const QueryThreadsResponseSchema: GenMessage<QueryThreadsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 29);
+
+/**
+ * A trace or thread of a tenant's project, as a share link names it.
+ *
+ * @generated from message berth.exportworker.v1.SharedSubject
+ */
+export type SharedSubject = Message<"berth.exportworker.v1.SharedSubject"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: berth.exportworker.v1.ShareKind kind = 3;
+   */
+  kind: ShareKind;
+
+  /**
+   * The trace id, or the thread id.
+   *
+   * @generated from field: string subject = 4;
+   */
+  subject: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.SharedSubject.
+ * Use `create(SharedSubjectSchema)` to create a new message.
+ */
+export const SharedSubjectSchema: GenMessage<SharedSubject> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 30);
+
+/**
+ * @generated from message berth.exportworker.v1.ShareRequest
+ */
+export type ShareRequest = Message<"berth.exportworker.v1.ShareRequest"> & {
+  /**
+   * @generated from field: berth.exportworker.v1.SharedSubject target = 1;
+   */
+  target?: SharedSubject | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ShareRequest.
+ * Use `create(ShareRequestSchema)` to create a new message.
+ */
+export const ShareRequestSchema: GenMessage<ShareRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 31);
+
+/**
+ * @generated from message berth.exportworker.v1.ShareResponse
+ */
+export type ShareResponse = Message<"berth.exportworker.v1.ShareResponse"> & {
+  /**
+   * @generated from field: string share_token = 1;
+   */
+  shareToken: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ShareResponse.
+ * Use `create(ShareResponseSchema)` to create a new message.
+ */
+export const ShareResponseSchema: GenMessage<ShareResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 32);
+
+/**
+ * @generated from message berth.exportworker.v1.GetShareRequest
+ */
+export type GetShareRequest = Message<"berth.exportworker.v1.GetShareRequest"> & {
+  /**
+   * @generated from field: berth.exportworker.v1.SharedSubject target = 1;
+   */
+  target?: SharedSubject | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.GetShareRequest.
+ * Use `create(GetShareRequestSchema)` to create a new message.
+ */
+export const GetShareRequestSchema: GenMessage<GetShareRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 33);
+
+/**
+ * @generated from message berth.exportworker.v1.GetShareResponse
+ */
+export type GetShareResponse = Message<"berth.exportworker.v1.GetShareResponse"> & {
+  /**
+   * @generated from field: string share_token = 1;
+   */
+  shareToken: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.GetShareResponse.
+ * Use `create(GetShareResponseSchema)` to create a new message.
+ */
+export const GetShareResponseSchema: GenMessage<GetShareResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 34);
+
+/**
+ * @generated from message berth.exportworker.v1.UnshareRequest
+ */
+export type UnshareRequest = Message<"berth.exportworker.v1.UnshareRequest"> & {
+  /**
+   * @generated from field: berth.exportworker.v1.SharedSubject target = 1;
+   */
+  target?: SharedSubject | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.UnshareRequest.
+ * Use `create(UnshareRequestSchema)` to create a new message.
+ */
+export const UnshareRequestSchema: GenMessage<UnshareRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 35);
+
+/**
+ * @generated from message berth.exportworker.v1.UnshareResponse
+ */
+export type UnshareResponse = Message<"berth.exportworker.v1.UnshareResponse"> & {
+};
+
+/**
+ * Describes the message berth.exportworker.v1.UnshareResponse.
+ * Use `create(UnshareResponseSchema)` to create a new message.
+ */
+export const UnshareResponseSchema: GenMessage<UnshareResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 36);
+
+/**
+ * @generated from message berth.exportworker.v1.ResolveShareRequest
+ */
+export type ResolveShareRequest = Message<"berth.exportworker.v1.ResolveShareRequest"> & {
+  /**
+   * @generated from field: string share_token = 1;
+   */
+  shareToken: string;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ResolveShareRequest.
+ * Use `create(ResolveShareRequestSchema)` to create a new message.
+ */
+export const ResolveShareRequestSchema: GenMessage<ResolveShareRequest> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 37);
+
+/**
+ * @generated from message berth.exportworker.v1.ResolveShareResponse
+ */
+export type ResolveShareResponse = Message<"berth.exportworker.v1.ResolveShareResponse"> & {
+  /**
+   * @generated from field: berth.exportworker.v1.SharedSubject target = 1;
+   */
+  target?: SharedSubject | undefined;
+};
+
+/**
+ * Describes the message berth.exportworker.v1.ResolveShareResponse.
+ * Use `create(ResolveShareResponseSchema)` to create a new message.
+ */
+export const ResolveShareResponseSchema: GenMessage<ResolveShareResponse> = /*@__PURE__*/
+  messageDesc(file_berth_exportworker_v1_traces, 38);
+
+/**
  * @generated from enum berth.exportworker.v1.RunOperationKind
  */
 export enum RunOperationKind {
@@ -1053,6 +1377,36 @@ export enum RunOperationKind {
  */
 export const RunOperationKindSchema: GenEnum<RunOperationKind> = /*@__PURE__*/
   enumDesc(file_berth_exportworker_v1_traces, 0);
+
+/**
+ * @generated from enum berth.exportworker.v1.ShareKind
+ */
+export enum ShareKind {
+  /**
+   * @generated from enum value: SHARE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One trace: its root run's id.
+   *
+   * @generated from enum value: SHARE_KIND_TRACE = 1;
+   */
+  TRACE = 1,
+
+  /**
+   * One thread of traces: its thread id.
+   *
+   * @generated from enum value: SHARE_KIND_THREAD = 2;
+   */
+  THREAD = 2,
+}
+
+/**
+ * Describes the enum berth.exportworker.v1.ShareKind.
+ */
+export const ShareKindSchema: GenEnum<ShareKind> = /*@__PURE__*/
+  enumDesc(file_berth_exportworker_v1_traces, 1);
 
 /**
  * @generated from service berth.exportworker.v1.TraceService
@@ -1155,6 +1509,59 @@ export const TraceService: GenService<{
     methodKind: "unary";
     input: typeof ValidateFilterRequestSchema;
     output: typeof ValidateFilterResponseSchema;
+  },
+  /**
+   * Threads of a project: its traces (root runs) grouped by the thread their metadata names
+   * (`thread_id`, else `session_id`, else `conversation_id`, as LangSmith groups them), each with
+   * its stats, most recently active first; and the totals over every thread matching.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.QueryThreads
+   */
+  queryThreads: {
+    methodKind: "unary";
+    input: typeof QueryThreadsRequestSchema;
+    output: typeof QueryThreadsResponseSchema;
+  },
+  /**
+   * The share token of a trace (a root run) or a thread of a project, made when it has none; a
+   * trace or thread that is not there is NOT_FOUND.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.Share
+   */
+  share: {
+    methodKind: "unary";
+    input: typeof ShareRequestSchema;
+    output: typeof ShareResponseSchema;
+  },
+  /**
+   * The share token of a trace or thread; NOT_FOUND when it is not shared.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.GetShare
+   */
+  getShare: {
+    methodKind: "unary";
+    input: typeof GetShareRequestSchema;
+    output: typeof GetShareResponseSchema;
+  },
+  /**
+   * Revokes a share link (nothing when there is none).
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.Unshare
+   */
+  unshare: {
+    methodKind: "unary";
+    input: typeof UnshareRequestSchema;
+    output: typeof UnshareResponseSchema;
+  },
+  /**
+   * What a share token gives read access to; NOT_FOUND for a token that is not (or no longer) one.
+   *
+   * @generated from rpc berth.exportworker.v1.TraceService.ResolveShare
+   */
+  resolveShare: {
+    methodKind: "unary";
+    input: typeof ResolveShareRequestSchema;
+    output: typeof ResolveShareResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_exportworker_v1_traces, 0);
