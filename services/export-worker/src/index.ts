@@ -18,7 +18,9 @@ import { ExportScheduler } from './exports/scheduler.js';
 import { ExportStore } from './exports/store.js';
 import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
-import { BulkExportService, TraceService } from '@berth/proto';
+import { BulkExportService, FeedbackService, TraceService } from '@berth/proto';
+import { feedbackHandlers } from './traces/feedback-rpc.js';
+import { FeedbackStore } from './traces/feedback-store.js';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
 import { traceHandlers } from './traces/rpc.js';
@@ -42,6 +44,8 @@ export { compileFilter } from './filter/compile.js';
 export { EXPORT_FIELDS, emptyCheckpoint, exportPartition, partitionFileKey, partitionFolder } from './writer/export-partition.js';
 export type { ExportField, ExportPartitionOptions, ExportTarget, ExportTuning, PartitionCheckpoint, RunCursor } from './writer/export-partition.js';
 export { PendingPatchSweeper } from './traces/patch-sweeper.js';
+export { DEFAULT_FEEDBACK_LIMITS, FeedbackStore } from './traces/feedback-store.js';
+export type { FeedbackDocument, FeedbackLimits } from './traces/feedback-store.js';
 
 /**
  * Largest gRPC message the export-worker takes: an ingest call carries whole runs, whose inputs
@@ -117,6 +121,7 @@ export async function start(
       setup: (server) => {
         server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), clock));
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
+        server.add(FeedbackService, feedbackHandlers(new FeedbackStore(database.db, config.feedbackLimits)));
       },
     });
   } catch (error) {

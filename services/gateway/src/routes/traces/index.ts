@@ -1,5 +1,5 @@
 /**
- * The LangSmith-compatible trace API at the gateway's root (`/info`, `/runs…`, `/sessions…`):
+ * The LangSmith-compatible trace API at the gateway's root (`/info`, `/runs…`, `/sessions…`, `/feedback…`):
  * point the `langsmith` client at the gateway (LANGSMITH_ENDPOINT) with a Berth API key
  * (LANGSMITH_API_KEY) and it records and reads traces unchanged. Runs and projects live in the
  * export-worker's trace store.
@@ -9,6 +9,7 @@ import type { Logger } from '@berth/log';
 import express, { type Request, type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { BERTH_VERSION } from '../../version.js';
+import { feedbackRoutes } from './feedback.js';
 import { runRoutes, type TraceLimits } from './runs.js';
 import { InfoOut } from './schemas.js';
 import { sessionRoutes } from './sessions.js';
@@ -64,6 +65,7 @@ export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
   });
   runRoutes(api, { exportWorker: deps.exportWorker, logger: deps.logger, limits });
   sessionRoutes(api, { exportWorker: deps.exportWorker });
+  feedbackRoutes(api, { exportWorker: deps.exportWorker });
 }
 
 /**
