@@ -25,3 +25,17 @@ CREATE TABLE feedback (
 -- A run's feedback (its stats, GET /feedback?run=…) and a tenant's feedback by key, newest first.
 CREATE INDEX feedback_run ON feedback (run_id, key);
 CREATE INDEX feedback_tenant_time ON feedback (tenant_id, created_at DESC, id DESC);
+
+-- Feedback on a run that has not arrived yet (the client sends feedback straight away and the run
+-- with its next batch): kept until a run of that id, tenant (and project, for a bound writer)
+-- arrives, then stored as any feedback; deleted when it waited longer than pending run patches may.
+CREATE TABLE pending_feedback (
+  id uuid PRIMARY KEY,
+  tenant_id uuid NOT NULL,
+  run_id uuid NOT NULL,
+  scope_session_id uuid,
+  feedback jsonb NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX pending_feedback_run ON pending_feedback (run_id);
+CREATE INDEX pending_feedback_tenant ON pending_feedback (tenant_id);

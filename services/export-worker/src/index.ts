@@ -19,7 +19,7 @@ import { ExportStore } from './exports/store.js';
 import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
 import { BulkExportService, FeedbackService, TraceService } from '@berth/proto';
-import { feedbackHandlers } from './traces/feedback-rpc.js';
+import { attachingPendingFeedback, feedbackHandlers } from './traces/feedback-rpc.js';
 import { FeedbackStore } from './traces/feedback-store.js';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
@@ -78,7 +78,10 @@ export async function start(
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
-  const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
+  const feedback = new FeedbackStore(database.db, config.feedbackLimits);
+  // Feedback waits for its run as long as a patch waits for its create.
+  const waiting = { sweepPendingPatches: async (maxAgeMs: number) => (await traces.sweepPendingPatches(maxAgeMs)) + (await feedback.sweepPending(maxAgeMs)) };
+  const sweeper = new PendingPatchSweeper(waiting, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
   const settings = config.bulkExports ?? {};
   const exportDb = database.db.withTables<BulkExportTables>();
   const clock = settings.clock ?? systemClock;
@@ -119,9 +122,9 @@ export async function start(
       internalToken: config.internalToken,
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
-        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), clock));
+        server.add(TraceService, attachingPendingFeedback(traceHandlers(traces, new TraceIngest(traces, logger), clock), feedback, logger));
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
-        server.add(FeedbackService, feedbackHandlers(new FeedbackStore(database.db, config.feedbackLimits)));
+        server.add(FeedbackService, feedbackHandlers(feedback));
       },
     });
   } catch (error) {

@@ -188,11 +188,11 @@ describe('a deployment’s tracing credential', () => {
           method: spec.method,
           route: spec.path,
           status: 403,
-          detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)',
+          detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback)',
         });
       }
     }
-    expect(declared).toBe(10); // the trace API's routes in route-access.txt, the stats and filter check among them
+    expect(declared).toBe(15); // the trace API's routes in route-access.txt, the stats, filter check and feedback among them
   });
 
   it('is refused by a route under /runs that does not declare it (authorization is by declaration, not by path)', async () => {
@@ -210,7 +210,7 @@ describe('a deployment’s tracing credential', () => {
     try {
       const traced = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': credential } });
       expect(traced.status).toBe(403);
-      expect(await traced.json()).toEqual({ detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)' });
+      expect(await traced.json()).toEqual({ detail: 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback)' });
       const tenant = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': apiKey } });
       expect(tenant.status).toBe(200);
     } finally {

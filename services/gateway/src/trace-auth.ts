@@ -67,7 +67,7 @@ export class GatewayAuthenticator {
     if (!accepts.includes(kind)) {
       throw new PermissionDeniedError(
         kind === 'tracing_credential'
-          ? 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions)'
+          ? 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback)'
           : `This route takes ${describeCredentials(accepts)}, not ${describeCredentials([kind])}`,
       );
     }

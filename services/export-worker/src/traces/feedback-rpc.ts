@@ -3,22 +3,34 @@
  * as JSON text; text that is not JSON is a validation error, as a malformed field is.
  */
 import { isBerthError, RequestValidationError, type ErrorCode } from '@berth/errors';
+import { storableStrings, unsafeValueIssues } from '@berth/http';
 import { isUuid } from '@berth/ids';
-import { FeedbackService } from '@berth/proto';
+import type { Logger } from '@berth/log';
+import { FeedbackService, type TraceService } from '@berth/proto';
 import type { ServiceImplementation } from '@berth/rpc';
 import type { FeedbackStore } from './feedback-store.js';
 import { MAX_PAGE } from './rpc.js';
 
+/** A bad parameter of a feedback list (the query string of GET /feedback). */
 function invalid(field: string, msg: string): RequestValidationError {
-  return new RequestValidationError([{ loc: ['body', field], msg, type: 'value_error' }]);
+  return new RequestValidationError([{ loc: ['query', field], msg, type: 'value_error' }]);
 }
 
-function parsed(text: string, field = 'feedback'): unknown {
+/**
+ * The feedback a client sent: its strings cleaned as the JSON routes' parser does (Postgres stores
+ * no U+0000 nor lone surrogate), refused when nested deeper than any request may be.
+ */
+function parsed(text: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
-    throw new RequestValidationError([{ loc: ['body', field], msg: 'is not JSON', type: 'value_error.json' }], { cause: error });
+    throw new RequestValidationError([{ loc: ['body'], msg: 'is not JSON', type: 'value_error.json' }], { cause: error });
   }
+  storableStrings(value);
+  const issues = unsafeValueIssues('body', value);
+  if (issues.length > 0) throw new RequestValidationError(issues);
+  return value;
 }
 
 /** What makes one feedback of a batch refused rather than the batch failed. */
@@ -77,6 +89,27 @@ export function feedbackHandlers(store: FeedbackStore): ServiceImplementation<ty
     deleteFeedback: async (r) => {
       await store.delete(r.tenantId, scopeOf(r.sessionId), r.id);
       return {};
+    },
+  };
+}
+
+/**
+ * The trace service with its ingest followed by storing the feedback that waited for the runs just
+ * stored (feedback sent before its run's batch). Kept beside the trace handlers rather than in them:
+ * runs know nothing of feedback.
+ */
+export function attachingPendingFeedback(
+  handlers: ServiceImplementation<typeof TraceService>,
+  store: FeedbackStore,
+  logger: Logger,
+): ServiceImplementation<typeof TraceService> {
+  return {
+    ...handlers,
+    ingestRuns: async (request, context) => {
+      const answer = await handlers.ingestRuns(request, context);
+      const { attached, dropped } = await store.attachPending(request.tenantId, answer.storedIds ?? []);
+      if (dropped.length > 0) logger.warn({ tenantId: request.tenantId, attached, dropped: dropped.slice(0, 20) }, 'feedback that waited for its run refused');
+      return answer;
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Feedback in the trace store on a real Postgres: each run's feedback_stats kept exact under
- * concurrent writers (and the per-run quota with them), and written by a bulk export into the
- * Parquet `feedback_stats` column, read back with DuckDB as a user would.
+ * concurrent writers (and the per-run quota with them); feedback waiting for its run limited and
+ * swept; the stats written by a bulk export into the Parquet `feedback_stats` column, read back
+ * with DuckDB as a user would.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -58,6 +59,23 @@ describe('feedback_stats', () => {
     const run = await traces.getRun(tenant, runId);
     const stats = run.feedback_stats as Record<string, { n: number }>;
     expect(stats.even!.n + stats.odd!.n).toBe(30);
+  });
+});
+
+describe('feedback waiting for its run', () => {
+  it('is limited per tenant (429 saying why), and swept when its run never comes', async () => {
+    const other = randomUUID();
+    const store = new FeedbackStore(database.db, { maxPendingPerTenant: 2 });
+    for (let i = 0; i < 2; i++) await store.create(other, undefined, { run_id: randomUUID(), key: 'early' });
+    await expect(store.create(other, undefined, { run_id: randomUUID(), key: 'early' })).rejects.toMatchObject({
+      code: 'resource_exhausted',
+      message: '2 feedback already wait for runs that have not arrived; send the runs first (or wait for them to be stored)',
+    });
+    // Another tenant has its own allowance.
+    await expect(store.create(tenant, undefined, { run_id: randomUUID(), key: 'early' })).resolves.toMatchObject({ trace_id: null });
+    expect(await store.sweepPending(3_600_000)).toBe(0);
+    expect(await store.sweepPending(0)).toBe(3);
+    await expect(store.create(other, undefined, { run_id: randomUUID(), key: 'early' })).resolves.toMatchObject({ session_id: null });
   });
 });
 

@@ -7,7 +7,7 @@
  * the stats and the per-run quota never miss a concurrent write.
  */
 import { sql, type Kysely } from '@berth/db';
-import { ConflictError, NotFoundError, RequestValidationError, ResourceExhaustedError } from '@berth/errors';
+import { ConflictError, isBerthError, NotFoundError, RequestValidationError, ResourceExhaustedError } from '@berth/errors';
 import { isUuid } from '@berth/ids';
 import { randomUUID } from 'node:crypto';
 import type { TraceTables } from './trace-store.js';
@@ -33,9 +33,20 @@ export interface FeedbackLimits {
    * @default 200
    */
   maxKeyLength: number;
+  /**
+   * Most feedback of one tenant waiting for runs that have not arrived (more is refused: 429).
+   * @default 10000
+   */
+  maxPendingPerTenant: number;
 }
 
-export const DEFAULT_FEEDBACK_LIMITS: FeedbackLimits = { maxPerRun: 1000, maxCommentBytes: 65_536, maxValueBytes: 65_536, maxKeyLength: 200 };
+export const DEFAULT_FEEDBACK_LIMITS: FeedbackLimits = {
+  maxPerRun: 1000,
+  maxCommentBytes: 65_536,
+  maxValueBytes: 65_536,
+  maxKeyLength: 200,
+  maxPendingPerTenant: 10_000,
+};
 
 /** Feedback as stored and answered, in LangSmith's shape. */
 export interface FeedbackDocument {
@@ -43,8 +54,10 @@ export interface FeedbackDocument {
   created_at: string;
   modified_at: string;
   run_id: string;
-  trace_id: string;
-  session_id: string;
+  /** Null while the feedback waits for its run. */
+  trace_id: string | null;
+  /** Null while the feedback waits for its run. */
+  session_id: string | null;
   key: string;
   score: number | null;
   value: unknown;
@@ -104,14 +117,17 @@ interface FeedbackRow {
   modified_at: Date;
 }
 
+/** A bad field of a feedback (the whole body when `field` is empty). */
 function invalid(field: string, msg: string): RequestValidationError {
-  return new RequestValidationError([{ loc: ['body', field], msg, type: 'value_error' }]);
+  return new RequestValidationError([{ loc: field ? ['body', field] : ['body'], msg, type: 'value_error' }]);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The feedback as a document of the API. */
-function documentOf(row: FeedbackRow): FeedbackDocument {
+function documentOf(
+  row: Omit<FeedbackRow, 'run_start_time' | 'trace_id' | 'session_id'> & { trace_id: string | null; session_id: string | null },
+): FeedbackDocument {
   return {
     id: row.id,
     created_at: row.created_at.toISOString(),
@@ -131,6 +147,23 @@ function documentOf(row: FeedbackRow): FeedbackDocument {
   };
 }
 
+/** A feedback not stored yet, as a row (without its run's place, trace and project, or times). */
+function rowOf(tenantId: string, f: FeedbackCreate): Omit<FeedbackRow, 'run_start_time' | 'trace_id' | 'session_id' | 'created_at' | 'modified_at'> {
+  return {
+    id: f.id,
+    tenant_id: tenantId,
+    run_id: f.run_id,
+    key: f.key,
+    score: f.score,
+    value: f.value,
+    comment: f.comment,
+    correction: f.correction,
+    feedback_source: f.source,
+    comparative_experiment_id: f.comparative_experiment_id,
+    feedback_group_id: f.feedback_group_id,
+  };
+}
+
 /** A JSON value as a jsonb parameter (SQL NULL for absent or null). */
 const jsonb = (value: unknown) => (value === undefined || value === null ? sql`NULL::jsonb` : sql`${JSON.stringify(value)}::jsonb`);
 
@@ -146,32 +179,88 @@ export class FeedbackStore {
 
   /**
    * Stores a feedback on a run of the tenant (of `scope` when given). A retry of the same feedback
-   * (same id, same run) answers the stored one; an id taken by another feedback is a conflict.
+   * (same id, same run) answers the stored one; an id taken by another feedback is a conflict. A
+   * run no tenant has yet is waited for ({@link attachPending}): the answer then has no trace or
+   * project yet.
    */
   async create(tenantId: string, scope: string | undefined, input: unknown): Promise<FeedbackDocument> {
     const feedback = this.parseCreate(input);
     return this.db.transaction().execute(async (trx) => {
-      await lockRun(trx, feedback.run_id);
-      const run = await findRun(trx, tenantId, feedback.run_id, scope ?? feedback.session_id);
-      const existing = await selectFeedback(trx, feedback.id);
-      if (existing) {
-        if (existing.tenant_id === tenantId && existing.run_id === feedback.run_id) return documentOf(existing);
-        throw new ConflictError(`feedback ${feedback.id} already exists`);
-      }
-      const count = await sql<{ n: string }>`SELECT count(*) AS n FROM feedback WHERE run_id = ${feedback.run_id}::uuid`.execute(trx);
-      if (Number(count.rows[0]!.n) >= this.limits.maxPerRun)
-        throw new ResourceExhaustedError(`run ${feedback.run_id} already has ${this.limits.maxPerRun} feedback, the most one run may have`);
-      const { rows } = await sql<FeedbackRow>`INSERT INTO feedback (id, tenant_id, run_id, run_start_time, trace_id, session_id, key, score, value,
-          comment, correction, feedback_source, comparative_experiment_id, feedback_group_id)
-        VALUES (${feedback.id}::uuid, ${tenantId}::uuid, ${feedback.run_id}::uuid, ${run.start_time}, ${run.trace_id}::uuid, ${run.session_id}::uuid,
-          ${feedback.key}, ${feedback.score}, ${jsonb(feedback.value)}, ${feedback.comment}, ${jsonb(feedback.correction)},
-          ${JSON.stringify(feedback.source)}::jsonb, ${feedback.comparative_experiment_id}::uuid, ${feedback.feedback_group_id}::uuid)
-        ON CONFLICT (id) DO NOTHING RETURNING *`.execute(trx);
-      // Another tenant's feedback took the id between the check and the insert.
-      if (!rows[0]) throw new ConflictError(`feedback ${feedback.id} already exists`);
-      await updateStats(trx, feedback.run_id, run.start_time);
-      return documentOf(rows[0]);
+      await lockRuns(trx, [feedback.run_id]);
+      const run = await locateRun(trx, tenantId, feedback.run_id, scope ?? feedback.session_id);
+      if (run) return this.insert(trx, tenantId, feedback, run);
+      await this.holdPending(trx, tenantId, scope ?? feedback.session_id, feedback);
+      const now = new Date();
+      return documentOf({ ...rowOf(tenantId, feedback), trace_id: null, session_id: null, created_at: now, modified_at: now });
     });
+  }
+
+  /**
+   * Stores the feedback that waited for these runs of the tenant (call it once they are stored).
+   * Answers the feedback that could still not be stored (over the run's quota, out of its scope).
+   */
+  async attachPending(tenantId: string, runIds: string[]): Promise<{ attached: number; dropped: { id: string; reason: string }[] }> {
+    const outcome = { attached: 0, dropped: [] as { id: string; reason: string }[] };
+    if (runIds.length === 0) return outcome;
+    return this.db.transaction().execute(async (trx) => {
+      // Under the runs' locks: a feedback being held for one of them right now is committed (and seen) before this reads.
+      await lockRuns(trx, runIds);
+      const { rows } = await sql<{ id: string; run_id: string; scope_session_id: string | null; feedback: FeedbackCreate; received_at: Date }>`
+        DELETE FROM pending_feedback WHERE tenant_id = ${tenantId}::uuid AND run_id = ANY(${runIds.map((id) => id.toLowerCase())}::uuid[])
+        RETURNING id, run_id, scope_session_id, feedback, received_at`.execute(trx);
+      for (const row of rows.sort((a, b) => a.received_at.getTime() - b.received_at.getTime())) {
+        try {
+          const run = await locateRun(trx, tenantId, row.run_id, row.scope_session_id ?? undefined);
+          if (!run) throw new NotFoundError(`run ${row.run_id} not found`);
+          await this.insert(trx, tenantId, row.feedback, run);
+          outcome.attached++;
+        } catch (error) {
+          if (!isBerthError(error)) throw error;
+          outcome.dropped.push({ id: row.id, reason: error.message });
+        }
+      }
+      return outcome;
+    });
+  }
+
+  /** Deletes feedback that waited longer than `maxAgeMs` for its run; answers how many went. */
+  async sweepPending(maxAgeMs: number): Promise<number> {
+    const result = await sql`DELETE FROM pending_feedback WHERE received_at < now() - make_interval(secs => ${maxAgeMs / 1000})`.execute(this.db);
+    return Number(result.numAffectedRows ?? 0n);
+  }
+
+  /** Stores a feedback on a run located and locked by the caller. */
+  private async insert(trx: Kysely<TraceTables>, tenantId: string, feedback: FeedbackCreate, run: LocatedRun): Promise<FeedbackDocument> {
+    const existing = await selectFeedback(trx, feedback.id);
+    if (existing) {
+      if (existing.tenant_id === tenantId && existing.run_id === feedback.run_id) return documentOf(existing);
+      throw new ConflictError(`feedback ${feedback.id} already exists`);
+    }
+    const count = await sql<{ n: string }>`SELECT count(*) AS n FROM feedback WHERE run_id = ${feedback.run_id}::uuid`.execute(trx);
+    if (Number(count.rows[0]!.n) >= this.limits.maxPerRun)
+      throw new ResourceExhaustedError(`run ${feedback.run_id} already has ${this.limits.maxPerRun} feedback, the most one run may have`);
+    const { rows } = await sql<FeedbackRow>`INSERT INTO feedback (id, tenant_id, run_id, run_start_time, trace_id, session_id, key, score, value,
+        comment, correction, feedback_source, comparative_experiment_id, feedback_group_id)
+      VALUES (${feedback.id}::uuid, ${tenantId}::uuid, ${feedback.run_id}::uuid, ${run.start_time}, ${run.trace_id}::uuid, ${run.session_id}::uuid,
+        ${feedback.key}, ${feedback.score}, ${jsonb(feedback.value)}, ${feedback.comment}, ${jsonb(feedback.correction)},
+        ${JSON.stringify(feedback.source)}::jsonb, ${feedback.comparative_experiment_id}::uuid, ${feedback.feedback_group_id}::uuid)
+      ON CONFLICT (id) DO NOTHING RETURNING *`.execute(trx);
+    // Another tenant's feedback took the id between the check and the insert.
+    if (!rows[0]) throw new ConflictError(`feedback ${feedback.id} already exists`);
+    await updateStats(trx, feedback.run_id, run.start_time);
+    return documentOf(rows[0]);
+  }
+
+  /** Keeps a feedback until its run arrives, within the tenant's allowance of waiting feedback. */
+  private async holdPending(trx: Kysely<TraceTables>, tenantId: string, scope: string | undefined, feedback: FeedbackCreate): Promise<void> {
+    const waiting = await sql<{ n: string }>`SELECT count(*) AS n FROM pending_feedback WHERE tenant_id = ${tenantId}::uuid`.execute(trx);
+    if (Number(waiting.rows[0]!.n) >= this.limits.maxPendingPerTenant)
+      throw new ResourceExhaustedError(
+        `${this.limits.maxPendingPerTenant} feedback already wait for runs that have not arrived; send the runs first (or wait for them to be stored)`,
+      );
+    await sql`INSERT INTO pending_feedback (id, tenant_id, run_id, scope_session_id, feedback)
+      VALUES (${feedback.id}::uuid, ${tenantId}::uuid, ${feedback.run_id}::uuid, ${scope ?? null}::uuid, ${JSON.stringify(feedback)}::jsonb)
+      ON CONFLICT (id) DO NOTHING`.execute(trx);
   }
 
   async get(tenantId: string, scope: string | undefined, id: string): Promise<FeedbackDocument> {
@@ -221,7 +310,7 @@ export class FeedbackStore {
   ): Promise<T> {
     return this.db.transaction().execute(async (trx) => {
       const before = await this.find(trx, tenantId, scope, id);
-      await lockRun(trx, before.run_id);
+      await lockRuns(trx, [before.run_id]);
       // Read again under the lock: a concurrent delete may have come first.
       return work(trx, await this.find(trx, tenantId, scope, id));
     });
@@ -235,7 +324,7 @@ export class FeedbackStore {
 
   /** A new feedback from what a client sent; fields this store does not keep are ignored. */
   private parseCreate(input: unknown): FeedbackCreate {
-    if (!isObject(input)) throw invalid('feedback', 'must be a JSON object');
+    if (!isObject(input)) throw invalid('', 'must be a JSON object');
     const uuidOf = (field: string, required: boolean): string | null => {
       const value = input[field];
       if (value === undefined || value === null) {
@@ -273,7 +362,7 @@ export class FeedbackStore {
   }
 
   private parseUpdate(input: unknown): FeedbackUpdate {
-    if (!isObject(input)) throw invalid('feedback', 'must be a JSON object');
+    if (!isObject(input)) throw invalid('', 'must be a JSON object');
     const update: FeedbackUpdate = {};
     for (const [field, value] of Object.entries(input)) {
       if (value === undefined) continue;
@@ -310,23 +399,32 @@ async function selectFeedback(db: Kysely<TraceTables>, id: string): Promise<Feed
   return (await sql<FeedbackRow>`SELECT * FROM feedback WHERE id = ${id}::uuid`.execute(db)).rows[0];
 }
 
-/** One writer of a run's feedback at a time (its stats and quota depend on all of it). */
-async function lockRun(trx: Kysely<TraceTables>, runId: string): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${runId}, 7412))`.execute(trx);
+/**
+ * One writer of a run's feedback at a time (its stats and quota depend on all of it), taken in a
+ * fixed order so that two writers never wait on each other.
+ */
+async function lockRuns(trx: Kysely<TraceTables>, runIds: string[]): Promise<void> {
+  const ids = [...new Set(runIds.map((id) => id.toLowerCase()))].sort();
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(id, 7412)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS locked`.execute(trx);
 }
 
-/** The run feedback is given on: of the tenant, and of `sessionId` when given; else NotFoundError. */
-async function findRun(
-  db: Kysely<TraceTables>,
-  tenantId: string,
-  runId: string,
-  sessionId: string | undefined,
-): Promise<{ start_time: Date; trace_id: string; session_id: string }> {
-  const { rows } = await sql<{ start_time: Date; trace_id: string; session_id: string }>`SELECT r.start_time, r.trace_id, r.session_id
+interface LocatedRun {
+  start_time: Date;
+  trace_id: string;
+  session_id: string;
+}
+
+/**
+ * The run feedback is given on, or undefined when no tenant has a run of this id (yet). A run of
+ * another tenant, or outside `sessionId` when given, is a NotFoundError.
+ */
+async function locateRun(db: Kysely<TraceTables>, tenantId: string, runId: string, sessionId: string | undefined): Promise<LocatedRun | undefined> {
+  const { rows } = await sql<LocatedRun & { tenant_id: string }>`SELECT k.tenant_id, r.start_time, r.trace_id, r.session_id
     FROM run_keys k JOIN runs r ON r.id = k.id AND r.start_time = k.start_time
-    WHERE k.id = ${runId}::uuid AND k.tenant_id = ${tenantId}::uuid`.execute(db);
+    WHERE k.id = ${runId}::uuid`.execute(db);
   const run = rows[0];
-  if (!run || (sessionId !== undefined && run.session_id !== sessionId)) throw new NotFoundError(`run ${runId} not found`);
+  if (!run) return undefined;
+  if (run.tenant_id !== tenantId || (sessionId !== undefined && run.session_id !== sessionId)) throw new NotFoundError(`run ${runId} not found`);
   return run;
 }
 

@@ -130,6 +130,9 @@ describe('feedback through the langsmith client', () => {
     const start = new Date().toISOString();
     const feedbackId = randomUUID();
     const broken = randomUUID();
+    const [odd, deep] = [randomUUID(), randomUUID()];
+    let nested: unknown = 1;
+    for (let i = 0; i < 200; i++) nested = [nested];
     const { body, type } = multipart([
       {
         name: `post.${runId}`,
@@ -145,12 +148,43 @@ describe('feedback through the langsmith client', () => {
       },
       { name: `feedback.${feedbackId}`, value: { id: feedbackId, run_id: runId, trace_id: runId, key: 'thumbs', score: true } },
       { name: `feedback.${broken}`, value: { id: broken, run_id: runId, trace_id: runId } },
+      // What Postgres cannot store: a NUL in the key is dropped (as in runs), a value nested too deep refuses its feedback alone.
+      { name: `feedback.${odd}`, value: { id: odd, run_id: runId, key: 'odd\u0000key', comment: 'x\ud800y' } },
+      { name: `feedback.${deep}`, value: { id: deep, run_id: runId, key: 'deep', value: nested } },
     ]);
     const answer = await call('/runs/multipart', { method: 'POST', body, type });
     expect(answer.status).toBe(202);
-    expect(answer.body).toMatchObject({ stored: 1, refused: [{ id: broken, reason: expect.stringContaining('key') }] });
+    expect(answer.body).toMatchObject({
+      stored: 1,
+      refused: [
+        { id: broken, reason: expect.stringContaining('key') },
+        { id: deep, reason: expect.stringContaining('nested') },
+      ],
+    });
+    expect(await client.readFeedback(odd)).toMatchObject({ key: 'oddkey', comment: 'x\ufffdy' });
     expect(await client.readFeedback(feedbackId)).toMatchObject({ run_id: runId, key: 'thumbs', score: 1 });
-    expect(await statsOf(client, runId)).toEqual({ thumbs: { n: 1, avg: 1, stdev: 0, values: {} } });
+    expect(await statsOf(client, runId)).toEqual({ thumbs: { n: 1, avg: 1, stdev: 0, values: {} }, oddkey: { n: 1, avg: null, stdev: null, values: {} } });
+  });
+
+  it('given before its run arrives waits for the run, and is then stored on it (not on another tenant’s run of that id)', async () => {
+    const client = clientOf(stack.keyA);
+    const runId = randomUUID();
+    const early = await call('/feedback', { method: 'POST', json: { run_id: runId, key: 'early', score: 1 } });
+    expect(early).toMatchObject({ status: 200, body: { run_id: runId, key: 'early', trace_id: null, session_id: null } });
+    // Another tenant naming the same run id first: held for that tenant only.
+    const squatter = await call('/feedback', { method: 'POST', key: stack.keyB, json: { run_id: runId, key: 'early', score: 0 } });
+    expect(squatter.status).toBe(200);
+    await expect(client.readFeedback(early.body.id)).rejects.toThrow(/404/);
+
+    const start = new Date().toISOString();
+    const posted = await call('/runs', {
+      method: 'POST',
+      json: { id: runId, name: 'slow', run_type: 'chain', start_time: start, session_name: 'support-bot' },
+    });
+    expect(posted.status).toBe(202);
+    expect(await client.readFeedback(early.body.id)).toMatchObject({ run_id: runId, trace_id: runId, session_id: root.session_id, score: 1 });
+    expect(await statsOf(client, runId)).toEqual({ early: { n: 1, avg: 1, stdev: 0, values: {} } });
+    await expect(clientOf(stack.keyB).readFeedback(squatter.body.id)).rejects.toThrow(/404/);
   });
 
   it('filters runs by feedback key and score (alone and paired)', async () => {
@@ -161,11 +195,22 @@ describe('feedback through the langsmith client', () => {
     expect(await query('eq(feedback_key, "correctness")')).toEqual(['agent', 'llm']);
     expect(await query('and(eq(feedback_key, "correctness"), gt(feedback_score, 0.1))')).toEqual(['agent']);
     expect(await query('and(eq(feedback_key, "correctness"), eq(feedback_score, 0))')).toEqual(['llm']);
-    expect(await query('gt(feedback_score, 0.8)')).toEqual(['agent', 'late']);
-    expect(await query('neq(feedback_key, "correctness")')).toEqual(['late']);
+    expect(await query('gt(feedback_score, 0.8)')).toEqual(['agent', 'late', 'slow']);
+    expect(await query('neq(feedback_key, "correctness")')).toEqual(['late', 'slow']);
+    // As LangSmith's docs show it: runs whose trace's root got a feedback score, through the client.
+    const client = clientOf(stack.keyA);
+    const underGoodRoots = await collect(
+      client.listRuns({ projectName: 'support-bot', filter: 'eq(name, "llm")', traceFilter: 'and(eq(feedback_key, "tone"), gte(feedback_score, 0.9))' }),
+    );
+    expect(underGoodRoots.map((r) => r.id)).toEqual([child.id]);
+    // The stats come with the runs a query selects.
+    const selected = await call('/runs/query', { method: 'POST', json: { id: [root.id], select: ['name', 'feedback_stats'] } });
+    expect(selected.body.runs).toEqual([
+      { id: root.id, name: 'agent', feedback_stats: { correctness: expect.objectContaining({ n: 1 }), tone: expect.objectContaining({ n: 1, avg: 0.9 }) } },
+    ]);
   });
 
-  it('is refused past the per-run quota (429) and when a comment is too large (422), saying why', async () => {
+  it('is refused past the per-run quota (429), when a comment is too large or a field unknown (422), saying why', async () => {
     const runId = child.id; // correctness and helpfulness so far: two of four
     for (const key of ['a', 'b']) expect((await call('/feedback', { method: 'POST', json: { run_id: runId, key, score: 1 } })).status).toBe(200);
     const over = await call('/feedback', { method: 'POST', json: { run_id: runId, key: 'c', score: 1 } });
@@ -175,6 +220,11 @@ describe('feedback through the langsmith client', () => {
     expect(long.body.detail[0]).toMatchObject({ loc: ['body', 'comment'], msg: 'is longer than 65536 bytes' });
     const unknown = await call('/feedback', { method: 'POST', json: { run_id: root.id, key: 'c', rating: 5 } });
     expect(unknown.status).toBe(422);
+    expect(await call('/feedback?run=not-a-run')).toMatchObject({ status: 422, body: { detail: [{ loc: ['query', 'run'], msg: 'must be UUIDs' }] } });
+    expect(await call('/feedback/not-a-feedback', { method: 'PATCH', json: { score: 1 } })).toEqual({
+      status: 404,
+      body: { detail: 'feedback not-a-feedback not found' },
+    });
   });
 });
 

@@ -54,8 +54,8 @@ export const FeedbackOut = z.object({
   created_at: z.string(),
   modified_at: z.string(),
   run_id: Uuid,
-  trace_id: Uuid,
-  session_id: Uuid,
+  trace_id: Uuid.nullable().describe('Null while the feedback waits for its run'),
+  session_id: Uuid.nullable().describe('Null while the feedback waits for its run'),
   key: z.string(),
   score: z.number().nullable(),
   value: z.unknown(),
@@ -96,8 +96,9 @@ const scopeOf = (auth: Principal) => auth.tracingProject?.id ?? '';
 export const isFeedbackPart = (part: MultipartPart) => part.name.startsWith('feedback.');
 
 /**
- * Stores the `feedback.<id>` parts of a multipart batch (after its runs, which they may be on).
- * A malformed one, or one on a run the caller cannot see, is listed with its reason; the rest are kept.
+ * Stores the `feedback.<id>` parts of a multipart batch (after its runs, which they may be on; one
+ * on a run yet to come waits for it). A malformed one, or one on a run the caller cannot see, is
+ * listed with its reason; the rest are kept.
  */
 export async function ingestFeedbackParts(exportWorker: ExportWorkerClients, auth: Principal, parts: MultipartPart[]) {
   if (parts.length === 0) return { stored: 0, refused: [] };
@@ -126,8 +127,10 @@ export function feedbackRoutes(api: GatewayApi, deps: { exportWorker: ExportWork
       description:
         'What `client.createFeedback` sends when it does not batch (the client sends feedback with a `trace_id` as a ' +
         "`feedback.<id>` part of `POST /runs/multipart`). The run's `feedback_stats` (per key: `n`, `avg`, `stdev`, " +
-        '`values`) is updated. A run of another tenant (or project, for a bound credential) is a 404; 429 when the run ' +
-        'has as much feedback as it may (1000); `value`, `correction` and `comment` hold at most 64 KiB each.',
+        '`values`) is updated. Feedback on a run that has not arrived yet waits for it (answered with `trace_id` and ' +
+        '`session_id` null; dropped after 24 h without its run). A run of another tenant (or project, for a bound ' +
+        'credential) is a 404; 429 when the run has as much feedback as it may (1000); `value`, `correction` and ' +
+        '`comment` hold at most 64 KiB each.',
       tags,
       body: CreateFeedbackIn,
       response: FeedbackOut,
