@@ -185,29 +185,40 @@ export class FeedbackStore {
    */
   async create(tenantId: string, scope: string | undefined, input: unknown): Promise<FeedbackDocument> {
     const feedback = this.parseCreate(input);
-    return this.db.transaction().execute(async (trx) => {
+    const stored = await this.db.transaction().execute(async (trx) => {
       await lockRuns(trx, [feedback.run_id]);
       const run = await locateRun(trx, tenantId, feedback.run_id, scope ?? feedback.session_id);
       if (run) return this.insert(trx, tenantId, feedback, run);
       await this.holdPending(trx, tenantId, scope ?? feedback.session_id, feedback);
-      const now = new Date();
-      return documentOf({ ...rowOf(tenantId, feedback), trace_id: null, session_id: null, created_at: now, modified_at: now });
+      return undefined;
     });
+    if (stored) return stored;
+    // The run may have been stored since this looked, and its ingest may have looked for waiting
+    // feedback before this one was committed: look again, now that it is.
+    await this.attachPending(tenantId, [feedback.run_id]);
+    const now = new Date();
+    return documentOf({ ...rowOf(tenantId, feedback), trace_id: null, session_id: null, created_at: now, modified_at: now });
   }
 
   /**
    * Stores the feedback that waited for these runs of the tenant (call it once they are stored).
    * Answers the feedback that could still not be stored (over the run's quota, out of its scope).
+   * Cheap when nothing waits: one indexed read, then nothing (see {@link create} for why a read
+   * without the runs' locks misses nothing).
    */
   async attachPending(tenantId: string, runIds: string[]): Promise<{ attached: number; dropped: { id: string; reason: string }[] }> {
     const outcome = { attached: 0, dropped: [] as { id: string; reason: string }[] };
-    if (runIds.length === 0) return outcome;
+    const ids = runIds.map((id) => id.toLowerCase());
+    if (ids.length === 0) return outcome;
+    const waiting = await sql`SELECT 1 FROM pending_feedback WHERE tenant_id = ${tenantId}::uuid AND run_id = ANY(${ids}::uuid[]) LIMIT 1`.execute(this.db);
+    if (waiting.rows.length === 0) return outcome;
     return this.db.transaction().execute(async (trx) => {
-      // Under the runs' locks: a feedback being held for one of them right now is committed (and seen) before this reads.
-      await lockRuns(trx, runIds);
+      await lockRuns(trx, ids);
+      // Only feedback whose run now exists (under any tenant: on another's, it is dropped as out of reach).
       const { rows } = await sql<{ id: string; run_id: string; scope_session_id: string | null; feedback: FeedbackCreate; received_at: Date }>`
-        DELETE FROM pending_feedback WHERE tenant_id = ${tenantId}::uuid AND run_id = ANY(${runIds.map((id) => id.toLowerCase())}::uuid[])
-        RETURNING id, run_id, scope_session_id, feedback, received_at`.execute(trx);
+        DELETE FROM pending_feedback p USING run_keys k
+        WHERE p.tenant_id = ${tenantId}::uuid AND p.run_id = ANY(${ids}::uuid[]) AND k.id = p.run_id
+        RETURNING p.id, p.run_id, p.scope_session_id, p.feedback, p.received_at`.execute(trx);
       for (const row of rows.sort((a, b) => a.received_at.getTime() - b.received_at.getTime())) {
         try {
           const run = await locateRun(trx, tenantId, row.run_id, row.scope_session_id ?? undefined);
