@@ -74,5 +74,8 @@ export * from './gen/berth/exportworker/v1/traces_pb.js';
 // berth.exportworker.v1 — bulk export: destinations, exports, schedules and export runs.
 export * from './gen/berth/exportworker/v1/bulk_exports_pb.js';
 
+// berth.exportworker.v1 — feedback on runs of the trace store (feedback as JSON text).
+export * from './gen/berth/exportworker/v1/feedback_pb.js';
+
 // berth.sandboxmanager.v1 — templates/snapshots, registries, volumes, warm pools, sandboxes, and their data plane.
 export * from './gen/berth/sandboxmanager/v1/sandboxes_pb.js';

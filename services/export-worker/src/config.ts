@@ -1,5 +1,6 @@
 import type { Clock } from '@berth/clock';
 import type { GrpcServerConfig } from '@berth/config';
+import type { FeedbackLimits } from './traces/feedback-store.js';
 
 export interface ExportWorkerConfig extends GrpcServerConfig {
   /** Postgres holding the trace store and the export records (schema `berth_export`). */
@@ -17,6 +18,8 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default 24
    */
   pendingPatchMaxAgeHours?: number;
+  /** Limits of feedback on runs (see FeedbackLimits for each default). */
+  feedbackLimits?: Partial<FeedbackLimits>;
   /** Limits of bulk exports. */
   bulkExports?: BulkExportSettings;
 }

@@ -18,7 +18,9 @@ import { ExportScheduler } from './exports/scheduler.js';
 import { ExportStore } from './exports/store.js';
 import type { BulkExportTables } from './exports/tables.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './traces/trace-store.js';
-import { BulkExportService, TraceService } from '@berth/proto';
+import { BulkExportService, FeedbackService, TraceService } from '@berth/proto';
+import { attachingPendingFeedback, feedbackHandlers } from './traces/feedback-rpc.js';
+import { FeedbackStore } from './traces/feedback-store.js';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
 import { traceHandlers } from './traces/rpc.js';
@@ -43,6 +45,8 @@ export { compileFilter } from './filter/compile.js';
 export { EXPORT_FIELDS, emptyCheckpoint, exportPartition, partitionFileKey, partitionFolder } from './writer/export-partition.js';
 export type { ExportField, ExportPartitionOptions, ExportTarget, ExportTuning, PartitionCheckpoint, RunCursor } from './writer/export-partition.js';
 export { PendingPatchSweeper } from './traces/patch-sweeper.js';
+export { DEFAULT_FEEDBACK_LIMITS, FeedbackStore } from './traces/feedback-store.js';
+export type { FeedbackDocument, FeedbackLimits } from './traces/feedback-store.js';
 
 /**
  * Largest gRPC message the export-worker takes: an ingest call carries whole runs, whose inputs
@@ -75,7 +79,10 @@ export async function start(
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const traces = new TraceStore(database);
-  const sweeper = new PendingPatchSweeper(traces, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
+  const feedback = new FeedbackStore(database.db, config.feedbackLimits);
+  // Feedback waits for its run as long as a patch waits for its create.
+  const waiting = { sweepPendingPatches: async (maxAgeMs: number) => (await traces.sweepPendingPatches(maxAgeMs)) + (await feedback.sweepPending(maxAgeMs)) };
+  const sweeper = new PendingPatchSweeper(waiting, logger, (config.pendingPatchMaxAgeHours ?? DEFAULT_PENDING_PATCH_MAX_AGE_HOURS) * 3_600_000);
   const settings = config.bulkExports ?? {};
   const exportDb = database.db.withTables<BulkExportTables>();
   const clock = settings.clock ?? systemClock;
@@ -117,8 +124,12 @@ export async function start(
       internalToken: config.internalToken,
       grpcOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES },
       setup: (server) => {
-        server.add(TraceService, traceHandlers(traces, new TraceIngest(traces, logger), new TraceShares(database.db, secrets), clock));
+        server.add(
+          TraceService,
+          attachingPendingFeedback(traceHandlers(traces, new TraceIngest(traces, logger), new TraceShares(database.db, secrets), clock), feedback, logger),
+        );
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
+        server.add(FeedbackService, feedbackHandlers(feedback));
       },
     });
   } catch (error) {

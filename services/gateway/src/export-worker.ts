@@ -2,7 +2,7 @@
  * The gateway's gRPC clients of the export-worker (`berth.exportworker.v1`). One channel per
  * process, shared by every route; without an address, calls answer 503 with Retry-After.
  */
-import { BulkExportService, TraceService } from '@berth/proto';
+import { BulkExportService, FeedbackService, TraceService } from '@berth/proto';
 import type { RpcClient } from '@berth/rpc';
 import { ServiceClients } from './service-clients.js';
 
@@ -24,6 +24,11 @@ export class ExportWorkerClients extends ServiceClients {
   /** The trace store: runs and tracing projects. Throws UnavailableError when no export-worker is configured. */
   get traces(): RpcClient<typeof TraceService> {
     return this.client(TraceService);
+  }
+
+  /** Feedback on runs of the trace store. Throws UnavailableError when no export-worker is configured. */
+  get feedback(): RpcClient<typeof FeedbackService> {
+    return this.client(FeedbackService);
   }
 
   /** Export destinations, exports and their runs. Throws UnavailableError when no export-worker is configured. */

@@ -189,11 +189,11 @@ describe('a deployment’s tracing credential', () => {
           route: spec.path,
           status: 403,
           detail:
-            'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)',
+            'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)',
         });
       }
     }
-    expect(declared).toBe(20); // the trace API's routes in route-access.txt: classic, /api/v1/sessions… and /api/v2 reads
+    expect(declared).toBe(25); // the trace API's routes in route-access.txt: classic (stats, filter check, feedback among them), /api/v1/sessions… and /api/v2 reads
   });
 
   it('is refused by a route under /runs that does not declare it (authorization is by declaration, not by path)', async () => {
@@ -213,7 +213,7 @@ describe('a deployment’s tracing credential', () => {
       expect(traced.status).toBe(403);
       expect(await traced.json()).toEqual({
         detail:
-          'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)',
+          'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)',
       });
       const tenant = await fetch(`${served.url}/runs/stats`, { headers: { 'x-api-key': apiKey } });
       expect(tenant.status).toBe(200);

@@ -67,7 +67,7 @@ export class GatewayAuthenticator {
     if (!accepts.includes(kind)) {
       throw new PermissionDeniedError(
         kind === 'tracing_credential'
-          ? 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)'
+          ? 'A deployment’s tracing credential may only call the trace API (/info, /runs, /sessions, /feedback, /api/v1/sessions, /api/v2/runs, /api/v2/traces, /api/v2/threads)'
           : `This route takes ${describeCredentials(accepts)}, not ${describeCredentials([kind])}`,
       );
     }

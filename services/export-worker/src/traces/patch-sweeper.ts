@@ -1,6 +1,7 @@
 /**
  * Deletes run patches that waited too long for their create (a client that lost the create
- * never sends it), on a timer. Every replica may sweep: the DELETE is idempotent.
+ * never sends it), and whatever else waits for runs (feedback), on a timer. Every replica may
+ * sweep: the DELETE is idempotent.
  */
 import type { Logger } from '@berth/log';
 import type { TraceStore } from './trace-store.js';
@@ -16,7 +17,7 @@ export class PendingPatchSweeper {
    * @param intervalMs time between sweeps; @default a quarter of maxAgeMs, at most an hour
    */
   constructor(
-    private readonly store: TraceStore,
+    private readonly store: Pick<TraceStore, 'sweepPendingPatches'>,
     private readonly logger: Logger,
     private readonly maxAgeMs: number,
     private readonly intervalMs = Math.min(maxAgeMs / 4, 3_600_000),
@@ -33,7 +34,7 @@ export class PendingPatchSweeper {
     this.running = (async () => {
       try {
         swept = await this.store.sweepPendingPatches(this.maxAgeMs);
-        if (swept > 0) this.logger.warn({ swept, maxAgeMs: this.maxAgeMs }, 'deleted run patches whose create never arrived');
+        if (swept > 0) this.logger.warn({ swept, maxAgeMs: this.maxAgeMs }, 'deleted run patches (or feedback) whose run never arrived');
       } catch (error) {
         // The next sweep retries; nothing is lost by waiting.
         this.logger.error({ err: error }, 'sweeping pending run patches failed');

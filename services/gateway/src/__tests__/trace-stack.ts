@@ -6,7 +6,7 @@
  */
 import type { AuthStore } from '@berth/auth';
 import type { Clock } from '@berth/clock';
-import { start as startExportWorker, type RunningExportWorker } from '@berth/export-worker';
+import { start as startExportWorker, type ExportWorkerConfig, type RunningExportWorker } from '@berth/export-worker';
 import { listen, type RunningServer } from '@berth/http';
 import { silentLogger } from '@berth/log';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
@@ -25,8 +25,14 @@ export interface TraceStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack on a database named after `name`; `clock` is the export-worker's, `controlPlane` the gateway's (none by default). */
-export async function startTraceStack(name: string, options: { clock?: Clock; controlPlane?: string } = {}): Promise<TraceStack> {
+/**
+ * Starts the stack on a database named after `name`; `clock` is the export-worker's, `controlPlane` the gateway's (none by
+ * default), `worker` more settings of the export-worker.
+ */
+export async function startTraceStack(
+  name: string,
+  options: { clock?: Clock; controlPlane?: string; worker?: Pick<ExportWorkerConfig, 'feedbackLimits'> } = {},
+): Promise<TraceStack> {
   let testDb: TestDatabase | undefined;
   let worker: RunningExportWorker | undefined;
   let gateway: RunningGateway | undefined;
@@ -44,6 +50,7 @@ export async function startTraceStack(name: string, options: { clock?: Clock; co
         grpcHost: '127.0.0.1',
         grpcPort: 0,
         logLevel: 'silent',
+        ...options.worker,
         ...(options.clock ? { bulkExports: { clock: options.clock } } : {}),
       },
       silentLogger(),

@@ -1,5 +1,5 @@
 /**
- * The LangSmith-compatible trace API at the gateway's root (`/info`, `/runs…`, `/sessions…`):
+ * The LangSmith-compatible trace API at the gateway's root (`/info`, `/runs…`, `/sessions…`, `/feedback…`):
  * point the `langsmith` client at the gateway (LANGSMITH_ENDPOINT) with a Berth API key
  * (LANGSMITH_API_KEY) and it records and reads traces unchanged. Runs and projects live in the
  * export-worker's trace store.
@@ -11,6 +11,7 @@ import express, { type Request, type RequestHandler } from 'express';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { BERTH_VERSION } from '../../version.js';
 import { readV2Routes } from './read-v2.js';
+import { feedbackRoutes } from './feedback.js';
 import { runRoutes, type TraceLimits } from './runs.js';
 import { shareRoutes } from './share.js';
 import type { RateLimiter } from '../../rate-limit.js';
@@ -68,6 +69,7 @@ export function traceRoutes(api: GatewayApi, deps: TraceRouteDeps): void {
   sessionRoutes(api, { exportWorker: deps.exportWorker });
   readV2Routes(api, { exportWorker: deps.exportWorker, clock: deps.clock ?? systemClock });
   shareRoutes(api, { exportWorker: deps.exportWorker, publicLimiter: deps.publicLimiter });
+  feedbackRoutes(api, { exportWorker: deps.exportWorker });
 }
 
 function infoOf(limits: TraceLimits) {

@@ -12,6 +12,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Response } from 'express';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
+import { ingestFeedbackParts, isFeedbackPart } from './feedback.js';
 import { boundaryOf, parseMultipart, readBody, TraceBodyError, type MultipartPart } from './multipart.js';
 import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath, ValidateFilterIn, ValidateFilterOut } from './schemas.js';
 import { scopedSessionIds } from './scope.js';
@@ -51,7 +52,7 @@ export function operationsOfParts(parts: MultipartPart[]): { operations: Operati
   for (const part of parts) {
     const [kind, id, ...rest] = part.name.split('.');
     if ((kind !== 'post' && kind !== 'patch') || !id) {
-      ignored++; // attachment.<id>.<name>, feedback.<id>: not kept by this store
+      ignored++; // attachment.<id>.<name>: not kept by this store
       continue;
     }
     const key = `${kind}.${id}`;
@@ -135,8 +136,9 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
       description:
         "The langsmith client's default ingest. `multipart/form-data` with parts `post.<run_id>` and `patch.<run_id>` " +
         '(the run as JSON) and `post.<run_id>.<field>` for inputs, outputs, events, extra, error and serialized; ' +
-        '`Content-Encoding: gzip` allowed. Attachments and feedback parts are accepted and not kept. Answers 202 with ' +
-        'the runs refused as malformed (the rest are stored): a client drops its whole batch on an error status. ' +
+        '`Content-Encoding: gzip` allowed. `feedback.<id>` parts are stored as `POST /feedback` stores them; attachments ' +
+        'are accepted and not kept. Answers 202 with the runs and feedback refused (the rest are stored): a client drops ' +
+        'its whole batch on an error status. ' +
         `413 above ${limits.maxBodyBytes} bytes.`,
       tags,
       consumes: ['multipart/form-data'],
@@ -152,8 +154,11 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
           if (error instanceof TraceBodyError) return refuse(res, error.status, error.message);
           throw error;
         }
-        const { operations, ignored } = operationsOfParts(parts);
-        return { ...(await ingest(auth, operations)), ignored_parts: ignored };
+        // Feedback is stored after the runs: it may be on a run of this same batch.
+        const { operations, ignored } = operationsOfParts(parts.filter((part) => !isFeedbackPart(part)));
+        const answer = await ingest(auth, operations);
+        const feedback = await ingestFeedbackParts(deps.exportWorker, auth, parts.filter(isFeedbackPart));
+        return { ...answer, refused: [...answer.refused, ...feedback.refused], ignored_parts: ignored };
       },
     })
     .route({

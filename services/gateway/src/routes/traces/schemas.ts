@@ -65,7 +65,7 @@ export const IngestOut = z.object({
   stored: z.number().int().describe('Operations applied to their run'),
   pending: z.number().int().describe("Patches waiting for their run's create"),
   refused: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Malformed operations, not stored (the rest were)'),
-  ignored_parts: z.number().int().optional().describe('Multipart parts this store does not keep (attachments, feedback)'),
+  ignored_parts: z.number().int().optional().describe('Multipart parts this store does not keep (attachments)'),
 });
 
 const nullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
