@@ -185,12 +185,11 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       expect(child.taken()).toBe(id);
       expect((await queue.getJob(id))?.state).toBe('active');
       await child.kill();
-      const killedAt = Date.now();
 
       await h.worker({ echo: async ({ text }) => `recovered ${text}` }, timing);
       const done = await until('the job to be recovered', () => h.recorder.completedOf(id), 10_000);
+      // Only the stalled-job check brings back a job whose worker died: without it, never.
       expect(done).toMatchObject({ attempt: 1, result: 'recovered survivor' });
-      expect(Date.now() - killedAt).toBeLessThan(5_000);
       expect(h.recorder.stalled).toContain(id);
       expect(await queue.getJob(id)).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 });
     });
@@ -218,13 +217,12 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       };
       // Renewed every 150 ms; no stalled check of its own meanwhile.
       await h.worker({ work }, { lockDurationMs: 600, stalledIntervalMs: 60_000, log: logs.logger }, 'runner');
-      const id = await queue.enqueue('work', { index: 0, sleepMs: 10_000 });
+      // The handler would run for an hour: it stops only because its lock was lost.
+      const id = await queue.enqueue('work', { index: 0, sleepMs: 3_600_000 });
       await until('the job to start', () => h.recorder.callsOf(id).length > 0);
       await target!.stealLock(h.queueName, id);
-      const stolenAt = Date.now();
 
-      await until('the handler to be stopped', () => reasons.length > 0, 3_000);
-      expect(Date.now() - stolenAt).toBeLessThan(1_000);
+      await until('the handler to be stopped', () => reasons.length > 0);
       expect(reasons).toHaveLength(1);
       expect(reasons[0]).toBeInstanceOf(JobLockLostError);
       expect(logs.lines().filter((l) => l.msg === 'job lock lost: stopping the job here; another worker runs it')).toMatchObject([
@@ -243,11 +241,10 @@ export function describeQueueContract(label: string, setup: () => Promise<QueueC
       const [graceful, forced] = await Promise.all([h.childWorker(timing), h.childWorker(timing)]);
       const id = await queue.enqueue('echo', { text: 'much later' }, { delayMs: 60_000 });
       await sleep(300); // both workers now block until the delayed job is due
-      const closedAt = Date.now();
+      // They exit without waiting for the job due in a minute.
       graceful.send('close');
       forced.send('close-force');
-      await until('both child processes to exit', () => graceful.exited() && forced.exited(), 5_000);
-      expect(Date.now() - closedAt).toBeLessThan(3_000);
+      await until('both child processes to exit', () => graceful.exited() && forced.exited());
       await until('both to report closed', () => graceful.lines.includes('closed') && forced.lines.includes('closed'), 2_000);
       expect((await queue.getJob(id))?.state).toBe('delayed');
     });
