@@ -219,6 +219,7 @@ export default {
     'cli/src/console-deployment-e2e.test.ts',
     'cli/src/deploy-e2e.test.ts',
     'cli/src/dev-signals.test.ts',
+    'cli/src/dev-studio.test.ts',
     'cli/src/dev.test.ts',
     'cli/src/flags.test.ts',
     'cli/src/fuzz-platform.test.ts',

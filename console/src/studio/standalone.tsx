@@ -3,6 +3,7 @@
  * `<meta name="berth-console" content="studio">`): its own origin's API, no sign-in (the
  * developer's own local server takes none, as its API takes none), no console pages around it.
  */
+import { ThemeToggle } from '../components/shell';
 import { PageTitle } from '../components/ui';
 import { LazyStudio } from './lazy';
 
@@ -13,12 +14,17 @@ export const standaloneStudio = document.querySelector<HTMLMetaElement>('meta[na
 
 export function StandaloneStudio() {
   return (
-    <main className="mx-auto max-w-7xl p-6">
-      <div className="mb-4 flex items-baseline gap-3">
-        <PageTitle>Studio</PageTitle>
-        <span className="font-mono text-sm text-slate-700 dark:text-slate-300">{location.origin}</span>
-      </div>
-      <LazyStudio target={target} />
-    </main>
+    <div className="min-h-screen bg-slate-50 text-slate-900 dark:bg-slate-950 dark:text-slate-100">
+      <main className="mx-auto max-w-7xl p-6">
+        <div className="mb-4 flex flex-wrap items-baseline gap-3">
+          <PageTitle>Studio</PageTitle>
+          <span className="font-mono text-sm text-slate-700 dark:text-slate-300">{location.origin}</span>
+          <span className="ml-auto">
+            <ThemeToggle />
+          </span>
+        </div>
+        <LazyStudio target={target} />
+      </main>
+    </div>
   );
 }

@@ -112,6 +112,11 @@ describe('a deployment’s Studio in the console', () => {
     await page.context().close();
   }, 60_000);
 
+  it('is not served by a deployed agent server: its deployment URL has no /studio', async () => {
+    const res = await fetch(`${stack.deploymentUrl}/studio`, { headers: { 'x-api-key': stack.key } });
+    expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({ status: 404, type: expect.stringMatching(/^application\/json/) });
+  });
+
   it('is accessible in dark mode too, and picks another graph', async () => {
     const { page, problems } = await openStudio('dark');
     await expectStepsGraph(page);
