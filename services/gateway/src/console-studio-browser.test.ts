@@ -149,7 +149,7 @@ describe('the console session at deployment URLs, from the attacker’s side', (
       expect(seen.filter((line) => !/ (failed|401|403)$/.test(line))).toEqual([]);
       // Only the page itself reached the attacker's agent server, and CORS preflights (which never
       // carry credentials, and which agent servers answer by design): none of its calls did.
-      expect(reached.map((line) => line.split('?')[0]).filter((line) => !line.startsWith('OPTIONS '))).toEqual(['GET /pwn']);
+      expect(reached.map((line) => line.split('?')[0]!).filter((line) => !line.startsWith('OPTIONS '))).toEqual(['GET /pwn']);
     }
     expect(await threadCount()).toBe(before);
     await page.context().close();

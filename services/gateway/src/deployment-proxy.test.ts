@@ -487,7 +487,7 @@ describe('console sessions', () => {
     expect(read.body.headers.cookie).toBe('theirs=1');
     // Unsafe methods: without the CSRF token, or with another, refused before the agent server sees them.
     const before = upstreamA.seen.length;
-    for (const headers of [{}, { 'x-csrf-token': 'not-it' }]) {
+    for (const headers of [{}, { 'x-csrf-token': 'not-it' }] as Record<string, string>[]) {
       const refused = await get(
         `/d/${id}/echo`,
         { cookie, origin: gateway.url, 'content-type': 'application/json', ...headers },
