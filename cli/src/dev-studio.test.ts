@@ -54,7 +54,12 @@ describe('berth dev’s Studio', () => {
     const script = /src="(\/studio\/assets\/index-[^"]+\.js)"/.exec(html)?.[1];
     expect((await fetch(`${url}${script}`)).status).toBe(200);
     // Only the build's own files: nothing else of the disk.
-    for (const path of ['/studio/assets/..%2Findex.html', '/studio/assets/..%2F..%2Fpackage.json', '/studio/assets/nope-12345678.js']) {
+    for (const path of [
+      '/studio/assets/..%2Findex.html',
+      '/studio/assets/..%2F..%2Fpackage.json',
+      '/studio/assets/nope-12345678.js',
+      '/studio/assets/%E0%A4%A',
+    ]) {
       expect({ path, status: (await fetch(`${url}${path}`)).status }).toEqual({ path, status: 404 });
     }
   });
