@@ -103,20 +103,25 @@ function GraphRun({ client, target, graphId, assistantId }: { client: Client; ta
       setThreadId(thread);
       const stream = client.runs.stream(thread, assistantId, {
         input: { messages: [{ role: 'user', content }] },
-        // `tasks`: a node starts and ends; `updates`: what it wrote.
+        // `tasks`: a node starts and ends; `updates`: what it wrote. A subgraph's too (its nodes are drawn: xray).
         streamMode: ['tasks', 'updates'],
+        streamSubgraphs: true,
       });
       for await (const part of stream) {
-        if (part.event === 'tasks') {
+        const [mode, ...namespace] = part.event.split('|');
+        // `tasks|inner:<task id>` is node `inner`'s subgraph, whose nodes are drawn as `inner:<node>`.
+        const prefix = namespace.map((segment) => segment.split(':')[0]).join(':');
+        const nodeId = (name: string) => (prefix ? `${prefix}:${name}` : name);
+        if (mode === 'tasks') {
           // A task's start carries its input; its end, its result (or error).
           const task = part.data as { name: string; input?: unknown };
-          view.states.set(task.name, 'input' in task ? 'running' : 'done');
-        } else if (part.event === 'updates') {
+          view.states.set(nodeId(task.name), 'input' in task ? 'running' : 'done');
+        } else if (mode === 'updates') {
           for (const [node, update] of Object.entries(part.data as Record<string, unknown>)) {
-            view.updates.set(node, update);
-            view.states.set(node, 'done');
+            view.updates.set(nodeId(node), update);
+            view.states.set(nodeId(node), 'done');
           }
-        } else if (part.event === 'error') {
+        } else if (mode === 'error') {
           throw new Error(String((part.data as { message?: unknown })?.message ?? JSON.stringify(part.data)));
         } else continue;
         show();

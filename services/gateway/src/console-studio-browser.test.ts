@@ -117,13 +117,23 @@ describe('a deployment’s Studio in the console', () => {
     expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({ status: 404, type: expect.stringMatching(/^application\/json/) });
   });
 
-  it('is accessible in dark mode too, and picks another graph', async () => {
+  it('is accessible in dark mode too, and picks another graph, drawn with its subgraph’s nodes (xray)', async () => {
     const { page, problems } = await openStudio('dark');
     await expectStepsGraph(page);
     expect(await accessibilityProblems(page)).toEqual([]);
-    await page.selectOption('select', 'single');
-    await page.waitForSelector('[data-node="only"]');
+    await page.selectOption('select', 'nested');
+    await page.waitForSelector('[data-node="inner:one"]');
+    const nodes = (await page.evaluate(`[...document.querySelectorAll('[data-node]')].map((el) => el.dataset.node)`)) as string[];
+    expect(nodes.sort()).toEqual(['__end__', '__start__', 'inner:one', 'inner:two']);
     expect(await accessibilityProblems(page)).toEqual([]);
+    // A run marks the subgraph's nodes as they run (its events come with the subgraph's namespace).
+    await page.fill('textarea', 'nested');
+    await page.click('button[type="submit"]:text("Send")');
+    await page.waitForSelector('[data-testid="run-status"][data-status="success"]');
+    await page.waitForSelector('[data-node="inner:one"][data-state="done"]');
+    await page.waitForSelector('[data-node="inner:two"][data-state="done"]');
+    await page.click('[data-node="inner:one"]');
+    await page.waitForSelector('section[aria-label="Node details"]:has-text("one: nested")');
     expect(problems).toEqual([]);
     await page.context().close();
   }, 60_000);

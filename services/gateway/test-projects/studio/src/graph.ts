@@ -2,7 +2,8 @@
  * Graphs for Studio's tests. `steps`: plan → (conditional) act → reply, or plan → reply; each node
  * waits until the test opens its gate — the file `<STUDIO_GATE_DIR>/<message>.<node>` — so a test
  * sees which node executes, one at a time, with no timing of its own. Without STUDIO_GATE_DIR the
- * nodes do not wait. `single`: one node, a second graph for the picker.
+ * nodes do not wait. `nested`: a node that is a subgraph (`one` → `two`), a second graph for the
+ * picker, drawn with the subgraph's nodes (`xray`).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,8 +41,16 @@ export const graph = new StateGraph(State)
   .addEdge('reply', '__end__')
   .compile();
 
-export const single = new StateGraph(State)
-  .addNode('only', (state) => ({ messages: [new AIMessage(`only: ${lastHumanText(state.messages)}`)] }))
-  .addEdge('__start__', 'only')
-  .addEdge('only', '__end__')
+const inner = new StateGraph(State)
+  .addNode('one', (state) => ({ messages: [new AIMessage(`one: ${lastHumanText(state.messages)}`)] }))
+  .addNode('two', () => ({ messages: [new AIMessage('two')] }))
+  .addEdge('__start__', 'one')
+  .addEdge('one', 'two')
+  .addEdge('two', '__end__')
+  .compile();
+
+export const nested = new StateGraph(State)
+  .addNode('inner', inner)
+  .addEdge('__start__', 'inner')
+  .addEdge('inner', '__end__')
   .compile();
