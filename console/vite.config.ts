@@ -6,7 +6,9 @@ import { defineConfig } from 'vite';
 
 export default defineConfig({
   plugins: [react(), tailwindcss()],
-  base: '/',
+  // One build for both places (see libs/http console-files.ts): every reference is relative, the
+  // servers turn index.html's ./assets/ into where they serve them.
+  base: './',
   build: {
     outDir: 'dist',
     assetsDir: 'assets',

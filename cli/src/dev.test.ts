@@ -183,7 +183,7 @@ describe('berth dev', () => {
   it('reloads the graphs when a file changes, on the same port, keeping threads and runs; prints the Studio link', async () => {
     // Once it says so, it watches the project.
     const url = await startDev([], /ready at (http:\/\/127\.0\.0\.1:\d+)[^]*reloads when the project changes/);
-    expect(output()).toContain(`Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
+    expect(output()).toContain(`Studio: ${url}/studio`);
     const thread = await post<{ thread_id: string }>(`${url}/threads`, {});
     await post(`${url}/threads/${thread.thread_id}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'before' }] } });
     // A run executing across the reload, and one queued behind it on its thread.

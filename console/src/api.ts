@@ -20,6 +20,11 @@ let csrfToken: string | undefined;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** The CSRF header of the current session, for calls made by other clients (Studio's SDK client). */
+export function csrfHeaders(): Record<string, string> {
+  return csrfToken ? { 'X-CSRF-Token': csrfToken } : {};
+}
+
 /** The text of a `{"detail": …}` answer: a string, or the messages of a 422's entries. */
 function detailText(body: unknown): string | undefined {
   const detail = (body as { detail?: unknown } | undefined)?.detail;

@@ -7,13 +7,14 @@ import { createRoot } from 'react-dom/client';
 import { ApiError } from './api';
 import { makeRouter } from './router';
 import { sessionQuery } from './session';
+import { StandaloneStudio, standaloneStudio } from './studio/standalone';
 import { initTheme } from './theme';
 
 initTheme();
 
 /** A 401 on any call means the session ended (signed out elsewhere, expired, its key revoked): sign in again. */
 function onError(error: Error): void {
-  if (!(error instanceof ApiError) || error.status !== 401) return;
+  if (standaloneStudio || !(error instanceof ApiError) || error.status !== 401) return;
   queryClient.setQueryData(sessionQuery.queryKey, null);
   const here = router.state.location;
   if (here.pathname !== '/sign-in') void router.navigate({ to: '/sign-in', search: { redirect: here.href } });
@@ -33,8 +34,6 @@ const router = makeRouter(queryClient);
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
-    <QueryClientProvider client={queryClient}>
-      <RouterProvider router={router} />
-    </QueryClientProvider>
+    <QueryClientProvider client={queryClient}>{standaloneStudio ? <StandaloneStudio /> : <RouterProvider router={router} />}</QueryClientProvider>
   </StrictMode>,
 );

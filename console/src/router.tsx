@@ -5,6 +5,7 @@
 import type { QueryClient } from '@tanstack/react-query';
 import { createRouter } from '@tanstack/react-router';
 import { deploymentRoute } from './pages/deployment/page';
+import { deploymentStudioRoute } from './pages/deployment/studio';
 import { deploymentsRoute } from './pages/deployments';
 import { signInRoute } from './pages/sign-in';
 import { statusRoute } from './pages/status';
@@ -15,7 +16,7 @@ import { authedRoute, indexRoute, rootRoute } from './routes/root';
 
 const routeTree = rootRoute.addChildren([
   signInRoute,
-  authedRoute.addChildren([indexRoute, deploymentsRoute, deploymentRoute, statusRoute, projectsRoute, runsRoute, traceRoute]),
+  authedRoute.addChildren([indexRoute, deploymentsRoute, deploymentRoute, deploymentStudioRoute, statusRoute, projectsRoute, runsRoute, traceRoute]),
 ]);
 
 export function makeRouter(queryClient: QueryClient) {

@@ -9,6 +9,7 @@ import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { startAgentServer } from '@berth/agent-runtime';
+import { consoleDir } from '@berth/console';
 import { devTracingProject } from '@berth/ids';
 import { loadProjectConfig, loadProjectEnv } from '@berth/langgraph-project';
 import { PostgresServer, portOrFree } from '@berth/local-stack';
@@ -155,7 +156,7 @@ async function startDev(
     throw error;
   }
   print(`Agent server ready at ${url}  (API docs: ${url}/docs)${processes > 1 ? `, ${processes} processes` : ''}`);
-  print(`  Studio: https://smith.langchain.com/studio/?baseUrl=${url}`);
+  print(`  Studio: ${url}/studio`);
   print(`  state in ${stateDir}; stop with Ctrl-C`);
   print(`  ${tracing.note}`);
   print(`  run webhooks are signed with the secret in ${webhooks.file}; receivers on this machine (loopback) are allowed`);
@@ -191,6 +192,8 @@ async function serveForked(env: CliEnv, options: DevOptions, configPath: string)
       host: options.host,
       port: env.BERTH_PORT,
       workers: options.workers,
+      // The console's Studio, on this server's own origin (a deployed one never serves it).
+      studioDir: consoleDir,
       ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
       // As a deployed agent server reads it; over the project env file's, as every shell variable is.
       ...(env.LANGGRAPH_CONFIG ? { langgraphConfig: env.LANGGRAPH_CONFIG } : {}),

@@ -16,7 +16,7 @@ const NAV = [
   { to: '/status', label: 'Platform status' },
 ] as const;
 
-function ThemeToggle() {
+export function ThemeToggle() {
   const [choice, setChoice] = useState<ThemeChoice>(storedTheme);
   return (
     <ToggleGroup.Root

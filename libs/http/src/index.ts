@@ -16,3 +16,5 @@ export type { SseEvent, SseOptions } from './sse.js';
 export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart, storableString, storableStrings, unsafeValueIssues } from './validation.js';
 export type { RequestPart } from './validation.js';
 export { DEPLOYMENT_CREDENTIAL_HEADER } from './headers.js';
+export { CONSOLE_CSP, ConsoleFiles } from './console-files.js';
+export type { ConsoleAsset, ConsolePageOptions } from './console-files.js';

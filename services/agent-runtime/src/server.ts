@@ -32,6 +32,7 @@ import { a2aParseErrors, a2aRoutes } from './a2a/routes.js';
 import { A2aStore } from './a2a/store.js';
 import { runRoutes } from './api/runs.js';
 import { storeRoutes } from './api/store.js';
+import { studioPages } from './api/studio.js';
 import { systemRoutes } from './api/system.js';
 import { threadRoutes } from './api/threads.js';
 import { uiRoutes } from './api/ui.js';
@@ -133,6 +134,12 @@ export interface AgentServerConfig {
    * @default none: every request is served (`berth dev`)
    */
   deploymentCredential?: string;
+  /**
+   * Serve the console's Studio at `/studio` from this folder (the built `@berth/console`): `berth dev`
+   * sets it; deployed agent servers never do (the gateway's console has their Studio).
+   * @default none: no Studio
+   */
+  studioDir?: string;
   /** Trace every run into this tracing project. @default none: runs are not traced */
   tracing?: TracingConfig;
   /**
@@ -500,6 +507,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       ...credentialCheck,
       cors(project.http?.cors),
       docsRouter(document, 'Berth agent server'),
+      ...(config.studioDir ? [studioPages(config.studioDir)] : []),
       ...userRoutes,
       api.router(),
       ...jsonRpcErrors,

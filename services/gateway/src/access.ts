@@ -33,10 +33,17 @@ export function routeSpec<
 
 /**
  * What the deployment proxy (`/d/{deployment_id}/…`, not an Api route) takes, where the project has
- * no auth handler of its own. Not a console session: the console does not call deployments' APIs,
- * and the cookie is never passed on to an agent server (see `admit`).
+ * no auth handler of its own. A console session too, for the console's Studio: as on every route, only
+ * from the gateway's own pages and with its CSRF token on unsafe methods; the cookie itself is never
+ * passed on to an agent server (see `admit`).
  */
-export const PROXY_CREDENTIALS: readonly GatewayCredential[] = ['api_key', 'access_token'];
+export const PROXY_CREDENTIALS: readonly GatewayCredential[] = ['api_key', 'access_token', 'session'];
+
+/**
+ * What a WebSocket to a deployment takes: not a console session (Studio streams over SSE; a socket's
+ * origin is the deployment's `http.cors` to judge, not the gateway's).
+ */
+export const PROXY_SOCKET_CREDENTIALS: readonly GatewayCredential[] = ['api_key', 'access_token'];
 
 /**
  * The credentials the route at this method and URL declares, for a request handled outside the

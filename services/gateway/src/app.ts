@@ -253,9 +253,10 @@ function proxyOperations(): Record<string, Record<string, unknown>> {
     description:
       'The `deployment_url` of a deployment: every method and path below it is proxied, streaming both ways, to the ' +
       'agent server of its serving revision (point a LangGraph SDK client at it). Without a custom auth handler in ' +
-      'the project, an API key or bearer token of the deployment’s tenant is required and is not passed on; with ' +
-      'one, every header passes to the project’s handler — except the console session cookie, which is refused here ' +
-      '(403) and never passed on. Answers carry `Content-Security-Policy: sandbox …` (no `allow-same-origin`): pages ' +
+      'the project, an API key or bearer token of the deployment’s tenant is required and is not passed on, or a ' +
+      'console session of the tenant (the console’s Studio: from the gateway’s own pages only, with X-CSRF-Token on ' +
+      'unsafe methods; not on a WebSocket); with one, every header passes to the project’s handler — except the ' +
+      'console session cookie, which is never passed on and counts for nothing there. Answers carry `Content-Security-Policy: sandbox …` (no `allow-same-origin`): pages ' +
       'a deployment serves never act as the gateway’s origin. 401: no or bad credential (whatever the id). 404: unknown ' +
       'deployment (or one of another tenant). 502: the agent server answered malformed. 503 with Retry-After: no ' +
       'revision serves yet, or its agent server is restarting.',
@@ -266,13 +267,7 @@ function proxyOperations(): Record<string, Record<string, unknown>> {
       { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'Any agent-server path' },
     ],
     responses: { default: { description: 'The agent server’s answer' } },
-    // Not a console session: refused here (see PROXY_CREDENTIALS).
-    security: [
-      ...Object.keys(securitySchemes)
-        .filter((name) => name !== 'ConsoleSession')
-        .map((name) => ({ [name]: [] })),
-      {},
-    ],
+    security: [...Object.keys(securitySchemes).map((name) => ({ [name]: [] })), {}],
   });
   return Object.fromEntries(['get', 'post', 'put', 'patch', 'delete'].map((m) => [m, operation(m)]));
 }

@@ -94,6 +94,7 @@ describe('the gateway serving the console', () => {
       '/deployments?q=alpha',
       '/deployments/',
       '/deployments/00000000-0000-4000-8000-000000000000?log=build',
+      '/deployments/00000000-0000-4000-8000-000000000000/studio',
       '/status',
       '/traces?range=7d',
       `/traces/00000000-0000-4000-8000-000000000000?filter=${encodeURIComponent('eq(thread_id, "t")')}`,

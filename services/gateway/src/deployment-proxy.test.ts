@@ -466,30 +466,85 @@ describe('custom auth', () => {
 });
 
 describe('console sessions', () => {
-  it('are refused at deployment URLs, never passed on to an agent server, never set by one, never usable by its pages', async () => {
+  /** Signs `key` in as the console does; the session token (as the browser keeps it) and the CSRF token. */
+  async function consoleSession(key: string): Promise<{ session: string; csrf: string }> {
     const signIn = await fetch(`${gateway.url}/v1/auth/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ api_key: keyA }),
+      body: JSON.stringify({ api_key: key }),
     });
-    const session = /^berth_session=([^;]+)/.exec(signIn.headers.getSetCookie()[0] ?? '')?.[1];
+    const session = /^berth_session=([^;]+)/.exec(signIn.headers.getSetCookie()[0] ?? '')?.[1] ?? '';
     expect(session).toMatch(/^brt_ses_/);
+    return { session, csrf: ((await signIn.json()) as { csrf_token: string }).csrf_token };
+  }
+
+  it('act as their key at the tenant’s deployment URLs (Studio), the CSRF token needed on unsafe methods; neither reaches the agent server', async () => {
+    const { session, csrf } = await consoleSession(keyA);
     const cookie = `berth_session=${session}; theirs=1`;
     const id = route(upstreamA.url);
-    const refused = await get(`/d/${id}/echo`, { cookie });
-    expect(refused.status).toBe(403);
-    expect(refused.body.detail).toMatch(/not a console session/);
-    // With a key, the key is what counts; the cookie still stays with the gateway.
-    const withKey = await get(`/d/${id}/echo`, { 'x-api-key': keyA, cookie });
-    expect(withKey.status).toBe(200);
-    expect(withKey.body.headers.cookie).toBe('theirs=1');
-    // A project with its own auth gets every header but the console session.
+    const read = await get(`/d/${id}/echo`, { cookie, origin: gateway.url, 'sec-fetch-site': 'same-origin' });
+    expect(read.status).toBe(200);
+    expect(read.body.headers.cookie).toBe('theirs=1');
+    // Unsafe methods: without the CSRF token, or with another, refused before the agent server sees them.
+    const before = upstreamA.seen.length;
+    for (const headers of [{}, { 'x-csrf-token': 'not-it' }] as Record<string, string>[]) {
+      const refused = await get(
+        `/d/${id}/echo`,
+        { cookie, origin: gateway.url, 'content-type': 'application/json', ...headers },
+        { method: 'POST', body: '{}' },
+      );
+      expect(refused).toMatchObject({ status: 403, body: { detail: expect.stringMatching(/x-csrf-token/) } });
+    }
+    expect(upstreamA.seen.length).toBe(before);
+    const write = await get(
+      `/d/${id}/echo`,
+      { cookie, origin: gateway.url, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+      { method: 'POST', body: '{}' },
+    );
+    expect(write.status).toBe(200);
+    expect(write.body.headers).not.toHaveProperty('x-csrf-token');
+    expect(JSON.stringify(upstreamA.seen)).not.toContain(session);
+    expect(JSON.stringify(upstreamA.seen)).not.toContain(csrf);
+    // Another tenant's session learns nothing of the deployment.
+    const other = await consoleSession(keyB);
+    expect(await get(`/d/${id}/echo`, { cookie: `berth_session=${other.session}` })).toMatchObject({ status: 404 });
+  });
+
+  it('are refused from any page but the gateway’s own: another origin, another site, a deployment’s sandboxed page (origin "null")', async () => {
+    const { session, csrf } = await consoleSession(keyA);
+    const cookie = `berth_session=${session}`;
+    const id = route(upstreamA.url);
+    const before = upstreamA.seen.length;
+    const attackers: Record<string, string>[] = [
+      { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+      { origin: gateway.url.replace('127.0.0.1', 'localhost'), 'sec-fetch-site': 'same-site' },
+      { origin: 'null', 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'cross-site' },
+    ];
+    for (const from of attackers) {
+      for (const method of ['GET', 'POST']) {
+        const answer = await get(`/d/${id}/echo`, { cookie, 'x-csrf-token': csrf, ...from }, method === 'POST' ? { method, body: '{}' } : {});
+        expect({ from, method, status: answer.status, detail: answer.body.detail }).toEqual({
+          from,
+          method,
+          status: 403,
+          detail: 'A console session is accepted only from the gateway’s own pages',
+        });
+      }
+    }
+    expect(upstreamA.seen.length).toBe(before);
+  });
+
+  it('count for nothing at a project with its own auth handler, which gets every other header; agent servers never set one', async () => {
+    const { session } = await consoleSession(keyA);
     const custom = route(upstreamA.url, { customAuth: true });
-    const passed = await get(`/d/${custom}/echo`, { cookie });
-    expect(passed.body.headers.cookie).toBe('theirs=1');
+    // The project's handler decides: the session is no credential of its, and it never sees it.
+    expect(await get(`/d/${custom}/auth-only`, { cookie: `berth_session=${session}` })).toMatchObject({ status: 401, body: { detail: 'Invalid token' } });
+    const passed = await get(`/d/${custom}/echo`, { cookie: `berth_session=${session}; theirs=1`, 'x-csrf-token': 'theirs' });
+    expect(passed.body.headers).toMatchObject({ cookie: 'theirs=1', 'x-csrf-token': 'theirs' });
     const alone = await get(`/d/${custom}/echo`, { cookie: `berth_session=${session}` });
     expect(alone.body.headers).not.toHaveProperty('cookie');
-    expect(JSON.stringify(upstreamA.seen)).not.toContain(session!);
+    expect(JSON.stringify(upstreamA.seen)).not.toContain(session);
     const planted = await get(`/d/${custom}/plant-session`, {});
     expect(planted.headers.getSetCookie()).toEqual(['theirs=2; Path=/']);
     // Its pages run in an origin of their own, not the console's (see console-session-browser.test.ts).

@@ -204,6 +204,25 @@ describe('an attacker', () => {
     expect(await connect(wsUrl(echoId), [], { 'x-api-key': stack.otherTenantKey })).toMatchObject({ status: 404 });
     expect(upgrades).toEqual([]);
   });
+
+  it('with a visitor’s console session, even from the gateway’s origin, opens nothing (a session is for Studio’s HTTP calls only)', async () => {
+    upgrades.length = 0;
+    const signIn = await fetch(`${stack.gateway.url}/v1/auth/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: stack.key }),
+    });
+    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+    expect(cookie).toMatch(/^berth_session=brt_ses_/);
+    // The session works at the deployment URL over HTTP …
+    expect((await fetch(`${stack.deploymentUrl}/info`, { headers: { cookie, origin: stack.gateway.url } })).status).toBe(200);
+    // … but not for a WebSocket.
+    expect(await connect(wsUrl(echoId), [], { cookie, origin: stack.gateway.url })).toEqual({
+      status: 403,
+      body: JSON.stringify({ detail: 'This route takes an API key or a bearer token, not a console session' }),
+    });
+    expect(upgrades).toEqual([]);
+  });
 });
 
 it('an upgrade the agent server does not take is answered as it answered, not switched', async () => {

@@ -29,7 +29,7 @@ export interface AuthRequest {
 }
 
 /** The header carrying a console session's CSRF token on unsafe methods. */
-const CSRF_HEADER = 'x-csrf-token';
+export const CSRF_HEADER = 'x-csrf-token';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

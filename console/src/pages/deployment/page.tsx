@@ -107,6 +107,12 @@ function DeploymentPage() {
             </code>
             <CopyButton text={d.deployment_url} label="Copy the deployment URL" />
           </dd>
+          <dt className="text-slate-700 dark:text-slate-300">Studio</dt>
+          <dd>
+            <Link to="/deployments/$deploymentId/studio" params={{ deploymentId: d.id }} className="underline">
+              Open {d.name} in Studio
+            </Link>
+          </dd>
           <dt className="text-slate-700 dark:text-slate-300">Tracing project</dt>
           <dd>
             {d.session_id ? (

@@ -8,11 +8,14 @@
  * - A client that hangs up aborts the upstream request (the agent server sees its stream end).
  * - Hop-by-hop headers (RFC 9110 §7.6.1, and whatever `Connection` names) are not forwarded.
  * - Auth: unless the project has its own auth handler (`custom_auth`), the request must carry an
- *   API key or bearer token of the deployment's tenant; another tenant's credential gets the same
+ *   API key or bearer token of the deployment's tenant, or a console session of it (the console's
+ *   Studio; from the gateway's own pages only, with X-CSRF-Token on unsafe methods, never on a
+ *   WebSocket); another tenant's credential gets the same
  *   404 as an unknown deployment, and the platform credential is not passed on to the project.
  *   Credentials are checked before anything about the id is told, so without valid ones an
  *   unknown, malformed or existing id gets the same 401. With `custom_auth` every header passes
- *   untouched: the project's handler decides (and so such a deployment's existence shows).
+ *   untouched but the session cookie: the project's handler decides (and so such a deployment's
+ *   existence shows); a console session counts for nothing there.
  * - The agent server answers only the gateway: every forwarded request carries the serving
  *   revision's credential (`x-berth-deployment-credential`). A client can neither send that
  *   header (it is dropped) nor see it (it is dropped from answers too).
@@ -48,9 +51,9 @@ import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
 import { isUuid } from '@berth/ids';
 import type { DeploymentResolver, ResolvedDeployment } from './resolver.js';
-import { PROXY_CREDENTIALS } from '../access.js';
+import { PROXY_CREDENTIALS, type GatewayCredential } from '../access.js';
 import { SESSION_COOKIE, withoutCookie, withoutSetCookie } from '../cookies.js';
-import type { AuthRequest, GatewayAuthenticator } from '../trace-auth.js';
+import { CSRF_HEADER, type AuthRequest, type GatewayAuthenticator } from '../trace-auth.js';
 
 export interface DeploymentProxyDeps {
   resolver: DeploymentResolver;
@@ -145,7 +148,12 @@ const unavailable = (detail: string) => refuse(503, detail, { 'retry-after': RET
  * (unless the project authenticates itself), and whether anything serves. Throws the credential's
  * 401/403; the other refusals are returned.
  */
-export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { headers: IncomingHttpHeaders }, rawId: string): Promise<Admission> {
+export async function admit(
+  deps: DeploymentProxyDeps,
+  req: AuthRequest & { headers: IncomingHttpHeaders },
+  rawId: string,
+  credentials: readonly GatewayCredential[] = PROXY_CREDENTIALS,
+): Promise<Admission> {
   const id = rawId.toLowerCase();
   const target = isUuid(id) ? await deps.resolver.resolve(id) : undefined;
   const headers = endToEndHeaders(req.headers);
@@ -156,10 +164,12 @@ export async function admit(deps: DeploymentProxyDeps, req: AuthRequest & { head
   else delete headers.cookie;
   if (!target?.customAuth) {
     // Throws the same 401 for a missing or bad credential whatever the id names.
-    const principal = await deps.auth.authenticate(req, PROXY_CREDENTIALS);
+    const principal = await deps.auth.authenticate(req, credentials);
     // Another tenant's key learns nothing, not even that the deployment exists.
     if (!target || principal.tenantId !== target.tenantId) return refuse(404, `Deployment ID ${isUuid(id) ? id : rawId} not found.`);
     for (const name of PLATFORM_CREDENTIALS) delete headers[name];
+    // The session's CSRF token is the gateway's too: an agent server has no use for it.
+    if (principal.credential.type === 'session') delete headers[CSRF_HEADER];
   }
   // Reasons are for the deployment's tenant; a custom-auth project's callers may be anyone.
   const why = target.customAuth ? '' : target.statusMessage;

@@ -20,6 +20,7 @@ import type { Duplex } from 'node:stream';
 import { DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, refuseUpgrade } from '@berth/http';
 import { admit, answerHeaders, PROXY_PATH, requestIdOf, upstreamRequest, type DeploymentProxyDeps } from './deployment-proxy.js';
 import type { ResolvedDeployment } from './resolver.js';
+import { PROXY_SOCKET_CREDENTIALS } from '../access.js';
 
 /** The subprotocol a browser app offers beside the key's, and gets answered. */
 export const BERTH_SUBPROTOCOL = 'berth';
@@ -68,7 +69,7 @@ export class DeploymentSockets {
     if (keyProtocol && authHeaders['x-api-key'] === undefined && authHeaders.authorization === undefined) {
       authHeaders['x-api-key'] = keyProtocol.slice(API_KEY_SUBPROTOCOL_PREFIX.length);
     }
-    const admission = await admit(this.deps, { headers: authHeaders, method: req.method }, rawId);
+    const admission = await admit(this.deps, { headers: authHeaders, method: req.method }, rawId, PROXY_SOCKET_CREDENTIALS);
     if (!admission.ok) return refuseUpgrade(socket, admission.status, admission.detail, admission.headers);
     const { target, headers } = admission;
     const origin = req.headers.origin;
