@@ -1,196 +1,68 @@
 /**
- * Studio: a deployment's graphs, drawn, and run live. It talks to the agent server only through
- * the official LangGraph SDK (`Client` of @langchain/langgraph-sdk), at the deployment URL through
- * the gateway (the console session, its CSRF token as a default header) or at `berth dev`'s own
- * origin: what Studio does, any SDK user can, so using it checks the server's compatibility.
+ * Studio: see, run and debug the agents of one agent server. It talks to the agent server only
+ * through the official LangGraph SDK (`Client` of @langchain/langgraph-sdk), at the deployment URL
+ * through the gateway (the console session, its CSRF token as a default header) or at `berth dev`'s
+ * own origin: what Studio does, any SDK user can, so using it checks the server's compatibility.
  * Loaded on demand (a chunk of its own): the console's first load does not carry the SDK or dagre.
  */
 import { Client } from '@langchain/langgraph-sdk';
-import { useQuery } from '@tanstack/react-query';
-import { useId, useMemo, useState, type FormEvent } from 'react';
-import { Chat, findMessages } from '../components/chat';
-import { JsonTree } from '../components/json-tree';
-import { ErrorNote } from '../components/ui';
-import { GraphView, type NodeState } from './graph-view';
-import { layoutGraph, type DrawableGraph } from './layout';
+import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { StudioContext, type StudioTarget } from './context';
+import { STUDIO_TABS } from './tabs';
 
-/** Where Studio's agent server is, and what every call carries. */
-export interface StudioTarget {
-  /** An absolute URL: the deployment URL on the gateway, or `berth dev`'s origin. */
-  apiUrl: string;
-  /** Sent with every call (the console session's X-CSRF-Token through the gateway; none for `berth dev`). */
-  headers: Record<string, string>;
-  /** Names the query cache's entries: one agent server's answers are not another's. */
-  key: string;
+export type { StudioTarget } from './context';
+
+export interface StudioProps {
+  target: StudioTarget;
+  /** The open tab's id, when the page keeps it (the console: `?tab=`); else Studio keeps it. */
+  tab?: string | undefined;
+  onTab?: ((id: string) => void) | undefined;
 }
 
-type RunStatus = 'idle' | 'running' | 'success' | 'error';
-
-interface RunView {
-  status: RunStatus;
-  states: Map<string, NodeState>;
-  updates: Map<string, unknown>;
-  error?: string;
-}
-
-const IDLE: RunView = { status: 'idle', states: new Map(), updates: new Map() };
-
-export default function Studio({ target }: { target: StudioTarget }) {
+export default function Studio({ target, tab, onTab }: StudioProps) {
   const client = useMemo(() => new Client({ apiUrl: target.apiUrl, apiKey: null, defaultHeaders: target.headers }), [target]);
-  const graphs = useQuery({
-    queryKey: ['studio', target.key, 'graphs'],
-    queryFn: async ({ signal }) => {
-      // One system assistant per graph of the project (the agent server makes them at start).
-      const found = await client.assistants.search({ metadata: { created_by: 'system' }, limit: 100, signal });
-      return found.map((a) => ({ graphId: a.graph_id, assistantId: a.assistant_id })).sort((a, b) => a.graphId.localeCompare(b.graphId));
-    },
-  });
-  const [chosen, setChosen] = useState<string>();
-  const graph = graphs.data?.find((g) => g.graphId === chosen) ?? graphs.data?.[0];
-  const pickerId = useId();
+  const context = useMemo(() => ({ target, client }), [target, client]);
+  const [own, setOwn] = useState(STUDIO_TABS[0]!.id);
+  const open = STUDIO_TABS.find((t) => t.id === (onTab ? tab : own)) ?? STUDIO_TABS[0]!;
+  const choose = (id: string) => (onTab ? onTab(id) : setOwn(id));
+  const buttons = useRef<(HTMLButtonElement | null)[]>([]);
 
-  if (graphs.error) return <ErrorNote error={graphs.error} />;
-  if (!graphs.data) return <p>Loading the graphs…</p>;
-  if (!graph) return <p>This agent server has no graphs.</p>;
-  return (
-    <div className="space-y-4">
-      {graphs.data.length > 1 ? (
-        <div className="flex items-center gap-2 text-sm">
-          <label htmlFor={pickerId} className="font-medium">
-            Graph
-          </label>
-          <select
-            id={pickerId}
-            value={graph.graphId}
-            onChange={(e) => setChosen(e.target.value)}
-            className="rounded-md border border-slate-400 bg-white px-2 py-1 dark:border-slate-500 dark:bg-slate-900"
-          >
-            {graphs.data.map((g) => (
-              <option key={g.graphId} value={g.graphId}>
-                {g.graphId}
-              </option>
-            ))}
-          </select>
-        </div>
-      ) : null}
-      <GraphRun key={graph.assistantId} client={client} target={target} graphId={graph.graphId} assistantId={graph.assistantId} />
-    </div>
-  );
-}
-
-function GraphRun({ client, target, graphId, assistantId }: { client: Client; target: StudioTarget; graphId: string; assistantId: string }) {
-  const drawing = useQuery({
-    queryKey: ['studio', target.key, 'graph', assistantId],
-    queryFn: ({ signal }) => client.assistants.getGraph(assistantId, { xray: true, signal }) as Promise<DrawableGraph>,
-  });
-  const layout = useMemo(() => (drawing.data ? layoutGraph(drawing.data) : undefined), [drawing.data]);
-  const [run, setRun] = useState<RunView>(IDLE);
-  const [threadId, setThreadId] = useState<string>();
-  const [selected, setSelected] = useState<string>();
-  const [text, setText] = useState('');
-  const messageId = useId();
-
-  async function send(event: FormEvent) {
+  // The tab pattern: arrows move between tabs (and open them), Home/End go to the ends.
+  const onKeyDown = (event: KeyboardEvent) => {
+    const at = STUDIO_TABS.indexOf(open);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: STUDIO_TABS.length - 1 }[event.key];
+    if (to === undefined) return;
     event.preventDefault();
-    const content = text.trim();
-    if (!content || run.status === 'running') return;
-    setText('');
-    const view: RunView = { status: 'running', states: new Map(), updates: new Map() };
-    const show = () => setRun({ ...view, states: new Map(view.states), updates: new Map(view.updates) });
-    show();
-    try {
-      const thread = threadId ?? (await client.threads.create({ graphId })).thread_id;
-      setThreadId(thread);
-      const stream = client.runs.stream(thread, assistantId, {
-        input: { messages: [{ role: 'user', content }] },
-        // `tasks`: a node starts and ends; `updates`: what it wrote. A subgraph's too (its nodes are drawn: xray).
-        streamMode: ['tasks', 'updates'],
-        streamSubgraphs: true,
-      });
-      for await (const part of stream) {
-        const [mode, ...namespace] = part.event.split('|');
-        // `tasks|inner:<task id>` is node `inner`'s subgraph, whose nodes are drawn as `inner:<node>`.
-        const prefix = namespace.map((segment) => segment.split(':')[0]).join(':');
-        const nodeId = (name: string) => (prefix ? `${prefix}:${name}` : name);
-        if (mode === 'tasks') {
-          // A task's start carries its input; its end, its result (or error).
-          const task = part.data as { name: string; input?: unknown };
-          view.states.set(nodeId(task.name), 'input' in task ? 'running' : 'done');
-        } else if (mode === 'updates') {
-          for (const [node, update] of Object.entries(part.data as Record<string, unknown>)) {
-            view.updates.set(nodeId(node), update);
-            view.states.set(nodeId(node), 'done');
-          }
-        } else if (mode === 'error') {
-          throw new Error(String((part.data as { message?: unknown })?.message ?? JSON.stringify(part.data)));
-        } else continue;
-        show();
-      }
-      for (const [node, state] of view.states) if (state === 'running') view.states.set(node, 'done');
-      view.status = 'success';
-    } catch (error) {
-      view.status = 'error';
-      view.error = error instanceof Error ? error.message : String(error);
-    }
-    show();
-  }
+    const next = STUDIO_TABS[(to + STUDIO_TABS.length) % STUDIO_TABS.length]!;
+    choose(next.id);
+    buttons.current[STUDIO_TABS.indexOf(next)]?.focus();
+  };
 
-  if (drawing.error) return <ErrorNote error={drawing.error} />;
-  if (!layout) return <p>Drawing {graphId}…</p>;
-  const update = selected === undefined ? undefined : run.updates.get(selected);
   return (
-    <div className="grid gap-4 lg:grid-cols-[1fr_22rem]">
-      <section aria-label={`Graph ${graphId}`}>
-        <GraphView layout={layout} states={run.states} selected={selected} onSelect={setSelected} />
-      </section>
-      <aside className="space-y-4">
-        <form onSubmit={(e) => void send(e)} className="space-y-2" aria-label="Run the graph">
-          <label htmlFor={messageId} className="block text-sm font-medium">
-            Message
-          </label>
-          <textarea
-            id={messageId}
-            value={text}
-            onChange={(e) => setText(e.target.value)}
-            rows={3}
-            className="w-full rounded-md border border-slate-400 bg-white p-2 text-sm dark:border-slate-500 dark:bg-slate-900"
-          />
+    <StudioContext.Provider value={context}>
+      <div role="tablist" aria-label="Studio" onKeyDown={onKeyDown} className="mb-4 flex gap-1 border-b border-slate-300 dark:border-slate-700">
+        {STUDIO_TABS.map((t, i) => (
           <button
-            type="submit"
-            disabled={run.status === 'running' || !text.trim()}
-            className="rounded-md bg-slate-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-60 dark:bg-slate-100 dark:text-slate-900"
+            key={t.id}
+            ref={(el) => {
+              buttons.current[i] = el;
+            }}
+            type="button"
+            role="tab"
+            id={`studio-tab-${t.id}`}
+            aria-selected={t === open}
+            aria-controls="studio-panel"
+            tabIndex={t === open ? 0 : -1}
+            onClick={() => choose(t.id)}
+            className={`-mb-px border-b-2 px-3 py-1.5 text-sm font-medium ${t === open ? 'border-slate-900 dark:border-slate-100' : 'border-transparent text-slate-700 dark:text-slate-300'}`}
           >
-            Send
+            {t.label}
           </button>
-        </form>
-        <p role="status" data-testid="run-status" data-status={run.status} className="text-sm">
-          {run.status === 'idle' ? 'No run yet.' : run.status === 'running' ? 'Running…' : run.status === 'success' ? 'The run finished.' : 'The run failed.'}
-          {threadId ? <span className="block font-mono text-xs text-slate-700 dark:text-slate-300">thread {threadId}</span> : null}
-        </p>
-        {run.error ? <ErrorNote error={run.error} /> : null}
-        <section aria-label="Node details" className="text-sm">
-          {selected === undefined ? (
-            <p className="text-slate-700 dark:text-slate-300">Choose a node to see its latest update.</p>
-          ) : (
-            <>
-              <h2 className="font-medium">{selected}</h2>
-              {update === undefined ? <p className="text-slate-700 dark:text-slate-300">No update in this run.</p> : <NodeUpdate update={update} />}
-            </>
-          )}
-        </section>
-      </aside>
-    </div>
-  );
-}
-
-/** A node's latest update: its messages as a chat (as the trace page shows them), the rest as JSON. */
-function NodeUpdate({ update }: { update: unknown }) {
-  const found = findMessages(update);
-  if (!found) return <JsonTree value={update} label="Latest update" />;
-  return (
-    <>
-      <Chat messages={found.messages} />
-      {found.rest ? <JsonTree value={found.rest} label="Other keys" /> : null}
-    </>
+        ))}
+      </div>
+      <div role="tabpanel" id="studio-panel" aria-labelledby={`studio-tab-${open.id}`}>
+        <open.Component key={open.id} />
+      </div>
+    </StudioContext.Provider>
   );
 }

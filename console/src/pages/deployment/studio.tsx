@@ -4,7 +4,7 @@
  * with the CSRF token on unsafe calls). A project with its own auth handler decides for itself: the
  * session counts for nothing there, and its calls answer that handler's 401/403.
  */
-import { createRoute, Link } from '@tanstack/react-router';
+import { createRoute, Link, useNavigate } from '@tanstack/react-router';
 import { useMemo } from 'react';
 import { csrfHeaders } from '../../api';
 import { PageTitle } from '../../components/ui';
@@ -13,6 +13,8 @@ import { LazyStudio } from '../../studio/lazy';
 
 function DeploymentStudioPage() {
   const { deploymentId } = deploymentStudioRoute.useParams();
+  const { tab } = deploymentStudioRoute.useSearch();
+  const navigate = useNavigate({ from: deploymentStudioRoute.fullPath });
   // The session is known here (the signed-in route read it), and with it its CSRF token.
   const target = useMemo(
     () => ({ apiUrl: `${location.origin}/d/${encodeURIComponent(deploymentId)}`, headers: csrfHeaders(), key: deploymentId }),
@@ -32,7 +34,7 @@ function DeploymentStudioPage() {
       <div className="mt-2 mb-4">
         <PageTitle>Studio</PageTitle>
       </div>
-      <LazyStudio target={target} />
+      <LazyStudio target={target} tab={tab} onTab={(id) => void navigate({ search: { tab: id }, replace: true })} />
     </>
   );
 }
@@ -40,5 +42,8 @@ function DeploymentStudioPage() {
 export const deploymentStudioRoute = createRoute({
   getParentRoute: () => authedRoute,
   path: '/deployments/$deploymentId/studio',
+  // The open tab (`?tab=graph`, …): a link opens Studio where it was.
+  validateSearch: (search: Record<string, unknown>): { tab?: string } =>
+    typeof search.tab === 'string' && /^[a-z-]{1,32}$/.test(search.tab) ? { tab: search.tab } : {},
   component: DeploymentStudioPage,
 });

@@ -1,0 +1,15 @@
+/**
+ * Studio's tabs, in order: one entry per part (each part's component in a file of its own). The
+ * first is where Studio opens.
+ */
+import type { ComponentType } from 'react';
+import { GraphTab } from './graph-tab';
+
+export interface StudioTab {
+  /** In the console's URL (`?tab=`). */
+  id: string;
+  label: string;
+  Component: ComponentType;
+}
+
+export const STUDIO_TABS: StudioTab[] = [{ id: 'graph', label: 'Graph', Component: GraphTab }];
