@@ -72,7 +72,7 @@ const commands: { args: string[]; requests: string[]; cwd?: () => string; apiKey
   },
   {
     args: ['deploy', 'logs', '--name', 'my-custom'],
-    requests: ['GET /v2/deployments?name_contains=my-custom&limit=100', `GET /v2/deployments/${DEPLOYMENT_ID}/logs?limit=1000`],
+    requests: ['GET /v2/deployments?name_contains=my-custom&limit=100', `GET /v2/deployments/${DEPLOYMENT_ID}/logs?tail=100`],
   },
   { args: ['deploy', 'delete', 'my-custom', '--yes'], requests: [`DELETE /v2/deployments/${DEPLOYMENT_ID}`] },
   {
@@ -181,7 +181,7 @@ describe('naming a deployment: the same four ways for every deploy subcommand', 
   /** What each subcommand asks of the deployment once it knows which one. */
   const subcommands: [string[], string][] = [
     [['revisions'], `GET /v2/deployments/${DEPLOYMENT_ID}/revisions?limit=10`],
-    [['logs'], `GET /v2/deployments/${DEPLOYMENT_ID}/logs?limit=1000`],
+    [['logs'], `GET /v2/deployments/${DEPLOYMENT_ID}/logs?tail=100`],
     [['delete', '--yes'], `DELETE /v2/deployments/${DEPLOYMENT_ID}`],
   ];
   /** How the deployment is named, and the folder the command runs in (undefined: one named after no deployment). */
