@@ -4,6 +4,7 @@
  */
 import type { ComponentType } from 'react';
 import { GraphTab } from './graph-tab';
+import { ThreadsTab } from './threads/threads-tab';
 
 export interface StudioTab {
   /** In the console's URL (`?tab=`). */
@@ -12,4 +13,7 @@ export interface StudioTab {
   Component: ComponentType;
 }
 
-export const STUDIO_TABS: StudioTab[] = [{ id: 'graph', label: 'Graph', Component: GraphTab }];
+export const STUDIO_TABS: StudioTab[] = [
+  { id: 'graph', label: 'Graph', Component: GraphTab },
+  { id: 'threads', label: 'Threads', Component: ThreadsTab },
+];
