@@ -4,6 +4,8 @@
  */
 import type { ComponentType } from 'react';
 import { GraphTab } from './graph-tab';
+import { CronsTab } from './memory/crons-tab';
+import { MemoryTab } from './memory/memory-tab';
 
 export interface StudioTab {
   /** In the console's URL (`?tab=`). */
@@ -12,4 +14,8 @@ export interface StudioTab {
   Component: ComponentType;
 }
 
-export const STUDIO_TABS: StudioTab[] = [{ id: 'graph', label: 'Graph', Component: GraphTab }];
+export const STUDIO_TABS: StudioTab[] = [
+  { id: 'graph', label: 'Graph', Component: GraphTab },
+  { id: 'memory', label: 'Memory', Component: MemoryTab },
+  { id: 'crons', label: 'Crons', Component: CronsTab },
+];
