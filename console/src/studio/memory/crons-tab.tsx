@@ -5,13 +5,14 @@
  * deleted after a confirmation.
  */
 import type { Assistant, Cron } from '@langchain/langgraph-sdk';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, TableHead, Time } from '../../components/ui';
 import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
 import { useStudio } from '../context';
 import { describeError } from './errors';
 import { JsonField, parseJsonObject } from './json-field';
+import { useWrite } from './write';
 
 /** Crons per page. */
 const PAGE = 25;
@@ -72,24 +73,12 @@ export function CronsTab() {
   );
 }
 
-/** A write to the crons: the list is read again after it. */
-function useCronWrite<T>(write: (input: T) => Promise<unknown>, then?: () => void) {
-  const { target } = useStudio();
-  const queryClient = useQueryClient();
-  return useMutation({
-    mutationFn: write,
-    onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: cronsKey(target.key) });
-      then?.();
-    },
-  });
-}
-
 function CronRow({ cron, assistant }: { cron: Cron; assistant: string | undefined }) {
-  const { client } = useStudio();
+  const { client, target } = useStudio();
   const [deleting, setDeleting] = useState(false);
-  const toggle = useCronWrite((enabled: boolean) => client.crons.update(cron.cron_id, { enabled }));
-  const remove = useCronWrite(
+  const toggle = useWrite(cronsKey(target.key), (enabled: boolean) => client.crons.update(cron.cron_id, { enabled }));
+  const remove = useWrite(
+    cronsKey(target.key),
     () => client.crons.delete(cron.cron_id),
     () => setDeleting(false),
   );
@@ -164,7 +153,7 @@ interface CronInput {
 
 /** The form that creates a cron; the server checks the schedule and the time zone and says what is wrong. */
 function NewCron({ assistants }: { assistants: Assistant[] }) {
-  const { client } = useStudio();
+  const { client, target } = useStudio();
   const [chosen, setChosen] = useState('');
   const [schedule, setSchedule] = useState('');
   const [timezone, setTimezone] = useState('');
@@ -174,7 +163,8 @@ function NewCron({ assistants }: { assistants: Assistant[] }) {
   const parsed = parseJsonObject(input, {});
   const assistantId = chosen || assistants[0]?.assistant_id || '';
   const threadProblem = threadId.trim() && !UUID.test(threadId.trim()) ? 'A thread ID (a UUID), or empty for a new thread each run' : undefined;
-  const create = useCronWrite(
+  const create = useWrite(
+    cronsKey(target.key),
     async (cron: CronInput) => {
       const payload = { schedule: cron.schedule, input: cron.input, ...(cron.timezone ? { timezone: cron.timezone } : {}) };
       const made = cron.threadId

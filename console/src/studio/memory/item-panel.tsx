@@ -3,7 +3,7 @@
  * (`putItem`: the server embeds it again when the project has an index), deleted after a
  * confirmation (`deleteItem`). And the dialog that puts a new item.
  */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { JsonTree } from '../../components/json-tree';
 import { ErrorNote, Time } from '../../components/ui';
@@ -12,21 +12,9 @@ import { useStudio } from '../context';
 import { describeError } from './errors';
 import { JsonField, parseJsonObject, type JsonObject } from './json-field';
 import { dotted, storeKey, type ItemRef } from './store';
+import { useWrite } from './write';
 
 const pretty = (value: unknown) => JSON.stringify(value, null, 2);
-
-/** The writes of the store tab: each refreshes every store answer shown (lists, namespaces, the open item). */
-function useStoreWrite<T>(write: (input: T) => Promise<unknown>, then?: (input: T) => void) {
-  const { target } = useStudio();
-  const queryClient = useQueryClient();
-  return useMutation({
-    mutationFn: write,
-    onSuccess: async (_, input) => {
-      await queryClient.invalidateQueries({ queryKey: storeKey(target.key) });
-      then?.(input);
-    },
-  });
-}
 
 export function ItemPanel({ item, onClose }: { item: ItemRef; onClose: () => void }) {
   const { client, target } = useStudio();
@@ -36,11 +24,12 @@ export function ItemPanel({ item, onClose }: { item: ItemRef; onClose: () => voi
   });
   const [editing, setEditing] = useState<string>();
   const [deleting, setDeleting] = useState(false);
-  const save = useStoreWrite(
+  const save = useWrite(
+    storeKey(target.key),
     (value: JsonObject) => client.store.putItem(item.namespace, item.key, value),
     () => setEditing(undefined),
   );
-  const remove = useStoreWrite(() => client.store.deleteItem(item.namespace, item.key), onClose);
+  const remove = useWrite(storeKey(target.key), () => client.store.deleteItem(item.namespace, item.key), onClose);
   const parsed = editing === undefined ? undefined : parseJsonObject(editing);
   const headingId = useId();
 
@@ -139,13 +128,14 @@ export function NewItemDialog({
 }
 
 function NewItemForm({ namespace, onClose, onCreated }: { namespace: string[]; onClose: () => void; onCreated: (item: ItemRef) => void }) {
-  const { client } = useStudio();
+  const { client, target } = useStudio();
   const [space, setSpace] = useState(dotted(namespace));
   const [key, setKey] = useState('');
   const [value, setValue] = useState('{}');
   const ns = parseNamespace(space);
   const parsed = parseJsonObject(value);
-  const put = useStoreWrite(
+  const put = useWrite(
+    storeKey(target.key),
     (item: ItemRef & { value: JsonObject }) => client.store.putItem(item.namespace, item.key, item.value),
     (item) => {
       onCreated({ namespace: item.namespace, key: item.key });

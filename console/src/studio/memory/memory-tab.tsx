@@ -8,7 +8,7 @@
 import type { SearchItem } from '@langchain/langgraph-sdk';
 import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
-import { ErrorNote, Time } from '../../components/ui';
+import { ErrorNote, TableHead, Time } from '../../components/ui';
 import { Button, inputClass } from '../../pages/deployment/controls';
 import { useStudio } from '../context';
 import { describeError, refusesQuery } from './errors';
@@ -211,24 +211,7 @@ function Items({
             Items {where}
             {scored ? ', most similar to the query first' : ', most recently updated first'}
           </caption>
-          <thead className="border-b border-slate-300 text-slate-700 dark:border-slate-700 dark:text-slate-300">
-            <tr>
-              <th scope="col" className="py-2 pr-4 font-medium">
-                Key
-              </th>
-              <th scope="col" className="py-2 pr-4 font-medium">
-                Namespace
-              </th>
-              <th scope="col" className="py-2 pr-4 font-medium">
-                Updated
-              </th>
-              {scored ? (
-                <th scope="col" className="py-2 font-medium">
-                  Score
-                </th>
-              ) : null}
-            </tr>
-          </thead>
+          <TableHead columns={['Key', 'Namespace', 'Updated', ...(scored ? ['Score'] : [])]} />
           <tbody>
             {items.map((item) => (
               <ItemRow key={`${dotted(item.namespace)}/${item.key}`} item={item} scored={scored} open={open} onOpen={onOpen} />
