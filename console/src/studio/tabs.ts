@@ -5,6 +5,8 @@
 import type { ComponentType } from 'react';
 import { GraphTab } from './graph-tab';
 import { ThreadsTab } from './threads/threads-tab';
+import { CronsTab } from './memory/crons-tab';
+import { MemoryTab } from './memory/memory-tab';
 
 export interface StudioTab {
   /** In the console's URL (`?tab=`). */
@@ -16,4 +18,6 @@ export interface StudioTab {
 export const STUDIO_TABS: StudioTab[] = [
   { id: 'graph', label: 'Graph', Component: GraphTab },
   { id: 'threads', label: 'Threads', Component: ThreadsTab },
+  { id: 'memory', label: 'Memory', Component: MemoryTab },
+  { id: 'crons', label: 'Crons', Component: CronsTab },
 ];
