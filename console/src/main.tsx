@@ -12,7 +12,11 @@ import { initTheme } from './theme';
 
 initTheme();
 
-/** A 401 on any call means the session ended (signed out elsewhere, expired, its key revoked): sign in again. */
+/**
+ * A 401 on any call of the console's API means the session ended (signed out elsewhere, expired, its
+ * key revoked): sign in again. Not Studio's (the SDK's errors): a project's own auth handler may
+ * answer 401 at its deployment URL while the session is fine.
+ */
 function onError(error: Error): void {
   if (standaloneStudio || !(error instanceof ApiError) || error.status !== 401) return;
   queryClient.setQueryData(sessionQuery.queryKey, null);
@@ -26,7 +30,11 @@ const queryClient = new QueryClient({
   defaultOptions: {
     queries: {
       // A 4xx will answer the same again; only a server's or the network's trouble is worth retrying.
-      retry: (count, error) => count < 2 && !(error instanceof ApiError && error.status < 500),
+      // (The console's ApiError and the SDK's HTTPError, Studio's, both carry the answer's status.)
+      retry: (count, error) => {
+        const status = (error as unknown as { status?: unknown }).status;
+        return count < 2 && !(typeof status === 'number' && status < 500);
+      },
     },
   },
 });
