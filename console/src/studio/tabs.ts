@@ -3,6 +3,7 @@
  * first is where Studio opens.
  */
 import type { ComponentType } from 'react';
+import { AssistantsTab } from './assistants/assistants-tab';
 import { GraphTab } from './graph-tab';
 
 export interface StudioTab {
@@ -12,4 +13,7 @@ export interface StudioTab {
   Component: ComponentType;
 }
 
-export const STUDIO_TABS: StudioTab[] = [{ id: 'graph', label: 'Graph', Component: GraphTab }];
+export const STUDIO_TABS: StudioTab[] = [
+  { id: 'graph', label: 'Graph', Component: GraphTab },
+  { id: 'assistants', label: 'Assistants', Component: AssistantsTab },
+];
