@@ -11,6 +11,7 @@ import { ErrorNote } from '../components/ui';
 import { GraphView, type NodeState } from './graph-view';
 import { layoutGraph, type DrawableGraph } from './layout';
 import { useStudio, type StudioTarget } from './context';
+import { useGraphs } from './graphs';
 
 type RunStatus = 'idle' | 'running' | 'success' | 'error';
 
@@ -25,14 +26,7 @@ const IDLE: RunView = { status: 'idle', states: new Map(), updates: new Map() };
 
 export function GraphTab() {
   const { client, target } = useStudio();
-  const graphs = useQuery({
-    queryKey: ['studio', target.key, 'graphs'],
-    queryFn: async ({ signal }) => {
-      // One system assistant per graph of the project (the agent server makes them at start).
-      const found = await client.assistants.search({ metadata: { created_by: 'system' }, limit: 100, signal });
-      return found.map((a) => ({ graphId: a.graph_id, assistantId: a.assistant_id })).sort((a, b) => a.graphId.localeCompare(b.graphId));
-    },
-  });
+  const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
   const graph = graphs.data?.find((g) => g.graphId === chosen) ?? graphs.data?.[0];
   const pickerId = useId();

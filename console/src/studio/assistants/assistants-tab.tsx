@@ -10,24 +10,17 @@ import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, TableHead, Time } from '../../components/ui';
 import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
 import { useStudio } from '../context';
+import { useGraphs } from '../graphs';
 import type { JsonSchema } from './json-schema';
 import { editorState, readEditor, SchemaEditor, type EditorState } from './schema-editor';
 
 const isSystem = (assistant: Assistant) => assistant.metadata?.created_by === 'system';
 
 export function AssistantsTab() {
-  const { client, target } = useStudio();
-  const graphs = useQuery({
-    queryKey: ['studio', target.key, 'graph-ids'],
-    queryFn: async ({ signal }) => {
-      // One system assistant per graph of the project (the agent server makes them at start).
-      const found = await client.assistants.search({ metadata: { created_by: 'system' }, limit: 100, signal });
-      return found.map((a) => a.graph_id).sort();
-    },
-  });
+  const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
   const pickerId = useId();
-  const graphId = chosen ?? graphs.data?.[0];
+  const graphId = chosen ?? graphs.data?.[0]?.graphId;
 
   if (graphs.error) return <ErrorNote error={graphs.error} />;
   if (!graphs.data) return <p>Loading the graphs…</p>;
@@ -39,9 +32,9 @@ export function AssistantsTab() {
           Graph
         </label>
         <select id={pickerId} value={graphId} onChange={(e) => setChosen(e.target.value)} className={inputClass}>
-          {graphs.data.map((id) => (
-            <option key={id} value={id}>
-              {id}
+          {graphs.data.map((g) => (
+            <option key={g.graphId} value={g.graphId}>
+              {g.graphId}
             </option>
           ))}
         </select>
