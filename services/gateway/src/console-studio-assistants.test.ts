@@ -120,13 +120,13 @@ describe('Studio’s Assistants tab', () => {
     expect(await contextOfRun('greeter')).toEqual(v2);
 
     // The older version made the active one again: runs use it.
-    await page.click('button[aria-label="Make version 1 active"]');
+    await page.click('button[aria-label="Make active: v1"]');
     await page.waitForSelector('[role="status"]:has-text("Version 1 is the active one.")');
     expect(await activeVersion(page)).toBe(1);
     expect(await contextOfRun(system.assistant_id)).toEqual({});
 
     // The JSON view of version 2, edited there and saved: version 3, active.
-    await page.click('button[aria-label="Open version 2"]');
+    await page.click('button[aria-label="Open v2"]');
     await expect(context.getByLabel('greeting').inputValue()).resolves.toBe('hola');
     await context.locator('button:text-is("JSON")').click();
     const json = context.getByLabel('Context (JSON)');
@@ -144,7 +144,7 @@ describe('Studio’s Assistants tab', () => {
     expect(await contextOfRun(system.assistant_id)).toEqual({ greeting: 'hej', tone: 'plain' });
 
     // A new assistant from version 2: its graph, config and context, and the name given.
-    await page.click('button[aria-label="Create an assistant from version 2"]');
+    await page.click('button[aria-label="Create from this version (v2)"]');
     await page.fill('dialog[open] input', 'Spanish greeter');
     expect(await accessibilityProblems(page)).toEqual([]);
     await page.click('dialog[open] button:text("Create assistant")');
@@ -165,7 +165,7 @@ describe('Studio’s Assistants tab', () => {
     expect(await accessibilityProblems(page)).toEqual([]);
     await contextForm(page).locator('button:text-is("JSON")').click();
     expect(await accessibilityProblems(page)).toEqual([]);
-    await page.click('button[aria-label="Create an assistant from version 1"]');
+    await page.click('button[aria-label="Create from this version (v1)"]');
     await page.waitForSelector('dialog[open]');
     expect(await accessibilityProblems(page)).toEqual([]);
     expect(problems).toEqual([]);

@@ -153,7 +153,7 @@ function AssistantDetail({ assistant, onCreated }: { assistant: Assistant; onCre
                     className="px-2 py-0.5 text-xs"
                     aria-pressed={v === version}
                     onClick={() => setOpen(v.version)}
-                    aria-label={`Open version ${v.version}`}
+                    aria-label={`Open v${v.version}`}
                   >
                     Open
                   </Button>
@@ -161,11 +161,11 @@ function AssistantDetail({ assistant, onCreated }: { assistant: Assistant; onCre
                     className="px-2 py-0.5 text-xs"
                     disabled={v.version === assistant.version || activate.isPending}
                     onClick={() => activate.mutate(v.version)}
-                    aria-label={`Make version ${v.version} active`}
+                    aria-label={`Make active: v${v.version}`}
                   >
                     Make active
                   </Button>
-                  <Button className="px-2 py-0.5 text-xs" onClick={() => setCreatingFrom(v)} aria-label={`Create an assistant from version ${v.version}`}>
+                  <Button className="px-2 py-0.5 text-xs" onClick={() => setCreatingFrom(v)} aria-label={`Create from this version (v${v.version})`}>
                     Create from this version
                   </Button>
                 </div>
