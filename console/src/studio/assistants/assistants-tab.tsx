@@ -12,7 +12,7 @@ import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
 import { useStudio } from '../context';
 import { useGraphs } from '../graphs';
 import type { JsonSchema } from './json-schema';
-import { editorState, readEditor, SchemaEditor, type EditorState } from './schema-editor';
+import { editorState, pressedClass, readEditor, SchemaEditor, type EditorState } from './schema-editor';
 
 const isSystem = (assistant: Assistant) => assistant.metadata?.created_by === 'system';
 
@@ -150,7 +150,7 @@ function AssistantDetail({ assistant, onCreated }: { assistant: Assistant; onCre
               <td className="py-2 pr-4">
                 <div className="flex flex-wrap gap-1">
                   <Button
-                    className="px-2 py-0.5 text-xs"
+                    className={`px-2 py-0.5 text-xs ${pressedClass}`}
                     aria-pressed={v === version}
                     onClick={() => setOpen(v.version)}
                     aria-label={`Open v${v.version}`}

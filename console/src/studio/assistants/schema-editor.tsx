@@ -16,6 +16,9 @@ export interface EditorState {
   errors: FieldError[];
 }
 
+/** A toggle button's look while pressed. */
+export const pressedClass = 'aria-pressed:bg-slate-900 aria-pressed:text-white dark:aria-pressed:bg-slate-100 dark:aria-pressed:text-slate-900';
+
 const hasForm = (schema: JsonSchema | null): schema is JsonSchema => schema !== null && fieldKind(schema) === 'object';
 
 export function editorState(schema: JsonSchema | null, value: unknown): EditorState {
@@ -67,7 +70,7 @@ export function SchemaEditor({
       {hasForm(schema) ? (
         <div role="group" aria-label={`${title}: view`} className="flex gap-1">
           {(['form', 'json'] as const).map((view) => (
-            <Button key={view} className="px-2 py-0.5 text-xs" aria-pressed={state.view === view} onClick={() => switchTo(view)}>
+            <Button key={view} className={`px-2 py-0.5 text-xs ${pressedClass}`} aria-pressed={state.view === view} onClick={() => switchTo(view)}>
               {view === 'form' ? 'Form' : 'JSON'}
             </Button>
           ))}
