@@ -11,7 +11,7 @@ import { ErrorNote } from '../components/ui';
 import { GraphView, type NodeState } from './graph-view';
 import { layoutGraph, type DrawableGraph } from './layout';
 import { useStudio, type StudioTarget } from './context';
-import { useGraphs } from './graphs';
+import { GraphPicker, useGraphs } from './graphs';
 
 type RunStatus = 'idle' | 'running' | 'success' | 'error';
 
@@ -29,32 +29,13 @@ export function GraphTab() {
   const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
   const graph = graphs.data?.find((g) => g.graphId === chosen) ?? graphs.data?.[0];
-  const pickerId = useId();
 
   if (graphs.error) return <ErrorNote error={graphs.error} />;
   if (!graphs.data) return <p>Loading the graphs…</p>;
   if (!graph) return <p>This agent server has no graphs.</p>;
   return (
     <div className="space-y-4">
-      {graphs.data.length > 1 ? (
-        <div className="flex items-center gap-2 text-sm">
-          <label htmlFor={pickerId} className="font-medium">
-            Graph
-          </label>
-          <select
-            id={pickerId}
-            value={graph.graphId}
-            onChange={(e) => setChosen(e.target.value)}
-            className="rounded-md border border-slate-400 bg-white px-2 py-1 dark:border-slate-500 dark:bg-slate-900"
-          >
-            {graphs.data.map((g) => (
-              <option key={g.graphId} value={g.graphId}>
-                {g.graphId}
-              </option>
-            ))}
-          </select>
-        </div>
-      ) : null}
+      {graphs.data.length > 1 ? <GraphPicker graphs={graphs.data} value={graph.graphId} onChange={setChosen} /> : null}
       <GraphRun key={graph.assistantId} client={client} target={target} graphId={graph.graphId} assistantId={graph.assistantId} />
     </div>
   );

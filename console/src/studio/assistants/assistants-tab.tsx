@@ -10,7 +10,7 @@ import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, TableHead, Time } from '../../components/ui';
 import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
 import { useStudio } from '../context';
-import { useGraphs } from '../graphs';
+import { GraphPicker, useGraphs } from '../graphs';
 import type { JsonSchema } from './json-schema';
 import { editorState, pressedClass, readEditor, SchemaEditor, type EditorState } from './schema-editor';
 
@@ -19,7 +19,6 @@ const isSystem = (assistant: Assistant) => assistant.metadata?.created_by === 's
 export function AssistantsTab() {
   const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
-  const pickerId = useId();
   const graphId = chosen ?? graphs.data?.[0]?.graphId;
 
   if (graphs.error) return <ErrorNote error={graphs.error} />;
@@ -27,18 +26,7 @@ export function AssistantsTab() {
   if (!graphId) return <p>This agent server has no graphs.</p>;
   return (
     <div className="space-y-4">
-      <div className="flex items-center gap-2 text-sm">
-        <label htmlFor={pickerId} className="font-medium">
-          Graph
-        </label>
-        <select id={pickerId} value={graphId} onChange={(e) => setChosen(e.target.value)} className={inputClass}>
-          {graphs.data.map((g) => (
-            <option key={g.graphId} value={g.graphId}>
-              {g.graphId}
-            </option>
-          ))}
-        </select>
-      </div>
+      <GraphPicker graphs={graphs.data} value={graphId} onChange={setChosen} />
       <GraphAssistants key={graphId} graphId={graphId} />
     </div>
   );
