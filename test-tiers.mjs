@@ -210,6 +210,7 @@ export default {
     'services/agent-runtime/src/protocol-browser.test.ts',
     'services/gateway/src/browser-chat.test.ts',
     'services/gateway/src/console-session-browser.test.ts',
+    'services/gateway/src/console-studio-assistants.test.ts',
     'services/gateway/src/console-studio-browser.test.ts',
     'services/gateway/src/console-studio-threads.test.ts',
     'services/gateway/src/console-studio-memory.test.ts',

@@ -11,6 +11,7 @@ import { ErrorNote } from '../components/ui';
 import { GraphView, type NodeState } from './graph-view';
 import { layoutGraph, type DrawableGraph } from './layout';
 import { useStudio, type StudioTarget } from './context';
+import { GraphPicker, useGraphs } from './graphs';
 
 type RunStatus = 'idle' | 'running' | 'success' | 'error';
 
@@ -25,42 +26,16 @@ const IDLE: RunView = { status: 'idle', states: new Map(), updates: new Map() };
 
 export function GraphTab() {
   const { client, target } = useStudio();
-  const graphs = useQuery({
-    queryKey: ['studio', target.key, 'graphs'],
-    queryFn: async ({ signal }) => {
-      // One system assistant per graph of the project (the agent server makes them at start).
-      const found = await client.assistants.search({ metadata: { created_by: 'system' }, limit: 100, signal });
-      return found.map((a) => ({ graphId: a.graph_id, assistantId: a.assistant_id })).sort((a, b) => a.graphId.localeCompare(b.graphId));
-    },
-  });
+  const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
   const graph = graphs.data?.find((g) => g.graphId === chosen) ?? graphs.data?.[0];
-  const pickerId = useId();
 
   if (graphs.error) return <ErrorNote error={graphs.error} />;
   if (!graphs.data) return <p>Loading the graphs…</p>;
   if (!graph) return <p>This agent server has no graphs.</p>;
   return (
     <div className="space-y-4">
-      {graphs.data.length > 1 ? (
-        <div className="flex items-center gap-2 text-sm">
-          <label htmlFor={pickerId} className="font-medium">
-            Graph
-          </label>
-          <select
-            id={pickerId}
-            value={graph.graphId}
-            onChange={(e) => setChosen(e.target.value)}
-            className="rounded-md border border-slate-400 bg-white px-2 py-1 dark:border-slate-500 dark:bg-slate-900"
-          >
-            {graphs.data.map((g) => (
-              <option key={g.graphId} value={g.graphId}>
-                {g.graphId}
-              </option>
-            ))}
-          </select>
-        </div>
-      ) : null}
+      {graphs.data.length > 1 ? <GraphPicker graphs={graphs.data} value={graph.graphId} onChange={setChosen} /> : null}
       <GraphRun key={graph.assistantId} client={client} target={target} graphId={graph.graphId} assistantId={graph.assistantId} />
     </div>
   );

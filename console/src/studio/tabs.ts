@@ -3,6 +3,7 @@
  * first is where Studio opens.
  */
 import type { ComponentType } from 'react';
+import { AssistantsTab } from './assistants/assistants-tab';
 import { GraphTab } from './graph-tab';
 import { ThreadsTab } from './threads/threads-tab';
 import { CronsTab } from './memory/crons-tab';
@@ -17,6 +18,7 @@ export interface StudioTab {
 
 export const STUDIO_TABS: StudioTab[] = [
   { id: 'graph', label: 'Graph', Component: GraphTab },
+  { id: 'assistants', label: 'Assistants', Component: AssistantsTab },
   { id: 'threads', label: 'Threads', Component: ThreadsTab },
   { id: 'memory', label: 'Memory', Component: MemoryTab },
   { id: 'crons', label: 'Crons', Component: CronsTab },
