@@ -1,7 +1,7 @@
 /**
  * A small client of the gateway's HTTP API for CLI commands, with messages a person can act on.
  */
-import { sseFrames, type SseFrame } from './sse.js';
+import { sseFrames, type SseFrame } from '@berth/http';
 
 export class CliError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

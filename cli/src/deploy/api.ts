@@ -4,7 +4,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable, Transform } from 'node:stream';
 import type { GatewayClient } from '../client.js';
-import type { SseFrame } from '../sse.js';
+import type { SseFrame } from '@berth/http';
 
 export interface Deployment {
   id: string;

@@ -12,6 +12,7 @@ export { openApiDocument } from './openapi.js';
 export type { OpenApiInfo } from './openapi.js';
 export { refuseUpgrade } from './refuse-upgrade.js';
 export { SseWriter } from './sse.js';
+export { sseFrames, type SseFrame } from './sse-reader.js';
 export type { SseEvent, SseOptions } from './sse.js';
 export { MAX_JSON_DEPTH, issuesFromZod, parseRequestPart, storableString, storableStrings, unsafeValueIssues } from './validation.js';
 export type { RequestPart } from './validation.js';

@@ -13,7 +13,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { call } from '../../api';
 import { ErrorNote } from '../../components/ui';
-import { Button, inputClass } from './controls';
+import { Button, inputClass } from '../../components/controls';
 import { deploymentPath, type LogEntry, type LogPage, type LogType } from './types';
 
 const PAGE = 1000;

@@ -11,7 +11,7 @@ import { useEffect } from 'react';
 import { call } from '../../api';
 import { DeploymentStatusBadge, ErrorNote, PageTitle, Time } from '../../components/ui';
 import { authedRoute } from '../../routes/root';
-import { CopyButton, Section } from './controls';
+import { CopyButton, Section } from '../../components/controls';
 import { RevisionLog, type LogRange } from './logs';
 import { Revisions, RevisionStatusBadge, RevisionTimeline } from './revisions';
 import { DeleteDeployment, Resources, Secrets, WebhookSecretRotation } from './settings';

@@ -12,7 +12,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call } from '../../api';
 import { Badge, ErrorNote, TableHead, Time, type Tone } from '../../components/ui';
-import { Button, Dialog } from './controls';
+import { Button, Dialog } from '../../components/controls';
 import { deploymentPath, keys, type DeploymentDetail, type LogPage, type LogType, type Revision, type RevisionStatus } from './types';
 
 const revisionTones: Record<RevisionStatus, Tone> = {

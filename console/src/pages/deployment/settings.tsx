@@ -8,7 +8,7 @@ import { useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import { call } from '../../api';
 import { ErrorNote } from '../../components/ui';
-import { Button, CopyButton, Dialog, inputClass } from './controls';
+import { Button, CopyButton, Dialog, inputClass } from '../../components/controls';
 import { deploymentPath, keys, type DeploymentDetail, type ResourceSpec, type WebhookSecret } from './types';
 
 function useDeploymentUpdate(deploymentId: string) {

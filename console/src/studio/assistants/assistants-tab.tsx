@@ -8,7 +8,7 @@ import type { Assistant, AssistantVersion, Client, Config } from '@langchain/lan
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, TableHead, Time } from '../../components/ui';
-import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
+import { Button, Dialog, inputClass } from '../../components/controls';
 import { useStudio } from '../context';
 import { GraphPicker, useGraphs } from '../graphs';
 import type { JsonSchema } from './json-schema';

@@ -5,7 +5,7 @@
  * properties), JSON text only. The parent keeps the state, to read the value when it saves.
  */
 import { useId } from 'react';
-import { Button, inputClass } from '../../pages/deployment/controls';
+import { Button, inputClass } from '../../components/controls';
 import { fieldKind, fromDraft, parseJson, setField, toDraft, type Draft, type FieldError, type JsonSchema, type ObjectDraft, type Parsed } from './json-schema';
 
 export interface EditorState {

@@ -8,7 +8,7 @@ import type { Assistant, Cron } from '@langchain/langgraph-sdk';
 import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, TableHead, Time } from '../../components/ui';
-import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
+import { Button, Dialog, inputClass } from '../../components/controls';
 import { useStudio } from '../context';
 import { describeError } from './errors';
 import { JsonField, parseJsonObject } from './json-field';

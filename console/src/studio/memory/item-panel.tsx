@@ -7,7 +7,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { JsonTree } from '../../components/json-tree';
 import { ErrorNote, Time } from '../../components/ui';
-import { Button, Dialog, inputClass } from '../../pages/deployment/controls';
+import { Button, Dialog, inputClass } from '../../components/controls';
 import { useStudio } from '../context';
 import { describeError } from './errors';
 import { JsonField, parseJsonObject, type JsonObject } from './json-field';

@@ -3,7 +3,7 @@
  * cron's input must each be a JSON object, so the form says what is wrong before anything is sent.
  */
 import { useId } from 'react';
-import { inputClass } from '../../pages/deployment/controls';
+import { inputClass } from '../../components/controls';
 
 export type JsonObject = Record<string, unknown>;
 

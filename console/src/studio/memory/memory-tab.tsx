@@ -9,7 +9,7 @@ import type { SearchItem } from '@langchain/langgraph-sdk';
 import { useQuery } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { ErrorNote, TableHead, Time } from '../../components/ui';
-import { Button, inputClass } from '../../pages/deployment/controls';
+import { Button, inputClass } from '../../components/controls';
 import { useStudio } from '../context';
 import { describeError, refusesQuery } from './errors';
 import { ItemPanel, NewItemDialog } from './item-panel';

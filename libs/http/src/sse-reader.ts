@@ -1,7 +1,7 @@
 /**
- * Server-sent events as the CLI reads them from a response body (a followed log): one frame per
- * event, with its `event`, `id` and `data` (several `data:` lines joined by newlines); comments
- * (heartbeats) are skipped.
+ * Server-sent events as a client reads them from a fetch response body (the CLI following a log,
+ * tests reading a stream): one frame per event, with its `event`, `id` and `data` (several `data:`
+ * lines joined by newlines); comments (heartbeats) are skipped.
  */
 export interface SseFrame {
   event?: string;

@@ -1,4 +1,4 @@
-/** Buttons, a modal dialog and a copy button for the deployment page (native <dialog>: focus stays in it, Esc closes it). */
+/** Buttons, inputs, a modal dialog, a copy button and a section: the console's controls (native <dialog>: focus stays in it, Esc closes it). */
 import { useEffect, useId, useRef, useState, type ButtonHTMLAttributes, type ReactNode } from 'react';
 
 const buttonTones = {
