@@ -114,7 +114,9 @@ describe('Studio’s Threads tab', () => {
     await page.fill('input[name="metadata-key"]', 'graph_id');
     await page.fill('input[name="metadata-value"]', 'chat');
     await page.click('button:text("Search")');
+    // The list empties while the search is under way: wait for the answer, not only for `other` to go.
     await page.waitForSelector(`[data-thread="${other}"]`, { state: 'detached' });
+    await page.waitForSelector(`ul[aria-label="Thread list"] [data-thread="${threadId}"]`);
     expect(await listed()).toEqual([threadId]);
     await page.fill('input[name="metadata-key"]', '');
     await page.selectOption('select[name="thread-status"]', 'busy');
