@@ -225,6 +225,7 @@ export default {
     'charts/berth/tests/source-deploy.test.ts',
     'cli/src/cli.test.ts',
     'cli/src/console-deployment-e2e.test.ts',
+    'cli/src/backup-restore-e2e.test.ts',
     'cli/src/deploy-e2e.test.ts',
     'cli/src/dev-signals.test.ts',
     'cli/src/dev-studio.test.ts',

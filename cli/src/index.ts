@@ -1,23 +1,24 @@
 /**
  * The `berth` command line.
  */
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { CliError } from './client.js';
 import { loadCliEnv } from './env.js';
 import { choiceOption, integerOption } from './flags.js';
 import { SERVICE_TARGETS, type ServiceTarget } from './service-targets.js';
+import { BERTH_VERSION } from './version.js';
 
 export type { PlatformConfig, RunningPlatform } from './platform.js';
 
-/** Berth packages are versioned together; the CLI's version is the platform's. */
-export const BERTH_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { BERTH_VERSION } from './version.js';
 
 // Commands load their modules when run, so `berth version` or `berth keys list` do not pay for
 // importing every service.
 const load = {
   up: () => import('./commands/up.js'),
   down: () => import('./commands/down.js'),
+  backup: () => import('./commands/backup.js'),
+  restore: () => import('./commands/restore.js'),
   serve: () => import('./commands/serve.js'),
   supervise: () => import('./commands/supervise.js'),
   status: () => import('./commands/status.js'),
@@ -71,6 +72,18 @@ export function program(): Command {
     .command('down')
     .description('stop the platform and its Postgres (data is kept); from any folder, the one status and deploy reach')
     .action(async () => (await load.down()).down(env(), print));
+  cli
+    .command('backup')
+    .description("write one archive of the platform: its databases and every deployment's, the secret key, the built revisions (it may keep running)")
+    .option('-o, --output <file>', 'the archive to write (default: berth-backup-<time>.tar.gz here)')
+    .action(async (o: { output?: string }) => {
+      await (await load.backup()).backup(env(), o, print);
+    });
+  cli
+    .command('restore')
+    .description('restore a berth backup into a fresh state folder (BERTH_STATE_DIR), checking every table against the backup; then make up')
+    .argument('<archive>', 'a file berth backup wrote')
+    .action(async (archive: string) => (await load.restore()).restore(env(), archive, print));
   cli
     .command('serve')
     .description('run the whole platform, or one service of it (--service), in the foreground (needs DATABASE_URL)')

@@ -17,7 +17,7 @@
  */
 import { readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { delimiter, dirname, join, posix } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, posix, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { OsUsers } from '../deployers/local/os-users.js';
 import { DependencyCache } from './dependency-cache.js';
@@ -138,6 +138,23 @@ export class ProjectBuilder {
   constructor(options: ProjectBuilderOptions) {
     this.#options = options;
     if (options.reuseDependencies ?? true) this.#cache = new DependencyCache({ dir: join(options.artifactsDir, '.cache', 'dependencies') });
+  }
+
+  /**
+   * How a revision row keeps its build's folder: relative to the artifacts folder, so that a state
+   * folder restored from a backup (`berth restore`) or moved elsewhere still finds its builds.
+   */
+  storedPath(artifactPath: string): string {
+    return relative(this.#options.artifactsDir, artifactPath);
+  }
+
+  /**
+   * The folder of a build as a revision row keeps it. Rows written before builds were kept relative
+   * hold the absolute path of their day; their last two parts (`<deploymentId>/<folder>`) are the
+   * same under today's artifacts folder.
+   */
+  folderOf(stored: string): string {
+    return join(this.#options.artifactsDir, isAbsolute(stored) ? join(basename(dirname(stored)), basename(stored)) : stored);
   }
 
   /**

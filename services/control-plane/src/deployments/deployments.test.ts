@@ -378,8 +378,10 @@ describe('redeploying an earlier revision (a rollback)', () => {
     // Its whole build log: no unpacking, install or graph loading ran.
     expect(await buildLog(created.id, rollback)).toEqual([`reusing the build of revision ${first}: nothing to install or load again`]);
 
+    // Kept relative to the artifacts folder (a restored or moved state folder finds it there).
     const firstArtifact = (await deployments.revision(tenant, created.id, first)).artifact_path!;
-    await rm(firstArtifact, { recursive: true, force: true });
+    expect(firstArtifact).toMatch(new RegExp(`^${created.id}/${first}-[0-9a-f]{8}$`));
+    await rm(join(work, 'artifacts', firstArtifact), { recursive: true, force: true });
     const rebuilt = (await deployments.redeploy(tenant, created.id, first)).latest_revision_id!;
     expect(await settled(created.id, rebuilt)).toBe('DEPLOYED');
     const log = await buildLog(created.id, rebuilt);

@@ -268,7 +268,7 @@ export class RevisionPipeline {
             signal,
           );
           log(`built: graphs ${artifact.graphs.join(', ')}`);
-          built = { artifact_path: artifact.path, custom_auth: await hasCustomAuth(join(artifact.path, artifact.configPath)) };
+          built = { artifact_path: builder.storedPath(artifact.path), custom_auth: await hasCustomAuth(join(artifact.path, artifact.configPath)) };
           if (this.deps.archives) {
             const stored = await this.deps.archives.store.put(revision.deployment_id, revisionId, artifact.path);
             log(`stored the build in object storage (${stored.size} bytes, sha256 ${stored.sha256})`);
@@ -305,7 +305,7 @@ export class RevisionPipeline {
       earlier.deployment_id === revision.deployment_id &&
       earlier.source_upload_id === revision.source_upload_id &&
       langGraphConfigPath(earlier.source_revision_config) === configPath &&
-      (await exists(join(earlier.artifact_path, configPath))) &&
+      (await exists(join(this.deps.builder.folderOf(earlier.artifact_path), configPath))) &&
       (!archives || (earlier.archive_key && earlier.archive_sha256 && (await archives.store.has(earlier.archive_key))));
     if (!there) {
       log(`the build of revision ${earlierId} is gone: building again`);
@@ -529,7 +529,7 @@ export class RevisionPipeline {
         ? { kind: 'image', imageUri: revisionImage(revision) }
         : {
             kind: 'directory',
-            path: revision.artifact_path!,
+            path: this.deps.builder.folderOf(revision.artifact_path!),
             configPath: langGraphConfigPath(revision.source_revision_config),
             ...(this.deps.archives && revision.archive_key && revision.archive_sha256
               ? {

@@ -35,6 +35,7 @@ export interface RevisionsTable {
   /** The upload an internal_source revision is built from (migration 0007); null until it has one. */
   source_upload_id: ColumnType<string | null, string | null | undefined, string | null>;
   status_message: ColumnType<string, string | undefined, string>;
+  /** The build's folder, relative to the artifacts folder (ProjectBuilder.folderOf; absolute in rows of older builds). */
   artifact_path: string | null;
   /** The build's archive in object storage and its hex SHA-256 (migration 0006); null without a bucket. */
   archive_key: ColumnType<string | null, string | null | undefined, string | null>;
