@@ -137,6 +137,15 @@ describe('Studio’s time travel', () => {
     await page.waitForSelector(`${stateView}:has-text("plan for dogs")`);
     await page.waitForSelector(`[data-open-checkpoint="${edited.checkpoint.checkpoint_id}"]:has-text("(the head)")`);
 
+    // The branches, the open head and its edit form in dark mode too.
+    const headPanel = `[data-open-checkpoint="${edited.checkpoint.checkpoint_id}"]`;
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForSelector('html[data-theme="dark"]', { state: 'attached' });
+    await page.click(`${headPanel} button:text("Edit state")`);
+    await page.waitForSelector(`${headPanel} :text("Nothing changed yet")`);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await page.click(`${headPanel} button:text("Cancel")`);
+
     // Every branch is the thread's, as any API client sees it: three children of the checkpoint.
     const after = await api<Checkpoint[]>(`/threads/${threadId}/history?limit=50`);
     expect(after.filter((c) => c.parent_checkpoint?.checkpoint_id === id).map((c) => c.metadata.source)).toEqual(['update', 'fork', 'loop']);
@@ -147,7 +156,7 @@ describe('Studio’s time travel', () => {
     ]);
 
     // The edited branch goes on from the edit.
-    await page.click(`[data-open-checkpoint="${edited.checkpoint.checkpoint_id}"] button:text("Re-run from here")`);
+    await page.click(`${headPanel} button:text("Re-run from here")`);
     await page.waitForSelector(`${stateView}:has-text("reviewed: draft of plan for dogs")`);
     expect(problems).toEqual([]);
     await page.context().close();

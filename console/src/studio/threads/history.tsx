@@ -20,7 +20,7 @@ import { threadKeys, type RunRequest } from './use-run-stream';
 const PAGE = 50;
 
 /** The history's query key: under the state's, so whatever refreshes the thread's state (a run's end, an answer) refreshes it too. */
-export const historyKey = (key: string, threadId: string) => [...threadKeys(key, threadId).state, 'history'];
+const historyKey = (key: string, threadId: string) => [...threadKeys(key, threadId).state, 'history'];
 
 export function History({
   threadId,
