@@ -11,6 +11,7 @@ import { Chat, findMessages, type ChatMessage } from '../../components/chat';
 import { JsonTree } from '../../components/json-tree';
 import { Badge, ErrorNote, Time, type Tone } from '../../components/ui';
 import { useStudio } from '../context';
+import { History } from './history';
 import { Interrupts, pendingInterrupts } from './interrupts';
 import { buttonClass, inputClass, secondaryButtonClass } from './styles';
 import { messageId, threadKeys, useRunStream, type RunRequest } from './use-run-stream';
@@ -85,6 +86,9 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
         </section>
         <RunsList client={client} threadId={threadId} runs={runs.data} error={runs.error} onChanged={() => void runs.refetch()} />
       </aside>
+      <div className="min-w-0 xl:col-span-2">
+        <History threadId={threadId} assistantId={lastAssistant} busy={streaming} onRun={(id, request) => void start(id, request)} />
+      </div>
     </div>
   );
 }

@@ -27,7 +27,8 @@ export interface LiveRun {
   error?: string;
 }
 
-export type RunRequest = { input: Record<string, unknown> } | { command: Command };
+/** A run's input (null: go on from the checkpoint, `checkpointId` an earlier one to fork from), or a command. */
+export type RunRequest = { input: Record<string, unknown> | null; checkpointId?: string } | { command: Command };
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -59,7 +59,8 @@ const StateUpdate = z.strictObject({
 });
 const HistoryBody = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(10),
-  before: z.union([z.string(), CheckpointBody]).optional(),
+  /** A checkpoint id, a checkpoint, or a config naming one (`{configurable: {...}}`: what the JS SDK's `before` is typed as). */
+  before: z.union([z.string(), CheckpointBody, z.strictObject({ configurable: CheckpointBody })]).optional(),
   metadata: JsonObjectSchema.optional(),
   checkpoint: CheckpointBody.optional(),
   select: z.array(z.string()).optional(),
@@ -308,7 +309,12 @@ export function threadRoutes(api: AgentApi, ctx: ServerContext): void {
       response: z.array(ThreadState),
       errors: [404],
       handler: async ({ params, body, auth }) => {
-        const before = typeof body.before === 'string' ? body.before : body.before?.checkpoint_id;
+        const before =
+          typeof body.before === 'string'
+            ? body.before
+            : body.before && 'configurable' in body.before
+              ? body.before.configurable.checkpoint_id
+              : body.before?.checkpoint_id;
         const filter = await readable(auth, params.thread_id);
         return ctx.state.history(params.thread_id, {
           limit: body.limit,
