@@ -269,7 +269,12 @@ describe('POST /runs/search (the queue across threads)', () => {
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    return { status: res.status, total: res.headers.get('x-pagination-total'), next: res.headers.get('x-pagination-next'), body: (await res.json()) as unknown };
+    return {
+      status: res.status,
+      total: res.headers.get('x-pagination-total'),
+      next: res.headers.get('x-pagination-next'),
+      body: (await res.json()) as unknown,
+    };
   }
   const rows = (found: { body: unknown }) => (found.body as Row[]).map((r) => [r.run_id, r.status]);
 

@@ -314,7 +314,12 @@ export function runRoutes(api: AgentApi, ctx: ServerContext): void {
       response: z.array(RunSchema),
       handler: async ({ body, res, auth }) => {
         const { filter } = await ctx.authz.authorize(auth, 'threads:search', { ...body });
-        const { runs, total } = await ctx.runs.unfinished({ statuses: body.status, limit: body.limit, offset: body.offset, ...(filter ? { threadFilter: filter } : {}) });
+        const { runs, total } = await ctx.runs.unfinished({
+          statuses: body.status,
+          limit: body.limit,
+          offset: body.offset,
+          ...(filter ? { threadFilter: filter } : {}),
+        });
         res.setHeader('X-Pagination-Total', String(total));
         if (body.offset + runs.length < total) res.setHeader('X-Pagination-Next', String(body.offset + runs.length));
         return runs.map(runJson);
