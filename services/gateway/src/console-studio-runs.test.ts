@@ -7,7 +7,7 @@
  * an assistant chosen. Graphs: test-projects/studio (`repeat` in src/runs.ts; `forever`, which
  * ends only when cancelled, in src/threads.ts). axe in light and dark mode; no request to another host.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,9 @@ afterAll(async () => {
   delete process.env.STUDIO_GATE_DIR;
   await rm(gateDir, { recursive: true, force: true });
 });
+
+// A test that failed midway leaves no run behind to hold the next one's worker or fill its queue.
+afterEach(() => api('/runs/cancel', { method: 'POST', body: { status: 'all' } }));
 
 /** The deployment's API as any client calls it (an API key). */
 async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
@@ -146,11 +149,21 @@ describe('Studio’s runs', () => {
     await page.click(`li[data-run="${second}"] button:text("Cancel")`);
     await page.waitForSelector(`li[data-run="${second}"][data-status="interrupted"]:has-text("cancelled")`);
     expect((await runOf(threadId, second)).status).toBe('interrupted');
-    // The first runs on, untouched; then it is cancelled too.
+    // The first runs on, untouched. A third is queued; once the first is cancelled, it runs and the page follows it.
     expect((await runOf(threadId, first)).status).toBe('running');
+    await page.fill('textarea[name="run-input"]', 'q-3');
+    await page.click(`${form} button:text("Queue")`);
+    const third = (await (await page.waitForSelector('section[aria-label="Runs"] li[data-status="pending"]')).getAttribute('data-run'))!;
     await page.click(`li[data-run="${first}"] button:text("Cancel")`);
-    await page.waitForSelector('[data-testid="thread-run-status"][data-status="cancelled"]');
+    await page.waitForSelector(`li[data-run="${third}"][data-status="running"]`);
     expect((await runOf(threadId, first)).status).toBe('interrupted');
+    // Its events from the first (it was queued resumable): the metadata event, then its input's values.
+    await page.waitForSelector(`[data-testid="event-log"] li[data-event="values"][data-event-run="${third}"]`, { state: 'attached' });
+    await page.waitForSelector('section[aria-label="Conversation"] li:has-text("q-3")');
+    await page.waitForSelector('[data-testid="thread-run-status"][data-status="running"]');
+    await page.click(`li[data-run="${third}"] button:text("Cancel")`);
+    await page.waitForSelector('[data-testid="thread-run-status"][data-status="cancelled"]');
+    expect((await runOf(threadId, third)).status).toBe('interrupted');
     expect(problems).toEqual([]);
     await page.context().close();
   }, 60_000);

@@ -23,7 +23,7 @@ export function EventLog({ events, count }: { events: StreamedEvent[]; count: nu
       </p>
       <ol className="mt-2 max-h-96 space-y-1 overflow-auto" aria-label="Events">
         {events.map((e) => (
-          <li key={e.seq} data-event={e.event} className="font-mono text-xs">
+          <li key={e.seq} data-event={e.event} data-event-run={e.runId} className="font-mono text-xs">
             <details>
               <summary className="cursor-pointer">
                 <span className="font-semibold">{e.event}</span> <span className="text-slate-700 dark:text-slate-300">{preview(e.data)}</span>
