@@ -2,7 +2,7 @@
  * Starts a run on a thread: the assistant, the input — a chat message (`{messages: [...]}`), or the
  * graph's input in a form built from its input schema (`GET /assistants/{id}/schemas`,
  * `input_schema`) or as JSON — and the stream modes; while a run streams, another is queued behind
- * it. Below, the log of the events the chosen modes streamed, so each mode's events can be read.
+ * it. The events the chosen modes stream are logged beside (event-log.tsx).
  */
 import type { Assistant, StreamMode } from '@langchain/langgraph-sdk';
 import { useQuery } from '@tanstack/react-query';
@@ -11,9 +11,8 @@ import { ErrorNote } from '../../components/ui';
 import type { JsonSchema } from '../assistants/json-schema';
 import { editorState, pressedClass, readEditor, SchemaEditor, type EditorState } from '../assistants/schema-editor';
 import { useStudio } from '../context';
-import { EventLog } from './event-log';
 import { buttonClass, inputClass, secondaryButtonClass } from './styles';
-import { DEFAULT_STREAM_MODES, STREAM_MODES, type RunRequest, type StreamedEvent } from './use-run-stream';
+import { DEFAULT_STREAM_MODES, STREAM_MODES, type RunRequest } from './use-run-stream';
 
 type InputKind = 'message' | 'input';
 
@@ -21,16 +20,12 @@ export function RunForm({
   assistants,
   assistantId,
   busy,
-  events,
-  eventCount,
   onRun,
 }: {
   assistants: Assistant[];
   assistantId: string | undefined;
   /** A run streams: a new one is queued behind it. */
   busy: boolean;
-  events: StreamedEvent[];
-  eventCount: number;
   /** Starts (or queues) the run; a failure to is shown here. */
   onRun: (assistantId: string, request: RunRequest, modes: StreamMode[]) => Promise<void>;
 }) {
@@ -148,7 +143,6 @@ export function RunForm({
         {busy ? <span className="text-xs text-slate-700 dark:text-slate-300">A run is under way: this one waits behind it on the server.</span> : null}
       </div>
       {error ? <ErrorNote error={error} /> : null}
-      <EventLog events={events} count={eventCount} />
     </form>
   );
 }

@@ -11,6 +11,7 @@ import { Chat, findMessages, type ChatMessage } from '../../components/chat';
 import { JsonTree } from '../../components/json-tree';
 import { ErrorNote, Time } from '../../components/ui';
 import { useStudio } from '../context';
+import { EventLog } from './event-log';
 import { Interrupts, pendingInterrupts } from './interrupts';
 import { RunForm } from './run-form';
 import { RunStatusBadge, unfinished } from './run-status';
@@ -62,7 +63,7 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
           onAnswer={(resume) => (lastAssistant ? void start(lastAssistant, { command: { resume } }) : undefined)}
         />
         <RunStatusLine status={cancelled ? 'cancelled' : live.status} error={cancelled ? undefined : live.error} />
-        <RunForm assistants={assistants} assistantId={assistantId} busy={streaming} events={live.events} eventCount={live.eventCount} onRun={start} />
+        <RunForm assistants={assistants} assistantId={assistantId} busy={streaming} onRun={start} />
       </section>
       <aside className="min-w-0 space-y-4">
         <section aria-label="State" className="rounded-md border border-slate-300 p-3 dark:border-slate-700">
@@ -73,6 +74,7 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
           ) : null}
         </section>
         <RunsList client={client} threadId={threadId} runs={runs.data} error={runs.error} onChanged={() => void runs.refetch()} />
+        <EventLog events={live.events} count={live.eventCount} />
       </aside>
     </div>
   );
