@@ -8,52 +8,20 @@
  * ends only when cancelled, in src/threads.ts). axe in light and dark mode; no request to another host.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, launchChromium, type TestDatabase } from '@berth/testing';
-import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
-import { accessibilityProblems, newConsoleTab, signIn } from './__tests__/console-browser.js';
+import type { Page } from 'playwright-core';
+import { accessibilityProblems } from './__tests__/console-browser.js';
+import { startStudioStack, type StudioStack } from './__tests__/studio-stack.js';
 
-const studioProject = fileURLToPath(new URL('../test-projects/studio/langgraph.json', import.meta.url));
-
-let testDb: TestDatabase;
-let stack: AgentStack;
-let browser: Browser;
-let gateDir: string;
+let studio: StudioStack;
 
 beforeAll(async () => {
-  // `forever` waits at a gate no test opens: its runs end only when cancelled.
-  gateDir = await mkdtemp(join(tmpdir(), 'studio-runs-gates-'));
-  process.env.STUDIO_GATE_DIR = gateDir;
-  testDb = await createTestDatabase('gw_studio_runs');
-  stack = await startAgentStack(testDb.url, { agent: { configPath: studioProject, deploymentCredential: 'studio-credential' } });
-  browser = await launchChromium();
+  studio = await startStudioStack('gw_studio_runs');
 }, 90_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  await testDb?.drop();
-  delete process.env.STUDIO_GATE_DIR;
-  await rm(gateDir, { recursive: true, force: true });
-});
-
+afterAll(() => studio?.close());
 // A test that failed midway leaves no run behind to hold the next one's worker or fill its queue.
-afterEach(() => api('/runs/cancel', { method: 'POST', body: { status: 'all' } }));
+afterEach(() => studio.api('/runs/cancel', { method: 'POST', body: { status: 'all' } }));
 
-/** The deployment's API as any client calls it (an API key). */
-async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
-  const res = await fetch(`${stack.deploymentUrl}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { 'x-api-key': stack.key, 'content-type': 'application/json' },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
-  return (res.status === 204 ? undefined : await res.json()) as T;
-}
-
+const api = <T>(path: string, init?: { method?: string; body?: unknown }) => studio.api<T>(path, init);
 type RunRow = { run_id: string; thread_id: string; assistant_id: string; status: string };
 const runOf = (threadId: string, runId: string) => api<RunRow>(`/threads/${threadId}/runs/${runId}`);
 const post = <T>(path: string, body: unknown) => api<T>(path, { method: 'POST', body });
@@ -63,18 +31,7 @@ const forever = (text: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-/** Studio's tab `label`, signed in. */
-async function openStudio(colorScheme: 'light' | 'dark', label: string): Promise<{ page: Page; problems: string[] }> {
-  const tab = await newConsoleTab(browser, stack.gateway.url, colorScheme);
-  const studio = `${stack.gateway.url}/deployments/${stack.deploymentId}/studio`;
-  await tab.page.goto(studio);
-  await tab.page.waitForURL(/\/sign-in/);
-  await signIn(tab.page, stack.key);
-  await tab.page.waitForURL(studio);
-  await tab.page.click(`role=tab[name="${label}"]`);
-  await tab.page.waitForURL(new RegExp(`[?&]tab=${label.toLowerCase()}`));
-  return tab;
-}
+const openStudio = (colorScheme: 'light' | 'dark', label: string) => studio.studio(colorScheme, label);
 
 /** "New thread" in the Threads tab, its run form set to `graph`'s assistant; the thread's id. */
 async function newThread(page: Page, graph: string): Promise<string> {
