@@ -9,6 +9,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ErrorNote, TableHead, Time } from '../../components/ui';
 import { useStudio } from '../context';
+import { useAssistants } from '../graphs';
 import { assistantLabel } from '../threads/run-form';
 import { RunStatusBadge } from '../threads/run-status';
 import { secondaryButtonClass } from '../threads/styles';
@@ -24,10 +25,7 @@ export function RunsTab() {
     queryFn: ({ signal }) => searchQueue(target, signal),
     refetchInterval: POLL_MS,
   });
-  const assistants = useQuery({
-    queryKey: ['studio', target.key, 'assistants'],
-    queryFn: async ({ signal }) => (await client.assistants.search({ limit: 100, signal })).sort((a, b) => a.graph_id.localeCompare(b.graph_id)),
-  });
+  const assistants = useAssistants();
   const [failure, setFailure] = useState<unknown>();
   const [busy, setBusy] = useState(false);
   const act = async (action: () => Promise<unknown>) => {

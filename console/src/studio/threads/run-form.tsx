@@ -60,12 +60,14 @@ export function RunForm({
       if (!parsed.ok) return setEditor({ for: assistant, state: { ...editing, errors: parsed.errors } });
       input = parsed.value as Record<string, unknown>;
     }
+    setError(undefined);
+    if (kind === 'message') setText('');
     try {
+      // Resolves when the run ends (or, queued, once the server has it).
       await onRun(assistant, { input }, modes);
-      setError(undefined);
-      if (kind === 'message') setText('');
     } catch (e) {
       setError(e);
+      if (kind === 'message') setText(text);
     }
   };
 
