@@ -216,6 +216,7 @@ export default {
     'services/gateway/src/console-studio-threads.test.ts',
     'services/gateway/src/console-studio-history.test.ts',
     'services/gateway/src/console-studio-memory.test.ts',
+    'services/gateway/src/console-studio-runs.test.ts',
     'services/gateway/src/console-traces.test.ts',
     'services/gateway/src/console-trace-browser.test.ts',
     'services/gateway/src/console.test.ts',

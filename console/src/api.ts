@@ -26,7 +26,7 @@ export function csrfHeaders(): Record<string, string> {
 }
 
 /** The text of a `{"detail": …}` answer: a string, or the messages of a 422's entries. */
-function detailText(body: unknown): string | undefined {
+export function detailText(body: unknown): string | undefined {
   const detail = (body as { detail?: unknown } | undefined)?.detail;
   if (typeof detail === 'string') return detail;
   if (Array.isArray(detail)) return detail.map((entry: { msg?: unknown }) => String(entry.msg)).join('; ');

@@ -1,12 +1,14 @@
 /**
- * Studio's Graph tab: each graph of the agent server drawn (with its subgraphs: `xray`), and a
- * message box that runs it, the executing node highlighted live and each node's latest update shown.
+ * Studio's Graph tab: each graph of the agent server drawn for the assistant chosen (its system
+ * assistant, or another of the graph: `GET /assistants/{id}/graph` with its subgraphs, `xray`), and
+ * a message box that runs it with that assistant, the executing node highlighted live and each node's latest update shown.
  */
 import type { Client } from '@langchain/langgraph-sdk';
 import { useQuery } from '@tanstack/react-query';
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { Chat, findMessages } from '../components/chat';
 import { JsonTree } from '../components/json-tree';
+import { inputClass } from '../components/controls';
 import { ErrorNote } from '../components/ui';
 import { GraphView, type NodeState } from './graph-view';
 import { layoutGraph, type DrawableGraph } from './layout';
@@ -29,14 +31,40 @@ export function GraphTab() {
   const graphs = useGraphs();
   const [chosen, setChosen] = useState<string>();
   const graph = graphs.data?.find((g) => g.graphId === chosen) ?? graphs.data?.[0];
+  // The graph's assistants: each is drawn and run with its own config (the system one to start with).
+  const assistants = useQuery({
+    queryKey: ['studio', target.key, 'graph-assistants', graph?.graphId],
+    queryFn: ({ signal }) => client.assistants.search({ graphId: graph!.graphId, limit: 100, sortBy: 'created_at', sortOrder: 'asc', signal }),
+    enabled: graph !== undefined,
+  });
+  const [chosenAssistant, setChosenAssistant] = useState<string>();
+  const assistantPicker = useId();
+  const assistantId = assistants.data?.some((a) => a.assistant_id === chosenAssistant) ? chosenAssistant! : graph?.assistantId;
 
   if (graphs.error) return <ErrorNote error={graphs.error} />;
   if (!graphs.data) return <p>Loading the graphs…</p>;
-  if (!graph) return <p>This agent server has no graphs.</p>;
+  if (!graph || !assistantId) return <p>This agent server has no graphs.</p>;
   return (
     <div className="space-y-4">
-      {graphs.data.length > 1 ? <GraphPicker graphs={graphs.data} value={graph.graphId} onChange={setChosen} /> : null}
-      <GraphRun key={graph.assistantId} client={client} target={target} graphId={graph.graphId} assistantId={graph.assistantId} />
+      <div className="flex flex-wrap items-center gap-4">
+        {graphs.data.length > 1 ? <GraphPicker graphs={graphs.data} value={graph.graphId} onChange={setChosen} /> : null}
+        {assistants.data && assistants.data.length > 1 ? (
+          <div className="flex items-center gap-2 text-sm">
+            <label htmlFor={assistantPicker} className="font-medium">
+              Assistant
+            </label>
+            <select id={assistantPicker} name="graph-assistant" value={assistantId} onChange={(e) => setChosenAssistant(e.target.value)} className={inputClass}>
+              {assistants.data.map((a) => (
+                <option key={a.assistant_id} value={a.assistant_id}>
+                  {a.name}
+                  {a.metadata?.created_by === 'system' ? ' (system)' : ''}
+                </option>
+              ))}
+            </select>
+          </div>
+        ) : null}
+      </div>
+      <GraphRun key={assistantId} client={client} target={target} graphId={graph.graphId} assistantId={assistantId} />
     </div>
   );
 }

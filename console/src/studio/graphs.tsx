@@ -1,4 +1,4 @@
-/** The agent server's graphs, which several of Studio's tabs offer to choose from, and the list to choose one. */
+/** The agent server's graphs and assistants, which several of Studio's tabs offer to choose from, and the list to choose a graph. */
 import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useStudio } from './context';
@@ -18,6 +18,15 @@ export function useGraphs() {
       const found = await client.assistants.search({ metadata: { created_by: 'system' }, limit: 100, signal });
       return found.map((a) => ({ graphId: a.graph_id, assistantId: a.assistant_id })).sort((a, b) => a.graphId.localeCompare(b.graphId));
     },
+  });
+}
+
+/** Every assistant of the agent server (the first 100), by graph. */
+export function useAssistants() {
+  const { client, target } = useStudio();
+  return useQuery({
+    queryKey: ['studio', target.key, 'assistants'],
+    queryFn: async ({ signal }) => (await client.assistants.search({ limit: 100, signal })).sort((a, b) => a.graph_id.localeCompare(b.graph_id)),
   });
 }
 

@@ -8,6 +8,7 @@ import { GraphTab } from './graph-tab';
 import { ThreadsTab } from './threads/threads-tab';
 import { CronsTab } from './memory/crons-tab';
 import { MemoryTab } from './memory/memory-tab';
+import { RunsTab } from './runs/runs-tab';
 
 export interface StudioTab {
   /** In the console's URL (`?tab=`). */
@@ -20,6 +21,7 @@ export const STUDIO_TABS: StudioTab[] = [
   { id: 'graph', label: 'Graph', Component: GraphTab },
   { id: 'assistants', label: 'Assistants', Component: AssistantsTab },
   { id: 'threads', label: 'Threads', Component: ThreadsTab },
+  { id: 'runs', label: 'Runs', Component: RunsTab },
   { id: 'memory', label: 'Memory', Component: MemoryTab },
   { id: 'crons', label: 'Crons', Component: CronsTab },
 ];

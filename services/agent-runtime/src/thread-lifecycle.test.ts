@@ -261,6 +261,78 @@ describe('POST /runs/cancel', () => {
   });
 });
 
+describe('POST /runs/search (the queue across threads)', () => {
+  type Row = { run_id: string; thread_id: string; status: string };
+  async function search(body: unknown, token = 'user-a') {
+    const res = await fetch(`${server.url}/runs/search`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      total: res.headers.get('x-pagination-total'),
+      next: res.headers.get('x-pagination-next'),
+      body: (await res.json()) as unknown,
+    };
+  }
+  const rows = (found: { body: unknown }) => (found.body as Row[]).map((r) => [r.run_id, r.status]);
+
+  it("lists the caller's pending and running runs of every thread, oldest first, paged; never another user's", async () => {
+    // What earlier tests left unfinished is no part of this queue.
+    await a.runs.cancelMany({ status: 'all' });
+    await b.runs.cancelMany({ status: 'all' });
+    const [t1, t2, tb] = [await a.threads.create(), await a.threads.create(), await b.threads.create()];
+    const running = await a.runs.create(t1.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
+    await until(
+      () => a.runs.get(t1.thread_id, running.run_id).then((r) => r.status),
+      (s) => s === 'running',
+    );
+    const queued = await a.runs.create(t1.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 }, multitaskStrategy: 'enqueue' });
+    const later = await a.runs.create(t2.thread_id, 'echo', { input: human('later'), afterSeconds: 600 });
+    const ofB = await b.runs.create(tb.thread_id, 'echo', { input: human('later'), afterSeconds: 600 });
+
+    const all = await search({});
+    expect(all.status).toBe(200);
+    expect(rows(all)).toEqual([
+      [running.run_id, 'running'],
+      [queued.run_id, 'pending'],
+      [later.run_id, 'pending'],
+    ]);
+    expect((all.body as Row[]).map((r) => r.thread_id)).toEqual([t1.thread_id, t1.thread_id, t2.thread_id]);
+    expect(all.total).toBe('3');
+    expect(rows(await search({ status: ['pending'] }))).toEqual([
+      [queued.run_id, 'pending'],
+      [later.run_id, 'pending'],
+    ]);
+    const page = await search({ limit: 1, offset: 1 });
+    expect({ rows: rows(page), total: page.total, next: page.next }).toEqual({ rows: [[queued.run_id, 'pending']], total: '3', next: '2' });
+    // Another user sees only their own run.
+    expect(rows(await search({}, 'user-b'))).toEqual([[ofB.run_id, 'pending']]);
+
+    // Cancelled from the queue (POST /runs/cancel), a run leaves it; the queue moves on.
+    await a.runs.cancelMany({ runIds: [running.run_id] });
+    const after = await until(
+      () => search({}),
+      (found) => rows(found)[0]?.[1] === 'running',
+    );
+    expect(rows(after)).toEqual([
+      [queued.run_id, 'running'],
+      [later.run_id, 'pending'],
+    ]);
+    await a.runs.cancelMany({ status: 'all' });
+    await b.runs.cancelMany({ status: 'all' });
+    expect(rows(await search({}))).toEqual([]);
+  });
+
+  it('refuses unknown fields, finished statuses and pages over 100 (422)', async () => {
+    for (const body of [{ status: ['success'] }, { status: [] }, { limit: 101 }, { offset: -1 }, { thread: 'x' }, { status: 'pending' }]) {
+      const found = await search(body);
+      expect({ body, status: found.status, detail: Array.isArray((found.body as { detail?: unknown }).detail) }).toEqual({ body, status: 422, detail: true });
+    }
+  });
+});
+
 describe('GET /threads/{thread_id}/stream', () => {
   type Part = { id?: string; event: string; data: unknown };
 

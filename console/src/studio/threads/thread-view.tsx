@@ -1,37 +1,27 @@
 /**
  * One thread: its messages as a chat (tokens streaming in while a run writes them) beside its
- * state (the values as JSON), a box that starts a run (a message, or any JSON input), the thread's
+ * state (the values as JSON), the form that starts a run (run-form.tsx), the thread's
  * runs — queued ones too — with Cancel (the run is cancelled on the server, not just no longer
  * followed), and its pending interrupts to answer.
  */
 import type { Assistant, Client, Run } from '@langchain/langgraph-sdk';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useId, useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { Chat, findMessages, type ChatMessage } from '../../components/chat';
 import { JsonTree } from '../../components/json-tree';
-import { Badge, ErrorNote, Time, type Tone } from '../../components/ui';
+import { ErrorNote, Time } from '../../components/ui';
 import { useStudio } from '../context';
+import { EventLog } from './event-log';
 import { History } from './history';
 import { Interrupts, pendingInterrupts } from './interrupts';
-import { buttonClass, inputClass, secondaryButtonClass } from './styles';
-import { messageId, threadKeys, useRunStream, type RunRequest } from './use-run-stream';
+import { RunForm } from './run-form';
+import { RunStatusBadge, unfinished } from './run-status';
+import { secondaryButtonClass } from './styles';
+import { messageId, threadKeys, useRunStream } from './use-run-stream';
 
 /** How often the runs list is re-read while a run is queued or running (to see queued runs appear and end). */
-type RunStatus = Run['status'];
-
 const ACTIVE_POLL_MS = 1_000;
 const IDLE_POLL_MS = 5_000;
-
-const RUN_TONES: Record<RunStatus, Tone> = { pending: 'warn', running: 'busy', success: 'good', error: 'bad', timeout: 'bad', interrupted: 'none' };
-/** What a run's status means to someone who pressed Cancel: `interrupted` is the server's word for cancelled. */
-const RUN_LABELS: Record<RunStatus, string> = {
-  pending: 'queued',
-  running: 'running',
-  success: 'success',
-  error: 'error',
-  timeout: 'timed out',
-  interrupted: 'cancelled',
-};
 
 export function ThreadView({ threadId, assistants, assistantId }: { threadId: string; assistants: Assistant[]; assistantId: string | undefined }) {
   const { client, target } = useStudio();
@@ -40,7 +30,7 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
   const runs = useQuery({
     queryKey: keys.runs,
     queryFn: ({ signal }) => client.runs.list(threadId, { limit: 20, signal }),
-    refetchInterval: (query) => (query.state.data?.some((r) => r.status === 'pending' || r.status === 'running') ? ACTIVE_POLL_MS : IDLE_POLL_MS),
+    refetchInterval: (query) => (query.state.data?.some(unfinished) ? ACTIVE_POLL_MS : IDLE_POLL_MS),
   });
   const { live, start } = useRunStream(client, threadId);
   const streaming = live.status === 'running';
@@ -74,7 +64,7 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
           onAnswer={(resume) => (lastAssistant ? void start(lastAssistant, { command: { resume } }) : undefined)}
         />
         <RunStatusLine status={cancelled ? 'cancelled' : live.status} error={cancelled ? undefined : live.error} />
-        <RunForm assistants={assistants} assistantId={assistantId} busy={streaming} onRun={(id, request) => void start(id, request)} />
+        <RunForm assistants={assistants} assistantId={assistantId} busy={streaming} onRun={start} />
       </section>
       <aside className="min-w-0 space-y-4">
         <section aria-label="State" className="rounded-md border border-slate-300 p-3 dark:border-slate-700">
@@ -85,6 +75,7 @@ export function ThreadView({ threadId, assistants, assistantId }: { threadId: st
           ) : null}
         </section>
         <RunsList client={client} threadId={threadId} runs={runs.data} error={runs.error} onChanged={() => void runs.refetch()} />
+        <EventLog events={live.events} count={live.eventCount} />
       </aside>
       <div className="min-w-0 xl:col-span-2">
         <History threadId={threadId} assistantId={lastAssistant} busy={streaming} onRun={(id, request) => void start(id, request)} />
@@ -103,90 +94,6 @@ function RunStatusLine({ status, error }: { status: string; error: string | unde
       {error ? <ErrorNote error={error} /> : null}
     </>
   );
-}
-
-/** Starts a run: a chat message (`{messages: [...]}`) or any JSON input, with the assistant chosen. */
-function RunForm({
-  assistants,
-  assistantId,
-  busy,
-  onRun,
-}: {
-  assistants: Assistant[];
-  assistantId: string | undefined;
-  busy: boolean;
-  onRun: (assistantId: string, request: RunRequest) => void;
-}) {
-  const [chosen, setChosen] = useState<string>();
-  const assistant = chosen ?? assistantId;
-  const [mode, setMode] = useState<'message' | 'json'>('message');
-  const [text, setText] = useState('');
-  const [error, setError] = useState<string>();
-  const ids = { assistant: useId(), mode: useId(), text: useId() };
-
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    if (!assistant || busy || !text.trim()) return;
-    let input: unknown;
-    try {
-      input = mode === 'message' ? { messages: [{ role: 'user', content: text.trim() }] } : JSON.parse(text);
-    } catch (e) {
-      setError(`The input is not JSON: ${e instanceof Error ? e.message : String(e)}`);
-      return;
-    }
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      setError('The input must be a JSON object (the graph’s input: its state’s keys).');
-      return;
-    }
-    setError(undefined);
-    setText('');
-    onRun(assistant, { input: input as Record<string, unknown> });
-  };
-
-  return (
-    <form onSubmit={submit} aria-label="Start a run" className="space-y-2 rounded-md border border-slate-300 p-3 dark:border-slate-700">
-      <div className="flex flex-wrap items-center gap-3 text-sm">
-        <label htmlFor={ids.assistant} className="font-medium">
-          Assistant
-        </label>
-        <select id={ids.assistant} name="run-assistant" value={assistant ?? ''} onChange={(e) => setChosen(e.target.value)} className={inputClass}>
-          {assistants.map((a) => (
-            <option key={a.assistant_id} value={a.assistant_id}>
-              {assistantLabel(a)}
-            </option>
-          ))}
-        </select>
-        <label htmlFor={ids.mode} className="font-medium">
-          Input
-        </label>
-        <select id={ids.mode} value={mode} onChange={(e) => setMode(e.target.value as 'message' | 'json')} className={inputClass}>
-          <option value="message">Message</option>
-          <option value="json">JSON</option>
-        </select>
-      </div>
-      <label htmlFor={ids.text} className="sr-only">
-        {mode === 'message' ? 'Message' : 'Input (JSON)'}
-      </label>
-      <textarea
-        id={ids.text}
-        name="run-input"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        rows={mode === 'message' ? 2 : 6}
-        placeholder={mode === 'message' ? 'Write a message' : '{"messages": [{"role": "user", "content": "hi"}]}'}
-        className={`w-full ${mode === 'json' ? 'font-mono' : ''} ${inputClass}`}
-      />
-      <button type="submit" disabled={busy || !assistant || !text.trim()} className={buttonClass}>
-        {mode === 'message' ? 'Send' : 'Run'}
-      </button>
-      {error ? <ErrorNote error={error} /> : null}
-    </form>
-  );
-}
-
-/** An assistant's name, and its graph when the name does not say it. */
-export function assistantLabel(a: Assistant): string {
-  return a.name === a.graph_id ? a.graph_id : `${a.name} (${a.graph_id})`;
 }
 
 /** The thread's latest runs, newest first; queued and running ones with Cancel. */
@@ -232,11 +139,11 @@ function RunsList({
           {runs.map((run) => (
             <li key={run.run_id} data-run={run.run_id} data-status={run.status} className="flex items-center gap-2">
               <span className="font-mono text-xs">{run.run_id.slice(0, 8)}</span>
-              <Badge tone={RUN_TONES[run.status] ?? 'none'}>{RUN_LABELS[run.status] ?? run.status}</Badge>
+              <RunStatusBadge status={run.status} />
               <span className="text-xs text-slate-700 dark:text-slate-300">
                 <Time iso={run.created_at} />
               </span>
-              {run.status === 'pending' || run.status === 'running' ? (
+              {unfinished(run) ? (
                 <button
                   type="button"
                   onClick={() => void cancel(run)}

@@ -8,6 +8,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Badge, ErrorNote, Time, type Tone } from '../../components/ui';
 import { useStudio } from '../context';
+import { useAssistants } from '../graphs';
 import { buttonClass, inputClass, secondaryButtonClass } from './styles';
 import { ThreadView } from './thread-view';
 
@@ -37,10 +38,7 @@ export function ThreadsTab() {
   const [page, setPage] = useState(0);
   const [selected, setSelected] = useState<string>();
   const [creating, setCreating] = useState<unknown>();
-  const assistants = useQuery({
-    queryKey: ['studio', target.key, 'assistants'],
-    queryFn: async ({ signal }) => (await client.assistants.search({ limit: 100, signal })).sort((a, b) => a.graph_id.localeCompare(b.graph_id)),
-  });
+  const assistants = useAssistants();
   const threads = useQuery({
     queryKey: ['studio', target.key, 'threads', search, page],
     // One more than a page: whether there is a next page.

@@ -1,10 +1,11 @@
 /**
  * Runs on a thread and threadless runs: create, stream (SSE), wait, join, list, get, cancel (one,
- * or many with POST /runs/cancel), delete.
+ * or many with POST /runs/cancel), delete; and the deployment's queue across threads (POST /runs/search).
  *
  * Runs inherit their thread's authorization (custom auth): creating a run (also /stream, /wait,
  * /runs/batch) → `threads:create_run`; listing, getting, joining and streaming → `threads:read`;
  * cancel → `threads:update` (bulk: once per request, its filter applied to each run's thread);
+ * the queue → `threads:search` (its filter applied to each run's thread);
  * delete → `threads:delete`. A thread outside the filter is a 404.
  */
 import type { Request, Response } from 'express';
@@ -46,6 +47,19 @@ const BulkCancel = z
     message: 'name the runs to cancel: run_ids or status (not both)',
     path: ['run_ids'],
   });
+
+/** Most runs one `POST /runs/search` answers with. */
+export const MAX_RUN_SEARCH = 100;
+
+const QueueSearch = z.strictObject({
+  /** Which unfinished runs: queued (`pending`), `running`, or both. */
+  status: z
+    .array(z.enum(['pending', 'running']))
+    .min(1)
+    .default(['pending', 'running']),
+  limit: z.number().int().min(1).max(MAX_RUN_SEARCH).default(20),
+  offset: z.number().int().min(0).default(0),
+});
 
 const ActionQuery = z.enum(['interrupt', 'rollback']).default('interrupt');
 
@@ -285,6 +299,30 @@ export function runRoutes(api: AgentApi, ctx: ServerContext): void {
           }
           if (page.length < CANCEL_PAGE) return;
         }
+      },
+    })
+    .route({
+      method: 'post',
+      path: '/runs/search',
+      access: ['custom_auth'],
+      summary: "The deployment's queue: its pending and running runs across threads, oldest first (a Berth extension)",
+      description:
+        `At most ${MAX_RUN_SEARCH} a page; X-Pagination-Total says how many there are, X-Pagination-Next the next page's offset. ` +
+        'Only runs of threads the caller may search (custom auth: the `threads:search` filter applies to each run’s thread).',
+      tags,
+      body: QueueSearch,
+      response: z.array(RunSchema),
+      handler: async ({ body, res, auth }) => {
+        const { filter } = await ctx.authz.authorize(auth, 'threads:search', { ...body });
+        const { runs, total } = await ctx.runs.unfinished({
+          statuses: body.status,
+          limit: body.limit,
+          offset: body.offset,
+          ...(filter ? { threadFilter: filter } : {}),
+        });
+        res.setHeader('X-Pagination-Total', String(total));
+        if (body.offset + runs.length < total) res.setHeader('X-Pagination-Next', String(body.offset + runs.length));
+        return runs.map(runJson);
       },
     })
     .route({

@@ -127,6 +127,10 @@ export function noAssistantFor(ref: string): string {
   return `No assistant found for "${ref}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`;
 }
 
+/** SQL: the run's thread matches the authorization filter (its values appended to `params`). */
+const threadMatches = (filter: MetadataFilter, params: unknown[]) =>
+  `EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', filter, params).join(' AND ')})`;
+
 export interface RunStoreOptions {
   /** The lease clock: leases are written and compared in its time. @default systemClock */
   clock?: Clock;
@@ -181,9 +185,7 @@ export class RunStore {
   /** A run of a thread; NotFoundError when missing or when its thread does not match `threadFilter`. */
   async get(threadId: string, runId: string, threadFilter?: MetadataFilter): Promise<Run> {
     const params: unknown[] = [runId, threadId];
-    const thread = threadFilter?.length
-      ? ` AND EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', threadFilter, params).join(' AND ')})`
-      : '';
+    const thread = threadFilter?.length ? ` AND ${threadMatches(threadFilter, params)}` : '';
     const { rows } = await this.pool.query<Run>(`SELECT ${COLUMNS} FROM runs WHERE run_id = $1 AND thread_id = $2${thread}`, params);
     if (!rows[0]) throw new NotFoundError(`Run ${runId} not found`);
     return rows[0];
@@ -229,17 +231,39 @@ export class RunStore {
     if (query.statuses) where.push(`status = ANY(${$(query.statuses)}::text[])`);
     if (query.threadId) where.push(`thread_id = ${$(query.threadId)}::uuid`);
     if (query.exclude?.length) where.push(`run_id <> ALL(${$(query.exclude)}::uuid[])`);
-    if (query.threadFilter?.length) {
-      where.push(
-        `EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = runs.thread_id AND ${filterClauses('t.metadata', query.threadFilter, params).join(' AND ')})`,
-      );
-    }
+    if (query.threadFilter?.length) where.push(threadMatches(query.threadFilter, params));
     params.push(query.limit);
     const { rows } = await this.pool.query<Run>(
       `SELECT ${COLUMNS} FROM runs WHERE ${where.length ? where.join(' AND ') : 'true'} ORDER BY created_at DESC, run_id DESC LIMIT $${params.length}`,
       params,
     );
     return rows;
+  }
+
+  /**
+   * The deployment's unfinished runs in `statuses`, across threads, in queue order (oldest first),
+   * on threads matching `threadFilter`; a page of them and how many there are.
+   */
+  async unfinished(query: {
+    statuses: readonly ('pending' | 'running')[];
+    threadFilter?: MetadataFilter;
+    limit: number;
+    offset: number;
+  }): Promise<{ runs: Run[]; total: number }> {
+    const params: unknown[] = [query.statuses];
+    // Only unfinished statuses: the partial index runs_unfinished_by_thread holds them all, however many runs have ended.
+    const where = [`status = ANY($1::text[])`, UNFINISHED];
+    if (query.threadFilter?.length) where.push(threadMatches(query.threadFilter, params));
+    const scope = where.join(' AND ');
+    const page = [...params, query.limit, query.offset];
+    const [found, counted] = await Promise.all([
+      this.pool.query<Run>(
+        `SELECT ${COLUMNS} FROM runs WHERE ${scope} ORDER BY created_at, run_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        page,
+      ),
+      this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${scope}`, params),
+    ]);
+    return { runs: found.rows, total: counted.rows[0]!.n };
   }
 
   /**
