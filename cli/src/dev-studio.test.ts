@@ -1,7 +1,8 @@
 /**
  * `berth dev`'s Studio (Chromium): the built binary on a copy of the gateway's Studio test project
  * prints a Studio link on its own origin and serves it there, with no sign-in — the graph drawn, a
- * run followed node by node, axe in light and dark mode, no request to another host (offline).
+ * run followed node by node, a thread's interrupts answered until its run ends and a fork made from
+ * its history, axe in light and dark mode, no request to another host (offline).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { cp, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
@@ -81,5 +82,41 @@ describe('berth dev’s Studio', () => {
     expect(await accessibilityProblems(dark.page)).toEqual([]);
     expect(dark.problems).toEqual([]);
     await dark.context.close();
+  }, 60_000);
+  it('answers a thread’s interrupts until its run finishes, and forks it from an earlier checkpoint in the history', async () => {
+    const { page, context, problems } = await newConsoleTab(browser, url);
+    await page.goto(`${url}/studio`);
+    await page.click('[role="tab"]:text("Threads")');
+    await page.click('button:text("New thread")');
+    const threadId = (await (await page.waitForSelector('[data-testid="thread-id"]')).textContent())!.replace('thread ', '');
+    await page.selectOption('select[name="run-assistant"]', { label: 'approvals' });
+    await page.fill('textarea[name="run-input"]', 'go');
+    await page.click('form[aria-label="Start a run"] button[type="submit"]');
+    await page.fill('[data-interrupt="ask"] textarea', 'green');
+    await page.click('[data-interrupt="ask"] button:text("Answer")');
+    await page.click('[data-interrupt="first"] button:text("Approve")');
+    await page.waitForSelector('[data-interrupt="first"]', { state: 'detached' });
+    await page.click('[data-interrupt="second"] button:text("Approve")');
+    await page.waitForSelector('[data-testid="thread-run-status"][data-status="done"]');
+    const answered = (await (await fetch(`${url}/threads/${threadId}/state`)).json()) as { next: string[]; values: { messages: { content: string }[] } };
+    expect({ next: answered.next, last: answered.values.messages.at(-1)?.content }).toEqual({
+      next: [],
+      last: 'answer green; first "approve"; second "approve"',
+    });
+
+    // Time travel: re-run from the checkpoint before the first question; the timeline shows two branches from it.
+    await page.click('section[aria-label="History"] button:text("History (time travel)")');
+    const history = (await (await fetch(`${url}/threads/${threadId}/history?limit=50`)).json()) as {
+      checkpoint: { checkpoint_id: string };
+      metadata: { step: number };
+    }[];
+    const start = history.find((c) => c.metadata.step === 0)!.checkpoint.checkpoint_id;
+    await page.click(`li[data-checkpoint="${start}"] button`);
+    await page.click(`[data-open-checkpoint="${start}"] button:text("Re-run from here")`);
+    await page.waitForSelector('[data-interrupt="ask"]:has-text("Which colour?")');
+    await page.waitForSelector(`ol[aria-label="Timeline"] li[data-fork="${start}"] > ol > li[data-branch]:nth-child(2)[data-current]`);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await context.close();
   }, 60_000);
 });
