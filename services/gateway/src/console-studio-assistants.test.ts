@@ -7,39 +7,19 @@
  * the context it ran with, so each run shows which version ran.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, launchChromium, type TestDatabase } from '@berth/testing';
-import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
-import { accessibilityProblems, newConsoleTab, signIn } from './__tests__/console-browser.js';
+import type { Page } from 'playwright-core';
+import { accessibilityProblems } from './__tests__/console-browser.js';
+import { startStudioStack, type StudioStack } from './__tests__/studio-stack.js';
 
-const studioProject = fileURLToPath(new URL('../test-projects/studio/langgraph.json', import.meta.url));
-
-let testDb: TestDatabase;
-let stack: AgentStack;
-let browser: Browser;
+let studio: StudioStack;
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('gw_studio_assistants');
-  stack = await startAgentStack(testDb.url, { agent: { configPath: studioProject, deploymentCredential: 'studio-credential' } });
-  browser = await launchChromium();
+  studio = await startStudioStack('gw_studio_assistants');
 }, 90_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  await testDb?.drop();
-});
+afterAll(() => studio?.close());
 
 /** The agent server's API through the gateway, as any API client calls it. */
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${stack.deploymentUrl}${path}`, {
-    method,
-    headers: { 'x-api-key': stack.key, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+const api = <T>(method: string, path: string, body?: unknown) => studio.api<T>(path, { method, body });
 
 interface Assistant {
   assistant_id: string;
@@ -61,14 +41,7 @@ async function contextOfRun(assistant: string): Promise<unknown> {
 const versionCount = async (assistantId: string) => (await api<unknown[]>('POST', `/assistants/${assistantId}/versions`, { limit: 100 })).length;
 
 async function openAssistants(colorScheme: 'light' | 'dark') {
-  const tab = await newConsoleTab(browser, stack.gateway.url, colorScheme);
-  const studio = `${stack.gateway.url}/deployments/${stack.deploymentId}/studio`;
-  await tab.page.goto(studio);
-  await tab.page.waitForURL(/\/sign-in/);
-  await signIn(tab.page, stack.key);
-  await tab.page.waitForURL(studio);
-  await tab.page.click('role=tab[name="Assistants"]');
-  await tab.page.waitForURL(`${studio}?tab=assistants`);
+  const tab = await studio.studio(colorScheme, 'Assistants');
   await tab.page.getByLabel('Graph', { exact: true }).selectOption('greeter');
   await tab.page.waitForSelector('nav[aria-label="Assistants of greeter"] button[aria-current="true"]:has-text("system")');
   return tab;

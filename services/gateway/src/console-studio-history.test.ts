@@ -7,39 +7,19 @@
  * light and dark mode; no request to another host.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, launchChromium, type TestDatabase } from '@berth/testing';
-import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
-import { accessibilityProblems, newConsoleTab, signIn } from './__tests__/console-browser.js';
+import type { Page } from 'playwright-core';
+import { accessibilityProblems } from './__tests__/console-browser.js';
+import { startStudioStack, type StudioStack } from './__tests__/studio-stack.js';
 
-const studioProject = fileURLToPath(new URL('../test-projects/studio/langgraph.json', import.meta.url));
-
-let testDb: TestDatabase;
-let stack: AgentStack;
-let browser: Browser;
+let studio: StudioStack;
 
 beforeAll(async () => {
-  testDb = await createTestDatabase('gw_studio_history');
-  stack = await startAgentStack(testDb.url, { agent: { configPath: studioProject, deploymentCredential: 'studio-credential' } });
-  browser = await launchChromium();
+  studio = await startStudioStack('gw_studio_history');
 }, 90_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  await testDb?.drop();
-});
+afterAll(() => studio?.close());
 
-/** The deployment's API as any client calls it (an API key). */
-async function api<T>(path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${stack.deploymentUrl}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'x-api-key': stack.key, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+/** The deployment's API as any client calls it (an API key): a GET, or a POST of `body`. */
+const api = <T>(path: string, body?: unknown): Promise<T> => studio.api<T>(path, body === undefined ? {} : { method: 'POST', body });
 
 type Story = { topic: string; plan: string; draft: string; review: string };
 type Checkpoint = {
@@ -61,11 +41,7 @@ async function storyThread(runs = 1): Promise<string> {
 
 /** The thread's history in Studio, signed in. */
 async function openHistory(threadId: string, colorScheme: 'light' | 'dark'): Promise<{ page: Page; problems: string[] }> {
-  const tab = await newConsoleTab(browser, stack.gateway.url, colorScheme);
-  await tab.page.goto(`${stack.gateway.url}/deployments/${stack.deploymentId}/studio?tab=threads`);
-  await tab.page.waitForURL(/\/sign-in/);
-  await signIn(tab.page, stack.key);
-  await tab.page.waitForURL(/\/studio\?tab=threads/);
+  const tab = await studio.studio(colorScheme, 'Threads');
   await tab.page.click(`[data-thread="${threadId}"]`);
   await tab.page.click('section[aria-label="History"] button:text("History (time travel)")');
   await tab.page.waitForSelector('ol[aria-label="Timeline"] li[data-checkpoint]');

@@ -7,60 +7,24 @@
  * cancelled too. axe in light and dark mode; no request to another host.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, launchChromium, type TestDatabase } from '@berth/testing';
-import { startAgentStack, type AgentStack } from './__tests__/agent-stack.js';
-import { accessibilityProblems, newConsoleTab, signIn } from './__tests__/console-browser.js';
+import type { Page } from 'playwright-core';
+import { accessibilityProblems } from './__tests__/console-browser.js';
+import { startStudioStack, type StudioStack } from './__tests__/studio-stack.js';
 
-const studioProject = fileURLToPath(new URL('../test-projects/studio/langgraph.json', import.meta.url));
-
-let testDb: TestDatabase;
-let stack: AgentStack;
-let browser: Browser;
-let gateDir: string;
+let studio: StudioStack;
 
 beforeAll(async () => {
-  gateDir = await mkdtemp(join(tmpdir(), 'studio-threads-gates-'));
-  // Read by the graphs' nodes (test-projects/studio), which run in this process's agent server.
-  process.env.STUDIO_GATE_DIR = gateDir;
-  testDb = await createTestDatabase('gw_studio_threads');
-  stack = await startAgentStack(testDb.url, { agent: { configPath: studioProject, deploymentCredential: 'studio-credential' } });
-  browser = await launchChromium();
+  studio = await startStudioStack('gw_studio_threads');
 }, 90_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  await testDb?.drop();
-  delete process.env.STUDIO_GATE_DIR;
-  await rm(gateDir, { recursive: true, force: true });
-});
+afterAll(() => studio?.close());
 
 /** The deployment's API as any client calls it (an API key). */
-async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
-  const res = await fetch(`${stack.deploymentUrl}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { 'x-api-key': stack.key, 'content-type': 'application/json' },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+const api = <T>(path: string, init?: { method?: string; body?: unknown }) => studio.api<T>(path, init);
 
 /** The Threads tab, signed in. */
-async function openThreads(colorScheme: 'light' | 'dark'): Promise<{ page: Page; problems: string[] }> {
-  const tab = await newConsoleTab(browser, stack.gateway.url, colorScheme);
-  await tab.page.goto(`${stack.gateway.url}/deployments/${stack.deploymentId}/studio`);
-  await tab.page.waitForURL(/\/sign-in/);
-  await signIn(tab.page, stack.key);
-  await tab.page.waitForURL(`${stack.gateway.url}/deployments/${stack.deploymentId}/studio`);
-  await tab.page.click('[role="tab"]:text("Threads")');
-  await tab.page.waitForURL(/[?&]tab=threads/);
-  return tab;
-}
+const openThreads = (colorScheme: 'light' | 'dark') => studio.studio(colorScheme, 'Threads');
 
 /** "New thread", then the graph `graph`'s assistant chosen to run it; the new thread's id. */
 async function newThread(page: Page, graph: string): Promise<string> {
@@ -79,7 +43,7 @@ async function send(page: Page, text: string): Promise<void> {
   await page.click('form[aria-label="Start a run"] button[type="submit"]');
 }
 
-const open = (name: string) => writeFile(join(gateDir, name), '');
+const open = (name: string) => writeFile(join(studio.gateDir, name), '');
 const conversation = 'section[aria-label="Conversation"]';
 
 type State = { values: { messages: { content: string }[] }; next: string[] };

@@ -1,7 +1,7 @@
 /**
  * What a browser test of Studio's runs needs: a real agent server serving test-projects/studio
- * behind a real gateway, its graphs' gates in a directory of their own (STUDIO_GATE_DIR, which no
- * file opens: a gated node waits until its run is cancelled), Chromium, the deployment's API as any client calls it
+ * behind a real gateway, its graphs' gates in a directory of their own (STUDIO_GATE_DIR: a gated node
+ * waits until the test writes its file there, or its run is cancelled), Chromium, the deployment's API as any client calls it
  * (the tenant's API key), and Studio opened on a tab, signed in.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,6 +18,8 @@ const studioProject = fileURLToPath(new URL('../../test-projects/studio/langgrap
 export interface StudioStack {
   stack: AgentStack;
   browser: Browser;
+  /** Where a test opens a gate of test-projects/studio's graphs (a file named as the graph says). */
+  gateDir: string;
   /** The deployment's API with the tenant's key: the JSON answer (undefined for 204), or an Error naming the status. */
   api<T>(path: string, init?: { method?: string; body?: unknown }): Promise<T>;
   /** Studio's tab `label` (its name in the tab list), signed in, in a browser context of its own. */
@@ -47,7 +49,7 @@ export async function startStudioStack(databaseName: string): Promise<StudioStac
     await close();
     throw error;
   }
-  const started = { stack, browser };
+  const started = { stack, browser, gateDir };
   return {
     ...started,
     close,
