@@ -228,6 +228,7 @@ export default {
     'cli/src/cli.test.ts',
     'cli/src/console-deployment-e2e.test.ts',
     'cli/src/backup-restore-e2e.test.ts',
+    'cli/src/upgrade-e2e.test.ts',
     'cli/src/deploy-e2e.test.ts',
     'cli/src/dev-signals.test.ts',
     'cli/src/dev-studio.test.ts',
