@@ -22,6 +22,8 @@ export interface TraceStack {
   /** Keys of two tenants, `a` and `b`. */
   keyA: string;
   keyB: string;
+  /** The test database (the export-worker's tables are in schema berth_export). */
+  databaseUrl: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +33,7 @@ export interface TraceStack {
  */
 export async function startTraceStack(
   name: string,
-  options: { clock?: Clock; controlPlane?: string; worker?: Pick<ExportWorkerConfig, 'feedbackLimits'> } = {},
+  options: { clock?: Clock; controlPlane?: string; worker?: Pick<ExportWorkerConfig, 'feedbackLimits' | 'traceIngestMaxBatchesInFlight'> } = {},
 ): Promise<TraceStack> {
   let testDb: TestDatabase | undefined;
   let worker: RunningExportWorker | undefined;
@@ -61,7 +63,7 @@ export async function startTraceStack(
     const b = await gateway.store.createTenant({ name: `${name}-b` });
     const keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;
     const keyB = (await gateway.store.createApiKey({ tenantId: b.id, name: 'dev' })).key;
-    return { worker, gateway, keyA, keyB, close };
+    return { worker, gateway, keyA, keyB, databaseUrl: testDb.url, close };
   } catch (error) {
     await close();
     throw error;
