@@ -60,6 +60,7 @@ export default {
     'services/gateway/src/proxy/resolver.test.ts',
     'services/gateway/src/route-access.test.ts',
     'services/gateway/src/routes/sandboxes/file-part.test.ts',
+    'services/gateway/src/routes/traces/multipart.test.ts',
     'services/sandbox-manager/src/drivers/kubernetes/kubernetes-driver.test.ts',
     'services/sandbox-manager/src/drivers/kubernetes/manifests.test.ts',
     'services/sandbox-manager/src/env.test.ts',

@@ -13,7 +13,7 @@ import type { Response } from 'express';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { ingestFeedbackParts, isFeedbackPart } from './feedback.js';
-import { boundaryOf, parseMultipart, readBody, TraceBodyError, type MultipartPart } from './multipart.js';
+import { bodyChunks, boundaryOf, readParts, TraceBodyError, type MultipartPart } from './multipart.js';
 import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath, ValidateFilterIn, ValidateFilterOut } from './schemas.js';
 import { scopedSessionIds } from './scope.js';
 import { utc } from './time.js';
@@ -149,7 +149,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
         let parts: MultipartPart[];
         try {
           const boundary = boundaryOf(req.get('content-type'));
-          parts = parseMultipart(await readBody(req, limits.maxBodyBytes), boundary);
+          parts = await readParts(bodyChunks(req, limits.maxBodyBytes), boundary);
         } catch (error) {
           if (error instanceof TraceBodyError) return refuse(res, error.status, error.message);
           throw error;
