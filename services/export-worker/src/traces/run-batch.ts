@@ -9,7 +9,7 @@
  * create are applied right after it (before the batch's later writes to that run).
  */
 import { sql, type RawBuilder } from '@berth/db';
-import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
+import { JsonText, RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
 
 /** Where a stored run lives (its run_keys row), and its project when a scoped write needs it. */
 export interface StoredKey {
@@ -138,6 +138,19 @@ export function planBatch(tenantId: string, writes: RunWrite[], keys: Map<string
   return plan;
 }
 
+/** JSON of records whose values may be {@link JsonText} (spliced in as it is). */
+function recordsJson(records: Record<string, unknown>[]): string {
+  const json = (value: unknown) => (value instanceof JsonText ? value.text : JSON.stringify(value));
+  return `[${records
+    .map(
+      (record) =>
+        `{${Object.entries(record)
+          .map(([key, value]) => `"${key}":${json(value)}`)
+          .join(',')}}`,
+    )
+    .join(',')}]`;
+}
+
 const columnList = (prefix: string, columns: readonly RunColumn[]) => columns.map((c) => `${prefix}${c} ${RUN_COLUMNS[c]}`).join(', ');
 const INSERT_RECORD = `id uuid, start_time timestamptz, ${columnList('', RUN_COLUMN_NAMES)}`;
 const INSERT_COLUMNS = RUN_COLUMN_NAMES.join(', ');
@@ -162,7 +175,7 @@ export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPla
   const outputs: string[] = [];
   const tenant = sql`${tenantId}::uuid`;
   if (plan.inserts.size > 0) {
-    const rows = JSON.stringify([...plan.inserts].map(([id, { startTime, row }]) => ({ id, start_time: startTime, ...row })));
+    const rows = recordsJson([...plan.inserts].map(([id, { startTime, row }]) => ({ id, start_time: startTime, ...row })));
     parts.push(
       sql`new_rows AS (SELECT * FROM json_to_recordset(${rows}::json) AS v(${sql.raw(INSERT_RECORD)}))`,
       sql`new_keys AS (INSERT INTO run_keys (id, tenant_id, start_time) SELECT id, ${tenant}, start_time FROM new_rows)`,
@@ -194,7 +207,7 @@ export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPla
     parts.push(
       // The start_time list lets the planner read only the partitions of these runs.
       sql`updated AS (UPDATE runs r SET ${sql.raw([...columns.map(setExpression), 'updated_at = now()'].join(', '))}
-        FROM json_to_recordset(${JSON.stringify(rows)}::json) AS u(${sql.raw(record)})
+        FROM json_to_recordset(${recordsJson(rows)}::json) AS u(${sql.raw(record)})
         WHERE r.id = u.id AND r.start_time = u.start_time AND r.start_time = ANY(${startTimes}::timestamptz[]) RETURNING r.trace_id)`,
     );
     outputs.push('SELECT trace_id FROM updated');
