@@ -47,6 +47,26 @@ async function* bounded(body: AsyncIterable<Buffer>, maxBytes: number, what?: st
   }
 }
 
+/** Compressed bytes given to the decoder at once, and decoded bytes it answers at once. */
+const DECODE_INPUT_BYTES = 64 * 1024;
+const DECODE_OUTPUT_BYTES = 256 * 1024;
+
+/** The chunks of `body` joined into pieces of at least `bytes` (but the last). */
+async function* coalesced(body: AsyncIterable<Buffer>, bytes: number): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    pending.push(chunk);
+    size += chunk.length;
+    if (size >= bytes) {
+      yield Buffer.concat(pending, size);
+      pending = [];
+      size = 0;
+    }
+  }
+  if (size > 0) yield Buffer.concat(pending, size);
+}
+
 /**
  * The request body as it arrives, decoded, at most `maxBytes` as sent and `maxBytes` decoded. An
  * unsupported encoding (415) or a declared length over the bound (413) is refused before anything
@@ -62,8 +82,10 @@ export async function* bodyChunks(req: Request, maxBytes: number): AsyncGenerato
   // Not destroyed when reading stops early: the route still answers on this request.
   const sent = bounded(req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>, maxBytes);
   if (!decoder) return yield* sent;
-  const source = Readable.from(sent);
-  const decoding = source.pipe(decoder());
+  // zlib's stream costs a round trip to its thread per write and per output chunk: few, large ones
+  // keep the decoding's CPU near a one-shot decode (6x less than 16 KiB chunks of small reads).
+  const source = Readable.from(coalesced(sent, DECODE_INPUT_BYTES));
+  const decoding = source.pipe(decoder({ chunkSize: DECODE_OUTPUT_BYTES }));
   source.once('error', (error) => decoding.destroy(error));
   try {
     yield* bounded(decoding, maxBytes, 'decoded ');
