@@ -14,6 +14,7 @@ import { createGatewayApp } from '../app.js';
 import { ControlPlaneClients } from '../control-plane.js';
 import { ExportWorkerClients } from '../export-worker.js';
 import { start, type RunningGateway } from '../index.js';
+import type { TraceLimits } from '../routes/traces/runs.js';
 import { testGatewayConfig } from './test-config.js';
 
 export interface TraceStack {
@@ -72,16 +73,22 @@ export async function startTraceStack(
 
 /** A gateway app on the stack's export-worker where every valid key is bound to `project`. */
 export async function boundCredentialServer(stack: TraceStack, project: { id: string; name: string }): Promise<RunningServer> {
-  const { gateway, worker } = stack;
+  const { gateway } = stack;
   const store = Object.create(gateway.store, {
     verifyApiKey: { value: async (key: string) => ({ ...(await gateway.store.verifyApiKey(key))!, tracingProject: project }) },
   }) as AuthStore;
+  return traceServer(stack, { store });
+}
+
+/** Another gateway app on the stack's export-worker, with its own auth store or trace limits. */
+export async function traceServer(stack: TraceStack, options: { store?: AuthStore; traceLimits?: Partial<TraceLimits> }): Promise<RunningServer> {
   const app = createGatewayApp({
     logger: silentLogger(),
-    store,
+    store: options.store ?? stack.gateway.store,
     readiness: {},
     controlPlane: new ControlPlaneClients(undefined),
-    exportWorker: new ExportWorkerClients(worker.address),
+    exportWorker: new ExportWorkerClients(stack.worker.address),
+    ...(options.traceLimits ? { traceLimits: options.traceLimits } : {}),
   });
   return listen(app, '127.0.0.1', 0);
 }

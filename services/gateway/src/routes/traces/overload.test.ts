@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createDatabase, sql, type Database } from '@berth/db';
 import { Client } from 'langsmith';
-import { startTraceStack, type TraceStack } from '../../__tests__/trace-stack.js';
+import type { RunningServer } from '@berth/http';
+import { startTraceStack, traceServer, type TraceStack } from '../../__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
@@ -49,9 +50,9 @@ function multipart(runs: Json[]): { body: string; type: string } {
   return { body: `${parts.join('')}--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` };
 }
 
-async function post(runs: Json[]): Promise<{ status: number; retryAfter: string | null; body: Json }> {
+async function post(runs: Json[], base = stack.gateway.url): Promise<{ status: number; retryAfter: string | null; body: Json }> {
   const { body, type } = multipart(runs);
-  const res = await fetch(`${stack.gateway.url}/runs/multipart`, { method: 'POST', headers: { 'x-api-key': stack.keyA, 'content-type': type }, body });
+  const res = await fetch(`${base}/runs/multipart`, { method: 'POST', headers: { 'x-api-key': stack.keyA, 'content-type': type }, body });
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Json };
 }
 
@@ -140,4 +141,25 @@ describe('ingest while the store cannot keep up', () => {
     expect(statuses).toContain(503);
     expect(statuses.filter((s) => s !== 202 && s !== 503)).toEqual([]);
   }, 60_000);
+
+  it('a gateway forwarding as many batches as it may answers 503 with Retry-After before reading more', async () => {
+    const server: RunningServer = await traceServer(stack, { traceLimits: { maxIngestsInFlight: 1 } });
+    try {
+      const resume = await stallStore();
+      const held = [run('overload-gateway')];
+      const first = post(held, server.url);
+      await waitingOnLocks(1);
+      const refused = await post([run('overload-gateway')], server.url);
+      expect(refused.status).toBe(503);
+      expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      expect(refused.body.detail).toMatch(/gateway/);
+      await resume();
+      expect((await first).status).toBe(202);
+      expect(await storedIds([held[0]!.id])).toEqual([held[0]!.id]);
+      // Once the first is answered, the next is taken.
+      expect((await post([run('overload-gateway')], server.url)).status).toBe(202);
+    } finally {
+      await server.close();
+    }
+  });
 });
