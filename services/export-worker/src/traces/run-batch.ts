@@ -49,7 +49,7 @@ function stored(column: RunColumn, value: unknown): unknown {
 }
 
 /** The write with what its other fields imply: trace id and ancestors from the dotted order. */
-export function derived(write: RunFields): RunFields {
+function derived(write: RunFields): RunFields {
   const filled = { ...write };
   if (filled.parent_run_ids == null && filled.dotted_order) filled.parent_run_ids = ancestorsFromDottedOrder(filled.dotted_order);
   if (filled.trace_id == null) {
@@ -166,13 +166,11 @@ function setExpression(column: RunColumn): string {
 
 /**
  * Writes a planned batch in one statement: new keys and rows, the waiting patches they consumed
- * deleted, patches that must wait inserted, stored rows updated. Answers the trace ids of the runs
- * it wrote. The parts touch different rows (a run is either new or stored), so that they all see
- * the statement's one snapshot does not matter.
+ * deleted, patches that must wait inserted, stored rows updated. The parts touch different rows (a
+ * run is either new or stored), so that they all see the statement's one snapshot does not matter.
  */
-export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPlan): Promise<string[]> {
+export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPlan): Promise<void> {
   const parts: RawBuilder<unknown>[] = [];
-  const outputs: string[] = [];
   const tenant = sql`${tenantId}::uuid`;
   if (plan.inserts.size > 0) {
     const rows = recordsJson([...plan.inserts].map(([id, { startTime, row }]) => ({ id, start_time: startTime, ...row })));
@@ -180,10 +178,9 @@ export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPla
       sql`new_rows AS (SELECT * FROM json_to_recordset(${rows}::json) AS v(${sql.raw(INSERT_RECORD)}))`,
       sql`new_keys AS (INSERT INTO run_keys (id, tenant_id, start_time) SELECT id, ${tenant}, start_time FROM new_rows)`,
       sql`inserted AS (INSERT INTO runs (id, tenant_id, start_time, ${sql.raw(INSERT_COLUMNS)})
-        SELECT id, ${tenant}, start_time, ${sql.raw(INSERT_VALUES)} FROM new_rows RETURNING trace_id)`,
+        SELECT id, ${tenant}, start_time, ${sql.raw(INSERT_VALUES)} FROM new_rows)`,
       sql`consumed AS (DELETE FROM pending_run_patches WHERE run_id IN (SELECT id FROM new_rows) AND tenant_id = ${tenant})`,
     );
-    outputs.push('SELECT trace_id FROM inserted');
   }
   if (plan.pending.length > 0) {
     parts.push(
@@ -208,12 +205,10 @@ export async function writeBatch(trx: Executor, tenantId: string, plan: BatchPla
       // The start_time list lets the planner read only the partitions of these runs.
       sql`updated AS (UPDATE runs r SET ${sql.raw([...columns.map(setExpression), 'updated_at = now()'].join(', '))}
         FROM json_to_recordset(${recordsJson(rows)}::json) AS u(${sql.raw(record)})
-        WHERE r.id = u.id AND r.start_time = u.start_time AND r.start_time = ANY(${startTimes}::timestamptz[]) RETURNING r.trace_id)`,
+        WHERE r.id = u.id AND r.start_time = u.start_time AND r.start_time = ANY(${startTimes}::timestamptz[]))`,
     );
-    outputs.push('SELECT trace_id FROM updated');
   }
-  if (parts.length === 0) return [];
-  const answer = outputs.length > 0 ? `SELECT DISTINCT trace_id::text FROM (${outputs.join(' UNION ALL ')}) AS t` : 'SELECT NULL::text AS trace_id WHERE false';
-  const { rows } = await sql<{ trace_id: string }>`WITH ${sql.join(parts, sql`, `)} ${sql.raw(answer)}`.execute(trx);
-  return rows.map((r) => r.trace_id);
+  if (parts.length === 0) return;
+  // Data-modifying parts run whether or not the query reads them.
+  await sql`WITH ${sql.join(parts, sql`, `)} SELECT 1`.execute(trx);
 }

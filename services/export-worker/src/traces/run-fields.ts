@@ -89,19 +89,6 @@ export class JsonText {
   }
 }
 
-/** The value bound for a column: JSON columns as JSON text, times as ISO strings. */
-export function columnValue(column: RunColumn, value: unknown): unknown {
-  if (value === undefined || value === null) return null;
-  switch (RUN_COLUMNS[column]) {
-    case 'json':
-      return JSON.stringify(value);
-    case 'timestamptz':
-      return toDate(value, column).toISOString();
-    default:
-      return value;
-  }
-}
-
 /**
  * A time as writers send it: a Date, epoch milliseconds (the langsmith client's `Date.now()`), or
  * ISO 8601 text; text without a zone is UTC, as LangSmith reads it.

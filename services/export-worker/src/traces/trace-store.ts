@@ -298,7 +298,6 @@ export class TraceStore {
         keys,
         waiting,
       );
-      // Answers the ids of the traces it wrote to: what is kept per trace is updated with them, here.
       await writeBatch(trx, tenantId, plan);
       plan.outcomes.forEach((outcome, i) => {
         const { index, write } = accepted[i]!;
