@@ -4,6 +4,7 @@
  * acts as a deployment's tracing credential bound to one project (what the gateway's authenticate
  * produces for one).
  */
+import { randomUUID } from 'node:crypto';
 import type { AuthStore } from '@berth/auth';
 import type { Clock } from '@berth/clock';
 import { start as startExportWorker, type ExportWorkerConfig, type RunningExportWorker } from '@berth/export-worker';
@@ -91,4 +92,20 @@ export async function traceServer(stack: TraceStack, options: { store?: AuthStor
     ...(options.traceLimits ? { traceLimits: options.traceLimits } : {}),
   });
   return listen(app, '127.0.0.1', 0);
+}
+
+/** A new root run as the langsmith client posts it (a chain step with inputs), with `extra` fields. */
+export function rootRun(extra: Record<string, unknown> = {}): Record<string, any> {
+  const id = randomUUID();
+  const start = new Date().toISOString();
+  return {
+    id,
+    trace_id: id,
+    dotted_order: `${start.replace(/[-:.]/g, '')}${id}`,
+    name: 'step',
+    run_type: 'chain',
+    start_time: start,
+    inputs: { q: 1 },
+    ...extra,
+  };
 }

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createDatabase, sql, type Database } from '@berth/db';
 import { Client } from 'langsmith';
 import type { RunningServer } from '@berth/http';
-import { startTraceStack, traceServer, type TraceStack } from '../../__tests__/trace-stack.js';
+import { rootRun, startTraceStack, traceServer, type TraceStack } from '../../__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
@@ -26,20 +26,8 @@ afterAll(async () => {
 });
 
 function run(project: string): Json {
-  const id = randomUUID();
   const start = new Date().toISOString();
-  return {
-    id,
-    trace_id: id,
-    dotted_order: `${start.replace(/[-:.]/g, '')}${id}`,
-    name: 'step',
-    run_type: 'chain',
-    start_time: start,
-    end_time: start,
-    inputs: { q: 1 },
-    outputs: { a: 2 },
-    session_name: project,
-  };
+  return rootRun({ end_time: start, outputs: { a: 2 }, session_name: project });
 }
 
 function multipart(runs: Json[]): { body: string; type: string } {
