@@ -18,6 +18,12 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default 24
    */
   pendingPatchMaxAgeHours?: number;
+  /**
+   * Run batches this process writes at once (`TRACE_INGEST_MAX_BATCHES_IN_FLIGHT`); more are
+   * answered "busy, retry" (HTTP 503 with Retry-After at the gateway).
+   * @default 20
+   */
+  traceIngestMaxBatchesInFlight?: number;
   /** Limits of feedback on runs (see FeedbackLimits for each default). */
   feedbackLimits?: Partial<FeedbackLimits>;
   /** Limits of bulk exports. */

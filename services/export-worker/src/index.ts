@@ -126,7 +126,18 @@ export async function start(
       setup: (server) => {
         server.add(
           TraceService,
-          attachingPendingFeedback(traceHandlers(traces, new TraceIngest(traces, logger), new TraceShares(database.db, secrets), clock), feedback, logger),
+          attachingPendingFeedback(
+            traceHandlers(
+              traces,
+              new TraceIngest(traces, logger, {
+                ...(config.traceIngestMaxBatchesInFlight ? { maxBatchesInFlight: config.traceIngestMaxBatchesInFlight } : {}),
+              }),
+              new TraceShares(database.db, secrets),
+              clock,
+            ),
+            feedback,
+            logger,
+          ),
         );
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
         server.add(FeedbackService, feedbackHandlers(feedback));

@@ -3,7 +3,7 @@
  * malformed one is refused with its reason, the rest go on), creates routed to their project —
  * got or created by name, as LangSmith does — and the whole batch written in one transaction.
  */
-import { ConflictError, isBerthError } from '@berth/errors';
+import { ConflictError, isBerthError, UnavailableError } from '@berth/errors';
 import type { Logger } from '@berth/log';
 import { parseOperation, type RunOperationInput, type SessionRef } from './run-document.js';
 import type { RunWrite } from './run-fields.js';
@@ -15,13 +15,47 @@ export interface ProjectBinding {
   name: string;
 }
 
+export interface TraceIngestOptions {
+  /**
+   * Batches this process writes at once. One more is refused as unavailable (the gateway's 503
+   * with Retry-After, which the langsmith client retries) rather than queued: a store that cannot
+   * keep up must not gather a backlog of held batches until clients time out and drop them.
+   * @default 20 (twice the database pool)
+   */
+  maxBatchesInFlight?: number;
+}
+
+/** Refused because the store has as many batches in flight as it may: retry later. */
+export class TraceStoreBusyError extends UnavailableError {
+  constructor() {
+    super('The trace store is busy writing other batches: retry shortly');
+    this.name = 'TraceStoreBusyError';
+  }
+}
+
 export class TraceIngest {
+  private readonly maxBatchesInFlight: number;
+  private inFlight = 0;
+
   constructor(
     private readonly store: TraceStore,
     private readonly logger: Logger,
-  ) {}
+    options: TraceIngestOptions = {},
+  ) {
+    this.maxBatchesInFlight = options.maxBatchesInFlight ?? 20;
+  }
 
   async ingest(tenantId: string, operations: RunOperationInput[], binding?: ProjectBinding): Promise<UpsertResult> {
+    if (this.inFlight >= this.maxBatchesInFlight) throw new TraceStoreBusyError();
+    this.inFlight++;
+    try {
+      return await this.write(tenantId, operations, binding);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async write(tenantId: string, operations: RunOperationInput[], binding?: ProjectBinding): Promise<UpsertResult> {
     const refused: UpsertResult['rejected'] = [];
     const writes: { index: number; write: RunWrite; session: SessionRef | undefined }[] = [];
     operations.forEach((operation, index) => {

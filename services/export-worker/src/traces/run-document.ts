@@ -9,8 +9,8 @@
  * drops its whole batch. Token counts and costs come from the run's usage metadata when the run
  * does not state them, as LangSmith derives them.
  */
-import { storableStrings, unsafeValueIssues } from '@berth/http';
-import { RUN_COLUMNS, toDate, type RunColumn, type RunWrite } from './run-fields.js';
+import { MAX_JSON_DEPTH, storableStrings, unsafeValueIssues } from '@berth/http';
+import { JsonText, RUN_COLUMNS, toDate, type RunColumn, type RunWrite } from './run-fields.js';
 import type { RunRow } from './trace-store.js';
 
 /** Where a create asks to go: a project id, or a project name (got or created). */
@@ -154,14 +154,39 @@ function firstTokenTime(events: unknown): unknown {
   return first?.time;
 }
 
+/** Parts whose JSON text may be stored as sent (not merged with anything, read only by the store). */
+const VERBATIM_PARTS = new Set(['inputs', 'outputs', 'events']);
+
+/**
+ * Whether parsed JSON text can be stored as sent: without any `\u` escape it holds no U+0000 nor
+ * unpaired surrogate (the transport decoded it from UTF-8, and raw control characters are not
+ * JSON), and with no more brackets than levels allowed it cannot nest deeper.
+ */
+function storableAsSent(text: string): boolean {
+  if (text.includes('\\u')) return false;
+  let brackets = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++brackets > MAX_JSON_DEPTH) return false;
+  }
+  return true;
+}
+
 /** One operation as a store write, or the reason it is refused. */
 export function parseOperation(op: RunOperationInput): ParsedOperation {
   let id = op.id ?? '';
   try {
     const doc = op.runJson.trim() === '' ? {} : parseJson(op.runJson, 'the run');
     if (!isObject(doc)) throw new Malformed('the run must be a JSON object');
-    for (const [field, text] of Object.entries(op.fieldJson ?? {})) doc[field] = parseJson(text, `the ${field} part`);
+    // Parts storable as sent skip the walk that cleans and checks every string, and are stored verbatim.
+    const verbatim = new Map<string, unknown>();
+    for (const [field, text] of Object.entries(op.fieldJson ?? {})) {
+      const value = parseJson(text, `the ${field} part`);
+      if (VERBATIM_PARTS.has(field) && value !== null && storableAsSent(text)) verbatim.set(field, value);
+      else doc[field] = value;
+    }
     refuseUnstorable(doc);
+    for (const [field, value] of verbatim) doc[field] = value;
     if (!id && typeof doc.id === 'string') id = doc.id;
     if (!id) throw new Malformed('the run has no id');
     const write: RunWrite = { op: op.kind, id };
@@ -173,6 +198,7 @@ export function parseOperation(op: RunOperationInput): ParsedOperation {
       if (key in RUN_COLUMNS || key === 'start_time') (write as unknown as Record<string, unknown>)[key] = checked(column, value, key);
       else if (value !== undefined) unrecognized[key] = value;
     }
+    for (const field of verbatim.keys()) (write as unknown as Record<string, unknown>)[field] = new JsonText(op.fieldJson![field]!);
     // A patch replaces extra whole: one without extra must not wipe the run's by carrying these.
     if (Object.keys(unrecognized).length > 0 && (op.kind === 'create' || write.extra)) {
       write.extra = { ...(write.extra ?? {}), unrecognized_fields: unrecognized };

@@ -77,16 +77,15 @@ export const RUN_COLUMNS = {
 export type RunColumn = keyof typeof RUN_COLUMNS;
 export const RUN_COLUMN_NAMES = Object.keys(RUN_COLUMNS) as RunColumn[];
 
-/** The value bound for a column: JSON columns as JSON text, times as ISO strings. */
-export function columnValue(column: RunColumn, value: unknown): unknown {
-  if (value === undefined || value === null) return null;
-  switch (RUN_COLUMNS[column]) {
-    case 'json':
-      return JSON.stringify(value);
-    case 'timestamptz':
-      return toDate(value, column).toISOString();
-    default:
-      return value;
+/**
+ * JSON text already parsed once and found storable as it is: stored verbatim rather than
+ * serialized again (see run-batch.ts). Anything else serializing it gets the value.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+
+  toJSON(): unknown {
+    return JSON.parse(this.text);
   }
 }
 

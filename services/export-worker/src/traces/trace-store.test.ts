@@ -111,6 +111,29 @@ describe('create and patch converge', () => {
     expect(await fetchRun(id)).toEqual(expected);
   });
 
+  it("patches that waited are applied right after their create, before the batch's later writes", async () => {
+    const id = randomUUID();
+    await store.upsertRuns(tenant, [{ op: 'patch', id, outputs: { a: 'waited' }, total_tokens: 7, tags: [] }]);
+    const result = await store.upsertRuns(tenant, [
+      { op: 'patch', id, end_time: end },
+      create(id, start, { outputs: { a: 'from the create' } }),
+      { op: 'patch', id, outputs: { a: 'hello' } },
+      create(id, start, { total_tokens: 1, tags: ['created'] }),
+      { op: 'patch', id, total_tokens: 42 },
+    ]);
+    expect(result).toEqual({ stored: [id, id, id, id], pending: [id], rejected: [] });
+    expect(await fetchRun(id)).toEqual(expected);
+    expect((await store.getRun(tenant, id)).tags).toEqual(['created']);
+  });
+
+  it('ids in capitals name the same run as in lower case', async () => {
+    const id = randomUUID().toUpperCase();
+    await store.upsertRuns(tenant, [create(id, start)]);
+    const again = await store.upsertRuns(tenant, [create(id, start), { op: 'patch', id, end_time: end, outputs: { a: 'hello' }, total_tokens: 42 }]);
+    expect(again).toEqual({ stored: [id.toLowerCase(), id.toLowerCase()], pending: [], rejected: [] });
+    expect(await fetchRun(id.toLowerCase())).toEqual(expected);
+  });
+
   it('an error makes the status error; a child gets trace and ancestors from its dotted order', async () => {
     const root = randomUUID();
     const child = randomUUID();

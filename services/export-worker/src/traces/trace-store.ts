@@ -17,7 +17,8 @@ import { isUniqueViolation, sql, type Database, type Kysely, type RawBuilder } f
 import { ConflictError, NotFoundError } from '@berth/errors';
 import { compileFilter } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
-import { RUN_COLUMN_NAMES, RUN_COLUMNS, ancestorsFromDottedOrder, columnValue, toDate, type RunColumn, type RunFields, type RunWrite } from './run-fields.js';
+import { planBatch, writeBatch, type StoredKey, type WaitingPatches } from './run-batch.js';
+import { toDate, type RunWrite } from './run-fields.js';
 import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
@@ -254,40 +255,57 @@ export class TraceStore {
     return rows;
   }
 
-  /** Applies a batch of creates and patches of `tenantId`'s runs, in order. */
+  /**
+   * Applies a batch of creates and patches of `tenantId`'s runs, in order, in one transaction of a
+   * few statements whatever the batch's size (see run-batch.ts).
+   */
   async upsertRuns(tenantId: string, writes: RunWrite[]): Promise<UpsertResult> {
     const result: UpsertResult = { stored: [], pending: [], rejected: [] };
-    const valid: RunWrite[] = [];
-    const sessions = [...new Set(writes.flatMap((w) => (w.session_id ? [w.session_id] : [])))];
-    const known = new Set(
-      sessions.length === 0
-        ? []
-        : (await this.db.selectFrom('sessions').select('id').where('tenant_id', '=', tenantId).where('id', 'in', sessions).execute()).map((s) => s.id),
-    );
+    const valid: { index: number; write: RunWrite }[] = [];
     writes.forEach((write, index) => {
-      const reason = invalidReason(write, known);
+      const reason = invalidReason(write);
       if (reason) result.rejected.push({ index, id: String(write.id), reason });
-      else valid.push(write);
+      else valid.push({ index, write: { ...write, id: write.id.toLowerCase() } });
     });
-    const days = valid.filter((w) => w.op === 'create').map((w) => dayOf(toDate(w.start_time, 'start_time')));
-    await this.ensurePartitions(days);
-
+    await this.ensurePartitions(valid.filter(({ write }) => write.op === 'create').map(({ write }) => dayOf(toDate(write.start_time, 'start_time'))));
     if (valid.length === 0) return result;
+
     await this.db.transaction().execute(async (trx) => {
       // One writer per run at a time (concurrent batches carrying the same run), in a fixed
-      // order so that two batches never wait on each other. One statement for the whole batch:
-      // statements per run, not rows, were what limited ingest (docs/benchmarks.md, "Trace ingest").
-      const ids = [...new Set(valid.map((w) => w.id))].sort();
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS locked`.execute(trx);
-      const stored = await sql<RunKey & { id: string }>`SELECT id, tenant_id, start_time FROM run_keys WHERE id = ANY(${ids}::uuid[])`.execute(trx);
-      const keys = new Map(stored.rows.map(({ id, ...key }) => [id, key]));
-      for (const write of valid) {
-        const outcome = await applyWrite(trx, tenantId, write, keys);
-        if (outcome === 'foreign') {
-          result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run (or another project)' });
-        } else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
-      }
+      // order so that two batches never wait on each other; the runs' keys are read after the
+      // lock (a statement of their own: its snapshot must postdate the lock).
+      const ids = [...new Set(valid.map(({ write }) => write.id))].sort();
+      const sessions = [...new Set(valid.flatMap(({ write }) => (write.session_id ? [write.session_id.toLowerCase()] : [])))];
+      const { rows } = await sql<{ known: string[] | null }>`SELECT
+          (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS o) AS l) AS locked,
+          (SELECT array_agg(id::text) FROM sessions WHERE tenant_id = ${tenantId}::uuid AND id = ANY(${sessions}::uuid[])) AS known`.execute(trx);
+      const known = new Set(rows[0]?.known ?? []);
+      const accepted = valid.filter(({ index, write }) => {
+        if (!write.session_id || known.has(write.session_id.toLowerCase())) return true;
+        result.rejected.push({ index, id: write.id, reason: `tracing project ${write.session_id} not found` });
+        return false;
+      });
+      if (accepted.length === 0) return;
+
+      const { keys, waiting } = await readKeys(
+        trx,
+        tenantId,
+        accepted.map(({ write }) => write),
+      );
+      const plan = planBatch(
+        tenantId,
+        accepted.map(({ write }) => write),
+        keys,
+        waiting,
+      );
+      await writeBatch(trx, tenantId, plan);
+      plan.outcomes.forEach((outcome, i) => {
+        const { index, write } = accepted[i]!;
+        if (outcome === 'foreign') result.rejected.push({ index, id: write.id, reason: 'the run id belongs to another run (or another project)' });
+        else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
+      });
     });
+    result.rejected.sort((a, b) => a.index - b.index);
     return result;
   }
 
@@ -352,8 +370,8 @@ function dayOf(date: Date): string {
   return date.toISOString().slice(0, 10);
 }
 
-/** Why a write cannot be stored, or undefined. */
-function invalidReason(write: RunWrite, knownSessions: Set<string>): string | undefined {
+/** Why a write cannot be stored (its project's existence aside), or undefined. */
+function invalidReason(write: RunWrite): string | undefined {
   if (typeof write.id !== 'string' || !isUuid(write.id)) return 'id must be a UUID';
   for (const column of ['session_id', 'trace_id', 'parent_run_id', 'reference_example_id'] as const) {
     const value = write[column];
@@ -366,7 +384,6 @@ function invalidReason(write: RunWrite, knownSessions: Set<string>): string | un
       return (error as Error).message;
     }
   }
-  if (write.session_id && !knownSessions.has(write.session_id)) return `tracing project ${write.session_id} not found`;
   if (write.op === 'create') {
     const missing = (['session_id', 'name', 'run_type', 'start_time'] as const).filter((f) => write[f] == null);
     if (missing.length > 0) return `a new run needs ${missing.join(', ')}`;
@@ -375,87 +392,28 @@ function invalidReason(write: RunWrite, knownSessions: Set<string>): string | un
   return undefined;
 }
 
-type Outcome = 'stored' | 'pending' | 'foreign';
-
-/** Where a stored run lives (its run_keys row). */
-interface RunKey {
-  tenant_id: string;
-  start_time: Date;
-}
-
-/** Applies one write; `keys` holds the batch's runs already stored, and gains the ones it creates. */
-async function applyWrite(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, keys: Map<string, RunKey>): Promise<Outcome> {
-  const key = keys.get(write.id);
-  if (key && key.tenant_id !== tenantId) return 'foreign';
-  if (key && write.scope_session_id) {
-    const stored = await sql<{ session_id: string }>`SELECT session_id FROM runs WHERE id = ${write.id}::uuid AND start_time = ${key.start_time}`.execute(trx);
-    if (stored.rows[0]?.session_id !== write.scope_session_id) return 'foreign';
-  }
-  if (key) {
-    await mergeInto(trx, write, key.start_time, write.op === 'create' ? 'fill' : 'overwrite');
-    return 'stored';
-  }
-  if (write.op === 'patch') {
-    await sql`INSERT INTO pending_run_patches (run_id, tenant_id, patch) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${JSON.stringify(write)}::jsonb)`.execute(
-      trx,
-    );
-    return 'pending';
-  }
-  const startTime = toDate(write.start_time, 'start_time');
-  const pending = await insertRun(trx, tenantId, write, startTime);
-  keys.set(write.id, { tenant_id: tenantId, start_time: startTime });
-  const ordered = [...pending].sort((a, b) => Number(a.seq) - Number(b.seq));
-  for (const { patch } of ordered) {
-    if (patch.scope_session_id && patch.scope_session_id !== write.session_id) continue;
-    await mergeInto(trx, patch, startTime, 'overwrite');
-  }
-  return 'stored';
-}
-
-function derived(write: RunFields): RunFields {
-  const filled = { ...write };
-  if (filled.parent_run_ids == null && filled.dotted_order) filled.parent_run_ids = ancestorsFromDottedOrder(filled.dotted_order);
-  if (filled.trace_id == null) {
-    if (!filled.parent_run_id && !filled.dotted_order && (write as RunWrite).op === 'create') filled.trace_id = filled.id;
-    else if (filled.dotted_order) filled.trace_id = filled.dotted_order.split('.')[0]!.slice(-36);
-  }
-  return filled;
-}
-
-function bound(column: RunColumn, value: unknown): RawBuilder<unknown> {
-  return sql`${columnValue(column, value)}::${sql.raw(RUN_COLUMNS[column])}`;
-}
-
-/** Stores a new run (and its key) in one statement; returns the patches that were waiting for it. */
-async function insertRun(trx: Kysely<TraceTables>, tenantId: string, write: RunWrite, startTime: Date): Promise<{ seq: string; patch: RunWrite }[]> {
-  const run = derived(write);
-  const values = RUN_COLUMN_NAMES.map((column) => {
-    const value = run[column];
-    if ((column === 'tags' || column === 'parent_run_ids') && value == null) return bound(column, []);
-    return bound(column, value);
-  });
-  const { rows } = await sql<{ seq: string; patch: RunWrite }>`
-    WITH new_key AS (INSERT INTO run_keys (id, tenant_id, start_time) VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz)),
-      new_run AS (INSERT INTO runs (id, tenant_id, start_time, ${sql.join(RUN_COLUMN_NAMES.map((c) => sql.id(c)))})
-        VALUES (${write.id}::uuid, ${tenantId}::uuid, ${startTime.toISOString()}::timestamptz, ${sql.join(values)}))
-    DELETE FROM pending_run_patches WHERE run_id = ${write.id}::uuid AND tenant_id = ${tenantId}::uuid RETURNING seq, patch`.execute(trx);
-  return rows;
-}
-
 /**
- * Merges the fields a write carries into the stored row: `fill` sets only what the row lacks (a
- * create), `overwrite` replaces what the write carries (a patch).
+ * The stored keys of the batch's runs (with their project when a bound writer must be checked)
+ * and the tenant's patches waiting for them, in one statement.
  */
-async function mergeInto(trx: Kysely<TraceTables>, write: RunFields, startTime: Date, mode: 'fill' | 'overwrite'): Promise<void> {
-  const run = derived(write);
-  const sets = RUN_COLUMN_NAMES.filter((column) => run[column] != null).map((column) => {
-    const col = sql.id(column);
-    const value = bound(column, run[column]);
-    const isArray = RUN_COLUMNS[column].endsWith('[]');
-    if (mode === 'overwrite') return sql`${col} = ${value}`;
-    return isArray ? sql`${col} = CASE WHEN cardinality(${col}) = 0 THEN ${value} ELSE ${col} END` : sql`${col} = COALESCE(${col}, ${value})`;
-  });
-  if (sets.length === 0) return;
-  await sql`UPDATE runs SET ${sql.join([...sets, sql`updated_at = now()`])}
-    WHERE id = ${write.id}::uuid AND start_time = ${startTime.toISOString()}::timestamptz`.execute(trx);
+async function readKeys(trx: Kysely<TraceTables>, tenantId: string, writes: RunWrite[]): Promise<{ keys: Map<string, StoredKey>; waiting: WaitingPatches }> {
+  const ids = [...new Set(writes.map((w) => w.id))];
+  const creates = [...new Set(writes.filter((w) => w.op === 'create').map((w) => w.id))];
+  const session = writes.some((w) => w.scope_session_id)
+    ? sql`(SELECT session_id::text FROM runs r WHERE r.id = k.id AND r.start_time = k.start_time)`
+    : sql`NULL::text`;
+  const { rows } = await sql<{ id: string; tenant_id: string | null; start_time: string | null; session_id: string | null; patch: RunWrite | null }>`
+    SELECT id::text, tenant_id::text, start_time::text, ${session} AS session_id, NULL::jsonb AS patch, 0::bigint AS seq
+      FROM run_keys k WHERE id = ANY(${ids}::uuid[])
+    UNION ALL
+    SELECT run_id::text, NULL, NULL, NULL, patch, seq FROM pending_run_patches
+      WHERE run_id = ANY(${creates}::uuid[]) AND tenant_id = ${tenantId}::uuid
+    ORDER BY seq`.execute(trx);
+  const keys = new Map<string, StoredKey>();
+  const waiting: WaitingPatches = new Map();
+  for (const row of rows) {
+    if (row.patch) waiting.set(row.id, [...(waiting.get(row.id) ?? []), row.patch]);
+    else keys.set(row.id, { tenant_id: row.tenant_id!, start_time: row.start_time!, session_id: row.session_id });
+  }
+  return { keys, waiting };
 }

@@ -4,6 +4,7 @@
  * acts as a deployment's tracing credential bound to one project (what the gateway's authenticate
  * produces for one).
  */
+import { randomUUID } from 'node:crypto';
 import type { AuthStore } from '@berth/auth';
 import type { Clock } from '@berth/clock';
 import { start as startExportWorker, type ExportWorkerConfig, type RunningExportWorker } from '@berth/export-worker';
@@ -14,6 +15,7 @@ import { createGatewayApp } from '../app.js';
 import { ControlPlaneClients } from '../control-plane.js';
 import { ExportWorkerClients } from '../export-worker.js';
 import { start, type RunningGateway } from '../index.js';
+import type { TraceLimits } from '../routes/traces/runs.js';
 import { testGatewayConfig } from './test-config.js';
 
 export interface TraceStack {
@@ -22,6 +24,8 @@ export interface TraceStack {
   /** Keys of two tenants, `a` and `b`. */
   keyA: string;
   keyB: string;
+  /** The test database (the export-worker's tables are in schema berth_export). */
+  databaseUrl: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +35,7 @@ export interface TraceStack {
  */
 export async function startTraceStack(
   name: string,
-  options: { clock?: Clock; controlPlane?: string; worker?: Pick<ExportWorkerConfig, 'feedbackLimits'> } = {},
+  options: { clock?: Clock; controlPlane?: string; worker?: Pick<ExportWorkerConfig, 'feedbackLimits' | 'traceIngestMaxBatchesInFlight'> } = {},
 ): Promise<TraceStack> {
   let testDb: TestDatabase | undefined;
   let worker: RunningExportWorker | undefined;
@@ -61,7 +65,7 @@ export async function startTraceStack(
     const b = await gateway.store.createTenant({ name: `${name}-b` });
     const keyA = (await gateway.store.createApiKey({ tenantId: a.id, name: 'dev' })).key;
     const keyB = (await gateway.store.createApiKey({ tenantId: b.id, name: 'dev' })).key;
-    return { worker, gateway, keyA, keyB, close };
+    return { worker, gateway, keyA, keyB, databaseUrl: testDb.url, close };
   } catch (error) {
     await close();
     throw error;
@@ -70,16 +74,38 @@ export async function startTraceStack(
 
 /** A gateway app on the stack's export-worker where every valid key is bound to `project`. */
 export async function boundCredentialServer(stack: TraceStack, project: { id: string; name: string }): Promise<RunningServer> {
-  const { gateway, worker } = stack;
+  const { gateway } = stack;
   const store = Object.create(gateway.store, {
     verifyApiKey: { value: async (key: string) => ({ ...(await gateway.store.verifyApiKey(key))!, tracingProject: project }) },
   }) as AuthStore;
+  return traceServer(stack, { store });
+}
+
+/** Another gateway app on the stack's export-worker, with its own auth store or trace limits. */
+export async function traceServer(stack: TraceStack, options: { store?: AuthStore; traceLimits?: Partial<TraceLimits> }): Promise<RunningServer> {
   const app = createGatewayApp({
     logger: silentLogger(),
-    store,
+    store: options.store ?? stack.gateway.store,
     readiness: {},
     controlPlane: new ControlPlaneClients(undefined),
-    exportWorker: new ExportWorkerClients(worker.address),
+    exportWorker: new ExportWorkerClients(stack.worker.address),
+    ...(options.traceLimits ? { traceLimits: options.traceLimits } : {}),
   });
   return listen(app, '127.0.0.1', 0);
+}
+
+/** A new root run as the langsmith client posts it (a chain step with inputs), with `extra` fields. */
+export function rootRun(extra: Record<string, unknown> = {}): Record<string, any> {
+  const id = randomUUID();
+  const start = new Date().toISOString();
+  return {
+    id,
+    trace_id: id,
+    dotted_order: `${start.replace(/[-:.]/g, '')}${id}`,
+    name: 'step',
+    run_type: 'chain',
+    start_time: start,
+    inputs: { q: 1 },
+    ...extra,
+  };
 }

@@ -23,6 +23,7 @@ export const DEFAULT_TRACE_LIMITS: TraceLimits = {
   maxBodyBytes: 100 * 1024 * 1024,
   maxCallBytes: 16 * 1024 * 1024,
   maxRunBytes: 60 * 1024 * 1024,
+  maxIngestsInFlight: 32,
 };
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { Principal } from '@berth/auth';
 import { RequestValidationError } from '@berth/errors';
+import { RETRY_AFTER_SECONDS } from '@berth/http';
 import type { Logger } from '@berth/log';
 import { RunOperationKind, timestampFromDate, type IngestRunsResponse, type RunOperationSchema } from '@berth/proto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -13,7 +14,7 @@ import type { Response } from 'express';
 import type { z } from 'zod';
 import type { ExportWorkerClients } from '../../export-worker.js';
 import { ingestFeedbackParts, isFeedbackPart } from './feedback.js';
-import { boundaryOf, parseMultipart, readBody, TraceBodyError, type MultipartPart } from './multipart.js';
+import { bodyChunks, boundaryOf, readParts, TraceBodyError, type MultipartPart } from './multipart.js';
 import { BatchIn, IngestOut, QueryRunsIn, QueryRunsOut, RunIn, RunOut, RunPath, ValidateFilterIn, ValidateFilterOut } from './schemas.js';
 import { scopedSessionIds } from './scope.js';
 import { utc } from './time.js';
@@ -28,6 +29,11 @@ export interface TraceLimits {
   maxCallBytes: number;
   /** Largest single run operation; a larger one is refused with the reason. */
   maxRunBytes: number;
+  /**
+   * Multipart ingest requests this gateway reads and forwards at once: each holds its runs until
+   * the store answers, so more are answered 503 with Retry-After before their body is read.
+   */
+  maxIngestsInFlight: number;
 }
 
 export interface RunRouteDeps {
@@ -89,6 +95,7 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
   const tags = ['traces'];
   const rpc = () => deps.exportWorker.traces;
   const { limits } = deps;
+  let ingestsInFlight = 0;
 
   /** Sends the operations in calls of at most maxCallBytes each, in order. */
   const ingest = async (auth: Principal, operations: OperationInit[]) => {
@@ -139,26 +146,36 @@ export function runRoutes(api: GatewayApi, deps: RunRouteDeps): void {
         '`Content-Encoding: gzip` allowed. `feedback.<id>` parts are stored as `POST /feedback` stores them; attachments ' +
         'are accepted and not kept. Answers 202 with the runs and feedback refused (the rest are stored): a client drops ' +
         'its whole batch on an error status. ' +
-        `413 above ${limits.maxBodyBytes} bytes.`,
+        `413 above ${limits.maxBodyBytes} bytes. 503 with Retry-After when the gateway or the store is busy with ` +
+        'other batches (the client retries a batch on 503).',
       tags,
       consumes: ['multipart/form-data'],
       status: 202,
       response: IngestOut,
       errors: [413, 415, 503],
       handler: async ({ auth, req, res }) => {
-        let parts: MultipartPart[];
-        try {
-          const boundary = boundaryOf(req.get('content-type'));
-          parts = parseMultipart(await readBody(req, limits.maxBodyBytes), boundary);
-        } catch (error) {
-          if (error instanceof TraceBodyError) return refuse(res, error.status, error.message);
-          throw error;
+        if (ingestsInFlight >= limits.maxIngestsInFlight) {
+          res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+          return refuse(res, 503, 'The gateway is forwarding as many batches as it may: retry shortly');
         }
-        // Feedback is stored after the runs: it may be on a run of this same batch.
-        const { operations, ignored } = operationsOfParts(parts.filter((part) => !isFeedbackPart(part)));
-        const answer = await ingest(auth, operations);
-        const feedback = await ingestFeedbackParts(deps.exportWorker, auth, parts.filter(isFeedbackPart));
-        return { ...answer, refused: [...answer.refused, ...feedback.refused], ignored_parts: ignored };
+        ingestsInFlight++;
+        try {
+          let parts: MultipartPart[];
+          try {
+            const boundary = boundaryOf(req.get('content-type'));
+            parts = await readParts(bodyChunks(req, limits.maxBodyBytes), boundary);
+          } catch (error) {
+            if (error instanceof TraceBodyError) return refuse(res, error.status, error.message);
+            throw error;
+          }
+          // Feedback is stored after the runs: it may be on a run of this same batch.
+          const { operations, ignored } = operationsOfParts(parts.filter((part) => !isFeedbackPart(part)));
+          const answer = await ingest(auth, operations);
+          const feedback = await ingestFeedbackParts(deps.exportWorker, auth, parts.filter(isFeedbackPart));
+          return { ...answer, refused: [...answer.refused, ...feedback.refused], ignored_parts: ignored };
+        } finally {
+          ingestsInFlight--;
+        }
       },
     })
     .route({

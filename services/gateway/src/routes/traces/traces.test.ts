@@ -16,7 +16,7 @@ import { traceable } from 'langsmith/traceable';
 import { createGatewayApp } from '../../app.js';
 import { ControlPlaneClients } from '../../control-plane.js';
 import type { RunningGateway } from '../../index.js';
-import { boundCredentialServer, startTraceStack, type TraceStack } from '../../__tests__/trace-stack.js';
+import { boundCredentialServer, rootRun, startTraceStack, type TraceStack } from '../../__tests__/trace-stack.js';
 
 type Json = Record<string, any>;
 
@@ -65,20 +65,7 @@ function multipart(parts: { name: string; value: unknown }[]): { body: Buffer; t
   return { body: Buffer.from(`${chunks.join('')}--${boundary}--\r\n`), type: `multipart/form-data; boundary=${boundary}` };
 }
 
-function run(extra: Json = {}): Json {
-  const id = randomUUID();
-  const start = new Date().toISOString();
-  return {
-    id,
-    trace_id: id,
-    dotted_order: `${start.replace(/[-:.]/g, '')}${id}`,
-    name: 'step',
-    run_type: 'chain',
-    start_time: start,
-    inputs: { q: 1 },
-    ...extra,
-  };
-}
+const run = rootRun;
 
 beforeAll(async () => {
   stack = await startTraceStack('gw_traces');
