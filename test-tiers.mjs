@@ -168,6 +168,7 @@ export default {
     'services/gateway/src/routes/traces/feedback.test.ts',
     'services/gateway/src/routes/traces/stats.test.ts',
     'services/gateway/src/routes/traces/traces.test.ts',
+    'services/gateway/src/routes/traces/rollups.test.ts',
     'services/gateway/src/trace-auth.test.ts',
     'services/sandbox-manager/src/proxy/sidecar.test.ts',
   ],

@@ -22,6 +22,8 @@ import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
 import { queryThreads, type ThreadPage, type ThreadQuery } from './run-threads.js';
+import { DEFAULT_MODEL_PRICES, type ModelPrice } from './model-prices.js';
+import { TraceRollups, lockIds } from './rollups.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -102,13 +104,28 @@ export interface RunScan {
 /** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
 export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
 
+export interface TraceStoreOptions {
+  /**
+   * Prices of llm runs that report tokens without costs (model-prices.ts).
+   * @default DEFAULT_MODEL_PRICES
+   */
+  modelPrices?: readonly ModelPrice[];
+}
+
 export class TraceStore {
   private readonly db: Kysely<TraceTables>;
   /** Day partitions known to exist (they are never dropped while the process runs). */
   private readonly partitions = new Set<string>();
+  private readonly rollups: TraceRollups;
 
-  constructor(database: Database<TraceTables>) {
+  constructor(database: Database<TraceTables>, options: TraceStoreOptions = {}) {
     this.db = database.db;
+    this.rollups = new TraceRollups(options.modelPrices ?? DEFAULT_MODEL_PRICES);
+  }
+
+  /** Checks the store's settings against the database (a price pattern Postgres cannot compile). */
+  async check(): Promise<void> {
+    await this.rollups.check(this.db);
   }
 
   async createSession(tenantId: string, input: SessionCreate): Promise<SessionRow> {
@@ -277,16 +294,22 @@ export class TraceStore {
       // One writer per run at a time (concurrent batches carrying the same run), in a fixed
       // order so that two batches never wait on each other. One statement for the whole batch:
       // statements per run, not rows, were what limited ingest (docs/benchmarks.md, "Trace ingest").
+      // The batch's traces are locked with its runs, for their roll-ups (rollups.ts).
       const ids = [...new Set(valid.map((w) => w.id))].sort();
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS locked`.execute(trx);
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${lockIds(valid)}::text[]) AS id ORDER BY id) AS locked`.execute(
+        trx,
+      );
       const stored = await sql<RunKey & { id: string }>`SELECT id, tenant_id, start_time FROM run_keys WHERE id = ANY(${ids}::uuid[])`.execute(trx);
       const keys = new Map(stored.rows.map(({ id, ...key }) => [id, key]));
+      const applied: RunWrite[] = [];
       for (const write of valid) {
         const outcome = await applyWrite(trx, tenantId, write, keys);
         if (outcome === 'foreign') {
           result.rejected.push({ index: writes.indexOf(write), id: write.id, reason: 'the run id belongs to another run (or another project)' });
         } else (outcome === 'stored' ? result.stored : result.pending).push(write.id);
+        if (outcome === 'stored') applied.push(write);
       }
+      await this.rollups.apply(trx, tenantId, applied);
     });
     return result;
   }
