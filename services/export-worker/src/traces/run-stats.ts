@@ -102,9 +102,10 @@ export async function projectStats(db: Kysely<TraceTables>, tenantId: string, q:
       : sql`NULL::int`;
   const groups = q.bucketSeconds && q.start ? sql`GROUPING SETS ((session_id), (session_id, bucket))` : sql`session_id, bucket`;
   const latency = sql`extract(epoch FROM (end_time - start_time))::float8`;
-  // A root carries the sums of its trace's llm runs (rollups.ts): tokens and costs are those of
-  // the llm runs, or of the roots when only roots are asked for, never both (counted twice).
-  const counted = q.isRoot === true ? sql`true` : sql`run_type = 'llm'`;
+  // A root carries the sums of its trace's llm runs (rollups.ts), so tokens and costs are counted
+  // once: of the roots (their traces') unless a filter or is_root=false picks runs within traces,
+  // then of the llm runs picked.
+  const counted = q.isRoot === true || (q.isRoot === undefined && !q.filter) ? sql`is_root` : sql`run_type = 'llm'`;
   // The bucket is computed once in the inner query: the grouping names it, not a second copy of
   // the expression (whose parameters would make it a different expression to the planner).
   const { rows } = await sql<StatsRow>`
