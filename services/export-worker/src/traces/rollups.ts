@@ -4,9 +4,13 @@
  * their first-token times. Costs an llm run reports without come from the model price table
  * (model-prices.ts).
  *
- * Maintained inside the ingest's transaction, after the batch's writes, in one statement per batch
- * whatever its size: it prices the batch's llm runs that need it and recomputes the root of every
- * trace the batch touched from all of that trace's llm runs. Recomputing (not adding
+ * Maintained inside the ingest's transaction, after the batch's writes, in one round trip per
+ * batch whatever its size (the SQL is the function `roll_up_traces`, migration 0009): it prices the
+ * batch's llm runs that need it — from the first entry of the table matching the model name, found
+ * where LangSmith looks for it (`extra.metadata.ls_model_name`, then the invocation parameters),
+ * and the provider when the entry names one; costs a client sent stay unless a later patch sends
+ * tokens without costs — and recomputes the root of every trace the batch touched from all of that
+ * trace's llm runs. Recomputing (not adding
  * deltas) makes the root right whatever the order runs and patches arrive in — children after the
  * root ended, patches before their creates, tokens patched later — and a repeated write changes
  * nothing. Two batches of one trace must not recompute it at once (each would miss the other's
@@ -22,16 +26,6 @@ import { isUuid } from '@berth/ids';
 import type { ModelPrice } from './model-prices.js';
 import type { RunWrite } from './run-fields.js';
 import type { TraceTables } from './trace-store.js';
-
-/**
- * Where LangSmith looks for an llm run's model name, in order: `extra.metadata.ls_model_name`,
- * then the invocation parameters.
- */
-const MODEL_NAME = sql.raw(
-  `coalesce(u.extra->'metadata'->>'ls_model_name', ${['model', 'model_name', 'model_id', 'model_path', 'endpoint_name']
-    .map((key) => `u.extra->'invocation_params'->>'${key}'`)
-    .join(', ')})`,
-);
 
 const TOKEN_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
 const COST_FIELDS = ['prompt_cost', 'completion_cost', 'total_cost'] as const;
@@ -82,12 +76,8 @@ export class TraceRollups {
   }
 
   /**
-   * Prices and rolls up after a batch, in one statement; `stored` are the batch's writes that
-   * reached their run. `priced` sets the costs of the batch's llm runs that have tokens and no
-   * costs, or whose tokens the batch patched without costs (costs a client sent otherwise stay),
-   * from the first entry of the table matching their model. `sums` adds up the llm runs of the
-   * touched traces with the costs just priced (the statement's parts all read the rows as they
-   * were before it). A root is written only when one of its figures changes.
+   * Prices and rolls up after a batch, in one round trip (the function `roll_up_traces` of
+   * migration 0009); `written` are the batch's writes that reached their run.
    */
   async apply(trx: Kysely<TraceTables>, tenantId: string, written: RunWrite[]): Promise<void> {
     const stored = written.filter(concernsRollup);
@@ -99,51 +89,14 @@ export class TraceRollups {
       if (trace) traces.add(trace);
       else unnamed.push(write.id);
     }
-    const ids = [...new Set(stored.map((w) => w.id))];
-    await sql`
-      WITH priced AS (
-        UPDATE runs r SET ${PRICED_SET}
-        FROM (
-          SELECT DISTINCT ON (u.id) u.id, u.start_time, ${COSTS_OF_TOKENS}
-          FROM run_keys k JOIN runs u ON u.id = k.id AND u.start_time = k.start_time
-            JOIN jsonb_to_recordset(${this.prices}::jsonb) AS p(rank int, match_pattern text, provider text, prompt numeric, completion numeric)
-              ON ${MODEL_NAME} ~ p.match_pattern AND (p.provider IS NULL OR p.provider = u.extra->'metadata'->>'ls_provider')
-          WHERE k.id = ANY(${ids}::uuid[]) AND k.tenant_id = ${tenantId}::uuid AND u.run_type = 'llm'
-            AND (u.prompt_tokens IS NOT NULL OR u.completion_tokens IS NOT NULL)
-            AND (u.id = ANY(${repriced(stored)}::uuid[]) OR (u.prompt_cost IS NULL AND u.completion_cost IS NULL AND u.total_cost IS NULL))
-          ORDER BY u.id, p.rank) AS c
-        WHERE r.id = c.id AND r.start_time = c.start_time
-        RETURNING r.id, r.prompt_cost, r.completion_cost, r.total_cost),
-      sums AS (
-        SELECT u.trace_id, u.session_id, ${SUMS}
-        FROM runs u LEFT JOIN priced p ON p.id = u.id
-        WHERE u.tenant_id = ${tenantId}::uuid AND u.run_type = 'llm' AND u.trace_id = ANY(ARRAY(
-          SELECT unnest(${[...traces]}::uuid[])
-          UNION SELECT r.trace_id FROM run_keys k JOIN runs r ON r.id = k.id AND r.start_time = k.start_time WHERE k.id = ANY(${unnamed}::uuid[])))
-        GROUP BY u.trace_id, u.session_id)
-      UPDATE runs r SET ${ROLLED_SET}, updated_at = now()
-      FROM sums s JOIN run_keys k ON k.id = s.trace_id
-      WHERE r.id = k.id AND r.start_time = k.start_time AND r.tenant_id = ${tenantId}::uuid AND r.session_id = s.session_id
-        AND r.run_type <> 'llm' AND ${ROLLED_CHANGED}`.execute(trx);
+    const runs = [...new Set(stored.map((w) => w.id))];
+    await sql`SELECT roll_up_traces(${tenantId}::uuid, ${runs}::uuid[], ${repriced(stored)}::uuid[], ${[...traces]}::uuid[], ${unnamed}::uuid[], ${this.prices}::jsonb)`.execute(
+      trx,
+    );
   }
 }
 
-// The statement's fixed parts, built once (their text does not depend on the batch).
 const ROLLED = [...TOKEN_FIELDS, ...COST_FIELDS, 'first_token_time'] as const;
-const perMillion = (tokens: string, price: string) => `trim_scale(u.${tokens} * p.${price} / 1000000)`;
-const COSTS_OF_TOKENS = sql.raw(`${perMillion('prompt_tokens', 'prompt')} AS prompt_cost, ${perMillion('completion_tokens', 'completion')} AS completion_cost`);
-const PRICED_SET = sql.raw(`prompt_cost = c.prompt_cost, completion_cost = c.completion_cost,
-  total_cost = CASE WHEN c.prompt_cost IS NULL AND c.completion_cost IS NULL THEN NULL ELSE coalesce(c.prompt_cost, 0) + coalesce(c.completion_cost, 0) END,
-  updated_at = now()`);
-const SUMS = sql.raw(
-  [
-    ...TOKEN_FIELDS.map((f) => `sum(u.${f}) AS ${f}`),
-    ...COST_FIELDS.map((f) => `sum(CASE WHEN p.id IS NULL THEN u.${f} ELSE p.${f} END) AS ${f}`),
-    'min(u.first_token_time) AS first_token_time',
-  ].join(', '),
-);
-const ROLLED_SET = sql.raw(ROLLED.map((f) => `${f} = coalesce(s.${f}, r.${f})`).join(', '));
-const ROLLED_CHANGED = sql.raw(`(${ROLLED.map((f) => `r.${f}`).join(', ')}) IS DISTINCT FROM (${ROLLED.map((f) => `coalesce(s.${f}, r.${f})`).join(', ')})`);
 
 /**
  * Whether a write can change a roll-up or a price: a new llm run or root (patches that waited for
