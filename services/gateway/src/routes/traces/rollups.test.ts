@@ -30,6 +30,9 @@ const stamp = (ms: number) =>
 
 interface Node {
   id: string;
+  name: string;
+  run_type: string;
+  inputs: Json;
   trace_id: string;
   dotted_order: string;
   start_time: number;
