@@ -2,14 +2,14 @@
  * Trace roll-ups in the store on a real Postgres: the root stays exact when many batches of one
  * trace are written at once; an operator's price table (first match, provider) prices llm runs and
  * a table Postgres cannot read is refused at start; the root's rolled-up columns reach the Parquet
- * export, read back with DuckDB as a user would.
+ * export, read back with DuckDB as a user would; migration 0009 rolls up the traces stored before.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, migrate, type Database } from '@berth/db';
+import { createDatabase, migrate, sql, type Database } from '@berth/db';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import { exportRuns } from '../exports/__tests__/export-runs.js';
 import { exportWorkerMigrationsDir } from '../index.js';
@@ -162,5 +162,43 @@ describe('a bulk export', () => {
         first_token_time: BigInt(Date.parse('2026-06-03T10:00:01.500Z')),
       },
     ]);
+  });
+});
+
+describe('migration 0009', () => {
+  it('rolls up the traces stored before it', async () => {
+    const old = await createTestDatabase('ew_rollups_0009');
+    const dir = await mkdtemp(join(tmpdir(), 'berth-migrations-'));
+    try {
+      for (const file of await readdir(exportWorkerMigrationsDir)) {
+        if (file < '0009') await copyFile(join(exportWorkerMigrationsDir, file), join(dir, file));
+      }
+      await migrate({ connectionString: old.url, schema: TRACE_STORE_SCHEMA, directory: dir });
+      const before = createDatabase<TraceTables>({ connectionString: old.url, schema: TRACE_STORE_SCHEMA });
+      try {
+        const project = randomUUID();
+        const [top, a, b] = [randomUUID(), randomUUID(), randomUUID()];
+        await sql`INSERT INTO sessions (id, tenant_id, name) VALUES (${project}::uuid, ${tenant}::uuid, 'old')`.execute(before.db);
+        await sql`CREATE TABLE runs_20260604 PARTITION OF runs FOR VALUES FROM ('2026-06-04T00:00:00Z') TO ('2026-06-05T00:00:00Z')`.execute(before.db);
+        await sql`INSERT INTO run_keys (id, tenant_id, start_time) VALUES (${top}::uuid, ${tenant}::uuid, '2026-06-04T10:00:00Z'),
+          (${a}::uuid, ${tenant}::uuid, '2026-06-04T10:00:01Z'), (${b}::uuid, ${tenant}::uuid, '2026-06-04T10:00:03Z')`.execute(before.db);
+        await sql`INSERT INTO runs (id, tenant_id, session_id, trace_id, parent_run_id, name, run_type, start_time, total_tokens, total_cost, first_token_time)
+          VALUES (${top}::uuid, ${tenant}::uuid, ${project}::uuid, ${top}::uuid, NULL, 'agent', 'chain', '2026-06-04T10:00:00Z', NULL, NULL, NULL),
+            (${a}::uuid, ${tenant}::uuid, ${project}::uuid, ${top}::uuid, ${top}::uuid, 'llm', 'llm', '2026-06-04T10:00:01Z', 30, 0.5, '2026-06-04T10:00:02Z'),
+            (${b}::uuid, ${tenant}::uuid, ${project}::uuid, ${top}::uuid, ${top}::uuid, 'llm', 'llm', '2026-06-04T10:00:03Z', 12, 0.25, NULL)`.execute(
+          before.db,
+        );
+        await migrate({ connectionString: old.url, schema: TRACE_STORE_SCHEMA, directory: exportWorkerMigrationsDir });
+        const { rows } = await sql<Record<string, unknown>>`SELECT total_tokens, total_cost, first_token_time FROM runs WHERE id = ${top}::uuid`.execute(
+          before.db,
+        );
+        expect(rows).toEqual([{ total_tokens: '42', total_cost: '0.75', first_token_time: new Date('2026-06-04T10:00:02Z') }]);
+      } finally {
+        await before.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await old.drop();
+    }
   });
 });
