@@ -1,6 +1,7 @@
 import type { Clock } from '@berth/clock';
 import type { GrpcServerConfig } from '@berth/config';
 import type { FeedbackLimits } from './traces/feedback-store.js';
+import type { ModelPrice } from './traces/model-prices.js';
 
 export interface ExportWorkerConfig extends GrpcServerConfig {
   /** Postgres holding the trace store and the export records (schema `berth_export`). */
@@ -24,6 +25,12 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default 20
    */
   traceIngestMaxBatchesInFlight?: number;
+  /**
+   * Prices of llm runs that report tokens without costs, first match wins (`TRACE_MODEL_PRICES_FILE`
+   * names a JSON file of them; see traces/model-prices.ts).
+   * @default DEFAULT_MODEL_PRICES
+   */
+  modelPrices?: readonly ModelPrice[];
   /** Limits of feedback on runs (see FeedbackLimits for each default). */
   feedbackLimits?: Partial<FeedbackLimits>;
   /** Limits of bulk exports. */

@@ -1,10 +1,12 @@
 /**
  * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
- * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, TRACE_INGEST_MAX_BATCHES_IN_FLIGHT, BULK_EXPORT_*): the only place it reads process.env.
+ * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, TRACE_INGEST_MAX_BATCHES_IN_FLIGHT, TRACE_MODEL_PRICES_FILE,
+ * BULK_EXPORT_*): the only place it reads process.env.
  */
 import { envBoolean, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { BulkExportSettings, ExportWorkerConfig } from './config.js';
+import { loadModelPrices } from './traces/model-prices.js';
 
 const schema = z.object({
   /** Postgres holding the berth_export schema (trace store, destinations, exports). */
@@ -15,6 +17,8 @@ const schema = z.object({
   TRACE_PENDING_PATCH_MAX_AGE_HOURS: z.coerce.number().positive().optional(),
   /** Run batches written at once; more are answered 503 with Retry-After. */
   TRACE_INGEST_MAX_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).optional(),
+  /** A JSON file of model prices replacing the shipped table (docs/guides/tracing.md, "Tokens and costs"). */
+  TRACE_MODEL_PRICES_FILE: z.string().min(1).optional(),
   /** Exports of one tenant running at once (all replicas). */
   BULK_EXPORT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   /** Export runs this process executes at once. */
@@ -48,6 +52,7 @@ export function loadExportWorkerConfig(env: Record<string, string | undefined> =
     secretKey: e.BERTH_SECRET_KEY,
     ...(e.TRACE_PENDING_PATCH_MAX_AGE_HOURS ? { pendingPatchMaxAgeHours: e.TRACE_PENDING_PATCH_MAX_AGE_HOURS } : {}),
     ...(e.TRACE_INGEST_MAX_BATCHES_IN_FLIGHT ? { traceIngestMaxBatchesInFlight: e.TRACE_INGEST_MAX_BATCHES_IN_FLIGHT } : {}),
+    ...(e.TRACE_MODEL_PRICES_FILE ? { modelPrices: loadModelPrices(e.TRACE_MODEL_PRICES_FILE) } : {}),
     bulkExports,
   };
 }

@@ -78,7 +78,11 @@ export async function start(
 ): Promise<RunningExportWorker> {
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
-  const traces = new TraceStore(database);
+  const traces = new TraceStore(database, config.modelPrices ? { modelPrices: config.modelPrices } : {});
+  await traces.check().catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
   const feedback = new FeedbackStore(database.db, config.feedbackLimits);
   // Feedback waits for its run as long as a patch waits for its create.
   const waiting = { sweepPendingPatches: async (maxAgeMs: number) => (await traces.sweepPendingPatches(maxAgeMs)) + (await feedback.sweepPending(maxAgeMs)) };

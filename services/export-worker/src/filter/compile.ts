@@ -30,6 +30,9 @@ const COLUMNS: Partial<Record<FilterField, Condition>> = {
   total_tokens: sql`total_tokens`,
   prompt_tokens: sql`prompt_tokens`,
   completion_tokens: sql`completion_tokens`,
+  total_cost: sql`total_cost`,
+  prompt_cost: sql`prompt_cost`,
+  completion_cost: sql`completion_cost`,
   is_root: sql`is_root`,
   thread_id: sql`(${METADATA}->>'thread_id')`,
 };
@@ -43,6 +46,9 @@ const CASTS: Partial<Record<FilterField, string>> = {
   total_tokens: 'numeric',
   prompt_tokens: 'numeric',
   completion_tokens: 'numeric',
+  total_cost: 'numeric',
+  prompt_cost: 'numeric',
+  completion_cost: 'numeric',
   feedback_score: 'float8',
   is_root: 'boolean',
 };

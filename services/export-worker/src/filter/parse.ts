@@ -56,6 +56,9 @@ export const FILTER_FIELDS = {
   total_tokens: 'number',
   prompt_tokens: 'number',
   completion_tokens: 'number',
+  total_cost: 'number',
+  prompt_cost: 'number',
+  completion_cost: 'number',
   tags: 'tags',
   is_root: 'bool',
   metadata_key: 'text',
@@ -236,7 +239,11 @@ class Parser {
       const field = this.field();
       const type = FILTER_FIELDS[field];
       if (fn !== 'eq' && fn !== 'neq' && !ORDERED[type])
-        throw new FilterSyntaxError(at, `a field that has an order for ${fn} (start_time, end_time, latency, a token count, feedback_score)`, `'${field}'`);
+        throw new FilterSyntaxError(
+          at,
+          `a field that has an order for ${fn} (start_time, end_time, latency, a token count, a cost, feedback_score)`,
+          `'${field}'`,
+        );
       if (type === 'tags') throw new FilterSyntaxError(at, 'has(tags, ...) for tags', `${fn}(tags, ...)`);
       this.punct(',');
       node = { kind: 'compare', op: fn, field, value: this.literal(field, fn) };

@@ -7,16 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createDatabase, migrate, type Database } from '@berth/db';
-import { silentLogger } from '@berth/log';
-import { SecretBox } from '@berth/secret-box';
-import { createTestBucket, createTestDatabase, testS3, until, type TestDatabase } from '@berth/testing';
-import { Destinations } from '../destinations/destinations.js';
-import { Exports } from '../exports/exports.js';
-import { ExportRunner } from '../exports/runner.js';
-import { ExportStore } from '../exports/store.js';
-import type { BulkExportTables } from '../exports/tables.js';
+import { createTestDatabase, type TestDatabase } from '@berth/testing';
+import { exportRuns } from '../exports/__tests__/export-runs.js';
 import { exportWorkerMigrationsDir } from '../index.js';
-import { readExport } from '../writer/__tests__/exported.js';
 import { FeedbackStore } from './feedback-store.js';
 import { TRACE_STORE_SCHEMA, TraceStore, type TraceTables } from './trace-store.js';
 
@@ -87,42 +80,10 @@ describe('a bulk export', () => {
     await feedback.create(tenant, undefined, { run_id: rated, key: 'correctness', score: 0 });
     await feedback.create(tenant, undefined, { run_id: rated, key: 'label', value: 'spam' });
 
-    const s3 = testS3();
-    const bucket = await createTestBucket('feedback');
-    const db = database.db.withTables<BulkExportTables>();
-    const store = new ExportStore(db);
-    const destinations = new Destinations(db, new SecretBox(SecretBox.generateKey()), {
-      logger: silentLogger(),
-      clientOptions: { allowPrivateEndpoints: true },
-    });
-    const destination = await destinations.create(tenant, {
-      destination_type: 's3',
-      display_name: 'd',
-      config: { bucket_name: bucket, prefix: 'out', endpoint_url: s3.endpoint, region: s3.region },
-      credentials: { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey },
-    });
-    const exp = await new Exports(db, store, traces).create(tenant, {
-      bulk_export_destination_id: destination.id,
-      session_id: session,
-      start_time: new Date('2026-04-02T00:00:00Z'),
-      end_time: new Date('2026-04-03T00:00:00Z'),
-      format_version: 'v2_beta',
-    });
-    const runner = new ExportRunner({ store, databaseUrl: testDb.url, destinations, traces, logger: silentLogger() });
-    await until(
-      'the export to finish',
-      async () => {
-        await runner.tick();
-        await runner.idle();
-        const row = await store.get(tenant, exp.id);
-        return ['COMPLETED', 'FAILED'].includes(row.status) ? row.status : undefined;
-      },
-      60_000,
-      20,
+    const read = await exportRuns(
+      { database, databaseUrl: testDb.url, traces, tenant, session, start: new Date('2026-04-02T00:00:00Z'), end: new Date('2026-04-03T00:00:00Z') },
+      'SELECT name, feedback_stats FROM {runs} ORDER BY name',
     );
-    const client = s3.client();
-    const read = await readExport(client, bucket, 'out', `SELECT name, feedback_stats FROM {runs} WHERE export_id = '${exp.id}' ORDER BY name`);
-    client.destroy();
     expect(read.rows.map((r) => [r.name, r.feedback_stats === null ? null : JSON.parse(r.feedback_stats as string)])).toEqual([
       [
         'rated',

@@ -83,6 +83,8 @@ export interface AggregateRow {
   last_run_start_time: Date | null;
 }
 
+const USAGE = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_cost', 'completion_cost', 'total_cost'] as const;
+
 type StatsRow = AggregateRow & { session_id: string; bucket: number | null };
 
 /** Stats per project of `tenantId` (projects without runs in the range are absent). */
@@ -100,17 +102,20 @@ export async function projectStats(db: Kysely<TraceTables>, tenantId: string, q:
       : sql`NULL::int`;
   const groups = q.bucketSeconds && q.start ? sql`GROUPING SETS ((session_id), (session_id, bucket))` : sql`session_id, bucket`;
   const latency = sql`extract(epoch FROM (end_time - start_time))::float8`;
+  // A root carries the sums of its trace's llm runs (rollups.ts), so tokens and costs are counted
+  // once: of the roots (their traces') unless a filter or is_root=false picks runs within traces,
+  // then of the llm runs picked.
+  const counted = q.isRoot === true || (q.isRoot === undefined && !q.filter) ? sql`is_root` : sql`run_type = 'llm'`;
   // The bucket is computed once in the inner query: the grouping names it, not a second copy of
   // the expression (whose parameters would make it a different expression to the planner).
   const { rows } = await sql<StatsRow>`
     SELECT session_id, bucket, count(*) AS run_count, count(*) FILTER (WHERE status = 'error') AS error_count,
       percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) AS latency_p50,
       percentile_cont(0.99) WITHIN GROUP (ORDER BY latency) AS latency_p99,
-      sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens, sum(total_tokens) AS total_tokens,
-      sum(prompt_cost) AS prompt_cost, sum(completion_cost) AS completion_cost, sum(total_cost) AS total_cost,
+      ${sql.join(USAGE.map((f) => sql`sum(${sql.id(f)}) FILTER (WHERE counted) AS ${sql.id(f)}`))},
       max(start_time) AS last_run_start_time
-    FROM (SELECT session_id, start_time, status, prompt_tokens, completion_tokens, total_tokens, prompt_cost, completion_cost, total_cost,
-        ${latency} AS latency, ${bucket} AS bucket
+    FROM (SELECT session_id, start_time, status, ${sql.join(USAGE.map((f) => sql.id(f)))},
+        ${counted} AS counted, ${latency} AS latency, ${bucket} AS bucket
       FROM runs WHERE ${sql.join(where, sql` AND `)}) AS r
     GROUP BY ${groups}`.execute(db);
   for (const row of rows) {

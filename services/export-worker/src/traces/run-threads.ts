@@ -2,9 +2,8 @@
  * Threads of traces (LangSmith's threads view, `client.threads.query()`): a project's traces — its
  * root runs — grouped by the thread their metadata names, `thread_id`, else `session_id`, else
  * `conversation_id`, as LangSmith groups them. Each thread's stats come in one statement: the
- * matching roots grouped by thread, joined to the llm runs of their traces for tokens and costs
- * (the llm runs carry them whether or not a root has them rolled up), with the totals over every
- * thread matching from the same rows via GROUPING SETS.
+ * matching roots grouped by thread (a root carries its trace's tokens and costs, rollups.ts),
+ * with the totals over every thread matching from the same rows via GROUPING SETS.
  */
 import { sql, type Kysely, type RawBuilder } from '@berth/db';
 import { compileFilter } from '../filter/compile.js';
@@ -76,7 +75,8 @@ function tracesOf(tenantId: string, q: ThreadQuery): RawBuilder<unknown> {
   if (q.filter) where.push(compileFilter(q.filter));
   const thread = THREAD_OF('r');
   where.push(q.threadId ? sql`${thread} = ${q.threadId}` : sql`${thread} IS NOT NULL`);
-  return sql`SELECT r.id, r.tenant_id, r.trace_id, r.start_time, r.end_time, r.status, ${thread} AS thread_id FROM runs r WHERE ${sql.join(where, sql` AND `)}`;
+  return sql`SELECT r.id, r.start_time, r.end_time, r.status, r.prompt_tokens, r.completion_tokens, r.total_tokens, r.prompt_cost,
+    r.completion_cost, r.total_cost, ${thread} AS thread_id FROM runs r WHERE ${sql.join(where, sql` AND `)}`;
 }
 
 export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q: ThreadQuery): Promise<ThreadPage> {
@@ -84,13 +84,6 @@ export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q:
   // Per thread and in total (thread_id NULL): the totals are over every thread, not this page.
   const { rows } = await sql<Raw>`
     WITH traces AS (${tracesOf(tenantId, q)}),
-    usage AS (
-      SELECT t.id AS trace_id, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens,
-        sum(u.total_tokens) AS total_tokens, sum(u.prompt_cost) AS prompt_cost, sum(u.completion_cost) AS completion_cost,
-        sum(u.total_cost) AS total_cost
-      FROM traces t JOIN runs u ON u.trace_id = t.trace_id AND u.tenant_id = t.tenant_id AND u.run_type = 'llm'
-      GROUP BY t.id
-    ),
     grouped AS (
       SELECT t.thread_id, GROUPING(t.thread_id) = 1 AS is_total, count(*) AS run_count,
         count(*) FILTER (WHERE t.status = 'error') AS error_count,
@@ -99,11 +92,11 @@ export async function queryThreads(db: Kysely<TraceTables>, tenantId: string, q:
         (array_agg(t.id ORDER BY t.start_time DESC, t.id DESC))[1] AS last_trace_id,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (t.end_time - t.start_time))::float8) AS latency_p50,
         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM (t.end_time - t.start_time))::float8) AS latency_p99,
-        coalesce(sum(u.prompt_tokens), 0) AS prompt_tokens, coalesce(sum(u.completion_tokens), 0) AS completion_tokens,
-        coalesce(sum(u.total_tokens), 0) AS total_tokens, coalesce(sum(u.prompt_cost), 0) AS prompt_cost,
-        coalesce(sum(u.completion_cost), 0) AS completion_cost, coalesce(sum(u.total_cost), 0) AS total_cost,
+        coalesce(sum(t.prompt_tokens), 0) AS prompt_tokens, coalesce(sum(t.completion_tokens), 0) AS completion_tokens,
+        coalesce(sum(t.total_tokens), 0) AS total_tokens, coalesce(sum(t.prompt_cost), 0) AS prompt_cost,
+        coalesce(sum(t.completion_cost), 0) AS completion_cost, coalesce(sum(t.total_cost), 0) AS total_cost,
         count(DISTINCT t.thread_id) AS thread_count
-      FROM traces t LEFT JOIN usage u ON u.trace_id = t.id
+      FROM traces t
       GROUP BY GROUPING SETS ((t.thread_id), ())
     )
     (SELECT * FROM grouped WHERE is_total)

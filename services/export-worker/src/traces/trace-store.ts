@@ -23,6 +23,8 @@ import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
 import { queryThreads, type ThreadPage, type ThreadQuery } from './run-threads.js';
+import { DEFAULT_MODEL_PRICES, type ModelPrice } from './model-prices.js';
+import { TraceRollups, lockIds } from './rollups.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -103,13 +105,28 @@ export interface RunScan {
 /** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
 export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
 
+export interface TraceStoreOptions {
+  /**
+   * Prices of llm runs that report tokens without costs (model-prices.ts).
+   * @default DEFAULT_MODEL_PRICES
+   */
+  modelPrices?: readonly ModelPrice[];
+}
+
 export class TraceStore {
   private readonly db: Kysely<TraceTables>;
   /** Day partitions known to exist (they are never dropped while the process runs). */
   private readonly partitions = new Set<string>();
+  private readonly rollups: TraceRollups;
 
-  constructor(database: Database<TraceTables>) {
+  constructor(database: Database<TraceTables>, options: TraceStoreOptions = {}) {
     this.db = database.db;
+    this.rollups = new TraceRollups(options.modelPrices ?? DEFAULT_MODEL_PRICES);
+  }
+
+  /** Checks the store's settings against the database (a price pattern Postgres cannot compile). */
+  async check(): Promise<void> {
+    await this.rollups.check(this.db);
   }
 
   async createSession(tenantId: string, input: SessionCreate): Promise<SessionRow> {
@@ -272,9 +289,10 @@ export class TraceStore {
 
     await this.db.transaction().execute(async (trx) => {
       // One writer per run at a time (concurrent batches carrying the same run), in a fixed
-      // order so that two batches never wait on each other; the runs' keys are read after the
-      // lock (a statement of their own: its snapshot must postdate the lock).
-      const ids = [...new Set(valid.map(({ write }) => write.id))].sort();
+      // order so that two batches never wait on each other; the batch's traces are locked with its
+      // runs, for their roll-ups (rollups.ts). The runs' keys are read after the lock (a statement
+      // of their own: its snapshot must postdate the lock).
+      const ids = lockIds(valid.map(({ write }) => write));
       const sessions = [...new Set(valid.flatMap(({ write }) => (write.session_id ? [write.session_id.toLowerCase()] : [])))];
       const { rows } = await sql<{ known: string[] | null }>`SELECT
           (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(hashtextextended(id, 7411)) FROM (SELECT id FROM unnest(${ids}::text[]) AS id ORDER BY id) AS o) AS l) AS locked,
@@ -299,6 +317,11 @@ export class TraceStore {
         waiting,
       );
       await writeBatch(trx, tenantId, plan);
+      await this.rollups.apply(
+        trx,
+        tenantId,
+        accepted.filter((_, i) => plan.outcomes[i] === 'stored').map(({ write }) => write),
+      );
       plan.outcomes.forEach((outcome, i) => {
         const { index, write } = accepted[i]!;
         if (outcome === 'foreign') result.rejected.push({ index, id: write.id, reason: 'the run id belongs to another run (or another project)' });

@@ -313,33 +313,17 @@ export function readV2Routes(api: GatewayApi, deps: ReadV2Deps): void {
           treeFilter: body.tree_filter ?? '',
           limit: body.page_size ?? DEFAULT_PAGE,
           cursor: body.cursor ?? '',
-          select: columnsFor(body.selects),
+          // The root carries its trace's roll-up (the sums of its llm runs) whatever the selects.
+          select: [...columnsFor(body.selects), 'total_tokens', 'total_cost', 'first_token_time'],
         });
-        // The page's traces' runs in one query (not one per trace), summed per trace.
-        const traceIds = page.docs.map((root) => String(root.id));
-        const runs = traceIds.length
-          ? await allRuns(auth, {
-              sessionIds,
-              filter: `in(trace_id, ${JSON.stringify(traceIds)})`,
-              select: ['trace_id', 'run_type', 'total_tokens', 'total_cost', 'first_token_time'],
-            })
-          : [];
-        const items = page.docs.map((root) => {
-          const trace = runs.filter((run) => run.trace_id === root.id);
-          const llm = trace.filter((run) => run.run_type === 'llm');
-          const firstToken = trace
-            .map((run) => run.first_token_time)
-            .filter((t): t is string => typeof t === 'string')
-            .sort()[0];
-          return {
-            root_run: runV2(root, body.selects),
-            trace_aggregates: {
-              total_tokens: llm.reduce((sum, run) => sum + Number(run.total_tokens ?? 0), 0),
-              total_cost: llm.reduce((sum, run) => sum + Number(run.total_cost ?? 0), 0),
-              ...(firstToken ? { first_token_time: firstToken } : {}),
-            },
-          };
-        });
+        const items = page.docs.map((root) => ({
+          root_run: runV2(root, body.selects),
+          trace_aggregates: {
+            total_tokens: Number(root.total_tokens ?? 0),
+            total_cost: Number(root.total_cost ?? 0),
+            ...(typeof root.first_token_time === 'string' ? { first_token_time: root.first_token_time } : {}),
+          },
+        }));
         return { items, next_cursor: page.next };
       },
     })
