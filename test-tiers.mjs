@@ -140,6 +140,7 @@ export default {
     'services/export-worker/src/exports/runner.test.ts',
     'services/export-worker/src/filter/filter.test.ts',
     'services/export-worker/src/traces/feedback-store.test.ts',
+    'services/export-worker/src/traces/retention.test.ts',
     'services/export-worker/src/traces/trace-store.test.ts',
     'services/export-worker/src/writer/export-partition.test.ts',
     'services/gateway/src/a2a.test.ts',

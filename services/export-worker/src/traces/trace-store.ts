@@ -22,6 +22,7 @@ import { isUuid } from '@berth/ids';
 import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
 import { queryThreads, type ThreadPage, type ThreadQuery } from './run-threads.js';
+import type { TraceTier } from './retention.js';
 
 /** The schema of the trace store. */
 export const TRACE_STORE_SCHEMA = 'berth_export';
@@ -36,6 +37,8 @@ export interface SessionRow {
   extra: Record<string, unknown>;
   reference_dataset_id: string | null;
   end_time: Date | null;
+  /** 'shortlived' or 'longlived' (retention.ts); null for projects made before tiers, which have their tenant's default. */
+  trace_tier: TraceTier | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -52,6 +55,7 @@ export interface SessionCreate {
   extra?: Record<string, unknown>;
   reference_dataset_id?: string | null;
   end_time?: Date | null;
+  trace_tier?: TraceTier | null;
 }
 
 export interface SessionUpdate {
@@ -59,6 +63,8 @@ export interface SessionUpdate {
   description?: string | null;
   extra?: Record<string, unknown>;
   end_time?: Date | null;
+  /** Applies to the runs that arrive after (each run keeps the tier it came with). */
+  trace_tier?: TraceTier;
 }
 
 export interface SessionList {
@@ -104,7 +110,7 @@ export type RunRow = Record<string, unknown> & { id: string; start_time: Date; s
 
 export class TraceStore {
   private readonly db: Kysely<TraceTables>;
-  /** Day partitions known to exist (they are never dropped while the process runs). */
+  /** Day partitions known to exist (retention drops old ones: see forgetPartitions). */
   private readonly partitions = new Set<string>();
 
   constructor(database: Database<TraceTables>) {
@@ -158,6 +164,7 @@ export class TraceStore {
     if (update.description !== undefined) values.description = update.description;
     if (update.extra !== undefined) values.extra = JSON.stringify(update.extra);
     if (update.end_time !== undefined) values.end_time = update.end_time;
+    if (update.trace_tier !== undefined) values.trace_tier = update.trace_tier;
     if (Object.keys(values).length === 0) return this.getSession(tenantId, id);
     let row: SessionRow | undefined;
     try {
@@ -238,6 +245,7 @@ export class TraceStore {
         extra: JSON.stringify(input.extra ?? {}) as unknown as Record<string, unknown>,
         reference_dataset_id: input.reference_dataset_id ?? null,
         end_time: input.end_time ?? null,
+        trace_tier: input.trace_tier ?? null,
       } as SessionRow)
       .onConflict((oc) => oc.doNothing())
       .returningAll()
@@ -289,6 +297,11 @@ export class TraceStore {
       }
     });
     return result;
+  }
+
+  /** Forgets day partitions (`YYYY-MM-DD`) that were dropped (retention): a later run of such a day creates its partition again. */
+  forgetPartitions(days: string[]): void {
+    for (const day of days) this.partitions.delete(day);
   }
 
   /** Creates the day partitions of `days` (`YYYY-MM-DD`) that do not exist yet. */
