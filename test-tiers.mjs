@@ -165,6 +165,7 @@ export default {
     'services/gateway/src/routes/sandboxes/manager.test.ts',
     'services/gateway/src/routes/sandboxes/requests.test.ts',
     'services/gateway/src/routes/traces/read-v2.test.ts',
+    'services/gateway/src/routes/traces/retention.test.ts',
     'services/gateway/src/routes/traces/share.test.ts',
     'services/gateway/src/routes/traces/feedback.test.ts',
     'services/gateway/src/routes/traces/stats.test.ts',
