@@ -17,11 +17,11 @@ const schema = z.object({
   BERTH_SECRET_KEY: z.string().min(1),
   /** Hours a run patch waits for its create before it is swept. */
   TRACE_PENDING_PATCH_MAX_AGE_HOURS: z.coerce.number().positive().optional(),
-  /** Days traces of the base tier ('shortlived') are kept. */
+  /** Days traces of the base tier ('shortlived') are kept (14 when unset). */
   TRACE_RETENTION_BASE_DAYS: z.coerce.number().int().min(1).optional(),
-  /** Days traces of the extended tier ('longlived') are kept. */
+  /** Days traces of the extended tier ('longlived') are kept (400 when unset). */
   TRACE_RETENTION_EXTENDED_DAYS: z.coerce.number().int().min(1).optional(),
-  /** The tier of projects created without one. */
+  /** The tier of projects created without one: shortlived (when unset) or longlived. */
   TRACE_RETENTION_DEFAULT_TIER: z.enum(TRACE_TIERS).optional(),
   /** Per tenant, as JSON: {"<tenant id>": {"base_days": 30, "extended_days": 730, "default_tier": "longlived"}} (each field optional). */
   TRACE_RETENTION_TENANTS: z
@@ -36,7 +36,7 @@ const schema = z.object({
     })
     .pipe(z.record(z.uuid(), tenantRetention))
     .optional(),
-  /** Minutes between sweeps of expired traces. */
+  /** Minutes between sweeps of expired traces (60 when unset). */
   TRACE_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().optional(),
   /** Exports of one tenant running at once (all replicas). */
   BULK_EXPORT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).optional(),
