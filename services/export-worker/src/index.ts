@@ -82,8 +82,10 @@ export async function start(
   logger: Logger = createLogger({ name: 'export-worker', level: config.logLevel }),
 ): Promise<RunningExportWorker> {
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
+  const { sweepIntervalMs, clock: retentionClock, ...retentionConfig } = config.retention ?? {};
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
-  const traces = new TraceStore(database);
+  const policy = new RetentionPolicy(retentionConfig);
+  const traces = new TraceStore(database, (tenantId) => policy.settings(tenantId).defaultTier);
   const feedback = new FeedbackStore(database.db, config.feedbackLimits);
   // Feedback waits for its run as long as a patch waits for its create.
   const waiting = { sweepPendingPatches: async (maxAgeMs: number) => (await traces.sweepPendingPatches(maxAgeMs)) + (await feedback.sweepPending(maxAgeMs)) };
@@ -92,8 +94,6 @@ export async function start(
   const exportDb = database.db.withTables<BulkExportTables>();
   const clock = settings.clock ?? systemClock;
   const exportStore = new ExportStore(exportDb);
-  const { sweepIntervalMs, clock: retentionClock, ...retentionConfig } = config.retention ?? {};
-  const policy = new RetentionPolicy(retentionConfig);
   const retention = new RetentionSweeper({
     db: database.db,
     policy,

@@ -151,7 +151,14 @@ describe('retention', () => {
     await clock.advance(Date.parse('2025-07-16T00:00:00Z') - clock.now());
     expect(await sweep.sweep()).toEqual({ droppedDays: [], deletedRuns: 1 });
     expect([await exists(keeps, keptRun!), await exists(plain, plainRun!)]).toEqual([true, false]);
-    expect(new RetentionPolicy(config).days(keeps, null)).toBe(400);
+    // A project ingest makes by name gets its tenant's default tier, and its runs carry it.
+    const policy = new RetentionPolicy(config);
+    const ingestStore = new TraceStore(database, (t) => policy.settings(t).defaultTier);
+    const { session } = await ingestStore.ensureSession(keeps, { name: 'made-by-ingest' });
+    expect(session.trace_tier).toBe('longlived');
+    const [run] = await runs(keeps, session.id, '2025-07-15T12:00:00Z');
+    expect((await store.getRun(keeps, run!)).trace_tier).toBe('longlived');
+    expect((await ingestStore.ensureSession(short, { name: 'made-by-ingest' })).session.trace_tier).toBe('shortlived');
   });
 });
 

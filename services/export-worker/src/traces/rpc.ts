@@ -234,7 +234,7 @@ export function traceHandlers(
         extra: extraOf(r.extraJson) ?? {},
         ...(r.referenceDatasetId ? { reference_dataset_id: uuidField('reference_dataset_id', r.referenceDatasetId) } : {}),
         ...(r.endTime ? { end_time: timestampDate(r.endTime) } : {}),
-        trace_tier: tierOf(r.traceTier) ?? policy.settings(r.tenantId).defaultTier,
+        ...(r.traceTier ? { trace_tier: tierOf(r.traceTier) } : {}),
       };
       if (r.upsert) {
         const { session, created } = await store.ensureSession(r.tenantId, input);

@@ -113,7 +113,14 @@ export class TraceStore {
   /** Day partitions known to exist (retention drops old ones: see forgetPartitions). */
   private readonly partitions = new Set<string>();
 
-  constructor(database: Database<TraceTables>) {
+  /**
+   * @param defaultTier the trace tier of a project created without one (ingest makes projects
+   *   by name); none: such projects have none, and their runs their tenant's default when swept
+   */
+  constructor(
+    database: Database<TraceTables>,
+    private readonly defaultTier?: (tenantId: string) => TraceTier,
+  ) {
     this.db = database.db;
   }
 
@@ -245,7 +252,7 @@ export class TraceStore {
         extra: JSON.stringify(input.extra ?? {}) as unknown as Record<string, unknown>,
         reference_dataset_id: input.reference_dataset_id ?? null,
         end_time: input.end_time ?? null,
-        trace_tier: input.trace_tier ?? null,
+        trace_tier: input.trace_tier ?? this.defaultTier?.(tenantId) ?? null,
       } as SessionRow)
       .onConflict((oc) => oc.doNothing())
       .returningAll()
