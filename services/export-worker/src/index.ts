@@ -38,7 +38,7 @@ export { StorageError, classifyStorageError, storageClient } from './storage/s3.
 export type { StorageErrorKind, StorageLocation, StorageCredentials } from './storage/s3.js';
 export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
-export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
+export type { RunRow, RunScan, SessionCreate, SessionRow, TraceStoreOptions, TraceTables, UpsertResult } from './traces/trace-store.js';
 export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
@@ -85,7 +85,7 @@ export async function start(
   const { sweepIntervalMs, clock: retentionClock, ...retentionConfig } = config.retention ?? {};
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
   const policy = new RetentionPolicy(retentionConfig);
-  const traces = new TraceStore(database, (tenantId) => policy.settings(tenantId).defaultTier);
+  const traces = new TraceStore(database, { defaultTier: (tenantId) => policy.settings(tenantId).defaultTier, droppableAfterDays: policy.periods()[0] });
   const feedback = new FeedbackStore(database.db, config.feedbackLimits);
   // Feedback waits for its run as long as a patch waits for its create.
   const waiting = { sweepPendingPatches: async (maxAgeMs: number) => (await traces.sweepPendingPatches(maxAgeMs)) + (await feedback.sweepPending(maxAgeMs)) };

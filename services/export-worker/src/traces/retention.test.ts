@@ -153,12 +153,24 @@ describe('retention', () => {
     expect([await exists(keeps, keptRun!), await exists(plain, plainRun!)]).toEqual([true, false]);
     // A project ingest makes by name gets its tenant's default tier, and its runs carry it.
     const policy = new RetentionPolicy(config);
-    const ingestStore = new TraceStore(database, (t) => policy.settings(t).defaultTier);
+    const ingestStore = new TraceStore(database, { defaultTier: (t) => policy.settings(t).defaultTier });
     const { session } = await ingestStore.ensureSession(keeps, { name: 'made-by-ingest' });
     expect(session.trace_tier).toBe('longlived');
     const [run] = await runs(keeps, session.id, '2025-07-15T12:00:00Z');
     expect((await store.getRun(keeps, run!)).trace_tier).toBe('longlived');
     expect((await ingestStore.ensureSession(short, { name: 'made-by-ingest' })).session.trace_tier).toBe('shortlived');
+  });
+
+  it("another replica's store makes a dropped day's partition again rather than trust that it saw it before", async () => {
+    const tenant = randomUUID();
+    const replica = new TraceStore(database, { droppableAfterDays: 14 });
+    const project = (await replica.createSession(tenant, { name: 'replica', trace_tier: 'shortlived' })).id;
+    const write = (start: string) =>
+      replica.upsertRuns(tenant, [{ op: 'create', id: randomUUID(), session_id: project, name: 'agent', run_type: 'chain', start_time: start }]);
+    expect((await write('2025-01-10T12:00:00Z')).stored).toHaveLength(1);
+    // Another process's sweeper drops the day; this store is not told.
+    expect((await sweeper(new ManualClock(Date.parse('2025-02-01T00:00:00Z'))).sweep()).droppedDays).toEqual(['2025-01-10']);
+    expect((await write('2025-01-10T13:00:00Z')).stored).toHaveLength(1);
   });
 });
 

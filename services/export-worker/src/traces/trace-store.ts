@@ -105,6 +105,20 @@ export interface RunScan {
   jsonText?: boolean;
 }
 
+export interface TraceStoreOptions {
+  /**
+   * The trace tier of a project created without one (ingest makes projects by name). None: such
+   * projects have none, and their runs have their tenant's default when swept.
+   */
+  defaultTier?: (tenantId: string) => TraceTier;
+  /**
+   * Days after which retention may drop a day's partition (the shortest retention): the store
+   * checks that such a day's partition still exists (another replica may have dropped it) rather
+   * than trust what it saw before. None: every partition it saw is trusted.
+   */
+  droppableAfterDays?: number;
+}
+
 /** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
 export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
 
@@ -113,13 +127,9 @@ export class TraceStore {
   /** Day partitions known to exist (retention drops old ones: see forgetPartitions). */
   private readonly partitions = new Set<string>();
 
-  /**
-   * @param defaultTier the trace tier of a project created without one (ingest makes projects
-   *   by name); none: such projects have none, and their runs their tenant's default when swept
-   */
   constructor(
     database: Database<TraceTables>,
-    private readonly defaultTier?: (tenantId: string) => TraceTier,
+    private readonly options: TraceStoreOptions = {},
   ) {
     this.db = database.db;
   }
@@ -252,7 +262,7 @@ export class TraceStore {
         extra: JSON.stringify(input.extra ?? {}) as unknown as Record<string, unknown>,
         reference_dataset_id: input.reference_dataset_id ?? null,
         end_time: input.end_time ?? null,
-        trace_tier: input.trace_tier ?? this.defaultTier?.(tenantId) ?? null,
+        trace_tier: input.trace_tier ?? this.options.defaultTier?.(tenantId) ?? null,
       } as SessionRow)
       .onConflict((oc) => oc.doNothing())
       .returningAll()
@@ -313,7 +323,10 @@ export class TraceStore {
 
   /** Creates the day partitions of `days` (`YYYY-MM-DD`) that do not exist yet. */
   private async ensurePartitions(days: string[]): Promise<void> {
-    const missing = [...new Set(days)].filter((d) => !this.partitions.has(d));
+    const droppable = this.options.droppableAfterDays;
+    // A day in its last hours of being kept may be dropped by a replica whose clock is ahead.
+    const trusted = (day: string) => droppable === undefined || Date.parse(day) + (droppable - 1) * 86_400_000 > Date.now();
+    const missing = [...new Set(days)].filter((d) => !this.partitions.has(d) || !trusted(d));
     if (missing.length === 0) return;
     await this.db.transaction().execute(async (trx) => {
       // Several replicas may meet a new day at once: CREATE TABLE IF NOT EXISTS alone can still fail.
