@@ -192,7 +192,10 @@ export class RetentionSweeper {
     const report: SweepReport = { droppedDays: [], deletedRuns: 0 };
     const { attached, detached } = await this.partitions();
     // Partitions a sweep detached (or began to) and did not drop before it died.
-    for (const [name, state] of detached) await this.drop(name, state);
+    for (const [name, state] of detached) {
+      await this.drop(name, state);
+      report.droppedDays.push(dayText(dayOf(name)));
+    }
     for (const [name, day] of attached) {
       const end = day + DAY_MS;
       if (day + shortest > now) continue; // not even its first run, if kept the shortest, has expired
@@ -237,8 +240,7 @@ export class RetentionSweeper {
     const attached = new Map<string, number>();
     const detached = new Map<string, PartitionState>();
     for (const row of rows) {
-      const [, y, m, d] = PARTITION.exec(row.name)!;
-      if (row.state === 'attached') attached.set(row.name, Date.UTC(Number(y), Number(m) - 1, Number(d)));
+      if (row.state === 'attached') attached.set(row.name, dayOf(row.name));
       else detached.set(row.name, row.state);
     }
     return { attached, detached };
@@ -299,6 +301,12 @@ function removeDependents(runs: RawBuilder<unknown>, opens = true): RawBuilder<u
     gone_patches AS (DELETE FROM pending_run_patches p USING doomed_runs g WHERE p.run_id = g.id AND p.tenant_id = g.tenant_id),
     gone_shares AS (DELETE FROM trace_shares s USING doomed_runs g
       WHERE g.is_root AND s.tenant_id = g.tenant_id AND s.session_id = g.session_id AND s.kind = 'trace' AND s.subject = g.id::text)`;
+}
+
+/** The day (ms since the epoch) of a partition's name. */
+function dayOf(name: string): number {
+  const [, y, m, d] = PARTITION.exec(name)!;
+  return Date.UTC(Number(y), Number(m) - 1, Number(d));
 }
 
 function dayText(day: number): string {
