@@ -10,8 +10,10 @@
  * reads of other days never wait, then dropped), which is cheap whatever its size; a day that also
  * holds runs still kept (another tier, another tenant) has its expired runs deleted in bounded
  * batches. Either way the runs' keys, feedback, waiting feedback and waiting patches go with them,
- * and so does the share link of a trace whose root went. Every replica may sweep: each step is
- * idempotent, and a partition detached by a sweep that died is dropped by the next one.
+ * and so does the share link of a trace whose root went. Every replica runs a sweeper; an advisory
+ * lock lets one sweep at a time, and a partition detached by a sweep that died is dropped by the
+ * next one. Runs expire one by one: a trace that spans midnight loses its runs of the first day
+ * first, hours before the rest.
  */
 import { sql, type Kysely, type RawBuilder } from '@berth/db';
 import { systemClock, type Clock, type Timer } from '@berth/clock';
