@@ -2,6 +2,7 @@ import type { Clock } from '@berth/clock';
 import type { GrpcServerConfig } from '@berth/config';
 import type { FeedbackLimits } from './traces/feedback-store.js';
 import type { ModelPrice } from './traces/model-prices.js';
+import type { RetentionConfig } from './traces/retention.js';
 
 export interface ExportWorkerConfig extends GrpcServerConfig {
   /** Postgres holding the trace store and the export records (schema `berth_export`). */
@@ -31,6 +32,22 @@ export interface ExportWorkerConfig extends GrpcServerConfig {
    * @default DEFAULT_MODEL_PRICES
    */
   modelPrices?: readonly ModelPrice[];
+  /**
+   * How long traces are kept: days of the base ('shortlived') and extended ('longlived') tiers,
+   * the tier of new projects, and per-tenant overrides (see RetentionSettings for each default).
+   */
+  retention?: RetentionConfig & {
+    /**
+     * How often expired runs are swept.
+     * @default 3600000
+     */
+    sweepIntervalMs?: number;
+    /**
+     * The clock deciding what has expired, and of the sweeps.
+     * @default the bulk exports' clock
+     */
+    clock?: Clock;
+  };
   /** Limits of feedback on runs (see FeedbackLimits for each default). */
   feedbackLimits?: Partial<FeedbackLimits>;
   /** Limits of bulk exports. */

@@ -1,12 +1,16 @@
 /**
  * The export-worker's environment (DATABASE_URL, BERTH_SECRET_KEY, GRPC_HOST, GRPC_PORT, LOG_LEVEL,
  * BERTH_INTERNAL_TOKEN, TRACE_PENDING_PATCH_MAX_AGE_HOURS, TRACE_INGEST_MAX_BATCHES_IN_FLIGHT, TRACE_MODEL_PRICES_FILE,
- * BULK_EXPORT_*): the only place it reads process.env.
+ * TRACE_RETENTION_*, BULK_EXPORT_*): the only place it reads process.env.
  */
 import { envBoolean, parseEnv, parseGrpcServerEnv } from '@berth/config';
 import { z } from 'zod';
 import type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 import { loadModelPrices } from './traces/model-prices.js';
+import { TRACE_TIERS } from './traces/retention.js';
+
+const days = z.number().int().min(1);
+const tenantRetention = z.strictObject({ base_days: days.optional(), extended_days: days.optional(), default_tier: z.enum(TRACE_TIERS).optional() });
 
 const schema = z.object({
   /** Postgres holding the berth_export schema (trace store, destinations, exports). */
@@ -19,6 +23,27 @@ const schema = z.object({
   TRACE_INGEST_MAX_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).optional(),
   /** A JSON file of model prices replacing the shipped table (docs/guides/tracing.md, "Tokens and costs"). */
   TRACE_MODEL_PRICES_FILE: z.string().min(1).optional(),
+  /** Days traces of the base tier ('shortlived') are kept (14 when unset). */
+  TRACE_RETENTION_BASE_DAYS: z.coerce.number().int().min(1).optional(),
+  /** Days traces of the extended tier ('longlived') are kept (400 when unset). */
+  TRACE_RETENTION_EXTENDED_DAYS: z.coerce.number().int().min(1).optional(),
+  /** The tier of projects created without one: shortlived (when unset) or longlived. */
+  TRACE_RETENTION_DEFAULT_TIER: z.enum(TRACE_TIERS).optional(),
+  /** Per tenant, as JSON: {"<tenant id>": {"base_days": 30, "extended_days": 730, "default_tier": "longlived"}} (each field optional). */
+  TRACE_RETENTION_TENANTS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.uuid(), tenantRetention))
+    .optional(),
+  /** Minutes between sweeps of expired traces (60 when unset). */
+  TRACE_RETENTION_SWEEP_MINUTES: z.coerce.number().positive().optional(),
   /** Exports of one tenant running at once (all replicas). */
   BULK_EXPORT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   /** Export runs this process executes at once. */
@@ -50,6 +75,22 @@ export function loadExportWorkerConfig(env: Record<string, string | undefined> =
     ...parseGrpcServerEnv(env),
     databaseUrl: e.DATABASE_URL,
     secretKey: e.BERTH_SECRET_KEY,
+    retention: {
+      ...(e.TRACE_RETENTION_BASE_DAYS ? { baseDays: e.TRACE_RETENTION_BASE_DAYS } : {}),
+      ...(e.TRACE_RETENTION_EXTENDED_DAYS ? { extendedDays: e.TRACE_RETENTION_EXTENDED_DAYS } : {}),
+      ...(e.TRACE_RETENTION_DEFAULT_TIER ? { defaultTier: e.TRACE_RETENTION_DEFAULT_TIER } : {}),
+      ...(e.TRACE_RETENTION_SWEEP_MINUTES ? { sweepIntervalMs: e.TRACE_RETENTION_SWEEP_MINUTES * 60_000 } : {}),
+      tenants: Object.fromEntries(
+        Object.entries(e.TRACE_RETENTION_TENANTS ?? {}).map(([tenant, t]) => [
+          tenant,
+          {
+            ...(t.base_days ? { baseDays: t.base_days } : {}),
+            ...(t.extended_days ? { extendedDays: t.extended_days } : {}),
+            ...(t.default_tier ? { defaultTier: t.default_tier } : {}),
+          },
+        ]),
+      ),
+    },
     ...(e.TRACE_PENDING_PATCH_MAX_AGE_HOURS ? { pendingPatchMaxAgeHours: e.TRACE_PENDING_PATCH_MAX_AGE_HOURS } : {}),
     ...(e.TRACE_INGEST_MAX_BATCHES_IN_FLIGHT ? { traceIngestMaxBatchesInFlight: e.TRACE_INGEST_MAX_BATCHES_IN_FLIGHT } : {}),
     ...(e.TRACE_MODEL_PRICES_FILE ? { modelPrices: loadModelPrices(e.TRACE_MODEL_PRICES_FILE) } : {}),

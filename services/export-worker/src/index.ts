@@ -23,6 +23,7 @@ import { attachingPendingFeedback, feedbackHandlers } from './traces/feedback-rp
 import { FeedbackStore } from './traces/feedback-store.js';
 import { TraceIngest } from './traces/ingest.js';
 import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './traces/patch-sweeper.js';
+import { RetentionPolicy, RetentionSweeper } from './traces/retention.js';
 import { traceHandlers } from './traces/rpc.js';
 import { TraceShares } from './traces/trace-shares.js';
 
@@ -37,7 +38,7 @@ export { StorageError, classifyStorageError, storageClient } from './storage/s3.
 export type { StorageErrorKind, StorageLocation, StorageCredentials } from './storage/s3.js';
 export { loadExportWorkerConfig } from './env.js';
 export { TRACE_STORE_SCHEMA, TraceStore, partitionName, runScanQuery } from './traces/trace-store.js';
-export type { RunRow, RunScan, SessionCreate, SessionRow, TraceTables, UpsertResult } from './traces/trace-store.js';
+export type { RunRow, RunScan, SessionCreate, SessionRow, TraceStoreOptions, TraceTables, UpsertResult } from './traces/trace-store.js';
 export type { RunFields, RunWrite } from './traces/run-fields.js';
 export { FILTER_FIELDS, FilterSyntaxError, parseFilter } from './filter/parse.js';
 export type { Comparator, FilterField, FilterNode, Literal } from './filter/parse.js';
@@ -45,6 +46,8 @@ export { compileFilter } from './filter/compile.js';
 export { EXPORT_FIELDS, emptyCheckpoint, exportPartition, partitionFileKey, partitionFolder } from './writer/export-partition.js';
 export type { ExportField, ExportPartitionOptions, ExportTarget, ExportTuning, PartitionCheckpoint, RunCursor } from './writer/export-partition.js';
 export { PendingPatchSweeper } from './traces/patch-sweeper.js';
+export { DEFAULT_RETENTION, RetentionPolicy, RetentionSweeper, TRACE_TIERS } from './traces/retention.js';
+export type { RetentionConfig, RetentionSettings, SweepReport, TraceTier } from './traces/retention.js';
 export { DEFAULT_FEEDBACK_LIMITS, FeedbackStore } from './traces/feedback-store.js';
 export type { FeedbackDocument, FeedbackLimits } from './traces/feedback-store.js';
 
@@ -65,6 +68,8 @@ export interface RunningExportWorker extends RunningGrpcService {
   /** Bulk export parts of this process (tests drive the runner and scheduler with them). */
   bulkExports: { destinations: Destinations; exports: Exports; store: ExportStore; runner: ExportRunner; scheduler: ExportScheduler };
   sweeper: PendingPatchSweeper;
+  /** Deletes expired traces (tests sweep with it). */
+  retention: RetentionSweeper;
 }
 
 /** Applies the export-worker's migrations (safe to call from many processes at once). */
@@ -77,8 +82,14 @@ export async function start(
   logger: Logger = createLogger({ name: 'export-worker', level: config.logLevel }),
 ): Promise<RunningExportWorker> {
   if (config.migrate !== false) await migrateExportWorker(config.databaseUrl);
+  const { sweepIntervalMs, clock: retentionClock, ...retentionConfig } = config.retention ?? {};
   const database = createDatabase<TraceTables>({ connectionString: config.databaseUrl, schema: TRACE_STORE_SCHEMA });
-  const traces = new TraceStore(database, config.modelPrices ? { modelPrices: config.modelPrices } : {});
+  const policy = new RetentionPolicy(retentionConfig);
+  const traces = new TraceStore(database, {
+    defaultTier: (tenantId) => policy.settings(tenantId).defaultTier,
+    droppableAfterDays: policy.periods()[0],
+    ...(config.modelPrices ? { modelPrices: config.modelPrices } : {}),
+  });
   await traces.check().catch(async (error: unknown) => {
     await database.close();
     throw error;
@@ -91,12 +102,20 @@ export async function start(
   const exportDb = database.db.withTables<BulkExportTables>();
   const clock = settings.clock ?? systemClock;
   const exportStore = new ExportStore(exportDb);
+  const retention = new RetentionSweeper({
+    db: database.db,
+    policy,
+    logger,
+    clock: retentionClock ?? clock,
+    ...(sweepIntervalMs ? { intervalMs: sweepIntervalMs } : {}),
+    onDropped: (days) => traces.forgetPartitions(days),
+  });
   const secrets = new SecretBox(config.secretKey);
   const destinations = new Destinations(exportDb, secrets, {
     logger,
     clientOptions: { allowPrivateEndpoints: settings.allowPrivateEndpoints ?? false },
   });
-  const exports = new Exports(exportDb, exportStore, traces, { clock });
+  const exports = new Exports(exportDb, exportStore, traces, { clock, retention: policy });
   const runner = new ExportRunner({
     store: exportStore,
     databaseUrl: config.databaseUrl,
@@ -138,6 +157,7 @@ export async function start(
               }),
               new TraceShares(database.db, secrets),
               clock,
+              policy,
             ),
             feedback,
             logger,
@@ -153,6 +173,7 @@ export async function start(
   }
   const grpc = service;
   sweeper.start();
+  retention.start();
   if (settings.background !== false) {
     await runner.start();
     scheduler.start();
@@ -161,9 +182,11 @@ export async function start(
     ...grpc,
     traces,
     sweeper,
+    retention,
     bulkExports: { destinations, exports, store: exportStore, runner, scheduler },
     close: async () => {
       await sweeper.stop();
+      await retention.stop();
       await scheduler.stop();
       await runner.stop();
       await grpc.close();

@@ -9,6 +9,7 @@ import { systemClock, type Clock } from '@berth/clock';
 import type { Kysely } from '@berth/db';
 import { NotFoundError, RequestValidationError, type ValidationIssue } from '@berth/errors';
 import { FilterSyntaxError, parseFilter } from '../filter/parse.js';
+import { RetentionPolicy } from '../traces/retention.js';
 import type { TraceStore } from '../traces/trace-store.js';
 import { EXPORT_FIELDS } from '../writer/export-partition.js';
 import type { BulkExportTables } from './tables.js';
@@ -31,10 +32,13 @@ export interface ExportCreate {
 export interface ExportsOptions {
   /** The clock of created_at and finished_at (tests move it). @default systemClock */
   clock?: Clock;
+  /** Tells an export over days whose runs have expired that it holds none of them. @default the default retention */
+  retention?: RetentionPolicy;
 }
 
 export class Exports {
   private readonly clock: Clock;
+  private readonly retention: RetentionPolicy;
 
   constructor(
     private readonly db: Kysely<BulkExportTables>,
@@ -43,15 +47,23 @@ export class Exports {
     options: ExportsOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
+    this.retention = options.retention ?? new RetentionPolicy();
   }
 
   async create(tenantId: string, input: ExportCreate): Promise<ExportRow> {
     const issues = validate(input);
     if (issues.length) throw new RequestValidationError(issues);
-    await this.traces.getSession(tenantId, input.session_id).catch((error: unknown) => {
+    const session = await this.traces.getSession(tenantId, input.session_id).catch((error: unknown) => {
       throw error instanceof NotFoundError ? new NotFoundError(`tracing project (session_id) ${input.session_id} not found`, { cause: error }) : error;
     });
     const now = new Date(this.clock.now());
+    // Runs of the project's tier that started before the cutoff are gone (or about to be): the
+    // export says so rather than look as if the project had none then.
+    const cutoff = this.retention.cutoff(tenantId, session.trace_tier, now);
+    const expired =
+      input.start_time < cutoff
+        ? `runs that started before ${cutoff.toISOString()} are past the project's retention (${this.retention.days(tenantId, session.trace_tier)} days) and are not exported`
+        : undefined;
     return this.db.transaction().execute(async (tx) => {
       // A share lock: the destination cannot be deleted until this export is recorded.
       const destination = await tx
@@ -78,6 +90,7 @@ export class Exports {
           source_bulk_export_id: null,
           interval_index: null,
           created_at: now,
+          ...(expired ? { status_message: expired } : {}),
         },
         tx,
       );

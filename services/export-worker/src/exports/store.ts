@@ -28,6 +28,7 @@ export type ExportRunRow = Selectable<ExportRunsTable>;
 /** A new export (its runs are derived from its range). */
 export type ExportInsert = Omit<ExportRow, 'status' | 'status_message' | 'next_interval_index' | 'updated_at' | 'started_at' | 'finished_at' | 'seq'> & {
   status: ExportStatus;
+  status_message?: string;
 };
 
 /** A run claimed by a worker, with what it needs of its export. */

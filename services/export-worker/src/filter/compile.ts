@@ -16,6 +16,20 @@ const OPERATORS: Record<Comparator, string> = { eq: '=', neq: '<>', gt: '>', gte
  */
 const METADATA = sql`(CASE WHEN json_typeof(extra->'metadata') = 'object' THEN (extra->'metadata')::jsonb ELSE '{}'::jsonb END)`;
 
+/** The metadata keys naming the thread of a run, in LangSmith's order of preference. */
+export const THREAD_KEYS = ['thread_id', 'session_id', 'conversation_id'] as const;
+
+/**
+ * The thread a run names (SQL), NULL when none: the first of THREAD_KEYS its metadata gives a
+ * non-empty value. `alias` qualifies the run's columns (unqualified: the runs being filtered).
+ */
+export function threadSql(alias?: string) {
+  const extra = alias ? `${alias}.extra` : 'extra';
+  return sql.raw(
+    `COALESCE(${THREAD_KEYS.map((key) => `CASE WHEN json_typeof(${extra}->'metadata') = 'object' THEN NULLIF(${extra}->'metadata'->>'${key}', '') END`).join(', ')})`,
+  );
+}
+
 /** SQL of each plain field (metadata and feedback fields are compiled on their own). */
 const COLUMNS: Partial<Record<FilterField, Condition>> = {
   id: sql`id`,
@@ -34,7 +48,7 @@ const COLUMNS: Partial<Record<FilterField, Condition>> = {
   prompt_cost: sql`prompt_cost`,
   completion_cost: sql`completion_cost`,
   is_root: sql`is_root`,
-  thread_id: sql`(${METADATA}->>'thread_id')`,
+  thread_id: threadSql(),
 };
 
 const CASTS: Partial<Record<FilterField, string>> = {

@@ -63,7 +63,7 @@ export const FILTER_FIELDS = {
   is_root: 'bool',
   metadata_key: 'text',
   metadata_value: 'text',
-  /** `extra.metadata.thread_id`: the thread a run belongs to (the console links a thread's runs with it). */
+  /** The thread a run belongs to: its metadata's `thread_id`, else `session_id`, else `conversation_id` (as LangSmith groups threads). */
   thread_id: 'nullable_text',
   feedback_key: 'text',
   feedback_score: 'number',

@@ -28,6 +28,7 @@ import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run
 import { decodeThreadCursor, encodeThreadCursor, type ThreadRow } from './run-threads.js';
 import type { ShareSubject, TraceShares } from './trace-shares.js';
 import type { SessionRow, TraceStore } from './trace-store.js';
+import { TRACE_TIERS, type RetentionPolicy, type TraceTier } from './retention.js';
 
 type SessionMessage = MessageInitShape<typeof SessionSchema>;
 type RunStatsMessage = MessageInitShape<typeof RunStatsSchema>;
@@ -67,7 +68,7 @@ function threadMessage(row: ThreadRow): ThreadMessage {
   };
 }
 
-function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
+function sessionMessage(policy: RetentionPolicy, row: SessionRow, stats?: RunStats): SessionMessage {
   // Projects made before `extra` existed, or by writers that set metadata only.
   const extra = Object.keys(row.extra ?? {}).length > 0 || Object.keys(row.metadata ?? {}).length === 0 ? row.extra : { metadata: row.metadata };
   return {
@@ -80,7 +81,16 @@ function sessionMessage(row: SessionRow, stats?: RunStats): SessionMessage {
     startTime: timestampFromDate(row.created_at),
     ...(row.end_time ? { endTime: timestampFromDate(row.end_time) } : {}),
     ...(stats ? { stats: statsMessage(stats) } : {}),
+    traceTier: row.trace_tier ?? policy.settings(row.tenant_id).defaultTier,
+    retentionDays: policy.days(row.tenant_id, row.trace_tier),
   };
+}
+
+/** A trace tier a request names, or undefined when it names none. */
+function tierOf(text: string | undefined): TraceTier | undefined {
+  if (!text) return undefined;
+  if (!(TRACE_TIERS as readonly string[]).includes(text)) throw invalid('trace_tier', `must be one of ${TRACE_TIERS.join(', ')}`);
+  return text as TraceTier;
 }
 
 /** The trace or thread a share request names. */
@@ -128,7 +138,13 @@ function extraOf(text: string | undefined): Record<string, unknown> | undefined 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 
 /** `clock` gives the default end of a stats range (now). */
-export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: TraceShares, clock: Clock): ServiceImplementation<typeof TraceService> {
+export function traceHandlers(
+  store: TraceStore,
+  ingest: TraceIngest,
+  shares: TraceShares,
+  clock: Clock,
+  policy: RetentionPolicy,
+): ServiceImplementation<typeof TraceService> {
   /** The shared subject a request names, once its trace or thread is known to be there. */
   const shareSubject = async (r: Pick<SharedSubject, 'tenantId' | 'sessionId' | 'kind' | 'subject'>): Promise<ShareSubject> => {
     const sessionId = uuidOrNotFound(r.sessionId, 'tracing project');
@@ -145,13 +161,13 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: Tr
   };
   /** Rows with their stats over [start, end) when asked for. */
   const withStats = async (tenantId: string, rows: SessionRow[], r: { includeStats: boolean; statsStartTime?: Timestamp; statsEndTime?: Timestamp }) => {
-    if (!r.includeStats) return rows.map((row) => sessionMessage(row));
+    if (!r.includeStats) return rows.map((row) => sessionMessage(policy, row));
     const stats = await store.projectStats(tenantId, {
       sessionIds: rows.map((row) => row.id),
       ...(r.statsStartTime ? { start: timestampDate(r.statsStartTime) } : {}),
       ...(r.statsEndTime ? { end: timestampDate(r.statsEndTime) } : {}),
     });
-    return rows.map((row) => sessionMessage(row, stats.get(row.id)?.totals ?? EMPTY_STATS));
+    return rows.map((row) => sessionMessage(policy, row, stats.get(row.id)?.totals ?? EMPTY_STATS));
   };
   return {
     ingestRuns: async (r) => {
@@ -218,12 +234,13 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: Tr
         extra: extraOf(r.extraJson) ?? {},
         ...(r.referenceDatasetId ? { reference_dataset_id: uuidField('reference_dataset_id', r.referenceDatasetId) } : {}),
         ...(r.endTime ? { end_time: timestampDate(r.endTime) } : {}),
+        ...(r.traceTier ? { trace_tier: tierOf(r.traceTier) } : {}),
       };
       if (r.upsert) {
         const { session, created } = await store.ensureSession(r.tenantId, input);
-        return { session: sessionMessage(session), created };
+        return { session: sessionMessage(policy, session), created };
       }
-      return { session: sessionMessage(await store.createSession(r.tenantId, input)), created: true };
+      return { session: sessionMessage(policy, await store.createSession(r.tenantId, input)), created: true };
     },
     getSession: async (r) => {
       const row = await store.getSession(r.tenantId, uuidOrNotFound(r.id, 'tracing project'));
@@ -252,8 +269,9 @@ export function traceHandlers(store: TraceStore, ingest: TraceIngest, shares: Tr
         ...(r.description !== undefined ? { description: r.description } : {}),
         ...(extra ? { extra } : {}),
         ...(r.endTime ? { end_time: dateOf(r.endTime)! } : {}),
+        ...(r.traceTier ? { trace_tier: tierOf(r.traceTier) } : {}),
       });
-      return { session: sessionMessage(row) };
+      return { session: sessionMessage(policy, row) };
     },
     projectStats: async (r) => {
       if (r.sessionIds.length === 0 || r.sessionIds.length > MAX_PAGE) throw invalid('session', `must name 1-${MAX_PAGE} projects`);

@@ -4,11 +4,10 @@
  * (start_time, id) in either direction — each page is an index range, never an OFFSET.
  */
 import { sql, type RawBuilder } from '@berth/db';
-import { compileFilter } from '../filter/compile.js';
+import { compileFilter, threadSql } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
 import { isUuid } from '@berth/ids';
 import { RUN_COLUMN_NAMES } from './run-fields.js';
-import { THREAD_OF } from './run-threads.js';
 import type { RunRow } from './trace-store.js';
 
 /** The columns of a run row a query may read. */
@@ -77,7 +76,7 @@ export function runQuery(tenantId: string, q: RunQuery): RawBuilder<RunRow> {
   if (q.runType) where.push(sql`r.run_type = ${q.runType}`);
   if (q.error !== undefined) where.push(q.error ? sql`r.error IS NOT NULL` : sql`r.error IS NULL`);
   if (q.isRoot !== undefined) where.push(sql`r.is_root = ${q.isRoot}`);
-  if (q.threadId) where.push(sql`r.is_root AND ${THREAD_OF('r')} = ${q.threadId}`);
+  if (q.threadId) where.push(sql`r.is_root AND ${threadSql('r')} = ${q.threadId}`);
   if (q.start) where.push(sql`r.start_time >= ${q.start.toISOString()}::timestamptz`);
   if (q.end) where.push(sql`r.start_time < ${q.end.toISOString()}::timestamptz`);
   if (q.filter) where.push(compileFilter(q.filter));

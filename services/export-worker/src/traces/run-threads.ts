@@ -6,13 +6,10 @@
  * with the totals over every thread matching from the same rows via GROUPING SETS.
  */
 import { sql, type Kysely, type RawBuilder } from '@berth/db';
-import { compileFilter } from '../filter/compile.js';
+import { compileFilter, threadSql } from '../filter/compile.js';
 import type { FilterNode } from '../filter/parse.js';
 import { statsOf, type AggregateRow, type RunStats } from './run-stats.js';
 import type { TraceTables } from './trace-store.js';
-
-/** The metadata keys naming a trace's thread, in LangSmith's order of preference. */
-export const THREAD_KEYS = ['thread_id', 'session_id', 'conversation_id'] as const;
 
 export interface ThreadQuery {
   sessionId: string;
@@ -61,19 +58,13 @@ type Raw = AggregateRow & {
   last_trace_id: string;
 };
 
-/** The thread a run of `alias` names (SQL), NULL when none. */
-export const THREAD_OF = (alias: string) =>
-  sql.raw(
-    `COALESCE(${THREAD_KEYS.map((key) => `CASE WHEN json_typeof(${alias}.extra->'metadata') = 'object' THEN ${alias}.extra->'metadata'->>'${key}' END`).join(', ')})`,
-  );
-
 /** The traces of the query's threads: root runs naming a thread, with that thread. */
 function tracesOf(tenantId: string, q: ThreadQuery): RawBuilder<unknown> {
   const where = [sql`r.tenant_id = ${tenantId}::uuid`, sql`r.session_id = ${q.sessionId}::uuid`, sql`r.is_root`];
   if (q.start) where.push(sql`r.start_time >= ${q.start.toISOString()}::timestamptz`);
   if (q.end) where.push(sql`r.start_time < ${q.end.toISOString()}::timestamptz`);
   if (q.filter) where.push(compileFilter(q.filter));
-  const thread = THREAD_OF('r');
+  const thread = threadSql('r');
   where.push(q.threadId ? sql`${thread} = ${q.threadId}` : sql`${thread} IS NOT NULL`);
   return sql`SELECT r.id, r.start_time, r.end_time, r.status, r.prompt_tokens, r.completion_tokens, r.total_tokens, r.prompt_cost,
     r.completion_cost, r.total_cost, ${thread} AS thread_id FROM runs r WHERE ${sql.join(where, sql` AND `)}`;

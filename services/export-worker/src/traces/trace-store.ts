@@ -24,6 +24,7 @@ import { runQuery, type RunQuery, type RunQueryPage } from './run-query.js';
 import { projectStats, type ProjectStats, type StatsQuery } from './run-stats.js';
 import { queryThreads, type ThreadPage, type ThreadQuery } from './run-threads.js';
 import { DEFAULT_MODEL_PRICES, type ModelPrice } from './model-prices.js';
+import type { TraceTier } from './retention.js';
 import { TraceRollups, lockIds } from './rollups.js';
 
 /** The schema of the trace store. */
@@ -39,6 +40,8 @@ export interface SessionRow {
   extra: Record<string, unknown>;
   reference_dataset_id: string | null;
   end_time: Date | null;
+  /** 'shortlived' or 'longlived' (retention.ts); null for projects made before tiers, which have their tenant's default. */
+  trace_tier: TraceTier | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -55,6 +58,7 @@ export interface SessionCreate {
   extra?: Record<string, unknown>;
   reference_dataset_id?: string | null;
   end_time?: Date | null;
+  trace_tier?: TraceTier | null;
 }
 
 export interface SessionUpdate {
@@ -62,6 +66,8 @@ export interface SessionUpdate {
   description?: string | null;
   extra?: Record<string, unknown>;
   end_time?: Date | null;
+  /** Applies to the runs that arrive after (each run keeps the tier it came with). */
+  trace_tier?: TraceTier;
 }
 
 export interface SessionList {
@@ -102,10 +108,18 @@ export interface RunScan {
   jsonText?: boolean;
 }
 
-/** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
-export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
-
 export interface TraceStoreOptions {
+  /**
+   * The trace tier of a project created without one (ingest makes projects by name). None: such
+   * projects have none, and their runs have their tenant's default when swept.
+   */
+  defaultTier?: (tenantId: string) => TraceTier;
+  /**
+   * Days after which retention may drop a day's partition (the shortest retention): the store
+   * checks that such a day's partition still exists (another replica may have dropped it) rather
+   * than trust what it saw before. None: every partition it saw is trusted.
+   */
+  droppableAfterDays?: number;
   /**
    * Prices of llm runs that report tokens without costs (model-prices.ts).
    * @default DEFAULT_MODEL_PRICES
@@ -113,13 +127,19 @@ export interface TraceStoreOptions {
   modelPrices?: readonly ModelPrice[];
 }
 
+/** Run row as stored (JSON columns parsed unless read with `jsonText`, numeric columns as strings as pg returns them). */
+export type RunRow = Record<string, unknown> & { id: string; start_time: Date; status: string; is_root: boolean };
+
 export class TraceStore {
   private readonly db: Kysely<TraceTables>;
-  /** Day partitions known to exist (they are never dropped while the process runs). */
+  /** Day partitions known to exist (retention drops old ones: see forgetPartitions). */
   private readonly partitions = new Set<string>();
   private readonly rollups: TraceRollups;
 
-  constructor(database: Database<TraceTables>, options: TraceStoreOptions = {}) {
+  constructor(
+    database: Database<TraceTables>,
+    private readonly options: TraceStoreOptions = {},
+  ) {
     this.db = database.db;
     this.rollups = new TraceRollups(options.modelPrices ?? DEFAULT_MODEL_PRICES);
   }
@@ -176,6 +196,7 @@ export class TraceStore {
     if (update.description !== undefined) values.description = update.description;
     if (update.extra !== undefined) values.extra = JSON.stringify(update.extra);
     if (update.end_time !== undefined) values.end_time = update.end_time;
+    if (update.trace_tier !== undefined) values.trace_tier = update.trace_tier;
     if (Object.keys(values).length === 0) return this.getSession(tenantId, id);
     let row: SessionRow | undefined;
     try {
@@ -256,6 +277,7 @@ export class TraceStore {
         extra: JSON.stringify(input.extra ?? {}) as unknown as Record<string, unknown>,
         reference_dataset_id: input.reference_dataset_id ?? null,
         end_time: input.end_time ?? null,
+        trace_tier: input.trace_tier ?? this.options.defaultTier?.(tenantId) ?? null,
       } as SessionRow)
       .onConflict((oc) => oc.doNothing())
       .returningAll()
@@ -332,9 +354,17 @@ export class TraceStore {
     return result;
   }
 
+  /** Forgets day partitions (`YYYY-MM-DD`) that were dropped (retention): a later run of such a day creates its partition again. */
+  forgetPartitions(days: string[]): void {
+    for (const day of days) this.partitions.delete(day);
+  }
+
   /** Creates the day partitions of `days` (`YYYY-MM-DD`) that do not exist yet. */
   private async ensurePartitions(days: string[]): Promise<void> {
-    const missing = [...new Set(days)].filter((d) => !this.partitions.has(d));
+    const droppable = this.options.droppableAfterDays;
+    // A day in its last hours of being kept may be dropped by a replica whose clock is ahead.
+    const trusted = (day: string) => droppable === undefined || Date.parse(day) + (droppable - 1) * 86_400_000 > Date.now();
+    const missing = [...new Set(days)].filter((d) => !this.partitions.has(d) || !trusted(d));
     if (missing.length === 0) return;
     await this.db.transaction().execute(async (trx) => {
       // Several replicas may meet a new day at once: CREATE TABLE IF NOT EXISTS alone can still fail.

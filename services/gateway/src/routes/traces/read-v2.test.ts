@@ -196,6 +196,12 @@ describe('threads', () => {
     const { id } = await other.readProject({ projectName: project });
     const threads = await collect(client.threads.query({ project_id: id }));
     expect(Object.fromEntries(threads.map((t) => [t.thread_id, t.count]))).toEqual({ 's-1': 1, 'c-1': 1, 't-1': 1 });
+    // One thread by every route: the filter language's thread_id, a thread's stats, the totals.
+    const named = async (thread: string) => (await collect(client.runs.query({ project_ids: [id], filter: `eq(thread_id, "${thread}")` }))).length;
+    expect([await named('s-1'), await named('c-1'), await named('t-1')]).toEqual([1, 1, 1]);
+    expect(await client.threads.stats('c-1', { session_id: id, selects: ['TURNS'] })).toEqual({ turns: 1 });
+    expect(await client.threads.stats('s-1', { session_id: id, selects: ['TURNS'] })).toEqual({ turns: 1 });
+    expect(await client.threads.aggregateStats({ project_id: id, select: ['THREAD_COUNT', 'TRACE_COUNT'] })).toEqual({ thread_count: 3, trace_count: 3 });
   });
 
   it('client.threads.aggregateStats() answers the stats selected over every thread', async () => {

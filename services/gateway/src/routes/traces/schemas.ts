@@ -118,6 +118,10 @@ export const RunStatsOut = z.object({
   last_run_start_time: z.string().nullable(),
 });
 
+/** LangSmith's trace tiers: base (14 days unless the operator says otherwise) and extended (400). */
+const TRACE_TIERS = ['shortlived', 'longlived'] as const;
+const TraceTier = z.enum(TRACE_TIERS);
+
 /** A tracing project in LangSmith's TracerSession shape. */
 export const SessionOut = z.object({
   id: Uuid,
@@ -128,6 +132,8 @@ export const SessionOut = z.object({
   end_time: z.string().nullable(),
   extra: z.record(z.string(), z.unknown()).describe('Project metadata is under extra.metadata'),
   reference_dataset_id: Uuid.nullable(),
+  trace_tier: TraceTier.describe("How long the project's new traces are kept: shortlived (base tier) or longlived (extended)"),
+  retention_days: z.number().int().describe("Days the project's new traces are kept (its tier's, as the operator set it for the tenant)"),
   ...RunStatsOut.partial().shape,
 });
 
@@ -146,7 +152,7 @@ export const CreateSessionIn = z.strictObject({
   start_time: nullable(time).describe('Ignored: a project starts when it is created'),
   reference_dataset_id: nullable(Uuid),
   default_dataset_id: nullable(Uuid).describe('Accepted, not used'),
-  trace_tier: nullable(z.string()).describe('Accepted, not used'),
+  trace_tier: nullable(TraceTier).describe("shortlived (base tier) or longlived (extended); the tenant's default when absent"),
   num_examples: nullable(z.number().int()).describe('Accepted, not used'),
   num_repetitions: nullable(z.number().int()).describe('Accepted, not used'),
   evaluator_keys: nullable(z.array(z.string())).describe('Accepted, not used'),
@@ -162,6 +168,7 @@ export const UpdateSessionIn = z.strictObject({
   description: SessionFields.description,
   extra: SessionFields.extra,
   end_time: SessionFields.end_time,
+  trace_tier: nullable(TraceTier).describe('Applies to the traces that arrive after'),
 });
 
 const StatsQueryFields = {

@@ -53,6 +53,8 @@ export function sessionJson(s: Session, withStats: boolean): z.input<typeof Sess
     end_time: isoOf(s.endTime) ?? null,
     extra: JSON.parse(s.extraJson || '{}') as Record<string, unknown>,
     reference_dataset_id: s.referenceDatasetId ?? null,
+    trace_tier: s.traceTier === 'longlived' ? 'longlived' : 'shortlived',
+    retention_days: s.retentionDays,
     ...(withStats ? statsJson(s.stats) : {}),
   };
 }
@@ -92,6 +94,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
         extraJson: JSON.stringify(body.extra ?? {}),
         ...(body.reference_dataset_id ? { referenceDatasetId: body.reference_dataset_id } : {}),
         ...timeOf(body.end_time),
+        ...(body.trace_tier ? { traceTier: body.trace_tier } : {}),
         upsert: query.upsert ?? false,
       });
       return sessionJson(answer.session!, false);
@@ -149,7 +152,8 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
     method: 'patch',
     access: ['api_key', 'access_token', 'session'],
     summary: 'Update a tracing project',
-    description: 'Fields left out or null are not changed; `extra` replaces the whole object.',
+    description:
+      'Fields left out or null are not changed; `extra` replaces the whole object. A new `trace_tier` applies to the traces that arrive after (each run keeps the tier it came with).',
     tags,
     params: SessionPath,
     body: UpdateSessionIn,
@@ -164,6 +168,7 @@ export function sessionRoutes(api: GatewayApi, deps: { exportWorker: ExportWorke
         ...(body.description != null ? { description: body.description } : {}),
         ...(body.extra != null ? { extraJson: JSON.stringify(body.extra) } : {}),
         ...timeOf(body.end_time),
+        ...(body.trace_tier ? { traceTier: body.trace_tier } : {}),
       });
       return sessionJson(answer.session!, false);
     },
