@@ -42,7 +42,7 @@ test: test-tools build typecheck lint format-check
 test-unit: deps
 	@node scripts/run-tests.mjs --tier unit $(ARGS)
 
-test-integration: test-redis build
+test-integration: test-redis test-promtool build
 	@node scripts/run-tests.mjs --tier integration $(ARGS)
 
 test-sandbox: test-redis test-podman build
@@ -54,8 +54,8 @@ test-browser: test-redis test-chromium build
 test-e2e: test-redis test-podman build
 	@node scripts/run-tests.mjs --tier e2e $(ARGS)
 
-.PHONY: test-tools test-redis test-podman test-chromium
-test-tools: test-redis test-podman test-chromium
+.PHONY: test-tools test-redis test-podman test-chromium test-promtool
+test-tools: test-redis test-podman test-chromium test-promtool
 
 test-redis:
 	@scripts/ensure-debian-package.sh redis-server redis-server
@@ -65,6 +65,10 @@ test-podman:
 
 test-chromium:
 	@scripts/ensure-debian-package.sh chromium chromium fonts-dejavu-core
+
+# The chart's alert tests run promtool (from Debian's prometheus package, whose server is not started).
+test-promtool:
+	@scripts/ensure-promtool.sh
 
 ## Build the platform and agent-server images (images/Containerfile) with Docker or Podman, whichever
 ## is installed, as $(IMAGE_REPOSITORY)/platform:$(IMAGE_TAG) and $(IMAGE_REPOSITORY)/agent-server:$(IMAGE_TAG).

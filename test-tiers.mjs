@@ -74,6 +74,7 @@ export default {
   // Real Postgres, Redis and S3 (s3rver), the build (`dist/`), the npm registry: services and
   // libraries in process or as child processes against real data stores.
   integration: [
+    'charts/berth/tests/monitoring.test.ts',
     'cli/src/deploy/deploy-flow.test.ts',
     'cli/src/keys-bootstrap.test.ts',
     'infra/local/src/postgres-server.test.ts',

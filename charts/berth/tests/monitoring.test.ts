@@ -1,0 +1,112 @@
+/**
+ * The chart's monitoring objects (monitoring.*): rendered only when enabled; the alerts, as
+ * rendered, pass `promtool check rules` and fire — or stay quiet — on recorded series as
+ * alerts.test.yaml expects (`promtool test rules`); the dashboard and the alerts use only series
+ * Berth's services export (or Prometheus' and the kubelet's own).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { helm } from './helm-binary.js';
+
+const chart = fileURLToPath(new URL('..', import.meta.url));
+const repo = fileURLToPath(new URL('../../..', import.meta.url));
+const REQUIRED = ['--set', 'postgres.url=postgres://berth:secret@postgres.db.svc:5432/berth'];
+const ENABLED = [
+  '--set',
+  'monitoring.podMonitor.enabled=true',
+  '--set',
+  'monitoring.prometheusRule.enabled=true',
+  '--set',
+  'monitoring.grafanaDashboard.enabled=true',
+];
+/** Debian's `prometheus` package (make test-tools installs it). */
+const PROMTOOL = '/usr/bin/promtool';
+
+interface KubeObject {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: Record<string, any>;
+  data?: Record<string, string>;
+}
+
+async function render(args: string[]): Promise<KubeObject[]> {
+  const result = await helm(['template', 'berth', chart, '--namespace', 'berth', ...REQUIRED, ...args]);
+  if (result.code !== 0) throw new Error(`helm template failed:\n${result.stderr}`);
+  return (loadAllYaml(result.stdout) as KubeObject[]).filter(Boolean);
+}
+
+async function promtool(cwd: string, args: string[]): Promise<{ code: number; output: string }> {
+  return promisify(execFile)(PROMTOOL, args, { cwd }).then(
+    ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
+    (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code ?? 1, output: `${error.stdout ?? ''}${error.stderr ?? ''}` }),
+  );
+}
+
+/** The names of the series Berth's code registers (`name: 'berth_…'` in its sources). */
+async function registeredMetrics(): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const top of ['libs', 'services']) {
+    for (const entry of await readdir(join(repo, top), { recursive: true, withFileTypes: true })) {
+      const path = join(entry.parentPath, entry.name);
+      if (!entry.isFile() || !/\/src\/.*\.ts$/.test(path) || path.endsWith('.test.ts') || relative(repo, path).includes('node_modules')) continue;
+      for (const match of (await readFile(path, 'utf8')).matchAll(/name: '(berth_[a-z_]+)'/g)) names.add(match[1]!);
+    }
+  }
+  return names;
+}
+
+/** The Berth series a PromQL text uses, without the histogram's suffixes. */
+const seriesIn = (text: string) => [...text.matchAll(/\b(berth_[a-z_]+?)(?:_bucket|_count|_sum)?\b/g)].map((m) => m[1]!);
+
+describe('the chart’s monitoring', () => {
+  it('renders nothing of it by default, and the PodMonitors, PrometheusRule and dashboard when enabled', async () => {
+    const kinds = (objects: KubeObject[]) =>
+      objects.filter((o) => ['PodMonitor', 'PrometheusRule', 'ConfigMap'].includes(o.kind)).map((o) => `${o.kind} ${o.metadata.name}`);
+    expect(kinds(await render([]))).toEqual(['ConfigMap berth']);
+    const objects = await render([...ENABLED, '--set', 'monitoring.podMonitor.labels.release=prometheus', '--set', 'deployments.namespace=agents']);
+    expect(kinds(objects).sort()).toEqual([
+      'ConfigMap berth',
+      'ConfigMap berth-dashboard',
+      'PodMonitor berth',
+      'PodMonitor berth-agents',
+      'PrometheusRule berth',
+    ]);
+    const agents = objects.find((o) => o.metadata.name === 'berth-agents')!;
+    expect(agents.metadata.labels).toMatchObject({ release: 'prometheus' });
+    expect(agents.spec).toMatchObject({ namespaceSelector: { matchNames: ['agents'] }, podTargetLabels: ['berth.dev/deployment-id'] });
+    const dashboard = objects.find((o) => o.metadata.name === 'berth-dashboard')!;
+    expect(dashboard.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    expect(JSON.parse(dashboard.data!['berth.json']!)).toMatchObject({ uid: 'berth-overview', title: 'Berth' });
+  });
+
+  it('has alerts that promtool accepts and that fire on recorded series as expected (and only then)', async () => {
+    const rule = (await render(ENABLED)).find((o) => o.kind === 'PrometheusRule')!;
+    const dir = await mkdtemp(join(tmpdir(), 'berth-alerts-'));
+    try {
+      await writeFile(join(dir, 'rules.yaml'), JSON.stringify(rule.spec));
+      await copyFile(join(chart, 'tests', 'alerts.test.yaml'), join(dir, 'alerts.test.yaml'));
+      const checked = await promtool(dir, ['check', 'rules', 'rules.yaml']);
+      expect(checked).toMatchObject({ code: 0 });
+      expect(checked.output).toContain('SUCCESS: 8 rules found');
+      const tested = await promtool(dir, ['test', 'rules', 'alerts.test.yaml']);
+      expect(tested).toEqual({ code: 0, output: expect.stringContaining('SUCCESS') });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses only series Berth exports in its dashboard and alerts', async () => {
+    const registered = await registeredMetrics();
+    const dashboard = await readFile(join(chart, 'files', 'grafana', 'berth.json'), 'utf8');
+    const alerts = await readFile(join(chart, 'files', 'alerts.yaml'), 'utf8');
+    const used = new Set([...seriesIn(dashboard), ...seriesIn(alerts)]);
+    expect(used.size).toBeGreaterThan(10);
+    expect([...used].filter((name) => !registered.has(name))).toEqual([]);
+  });
+});
