@@ -159,6 +159,7 @@ export default {
     'services/gateway/src/fuzz.test.ts',
     'services/gateway/src/gateway.test.ts',
     'services/gateway/src/internal-auth.test.ts',
+    'services/gateway/src/metrics.test.ts',
     'services/gateway/src/request-bodies.test.ts',
     'services/gateway/src/routes/sandboxes/exec-socket.test.ts',
     'services/gateway/src/routes/sandboxes/manager.test.ts',
