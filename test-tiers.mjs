@@ -33,6 +33,7 @@ export default {
     'libs/langgraph-project/src/config.test.ts',
     'libs/lease/src/lease.test.ts',
     'libs/lifecycle/src/lifecycle.test.ts',
+    'libs/metrics/src/metrics.test.ts',
     'libs/quantity/src/quantity.test.ts',
     'libs/queue/src/catalog.test.ts',
     'libs/rpc/src/auth.test.ts',

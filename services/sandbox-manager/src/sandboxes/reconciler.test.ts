@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { ManualClock } from '@berth/clock';
 import { createDatabase, sql } from '@berth/db';
+import { parseMetrics, scrape } from '@berth/metrics';
 import { captureLogger, createTestDatabase, testSandbox, until, type TestDatabase } from '@berth/testing';
 import { contractSpec } from '../drivers/contract.js';
 import { ContainerDriver } from '../drivers/container/container-driver.js';
@@ -93,6 +94,9 @@ it('removes this platform’s containers without a live record, and nothing else
   } finally {
     await database.close();
   }
+  // The metrics count the sandboxes by status: the live one, the one being created; not the deleted one.
+  const sandboxes = parseMetrics((await scrape()).body).filter((s) => s.name === 'berth_sandboxes');
+  expect(Object.fromEntries(sandboxes.map((s) => [s.labels.status, s.value]))).toEqual({ ready: 1, provisioning: 1 });
   // Another platform's container on the same engine, and one from before platforms were labelled.
   const foreign = await container({ [INSTANCE_LABELS.platform]: randomUUID() });
   const unlabelled = await container({});
