@@ -5,6 +5,7 @@
  * into one value each, so a caller choosing methods and URLs cannot grow the series.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { captureLogger } from '@berth/testing';
 import { counter, gauge, observeHttpRequest, parseMetrics, sampleSum, scrape, startMetricsListener, type RunningMetricsListener } from './index.js';
 
 let listener: RunningMetricsListener;
@@ -35,19 +36,24 @@ describe('the metrics listener', () => {
 });
 
 describe('gauges read at scrape time', () => {
-  it('sum what their sources read, leave out a failing source, and forget a removed one', async () => {
+  it('sum what their sources read, leave out (and log) a failing source, and forget a removed one', async () => {
     const depth = gauge<'status'>({ name: 'berth_test_depth', help: 'test', labelNames: ['status'] });
     const removeA = depth.source(() => [{ labels: { status: 'pending' }, value: 2 }]);
     depth.source(async () => [
       { labels: { status: 'pending' }, value: 3 },
       { labels: { status: 'running' }, value: 1 },
     ]);
+    const { logger, lines } = captureLogger();
     const removeBroken = depth.source(() => {
       throw new Error('the database is down');
-    });
+    }, logger);
     let read = await samples();
     expect(sampleSum(read, 'berth_test_depth', { status: 'pending' })).toBe(5);
     expect(sampleSum(read, 'berth_test_depth', { status: 'running' })).toBe(1);
+    // The failure is not silent: its source's log says which metric and why.
+    expect(lines()).toEqual([
+      expect.objectContaining({ level: 40, metric: 'berth_test_depth', err: expect.objectContaining({ message: 'the database is down' }) }),
+    ]);
     removeA();
     removeBroken();
     read = await samples();

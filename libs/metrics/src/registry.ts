@@ -1,4 +1,5 @@
 /** The process's registry and the helpers that define metrics on it (see index.ts for the conventions). */
+import type { Logger } from '@berth/log';
 import client from 'prom-client';
 
 const registry = new client.Registry();
@@ -47,30 +48,39 @@ export interface GaugeReading<L extends string> {
 export interface SourcedGauge<L extends string> {
   /**
    * Adds what this source reads at each scrape (summed with other sources' values of the same
-   * labels: several agent servers in one test process). Returns the function removing it.
+   * labels: several agent servers in one test process). A read that fails is logged on `log` and
+   * left out of that scrape. Returns the function removing the source.
    */
-  source(read: () => Promise<GaugeReading<L>[]> | GaugeReading<L>[]): () => void;
+  source(read: () => Promise<GaugeReading<L>[]> | GaugeReading<L>[], log?: Logger): () => void;
+}
+
+/** Readings of one label's values from counts keyed by them: `{ ready: 2 }` → `status="ready"` 2. */
+export function readingsOf<L extends string>(label: L, counts: Record<string, number>): GaugeReading<L>[] {
+  return Object.entries(counts).map(([value, count]) => ({ labels: { [label]: value } as Partial<Record<L, string>>, value: count }));
 }
 
 /**
  * A gauge whose value is read when scraped (a queue's depth from its table, a pool's counts), from
  * the sources that servers register while they run. A failing source leaves its values out of that
- * scrape rather than failing it, so the rest of `/metrics` still answers (a source logs its own failures).
+ * scrape rather than failing it, so the rest of `/metrics` still answers.
  */
 export function gauge<L extends string = never>(spec: MetricSpec<L>): SourcedGauge<L> {
   const known = sourcedGauges.get(spec.name) as SourcedGauge<L> | undefined;
   if (known) return known;
-  const sources = new Set<() => Promise<GaugeReading<L>[]> | GaugeReading<L>[]>();
+  const sources = new Map<() => Promise<GaugeReading<L>[]> | GaugeReading<L>[], Logger | undefined>();
   new client.Gauge<L>({
     ...spec,
     labelNames: spec.labelNames ?? [],
     registers: [registry],
     async collect() {
       const readings = await Promise.all(
-        [...sources].map((read) =>
+        [...sources].map(([read, log]) =>
           Promise.resolve()
             .then(read)
-            .catch((): GaugeReading<L>[] => []),
+            .catch((error: unknown): GaugeReading<L>[] => {
+              log?.warn({ err: error, metric: spec.name }, 'could not read a metric: it is left out of this scrape');
+              return [];
+            }),
         ),
       );
       this.reset();
@@ -81,8 +91,8 @@ export function gauge<L extends string = never>(spec: MetricSpec<L>): SourcedGau
     },
   });
   const made: SourcedGauge<L> = {
-    source(read) {
-      sources.add(read);
+    source(read, log) {
+      sources.set(read, log);
       return () => sources.delete(read);
     },
   };

@@ -2,7 +2,7 @@
  * The agent server's run metrics (see docs/operate/monitor.md). Labels are a run's status only: a
  * graph, thread or run id would make a series per tenant-chosen value.
  */
-import { DURATION_BUCKETS, counter, gauge, histogram } from '@berth/metrics';
+import { DURATION_BUCKETS, counter, gauge, histogram, readingsOf } from '@berth/metrics';
 import type { EventBroker } from '@berth/broker';
 import type { Logger } from '@berth/log';
 import type { RunStore } from '../storage/runs.js';
@@ -25,6 +25,23 @@ export const runFirstEvent = histogram({
   help: "Runs' time from their start on a worker to their graph's first streamed chunk",
 });
 
+export const webhookAttempts = counter<'result'>({
+  name: 'berth_agent_webhook_attempts_total',
+  help: "Attempts to deliver runs' webhooks, by result: delivered, retrying (to be tried again) or failed (given up: not delivered)",
+  labelNames: ['result'],
+});
+
+export const traceRequests = counter<'result'>({
+  name: 'berth_agent_trace_requests_total',
+  help: "Requests carrying runs' traces to the trace store, by result: sent or dropped (after their retries, or with the buffer full)",
+  labelNames: ['result'],
+});
+
+export const traceRunsDropped = counter({
+  name: 'berth_agent_trace_runs_dropped_total',
+  help: 'Runs whose traces were dropped because the trace store could not take them',
+});
+
 const runsQueued = gauge<'status'>({
   name: 'berth_agent_runs',
   help: 'Unfinished runs of the deployment, by status: pending (the queue depth) and running',
@@ -43,27 +60,18 @@ const subscribers = gauge({
 
 /** Registers what a running server reads at each scrape; returns the function removing it. */
 export function watchRuns(runs: RunStore, broker: EventBroker, log: Logger): () => void {
-  // One query per scrape, shared by both gauges; failing, both are left out of that scrape.
+  // One query per scrape, shared by both gauges.
   let reading: Promise<Awaited<ReturnType<RunStore['queueStats']>>> | undefined;
   const stats = () => {
-    reading ??= runs
-      .queueStats()
-      .catch((error: unknown) => {
-        log.warn({ err: error }, 'could not read the run queue for the metrics');
-        throw error;
-      })
-      .finally(() => setImmediate(() => (reading = undefined)));
+    reading ??= runs.queueStats().finally(() => setImmediate(() => (reading = undefined)));
     return reading;
   };
   const removers = [
     runsQueued.source(async () => {
       const { pending, running } = await stats();
-      return [
-        { labels: { status: 'pending' }, value: pending },
-        { labels: { status: 'running' }, value: running },
-      ];
-    }),
-    oldestPending.source(async () => [{ value: (await stats()).oldestPendingSeconds }]),
+      return readingsOf('status', { pending, running });
+    }, log),
+    oldestPending.source(async () => [{ value: (await stats()).oldestPendingSeconds }], log),
     subscribers.source(() => [{ value: broker.subscriberCount() }]),
   ];
   return () => removers.forEach((remove) => remove());

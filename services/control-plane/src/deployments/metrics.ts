@@ -2,7 +2,7 @@
  * The control plane's revision metrics (see docs/operate/monitor.md): revisions by status, and how
  * long their build and deploy steps take. No deployment or revision id in a label.
  */
-import { DURATION_BUCKETS, gauge, histogram } from '@berth/metrics';
+import { DURATION_BUCKETS, gauge, histogram, readingsOf } from '@berth/metrics';
 import type { Logger } from '@berth/log';
 import type { DeploymentStore } from './store.js';
 
@@ -21,13 +21,5 @@ const revisions = gauge<'status'>({
 
 /** Reports the revisions by status at each scrape; returns the function that stops it. */
 export function watchRevisions(store: DeploymentStore, log: Logger): () => void {
-  return revisions.source(async () => {
-    try {
-      const counts = await store.revisionsByStatus();
-      return Object.entries(counts).map(([status, value]) => ({ labels: { status }, value }));
-    } catch (error) {
-      log.warn({ err: error }, 'could not count the revisions for the metrics');
-      throw error;
-    }
-  });
+  return revisions.source(async () => readingsOf('status', await store.revisionsByStatus()), log);
 }

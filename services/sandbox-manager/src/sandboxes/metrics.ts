@@ -3,7 +3,7 @@
  * and running a command take is in the gRPC metrics of CreateSandbox and Execute
  * (`berth_grpc_server_handling_seconds`); no sandbox or tenant id is a label.
  */
-import { gauge } from '@berth/metrics';
+import { gauge, readingsOf } from '@berth/metrics';
 import type { Logger } from '@berth/log';
 import type { SandboxStore } from './store.js';
 
@@ -15,13 +15,5 @@ const sandboxes = gauge<'status'>({
 
 /** Reports the sandboxes by status at each scrape; returns the function that stops it. */
 export function watchSandboxes(store: SandboxStore, log: Logger): () => void {
-  return sandboxes.source(async () => {
-    try {
-      const counts = await store.countByStatus();
-      return Object.entries(counts).map(([status, value]) => ({ labels: { status }, value }));
-    } catch (error) {
-      log.warn({ err: error }, 'could not count the sandboxes for the metrics');
-      throw error;
-    }
-  });
+  return sandboxes.source(async () => readingsOf('status', await store.countByStatus()), log);
 }
