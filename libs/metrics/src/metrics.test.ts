@@ -5,7 +5,8 @@
  * into one value each, so a caller choosing methods and URLs cannot grow the series.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { captureLogger } from '@berth/testing';
+import { PassThrough } from 'node:stream';
+import { createLogger } from '@berth/log';
 import { counter, gauge, observeHttpRequest, parseMetrics, sampleSum, scrape, startMetricsListener, type RunningMetricsListener } from './index.js';
 
 let listener: RunningMetricsListener;
@@ -43,7 +44,15 @@ describe('gauges read at scrape time', () => {
       { labels: { status: 'pending' }, value: 3 },
       { labels: { status: 'running' }, value: 1 },
     ]);
-    const { logger, lines } = captureLogger();
+    const logged: string[] = [];
+    const destination = new PassThrough().on('data', (chunk: Buffer) => logged.push(chunk.toString()));
+    const logger = createLogger({ name: 'test', destination });
+    const lines = () =>
+      logged
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as unknown);
     const removeBroken = depth.source(() => {
       throw new Error('the database is down');
     }, logger);

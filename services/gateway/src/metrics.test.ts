@@ -109,6 +109,10 @@ describe('metrics', () => {
         sampleSum(before, 'berth_agent_run_duration_seconds_count', { status: 'success' }),
     ).toBe(2);
     expect(sampleSum(afterEcho, 'berth_agent_run_first_event_seconds_count') - sampleSum(before, 'berth_agent_run_first_event_seconds_count')).toBe(2);
+    // Their checkpoints were written (in batches: at least one statement per run).
+    expect(
+      sampleSum(afterEcho, 'berth_agent_checkpoint_write_seconds_count') - sampleSum(before, 'berth_agent_checkpoint_write_seconds_count'),
+    ).toBeGreaterThanOrEqual(2);
 
     // A run that waits (until cancelled) holds the one worker; the next one on its thread queues behind it.
     const slow = await sdk.threads.create();

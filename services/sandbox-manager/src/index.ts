@@ -185,7 +185,7 @@ export async function start(
     throw error;
   }
   health = service.health;
-  const unwatch = watchSandboxes(sandboxes.store, logger);
+  const unwatch = watchSandboxes(sandboxes.store, pools, logger);
   await engine.check();
   if (settings.background !== false) {
     reaper.start();

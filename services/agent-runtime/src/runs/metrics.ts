@@ -25,6 +25,11 @@ export const runFirstEvent = histogram({
   help: "Runs' time from their start on a worker to their graph's first streamed chunk",
 });
 
+export const checkpointWrite = histogram({
+  name: 'berth_agent_checkpoint_write_seconds',
+  help: "Statements writing runs' checkpoints (a batch of checkpoints, blobs and writes each), from sending to commit",
+});
+
 export const webhookAttempts = counter<'result'>({
   name: 'berth_agent_webhook_attempts_total',
   help: "Attempts to deliver runs' webhooks, by result: delivered, retrying (to be tried again) or failed (given up: not delivered)",

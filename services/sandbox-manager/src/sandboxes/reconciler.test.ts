@@ -95,8 +95,11 @@ it('removes this platform’s containers without a live record, and nothing else
     await database.close();
   }
   // The metrics count the sandboxes by status: the live one, the one being created; not the deleted one.
-  const sandboxes = parseMetrics((await scrape()).body).filter((s) => s.name === 'berth_sandboxes');
-  expect(Object.fromEntries(sandboxes.map((s) => [s.labels.status, s.value]))).toEqual({ ready: 1, provisioning: 1 });
+  // And the warm pool's one ready member.
+  const metrics = parseMetrics((await scrape()).body);
+  const byStatus = (name: string) => Object.fromEntries(metrics.filter((s) => s.name === name).map((s) => [s.labels.status, s.value]));
+  expect(byStatus('berth_sandboxes')).toEqual({ ready: 1, provisioning: 1 });
+  expect(byStatus('berth_sandbox_pool_members')).toEqual({ ready: 1 });
   // Another platform's container on the same engine, and one from before platforms were labelled.
   const foreign = await container({ [INSTANCE_LABELS.platform]: randomUUID() });
   const unlabelled = await container({});
