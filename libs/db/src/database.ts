@@ -94,6 +94,7 @@ function watchPool(pool: pg.Pool, max: number): void {
     ]),
     poolWaiting.source(() => [{ value: pool.waitingCount }]),
   ];
+  // pg's Pool says nothing when it ends: its end() is wrapped so an ended pool stops being read.
   const end = pool.end.bind(pool) as (...args: unknown[]) => unknown;
   (pool as unknown as { end: (...args: unknown[]) => unknown }).end = (...args) => {
     removers.forEach((remove) => remove());
