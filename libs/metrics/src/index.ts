@@ -8,7 +8,7 @@
  * their unit (`_seconds`, `_bytes`, `_total` for counters); labels take few values — a route's
  * template, never its URL; a status, never an id of a tenant, deployment, thread or run.
  */
-export { DURATION_BUCKETS, LATENCY_BUCKETS, counter, gauge, histogram, readingsOf, scrape, secondsSince } from './registry.js';
+export { DURATION_BUCKETS, counter, gauge, histogram, readingsOf, scrape, secondsSince } from './registry.js';
 export type { GaugeReading, SourcedGauge } from './registry.js';
 export { observeGrpcCall, observeHttpRequest } from './servers.js';
 export { serveMetrics, startMetricsListener } from './listener.js';

@@ -11,7 +11,7 @@ export async function scrape(): Promise<{ contentType: string; body: string }> {
 }
 
 /** Latency buckets in seconds, from 5 ms (a cached lookup) to 1 minute (a long call). */
-export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Duration buckets in seconds of long work (runs, builds, deploys, exports): 100 ms to 2 hours. */
 export const DURATION_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 
@@ -31,7 +31,12 @@ export function counter<L extends string = never>(spec: MetricSpec<L>): client.C
   return existing(spec.name) ?? new client.Counter<L>({ ...spec, labelNames: spec.labelNames ?? [], registers: [registry] });
 }
 
-export function histogram<L extends string = never>(spec: MetricSpec<L> & { buckets?: number[] }): client.Histogram<L> {
+export interface HistogramSpec<L extends string> extends MetricSpec<L> {
+  /** Upper bounds of the buckets, in the metric's unit. @default 5 ms to 1 minute (latencies in seconds) */
+  buckets?: number[];
+}
+
+export function histogram<L extends string = never>(spec: HistogramSpec<L>): client.Histogram<L> {
   return (
     existing(spec.name) ??
     new client.Histogram<L>({ ...spec, labelNames: spec.labelNames ?? [], buckets: spec.buckets ?? LATENCY_BUCKETS, registers: [registry] })
