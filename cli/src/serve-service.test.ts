@@ -2,7 +2,7 @@
  * `berth serve --service <name>` through the built binary, each service its own process as in the
  * Helm chart: two control-plane replicas started at the same moment on one fresh database (their
  * migrations and startup DDL must take turns) and a gateway that finds one of them by address.
- * Every process answers the HTTP probes `/healthz` and `/readyz`.
+ * Every process answers the HTTP probes `/healthz` and `/readyz`, and has its metrics apart from its public port.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@berth/local-stack';
+import { parseMetrics, sampleSum } from '@berth/metrics';
 import { createTestDatabase, spawnTestChild, until, type TestChild, type TestDatabase } from '@berth/testing';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -27,6 +28,13 @@ function serveService(service: string, env: Record<string, string>): TestChild {
   });
   children.push(started);
   return started;
+}
+
+/** The gRPC health checks a service's process answered, from `/metrics` on its health listener. */
+async function grpcChecks(health: string): Promise<number> {
+  const response = await fetch(`${health}/metrics`);
+  expect(response.status).toBe(200);
+  return sampleSum(parseMetrics(await response.text()), 'berth_grpc_server_handling_seconds_count', { grpc_method: 'Check', grpc_code: 'OK' });
 }
 
 async function probe(url: string): Promise<{ status: number; body: { status?: string; checks?: Record<string, unknown> } }> {
@@ -62,7 +70,7 @@ afterAll(async () => {
 });
 
 describe('berth serve --service', () => {
-  it('runs control-plane replicas and a gateway as separate processes, each answering /healthz and /readyz', async () => {
+  it('runs control-plane replicas and a gateway as separate processes, each answering /healthz and /readyz, with its own metrics', async () => {
     const secretKey = randomBytes(32).toString('base64');
     const replicas = await Promise.all(
       ['a', 'b'].map(async (name) => {
@@ -86,17 +94,29 @@ describe('berth serve --service', () => {
     }
 
     const gatewayPort = await freePort();
+    const metricsPort = await freePort();
     const gateway = serveService('gateway', {
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(gatewayPort),
       CONTROL_PLANE_GRPC_ADDRESS: replicas[0]!.grpc,
+      BERTH_METRICS_PORT: String(metricsPort),
     });
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     await ready(gatewayUrl, gateway);
+    const checksBefore = await grpcChecks(replicas[0]!.health);
     expect(await probe(`${gatewayUrl}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
     const readiness = await probe(`${gatewayUrl}/readyz`);
     expect(readiness.status).toBe(200);
     expect(readiness.body.checks).toMatchObject({ postgres: { status: 'ok' }, 'control-plane': { status: 'ok' } });
+
+    // Each process's metrics: the gateway's on its metrics listener (not its public port), counting
+    // the probes just made; the control plane's on its health listener, counting the gRPC health
+    // check the gateway's /readyz made of it.
+    const gatewayMetrics = parseMetrics(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
+    expect(sampleSum(gatewayMetrics, 'berth_http_request_duration_seconds_count', { method: 'GET', route: '/healthz', status: '200' })).toBe(1);
+    expect(sampleSum(gatewayMetrics, 'berth_http_request_duration_seconds_count', { route: '/readyz', status: '200' })).toBeGreaterThanOrEqual(2);
+    expect((await fetch(`${gatewayUrl}/metrics`)).status).toBe(404);
+    expect(await grpcChecks(replicas[0]!.health)).toBe(checksBefore + 1);
 
     // A stopped replica is unready at once to whoever still probes it; the other is untouched.
     replicas[1]!.started.child.kill('SIGTERM');

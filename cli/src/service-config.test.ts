@@ -62,10 +62,14 @@ describe('the embedded platform reads the services settings', () => {
         BERTH_SANDBOX_PRIVATE_EGRESS: '192.168.5.0/24',
         SANDBOX_INSECURE_REGISTRIES: '127.0.0.1:5000',
         SANDBOX_DEFAULT_IMAGE: 'registry.example/tools:1',
+        BERTH_METRICS_PORT: '9464',
       },
       platform,
     );
     expect(controlPlane.authFlowTtlSeconds).toBe(120);
+    // The platform's metrics listener: the gateway's, on loopback unless BERTH_METRICS_HOST says otherwise.
+    expect(gateway.metrics).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(embeddedServiceConfigs({ BERTH_METRICS_PORT: '' }, platform).gateway.metrics).toBeUndefined();
     expect(controlPlane.deployments?.unusedUploadTtlSeconds).toBe(60);
     expect(controlPlane.deployments?.webhookPrivateEgress).toEqual(['10.1.0.0/16']);
     expect(gateway.loginTokenTtlSeconds).toBe(3600);

@@ -132,6 +132,10 @@ export abstract class BaseEventBroker implements EventBroker {
     return subscription;
   }
 
+  subscriberCount(): number {
+    return this.#subscriptions.size;
+  }
+
   async isEnded(runId: string): Promise<boolean> {
     assertRunId(runId);
     return this.#call('isEnded', runId, () => this.readEnded(runId));

@@ -139,6 +139,9 @@ export interface EventBroker {
    */
   subscribe(runId: string, options: SubscribeOptions): BrokerSubscription;
 
+  /** Subscriptions of this broker (in this process) still listening, for the metrics. */
+  subscriberCount(): number;
+
   /** True once {@link end} was called for the run (and its stream is still retained). */
   isEnded(runId: string): Promise<boolean>;
 

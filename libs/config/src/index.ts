@@ -44,6 +44,9 @@ export const envOptionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
+/** An optional TCP port where an empty value counts as unset (not as port 0). */
+export const envOptionalPort = z.preprocess((value) => (value === '' ? undefined : value), envPort.optional());
+
 /** A comma-separated list (`a, b,c`); unset or empty is an empty list. */
 export const envList = z
   .string()

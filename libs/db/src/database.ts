@@ -6,6 +6,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createLogger, type Logger } from '@berth/log';
+import { gauge } from '@berth/metrics';
 
 export interface DatabaseOptions {
   /** `postgres://user:pass@host:port/db` */
@@ -71,6 +72,36 @@ function statementName(text: string): string {
   return name;
 }
 
+// Summed over the pools of the process, without a label per pool: a pool's name may carry a
+// deployment's schema, and the process (the scrape target) already says whose pools they are.
+const poolConnections = gauge<'state'>({
+  name: 'berth_postgres_pool_connections',
+  help: "Connections of the process's Postgres pools, by state (idle, in_use), and their maximum (max)",
+  labelNames: ['state'],
+});
+const poolWaiting = gauge({
+  name: 'berth_postgres_pool_waiting_requests',
+  help: 'Queries of the process waiting for a connection of a full Postgres pool',
+});
+
+/** Reports the pool's counts at each scrape until it ends. */
+function watchPool(pool: pg.Pool, max: number): void {
+  const removers = [
+    poolConnections.source(() => [
+      { labels: { state: 'idle' }, value: pool.idleCount },
+      { labels: { state: 'in_use' }, value: pool.totalCount - pool.idleCount },
+      { labels: { state: 'max' }, value: max },
+    ]),
+    poolWaiting.source(() => [{ value: pool.waitingCount }]),
+  ];
+  // pg's Pool says nothing when it ends: its end() is wrapped so an ended pool stops being read.
+  const end = pool.end.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { end: (...args: unknown[]) => unknown }).end = (...args) => {
+    removers.forEach((remove) => remove());
+    return end(...args);
+  };
+}
+
 export function createPool(options: DatabaseOptions): pg.Pool {
   const schema = assertIdentifier(options.schema);
   const pool = new pg.Pool({
@@ -100,6 +131,7 @@ export function createPool(options: DatabaseOptions): pg.Pool {
       log.warn({ err: error, schema, pool: options.applicationName ?? `berth-${schema}` }, 'Postgres connection lost while in use');
     });
   });
+  watchPool(pool, options.max ?? 10);
   if (options.prepareStatements) {
     pool.on('connect', (client) => {
       const plain = client.query.bind(client) as (...args: unknown[]) => unknown;

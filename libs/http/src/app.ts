@@ -7,6 +7,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
+import { observeHttpRequest, secondsSince } from '@berth/metrics';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { JSON_BODY_LIMIT, JSON_TYPES } from './json-body.js';
 
@@ -47,8 +48,9 @@ declare module 'http' {
 }
 
 /**
- * Request ids and one JSON log line per finished request (level by status), with the URL and the
- * template of the route that served it (`req.route`: grep the code for it). Hand-rolled rather
+ * Request ids, one JSON log line per finished request (level by status), with the URL and the
+ * template of the route that served it (`req.route`: grep the code for it), and the request's
+ * metrics (by that template, never the URL). Hand-rolled rather
  * than pino-http, which builds a child logger and serializes the request for every call.
  */
 function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) => string): RequestHandler {
@@ -58,22 +60,25 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const url = req.url;
-    if (!quiet.has(url.split('?')[0] ?? '')) {
-      const started = performance.now();
-      // 'close' also comes when the client went away before the answer was complete.
-      res.once('close', () => {
-        const status = res.statusCode;
+    const started = performance.now();
+    const logged = !quiet.has(url.split('?')[0] ?? '');
+    // 'close' also comes when the client went away before the answer was complete.
+    res.once('close', () => {
+      const status = res.statusCode;
+      const seconds = secondsSince(started);
+      observeHttpRequest({ method: req.method, route: req.routeTemplate, status, seconds });
+      if (logged) {
         const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
         logger[level](
           {
             req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) },
             res: { statusCode: status },
-            responseTime: Math.round(performance.now() - started),
+            responseTime: Math.round(seconds * 1000),
           },
           res.writableFinished ? 'request completed' : 'request aborted',
         );
-      });
-    }
+      }
+    });
     next();
   };
 }

@@ -4,10 +4,12 @@
  * port, a gRPC service on this small listener beside its gRPC port. `/readyz` asks the service's
  * own gRPC health service (the answer a gRPC probe would get) plus the extra checks given, such as
  * Postgres; a failing check makes it 503 with the names of what failed (never the reasons: the
- * listener answers anyone who reaches the pod).
+ * listener answers anyone who reaches the pod). `/metrics` answers the process's metrics there too:
+ * the listener is internal, so a service needs no other port for them.
  */
 import { createServer, type Server } from 'node:http';
 import type { Logger } from '@berth/log';
+import { serveMetrics } from '@berth/metrics';
 import { checkHealth } from './health.js';
 
 /** Resolves when a dependency works, rejects with the reason otherwise. */
@@ -48,7 +50,7 @@ function withTimeout(check: HealthCheck, ms: number): Promise<void> {
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Starts the listener; it answers only GET/HEAD `/healthz` and `/readyz` (404 otherwise). */
+/** Starts the listener; it answers only GET/HEAD `/healthz`, `/readyz` and `/metrics` (the process's, Prometheus text format; 404 otherwise). */
 export async function startHealthListener(options: HealthListenerOptions): Promise<RunningHealthListener> {
   const timeoutMs = options.timeoutMs ?? 2000;
   const checks: Record<string, HealthCheck> = {
@@ -78,6 +80,7 @@ export async function startHealthListener(options: HealthListenerOptions): Promi
       res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : JSON.stringify(body));
     };
+    if (serveMetrics(req, res, options.logger)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { status: 'method not allowed' });
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path !== '/readyz') return send(404, { status: 'not found' });

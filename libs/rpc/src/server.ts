@@ -5,6 +5,7 @@
 import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
 import { DeadlineExceededError } from '@berth/errors';
 import { silentLogger, type Logger } from '@berth/log';
+import { observeGrpcCall, secondsSince } from '@berth/metrics';
 import grpc from '@grpc/grpc-js';
 import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './auth.js';
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
@@ -83,8 +84,12 @@ function deadlineMs(call: AnyCall): number {
   return deadline instanceof Date ? deadline.getTime() : deadline;
 }
 
-/** The context of one call; `finish()` marks the handler done so a late cancel is not reported. */
-function callContext(call: AnyCall): { context: CallContext; finish(): void; cancelled(): boolean } {
+/**
+ * The context of one call; `finish(code)` marks the handler done so a late cancel is not reported,
+ * and records the call's metrics with the status it ends with.
+ */
+function callContext(call: AnyCall): { context: CallContext; finish(code: grpc.status | undefined): void; cancelled(): boolean } {
+  const started = performance.now();
   const controller = new AbortController();
   let finished = false;
   const onCancel = () => {
@@ -108,9 +113,11 @@ function callContext(call: AnyCall): { context: CallContext; finish(): void; can
       peer: call.getPeer(),
       method: call.getPath(),
     },
-    finish: () => {
+    finish: (code) => {
+      if (finished) return;
       finished = true;
       events.off('cancelled', onCancel);
+      observeGrpcCall({ path: call.getPath(), code: grpc.status[code ?? grpc.status.UNKNOWN], seconds: secondsSince(started) });
     },
     cancelled: () => controller.signal.aborted,
   };
@@ -142,18 +149,21 @@ function singleResponseHandler(
       )
       .then(
         (response) => {
-          finish();
-          callback(null, create(method.output as DescMessage, response as Record<string, unknown> | undefined));
+          const message = create(method.output as DescMessage, response as Record<string, unknown> | undefined);
+          finish(grpc.status.OK);
+          callback(null, message);
         },
         (error: unknown) => {
-          const wasCancelled = cancelled();
-          finish();
-          callback(statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+          const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
+          finish(status.code);
+          callback(status);
         },
       )
       .catch((error: unknown) => {
         // Building the response failed (e.g. a response init of the wrong shape).
-        callback(statusOfError(error, { method: context.method, logger, cancelled: cancelled() }));
+        const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
+        finish(status.code);
+        callback(status);
       });
   };
 }
@@ -191,12 +201,12 @@ function streamingResponseHandler(
           if (!call.write(create(method.output as DescMessage, response))) await drained(call, context.signal);
           if (context.signal.aborted) break;
         }
-        finish();
+        finish(call.cancelled ? grpc.status.CANCELLED : grpc.status.OK);
         if (!call.cancelled) call.end();
       } catch (error) {
-        const wasCancelled = cancelled();
-        finish();
-        if (!call.cancelled) call.emit('error', statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+        const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
+        finish(call.cancelled ? grpc.status.CANCELLED : status.code);
+        if (!call.cancelled) call.emit('error', status);
       }
     })();
   };

@@ -3,7 +3,7 @@
  * - the agent server of one deployed revision (BERTH_AGENT_CONFIG, DATABASE_URL, ...), see `serve.ts`;
  * - the init container that fetches a revision's artifact, see `fetch-artifact.ts`.
  */
-import { envCidrList, envOptionalString, parseEnv } from '@berth/config';
+import { envCidrList, envOptionalPort, envOptionalString, parseEnv } from '@berth/config';
 import { z } from 'zod';
 import type { AgentServerConfig } from './server.js';
 import { parseHostLinks, type HostLink } from './host-links.js';
@@ -47,6 +47,13 @@ const serveSchema = z
     BERTH_LISTEN_FD: z.coerce.number().int().min(3).optional(),
     /** In a container: loopback ports bridged to the host's Unix sockets, `port=/path,…` (see host-links.ts). */
     BERTH_HOST_LINKS: envOptionalString,
+    /**
+     * Port of the metrics listener (`GET /metrics`, Prometheus text format), apart from PORT, which the
+     * gateway proxies to; unset: no metrics listener.
+     */
+    BERTH_METRICS_PORT: envOptionalPort,
+    /** Interface of the metrics listener (`0.0.0.0` in a pod a Prometheus scrapes). */
+    BERTH_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** In a container: the egress proxy (`http://127.0.0.1:port`) every `fetch` to a non-loopback host goes through. */
     BERTH_EGRESS_PROXY: z.url({ protocol: /^http$/ }).optional(),
   })
@@ -89,6 +96,7 @@ export function loadAgentServeConfig(env: Record<string, string | undefined> = p
       // Secrets arrive as environment variables; a project env file is not part of a deployment.
       applyProjectEnv: false,
       ...(e.LANGGRAPH_CONFIG ? { langgraphConfig: e.LANGGRAPH_CONFIG } : {}),
+      ...(e.BERTH_METRICS_PORT !== undefined ? { metrics: { host: e.BERTH_METRICS_HOST, port: e.BERTH_METRICS_PORT } } : {}),
       ...(e.BERTH_DEPLOYMENT_CREDENTIAL ? { deploymentCredential: e.BERTH_DEPLOYMENT_CREDENTIAL } : {}),
       ...(e.BERTH_TRACING_ENDPOINT
         ? { tracing: { endpoint: e.BERTH_TRACING_ENDPOINT, apiKey: e.BERTH_TRACING_API_KEY!, project: e.BERTH_TRACING_PROJECT! } }

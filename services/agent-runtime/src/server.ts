@@ -10,6 +10,7 @@ import { createEventBroker } from '@berth/broker';
 import type { Clock } from '@berth/clock';
 import { assertIdentifier, createPool, migrate, withAdvisoryLock } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
+import { startMetricsListener } from '@berth/metrics';
 import { Api, cors, CorsPolicy, createApp, docsRouter, hasCredentialHeader, listen, openApiDocument, refuseUpgrade, type Access } from '@berth/http';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
 import { leaseSettings, OwnerLiveness } from '@berth/lease';
@@ -54,6 +55,7 @@ import { bundleProjectUi } from './project/ui-bundle.js';
 import { CronScheduler } from './runs/cron-scheduler.js';
 import { RunDispatcher } from './runs/dispatcher.js';
 import { RunExecutor } from './runs/executor.js';
+import { watchRuns } from './runs/metrics.js';
 import { RunService } from './runs/run-service.js';
 import { ThreadStateService } from './runs/thread-state.js';
 import { newOwnerId, RunWorker } from './runs/worker.js';
@@ -150,6 +152,12 @@ export interface AgentServerConfig {
   /** Sign and send run webhooks. @default none: a run naming a `webhook` is refused (422) */
   webhooks?: WebhookConfig;
   /**
+   * Serve this process's metrics (`GET /metrics`, the runs' among them) on a listener of its own at
+   * this address: never on the server's port, which the gateway's `/d/{deployment_id}/` reaches.
+   * @default none: no metrics listener
+   */
+  metrics?: { host: string; port: number };
+  /**
    * The time crons fall due by, the store's and threads' TTLs run on, runs' leases are taken,
    * renewed and expire by (with the worker's sweeps for runs to take over), and runs' time limits
    * (runTimeoutMs) run on; tests move it by hand.
@@ -163,6 +171,8 @@ export interface RunningAgentServer {
   port: number;
   /** The built-in routes it serves and who may call each (api/access.ts). */
   routes: readonly { method: string; path: string; access: Access<AgentCredential> }[];
+  /** The metrics listener's `http://host:port` (AgentServerConfig.metrics), when there is one. */
+  metricsUrl?: string;
   /**
    * Stops the server. With `drainMs` (a newer server of the project already serves, as after
    * `berth dev` reloads): it takes no new connections or runs first and lets the runs executing
@@ -514,7 +524,9 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
       authErrors,
     ],
   });
+  const metrics = config.metrics ? await startMetricsListener({ ...config.metrics, logger: log }) : undefined;
   const server = await listen(app, config.host, config.port, config.listenFd);
+  const unwatchRuns = watchRuns(runs, broker, log);
   // In a container the inherited socket is not in its network namespace: graph code reaches this
   // server on the same address inside.
   const inside = config.listenFd === undefined ? undefined : await listen(app, config.host, server.port);
@@ -549,6 +561,7 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
   return {
     url: server.url,
     port: server.port,
+    ...(metrics ? { metricsUrl: metrics.url } : {}),
     routes: api.routes.map(({ method, path, access }) => ({ method, path, access })),
     close: async (options = {}) => {
       if (options.drainMs !== undefined) {
@@ -559,7 +572,8 @@ export async function startAgentServer(config: AgentServerConfig, log: Logger): 
         await worker?.close({ drainMs: options.drainMs });
       }
       protocol?.close();
-      await Promise.all([server.close(), inside?.close()]);
+      unwatchRuns();
+      await Promise.all([server.close(), inside?.close(), metrics?.close()]);
       await typeSchemas.close();
       await cronScheduler.close();
       await worker?.close();

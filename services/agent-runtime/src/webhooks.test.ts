@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { createTestDatabase, type TestDatabase } from '@berth/testing';
 import type { RunningAgentServer } from './index.js';
 import { human, lastText, startTestServer, until } from './__tests__/fixtures.js';
@@ -125,6 +126,7 @@ describe('run webhooks', () => {
   it('stops after its attempts on 5xx, and does not retry a 4xx', async () => {
     const down = receiver.script('/down', [503]);
     const rejects = receiver.script('/rejects', [410]);
+    const before = parseMetrics((await scrape()).body);
     const thread = await client.threads.create();
     const first = await client.runs.create(thread.thread_id, 'echo', { input: human('a'), webhook: down });
     const second = await client.runs.create(thread.thread_id, 'echo', { input: human('b'), webhook: rejects, multitaskStrategy: 'enqueue' });
@@ -140,6 +142,11 @@ describe('run webhooks', () => {
     // retry is due, and a delivery of a record no longer pending sends nothing.
     expect(await settled(thread.thread_id, second.run_id)).toMatchObject({ state: 'failed', attempts: 1, last_status_code: 410 });
     expect(receiver.requests('/rejects')).toHaveLength(1);
+    // The metrics count every attempt by its result: three retried and one failed, one failed at once.
+    const after = parseMetrics((await scrape()).body);
+    const moved = (result: string) =>
+      sampleSum(after, 'berth_agent_webhook_attempts_total', { result }) - sampleSum(before, 'berth_agent_webhook_attempts_total', { result });
+    expect({ retrying: moved('retrying'), failed: moved('failed'), delivered: moved('delivered') }).toEqual({ retrying: 3, failed: 2, delivered: 0 });
   }, 30_000);
 
   it("never fails a run or holds up its thread's next run", async () => {

@@ -57,6 +57,12 @@ export interface GatewayConfig {
    */
   clock?: Clock;
   /**
+   * Serve the process's metrics (`GET /metrics`) on this address, a listener of its own: never on
+   * the public port, where tenants' traffic arrives.
+   * @default none: no metrics listener
+   */
+  metrics?: { host: string; port: number };
+  /**
    * Apply the gateway's migrations at start (under a lock, so many replicas may do it).
    * @default true
    */

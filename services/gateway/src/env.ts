@@ -1,7 +1,7 @@
 /**
  * The gateway's environment: the only place its settings are read from process.env.
  */
-import { envLogLevel, envOptionalString, envPort, parseEnv } from '@berth/config';
+import { envLogLevel, envOptionalPort, envOptionalString, envPort, parseEnv } from '@berth/config';
 import { selectQueueBackend } from '@berth/queue';
 import { z } from 'zod';
 import type { GatewayConfig } from './config.js';
@@ -73,6 +73,13 @@ const schema = z.object({
   EXPORT_WORKER_GRPC_ADDRESS: z.string().optional(),
   /** The token the internal services expect on every gRPC call (the same value they are given). */
   BERTH_INTERNAL_TOKEN: envOptionalString,
+  /**
+   * Port of the metrics listener (`GET /metrics`, Prometheus text format; 0 picks a free one), apart
+   * from the public port; unset: no metrics listener. In `berth up` it has the whole platform's metrics.
+   */
+  BERTH_METRICS_PORT: envOptionalPort,
+  /** Interface of the metrics listener: loopback unless a scraper on another host needs it (`0.0.0.0` in a pod). */
+  BERTH_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -89,6 +96,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     queue: selectQueueBackend({ databaseUrl: e.DATABASE_URL, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) }),
     services,
     ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
+    ...(e.BERTH_METRICS_PORT !== undefined ? { metrics: { host: e.BERTH_METRICS_HOST, port: e.BERTH_METRICS_PORT } } : {}),
     ...(e.BERTH_PUBLIC_URL ? { publicUrl: e.BERTH_PUBLIC_URL } : {}),
     loginTokenTtlSeconds: e.LOGIN_TOKEN_TTL_SECONDS,
     corsAllowOrigins: e.GATEWAY_CORS_ALLOW_ORIGINS,

@@ -8,6 +8,7 @@ import { systemClock } from '@berth/clock';
 import { createDatabase, migrate, sql } from '@berth/db';
 import { listen } from '@berth/http';
 import { createLogger, type Logger } from '@berth/log';
+import { startMetricsListener } from '@berth/metrics';
 import { pingQueueBackend } from '@berth/queue';
 import { SandboxService } from '@berth/proto';
 import { checkHealth } from '@berth/rpc';
@@ -33,6 +34,8 @@ export interface RunningGateway {
   url: string;
   port: number;
   store: AuthStore;
+  /** The metrics listener's `http://host:port` (GatewayConfig.metrics), when there is one. */
+  metricsUrl?: string;
   /**
    * A fresh id per start, also in the body of `/readyz`: whoever started this gateway (`berth up`)
    * can tell it from another process answering on the same port.
@@ -97,7 +100,11 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     sessions: store.consoleSessions({ ...DEFAULT_SESSION_LIMITS, ...config.consoleSessions }, config.clock ?? systemClock),
     ...(config.clock ? { clock: config.clock } : {}),
   });
-  const server = await listen(app, config.host, config.port);
+  const metrics = config.metrics ? await startMetricsListener({ ...config.metrics, logger }) : undefined;
+  const server = await listen(app, config.host, config.port).catch(async (error: unknown) => {
+    await metrics?.close();
+    throw error;
+  });
   server.server.on('upgrade', (req, socket, head) => {
     if (!deploymentSockets.handleUpgrade(req, socket, head)) sockets.handleUpgrade(req, socket, head);
   });
@@ -109,7 +116,9 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     port: server.port,
     store,
     instanceId,
+    ...(metrics ? { metricsUrl: metrics.url } : {}),
     close: async () => {
+      await metrics?.close();
       sockets.close();
       deploymentSockets.close();
       await server.close();

@@ -29,6 +29,7 @@ import { checkLimits, DEFAULT_LIMITS } from './sandboxes/limits.js';
 import { loadPlatformId } from './sandboxes/platform-id.js';
 import { DEFAULT_QUOTA, TenantQuotas } from './sandboxes/quota.js';
 import { Reaper } from './sandboxes/reaper.js';
+import { watchSandboxes } from './sandboxes/metrics.js';
 import { Reconciler } from './sandboxes/reconciler.js';
 import { Sandboxes } from './sandboxes/sandboxes.js';
 import type { SandboxTables } from './tables.js';
@@ -184,6 +185,7 @@ export async function start(
     throw error;
   }
   health = service.health;
+  const unwatch = watchSandboxes(sandboxes.store, pools, logger);
   await engine.check();
   if (settings.background !== false) {
     reaper.start();
@@ -202,6 +204,7 @@ export async function start(
     engine,
     platformId,
     close: async () => {
+      unwatch();
       await engine.stop();
       await reconciler.stop();
       await reaper.stop();

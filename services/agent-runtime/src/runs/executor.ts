@@ -17,6 +17,8 @@ import { toCommand } from './thread-state.js';
 import { EventPipe } from './event-pipe.js';
 import { StreamTranslator, graphModes } from './stream-modes.js';
 import { interruptsIn, ProtocolPublisher, type GraphProtocolEvent } from '../protocol/events.js';
+import { secondsSince } from '@berth/metrics';
+import { runFirstEvent } from './metrics.js';
 
 export interface RunOutcome {
   /** A graph that stops at an interrupt still ends its run `success`; its thread becomes `interrupted`. */
@@ -88,6 +90,7 @@ export class RunExecutor {
   constructor(private readonly deps: ExecutorDeps) {}
 
   async execute(run: Run, assistant: Assistant, signal: AbortSignal): Promise<RunOutcome> {
+    const started = performance.now();
     const { broker } = this.deps;
     const kwargs = run.kwargs;
     const stop = new AbortController();
@@ -155,7 +158,12 @@ export class RunExecutor {
     try {
       const input = await this.input(run);
       const chunks = protocol ? this.protocolChunks(graph, input, config, protocol) : this.chunks(graph, input, config, requested.includes('events'));
+      let first = true;
       for await (const [namespace, mode, data] of chunks) {
+        if (first) {
+          first = false;
+          runFirstEvent.observe(secondsSince(started));
+        }
         if (stop.signal.aborted) continue; // the graph is stopping: its last chunks go nowhere
         try {
           if (mode === 'events') {

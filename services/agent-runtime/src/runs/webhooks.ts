@@ -24,6 +24,7 @@ import { runJson } from '../api/schemas.js';
 import type { Json, JsonObject } from '../storage/sql.js';
 import type { Run, RunStatus } from '../storage/runs.js';
 import type { WebhookAttempt, WebhookRecord, WebhookStore } from '../storage/webhooks.js';
+import { webhookAttempts } from './metrics.js';
 
 export const WEBHOOK_QUEUE = 'agent-webhooks';
 
@@ -257,6 +258,7 @@ export class WebhookDelivery {
     const last = ctx.attempt >= this.settings.attempts;
     const outcome: WebhookAttempt = result.retry && last ? { ...result.attempt, state: 'failed' } : result.attempt;
     await this.deps.store.recordAttempt(webhookId, outcome);
+    webhookAttempts.inc({ result: outcome.state === 'pending' ? 'retrying' : outcome.state });
     if (outcome.state === 'pending') throw new WebhookAttemptError(`attempt ${ctx.attempt} of ${this.settings.attempts}: ${outcome.error}`);
     if (outcome.state === 'failed') log.warn({ attempts: ctx.attempt, statusCode: outcome.statusCode, error: outcome.error }, 'webhook not delivered');
     return { state: outcome.state };

@@ -20,6 +20,7 @@ import { RunCancelledError, type RunExecutor, type RunOutcome } from './executor
 import { recordEnd, UNSTORABLE } from './run-end.js';
 import type { RunEnd, WebhookDelivery } from './webhooks.js';
 import { publishRunEnd } from '../protocol/events.js';
+import { runDuration, runsFinished } from './metrics.js';
 
 export interface RunWorkerOptions extends LeaseOptions {
   /**
@@ -447,6 +448,8 @@ export class RunWorker {
       return;
     }
     const { ending, nextRunId } = recorded;
+    runsFinished.inc({ status: ending.status });
+    runDuration.observe({ status: ending.status }, (this.clock.now() - startedAt) / 1000);
     // Its graph finished, but its result could not be stored: the stream says so.
     if ((ending.error as { error?: string } | null)?.error === UNSTORABLE)
       await this.publishError(run.run_id, ending.error as { error: string; message: string });

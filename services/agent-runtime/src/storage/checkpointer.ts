@@ -29,6 +29,8 @@ import type pg from 'pg';
 import { batchStatement, FENCE_KEY, RunFencedError, type WriteFence, type WriteOp } from './checkpoint-batch.js';
 import { MAX_VALUE_DEPTH, nestedDeeperThan, toJsonb, UnstorableValueError } from './json-codec.js';
 import { backoffMs, isTransientDbError, sleep } from './retry.js';
+import { secondsSince } from '@berth/metrics';
+import { checkpointWrite } from '../runs/metrics.js';
 
 /** Postgres refused a checkpoint write for a reason that retrying does not change. */
 export class CheckpointWriteError extends Error {
@@ -322,7 +324,9 @@ export class BerthPostgresSaver extends PostgresSaver {
       try {
         // One statement at a time (the queue is sequential), so the two pools cannot reorder writes.
         const pool = ops.every((op) => op.lazy) && this.lazyPool ? this.lazyPool : this.writePool;
+        const started = performance.now();
         const { rows } = await pool.query<{ refused: string }>(text, values);
+        checkpointWrite.observe(secondsSince(started));
         if (attempt > 0) this.log.info({ attempts: attempt + 1, threadIds: threadsOf(ops) }, 'checkpoint write succeeded after the database came back');
         const refused = new Set(rows.map((r) => r.refused));
         for (const op of ops) {

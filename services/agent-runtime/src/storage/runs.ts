@@ -458,6 +458,21 @@ export class RunStore {
   }
 
   /**
+   * Runs waiting (pending) and executing (running), and how long the oldest pending run has waited
+   * (by the database's clock, which stamped it): what the metrics report of the queue. Reads only
+   * unfinished runs, through their partial index.
+   */
+  async queueStats(): Promise<{ pending: number; running: number; oldestPendingSeconds: number }> {
+    const { rows } = await this.pool.query<{ pending: number; running: number; oldest: number | null }>(
+      `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending, count(*) FILTER (WHERE status = 'running')::int AS running,
+              extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending'))::float8 AS oldest
+       FROM runs WHERE ${UNFINISHED}`,
+    );
+    const row = rows[0]!;
+    return { pending: row.pending, running: row.running, oldestPendingSeconds: Math.max(0, row.oldest ?? 0) };
+  }
+
+  /**
    * Pending runs that are due, and — when `takeover` allows it — runs whose lease may be taken
    * over: candidates to (re)dispatch.
    */

@@ -1,8 +1,9 @@
-/** Trace delivery's retries and drop warnings on a clock the test moves (the trace store is a closed port). */
+/** Trace delivery's retries, drop warnings and drop metrics on a clock the test moves (the trace store is a closed port). */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ManualClock } from '@berth/clock';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { captureLogger, until } from '@berth/testing';
 import { TraceDelivery } from './trace-delivery.js';
 
@@ -55,5 +56,10 @@ describe('TraceDelivery', () => {
     expect(warnings()).toEqual([2, 1]);
     await delivery.close(0);
     expect(warnings()).toEqual([2, 1]);
+    // The metrics count the drops as they happen: two requests, three runs, none sent.
+    const metrics = parseMetrics((await scrape()).body);
+    expect(sampleSum(metrics, 'berth_agent_trace_requests_total', { result: 'dropped' })).toBe(2);
+    expect(sampleSum(metrics, 'berth_agent_trace_runs_dropped_total')).toBe(3);
+    expect(sampleSum(metrics, 'berth_agent_trace_requests_total', { result: 'sent' })).toBe(0);
   });
 });

@@ -13,6 +13,7 @@
 import { gunzipSync } from 'node:zlib';
 import { systemClock, type Clock, type Timer } from '@berth/clock';
 import type { Logger } from '@berth/log';
+import { traceRequests, traceRunsDropped } from '../runs/metrics.js';
 
 export interface TraceDeliveryOptions {
   /**
@@ -177,7 +178,10 @@ export class TraceDelivery {
           signal: AbortSignal.timeout(requestTimeoutMs),
         });
         const text = await response.text();
-        if (response.ok) return;
+        if (response.ok) {
+          traceRequests.inc({ result: 'sent' });
+          return;
+        }
         reason = `${pending.method} ${new URL(pending.url).pathname} answered ${response.status}${text ? `: ${text.slice(0, 200)}` : ''}`;
         if (!RETRYABLE.has(response.status)) break;
       } catch (error) {
@@ -189,7 +193,10 @@ export class TraceDelivery {
   }
 
   private drop(pending: Pending, reason: string): void {
-    this.dropped.runs += runsIn(pending);
+    const runs = runsIn(pending);
+    traceRequests.inc({ result: 'dropped' });
+    traceRunsDropped.inc(runs);
+    this.dropped.runs += runs;
     this.dropped.reason = reason;
     this.warnTimer ??= this.options.clock.setTimeout(() => this.report(), this.options.warnIntervalMs);
   }

@@ -20,6 +20,7 @@ import { ManualClock } from '@berth/clock';
 import { createDatabase } from '@berth/db';
 import { NotFoundError, RequestValidationError } from '@berth/errors';
 import { silentLogger } from '@berth/log';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { DeploymentService, DeploymentStatus } from '@berth/proto';
 import { createRpcClient, type RpcClient } from '@berth/rpc';
 import { createTestDatabase, until, type TestDatabase } from '@berth/testing';
@@ -224,9 +225,16 @@ describe('deployments on the local deployer', () => {
   }, 120_000);
 
   it('says FAILED, with no route, for a deployment whose only build failed (not AWAITING_DEPLOY forever)', async () => {
+    const metricsBefore = parseMetrics((await scrape()).body);
     const created = await deployments.create({ tenantId: tenant, name: 'broken', source: 'internal_source', secrets: [] });
     const { revisionId } = await upload(created.id, project('export const graph = ;\n'));
     expect(await settled(created.id, revisionId!)).toBe('BUILD_FAILED');
+    // The metrics count it: one more failed revision, one more build step timed.
+    const metrics = parseMetrics((await scrape()).body);
+    const moved = (name: string, labels: Record<string, string>) => sampleSum(metrics, name, labels) - sampleSum(metricsBefore, name, labels);
+    expect(moved('berth_revisions', { status: 'BUILD_FAILED' })).toBe(1);
+    expect(moved('berth_revision_step_duration_seconds_count', { step: 'build' })).toBe(1);
+    expect(moved('berth_revision_step_duration_seconds_count', { step: 'deploy' })).toBe(0);
     const { status_message } = await deployments.revision(tenant, created.id, revisionId!);
     const why = `the latest revision ${revisionId} failed to build (BUILD_FAILED: ${status_message}) and no revision serves`;
     expect(await deployments.get(tenant, created.id)).toMatchObject({ status: 'FAILED', status_message: why, active_revision_id: null });

@@ -19,6 +19,7 @@ import { NotFoundError } from '@berth/errors';
 import { IllegalTransitionError } from '@berth/lifecycle';
 import { JobQueue, JobWorker, defineJobCatalog, type QueueBackendConfig } from '@berth/queue';
 import type { Logger } from '@berth/log';
+import { secondsSince } from '@berth/metrics';
 import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
 import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
@@ -30,6 +31,7 @@ import type { SecretBox } from '@berth/secret-box';
 import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import { REVISION_INTERRUPTS_CHANNEL } from './notifications.js';
+import { revisionStepDuration, watchRevisions } from './metrics.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
 import { deploymentTracingCredential } from './service.js';
 import type { TracingEndpoint } from '../config.js';
@@ -128,6 +130,8 @@ export class RevisionPipeline {
   private readonly running = new Map<string, { controller: AbortController; watch: InterruptWatch }>();
   private readonly timers = new Set<Timer>();
   private sweeper?: Timer;
+  /** Stops reporting the revisions by status to the metrics. */
+  private unwatch?: () => void;
   private readonly clock: Clock;
   /** Notifications of interrupted revisions, from whichever control plane interrupted them. */
   private readonly listener: PgListener;
@@ -198,10 +202,12 @@ export class RevisionPipeline {
     if (!this.deps.deployer.revisionsSurviveClose) {
       for (const revision of serving) await this.deps.store.setHealth(revision.id, 'the control plane restarted: the agent server is starting again', null);
     }
+    this.unwatch = watchRevisions(this.deps.store, this.deps.log);
     void this.restore(serving);
   }
 
   async close(): Promise<void> {
+    this.unwatch?.();
     this.sweeper?.cancel();
     for (const timer of this.timers) timer.cancel();
     for (const { controller } of this.running.values()) controller.abort(new Error('the control plane is stopping'));
@@ -244,6 +250,7 @@ export class RevisionPipeline {
     const revision = await store.revisionById(revisionId);
     if (!revision || !(await this.advance(revisionId, 'BUILDING'))) return;
     const log = this.logs.for(revisionId, 'build');
+    const started = performance.now();
     await this.step(revisionId, jobSignal, async (signal) => {
       const config = revision.source_revision_config;
       try {
@@ -287,7 +294,9 @@ export class RevisionPipeline {
         }
         throw error;
       }
-    }).catch(async (error: unknown) => this.failed(revisionId, 'BUILD_FAILED', error, log));
+    })
+      .catch(async (error: unknown) => this.failed(revisionId, 'BUILD_FAILED', error, log))
+      .finally(() => revisionStepDuration.observe({ step: 'build' }, secondsSince(started)));
   }
 
   /**
@@ -326,6 +335,7 @@ export class RevisionPipeline {
     const deployment = await store.byId(revision.deployment_id);
     if (!deployment) return;
     const log = this.logs.for(revisionId, 'deploy');
+    const started = performance.now();
     await this.step(revisionId, jobSignal, async (signal) => {
       try {
         const spec = await this.spec(deployment, revision);
@@ -359,7 +369,9 @@ export class RevisionPipeline {
         }
         throw error;
       }
-    }).catch(async (error: unknown) => this.failed(revisionId, 'DEPLOY_FAILED', error, log));
+    })
+      .catch(async (error: unknown) => this.failed(revisionId, 'DEPLOY_FAILED', error, log))
+      .finally(() => revisionStepDuration.observe({ step: 'deploy' }, secondsSince(started)));
   }
 
   private async runRemove(deploymentId: string): Promise<void> {

@@ -303,6 +303,16 @@ export class DeploymentStore {
     return revisionRow(row);
   }
 
+  /** How many revisions are in each status (statuses without any left out). */
+  async revisionsByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('revisions')
+      .select((eb) => ['status', eb.fn.countAll<string>().as('count')])
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+  }
+
   async revisionById(revisionId: string): Promise<RevisionRow | undefined> {
     const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
     return row && revisionRow(row);

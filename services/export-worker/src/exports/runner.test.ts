@@ -9,11 +9,12 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { DeleteBucketCommand } from '@aws-sdk/client-s3';
+import { DeleteBucketCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ManualClock } from '@berth/clock';
 import { createDatabase, migrate, type Database } from '@berth/db';
 import { LeaseLostError, NO_TAKEOVER } from '@berth/lease';
 import { silentLogger } from '@berth/log';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { SecretBox } from '@berth/secret-box';
 import { createTestBucket, createTestDatabase, spawnTestChild, testS3, until, type TestChild, type TestDatabase } from '@berth/testing';
 import { Destinations } from '../destinations/destinations.js';
@@ -116,6 +117,7 @@ describe('a one-time export', () => {
   it('runs every day partition to COMPLETED, with its files in the bucket as DuckDB reads them', async () => {
     const ids = [...(await addRuns(1500, '2026-02-01')), ...(await addRuns(700, '2026-02-02'))];
     const exp = await oneTime('2026-02-01T00:00:00Z', '2026-02-03T00:00:00Z', { export_fields: ['id', 'name', 'start_time'] });
+    const metricsBefore = parseMetrics((await scrape()).body);
     const done = await runToEnd(runner({ fileRows: 1000 }), exp.id);
     expect(done).toMatchObject({ status: 'COMPLETED', finished_at: expect.any(Date) });
     const runs = await store.runs(exp.id);
@@ -131,7 +133,15 @@ describe('a one-time export', () => {
       `SELECT count(*) AS n, count(DISTINCT id) AS d, min(day) AS first_day, max(day) AS last_day FROM {runs} WHERE export_id = '${exp.id}'`,
     );
     const columns = await readExport(client, bucket, 'runs-out', `SELECT * FROM {runs} WHERE export_id = '${exp.id}' LIMIT 1`);
+    // The metrics count what was written: every row, and the bytes of the export's files as stored.
+    const { Contents: objects = [] } = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    const stored = objects.filter((o) => o.Key!.includes(exp.id)).reduce((sum, o) => sum + o.Size!, 0);
     client.destroy();
+    const metrics = parseMetrics((await scrape()).body);
+    const moved = (name: string) => sampleSum(metrics, name) - sampleSum(metricsBefore, name);
+    expect(moved('berth_export_rows_written_total')).toBe(2200);
+    expect(moved('berth_export_bytes_written_total')).toBe(stored);
+    expect(stored).toBeGreaterThan(0);
     expect(read.rows[0]).toEqual({ n: BigInt(ids.length), d: BigInt(ids.length), first_day: '01', last_day: '02' });
     expect(Object.keys(columns.types)).toEqual(expect.arrayContaining(['id', 'name', 'start_time']));
     expect(Object.keys(columns.types)).not.toContain('inputs');

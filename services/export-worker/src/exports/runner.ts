@@ -31,6 +31,7 @@ import {
   type PartitionCheckpoint,
 } from '../writer/export-partition.js';
 import { RUNS_CHANNEL, type ClaimedRun, type ExportStore } from './store.js';
+import { exportsRunning } from '../metrics.js';
 
 export interface ExportRunnerOptions {
   store: ExportStore;
@@ -90,6 +91,8 @@ export class ExportRunner {
   private readonly liveness: OwnerLiveness;
   private readonly listener: PgListener;
   private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Stops reporting the runs executing here to the metrics. */
+  private unwatch?: () => void;
   private timer: Timer | undefined;
   private ticking: Promise<void> | undefined;
   /** A wake-up came while a pass was running: another pass follows it. */
@@ -138,12 +141,14 @@ export class ExportRunner {
   async start(): Promise<void> {
     this.state = 'started';
     await this.liveness.start();
+    this.unwatch = exportsRunning.source(() => [{ value: this.active.size }]);
     this.wake();
   }
 
   /** Stops claiming, aborts the runs in progress (their checkpoints stay; another worker resumes them) and waits for them. */
   async stop(): Promise<void> {
     this.state = 'stopped';
+    this.unwatch?.();
     this.timer?.cancel();
     await this.ticking;
     await this.listener.close();

@@ -22,6 +22,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImplementation } from '@berth/rpc';
 import { FilterSyntaxError, parseFilter, type FilterNode } from '../filter/parse.js';
 import type { TraceIngest } from './ingest.js';
+import { recordIngest } from '../metrics.js';
 import { runDocument } from './run-document.js';
 import { decodeCursor, encodeCursor, type RunQuery } from './run-query.js';
 import { bucketSecondsFor, EMPTY_STATS, MAX_BUCKETS, type RunStats } from './run-stats.js';
@@ -181,6 +182,7 @@ export function traceHandlers(
         })),
         r.project?.id ? { id: r.project.id, name: r.project.name } : undefined,
       );
+      recordIngest(result);
       return { storedIds: result.stored, pendingIds: result.pending, refused: result.rejected };
     },
     getRun: async (r) => {

@@ -16,6 +16,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { InvalidArgumentError } from '@berth/errors';
 import type { FilterNode } from '../filter/parse.js';
+import { exportBytesWritten, exportRowsWritten } from '../metrics.js';
 import type { RunRow, TraceStore } from '../traces/trace-store.js';
 import { runsToColumns, selectFields, type ExportField } from './columns.js';
 import { ObjectUpload, objectExists } from './object-upload.js';
@@ -146,6 +147,7 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     const key = partitionFileKey(target.folder, checkpoint.exported_files.length);
     const upload = new ObjectUpload(target.client, target.bucket, key, tuning.partBytes);
     let rows = 0;
+    let bytes = 0;
     let last = first.at(-1)!;
 
     // The next page is read while the current one is converted, and pages are encoded on the
@@ -168,7 +170,10 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     }
 
     try {
-      await encoder.encode(batches(), (bytes) => upload.write(bytes));
+      await encoder.encode(batches(), (chunk) => {
+        bytes += chunk.byteLength;
+        return upload.write(chunk);
+      });
       signal?.throwIfAborted();
       checkpoint = { ...checkpoint, pending_upload: { file_path: key, target_cursor: cursorOf(last), rows_count: rows } };
       await options.save(checkpoint);
@@ -179,6 +184,8 @@ export async function exportPartition(options: ExportPartitionOptions, tuning: E
     }
     checkpoint = committed(checkpoint);
     await options.save(checkpoint);
+    exportRowsWritten.inc(rows);
+    exportBytesWritten.inc(bytes);
     return rows === fileRows;
   }
 }

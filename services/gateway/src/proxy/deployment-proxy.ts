@@ -46,6 +46,7 @@ import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerRespon
 import https from 'node:https';
 import { CorsPolicy, DEPLOYMENT_CREDENTIAL_HEADER, httpErrorBody, isPreflight } from '@berth/http';
 import type { Logger } from '@berth/log';
+import { observeHttpRequest, secondsSince } from '@berth/metrics';
 import { DeploymentStatus } from '@berth/proto';
 import type { RequestHandler } from 'express';
 import { publicOrigin } from '../public-url.js';
@@ -72,6 +73,8 @@ const NO_HTTP_CORS = new CorsPolicy();
 
 /** `/d/{id}` with an optional rest of path and query. */
 export const PROXY_PATH = /^\/d\/([^/?#]*)([/?].*)?$/;
+/** The route label of proxied requests: one series per method and status, whatever the deployment and path. */
+const PROXY_ROUTE = '/d/{deployment_id}/{path}';
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -220,6 +223,7 @@ async function proxy(deps: DeploymentProxyDeps, req: IncomingMessage, res: Serve
   const path = rest.startsWith('/') ? rest : `/${rest}`;
   res.once('close', () => {
     const status = res.statusCode;
+    observeHttpRequest({ method: req.method ?? 'GET', route: PROXY_ROUTE, status, seconds: secondsSince(started) });
     const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
     // The path only: queries of agent-server calls may carry user data.
     deps.logger[level](

@@ -144,6 +144,16 @@ export class Pools {
     return false;
   }
 
+  /** How many warm-pool members of every pool are in each status; statuses without any left out. */
+  async membersByStatus(): Promise<Record<string, number>> {
+    const rows = await this.deps.db
+      .selectFrom('pool_members')
+      .select((eb) => ['status', eb.fn.countAll<string>().as('count')])
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+  }
+
   /**
    * After a restart: members a stopped manager left creating, and ready ones whose instance no
    * longer runs, are removed (the next pass makes new ones).

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { ManualClock } from '@berth/clock';
 import { createDatabase, sql } from '@berth/db';
+import { parseMetrics, scrape } from '@berth/metrics';
 import { captureLogger, createTestDatabase, testSandbox, until, type TestDatabase } from '@berth/testing';
 import { contractSpec } from '../drivers/contract.js';
 import { ContainerDriver } from '../drivers/container/container-driver.js';
@@ -93,6 +94,12 @@ it('removes this platform’s containers without a live record, and nothing else
   } finally {
     await database.close();
   }
+  // The metrics count the sandboxes by status: the live one, the one being created; not the deleted one.
+  // And the warm pool's one ready member.
+  const metrics = parseMetrics((await scrape()).body);
+  const byStatus = (name: string) => Object.fromEntries(metrics.filter((s) => s.name === name).map((s) => [s.labels.status, s.value]));
+  expect(byStatus('berth_sandboxes')).toEqual({ ready: 1, provisioning: 1 });
+  expect(byStatus('berth_sandbox_pool_members')).toEqual({ ready: 1 });
   // Another platform's container on the same engine, and one from before platforms were labelled.
   const foreign = await container({ [INSTANCE_LABELS.platform]: randomUUID() });
   const unlabelled = await container({});

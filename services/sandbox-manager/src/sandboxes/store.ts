@@ -30,6 +30,17 @@ export class SandboxGoneError extends NotFoundError {
 export class SandboxStore {
   constructor(private readonly db: Kysely<SandboxTables>) {}
 
+  /** How many sandboxes (not deleted) are in each status; statuses without any left out. */
+  async countByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('sandboxes')
+      .select((eb) => ['status', eb.fn.countAll<string>().as('count')])
+      .where('deleted_at', 'is', null)
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+  }
+
   async insert(values: Insertable<SandboxesTable>): Promise<SandboxRow> {
     try {
       return await this.db.insertInto('sandboxes').values(values).returningAll().executeTakeFirstOrThrow();
