@@ -160,6 +160,7 @@ export default {
     'services/gateway/src/fuzz.test.ts',
     'services/gateway/src/gateway.test.ts',
     'services/gateway/src/internal-auth.test.ts',
+    'services/gateway/src/platform-tracing.test.ts',
     'services/gateway/src/request-bodies.test.ts',
     'services/gateway/src/routes/sandboxes/exec-socket.test.ts',
     'services/gateway/src/routes/sandboxes/manager.test.ts',

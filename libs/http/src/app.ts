@@ -7,8 +7,10 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
+import { traceFields, withSpan, type Span } from '@berth/tracing';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { JSON_BODY_LIMIT, JSON_TYPES } from './json-body.js';
+import { endRequestSpan, startRequestSpan } from './tracing.js';
 
 export interface AppOptions {
   logger: Logger;
@@ -58,10 +60,13 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const url = req.url;
+    let span: Span | undefined;
     if (!quiet.has(url.split('?')[0] ?? '')) {
       const started = performance.now();
+      span = startRequestSpan(req, id);
       // 'close' also comes when the client went away before the answer was complete.
       res.once('close', () => {
+        if (span) endRequestSpan(span, req, res);
         const status = res.statusCode;
         const level = status >= 500 ? 'error' : status >= 400 || !res.writableFinished ? 'warn' : 'info';
         logger[level](
@@ -69,12 +74,14 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
             req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) },
             res: { statusCode: status },
             responseTime: Math.round(performance.now() - started),
+            ...traceFields(span),
           },
           res.writableFinished ? 'request completed' : 'request aborted',
         );
       });
     }
-    next();
+    if (span) withSpan(span, next);
+    else next();
   };
 }
 

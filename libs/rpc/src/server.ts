@@ -10,6 +10,7 @@ import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { statusOfError } from './status.js';
+import { tracedHandler } from './tracing.js';
 import type { CallContext, ServiceImplementation } from './types.js';
 
 /** Options of {@link createRpcServer}. */
@@ -225,7 +226,7 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
         if (typeof handler !== 'function') {
           throw new RpcConfigurationError(`the implementation of ${service.typeName} has no handler for ${method.localName}`);
         }
-        const bound = (handler as Handler).bind(implementation);
+        const bound = tracedHandler(method, (handler as Handler).bind(implementation));
         definition[method.localName] = methodDefinition(method);
         handlers[method.localName] =
           method.methodKind === 'unary' || method.methodKind === 'client_streaming'
