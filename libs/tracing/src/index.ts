@@ -180,3 +180,51 @@ export function linkOf(carrier: Readonly<Record<string, string | string[] | unde
   const spanContext = trace.getSpanContext(extractTraceContext(carrier));
   return spanContext && trace.isSpanContextValid(spanContext) ? { context: spanContext } : undefined;
 }
+
+// Spans of Redis commands and S3 calls made inside a trace, for the clients the services create
+// (ioredis, the AWS SDK v3). Structural types: this package depends on neither client. Both
+// wrappers return the client untouched when tracing is off.
+
+/** What {@link traceRedis} needs of an ioredis client. */
+interface RedisClient {
+  sendCommand(command: { name: string }, ...rest: never[]): unknown;
+}
+
+/** A span per command (`GET`, `XADD`; never its keys or values) made inside a trace. */
+export function traceRedis<R extends RedisClient>(client: R): R {
+  if (!tracingOn()) return client;
+  const plain = client.sendCommand.bind(client) as (command: { name: string }, ...rest: unknown[]) => unknown;
+  (client as unknown as { sendCommand: typeof plain }).sendCommand = (command, ...rest) => {
+    if (!inTrace()) return plain(command, ...rest);
+    const name = command.name.toUpperCase();
+    const span = startSpan(name, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } });
+    const result = plain(command, ...rest) as Promise<unknown>;
+    result.then(
+      () => endSpan(span),
+      (error: unknown) => endSpan(span, error),
+    );
+    return result;
+  };
+  return client;
+}
+
+type Middleware = (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => Promise<unknown>;
+
+/** What {@link traceS3} needs of an AWS SDK v3 client (its middleware types, loosely: this package does not depend on the SDK). */
+interface AwsClient {
+  middlewareStack: { add(middleware: never, options: never): void };
+}
+
+/** A span per S3 call (`S3.PutObject`; never its bucket's keys) made inside a trace. */
+export function traceS3<C extends AwsClient>(client: C): C {
+  if (!tracingOn()) return client;
+  const stack = client.middlewareStack as unknown as { add(middleware: Middleware, options: { step: 'initialize'; name: string }): void };
+  stack.add(
+    (next, context) => (args) => {
+      const method = (context.commandName ?? 'Unknown').replace(/Command$/, '');
+      return traced(`S3.${method}`, { 'rpc.system': 'aws-api', 'rpc.service': 'S3', 'rpc.method': method }, () => next(args));
+    },
+    { step: 'initialize', name: 'berthTracing' },
+  );
+  return client;
+}

@@ -8,59 +8,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trace } from '@opentelemetry/api';
 import { parseTracingEnv } from '@berth/config';
 import { SecretBox, start as startControlPlane, type RunningControlPlane } from '@berth/control-plane';
-import { captureLogger, createTestDatabase, type CapturedLogs, type TestDatabase } from '@berth/testing';
+import {
+  captureLogger,
+  createTestDatabase,
+  spanAttribute,
+  startOtlpCollector,
+  type CapturedLogs,
+  type ExportedSpan,
+  type OtlpCollector,
+  type TestDatabase,
+} from '@berth/testing';
 import { startTracing, type Tracing } from '@berth/tracing';
 import { AGENT_SERVE_SCRIPT } from '../../agent-runtime/src/index.js';
 import { start, type RunningGateway } from './index.js';
 import { testGatewayConfig } from './__tests__/test-config.js';
-
-interface ExportedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: Record<string, unknown> }[];
-  links?: { traceId: string; spanId: string }[];
-}
-
-/** An OTLP/HTTP collector: every span of every JSON export it received. */
-async function startCollector() {
-  const spans: ExportedSpan[] = [];
-  const services = new Set<string>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      expect({ path: req.url, type: req.headers['content-type'] }).toEqual({ path: '/v1/traces', type: 'application/json' });
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: { resource: { attributes: ExportedSpan['attributes'] }; scopeSpans: { spans: ExportedSpan[] }[] }[];
-      };
-      for (const resource of body.resourceSpans) {
-        for (const attribute of resource.resource.attributes) if (attribute.key === 'service.name') services.add(String(attribute.value['stringValue']));
-        for (const scope of resource.scopeSpans) spans.push(...scope.spans);
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    spans,
-    services,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-const attribute = (span: ExportedSpan, key: string) => span.attributes.find((a) => a.key === key)?.value;
 
 interface Stack {
   gateway: RunningGateway;
@@ -146,7 +113,7 @@ describe('without an OTLP endpoint', () => {
 });
 
 describe('with an OTLP endpoint', () => {
-  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let collector: OtlpCollector;
   let tracing: Tracing;
   let stack: Stack;
   const deploymentId = randomUUID();
@@ -155,7 +122,7 @@ describe('with an OTLP endpoint', () => {
   let requestId: string | null;
 
   beforeAll(async () => {
-    collector = await startCollector();
+    collector = await startOtlpCollector();
     const exportErrors: string[] = [];
     tracing = await startTracing(parseTracingEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }), 'berth', (message) => exportErrors.push(message));
     stack = await startStack();
@@ -166,6 +133,7 @@ describe('with an OTLP endpoint', () => {
     // Shutting down exports what is still batched.
     await tracing.shutdown();
     expect(exportErrors).toEqual([]);
+    expect(new Set(collector.exports.map((e) => `${e.path} ${e.type}`))).toEqual(new Set(['/v1/traces application/json']));
   }, 60_000);
   afterAll(async () => {
     await collector?.close();
@@ -183,9 +151,9 @@ describe('with an OTLP endpoint', () => {
     expect(collector.services).toEqual(new Set(['berth']));
     const request = requestSpan();
     expect(request.parentSpanId ?? '').toBe('');
-    expect(attribute(request, 'http.route')).toEqual({ stringValue: '/v2/deployments/{deployment_id}' });
-    expect(attribute(request, 'http.response.status_code')).toEqual({ intValue: 404 });
-    expect(attribute(request, 'berth.request_id')).toEqual({ stringValue: requestId });
+    expect(spanAttribute(request, 'http.route')).toEqual({ stringValue: '/v2/deployments/{deployment_id}' });
+    expect(spanAttribute(request, 'http.response.status_code')).toEqual({ intValue: 404 });
+    expect(spanAttribute(request, 'berth.request_id')).toEqual({ stringValue: requestId });
 
     const rpcName = 'berth.controlplane.v1.DeploymentService/GetDeployment';
     const client = childrenOf(request).filter((span) => span.name === rpcName);
@@ -202,7 +170,7 @@ describe('with an OTLP endpoint', () => {
     const exported = JSON.stringify(collector.spans);
     expect(exported).not.toContain(deploymentId);
     expect(exported).not.toMatch(/\b(from|where|values|returning)\s|\$1/i);
-    for (const span of collector.spans.filter((s) => attribute(s, 'db.system.name'))) {
+    for (const span of collector.spans.filter((s) => spanAttribute(s, 'db.system.name'))) {
       expect(span.attributes.map((a) => a.key).sort()).toEqual(['db.namespace', 'db.operation.name', 'db.system.name']);
     }
   });
