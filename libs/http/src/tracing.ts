@@ -1,10 +1,10 @@
 /**
  * The server span of an HTTP request, when tracing is on (@berth/tracing).
  *
- * Trust: every request starts a new trace. The HTTP servers are reached by tenants (the gateway,
- * agent servers running tenants' graphs), and a `traceparent` from one would otherwise put the
- * platform's spans into a trace id the caller chose, another tenant's trace included. The caller's
- * `traceparent` is kept only as a span link (its ids, not a parent), which joins nothing.
+ * Trust: every request starts a new trace. The gateway is reached by tenants and by their deployed
+ * graphs, and a `traceparent` from one would otherwise put the platform's spans into a trace id the
+ * caller chose, another tenant's trace included. The caller's `traceparent` is kept only as a span
+ * link (its ids, not a parent), which joins nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bindToSpan, endSpan, failSpan, linkOf, SpanKind, startSpan, tracingOn, type Span } from '@berth/tracing';

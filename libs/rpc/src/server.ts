@@ -4,13 +4,14 @@
  */
 import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
 import { DeadlineExceededError } from '@berth/errors';
+import type { Span } from '@berth/tracing';
 import { silentLogger, type Logger } from '@berth/log';
 import grpc from '@grpc/grpc-js';
 import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './auth.js';
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { statusOfError } from './status.js';
-import { tracedHandler } from './tracing.js';
+import { endServerSpan, inSpan, startServerSpan } from './tracing.js';
 import type { CallContext, ServiceImplementation } from './types.js';
 
 /** Options of {@link createRpcServer}. */
@@ -130,7 +131,8 @@ function singleResponseHandler(
   handler: Handler,
   logger: Logger,
 ): grpc.handleUnaryCall<Message, Message> & grpc.handleClientStreamingCall<Message, Message> {
-  return (call: grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
+  type Call = grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>;
+  const handle = (call: Call, callback: grpc.sendUnaryData<Message>, span: Span | undefined) => {
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
       .then(() =>
@@ -145,17 +147,25 @@ function singleResponseHandler(
         (response) => {
           finish();
           callback(null, create(method.output as DescMessage, response as Record<string, unknown> | undefined));
+          endServerSpan(span);
         },
         (error: unknown) => {
           const wasCancelled = cancelled();
           finish();
           callback(statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+          endServerSpan(span, error);
         },
       )
       .catch((error: unknown) => {
         // Building the response failed (e.g. a response init of the wrong shape).
         callback(statusOfError(error, { method: context.method, logger, cancelled: cancelled() }));
+        endServerSpan(span, error);
       });
+  };
+  // The whole call in its span, so the handler's spans and the lines logged on its failure name the trace.
+  return (call: Call, callback: grpc.sendUnaryData<Message>) => {
+    const span = startServerSpan(call.getPath(), call.metadata);
+    inSpan(span, () => handle(call, callback, span));
   };
 }
 
@@ -180,7 +190,8 @@ function streamingResponseHandler(
 ): grpc.handleServerStreamingCall<Message, Message> & grpc.handleBidiStreamingCall<Message, Message> {
   return (call: grpc.ServerWritableStream<Message, Message> | grpc.ServerDuplexStream<Message, Message>) => {
     const { context, finish, cancelled } = callContext(call);
-    void (async () => {
+    const span = startServerSpan(call.getPath(), call.metadata);
+    void inSpan(span, async () => {
       try {
         const input =
           method.methodKind === 'server_streaming'
@@ -194,12 +205,14 @@ function streamingResponseHandler(
         }
         finish();
         if (!call.cancelled) call.end();
+        endServerSpan(span);
       } catch (error) {
         const wasCancelled = cancelled();
         finish();
         if (!call.cancelled) call.emit('error', statusOfError(error, { method: context.method, logger, cancelled: wasCancelled }));
+        endServerSpan(span, error);
       }
-    })();
+    });
   };
 }
 
@@ -226,7 +239,7 @@ export function createRpcServer(options: RpcServerOptions = {}): RpcServer {
         if (typeof handler !== 'function') {
           throw new RpcConfigurationError(`the implementation of ${service.typeName} has no handler for ${method.localName}`);
         }
-        const bound = tracedHandler(method, (handler as Handler).bind(implementation));
+        const bound = (handler as Handler).bind(implementation);
         definition[method.localName] = methodDefinition(method);
         handlers[method.localName] =
           method.methodKind === 'unary' || method.methodKind === 'client_streaming'

@@ -34,22 +34,25 @@ beforeAll(async () => {
   );
   const log = createLogger({ name: 'server', destination: lines });
   try {
-    const { address } = await cleanup.server((server) =>
-      server.add(EchoService, {
-        ...streamingEcho,
-        echo: async (request) => {
-          log.info({ message: request.message }, 'echoing');
-          // Only in the traced call: outside a trace, a span made here would start a trace of its own.
-          if (request.message === 'traced') endSpan(startSpan('inside echo'));
-          return { message: request.message };
-        },
-        count: async function* (request) {
-          for (let index = 0; index < request.count; index++) {
-            endSpan(startSpan(`step ${index}`));
-            yield { index };
-          }
-        },
-      }),
+    const { address } = await cleanup.server(
+      (server) =>
+        server.add(EchoService, {
+          ...streamingEcho,
+          echo: async (request) => {
+            if (request.message === 'fail') throw new Error('the handler failed');
+            log.info({ message: request.message }, 'echoing');
+            // Only in the traced call: outside a trace, a span made here would start a trace of its own.
+            if (request.message === 'traced') endSpan(startSpan('inside echo'));
+            return { message: request.message };
+          },
+          count: async function* (request) {
+            for (let index = 0; index < request.count; index++) {
+              endSpan(startSpan(`step ${index}`));
+              yield { index };
+            }
+          },
+        }),
+      log,
     );
     const client = createRpcClient(EchoService, address);
     cleanup.add(() => client.close());
@@ -57,6 +60,7 @@ beforeAll(async () => {
     await withSpan(caller, async () => {
       await client.echo({ message: 'traced' });
       for await (const _ of client.count({ count: 2 }));
+      await expect(client.echo({ message: 'fail' })).rejects.toThrow();
     });
     endSpan(caller);
     await client.echo({ message: 'untraced' });
@@ -79,7 +83,9 @@ const childOf = (parent: ExportedSpan, name: string) => {
 it("continues the caller's trace on the server: caller → client span → server span → the handler's spans", () => {
   const [caller] = named('caller');
   const echo = `${EchoService.typeName}/Echo`;
-  const server = childOf(childOf(caller!, echo), echo);
+  // The call that succeeded (the failing one is the last test's).
+  const client = collector.spans.find((span) => span.name === echo && span.parentSpanId === caller!.spanId && span.status?.code !== 2)!;
+  const server = childOf(client, echo);
   childOf(server, 'inside echo');
   const count = `${EchoService.typeName}/Count`;
   const streaming = childOf(childOf(caller!, count), count);
@@ -87,12 +93,15 @@ it("continues the caller's trace on the server: caller → client span → serve
   childOf(streaming, 'step 1');
 });
 
-it("names the trace in the handler's log lines", () => {
-  const server = named(`${EchoService.typeName}/Echo`).find((span) => span.kind === 2)!;
-  expect(logged.find((line) => line['msg'] === 'echoing')).toMatchObject({ trace_id: server.traceId, span_id: server.spanId });
+it("names the trace in the handler's log lines and in the line that logs its failure", () => {
+  const [served, failed] = named(`${EchoService.typeName}/Echo`).filter((span) => span.kind === 2);
+  expect(logged.find((line) => line['msg'] === 'echoing')).toMatchObject({ trace_id: served!.traceId, span_id: served!.spanId });
+  expect(failed!.status).toMatchObject({ code: 2, message: 'Error' });
+  const failure = logged.find((line) => (line['err'] as { message?: string } | undefined)?.message === 'the handler failed');
+  expect(failure).toMatchObject({ trace_id: failed!.traceId, span_id: failed!.spanId });
 });
 
 it('records nothing for a call made outside any trace', () => {
-  expect(named(`${EchoService.typeName}/Echo`)).toHaveLength(2);
+  expect(named(`${EchoService.typeName}/Echo`)).toHaveLength(4);
   expect(collector.spans.map((span) => span.traceId).every((id) => id === named('caller')[0]!.traceId)).toBe(true);
 });

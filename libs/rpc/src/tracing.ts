@@ -1,7 +1,7 @@
 /**
  * Spans of gRPC calls, when tracing is on (@berth/tracing). A call made inside a trace gets a
  * client span and carries its `traceparent` in the call's metadata; the server continues that
- * trace in a server span, active while the handler runs. Calls made outside any trace (health
+ * trace in a server span, active for the whole call (the handler, and the lines logged on its failure). Calls made outside any trace (health
  * checks, background loops) are not traced, so they cost nothing and start no traces of their own.
  *
  * Trust: a server believes the `traceparent` it is sent because only the platform's services call
@@ -9,7 +9,8 @@
  */
 import type { DescMethod } from '@bufbuild/protobuf';
 import { endSpan, extractTraceContext, injectTraceContext, inTrace, SpanKind, startSpan, tracingOn, withSpan, type Span } from '@berth/tracing';
-import type { CallContext, CallOptions } from './types.js';
+import type grpc from '@grpc/grpc-js';
+import type { CallOptions } from './types.js';
 
 function spanName(path: string): string {
   return path.replace(/^\//, '');
@@ -71,20 +72,24 @@ export function tracedClientMethod(method: DescMethod, path: string, call: Clien
   };
 }
 
-type Handler = (request: never, context: CallContext) => unknown;
+/**
+ * The SERVER span of a call that carries a `traceparent` (undefined when it carries none, or
+ * tracing is off): the caller's trace goes on in it.
+ */
+export function startServerSpan(path: string, metadata: grpc.Metadata): Span | undefined {
+  if (!tracingOn()) return undefined;
+  const [traceparent] = metadata.get('traceparent');
+  if (typeof traceparent !== 'string') return undefined;
+  const [tracestate] = metadata.get('tracestate');
+  const parent = extractTraceContext({ traceparent, ...(typeof tracestate === 'string' ? { tracestate } : {}) });
+  return startSpan(spanName(path), { kind: SpanKind.SERVER, parent, attributes: rpcAttributes(path) });
+}
 
-/** A handler that continues the caller's trace (when the call carries one) in a SERVER span. */
-export function tracedHandler<H extends Handler>(method: DescMethod, handler: H): H {
-  const streamingResponses = method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming';
-  return ((request: never, call: CallContext) => {
-    if (!tracingOn() || call.metadata['traceparent'] === undefined) return handler(request, call);
-    const parent = extractTraceContext(call.metadata);
-    const span = startSpan(spanName(call.method), { kind: SpanKind.SERVER, parent, attributes: rpcAttributes(call.method) });
-    return streamingResponses
-      ? spanned(span, handler(request, call) as AsyncIterable<unknown>)
-      : endWith(
-          span,
-          withSpan(span, async () => handler(request, call)),
-        );
-  }) as H;
+/** Runs `fn` with `span` active, when there is one. */
+export function inSpan<T>(span: Span | undefined, fn: () => T): T {
+  return span ? withSpan(span, fn) : fn();
+}
+
+export function endServerSpan(span: Span | undefined, error?: unknown): void {
+  if (span) endSpan(span, error);
 }

@@ -33,6 +33,7 @@ interface Stack {
   gateway: RunningGateway;
   controlPlane: RunningControlPlane;
   gatewayLogs: CapturedLogs;
+  controlPlaneLogs: CapturedLogs;
   key: string;
   close(): Promise<void>;
 }
@@ -42,6 +43,7 @@ let work: string;
 
 async function startStack(): Promise<Stack> {
   const gatewayLogs = captureLogger('gateway');
+  const controlPlaneLogs = captureLogger('control-plane');
   const controlPlane = await startControlPlane(
     {
       databaseUrl: db.url,
@@ -55,7 +57,7 @@ async function startStack(): Promise<Stack> {
         agentServeScript: AGENT_SERVE_SCRIPT,
       },
     },
-    captureLogger('control-plane').logger,
+    controlPlaneLogs.logger,
   );
   const gateway = await start({ ...testGatewayConfig(db.url, controlPlane.address), logLevel: 'debug' }, gatewayLogs.logger);
   const tenant = await gateway.store.createTenant({ name: `t-${randomUUID().slice(0, 8)}` });
@@ -64,6 +66,7 @@ async function startStack(): Promise<Stack> {
     gateway,
     controlPlane,
     gatewayLogs,
+    controlPlaneLogs,
     key,
     close: async () => {
       await gateway.close();
@@ -180,9 +183,12 @@ describe('with an OTLP endpoint', () => {
     expect(requestSpan().links?.map(({ traceId, spanId }) => ({ traceId, spanId }))).toEqual([{ traceId: foreign.traceId, spanId: foreign.spanId }]);
   });
 
-  it("writes the trace and span ids into the request's log line", () => {
+  it("writes the trace and span ids into the request's log line, and into the control plane's line on the call", () => {
     const request = requestSpan();
     const line = stack.gatewayLogs.lines().find((l) => l['msg'] === 'request completed' && (l['req'] as { id?: string }).id === requestId);
     expect(line).toMatchObject({ trace_id: request.traceId, span_id: request.spanId });
+    const served = collector.spans.find((span) => span.name === 'berth.controlplane.v1.DeploymentService/GetDeployment' && span.kind === 2)!;
+    const notFound = stack.controlPlaneLogs.lines().find((l) => l['method'] === '/berth.controlplane.v1.DeploymentService/GetDeployment');
+    expect(notFound).toMatchObject({ msg: 'rpc handler returned an error', trace_id: request.traceId, span_id: served.spanId });
   });
 });
