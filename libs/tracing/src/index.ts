@@ -165,8 +165,8 @@ export function traceFields(span: Span | undefined = on ? trace.getActiveSpan() 
 }
 
 /** Writes the active context's `traceparent` (and `tracestate`) into `carrier`. */
-export function injectTraceContext(carrier: Record<string, string>, from: Context = context.active()): Record<string, string> {
-  propagation.inject(from, carrier);
+export function injectTraceContext(carrier: Record<string, string>): Record<string, string> {
+  propagation.inject(context.active(), carrier);
   return carrier;
 }
 
