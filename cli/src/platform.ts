@@ -6,11 +6,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseTracingEnv } from '@berth/config';
 import { SecretBox, describeIsolation, start as startControlPlane } from '@berth/control-plane';
 import { start as startExportWorker } from '@berth/export-worker';
 import { start as startGateway } from '@berth/gateway';
 import { createLogger, type Logger } from '@berth/log';
 import { start as startSandboxManager, type SandboxSettings } from '@berth/sandbox-manager';
+import { startTracing } from '@berth/tracing';
 import { startSandboxEngine, type PlatformSandboxConfig } from './sandbox-engine.js';
 import { embeddedServiceConfigs } from './service-config.js';
 
@@ -104,6 +106,10 @@ export async function startPlatform(
       port: config.port,
     });
     const services: Record<string, string> = {};
+    // One provider for the process's services (they share it: `service.name` berth), started
+    // before them and stopped after them, so their last spans are exported.
+    const tracing = await startTracing(parseTracingEnv(serviceEnv), 'berth', (message) => logger.warn({ detail: message }, 'trace export failed'));
+    started.push({ close: () => tracing.shutdown() });
     // Started first, so closed last: the sandbox-manager stops its sandboxes before the engine goes.
     const sandboxEngine = await startSandboxEngine(config.sandboxes, config.stateDir, logger);
     started.push(sandboxEngine);

@@ -5,9 +5,11 @@
  * gRPC service gets the shared HTTP health listener beside its gRPC port (BERTH_HEALTH_HOST,
  * BERTH_HEALTH_PORT), so every pod is probed the same way.
  */
+import { parseTracingEnv } from '@berth/config';
 import { createPool } from '@berth/db';
 import { createLogger, type Logger } from '@berth/log';
 import { startHealthListener } from '@berth/rpc';
+import { startTracing } from '@berth/tracing';
 import type { CliEnv } from '../env.js';
 import type { ServiceTarget } from '../service-targets.js';
 
@@ -48,6 +50,23 @@ const grpcStarters: Record<Exclude<ServiceTarget, 'all' | 'gateway'>, (env: Serv
 /** Starts the one service; resolves with how to stop it once it serves (and answers probes). */
 export async function startService(target: Exclude<ServiceTarget, 'all'>, env: CliEnv): Promise<Closable> {
   const logger = createLogger({ name: target, level: env.LOG_LEVEL });
+  // Before the service, whose pools and servers decide at their start whether to trace.
+  const tracing = await startTracing(parseTracingEnv(env.serviceEnv), target, (message) => logger.warn({ detail: message }, 'trace export failed'));
+  try {
+    const service = await startTracedService(target, env, logger);
+    return {
+      close: async () => {
+        await service.close();
+        await tracing.shutdown();
+      },
+    };
+  } catch (error) {
+    await tracing.shutdown();
+    throw error;
+  }
+}
+
+async function startTracedService(target: Exclude<ServiceTarget, 'all'>, env: CliEnv, logger: Logger): Promise<Closable> {
   if (target === 'gateway') {
     const { loadGatewayConfig, start } = await import('@berth/gateway');
     const gateway = await start(loadGatewayConfig(env.serviceEnv), logger);

@@ -16,8 +16,12 @@ export const SETTINGS_SOURCES: { file: string; title: string; schemas?: Record<s
   },
   {
     file: 'libs/config/src/index.ts',
-    title: 'Every gRPC service (control-plane, sandbox-manager, export-worker)',
-    intro: 'Where each internal service listens. `berth up` sets these itself (loopback ports, a fresh token).',
+    title: 'Every gRPC service (control-plane, sandbox-manager, export-worker), and tracing in every service',
+    schemas: {
+      grpcServerEnv: 'Where each internal service listens',
+      tracingEnv: "The platform's own tracing (every service and `berth up`; [monitor](../operate/monitor.md#tracing-the-platform))",
+    },
+    intro: 'Where each internal service listens (`berth up` sets these itself: loopback ports, a fresh token), and where every service sends its spans.',
   },
   { file: 'services/gateway/src/env.ts', title: 'gateway', intro: 'The public HTTP API (`berth serve --service gateway`).' },
   {

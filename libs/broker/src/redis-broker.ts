@@ -7,6 +7,7 @@
  * (or not at all when the events rode inside the wake-up).
  */
 import { InvalidArgumentError } from '@berth/errors';
+import { traceRedis } from '@berth/tracing';
 import { Redis } from 'ioredis';
 import { BaseEventBroker } from './base-broker.js';
 import type { EventBrokerOptions } from './broker.js';
@@ -50,7 +51,7 @@ export class RedisEventBroker extends BaseEventBroker {
     }
     this.#prefix = prefix;
     // Named after the prefix so operators (and tests) can tell the connections apart in CLIENT LIST.
-    this.#redis = new Redis(options.url, { lazyConnect: true, connectionName: `berth-broker:${prefix}` });
+    this.#redis = traceRedis(new Redis(options.url, { lazyConnect: true, connectionName: `berth-broker:${prefix}` }));
     this.#subscriber = new Redis(options.url, { lazyConnect: true, connectionName: `berth-broker-sub:${prefix}` });
     this.#redis.on('error', (error: unknown) => this.log.warn({ err: error }, 'event broker redis connection error'));
     this.#subscriber.on('error', (error: unknown) => this.log.warn({ err: error }, 'event broker redis subscriber error'));

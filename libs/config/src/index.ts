@@ -4,6 +4,7 @@
  * {@link parseEnv}.
  */
 import { InvalidCidrError, parseCidr } from '@berth/egress';
+import type { TracingConfig } from '@berth/tracing';
 import { z } from 'zod';
 
 /** A service's environment did not match its schema. Lists every offending variable. */
@@ -115,4 +116,37 @@ export function parseGrpcServerEnv(env: Record<string, string | undefined>): Grp
     logLevel: e.LOG_LEVEL,
     ...(e.BERTH_INTERNAL_TOKEN ? { internalToken: e.BERTH_INTERNAL_TOKEN } : {}),
   };
+}
+
+/** `key=value,…` (values URL-encoded, as the OpenTelemetry spec has it). */
+const envHeaders = envList
+  .refine((items) => items.every((item) => /^[^=\s]+=./.test(item)), { message: 'a comma-separated list of key=value pairs' })
+  .transform((items) =>
+    Object.fromEntries(items.map((item) => [item.slice(0, item.indexOf('=')).trim(), decodeURIComponent(item.slice(item.indexOf('=') + 1).trim())])),
+  );
+
+/**
+ * The platform's own tracing, from the standard OpenTelemetry variables. Every service's env reads
+ * them through this one schema (docs/operate/monitor.md).
+ */
+export const tracingEnv = z.object({
+  /** OTLP/HTTP traces URL of a collector (`http://collector:4318/v1/traces`); set, the service exports its spans there. Overrides OTEL_EXPORTER_OTLP_ENDPOINT. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** OTLP/HTTP base URL of a collector (`http://collector:4318`); traces go to its `/v1/traces`. Unset (and no traces endpoint): tracing is off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** Headers sent with every export (`authorization=Bearer%20…,x-tenant=ops`), e.g. a collector's credentials. */
+  OTEL_EXPORTER_OTLP_HEADERS: envHeaders,
+});
+
+/** Reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS. */
+export function parseTracingEnv(env: Record<string, string | undefined>): TracingConfig {
+  const e = parseEnv(tracingEnv, {
+    ...env,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || undefined,
+    OTEL_EXPORTER_OTLP_ENDPOINT: env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
+  });
+  const endpoint =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined);
+  if (endpoint === undefined) return {};
+  return { otlpTracesEndpoint: endpoint, ...(Object.keys(e.OTEL_EXPORTER_OTLP_HEADERS).length > 0 ? { otlpHeaders: e.OTEL_EXPORTER_OTLP_HEADERS } : {}) };
 }

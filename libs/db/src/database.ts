@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createLogger, type Logger } from '@berth/log';
 import { gauge } from '@berth/metrics';
+import { tracingOn } from '@berth/tracing';
+import { traceStatements } from './tracing.js';
 
 export interface DatabaseOptions {
   /** `postgres://user:pass@host:port/db` */
@@ -145,6 +147,9 @@ export function createPool(options: DatabaseOptions): pg.Pool {
       };
     });
   }
+  // After the prepared-statement wrapper, so a span also covers it; decided once, as tracing
+  // starts before any pool (off, statements go straight through).
+  if (tracingOn()) pool.on('connect', (client) => traceStatements(client, schema));
   return pool;
 }
 

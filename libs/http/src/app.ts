@@ -8,8 +8,10 @@ import { Server as NetServer, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@berth/log';
 import { observeHttpRequest, secondsSince } from '@berth/metrics';
+import { traceFields, withSpan, type Span } from '@berth/tracing';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { JSON_BODY_LIMIT, JSON_TYPES } from './json-body.js';
+import { endRequestSpan, startRequestSpan } from './tracing.js';
 
 export interface AppOptions {
   logger: Logger;
@@ -62,8 +64,11 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
     const url = req.url;
     const started = performance.now();
     const logged = !quiet.has(url.split('?')[0] ?? '');
+    // Probes (quiet paths) are neither logged nor traced, but counted.
+    const span: Span | undefined = logged ? startRequestSpan(req, id) : undefined;
     // 'close' also comes when the client went away before the answer was complete.
     res.once('close', () => {
+      if (span) endRequestSpan(span, req, res);
       const status = res.statusCode;
       const seconds = secondsSince(started);
       observeHttpRequest({ method: req.method, route: req.routeTemplate, status, seconds });
@@ -74,12 +79,14 @@ function requestLog(logger: Logger, quiet: Set<string>, logUrl?: (url: string) =
             req: { id, method: req.method, url: logUrl ? logUrl(url) : url, ...(req.routeTemplate ? { route: req.routeTemplate } : {}) },
             res: { statusCode: status },
             responseTime: Math.round(seconds * 1000),
+            ...traceFields(span),
           },
           res.writableFinished ? 'request completed' : 'request aborted',
         );
       }
     });
-    next();
+    if (span) withSpan(span, next);
+    else next();
   };
 }
 

@@ -2,6 +2,7 @@
  * Structured logging (pino). Every Berth process logs JSON lines; a child logger per service
  * adds `service` so lines from the one-process embedded mode stay attributable.
  */
+import { traceFields, tracingOn } from '@berth/tracing';
 import { pino, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger } from 'pino';
@@ -17,6 +18,8 @@ export interface LoggerConfig {
   /** Where lines go; defaults to stdout. Tests pass a stream to capture them. */
   destination?: NodeJS.WritableStream;
 }
+
+const NO_FIELDS = Object.freeze({});
 
 let stdoutDestination: pino.DestinationStream | undefined;
 
@@ -46,6 +49,12 @@ export function createLogger(config: LoggerConfig): Logger {
     base: { service: config.name },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: serializeError },
+    // A line logged inside a span (a request, a gRPC call) names its trace: an operator goes from
+    // the request id in a log line to the whole trace, and back.
+    // Loggers are made before tracing starts, so the check is per line (one branch when off).
+    mixin: () => (tracingOn() ? (traceFields() ?? NO_FIELDS) : NO_FIELDS),
+    // pino's own merge copies the line's fields into the mixin's object; nothing to merge, no copy.
+    mixinMergeStrategy: (line, fields) => (fields === NO_FIELDS ? line : Object.assign(fields, line)),
     redact: {
       paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', '*.password', '*.secret'],
       censor: '[redacted]',

@@ -8,6 +8,7 @@ import { AUTHORIZATION_METADATA, assertValidInternalToken, bearer } from './auth
 import { isSupported, methodDefinition, toGrpcMetadata } from './codec.js';
 import { RpcConfigurationError } from './errors.js';
 import { errorOfStatus } from './status.js';
+import { tracedClientMethod } from './tracing.js';
 import type { CallOptions, RpcClient } from './types.js';
 
 /** Options of {@link createRpcClient}. */
@@ -208,7 +209,7 @@ export function createRpcClient<S extends DescService>(service: S, address: stri
     close: () => client.close(),
   };
   for (const method of supported) {
-    methods[method.localName] =
+    const call =
       method.methodKind === 'unary'
         ? unaryMethod(client, method, defaultTimeoutMs, metadataOf)
         : method.methodKind === 'server_streaming'
@@ -216,6 +217,7 @@ export function createRpcClient<S extends DescService>(service: S, address: stri
           : method.methodKind === 'client_streaming'
             ? clientStreamingMethod(client, method, defaultTimeoutMs, metadataOf)
             : bidiStreamingMethod(client, method, metadataOf);
+    methods[method.localName] = tracedClientMethod(method, methodDefinition(method).path, call as Parameters<typeof tracedClientMethod>[2]);
   }
   return methods as RpcClient<S>;
 }

@@ -4,6 +4,7 @@
  */
 import { create, type DescMessage, type DescMethod, type DescService, type Message } from '@bufbuild/protobuf';
 import { DeadlineExceededError } from '@berth/errors';
+import type { Span } from '@berth/tracing';
 import { silentLogger, type Logger } from '@berth/log';
 import { observeGrpcCall, secondsSince } from '@berth/metrics';
 import grpc from '@grpc/grpc-js';
@@ -11,6 +12,7 @@ import { AUTHORIZATION_METADATA, InternalTokenVerifier, OPEN_SERVICES } from './
 import { fromGrpcMetadata, isSupported, methodDefinition } from './codec.js';
 import { RpcCancelledError, RpcConfigurationError, RpcListenError } from './errors.js';
 import { statusOfError } from './status.js';
+import { endServerSpan, inSpan, startServerSpan } from './tracing.js';
 import type { CallContext, ServiceImplementation } from './types.js';
 
 /** Options of {@link createRpcServer}. */
@@ -136,7 +138,8 @@ function singleResponseHandler(
   handler: Handler,
   logger: Logger,
 ): grpc.handleUnaryCall<Message, Message> & grpc.handleClientStreamingCall<Message, Message> {
-  return (call: grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
+  type Call = grpc.ServerUnaryCall<Message, Message> | grpc.ServerReadableStream<Message, Message>;
+  const handle = (call: Call, callback: grpc.sendUnaryData<Message>, span: Span | undefined) => {
     const { context, finish, cancelled } = callContext(call);
     Promise.resolve()
       .then(() =>
@@ -152,11 +155,13 @@ function singleResponseHandler(
           const message = create(method.output as DescMessage, response as Record<string, unknown> | undefined);
           finish(grpc.status.OK);
           callback(null, message);
+          endServerSpan(span);
         },
         (error: unknown) => {
           const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
           finish(status.code);
           callback(status);
+          endServerSpan(span, error);
         },
       )
       .catch((error: unknown) => {
@@ -164,7 +169,13 @@ function singleResponseHandler(
         const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
         finish(status.code);
         callback(status);
+        endServerSpan(span, error);
       });
+  };
+  // The whole call in its span, so the handler's spans and the lines logged on its failure name the trace.
+  return (call: Call, callback: grpc.sendUnaryData<Message>) => {
+    const span = startServerSpan(call.getPath(), call.metadata);
+    inSpan(span, () => handle(call, callback, span));
   };
 }
 
@@ -189,7 +200,8 @@ function streamingResponseHandler(
 ): grpc.handleServerStreamingCall<Message, Message> & grpc.handleBidiStreamingCall<Message, Message> {
   return (call: grpc.ServerWritableStream<Message, Message> | grpc.ServerDuplexStream<Message, Message>) => {
     const { context, finish, cancelled } = callContext(call);
-    void (async () => {
+    const span = startServerSpan(call.getPath(), call.metadata);
+    void inSpan(span, async () => {
       try {
         const input =
           method.methodKind === 'server_streaming'
@@ -203,12 +215,14 @@ function streamingResponseHandler(
         }
         finish(call.cancelled ? grpc.status.CANCELLED : grpc.status.OK);
         if (!call.cancelled) call.end();
+        endServerSpan(span);
       } catch (error) {
         const status = statusOfError(error, { method: context.method, logger, cancelled: cancelled() });
         finish(call.cancelled ? grpc.status.CANCELLED : status.code);
         if (!call.cancelled) call.emit('error', status);
+        endServerSpan(span, error);
       }
-    })();
+    });
   };
 }
 

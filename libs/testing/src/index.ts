@@ -19,3 +19,5 @@ export { launchChromium, servePage } from './browser.js';
 export type { PageBundleOptions, ServedPage } from './browser.js';
 export { sseFrames } from './sse.js';
 export type { SseFrame } from './sse.js';
+export { startOtlpCollector, spanAttribute } from './otlp-collector.js';
+export type { ExportedSpan, OtlpCollector } from './otlp-collector.js';

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { traceS3 } from '@berth/tracing';
 import { create as createTar } from 'tar';
 
 /** The platform's bucket for built revisions (BERTH_S3_*; credentials from the SDK's chain: AWS_* env, a web identity, …). */
@@ -54,18 +55,20 @@ export class ArtifactStore {
   constructor(config: ArtifactStorageConfig) {
     this.#bucket = config.bucket;
     this.#prefix = config.prefix ?? 'revisions/';
-    this.#client = new S3Client({
-      region: config.region ?? 'us-east-1',
-      ...(config.endpoint
-        ? { endpoint: config.endpoint, forcePathStyle: config.forcePathStyle ?? true }
-        : config.forcePathStyle
-          ? { forcePathStyle: true }
-          : {}),
-      ...(config.credentials ? { credentials: config.credentials } : {}),
-      // A streamed body would otherwise go out aws-chunked with a trailing checksum, which several
-      // S3-compatible stores (s3rver, older MinIO) keep as the object's bytes: the archive's own SHA-256 guards it instead.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-    });
+    this.#client = traceS3(
+      new S3Client({
+        region: config.region ?? 'us-east-1',
+        ...(config.endpoint
+          ? { endpoint: config.endpoint, forcePathStyle: config.forcePathStyle ?? true }
+          : config.forcePathStyle
+            ? { forcePathStyle: true }
+            : {}),
+        ...(config.credentials ? { credentials: config.credentials } : {}),
+        // A streamed body would otherwise go out aws-chunked with a trailing checksum, which several
+        // S3-compatible stores (s3rver, older MinIO) keep as the object's bytes: the archive's own SHA-256 guards it instead.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+      }),
+    );
   }
 
   /** The key of a revision's archive. */

@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { redisAclRules, redisKeyPrefix } from '@berth/agent-contract';
 import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
+import { traceRedis } from '@berth/tracing';
 import { agentDatabaseName } from './agent-databases.js';
 import { agentSchema } from './pipeline.js';
 
@@ -44,7 +45,7 @@ export class AgentRedis {
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly options: AgentRedisOptions) {
-    this.redis = new Redis(options.url, { lazyConnect: true, connectionName: 'berth-control-plane-agent-redis' });
+    this.redis = traceRedis(new Redis(options.url, { lazyConnect: true, connectionName: 'berth-control-plane-agent-redis' }));
     this.redis.on('error', (error: unknown) => options.log.warn({ err: error }, 'agent redis users: redis connection error'));
   }
 
