@@ -101,7 +101,7 @@ describe('the chart’s monitoring', () => {
       await copyFile(join(chart, 'tests', 'alerts.test.yaml'), join(dir, 'alerts.test.yaml'));
       const checked = await promtool(dir, ['check', 'rules', 'rules.yaml']);
       expect(checked).toMatchObject({ code: 0 });
-      expect(checked.output).toContain('SUCCESS: 7 rules found');
+      expect(checked.output).toContain('SUCCESS: 9 rules found');
       const tested = await promtool(dir, ['test', 'rules', 'alerts.test.yaml']);
       expect(tested).toEqual({ code: 0, output: expect.stringContaining('SUCCESS') });
     } finally {
