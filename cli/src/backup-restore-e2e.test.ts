@@ -19,6 +19,7 @@ import { Client as TraceClient } from 'langsmith';
 import { loadCliEnv } from './env.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
 import { bootstrapKey } from './__tests__/bootstrap-key.js';
+import { callApi } from './__tests__/call-api.js';
 import { testEngine } from './__tests__/test-platform.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -63,16 +64,6 @@ function berth(args: string[], env: Record<string, string>, cwd = temp): Promise
   );
 }
 
-async function api(url: string, key: string, path: string, init: { method?: string; json?: unknown } = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { 'x-api-key': key, ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
-
 beforeAll(async () => {
   temp = await mkdtemp(join(tmpdir(), 'berth-backup-'));
   // As `berth up` keeps its state folder: the deployments' users (as root) pass through to their builds.
@@ -94,7 +85,7 @@ describe('berth backup and berth restore', () => {
     const stateA = join(temp, 'a');
     const { platform: a, databaseUrl } = await startInstallation(stateA);
     const key = await bootstrapKey(databaseUrl);
-    const me = await api(a.url, key, '/v1/me');
+    const me = await callApi(a.url, key, '/v1/me');
 
     // A deployment whose graph answers with a secret of its .env, and a conversation with it.
     const project = join(temp, 'restored-agent');
@@ -123,7 +114,7 @@ export const graph = new StateGraph(State).addNode('respond', respond).addEdge('
     };
     const traceIds = await until('the run traced', async () => ((await traced(a.url).catch(() => [])).length ? traced(a.url) : undefined), 60_000, 300);
     const s3 = testS3();
-    const destination = await api(a.url, key, '/api/v1/bulk-exports/destinations', {
+    const destination = await callApi(a.url, key, '/api/v1/bulk-exports/destinations', {
       method: 'POST',
       json: {
         destination_type: 's3',
@@ -158,7 +149,7 @@ export const graph = new StateGraph(State).addNode('respond', respond).addEdge('
     expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 1, stderr: expect.stringContaining('already holds an installation') });
 
     const { platform: b } = await startInstallation(stateB);
-    expect((await api(b.url, key, '/v1/me')).body).toEqual(me.body);
+    expect((await callApi(b.url, key, '/v1/me')).body).toEqual(me.body);
     // The deployment comes back by itself, its secret opened with the restored key; its thread has its history.
     let lastError: unknown;
     const answer = await until(
@@ -172,15 +163,15 @@ export const graph = new StateGraph(State).addNode('respond', respond).addEdge('
       RESTART_MS,
       1000,
     ).catch(async (error: Error) => {
-      const deployment = await api(b.url, key, `/v2/deployments/${deploymentId}`);
-      const revisions = await api(b.url, key, `/v2/deployments/${deploymentId}/revisions`);
+      const deployment = await callApi(b.url, key, `/v2/deployments/${deploymentId}`);
+      const revisions = await callApi(b.url, key, `/v2/deployments/${deploymentId}/revisions`);
       throw new Error(
         `${error.message}; last answer: ${String(lastError)}; the deployment: ${JSON.stringify(deployment.body)}; revisions: ${JSON.stringify(revisions.body)}`,
       );
     });
     expect(answer).toEqual(['before', 'ahoy: before', 'after', 'ahoy: after']);
     expect(await traced(b.url)).toEqual(expect.arrayContaining(traceIds));
-    const destinations = await api(b.url, key, '/api/v1/bulk-exports/destinations');
+    const destinations = await callApi(b.url, key, '/api/v1/bulk-exports/destinations');
     expect(destinations.body.map((d: { id: string; display_name: string }) => [d.id, d.display_name])).toEqual([[destination.body.id, 'archive']]);
   }, 900_000);
 

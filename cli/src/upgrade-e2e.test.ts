@@ -21,6 +21,7 @@ import { until } from '@berth/testing';
 import { Client as TraceClient } from 'langsmith';
 import { loadCliEnv } from './env.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
+import { callApi } from './__tests__/call-api.js';
 import { testEngine } from './__tests__/test-platform.js';
 
 const RELEASE = '0.1.0';
@@ -45,15 +46,7 @@ let temp: string;
 let cluster: PostgresServer;
 let platform: RunningPlatform;
 
-async function api(key: string, path: string, init: { method?: string; json?: unknown } = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${platform.url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { 'x-api-key': key, ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (key: string, path: string, init?: { method?: string; json?: unknown }) => callApi(platform.url, key, path, init);
 
 beforeAll(async () => {
   fixture = JSON.parse(await readFile(join(fixtureDir, 'fixture.json'), 'utf8')) as Fixture;

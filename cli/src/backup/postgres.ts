@@ -127,7 +127,7 @@ export class BerthPostgres {
     });
   }
 
-  /** True when none of `databases` (but the platform's, which must be empty) nor their roles exist here. */
+  /** What stands in the way of a restore here: tables in the platform's database, or agent databases or roles that exist already. */
   async conflicts(agentDatabases: string[]): Promise<string[]> {
     return withClient(this.url, async (c) => {
       const dbs = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname = ANY($1)', [agentDatabases]);
@@ -144,6 +144,7 @@ export class BerthPostgres {
     });
   }
 
+  /** Runs `sql` (the backup's roles) on the platform's database. */
   async applySql(sql: string): Promise<void> {
     await withClient(this.url, (c) => c.query(sql));
   }
