@@ -115,12 +115,13 @@ describe('run webhooks', () => {
 
     const requests = receiver.requests('/flaky');
     expect(requests).toHaveLength(3);
+    // The receiver that held the second request unanswered was given up on (after the timeout), then tried again.
+    expect(requests.map((r) => r.abandoned ?? false)).toEqual([false, true, false]);
     // The same message each time (one webhook-id), signed anew with each attempt's timestamp.
     expect(new Set(requests.map((r) => r.headers['webhook-id'])).size).toBe(1);
     for (const r of requests) expect(verify(secret, r.headers, r.body)).toBe(true);
-    // Exponential backoff: the wait after the timeout (second retry) is at least twice the first.
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(BACKOFF_MS - 20);
-    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(TIMEOUT_MS + 2 * BACKOFF_MS - 20);
+    // The waits between attempts grow exponentially (the job's backoff): the queue's contract suite measures them,
+    // on its own clock-free terms; timing them here, across HTTP, would measure the machine's load.
   }, 30_000);
 
   it('stops after its attempts on 5xx, and does not retry a 4xx', async () => {

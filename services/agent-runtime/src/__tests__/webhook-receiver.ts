@@ -25,6 +25,8 @@ export interface Received {
   headers: http.IncomingHttpHeaders;
   body: string;
   at: number;
+  /** A held request the sender gave up on (it closed the connection unanswered). */
+  abandoned?: boolean;
 }
 
 /** What the receiver does with the next request to a path: answer a status, or hold it unanswered. */
@@ -41,12 +43,17 @@ export class Receiver {
     req.on('end', () => {
       const path = new URL(req.url!, 'http://x').pathname;
       const list = this.received.get(path) ?? [];
-      list.push({ url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() });
+      const entry: Received = { url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() };
+      list.push(entry);
       this.received.set(path, list);
       const script = this.scripts.get(path) ?? [200];
       const behaviour = script.length > 1 ? script.shift()! : script[0]!;
-      if (behaviour === 'hold') this.held.push(res);
-      else res.writeHead(behaviour).end();
+      if (behaviour === 'hold') {
+        this.held.push(res);
+        res.once('close', () => {
+          if (!res.writableFinished) entry.abandoned = true;
+        });
+      } else res.writeHead(behaviour).end();
     });
   });
   url = '';
