@@ -8,6 +8,8 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
+import { agentDatabaseName, agentDatabaseRoles } from '@berth/control-plane';
+import { quoteIdent as ident, quoteLiteral as literal } from '@berth/db';
 import { CommandError, findPostgresBinaries, run } from '@berth/local-stack';
 import { CliError } from '../client.js';
 
@@ -24,10 +26,6 @@ export interface DumpedDatabase {
 
 /** A dump or restore takes long on a big database; the 2-minute default of `run` is for quick commands. */
 const DUMP_TIMEOUT_MS = 6 * 60 * 60 * 1000;
-
-/** The deployments' agent databases are named from their ids (agent-databases.ts in the control plane). */
-const agentDatabase = (deploymentId: string) => `berth_agent_${deploymentId.replace(/-/g, '').toLowerCase()}`;
-const ownRoles = (database: string) => [database, `${database}_a`, `${database}_b`];
 
 export class BerthPostgres {
   private constructor(
@@ -59,7 +57,7 @@ export class BerthPostgres {
     return withClient(this.url, async (c) => {
       const deployments = await c
         .query<{ id: string }>('SELECT id FROM control_plane.deployments ORDER BY id')
-        .then((r) => r.rows.map((d) => agentDatabase(d.id)))
+        .then((r) => r.rows.map((d) => agentDatabaseName(d.id)))
         .catch((error: Error) => {
           throw new CliError(`${this.platformDatabase} on ${this.url.host} is not a Berth platform database: ${error.message}`, { cause: error });
         });
@@ -77,7 +75,7 @@ export class BerthPostgres {
    * password (its hash), settings and memberships. The platform's own role is the target's.
    */
   async rolesSql(agentDatabases: string[]): Promise<string> {
-    const names = agentDatabases.flatMap(ownRoles);
+    const names = agentDatabases.flatMap(agentDatabaseRoles);
     return withClient(this.url, async (c) => {
       const roles = await c.query<{ rolname: string; rolcanlogin: boolean; rolconnlimit: number; rolpassword: string | null }>(
         'SELECT rolname, rolcanlogin, rolconnlimit, rolpassword FROM pg_authid WHERE rolname = ANY($1) ORDER BY rolname',
@@ -131,7 +129,7 @@ export class BerthPostgres {
   async conflicts(agentDatabases: string[]): Promise<string[]> {
     return withClient(this.url, async (c) => {
       const dbs = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname = ANY($1)', [agentDatabases]);
-      const roles = await c.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY($1)', [agentDatabases.flatMap(ownRoles)]);
+      const roles = await c.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY($1)', [agentDatabases.flatMap(agentDatabaseRoles)]);
       const tables = await c.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace
           WHERE k.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`,
@@ -221,6 +219,3 @@ async function withClient<T>(url: URL, fn: (c: pg.Client) => Promise<T>): Promis
     await client.end();
   }
 }
-
-const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
-const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;

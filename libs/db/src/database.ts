@@ -60,6 +60,16 @@ export function assertIdentifier(name: string): string {
   return name;
 }
 
+/** A Postgres identifier, quoted (for names a statement cannot take as a parameter: roles, databases). */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** A Postgres string literal, quoted (for statements that take no parameters: `ALTER ROLE … PASSWORD`). */
+export function quoteLiteral(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
 /** Statement texts are few and fixed, so their names are computed once (hashing costs on every query). */
 const statementNames = new Map<string, string>();
 const MAX_STATEMENT_NAMES = 10_000;

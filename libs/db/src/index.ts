@@ -1,4 +1,4 @@
-export { assertIdentifier, createDatabase, createPool } from './database.js';
+export { assertIdentifier, createDatabase, createPool, quoteIdent, quoteLiteral } from './database.js';
 export { isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
 export type { Database, DatabaseOptions } from './database.js';
 export { MigrationError, listMigrations, migrate, withAdvisoryLock } from './migrate.js';

@@ -54,7 +54,7 @@ export { ProjectBuilder } from './build/index.js';
 export { ArtifactStore } from './artifacts/artifact-store.js';
 export { artifactCredential, artifactPath, startArtifactServer } from './artifacts/artifact-server.js';
 export { buildManifests, type SourceRevisionSpec } from './deployers/kubernetes/manifests.js';
-export { AgentDatabases } from './deployments/agent-databases.js';
+export { AgentDatabases, agentDatabaseName, agentDatabaseRoles } from './deployments/agent-databases.js';
 export { agentSchema } from './deployments/pipeline.js';
 
 /**

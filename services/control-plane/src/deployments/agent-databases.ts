@@ -20,7 +20,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { withAdvisoryLock } from '@berth/db';
+import { quoteIdent as quote, quoteLiteral as literal, withAdvisoryLock } from '@berth/db';
 
 export interface AgentDatabasesOptions {
   /** A role that may create roles and databases (the platform's superuser), on the platform's database. */
@@ -162,6 +162,11 @@ export class AgentDatabases {
   }
 }
 
+/** The roles of a deployment's database `database` (agentDatabaseName): its owner, of the same name, and its two logins. */
+export function agentDatabaseRoles(database: string): string[] {
+  return [database, ...logins(database)];
+}
+
 function logins(owner: string): [string, string] {
   return [`${owner}_a`, `${owner}_b`];
 }
@@ -175,13 +180,4 @@ async function idleLogin(client: pg.Client, owner: string): Promise<string> {
   );
   const count = (login: string) => Number(rows.find((r) => r.usename === login)?.n ?? 0);
   return count(b) < count(a) ? b : a;
-}
-
-/** Identifiers here are generated (`berth_agent_<hex>`), quoted anyway. */
-function quote(identifier: string): string {
-  return `"${identifier.replaceAll('"', '""')}"`;
-}
-
-function literal(value: string): string {
-  return `'${value.replaceAll("'", "''")}'`;
 }
