@@ -200,6 +200,7 @@ export default {
     'services/control-plane/src/deployments/kubernetes-deployments.test.ts',
     'services/control-plane/src/deployments/quota.test.ts',
     'services/control-plane/src/deployments/restart.test.ts',
+    'services/control-plane/src/deployments/restore-login.test.ts',
     'services/control-plane/src/deployments/secrets.test.ts',
     'services/control-plane/src/deployments/tracing-env.test.ts',
     'services/control-plane/src/deployments/upload-ref.test.ts',

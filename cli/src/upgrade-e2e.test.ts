@@ -125,7 +125,11 @@ describe(`an installation of release ${RELEASE}, upgraded`, () => {
         DEPLOY_MS,
         500,
       );
-      expect(status.trim()).toBe('DEPLOYED');
+      if (status.trim() !== 'DEPLOYED') {
+        // The revision's build and deploy log says why; the assertion below then fails with it.
+        const { body: log } = await api(fixture.api_key, `/v2/deployments/${fixture.deployment_id}/revisions/${revisionId}/logs?tail=60`);
+        expect({ status, log: (log.logs as { message: string }[]).map((e) => e.message) }).toEqual({ status: 'DEPLOYED', log: [] });
+      }
       const agent = new Client({ apiUrl: `${platform.url}/d/${fixture.deployment_id}`, apiKey: fixture.api_key, callerOptions: { maxRetries: 0 } });
       const thread = await agent.threads.get(fixture.thread_id);
       expect(thread.metadata).toMatchObject({ user: 'ada' });

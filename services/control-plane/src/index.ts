@@ -54,8 +54,7 @@ export { ProjectBuilder } from './build/index.js';
 export { ArtifactStore } from './artifacts/artifact-store.js';
 export { artifactCredential, artifactPath, startArtifactServer } from './artifacts/artifact-server.js';
 export { buildManifests, type SourceRevisionSpec } from './deployers/kubernetes/manifests.js';
-export { AgentDatabases, agentDatabaseName, agentDatabaseRoles } from './deployments/agent-databases.js';
-export { agentSchema } from './deployments/pipeline.js';
+export { AgentDatabases, agentDatabaseName, agentDatabaseRoles, agentSchema } from './deployments/agent-databases.js';
 
 /**
  * Whether local agent servers can run as OS users of their own on this machine (in containers or

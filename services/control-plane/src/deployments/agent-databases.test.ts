@@ -107,6 +107,25 @@ describe('agent databases', () => {
     await holder.end();
   });
 
+  it('gives the login a revision names, or the other one, whether or not anyone holds a session', async () => {
+    // Nobody connected: the count of sessions alone would give both revisions the same login.
+    const serving = await databases.provision(deploymentB);
+    const next = await databases.provision(deploymentB, { avoid: serving.role });
+    expect(next.role).not.toBe(serving.role);
+    expect(await refusal(() => connect(serving.url))).toBe('allowed');
+    // The serving revision brought back takes its own login again, with a new password.
+    const back = await databases.provision(deploymentB, { use: serving.role });
+    expect(back.role).toBe(serving.role);
+    expect(await refusal(() => connect(serving.url))).toBe('28P01');
+    expect(await refusal(() => connect(back.url))).toBe('allowed');
+    expect(await refusal(() => connect(next.url))).toBe('allowed');
+    // Another deployment's login is not one of its own: the count of sessions decides instead.
+    const fallback = await databases.provision(deploymentB, { use: `${agentDatabaseName(deploymentA)}_a` });
+    expect(fallback.database).toBe(agentDatabaseName(deploymentB));
+    expect(fallback.role.startsWith(agentDatabaseName(deploymentB))).toBe(true);
+    for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+  });
+
   it('runs an agent server without any platform privilege', async () => {
     const login = await databases.provision(deploymentB);
     let server: RunningAgentServer | undefined;

@@ -6,9 +6,11 @@
  *   schema and table the agent server creates in it); nobody else may connect to that database.
  * - `berth_agent_<id>_a` / `_b`: two LOGIN roles, members of the owner, whose sessions act as it
  *   (`ALTER ROLE … SET role`), each limited to `connectionLimit` connections. Every deploy gives
- *   the login that the running revision does not use a fresh random password: the new revision
+ *   the login that the serving revision does not use a fresh random password: the new revision
  *   gets it, the old one keeps working with its own until it is retired — the password rotates
- *   with every revision without cutting off the one still serving.
+ *   with every revision without cutting off the one still serving. Which login a revision has is
+ *   recorded with it (the pipeline's `databaseLogin`), because counting sessions cannot tell while
+ *   the serving revision is itself still starting (brought back after a control-plane restart).
  *
  * A database of its own (rather than a schema in the platform's) is what keeps deployments apart:
  * LISTEN/NOTIFY channels, advisory locks and catalogs are per database, and a role can be kept out
@@ -37,6 +39,14 @@ export interface AgentDatabasesOptions {
   connectionLimit?: number;
 }
 
+/** Which of a deployment's two logins {@link AgentDatabases.provision} gives a fresh password. */
+export interface LoginChoice {
+  /** This login (a revision brought back whose process is gone takes its own again). */
+  use?: string;
+  /** The other login than this one (the serving revision's). Without `use` or `avoid`: the login with fewer sessions. */
+  avoid?: string;
+}
+
 /** What an agent server of one revision connects with. */
 export interface AgentDatabaseLogin {
   /** `postgres://login:password@host:port/database`. */
@@ -52,6 +62,11 @@ export function agentDatabaseName(deploymentId: string): string {
   const name = `berth_agent_${deploymentId.replace(/-/g, '').toLowerCase()}`;
   if (!NAME.test(name)) throw new TypeError(`not a deployment id: ${deploymentId}`);
   return name;
+}
+
+/** The Postgres schema holding a deployment's threads, runs and checkpoints. */
+export function agentSchema(deploymentId: string): string {
+  return `agent_${deploymentId.replace(/-/g, '')}`;
 }
 
 export class AgentDatabases {
@@ -86,10 +101,11 @@ export class AgentDatabases {
   }
 
   /**
-   * Creates the deployment's database and roles when missing, gives the login not in use a fresh
-   * password, and returns it: the connection of the revision about to start.
+   * Creates the deployment's database and roles when missing, gives a login (`choice`; by default
+   * the one with fewer sessions) a fresh password, and returns it: the connection of the revision
+   * about to start.
    */
-  async provision(deploymentId: string): Promise<AgentDatabaseLogin> {
+  async provision(deploymentId: string, choice: LoginChoice = {}): Promise<AgentDatabaseLogin> {
     const owner = agentDatabaseName(deploymentId);
     const password = randomBytes(24).toString('base64url');
     // Two control planes deploying the same deployment take turns.
@@ -97,7 +113,7 @@ export class AgentDatabases {
       this.admin(async (client) => {
         await this.ensureRoles(client, owner);
         await this.ensureDatabase(client, owner);
-        const login = await idleLogin(client, owner);
+        const login = choose(owner, choice) ?? (await idleLogin(client, owner));
         await client.query(`ALTER ROLE ${quote(login)} PASSWORD ${literal(password)}`);
         return login;
       }),
@@ -169,6 +185,15 @@ export function agentDatabaseRoles(database: string): string[] {
 
 function logins(owner: string): [string, string] {
   return [`${owner}_a`, `${owner}_b`];
+}
+
+/** The login `choice` names, if it names one of the deployment's. */
+function choose(owner: string, { use, avoid }: LoginChoice): string | undefined {
+  const [a, b] = logins(owner);
+  if (use === a || use === b) return use;
+  if (avoid === a) return b;
+  if (avoid === b) return a;
+  return undefined;
 }
 
 /** The login with fewer sessions: the serving revision holds connections on the other one. */

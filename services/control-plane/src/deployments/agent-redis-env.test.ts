@@ -20,7 +20,7 @@ import { start, type RunningControlPlane } from '../index.js';
 import type { DeploymentsConfig } from '../config.js';
 import { testControlPlaneConfig } from '../__tests__/test-config.js';
 import { AgentRedis, AgentRedisSetupError } from './agent-redis.js';
-import { agentSchema } from './pipeline.js';
+import { agentSchema } from './agent-databases.js';
 
 const tenant = randomUUID();
 const secretKey = SecretBox.generateKey();

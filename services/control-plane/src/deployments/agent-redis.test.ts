@@ -13,7 +13,7 @@ import { silentLogger } from '@berth/log';
 import { SecretBox } from '@berth/secret-box';
 import { createTestDatabase, testRedisUrl, type TestDatabase } from '@berth/testing';
 import { AgentRedis } from './agent-redis.js';
-import { agentSchema } from './pipeline.js';
+import { agentSchema } from './agent-databases.js';
 
 const echoProject = fileURLToPath(new URL('../../../agent-runtime/test-projects/echo/langgraph.json', import.meta.url));
 const a = randomUUID();

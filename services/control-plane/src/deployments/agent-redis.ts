@@ -14,7 +14,7 @@ import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
 import { traceRedis } from '@berth/tracing';
 import { agentDatabaseName } from './agent-databases.js';
-import { agentSchema } from './pipeline.js';
+import { agentSchema } from './agent-databases.js';
 
 export interface AgentRedisOptions {
   /** The platform's Redis (`REDIS_URL`); its user must be allowed `ACL SETUSER`, `ACL DELUSER` and `ACL USERS`. */

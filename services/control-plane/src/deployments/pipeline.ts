@@ -12,7 +12,6 @@ import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { generateWebhookSecret } from '@berth/agent-contract';
 import { PgListener } from '@berth/broker';
 import { systemClock, type Clock, type Timer } from '@berth/clock';
 import { NotFoundError } from '@berth/errors';
@@ -22,21 +21,20 @@ import type { Logger } from '@berth/log';
 import { secondsSince } from '@berth/metrics';
 import { z } from 'zod';
 import { BuildCancelledError, BuildFailedError, type ProjectBuilder } from '../build/index.js';
-import { DeployFailedError, type Deployer, type RevisionArtifact, type RevisionHealthEvent, type RevisionSpec } from '../deployers/deployer.js';
+import { DeployFailedError, type Deployer, type RevisionHealthEvent } from '../deployers/deployer.js';
 import type { AgentDatabases } from './agent-databases.js';
 import type { AgentRedis } from './agent-redis.js';
 import { RevisionInterruptedError, watchInterrupts, type InterruptWatch } from './interrupt-watch.js';
 import { RevisionLogWriter } from './log-writer.js';
 import type { SecretBox } from '@berth/secret-box';
-import { langGraphConfigPath, revisionImage, revisionUpload } from './revision-config.js';
+import { langGraphConfigPath, revisionUpload } from './revision-config.js';
 import type { RevisionStatus } from './revision-lifecycle.js';
 import { REVISION_INTERRUPTS_CHANNEL } from './notifications.js';
 import { revisionStepDuration, watchRevisions } from './metrics.js';
 import type { DeploymentRow, DeploymentStore, MoveChange, RevisionRow } from './store.js';
-import { deploymentTracingCredential } from './service.js';
+import { revisionSpec } from './revision-spec.js';
 import type { TracingEndpoint } from '../config.js';
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
-import { artifactCredential, artifactPath } from '../artifacts/artifact-server.js';
 
 export const REVISION_QUEUE = 'control-plane-revisions';
 
@@ -338,7 +336,7 @@ export class RevisionPipeline {
     const started = performance.now();
     await this.step(revisionId, jobSignal, async (signal) => {
       try {
-        const spec = await this.spec(deployment, revision);
+        const spec = await revisionSpec(this.deps, deployment, revision);
         log(`deploying on ${deployer.name}`);
         const deployed = await deployer.deploy(spec, log, signal);
         const activation = await store.activate(revisionId, deployed.url).catch((error: unknown) => {
@@ -511,7 +509,7 @@ export class RevisionPipeline {
       const deployment = await serves();
       if (!deployment) return; // replaced or deleted meanwhile
       log(failures ? 'trying again to bring this revision back' : 'the control plane restarted: bringing this revision back');
-      const deployed = await deployer.deploy(await this.spec(deployment, revision), log);
+      const deployed = await deployer.deploy(await revisionSpec(this.deps, deployment, revision, true), log);
       if (!(await serves())) {
         await deployer.retire(revision.deployment_id, revision.id, log);
         this.logs.end(revision.id);
@@ -532,82 +530,6 @@ export class RevisionPipeline {
       this.later(delayMs, () => this.restoreOne(revision, failures + 1));
     }
   }
-
-  private async spec(deployment: DeploymentRow, revision: RevisionRow): Promise<RevisionSpec> {
-    const secrets = Object.fromEntries((await this.deps.store.secrets.sealed(deployment.id)).map((s) => [s.name, this.deps.secretBox.open(s.sealed)]));
-    const resourceSpec = (deployment.source_config.resource_spec ?? {}) as { min_scale?: number; cpu?: number; memory_mb?: number };
-    const artifact: RevisionArtifact =
-      revision.source === 'external_docker'
-        ? { kind: 'image', imageUri: revisionImage(revision) }
-        : {
-            kind: 'directory',
-            path: this.deps.builder.folderOf(revision.artifact_path!),
-            configPath: langGraphConfigPath(revision.source_revision_config),
-            ...(this.deps.archives && revision.archive_key && revision.archive_sha256
-              ? {
-                  archive: {
-                    url: this.deps.archives.url + artifactPath(revision.id),
-                    sha256: revision.archive_sha256,
-                    credential: artifactCredential(this.deps.secretBox, revision.id),
-                  },
-                }
-              : {}),
-          };
-    return {
-      deploymentId: deployment.id,
-      revisionId: revision.id,
-      tenantId: deployment.tenant_id,
-      name: deployment.name,
-      deploymentType: deployment.deployment_type,
-      artifact,
-      secrets,
-      env: {
-        ...this.deps.agentEnv,
-        // A login of the deployment's own, with a password fresh for this revision.
-        DATABASE_URL: (await this.deps.databases.provision(deployment.id)).url,
-        BERTH_AGENT_SCHEMA: agentSchema(deployment.id),
-        // The deployment's own Redis user, created again here in case Redis lost it.
-        ...(this.deps.redis ? { REDIS_URL: await this.deps.redis.ensure(deployment.id) } : {}),
-        BERTH_DEPLOYMENT_CREDENTIAL: this.deps.secretBox.deploymentCredential(revision.id),
-        BERTH_WEBHOOK_SECRET: await this.webhookSecret(deployment.id),
-        ...(await this.tracingEnv(deployment)),
-      },
-      resources: {
-        replicas: resourceSpec.min_scale ?? (deployment.deployment_type === 'prod' ? 2 : 1),
-        ...(resourceSpec.cpu !== undefined ? { cpu: resourceSpec.cpu } : {}),
-        ...(resourceSpec.memory_mb !== undefined ? { memoryMb: resourceSpec.memory_mb } : {}),
-      },
-    };
-  }
-
-  /** The deployment's webhook signing secret; one made before they existed gets its own now. */
-  private async webhookSecret(deploymentId: string): Promise<string> {
-    const { store, secretBox } = this.deps;
-    const sealed = await store.webhookSecret(deploymentId);
-    if (sealed) return secretBox.open(sealed);
-    await store.setWebhookSecret(deploymentId, secretBox.seal(generateWebhookSecret()), false);
-    return secretBox.open((await store.webhookSecret(deploymentId))!);
-  }
-
-  /**
-   * What the agent server traces its runs with: the gateway's trace API, the deployment's own tracing
-   * credential (never a tenant's API key: it may write and read this deployment's tracing project
-   * only) and the project, named after the deployment.
-   */
-  private async tracingEnv(deployment: DeploymentRow): Promise<Record<string, string>> {
-    const endpoint = this.deps.tracingEndpoint;
-    if (endpoint === undefined) return {};
-    return {
-      BERTH_TRACING_ENDPOINT: typeof endpoint === 'string' ? endpoint : await endpoint(),
-      BERTH_TRACING_API_KEY: deploymentTracingCredential(this.deps.secretBox, deployment.id),
-      BERTH_TRACING_PROJECT: deployment.name,
-    };
-  }
-}
-
-/** The Postgres schema holding a deployment's threads, runs and checkpoints. */
-export function agentSchema(deploymentId: string): string {
-  return `agent_${deploymentId.replace(/-/g, '')}`;
 }
 
 async function exists(path: string): Promise<boolean> {

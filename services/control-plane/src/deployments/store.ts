@@ -423,6 +423,11 @@ export class DeploymentStore {
     );
   }
 
+  /** Records which database login the revision's agent servers use (AgentDatabases). */
+  async setDatabaseLogin(revisionId: string, login: string): Promise<void> {
+    await this.db.updateTable('revisions').set({ database_login: login }).where('id', '=', revisionId).execute();
+  }
+
   /** Deployments (of every tenant) whose serving revision is down now. */
   async unhealthyCount(): Promise<number> {
     const { count } = await this.db

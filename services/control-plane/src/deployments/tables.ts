@@ -41,6 +41,8 @@ export interface RevisionsTable {
   archive_key: ColumnType<string | null, string | null | undefined, string | null>;
   archive_sha256: ColumnType<string | null, string | null | undefined, string | null>;
   upstream_url: string | null;
+  /** The deployment's database login its agent servers use (migration 0009); null before its first start. */
+  database_login: ColumnType<string | null, string | null | undefined, string | null>;
   custom_auth: ColumnType<boolean, boolean | undefined, boolean>;
   /** Why its agent server does not answer now; null while healthy (migration 0003). */
   health_message: ColumnType<string | null, string | null | undefined, string | null>;
