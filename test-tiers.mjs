@@ -20,6 +20,7 @@ export default {
     'cli/src/service-config.test.ts',
     'libs/agent-contract/src/contract.test.ts',
     'libs/clock/src/clock.test.ts',
+    'libs/db/src/expand-contract.test.ts',
     'libs/config/src/grpc-env.test.ts',
     'libs/config/src/tracing-env.test.ts',
     'libs/egress/src/egress.test.ts',

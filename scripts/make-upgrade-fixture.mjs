@@ -8,10 +8,13 @@
  *
  *   node scripts/make-upgrade-fixture.mjs <built checkout of the release> <release>
  *
- * Writes cli/test-fixtures/upgrade/<release>/{backup.tar.gz,fixture.json}. Needs the npm registry
+ * Writes cli/test-fixtures/upgrade/<release>/{backup.tar.gz,fixture.json,migrations.json} (migrations.json:
+ * the release's migration files and their sha256, which libs/db's expand-contract test holds the
+ * migrations added since against). Needs the npm registry
  * (the deployment installs its dependencies). Run as root, as `make up` runs.
  */
 import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -135,6 +138,17 @@ try {
       2,
     ) + '\n',
   );
+  // The migrations this release shipped: a rolling upgrade from it runs every later one while it serves.
+  const migrations = execFileSync('git', ['-C', oldCheckout, 'ls-files', 'services/*/migrations/*.sql', 'libs/*/migrations/*.sql'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .sort();
+  const digests = {};
+  for (const path of migrations)
+    digests[path] = createHash('sha256')
+      .update(await readFile(join(resolve(oldCheckout), path)))
+      .digest('hex');
+  await writeFile(join(out, 'migrations.json'), JSON.stringify(digests, null, 2) + '\n');
   console.log(`wrote ${out}`);
 } finally {
   await oldBerth(['down']).catch(() => undefined);
