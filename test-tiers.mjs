@@ -27,6 +27,7 @@ export default {
     'libs/fake-kube/src/fake-kube.test.ts',
     'libs/fake-kube/src/helm-support.test.ts',
     'libs/fake-kube/src/network-policy.test.ts',
+    'libs/fake-kube/src/rolling-update.test.ts',
     'libs/http/src/api.test.ts',
     'libs/http/src/cors.test.ts',
     'libs/http/src/route-table.test.ts',

@@ -1,14 +1,17 @@
 /**
- * A simulated Deployment controller: when a Deployment's spec changes it reports the rollout as
+ * A simulated Deployment controller. With `rollingUpdate`, it rolls Deployments out as upstream
+ * does (rolling-update.ts), with pods that the kubelets start and make Ready. Otherwise, when a
+ * Deployment's spec changes it reports the rollout as
  * progressing at once, and after `delayMs` finishes it the way the test decided: `ready` (new
  * pods Ready, old pods gone, `Available`), `fail` (one new pod that never gets ready, with the
  * reason and logs the test gave, old pods kept, `Progressing` False) or `stall` (a new pod that
  * never gets ready and no verdict, for timeouts and aborts). Pods are real stored objects owned
  * by the Deployment, labelled from its template plus `pod-template-hash`.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { PodLogs } from './pod-logs.js';
-import { canonical, type ObjectStore, type StoreEvent } from './store.js';
+import { podReady, reconcileRollout, templateHash } from './rolling-update.js';
+import type { ObjectStore, StoreEvent } from './store.js';
 import type { KubeObject } from './types.js';
 
 export interface RolloutFailure {
@@ -52,6 +55,14 @@ export interface DeploymentControllerOptions {
   delayMs?: number;
   /** A hook deciding outcomes, consulted before the per-image rules. */
   decide?: RolloutDecider;
+  /**
+   * Roll out as upstream's controller does (the strategy's surge and unavailability, old pods
+   * removed gracefully as new ones get Ready), with pods created Pending for the kubelets: the
+   * simulated one (PodController) or a {@link Kubelet} running processes. `delayMs` and the
+   * outcome rules then do not apply: the pods' readiness decides.
+   * @default false
+   */
+  rollingUpdate?: boolean;
 }
 
 interface Condition {
@@ -69,16 +80,6 @@ function now(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-function podReady(pod: KubeObject): boolean {
-  const conditions = ((pod['status'] as Obj | undefined)?.['conditions'] ?? []) as Array<{ type: string; status: string }>;
-  return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
-}
-
-/** The hash the controller gives pods of one pod template (upstream's `pod-template-hash`). */
-export function templateHash(template: unknown): string {
-  return createHash('sha256').update(canonical(template)).digest('hex').slice(0, 10);
-}
-
 export class DeploymentController {
   /** How long a rollout takes before its outcome shows. */
   delayMs: number;
@@ -89,13 +90,16 @@ export class DeploymentController {
   readonly #store: ObjectStore;
   readonly #logs: PodLogs;
   readonly #unsubscribe: () => void;
+  /** Deployments (namespace/name) whose rollout is due another step (rollingUpdate). */
+  readonly #due = new Set<string>();
+  #closed = false;
 
   constructor(store: ObjectStore, logs: PodLogs, options: DeploymentControllerOptions = {}) {
     this.#store = store;
     this.#logs = logs;
     this.delayMs = options.delayMs ?? 30;
     this.#decide = options.decide;
-    this.#unsubscribe = store.subscribe((event) => this.#onChange(event));
+    this.#unsubscribe = store.subscribe((event) => (options.rollingUpdate ? this.#onRollingChange(event) : this.#onChange(event)));
   }
 
   /** Rollouts of Deployments running `image` (in any container) fail this way. */
@@ -120,9 +124,30 @@ export class DeploymentController {
   }
 
   close(): void {
+    this.#closed = true;
     this.#unsubscribe();
     for (const timers of this.#timers.values()) for (const t of timers) clearTimeout(t);
     this.#timers.clear();
+  }
+
+  /** A Deployment, or a pod a Deployment owns, changed: its rollout takes its next step soon after (changes coalesce). */
+  #onRollingChange(event: StoreEvent): void {
+    const { group, resource } = event.resource;
+    let key: string | undefined;
+    if (group === 'apps' && resource === 'deployments' && event.type !== 'DELETED') key = `${event.object.metadata.namespace}/${event.object.metadata.name}`;
+    if (group === '' && resource === 'pods') {
+      const owner = (event.object.metadata.ownerReferences ?? []).find((r) => r.kind === 'Deployment' && r.controller);
+      if (owner) key = `${event.object.metadata.namespace}/${owner.name}`;
+    }
+    if (key === undefined || this.#due.has(key)) return;
+    this.#due.add(key);
+    setImmediate(() => {
+      this.#due.delete(key);
+      if (this.#closed) return;
+      const [namespace, name] = key.split('/') as [string, string];
+      const deployment = this.#store.find('apps/deployments', namespace, name);
+      if (deployment) reconcileRollout(this.#store, deployment);
+    });
   }
 
   #onChange(event: StoreEvent): void {

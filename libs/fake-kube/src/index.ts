@@ -6,17 +6,31 @@
  * protocol fake, not isolation: see pod-exec.ts), and what helm needs to install a chart
  * (OpenAPI v3, server-side apply, protobuf release Secrets: discovery.ts, store.ts, protobuf.ts);
  * and what NetworkPolicies let through, as a policy-enforcing network plugin decides (network-policy.ts).
+ * For rolling upgrades: rollouts as upstream's controller steps them (rolling-update.ts), pods
+ * deleted gracefully, a kubelet running the test's processes with their probes and preStop hooks
+ * (kubelet.ts), and Services' endpoints with a kube-proxy that learns of them late (service-proxy.ts).
  */
 export { FakeKube, type FakeKubeOptions, type RecordedRequest } from './server.js';
-export { ObjectStore, PATCH_CONTENT_TYPES, type ChangeType, type ListOptions, type ResourceRef, type StoreEvent, type WriteOptions } from './store.js';
+export {
+  ObjectStore,
+  PATCH_CONTENT_TYPES,
+  type ChangeType,
+  type DeleteOptions,
+  type ListOptions,
+  type ResourceRef,
+  type StoreEvent,
+  type WriteOptions,
+} from './store.js';
 export {
   DeploymentController,
-  templateHash,
   type DeploymentControllerOptions,
   type RolloutDecider,
   type RolloutFailure,
   type RolloutOutcome,
 } from './deployment-controller.js';
+export { podReady, reconcileRollout, templateHash } from './rolling-update.js';
+export { Kubelet, type KubeletOptions, type PodRuntime, type RunningPod } from './kubelet.js';
+export { ServiceProxy, serviceEndpoints, type ProxiedConnection, type ServiceEndpoint, type ServiceProxyOptions } from './service-proxy.js';
 export { PodController, type PodControllerOptions, type PodFailure } from './pod-controller.js';
 export { PodLogs } from './pod-logs.js';
 export { EXEC_PROTOCOLS, PodExec, type PodExecOptions } from './pod-exec.js';

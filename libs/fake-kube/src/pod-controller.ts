@@ -84,8 +84,9 @@ export class PodController {
   #onChange(event: StoreEvent): void {
     if (event.type !== 'ADDED' || event.resource.group !== '' || event.resource.resource !== 'pods') return;
     const status = (event.object['status'] ?? {}) as Obj;
-    // Pods that arrive with container statuses are someone else's simulation.
-    if (status['phase'] !== 'Pending' || status['containerStatuses'] !== undefined) return;
+    // Pods that arrive with container statuses are someone else's simulation; pods bound to a
+    // node, that node's kubelet's.
+    if (status['phase'] !== 'Pending' || status['containerStatuses'] !== undefined || boundToNode(event.object)) return;
     const { namespace, name, uid } = event.object.metadata;
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
@@ -96,7 +97,7 @@ export class PodController {
 
   #start(namespace: string, name: string, uid: string): void {
     const pod = this.#store.find('pods', namespace, name);
-    if (!pod || pod.metadata.uid !== uid) return;
+    if (!pod || pod.metadata.uid !== uid || boundToNode(pod)) return;
     const containers = ((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[];
     const failure = containers.map((c) => this.#failureOf(String(c['image']))).find((f) => f !== undefined);
     const started = now();
@@ -154,6 +155,11 @@ export class PodController {
       message: `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`,
     };
   }
+}
+
+/** Whether a kubelet (kubelet.ts) took the pod. */
+function boundToNode(pod: KubeObject): boolean {
+  return typeof (pod['spec'] as Obj | undefined)?.['nodeName'] === 'string';
 }
 
 /** A stable made-up content digest of an image reference. */

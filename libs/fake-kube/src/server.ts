@@ -260,7 +260,12 @@ export class FakeKube {
         return new Reply(200, this.store.patch(type, namespace, name, contentType ?? '', body, write));
       case 'DELETE': {
         if (subresource !== undefined) break;
-        const deleted = this.store.delete(type, namespace, name, write);
+        // DeleteOptions come as the query or as the body (client-node sends the body).
+        const grace = params.get('gracePeriodSeconds') ?? (body as { gracePeriodSeconds?: unknown } | undefined)?.gracePeriodSeconds;
+        const deleted = this.store.delete(type, namespace, name, {
+          ...write,
+          ...(grace !== undefined && grace !== null ? { gracePeriodSeconds: Number(grace) } : {}),
+        });
         if (type.deleteReturnsObject) return new Reply(200, deleted);
         const details = { name, ...(type.group ? { group: type.group } : {}), kind: type.resource, uid: deleted.metadata.uid };
         return new Reply(200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details });

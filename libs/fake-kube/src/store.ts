@@ -30,6 +30,15 @@ export interface WriteOptions {
   keepStatus?: boolean;
 }
 
+export interface DeleteOptions extends WriteOptions {
+  /**
+   * How long a pod bound to a node (`spec.nodeName`) gets to stop (`?gracePeriodSeconds=`); 0
+   * removes it at once (what its kubelet does once its containers ended).
+   * @default the pod's `spec.terminationGracePeriodSeconds`, else 30
+   */
+  gracePeriodSeconds?: number;
+}
+
 export interface ListOptions {
   labelSelector?: string | undefined;
   fieldSelector?: string | undefined;
@@ -298,15 +307,32 @@ export class ObjectStore {
     return result;
   }
 
-  /** Deletes the object and, in the background as upstream, everything it owns. */
-  delete(ref: ResourceRef, namespace: string | undefined, name: string, options: WriteOptions = {}): KubeObject {
+  /**
+   * Deletes the object and, in the background as upstream, everything it owns. A pod bound to a
+   * node is deleted gracefully, as upstream: it gets `deletionTimestamp` and
+   * `deletionGracePeriodSeconds` and stays (terminating) until its kubelet, its containers stopped,
+   * deletes it with a grace period of 0.
+   */
+  delete(ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject {
     const type = this.type(ref);
     const ns = type.namespaced ? namespace : undefined;
     const key = this.#key(type, ns, name);
     const existing = this.#objects.get(key);
     if (!existing) throw KubeApiError.notFound(type, name);
+    const grace = this.#gracePeriod(type, existing, options);
+    if (grace > 0) {
+      // Already terminating: a second delete changes nothing (upstream may only shorten the period).
+      if (existing.metadata.deletionTimestamp !== undefined || options.dryRun) return structuredClone(existing);
+      const terminating = structuredClone(existing);
+      terminating.metadata.deletionTimestamp = now();
+      terminating.metadata.deletionGracePeriodSeconds = grace;
+      terminating.metadata.resourceVersion = String(++this.#resourceVersion);
+      this.#objects.set(key, terminating);
+      this.#emit('MODIFIED', type, terminating);
+      return structuredClone(terminating);
+    }
     const deleted = structuredClone(existing);
-    deleted.metadata.deletionTimestamp = now();
+    deleted.metadata.deletionTimestamp ??= now();
     if (options.dryRun) return deleted;
     this.#objects.delete(key);
     this.#applied.delete(existing.metadata.uid!);
@@ -316,9 +342,18 @@ export class ObjectStore {
     return deleted;
   }
 
-  deleteCollection(ref: ResourceRef, namespace: string | undefined, options: ListOptions & WriteOptions = {}): KubeObject[] {
+  deleteCollection(ref: ResourceRef, namespace: string | undefined, options: ListOptions & DeleteOptions = {}): KubeObject[] {
     const type = this.type(ref);
     return this.list(type, namespace, options).map((o) => this.delete(type, o.metadata.namespace, o.metadata.name!, options));
+  }
+
+  /** How long the object gets to terminate: only pods bound to a node get any. */
+  #gracePeriod(type: ResourceType, object: KubeObject, options: DeleteOptions): number {
+    if (type.group !== '' || type.resource !== 'pods') return 0;
+    const spec = (object['spec'] ?? {}) as Record<string, unknown>;
+    if (typeof spec['nodeName'] !== 'string') return 0;
+    const fromSpec = typeof spec['terminationGracePeriodSeconds'] === 'number' ? spec['terminationGracePeriodSeconds'] : 30;
+    return options.gracePeriodSeconds ?? fromSpec;
   }
 
   #collectGarbage(type: ResourceType, owner: KubeObject): void {
