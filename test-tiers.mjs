@@ -80,6 +80,7 @@ export default {
   // libraries in process or as child processes against real data stores.
   integration: [
     'charts/berth/tests/monitoring.test.ts',
+    'charts/berth/tests/rolling-upgrade.test.ts',
     'cli/src/deploy/deploy-flow.test.ts',
     'cli/src/keys-bootstrap.test.ts',
     'infra/local/src/postgres-server.test.ts',

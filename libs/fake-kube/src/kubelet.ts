@@ -2,7 +2,7 @@
  * A kubelet whose containers are what the test runs (host processes, typically): it binds the
  * pods it is given (a label selector) to its node, gives each a pod IP of its own on loopback
  * (127.42.x.y by default: a process of the pod listens there on its container ports, as in a pod's
- * network namespace), starts it through the test's {@link PodRuntime}, and probes it as upstream's
+ * network namespace, or on ports the runtime maps them to), starts it through the test's {@link PodRuntime}, and probes it as upstream's
  * kubelet does: the startup probe until it passes, then the readiness probe (HTTP GET), writing the
  * pod's Ready condition. A pod deleted gracefully (the store keeps it, terminating) is stopped as
  * upstream stops it: the preStop hook (a sleep), then SIGTERM, then SIGKILL once its grace period is
@@ -25,6 +25,12 @@ export interface RunningPod {
   kill(): void;
   /** Resolves once they ended. */
   readonly exited: Promise<void>;
+  /**
+   * Where a container port listens on this machine, when not on the pod IP at that port (a
+   * runtime sharing the machine with other tests may give each its own free port): container port →
+   * port on the pod IP. Probes go there.
+   */
+  readonly ports?: ReadonlyMap<number, number>;
 }
 
 /** Runs pods: what a container runtime does for the kubelet. */
@@ -261,11 +267,20 @@ export class Kubelet {
     const port = typeof get.port === 'number' ? get.port : container.ports?.find((p) => p.name === get.port)?.containerPort;
     if (port === undefined) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const req = request({ host: entry.ip, port, path: get.path ?? '/', timeout: (probe.timeoutSeconds ?? 1) * this.#secondMs, agent: false }, (res) => {
-        res.resume();
-        // As upstream: any status from 200 to 399 passes.
-        resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
-      });
+      const req = request(
+        {
+          host: entry.ip,
+          port: entry.running?.ports?.get(port) ?? port,
+          path: get.path ?? '/',
+          timeout: (probe.timeoutSeconds ?? 1) * this.#secondMs,
+          agent: false,
+        },
+        (res) => {
+          res.resume();
+          // As upstream: any status from 200 to 399 passes.
+          resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
+        },
+      );
       req.on('timeout', () => req.destroy());
       req.on('error', () => resolve(false));
       req.end();

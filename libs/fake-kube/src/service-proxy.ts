@@ -66,6 +66,11 @@ export interface ServiceProxyOptions {
    * @default 1000
    */
   syncMs?: number;
+  /**
+   * Where this machine reaches an endpoint (a runtime may map container ports to ports of its own).
+   * @default the endpoint's IP and port
+   */
+  reach?: (endpoint: ServiceEndpoint) => { host: string; port: number };
 }
 
 /** A connection the proxy made, for assertions on where traffic went. */
@@ -134,7 +139,7 @@ export class ServiceProxy {
       return;
     }
     client.pause();
-    const upstream = connect({ host: endpoint.ip, port: endpoint.port });
+    const upstream = connect(this.options.reach?.(endpoint) ?? { host: endpoint.ip, port: endpoint.port });
     this.#sockets.add(upstream);
     let connected = false;
     upstream.once('connect', () => {

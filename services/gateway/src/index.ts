@@ -118,6 +118,10 @@ export async function start(config: GatewayConfig, logger: Logger = createLogger
     instanceId,
     ...(metrics ? { metricsUrl: metrics.url } : {}),
     close: async () => {
+      // Stops taking connections without failing a request: answers under way, and to requests
+      // still coming on kept-alive connections, close their connection after them (a client never
+      // sends on a connection being closed under it); close() waits for them to end.
+      server.drain();
       await metrics?.close();
       sockets.close();
       deploymentSockets.close();
