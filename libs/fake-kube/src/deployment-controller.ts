@@ -10,9 +10,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { PodLogs } from './pod-logs.js';
-import { podReady, reconcileRollout, templateHash } from './rolling-update.js';
+import { podReady, reconcileRollout, templateHash, type DeploymentCondition as Condition } from './rolling-update.js';
 import type { ObjectStore, StoreEvent } from './store.js';
-import type { KubeObject } from './types.js';
+import { timestamp, type KubeObject } from './types.js';
 
 export interface RolloutFailure {
   /**
@@ -65,20 +65,7 @@ export interface DeploymentControllerOptions {
   rollingUpdate?: boolean;
 }
 
-interface Condition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-  lastUpdateTime: string;
-  lastTransitionTime: string;
-}
-
 type Obj = Record<string, unknown>;
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
 
 export class DeploymentController {
   /** How long a rollout takes before its outcome shows. */
@@ -278,7 +265,7 @@ export class DeploymentController {
   ): void {
     const condition = (type: string, next: Pick<Condition, 'status' | 'reason' | 'message'>): Condition => {
       const before = previous.find((c) => c.type === type);
-      const time = now();
+      const time = timestamp();
       return { type, ...next, lastUpdateTime: time, lastTransitionTime: before && before.status === next.status ? before.lastTransitionTime : time };
     };
     const status: Obj = {
@@ -307,7 +294,7 @@ export class DeploymentController {
     const podSpec = structuredClone((template['spec'] ?? {}) as Obj);
     const namespace = deployment.metadata.namespace!;
     const name = `${deployment.metadata.name}-${hash}-${randomBytes(3).toString('hex').slice(0, 5)}`;
-    const started = now();
+    const started = timestamp();
     const containers = ((podSpec['containers'] ?? []) as Obj[]).map((c) => {
       const failure = state.failure;
       const crash = failure && (failure.podReason ?? 'CrashLoopBackOff') === 'CrashLoopBackOff';

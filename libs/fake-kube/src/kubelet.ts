@@ -15,7 +15,7 @@
 import { request } from 'node:http';
 import type { ObjectStore, StoreEvent } from './store.js';
 import { matches, parseSelector } from './selectors.js';
-import type { KubeObject } from './types.js';
+import { timestamp, type KubeObject } from './types.js';
 
 /** A pod's containers as the runtime runs them. */
 export interface RunningPod {
@@ -89,10 +89,6 @@ interface Managed {
   timers: Set<NodeJS.Timeout>;
   terminating: boolean;
   ready: boolean;
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The seconds a preStop hook sleeps: `sleep: {seconds}` or `exec: [sleep, N]`; 0 for none. */
@@ -182,7 +178,7 @@ export class Kubelet {
     if (!pod || this.#closed) return;
     // Bound to this node: the scheduler's part, then the kubelet's.
     this.#store.replace('pods', entry.namespace, entry.name, { ...pod, spec: { ...(pod['spec'] as Obj), nodeName: this.#nodeName } });
-    const started = now();
+    const started = timestamp();
     this.#writeStatus(entry, (status, containers) => {
       status['phase'] = 'Running';
       status['hostIP'] = '127.0.0.1';
@@ -214,7 +210,7 @@ export class Kubelet {
     void entry.running.exited.then(() => {
       if (entry.terminating) return;
       for (const t of entry.timers) clearTimeout(t);
-      this.#setReady(entry, false, { terminated: { exitCode: 1, reason: 'Error', finishedAt: now() } });
+      this.#setReady(entry, false, { terminated: { exitCode: 1, reason: 'Error', finishedAt: timestamp() } });
     });
     // One probe schedule per pod: that of its first container with a readiness probe.
     const container = this.#containers(pod).find((c) => c.readinessProbe) ?? this.#containers(pod)[0]!;

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { PodLogs } from './pod-logs.js';
 import type { ObjectStore, StoreEvent } from './store.js';
-import type { KubeObject } from './types.js';
+import { timestamp, type KubeObject } from './types.js';
 
 export interface PodFailure {
   /**
@@ -38,10 +38,6 @@ export interface PodControllerOptions {
 }
 
 type Obj = Record<string, unknown>;
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
 
 export class PodController {
   /** How long a pod stays `Pending`. */
@@ -100,7 +96,7 @@ export class PodController {
     if (!pod || pod.metadata.uid !== uid || boundToNode(pod)) return;
     const containers = ((pod['spec'] as Obj | undefined)?.['containers'] ?? []) as Obj[];
     const failure = containers.map((c) => this.#failureOf(String(c['image']))).find((f) => f !== undefined);
-    const started = now();
+    const started = timestamp();
     const crash = failure !== undefined && (failure.reason ?? 'CrashLoopBackOff') === 'CrashLoopBackOff';
     const ready = failure === undefined;
     const status: Obj = {

@@ -9,21 +9,18 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { canonical, type ObjectStore } from './store.js';
-import type { KubeObject } from './types.js';
+import { timestamp, type KubeObject } from './types.js';
 
 type Obj = Record<string, unknown>;
 
-interface Condition {
+/** A condition of a Deployment's status. */
+export interface DeploymentCondition {
   type: string;
   status: 'True' | 'False';
   reason: string;
   message: string;
   lastUpdateTime: string;
   lastTransitionTime: string;
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The hash the controller gives pods of one pod template (upstream's `pod-template-hash`). */
@@ -125,12 +122,12 @@ function writeStatus(
   const pods = [...s.fresh, ...s.old];
   const ready = pods.filter(podReady).length;
   const complete = s.old.length === 0 && s.fresh.length === s.desired && s.fresh.every(podReady);
-  const previous = ((deployment['status'] as Obj | undefined)?.['conditions'] ?? []) as Condition[];
-  const condition = (type: string, next: Pick<Condition, 'status' | 'reason' | 'message'>): Condition => {
+  const previous = ((deployment['status'] as Obj | undefined)?.['conditions'] ?? []) as DeploymentCondition[];
+  const condition = (type: string, next: Pick<DeploymentCondition, 'status' | 'reason' | 'message'>): DeploymentCondition => {
     const before = previous.find((c) => c.type === type);
     // An unchanged condition keeps its times: a status write that changes nothing is no change.
     if (before && before.status === next.status && before.reason === next.reason && before.message === next.message) return before;
-    const time = now();
+    const time = timestamp();
     return { type, ...next, lastUpdateTime: time, lastTransitionTime: before && before.status === next.status ? before.lastTransitionTime : time };
   };
   const status: Obj = {

@@ -10,7 +10,7 @@ import { applyPatch, jsonPatch, mergePatch } from './patch.js';
 import { strategicMerge } from './strategic-merge.js';
 import { builtinResources, metadataErrors, nameError, nameRuleOf } from './resources.js';
 import { matches, matchesFields, parseSelector } from './selectors.js';
-import { apiVersionOf, type KubeObject, type ResourceType } from './types.js';
+import { apiVersionOf, type KubeObject, type ResourceType, timestamp } from './types.js';
 
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -72,10 +72,6 @@ export function canonical(value: unknown): string {
 function specPart(object: KubeObject): string {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = object;
   return canonical(rest);
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 export class ObjectStore {
@@ -173,7 +169,7 @@ export class ObjectStore {
     object.kind = type.kind;
     if (type.namespaced) object.metadata.namespace = ns;
     object.metadata.uid = randomUUID();
-    object.metadata.creationTimestamp = now();
+    object.metadata.creationTimestamp = timestamp();
     delete object.metadata.deletionTimestamp;
     if (type.generation) object.metadata.generation = 1;
     else delete object.metadata.generation;
@@ -324,7 +320,7 @@ export class ObjectStore {
       // Already terminating: a second delete changes nothing (upstream may only shorten the period).
       if (existing.metadata.deletionTimestamp !== undefined || options.dryRun) return structuredClone(existing);
       const terminating = structuredClone(existing);
-      terminating.metadata.deletionTimestamp = now();
+      terminating.metadata.deletionTimestamp = timestamp();
       terminating.metadata.deletionGracePeriodSeconds = grace;
       terminating.metadata.resourceVersion = String(++this.#resourceVersion);
       this.#objects.set(key, terminating);
@@ -332,7 +328,7 @@ export class ObjectStore {
       return structuredClone(terminating);
     }
     const deleted = structuredClone(existing);
-    deleted.metadata.deletionTimestamp ??= now();
+    deleted.metadata.deletionTimestamp ??= timestamp();
     if (options.dryRun) return deleted;
     this.#objects.delete(key);
     this.#applied.delete(existing.metadata.uid!);

@@ -66,3 +66,8 @@ export function apiVersionOf(type: Pick<ResourceType, 'group' | 'version'>): str
 export function record(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
+
+/** The current time as the API writes it (RFC 3339, whole seconds). */
+export function timestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
