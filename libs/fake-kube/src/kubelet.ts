@@ -86,6 +86,8 @@ interface Managed {
   uid: string;
   ip: string;
   running?: RunningPod;
+  /** Settles once the runtime started the pod (or failed to). */
+  started?: Promise<void>;
   timers: Set<NodeJS.Timeout>;
   terminating: boolean;
   ready: boolean;
@@ -157,8 +159,28 @@ export class Kubelet {
         ready: false,
       };
       this.#pods.set(key, entry);
-      setImmediate(() => void this.#start(entry));
-    } else if (managed && managed.uid === pod.metadata.uid && event.type !== 'ADDED' && pod.metadata.deletionTimestamp !== undefined && !managed.terminating) {
+      entry.started = new Promise((resolve) =>
+        setImmediate(() => {
+          this.#start(entry).then(resolve, (error: unknown) => {
+            resolve();
+            // A pod deleted meanwhile takes its status writes with it; anything else is a bug to see.
+            if (this.#pod(entry)) throw error;
+          });
+        }),
+      );
+    } else if (managed && managed.uid === pod.metadata.uid && event.type === 'DELETED' && !managed.terminating) {
+      // Removed at once (a grace period of 0): its containers are killed.
+      managed.terminating = true;
+      for (const t of managed.timers) clearTimeout(t);
+      this.#pods.delete(key);
+      void managed.started?.then(() => managed.running?.kill());
+    } else if (
+      managed &&
+      managed.uid === pod.metadata.uid &&
+      event.type === 'MODIFIED' &&
+      pod.metadata.deletionTimestamp !== undefined &&
+      !managed.terminating
+    ) {
       managed.terminating = true;
       void this.#stop(managed, pod);
     }
@@ -315,6 +337,8 @@ export class Kubelet {
     for (const t of entry.timers) clearTimeout(t);
     const graceMs = (pod.metadata.deletionGracePeriodSeconds ?? 30) * this.#secondMs;
     const deadline = Date.now() + graceMs;
+    // A pod deleted while its runtime starts it is stopped once started.
+    await entry.started;
     const sleep = (ms: number) => new Promise<void>((resolve) => this.#after(entry, Math.max(0, ms), resolve));
     const preStop = Math.max(...this.#containers(pod).map(preStopSeconds), 0) * this.#secondMs;
     if (entry.running) {

@@ -236,14 +236,19 @@ describe('a kubelet running the test’s pods', () => {
     expect(runtime.pods.has('theirs')).toBe(false);
   });
 
-  it('stops a deleted pod as upstream: preStop sleep, SIGTERM, SIGKILL when the grace period ends; the pod goes once it ended', async () => {
+  it('stops a deleted pod as upstream: preStop sleep, SIGTERM, SIGKILL when the grace period ends; the pod goes once it ended; at once with a grace period of 0', async () => {
     const fake = await fakeKube();
     const runtime = serverRuntime();
     const secondMs = 20;
     const kubelet = new Kubelet(fake.store, { runtime, selector: 'runs=here', secondMs });
     cleanups.push(() => kubelet.close());
-    for (const name of ['polite', 'stubborn']) fake.store.create('pods', NS, { metadata: { name, labels: { runs: 'here' } }, spec: podSpec });
-    await until('both run', async () => (runtime.pods.size === 2 ? true : undefined), 5000, 10);
+    for (const name of ['polite', 'stubborn', 'abrupt']) fake.store.create('pods', NS, { metadata: { name, labels: { runs: 'here' } }, spec: podSpec });
+    await until('all run', async () => (runtime.pods.size === 3 ? true : undefined), 5000, 10);
+    // Deleted with a grace period of 0, a pod goes at once and its containers are killed.
+    fake.store.delete('pods', NS, 'abrupt', { gracePeriodSeconds: 0 });
+    expect(fake.store.find('pods', NS, 'abrupt')).toBeUndefined();
+    await until('abrupt is killed', async () => (runtime.pods.get('abrupt')!.signals.length > 0 ? true : undefined), 5000, 10);
+    expect(runtime.pods.get('abrupt')!.signals.map((s) => s.split('@')[0])).toEqual(['KILL']);
     runtime.pods.get('stubborn')!.ignoreTerm = true;
     const deleted = Date.now();
     fake.store.delete('pods', NS, 'polite');
