@@ -187,6 +187,13 @@ describe('sqlStatements', () => {
   });
 });
 
+describe('latestRelease', () => {
+  it('compares versions by number, ignoring other names', () => {
+    expect(latestRelease(['0.9.0', '0.10.0', '0.2.1', 'README.md'])).toBe('0.10.0');
+    expect(latestRelease(['notes'])).toBeUndefined();
+  });
+});
+
 describe('contractHeader', () => {
   it('reads the fixed form from the leading comment only', () => {
     expect(contractHeader('-- Why.\n-- contract: 0.2.0 no longer uses revisions.state\nALTER TABLE revisions DROP COLUMN state;')).toEqual({

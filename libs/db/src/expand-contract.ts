@@ -283,9 +283,12 @@ function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-/** The newest of `releases` (`X.Y.Z`). */
+/** The newest of `releases` (names that are no `X.Y.Z` are ignored). */
 export function latestRelease(releases: string[]): string | undefined {
-  return [...releases].sort(compareVersions).at(-1);
+  return releases
+    .filter((r) => /^\d+\.\d+\.\d+$/.test(r))
+    .sort(compareVersions)
+    .at(-1);
 }
 
 /**
