@@ -101,7 +101,14 @@ describe('the chart’s monitoring', () => {
       await copyFile(join(chart, 'tests', 'alerts.test.yaml'), join(dir, 'alerts.test.yaml'));
       const checked = await promtool(dir, ['check', 'rules', 'rules.yaml']);
       expect(checked).toMatchObject({ code: 0 });
-      expect(checked.output).toContain('SUCCESS: 9 rules found');
+      const alerts = (rule.spec as { groups: { rules: { alert: string }[] }[] }).groups.flatMap((g) => g.rules.map((r) => r.alert));
+      expect(checked.output).toContain(`SUCCESS: ${alerts.length} rules found`);
+      // Every alert has a case in which it fires.
+      const [cases] = loadAllYaml(await readFile(join(dir, 'alerts.test.yaml'), 'utf8')) as {
+        tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+      }[];
+      const firing = new Set(cases!.tests.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length).map((a) => a.alertname)));
+      expect(alerts.filter((alert) => !firing.has(alert))).toEqual([]);
       const tested = await promtool(dir, ['test', 'rules', 'alerts.test.yaml']);
       expect(tested).toEqual({ code: 0, output: expect.stringContaining('SUCCESS') });
     } finally {
