@@ -60,7 +60,7 @@ const schema = z
     BERTH_DEPLOYMENT_NETWORK_POLICY: z.enum(['on', 'off']).default('on'),
     /** kubernetes: the namespace of the platform's pods (the gateway's, the control plane's); unset: KUBERNETES_NAMESPACE. */
     BERTH_PLATFORM_NAMESPACE: z.string().min(1).optional(),
-    /** kubernetes: labels of the gateway's pods, the only pods that may connect to agent pods (which send them traces). */
+    /** kubernetes: labels of the gateway's pods, the only pods that may connect to agent servers' API (which send them traces). */
     BERTH_GATEWAY_POD_LABELS: envLabels,
     /** kubernetes: labels of the control plane's pods, whose artifact endpoint agent pods fetch source revisions from. */
     BERTH_CONTROL_PLANE_POD_LABELS: envLabels,
