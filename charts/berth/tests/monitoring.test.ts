@@ -157,6 +157,9 @@ describe('the chart’s monitoring', () => {
       // Not the platform's pods (the other PodMonitor's), whose labels the selector does not match.
       expect(selector['app.kubernetes.io/name']).not.toBe('berth');
       expect(monitor.spec!.podTargetLabels).toEqual(['berth.dev/deployment-id']);
+      // The series' own labels never replace the target's (the deployment id among them), and their number is bounded.
+      expect(monitor.spec!.podMetricsEndpoints[0].honorLabels).toBeUndefined();
+      expect(monitor.spec!.sampleLimit).toBe(10000);
       expect(pod.pod.labels['berth.dev/deployment-id']).toBe(revision.deploymentId);
       const [endpoint, ...others] = monitor.spec!.podMetricsEndpoints as Array<{ port: string; path: string }>;
       expect(others).toEqual([]);

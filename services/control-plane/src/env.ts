@@ -69,7 +69,10 @@ const schema = z
      * BERTH_AGENT_METRICS_SCRAPER_POD_LABELS; their NetworkPolicy admits them to the metrics port (9464)
      * only. Unset: nothing reaches that port.
      */
-    BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: z.string().min(1).optional(),
+    BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (a DNS label)')
+      .optional(),
     /** kubernetes: labels of the pods that scrape agent servers' metrics, in BERTH_AGENT_METRICS_SCRAPER_NAMESPACE. */
     BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: envLabels,
     /** The port the gateway's pods listen on (the gateway's own setting, shared by the chart's ConfigMap). */

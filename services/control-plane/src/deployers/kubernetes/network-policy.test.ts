@@ -398,6 +398,9 @@ describe('settings (env)', () => {
     expect(() =>
       loadControlPlaneConfig({ ...on, BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'monitoring', BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'prometheus' }),
     ).toThrow(/BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: a comma-separated list of Kubernetes labels/);
+    expect(() =>
+      loadControlPlaneConfig({ ...on, BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'Monitoring NS', BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'app=prometheus' }),
+    ).toThrow(/BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: a namespace name/);
   });
 
   it('turn off with BERTH_DEPLOYMENT_NETWORK_POLICY=off, and refuse labels that are not labels', () => {

@@ -133,7 +133,7 @@ function namespacePeer(namespace: string): V1NetworkPolicyPeer {
   return { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } };
 }
 
-function platformPeer(pods: PeerPods): V1NetworkPolicyPeer {
+function podsPeer(pods: PeerPods): V1NetworkPolicyPeer {
   return { ...namespacePeer(pods.namespace), podSelector: { matchLabels: { ...pods.labels } } };
 }
 
@@ -168,14 +168,14 @@ export function buildNetworkPolicy(spec: RevisionSpec, namespace: string, policy
       policyTypes: ['Ingress', 'Egress'],
       // `_from` is the client's name for `from` (a reserved word); it sends it as `from`.
       ingress: [
-        { _from: [platformPeer(policy.gateway)], ports: tcp(AGENT_PORT) },
-        ...(policy.metricsScraper ? [{ _from: [platformPeer(policy.metricsScraper)], ports: tcp(AGENT_METRICS_PORT) }] : []),
+        { _from: [podsPeer(policy.gateway)], ports: tcp(AGENT_PORT) },
+        ...(policy.metricsScraper ? [{ _from: [podsPeer(policy.metricsScraper)], ports: tcp(AGENT_METRICS_PORT) }] : []),
       ],
       egress: [
         DNS_RULE,
         { to: publicAddressBlocks().map((ipBlock) => ({ ipBlock })) },
-        { to: [platformPeer(policy.gateway)], ports: tcp(policy.gateway.port) },
-        ...(policy.controlPlane ? [{ to: [platformPeer(policy.controlPlane)], ports: tcp(policy.controlPlane.port) }] : []),
+        { to: [podsPeer(policy.gateway)], ports: tcp(policy.gateway.port) },
+        ...(policy.controlPlane ? [{ to: [podsPeer(policy.controlPlane)], ports: tcp(policy.controlPlane.port) }] : []),
         ...services,
         ...(privateEgress.length > 0 ? [{ to: privateEgress.map((cidr) => ({ ipBlock: allowedBlock(cidr) })) }] : []),
       ],
