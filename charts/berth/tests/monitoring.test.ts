@@ -2,10 +2,9 @@
  * The chart's monitoring objects (monitoring.*): rendered only when enabled, the gateway's metrics port
  * on no Service; the agent servers' PodMonitor selecting the pods the control plane's deployer makes,
  * on their metrics port, which their NetworkPolicy opens to the scraper the chart names and no one
- * else; the alerts, as
- * rendered, pass `promtool check rules` and fire — or stay quiet — on recorded series as
- * alerts.test.yaml expects (`promtool test rules`); the dashboard and the alerts use only series
- * Berth's services export (or Prometheus' and the kubelet's own).
+ * else; the alerts, as rendered, pass `promtool check rules` and fire — or stay quiet — on recorded
+ * series as alerts.test.yaml expects (`promtool test rules`); the dashboard and the alerts use only
+ * series Berth's services export (or Prometheus' and the kubelet's own).
  */
 import { describe, expect, it } from '@jest/globals';
 import { loadAllYaml } from '@kubernetes/client-node';
