@@ -40,8 +40,13 @@ app.kubernetes.io/component: {{ .service }}
 
 {{/* The selector labels of one service as `key=value,…` (for settings); call like berth.selectorLabels. */}}
 {{- define "berth.selectorList" -}}
+{{- include "berth.labelList" (include "berth.selectorLabels" . | fromYaml) -}}
+{{- end -}}
+
+{{/* Labels as the control plane's `key=value,…` settings take them, in key order. */}}
+{{- define "berth.labelList" -}}
 {{- $items := list -}}
-{{- range $key, $value := include "berth.selectorLabels" . | fromYaml -}}
+{{- range $key, $value := . -}}
 {{- $items = append $items (printf "%s=%s" $key $value) -}}
 {{- end -}}
 {{- join "," $items -}}
@@ -61,6 +66,14 @@ app.kubernetes.io/component: {{ .service }}
 
 {{- define "berth.deploymentsNamespace" -}}
 {{- default .Release.Namespace .Values.deployments.namespace -}}
+{{- end -}}
+
+{{/*
+  "true" when Prometheus scrapes the agent servers: their PodMonitor, and the scraper their NetworkPolicy
+  admits to their metrics port (dig: a release upgraded with --reuse-values from before the value has none).
+*/}}
+{{- define "berth.scrapeAgents" -}}
+{{- if and .Values.monitoring.podMonitor.enabled (dig "agents" "enabled" false .Values.monitoring) }}true{{ end -}}
 {{- end -}}
 
 {{- define "berth.sandboxesNamespace" -}}

@@ -91,6 +91,12 @@ describe('charts/berth', () => {
     ],
     ['a database URL that is not postgres', [...REQUIRED, '--set', 'postgres.url=mysql://db/berth'], "at '/postgres/url'"],
     ['a private egress range that is not a CIDR', [...REQUIRED, '--set', 'deployments.privateEgress[0]=ten/8'], "at '/deployments/privateEgress/0'"],
+    ['a metrics scraper in no namespace', [...REQUIRED, '--set', 'monitoring.agents.scraper.namespace='], "at '/monitoring/agents/scraper/namespace'"],
+    [
+      'a metrics scraper of any pod (no pod labels)',
+      [...REQUIRED, '--set', 'monitoring.agents.scraper.podLabels.app\\.kubernetes\\.io/name=null'],
+      "at '/monitoring/agents/scraper/podLabels': minProperties: got 0, want 1",
+    ],
     [
       'a network policy switch that is not a boolean',
       [...REQUIRED, '--set-string', 'deployments.networkPolicy.enabled=maybe'],

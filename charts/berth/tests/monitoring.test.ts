@@ -1,12 +1,17 @@
 /**
  * The chart's monitoring objects (monitoring.*): rendered only when enabled, the gateway's metrics port
- * on no Service; the alerts, as
- * rendered, pass `promtool check rules` and fire — or stay quiet — on recorded series as
- * alerts.test.yaml expects (`promtool test rules`); the dashboard and the alerts use only series
- * Berth's services export (or Prometheus' and the kubelet's own).
+ * on no Service; the agent servers' PodMonitor selecting the pods the control plane's deployer makes,
+ * on their metrics port, which their NetworkPolicy opens to the scraper the chart names and no one
+ * else; the alerts, as rendered, pass `promtool check rules` and fire — or stay quiet — on recorded
+ * series as alerts.test.yaml expects (`promtool test rules`); the dashboard and the alerts use only
+ * series Berth's services export (or Prometheus' and the kubelet's own).
  */
 import { describe, expect, it } from '@jest/globals';
 import { loadAllYaml } from '@kubernetes/client-node';
+// The client's own serializer (not exported from its index): what it puts on the wire.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import { buildManifests, buildNetworkPolicy, loadControlPlaneConfig, type SourceRevisionSpec } from '@berth/control-plane';
+import { connectionAllowed, type Endpoint, type NetworkPolicyObject } from '@berth/fake-kube';
 import { execFile } from 'node:child_process';
 import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -77,9 +82,15 @@ describe('the chart’s monitoring', () => {
       objects.filter((o) => ['PodMonitor', 'PrometheusRule', 'ConfigMap'].includes(o.kind)).map((o) => `${o.kind} ${o.metadata.name}`);
     expect(kinds(await render([]))).toEqual(['ConfigMap berth']);
     const objects = await render([...ENABLED, '--set', 'monitoring.podMonitor.labels.release=prometheus']);
-    expect(kinds(objects).sort()).toEqual(['ConfigMap berth', 'ConfigMap berth-dashboard', 'PodMonitor berth', 'PrometheusRule berth']);
-    const monitor = objects.find((o) => o.kind === 'PodMonitor')!;
-    expect(monitor.metadata.labels).toMatchObject({ release: 'prometheus' });
+    expect(kinds(objects).sort()).toEqual([
+      'ConfigMap berth',
+      'ConfigMap berth-dashboard',
+      'PodMonitor berth',
+      'PodMonitor berth-agents',
+      'PrometheusRule berth',
+    ]);
+    for (const podMonitor of objects.filter((o) => o.kind === 'PodMonitor')) expect(podMonitor.metadata.labels).toMatchObject({ release: 'prometheus' });
+    const monitor = objects.find((o) => o.kind === 'PodMonitor' && o.metadata.name === 'berth')!;
     // The gateway's metrics port and the gRPC services' health port; neither is on a Service.
     expect(monitor.spec!.podMetricsEndpoints.map((e: { port: string }) => e.port)).toEqual(['metrics', 'health']);
     const gateway = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'berth-gateway')!;
@@ -93,6 +104,107 @@ describe('the chart’s monitoring', () => {
     expect(JSON.parse(dashboard.data!['berth.json']!)).toMatchObject({ uid: 'berth-overview', title: 'Berth' });
   });
 
+  describe("the agent servers' scrape", () => {
+    const AGENTS_NS = 'berth-agents';
+    /** A deployment's revision, as the control plane deploys it. */
+    const revision: SourceRevisionSpec = {
+      deploymentId: '0b6f6c1e-4a39-4a8e-9d0e-2f1f3c1d5a10',
+      revisionId: '5d0c8f9e-1b2a-4c3d-8e9f-0a1b2c3d4e5f',
+      tenantId: 'c2a8e0f4-7b6d-4e5f-9a1b-3c4d5e6f7a8b',
+      name: 'my-agent',
+      deploymentType: 'dev',
+      artifact: { kind: 'directory', path: '/tmp/x', configPath: 'langgraph.json', archive: { url: 'http://a/b', sha256: '0', credential: 'c' } },
+      secrets: {},
+      env: {},
+      resources: { replicas: 1 },
+    };
+    /** kube-prometheus-stack's Prometheus pod, labelled as the Prometheus Operator labels it. */
+    const prometheus: Endpoint = {
+      pod: {
+        namespace: 'monitoring',
+        labels: {
+          'app.kubernetes.io/name': 'prometheus',
+          'app.kubernetes.io/instance': 'kube-prometheus-stack-prometheus',
+          'app.kubernetes.io/managed-by': 'prometheus-operator',
+          prometheus: 'kube-prometheus-stack-prometheus',
+        },
+        ip: '10.244.7.7',
+      },
+    };
+
+    /** The chart's objects, the control plane's settings from its ConfigMap, and an agent pod with its NetworkPolicy. */
+    async function installed(args: string[]) {
+      const objects = await render(['--set', `deployments.namespace=${AGENTS_NS}`, ...args]);
+      const settings = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'berth')!.data!;
+      const deployer = loadControlPlaneConfig({ ...settings, DATABASE_URL: 'postgres://berth@db/berth', BERTH_SECRET_KEY: 'key' }).deployments?.deployer;
+      if (deployer?.kind !== 'kubernetes' || !deployer.networkPolicy) throw new Error('the chart configures no kubernetes deployer with a NetworkPolicy');
+      const { deployment } = buildManifests(revision, { namespace: deployer.namespace!, agentServerImage: 'berth/agent-server:0.1.0' });
+      const policy = buildNetworkPolicy(revision, deployer.namespace!, deployer.networkPolicy, []);
+      const policies = [ObjectSerializer.serialize(policy, 'V1NetworkPolicy') as NetworkPolicyObject];
+      const pod = { namespace: deployer.namespace!, labels: deployment.spec!.template.metadata!.labels!, ip: '10.244.3.7' };
+      const ports = Object.fromEntries(deployment.spec!.template.spec!.containers[0]!.ports!.map((p) => [p.name, p.containerPort]));
+      return { objects, settings, policies, pod: { pod }, ports };
+    }
+
+    it("selects the deployer's pods in the deployments' namespace, on their metrics port, labelled with their deployment's id", async () => {
+      const { objects, pod, ports } = await installed(ENABLED);
+      const monitor = objects.find((o) => o.kind === 'PodMonitor' && o.metadata.name === 'berth-agents')!;
+      expect(monitor.spec!.namespaceSelector).toEqual({ matchNames: [AGENTS_NS] });
+      expect(pod.pod.namespace).toBe(AGENTS_NS);
+      const selector = monitor.spec!.selector.matchLabels as Record<string, string>;
+      expect(Object.entries(selector).filter(([key, value]) => pod.pod.labels[key] !== value)).toEqual([]);
+      // Not the platform's pods (the other PodMonitor's), whose labels the selector does not match.
+      expect(selector['app.kubernetes.io/name']).not.toBe('berth');
+      expect(monitor.spec!.podTargetLabels).toEqual(['berth.dev/deployment-id']);
+      // The series' own labels never replace the target's (the deployment id among them), and their number is bounded.
+      expect(monitor.spec!.podMetricsEndpoints[0].honorLabels).toBeUndefined();
+      expect(monitor.spec!.sampleLimit).toBe(10000);
+      expect(pod.pod.labels['berth.dev/deployment-id']).toBe(revision.deploymentId);
+      const [endpoint, ...others] = monitor.spec!.podMetricsEndpoints as Array<{ port: string; path: string }>;
+      expect(others).toEqual([]);
+      expect(endpoint).toMatchObject({ port: 'metrics', path: '/metrics' });
+      expect(ports).toEqual({ http: 8000, metrics: 9464 });
+    });
+
+    it('lets the scraper the chart names reach the metrics port and nothing else; nobody without the PodMonitor', async () => {
+      const { settings, policies, pod } = await installed(ENABLED);
+      expect(settings).toMatchObject({
+        BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'monitoring',
+        BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'app.kubernetes.io/name=prometheus',
+      });
+      expect(connectionAllowed(policies, prometheus, pod, { port: 9464 })).toBe(true);
+      expect(connectionAllowed(policies, prometheus, pod, { port: 8000 })).toBe(false);
+      const gateway: Endpoint = {
+        pod: {
+          namespace: 'berth',
+          labels: { 'app.kubernetes.io/name': 'berth', 'app.kubernetes.io/instance': 'berth', 'app.kubernetes.io/component': 'gateway' },
+          ip: '10.244.0.5',
+        },
+      };
+      expect(connectionAllowed(policies, gateway, pod, { port: 8000 })).toBe(true);
+      expect(connectionAllowed(policies, gateway, pod, { port: 9464 })).toBe(false);
+
+      // Another Prometheus, named by the values.
+      const custom = await installed([
+        ...ENABLED,
+        '--set',
+        'monitoring.agents.scraper.namespace=observability',
+        '--set',
+        'monitoring.agents.scraper.podLabels.app=vmagent',
+      ]);
+      const vmagent: Endpoint = { pod: { namespace: 'observability', labels: { app: 'vmagent', 'app.kubernetes.io/name': 'prometheus' }, ip: '10.244.7.8' } };
+      expect(connectionAllowed(custom.policies, vmagent, custom.pod, { port: 9464 })).toBe(true);
+      expect(connectionAllowed(custom.policies, prometheus, custom.pod, { port: 9464 })).toBe(false);
+
+      for (const off of [[], [...ENABLED, '--set', 'monitoring.agents.enabled=false']]) {
+        const { objects, settings: without, policies: closed, pod: agent } = await installed(off);
+        expect(objects.filter((o) => o.metadata.name === 'berth-agents')).toEqual([]);
+        expect(Object.keys(without).filter((key) => key.includes('SCRAPER'))).toEqual([]);
+        expect(connectionAllowed(closed, prometheus, agent, { port: 9464 })).toBe(false);
+      }
+    });
+  });
+
   it('has alerts that promtool accepts and that fire on recorded series as expected (and only then)', async () => {
     const rule = (await render(ENABLED)).find((o) => o.kind === 'PrometheusRule')!;
     const dir = await mkdtemp(join(tmpdir(), 'berth-alerts-'));
@@ -101,7 +213,14 @@ describe('the chart’s monitoring', () => {
       await copyFile(join(chart, 'tests', 'alerts.test.yaml'), join(dir, 'alerts.test.yaml'));
       const checked = await promtool(dir, ['check', 'rules', 'rules.yaml']);
       expect(checked).toMatchObject({ code: 0 });
-      expect(checked.output).toContain('SUCCESS: 9 rules found');
+      const alerts = (rule.spec as { groups: { rules: { alert: string }[] }[] }).groups.flatMap((g) => g.rules.map((r) => r.alert));
+      expect(checked.output).toContain(`SUCCESS: ${alerts.length} rules found`);
+      // Every alert has a case in which it fires.
+      const [cases] = loadAllYaml(await readFile(join(dir, 'alerts.test.yaml'), 'utf8')) as {
+        tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+      }[];
+      const firing = new Set(cases!.tests.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length).map((a) => a.alertname)));
+      expect(alerts.filter((alert) => !firing.has(alert))).toEqual([]);
       const tested = await promtool(dir, ['test', 'rules', 'alerts.test.yaml']);
       expect(tested).toEqual({ code: 0, output: expect.stringContaining('SUCCESS') });
     } finally {

@@ -199,7 +199,12 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     expect(agent).toBeDefined();
     const pod = (agent as KubeObject & { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec as {
       initContainers: { name: string; image: string; volumeMounts: { name: string; mountPath: string }[] }[];
-      containers: { name: string; image: string; volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[];
+      containers: {
+        name: string;
+        image: string;
+        volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+        ports: { name: string; containerPort: number }[];
+      }[];
       volumes: { name: string; emptyDir?: unknown }[];
       imagePullSecrets: unknown;
       automountServiceAccountToken: boolean;
@@ -259,12 +264,20 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
     expect(JSON.parse(await readFile(join(unpacked, 'langgraph.json'), 'utf8'))).toMatchObject({ graphs: { echo: expect.anything() } });
     const serverEnv = deploymentContainerEnv(fake.store, NS, agent!.metadata.name!, 'agent-server');
     expect(serverEnv['BERTH_AGENT_CONFIG']).toBe('/srv/project/langgraph.json');
-    const agentPort = await freePort();
+    // Its metrics on the pod's port named `metrics`, on every interface (a scraper reaches the pod's IP).
+    const ports = (pod.containers[0] as { ports?: { name: string; containerPort: number }[] }).ports ?? [];
+    expect([serverEnv['BERTH_METRICS_PORT'], serverEnv['BERTH_METRICS_HOST']]).toEqual([
+      String(ports.find((p) => p.name === 'metrics')?.containerPort),
+      '0.0.0.0',
+    ]);
+    const [agentPort, metricsPort] = await Promise.all([freePort(), freePort()]);
     const server = startProcess(join(root, 'services/agent-runtime/dist/serve.js'), [], {
       ...mapped(serverEnv, addresses),
       BERTH_AGENT_CONFIG: join(unpacked, 'langgraph.json'),
       HOST: '127.0.0.1',
       PORT: String(agentPort),
+      BERTH_METRICS_HOST: '127.0.0.1',
+      BERTH_METRICS_PORT: String(metricsPort),
       HOME: join(dir, 'pod/home'),
     });
     const credential = { 'x-berth-deployment-credential': serverEnv['BERTH_DEPLOYMENT_CREDENTIAL']! };
@@ -288,6 +301,10 @@ describe('helm install, then berth deploy of a folder (libs/fake-kube)', () => {
       body: JSON.stringify({ assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'from the cluster' }] } }),
     });
     expect(((await response.json()) as { messages: { content: string }[] }).messages.at(-1)?.content).toBe('echo: from the cluster');
+    // The run shows in its metrics, and they are not on the port the gateway proxies to.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^berth_agent_runs_finished_total\{status="success"\} 1$/m);
+    expect((await fetch(`http://127.0.0.1:${agentPort}/metrics`, { headers: credential })).status).toBe(404);
     await server.stop();
 
     // Deleting the deployment removes its objects from the cluster.

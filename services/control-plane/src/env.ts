@@ -60,10 +60,21 @@ const schema = z
     BERTH_DEPLOYMENT_NETWORK_POLICY: z.enum(['on', 'off']).default('on'),
     /** kubernetes: the namespace of the platform's pods (the gateway's, the control plane's); unset: KUBERNETES_NAMESPACE. */
     BERTH_PLATFORM_NAMESPACE: z.string().min(1).optional(),
-    /** kubernetes: labels of the gateway's pods, the only pods that may connect to agent pods (which send them traces). */
+    /** kubernetes: labels of the gateway's pods, the only pods that may connect to agent servers' API (which send them traces). */
     BERTH_GATEWAY_POD_LABELS: envLabels,
     /** kubernetes: labels of the control plane's pods, whose artifact endpoint agent pods fetch source revisions from. */
     BERTH_CONTROL_PLANE_POD_LABELS: envLabels,
+    /**
+     * kubernetes: the namespace of the pods that scrape agent servers' metrics (a Prometheus), with
+     * BERTH_AGENT_METRICS_SCRAPER_POD_LABELS; their NetworkPolicy admits them to the metrics port (9464)
+     * only. Unset: nothing reaches that port.
+     */
+    BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (a DNS label)')
+      .optional(),
+    /** kubernetes: labels of the pods that scrape agent servers' metrics, in BERTH_AGENT_METRICS_SCRAPER_NAMESPACE. */
+    BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: envLabels,
     /** The port the gateway's pods listen on (the gateway's own setting, shared by the chart's ConfigMap). */
     GATEWAY_PORT: envPort.default(8080),
     /** Memory (MiB) and CPU (cores) of a local deployment's container when its resource_spec sets none. */
@@ -112,6 +123,11 @@ const schema = z
     path: ['BERTH_CONTROL_PLANE_POD_LABELS'],
     message:
       "required with BERTH_DEPLOYER=kubernetes and BERTH_S3_BUCKET while BERTH_DEPLOYMENT_NETWORK_POLICY is on: the labels of the control plane's pods, whose artifact endpoint agent pods fetch source revisions from",
+  })
+  .refine((e) => !e.BERTH_AGENT_METRICS_SCRAPER_NAMESPACE === !e.BERTH_AGENT_METRICS_SCRAPER_POD_LABELS, {
+    // A namespace alone would admit every pod in it; labels alone would be a guess at the namespace.
+    path: ['BERTH_AGENT_METRICS_SCRAPER_POD_LABELS'],
+    message: "set together with BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: the namespace and labels of the pods that scrape agent servers' metrics",
   });
 
 export function loadControlPlaneConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {
@@ -182,11 +198,14 @@ export function loadControlPlaneConfig(env: Record<string, string | undefined> =
   };
 }
 
-/** The platform's pods that agent pods' NetworkPolicy names (BERTH_PLATFORM_NAMESPACE, BERTH_*_POD_LABELS). */
+/** The pods that agent pods' NetworkPolicy names (BERTH_PLATFORM_NAMESPACE, BERTH_*_POD_LABELS, BERTH_AGENT_METRICS_SCRAPER_*). */
 function networkPolicySettings(e: z.output<typeof schema>): NonNullable<KubernetesDeployerSettings['networkPolicy']> {
   const namespace = e.BERTH_PLATFORM_NAMESPACE ?? e.KUBERNETES_NAMESPACE;
   return {
     gateway: { namespace, labels: e.BERTH_GATEWAY_POD_LABELS!, port: e.GATEWAY_PORT },
     ...(e.BERTH_CONTROL_PLANE_POD_LABELS ? { controlPlane: { namespace, labels: e.BERTH_CONTROL_PLANE_POD_LABELS, port: e.BERTH_ARTIFACTS_PORT } } : {}),
+    ...(e.BERTH_AGENT_METRICS_SCRAPER_NAMESPACE && e.BERTH_AGENT_METRICS_SCRAPER_POD_LABELS
+      ? { metricsScraper: { namespace: e.BERTH_AGENT_METRICS_SCRAPER_NAMESPACE, labels: e.BERTH_AGENT_METRICS_SCRAPER_POD_LABELS } }
+      : {}),
   };
 }

@@ -54,6 +54,7 @@ export { ProjectBuilder } from './build/index.js';
 export { ArtifactStore } from './artifacts/artifact-store.js';
 export { artifactCredential, artifactPath, startArtifactServer } from './artifacts/artifact-server.js';
 export { buildManifests, type SourceRevisionSpec } from './deployers/kubernetes/manifests.js';
+export { buildNetworkPolicy } from './deployers/kubernetes/network-policy.js';
 export { AgentDatabases, agentDatabaseName, agentDatabaseRoles, agentSchema } from './deployments/agent-databases.js';
 
 /**

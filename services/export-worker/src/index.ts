@@ -26,6 +26,7 @@ import { DEFAULT_PENDING_PATCH_MAX_AGE_HOURS, PendingPatchSweeper } from './trac
 import { RetentionPolicy, RetentionSweeper } from './traces/retention.js';
 import { traceHandlers } from './traces/rpc.js';
 import { TraceShares } from './traces/trace-shares.js';
+import { ingestBatchesInFlight, pendingRunPatches } from './metrics.js';
 
 export type { BulkExportSettings, ExportWorkerConfig } from './config.js';
 export { Destinations, DestinationGoneError } from './destinations/destinations.js';
@@ -137,6 +138,13 @@ export async function start(
     clock,
     ...(settings.scheduleIntervalMs ? { intervalMs: settings.scheduleIntervalMs } : {}),
   });
+  const ingest = new TraceIngest(traces, logger, {
+    ...(config.traceIngestMaxBatchesInFlight ? { maxBatchesInFlight: config.traceIngestMaxBatchesInFlight } : {}),
+  });
+  const unwatch = [
+    ingestBatchesInFlight.source(() => [{ value: ingest.batchesInFlight }]),
+    pendingRunPatches.source(async () => [{ value: await traces.countPendingPatches() }], logger),
+  ];
   let service: RunningGrpcService;
   try {
     service = await startGrpcService({
@@ -149,25 +157,14 @@ export async function start(
       setup: (server) => {
         server.add(
           TraceService,
-          attachingPendingFeedback(
-            traceHandlers(
-              traces,
-              new TraceIngest(traces, logger, {
-                ...(config.traceIngestMaxBatchesInFlight ? { maxBatchesInFlight: config.traceIngestMaxBatchesInFlight } : {}),
-              }),
-              new TraceShares(database.db, secrets),
-              clock,
-              policy,
-            ),
-            feedback,
-            logger,
-          ),
+          attachingPendingFeedback(traceHandlers(traces, ingest, new TraceShares(database.db, secrets), clock, policy), feedback, logger),
         );
         server.add(BulkExportService, bulkExportHandlers(destinations, exports));
         server.add(FeedbackService, feedbackHandlers(feedback));
       },
     });
   } catch (error) {
+    for (const stop of unwatch) stop();
     await database.close();
     throw error;
   }
@@ -190,6 +187,7 @@ export async function start(
       await scheduler.stop();
       await runner.stop();
       await grpc.close();
+      for (const stop of unwatch) stop();
       await database.close();
     },
   };

@@ -24,10 +24,31 @@ export function recordIngest(result: { stored: unknown[]; pending: unknown[]; re
   ingestRuns.inc({ result: 'refused' }, result.rejected.length);
 }
 
+/** The ingest backlog (read at each scrape): batches being written, and patches waiting for their run. */
+export const ingestBatchesInFlight = gauge({
+  name: 'berth_trace_ingest_batches_in_flight',
+  help: 'Run batches this process is writing now; at TRACE_INGEST_MAX_BATCHES_IN_FLIGHT more are refused (503, retried by clients)',
+});
+export const pendingRunPatches = gauge({
+  name: 'berth_trace_pending_run_patches',
+  help: 'Run patches stored while they wait for their run to arrive (counted up to 100000)',
+});
+
 /** Export runs executing in this process (read at each scrape). */
 export const exportsRunning = gauge({
   name: 'berth_exports_running',
   help: 'Export runs executing in this process',
+});
+
+/**
+ * Export run attempts by how they ended. `cause` of a failure: `destination` — the tenant's bucket or
+ * credentials refused it, or the destination was deleted (the tenant's to fix) —, `storage` — the
+ * storage kept failing until the last retry —, or `error` (anything else: the operator's to look at).
+ */
+export const exportRunAttempts = counter<'outcome' | 'cause'>({
+  name: 'berth_export_run_attempts_total',
+  help: 'Export run attempts by outcome (completed, retrying, failed) and, for the others, cause (destination, storage, error)',
+  labelNames: ['outcome', 'cause'],
 });
 
 /** Rows and bytes of each Parquet file once it is uploaded and committed. */

@@ -5,6 +5,7 @@
  * and deleting the deployment deletes its user and keys.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -166,6 +167,26 @@ it('updates the user on every deploy without cutting off the serving agent serve
   // One subscriber still receives it: the update did not cut its connection off.
   expect(await admin.publish(keyOf(a, 'broker:{run}:wake'), 'after the update')).toBe(1);
   expect(await received).toBe('after the update');
+});
+
+it("reports the platform's Redis usage to the metrics once started", async () => {
+  const read = async (name: string) => sampleSum(parseMetrics((await scrape()).body), name);
+  expect(await read('berth_redis_memory_max_bytes')).toBe(0); // not started: not reported
+  await users.start(async () => [a, b]);
+  const limit = (await admin.config('GET', 'maxmemory')) as string[];
+  try {
+    // A limit only this test sets (far above what the tier's Redis holds, so nothing is evicted).
+    await admin.config('SET', 'maxmemory', String(64 * 2 ** 30));
+    await admin.set(keyOf(b, 'large'), 'x'.repeat(8 * 2 ** 20));
+    const held = [connect(urlA), connect(urlA), connect(urlA)];
+    await Promise.all(held.map((redis) => redis.ping()));
+    expect(await read('berth_redis_memory_max_bytes')).toBe(64 * 2 ** 30);
+    expect(await read('berth_redis_memory_used_bytes')).toBeGreaterThan(8 * 2 ** 20);
+    expect(await read('berth_redis_connected_clients')).toBeGreaterThanOrEqual(held.length + 2);
+  } finally {
+    await admin.config('SET', 'maxmemory', limit[1]!);
+    await admin.del(keyOf(b, 'large'));
+  }
 });
 
 it('re-creates a user Redis lost with the same password, and remove deletes the user and its keys', async () => {

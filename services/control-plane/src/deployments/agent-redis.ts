@@ -13,8 +13,8 @@ import { redisAclRules, redisKeyPrefix } from '@berth/agent-contract';
 import type { Logger } from '@berth/log';
 import type { SecretBox } from '@berth/secret-box';
 import { traceRedis } from '@berth/tracing';
-import { agentDatabaseName } from './agent-databases.js';
-import { agentSchema } from './agent-databases.js';
+import { agentDatabaseName, agentSchema } from './agent-databases.js';
+import { watchRedis } from './metrics.js';
 
 export interface AgentRedisOptions {
   /** The platform's Redis (`REDIS_URL`); its user must be allowed `ACL SETUSER`, `ACL DELUSER` and `ACL USERS`. */
@@ -43,6 +43,7 @@ const OFF_SWITCH = 'BERTH_AGENT_REDIS=off';
 export class AgentRedis {
   private readonly redis: Redis;
   private timer?: NodeJS.Timeout;
+  private unwatch?: () => void;
 
   constructor(private readonly options: AgentRedisOptions) {
     this.redis = traceRedis(new Redis(options.url, { lazyConnect: true, connectionName: 'berth-control-plane-agent-redis' }));
@@ -76,6 +77,7 @@ export class AgentRedis {
     }
     const version = /^redis_version:(\S+)/m.exec(String(await this.redis.info('server')))?.[1] ?? 'unknown';
     if (!(Number.parseInt(version, 10) >= MIN_REDIS_MAJOR)) throw this.tooOld(version);
+    this.unwatch ??= watchRedis(() => this.redis.info(), this.options.log);
     for (const deploymentId of await live()) await this.ensure(deploymentId);
     const interval = this.options.resyncIntervalMs ?? 60_000;
     const tick = () => {
@@ -123,6 +125,8 @@ export class AgentRedis {
   }
 
   async close(): Promise<void> {
+    this.unwatch?.();
+    this.unwatch = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());

@@ -73,7 +73,7 @@ it('deploys an image, fails a broken one with the reason and keeps the old one, 
   expect(container.image).toBe('registry.test/agent:1');
   // The secret's value, and the platform's values for the agent server (its own database login and
   // credential among them), live in the deployment's Secret, not in the Deployment.
-  expect(container.env.map((e) => e.name).sort()).toEqual(['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT']);
+  expect(container.env.map((e) => e.name).sort()).toEqual(['BERTH_METRICS_HOST', 'BERTH_METRICS_PORT', 'HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT']);
   expect(container.env.find((e) => e.name === 'HOST')!.value).toBe('0.0.0.0');
   expect(JSON.stringify(deployment)).not.toContain('sk-test');
   const secrets = fake.store.list('secrets', 'berth');

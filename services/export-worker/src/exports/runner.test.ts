@@ -140,6 +140,10 @@ describe('a one-time export', () => {
     const metrics = parseMetrics((await scrape()).body);
     const moved = (name: string) => sampleSum(metrics, name) - sampleSum(metricsBefore, name);
     expect(moved('berth_export_rows_written_total')).toBe(2200);
+    // One attempt per day partition, both completed.
+    const attempts = (labels: Record<string, string>) =>
+      sampleSum(metrics, 'berth_export_run_attempts_total', labels) - sampleSum(metricsBefore, 'berth_export_run_attempts_total', labels);
+    expect([attempts({ outcome: 'completed' }), attempts({ outcome: 'failed' }), attempts({ outcome: 'retrying' })]).toEqual([2, 0, 0]);
     expect(moved('berth_export_bytes_written_total')).toBe(stored);
     expect(stored).toBeGreaterThan(0);
     expect(read.rows[0]).toEqual({ n: BigInt(ids.length), d: BigInt(ids.length), first_day: '01', last_day: '02' });
@@ -154,9 +158,14 @@ describe('a one-time export', () => {
     await client.send(new DeleteBucketCommand({ Bucket: doomed }));
     client.destroy();
     const exp = await oneTime('2026-02-01T00:00:00Z', '2026-02-02T00:00:00Z', {}, destination.id);
+    const before = parseMetrics((await scrape()).body);
     const done = await runToEnd(runner(), exp.id);
     expect(done.status).toBe('FAILED');
     expect(done.status_message).toMatch(/bucket "doomed-\w+" does not exist/);
+    // Counted as the tenant's destination failing, which the operator's alert leaves out.
+    const after = parseMetrics((await scrape()).body);
+    const failed = (m: typeof after, cause: string) => sampleSum(m, 'berth_export_run_attempts_total', { outcome: 'failed', cause });
+    expect([failed(after, 'destination') - failed(before, 'destination'), failed(after, 'storage') - failed(before, 'storage')]).toEqual([1, 0]);
     const [run] = await store.runs(exp.id);
     expect(run).toMatchObject({ status: 'FAILED', retry_number: 0, errors: { retry_0: expect.stringMatching(/does not exist/) } });
   });
@@ -178,6 +187,7 @@ describe('a one-time export', () => {
       const destination = await destinations.create(tenant, { destination_type: 's3', display_name: 'd', config: location('flaky', endpoint), credentials });
       slow = true;
       const exp = await oneTime('2026-02-01T00:00:00Z', '2026-02-02T00:00:00Z', {}, destination.id);
+      const before = parseMetrics((await scrape()).body);
       // Retry n waits retryBaseMs · 2^n by the runner's clock: no attempt before it, one as it ends.
       const clock = new ManualClock(Date.now());
       const r = runner({ clock, maxRetries: 2, retryBaseMs: 1000 });
@@ -203,6 +213,13 @@ describe('a one-time export', () => {
       expect(run!.retry_number).toBe(2);
       expect(Object.keys(run!.errors).sort()).toEqual(['retry_0', 'retry_1', 'retry_2']);
       expect(run!.errors.retry_0).toMatch(/failed this time/);
+      // Two attempts retried, then the storage's failure given up on: what BerthExportsFailing counts.
+      const after = parseMetrics((await scrape()).body);
+      const moved = (labels: Record<string, string>) =>
+        sampleSum(after, 'berth_export_run_attempts_total', labels) - sampleSum(before, 'berth_export_run_attempts_total', labels);
+      expect([moved({ outcome: 'retrying', cause: 'storage' }), moved({ outcome: 'failed', cause: 'storage' }), moved({ outcome: 'completed' })]).toEqual([
+        2, 1, 0,
+      ]);
     } finally {
       flaky.close();
     }

@@ -31,7 +31,7 @@ import {
   type PartitionCheckpoint,
 } from '../writer/export-partition.js';
 import { RUNS_CHANNEL, type ClaimedRun, type ExportStore } from './store.js';
-import { exportsRunning } from '../metrics.js';
+import { exportRunAttempts, exportsRunning } from '../metrics.js';
 
 export interface ExportRunnerOptions {
   store: ExportStore;
@@ -271,6 +271,7 @@ export class ExportRunner {
         });
         lease.finishing();
         await store.completeRun(run.id, holder, checkpoint, this.now());
+        exportRunAttempts.inc({ outcome: 'completed', cause: '' });
         log.info({ rows: checkpoint.rows_written, files: checkpoint.exported_files.length }, 'export run completed');
       } finally {
         destination.client.destroy();
@@ -303,14 +304,17 @@ export class ExportRunner {
     const reason = location && isStorageFailure(error) ? classifyStorageError(error, location) : undefined;
     const message = reason?.message ?? (error instanceof Error ? error.message : String(error));
     const fatal = error instanceof DestinationGoneError || reason?.kind === 'access_denied' || reason?.kind === 'missing_bucket';
+    const cause = fatal ? 'destination' : reason ? 'storage' : 'error';
     try {
       if (fatal || attempt >= this.o.maxRetries) {
         log.warn({ err: error, reason: message }, 'export run failed');
         await store.failRun(runId, holder, fatal ? message : `gave up after ${attempt + 1} attempts: ${message}`, this.now());
+        exportRunAttempts.inc({ outcome: 'failed', cause });
       } else {
         const delay = Math.min(this.o.retryBaseMs * 2 ** attempt, this.o.retryMaxMs);
         log.info({ reason: message, retryInMs: delay }, 'export run attempt failed; retrying');
         await store.scheduleRetry(runId, holder, message, new Date(this.now().getTime() + delay), this.now());
+        exportRunAttempts.inc({ outcome: 'retrying', cause });
       }
     } catch (recordError) {
       if (recordError instanceof LeaseLostError) return;

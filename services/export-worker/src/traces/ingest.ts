@@ -45,6 +45,11 @@ export class TraceIngest {
     this.maxBatchesInFlight = options.maxBatchesInFlight ?? 20;
   }
 
+  /** Batches being written now. */
+  get batchesInFlight(): number {
+    return this.inFlight;
+  }
+
   async ingest(tenantId: string, operations: RunOperationInput[], binding?: ProjectBinding): Promise<UpsertResult> {
     if (this.inFlight >= this.maxBatchesInFlight) throw new TraceStoreBusyError();
     this.inFlight++;

@@ -260,6 +260,12 @@ export class TraceStore {
    * Deletes patches that waited longer than `maxAgeMs` for their run's create: a client that
    * lost the create never sends it, and the table must not grow forever. Answers how many went.
    */
+  /** Patches waiting for their run, counted up to `cap` (a count that stays cheap on a large backlog). */
+  async countPendingPatches(cap = 100_000): Promise<number> {
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM (SELECT 1 FROM pending_run_patches LIMIT ${cap}) p`.execute(this.db);
+    return Number(rows[0]!.n);
+  }
+
   async sweepPendingPatches(maxAgeMs: number): Promise<number> {
     const result = await sql`DELETE FROM pending_run_patches WHERE received_at < now() - make_interval(secs => ${maxAgeMs / 1000})`.execute(this.db);
     return Number(result.numAffectedRows ?? 0n);

@@ -1,5 +1,6 @@
 export { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
 export {
+  AGENT_METRICS_PORT,
   AGENT_PORT,
   ANNOTATIONS,
   LABELS,
@@ -14,4 +15,4 @@ export {
   type ImageRevisionSpec,
   type ManifestOptions,
 } from './manifests.js';
-export { buildNetworkPolicy, type AgentNetworkPolicy, type Lookup, type PlatformEndpoint, type PlatformPods } from './network-policy.js';
+export { buildNetworkPolicy, type AgentNetworkPolicy, type Lookup, type PeerPods, type PlatformEndpoint, type PlatformPods } from './network-policy.js';

@@ -9,7 +9,16 @@ import { until } from '@berth/testing';
 import { collectLog, deployerContract } from '../contract.js';
 import { DeployFailedError, type RevisionSpec } from '../deployer.js';
 import { KubernetesDeployer, type KubernetesDeployerOptions } from './kubernetes-deployer.js';
-import { ARTIFACT_CREDENTIAL_KEY, buildManifests, FETCH_CONTAINER_NAME, LABELS, objectName, PROJECT_DIR, type ImageRevisionSpec } from './manifests.js';
+import {
+  AGENT_METRICS_PORT,
+  ARTIFACT_CREDENTIAL_KEY,
+  buildManifests,
+  FETCH_CONTAINER_NAME,
+  LABELS,
+  objectName,
+  PROJECT_DIR,
+  type ImageRevisionSpec,
+} from './manifests.js';
 import type { AgentNetworkPolicy, Lookup } from './network-policy.js';
 
 const NAMESPACE = 'berth';
@@ -41,6 +50,7 @@ const PLATFORM_LABELS = { 'app.kubernetes.io/name': 'berth', 'app.kubernetes.io/
 const NETWORK_POLICY: AgentNetworkPolicy = {
   gateway: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': 'gateway' }, port: 8080 },
   controlPlane: { namespace: 'platform', labels: { ...PLATFORM_LABELS, 'app.kubernetes.io/component': 'control-plane' }, port: 8092 },
+  metricsScraper: { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' } },
 };
 /** Where the agent servers' database is, as the cluster's DNS answers now (tests move it). */
 const databaseAddresses: Record<string, string[]> = { db: ['10.0.9.9'], 'db.internal.example': ['10.0.9.9'] };
@@ -397,9 +407,14 @@ describe('KubernetesDeployer', () => {
       expect(reach(platformPod('gateway'), 8080)).toBe(true);
       expect(reach(platformPod('control-plane'), 8092)).toBe(true);
       expect(reach({ ip: '93.184.216.34' }, 443)).toBe(true);
-      // Only the gateway reaches it.
+      // Only the gateway reaches its API, and only the scraper its metrics port.
       expect(connectionAllowed(policies(), platformPod('gateway'), me!, tcp(8000))).toBe(true);
       expect(connectionAllowed(policies(), platformPod('control-plane'), me!, tcp(8000))).toBe(false);
+      const prometheus: Endpoint = { pod: { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' }, ip: '10.244.8.8' } };
+      expect(connectionAllowed(policies(), prometheus, me!, tcp(AGENT_METRICS_PORT))).toBe(true);
+      expect(connectionAllowed(policies(), prometheus, me!, tcp(8000))).toBe(false);
+      expect(connectionAllowed(policies(), platformPod('gateway'), me!, tcp(AGENT_METRICS_PORT))).toBe(false);
+      expect(connectionAllowed(policies(), neighbour!, me!, tcp(AGENT_METRICS_PORT))).toBe(false);
     });
 
     it('resolves the database again at every deploy: a moved database is reachable, its old address no longer', async () => {

@@ -9,6 +9,8 @@ import { labelValue } from '@berth/kube';
 import type { KubeObject } from '@berth/fake-kube';
 import {
   AGENT_HOME,
+  AGENT_METRICS_PORT,
+  AGENT_PORT,
   AGENT_UID,
   ARTIFACT_CREDENTIAL_KEY,
   buildManifests,
@@ -162,7 +164,15 @@ describe("what a deployment's pods get", () => {
     for (const { name, spec, manifests } of podSpecs) {
       const container = manifests.deployment.spec!.template.spec!.containers[0]!;
       // Only the manifest's own, non-secret settings are literals.
-      const literals = ['HOME', 'HOST', 'N_JOBS_PER_WORKER', 'PORT', ...(spec.artifact.kind === 'directory' ? ['BERTH_AGENT_CONFIG'] : [])];
+      const literals = [
+        'BERTH_METRICS_HOST',
+        'BERTH_METRICS_PORT',
+        'HOME',
+        'HOST',
+        'N_JOBS_PER_WORKER',
+        'PORT',
+        ...(spec.artifact.kind === 'directory' ? ['BERTH_AGENT_CONFIG'] : []),
+      ];
       expect({ name, env: container.env!.map((e) => e.name).sort() }).toEqual({ name, env: literals.sort() });
       expect(container.env!.every((e) => e.valueFrom === undefined)).toBe(true);
       expect(container.envFrom).toEqual([{ secretRef: { name: manifests.secret.metadata!.name } }]);
@@ -184,6 +194,31 @@ describe("what a deployment's pods get", () => {
     const { spec, options } = CASES['prod-full']!;
     const manifests = buildManifests({ ...spec, secrets: { ...spec.secrets, DATABASE_URL: 'postgres://elsewhere/db' } }, options);
     expect(Buffer.from(manifests.secret.data!['DATABASE_URL']!, 'base64').toString()).toBe(spec.env['DATABASE_URL']);
+  });
+
+  it('a metrics port of their own, which their Service does not expose and a secret cannot move', () => {
+    const { spec, options } = CASES['prod-full']!;
+    // A tenant's secrets naming the metrics settings: to move the listener onto the API port, or hide it on loopback.
+    const secrets = { ...spec.secrets, BERTH_METRICS_PORT: String(AGENT_PORT), BERTH_METRICS_HOST: '127.0.0.1' };
+    const manifests = buildManifests({ ...spec, secrets }, options);
+    const container = manifests.deployment.spec!.template.spec!.containers[0]!;
+    expect(AGENT_METRICS_PORT).not.toBe(AGENT_PORT);
+    expect(container.ports).toEqual([
+      { name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' },
+      { name: 'metrics', containerPort: AGENT_METRICS_PORT, protocol: 'TCP' },
+    ]);
+    expect(container.env).toEqual(
+      expect.arrayContaining([
+        { name: 'BERTH_METRICS_PORT', value: String(AGENT_METRICS_PORT) },
+        { name: 'BERTH_METRICS_HOST', value: '0.0.0.0' },
+      ]),
+    );
+    expect(Object.keys(manifests.secret.data!)).not.toEqual(expect.arrayContaining(['BERTH_METRICS_PORT']));
+    expect(Object.keys(manifests.secret.data!)).not.toEqual(expect.arrayContaining(['BERTH_METRICS_HOST']));
+    // The gateway proxies to the Service's port: the API's, never the metrics port.
+    for (const { manifests: m } of podSpecs) {
+      expect(m.service.spec!.ports!.map((p) => [p.port, p.targetPort])).toEqual([[AGENT_PORT, AGENT_PORT]]);
+    }
   });
 
   it('a non-root, unprivileged, capability-less container with a read-only root and writable /tmp and HOME', () => {

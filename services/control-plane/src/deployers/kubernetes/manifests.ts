@@ -16,6 +16,12 @@ import { cpuQuantity, memoryQuantity } from '@berth/quantity';
 
 /** Where the agent server listens in its container, and on its Service. */
 export const AGENT_PORT = 8000;
+/**
+ * Where the agent server serves `/metrics` in its container (`BERTH_METRICS_PORT`), the pod's port
+ * named `metrics`: on no Service, so the gateway's proxy (which goes to the Service's port) never
+ * reaches it; the NetworkPolicy admits only the operator's scraper to it.
+ */
+export const AGENT_METRICS_PORT = 9464;
 export const CONTAINER_NAME = 'agent-server';
 /** The agent server's readiness endpoint. */
 export const READINESS_PATH = '/ok';
@@ -165,6 +171,9 @@ export function objectMeta(spec: RevisionSpec, options: Pick<ManifestOptions, 'n
 function literalEnv(spec: RevisionSpec): Record<string, string> {
   return {
     ...(spec.artifact.kind === 'directory' ? { BERTH_AGENT_CONFIG: posix.join(PROJECT_DIR, spec.artifact.configPath) } : {}),
+    // Every interface of the pod: the scraper reaches it by the pod's IP.
+    BERTH_METRICS_HOST: '0.0.0.0',
+    BERTH_METRICS_PORT: String(AGENT_METRICS_PORT),
     HOME: AGENT_HOME,
     // Every interface of the pod: the Service and the kubelet's probes reach it by the pod's IP.
     HOST: '0.0.0.0',
@@ -299,8 +308,11 @@ export function buildDeployment(spec: KubeRevisionSpec, options: ManifestOptions
               name: CONTAINER_NAME,
               image: run.image,
               imagePullPolicy: 'IfNotPresent',
-              ports: [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }],
-              // Literal env wins over envFrom, so the Secret cannot move the port or HOME.
+              ports: [
+                { name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' },
+                { name: 'metrics', containerPort: AGENT_METRICS_PORT, protocol: 'TCP' },
+              ],
+              // Literal env wins over envFrom, so the Secret cannot move the ports or HOME.
               env: containerEnv(spec),
               envFrom: [{ secretRef: { name: meta.name } }],
               securityContext: CONTAINER_SECURITY_CONTEXT,
@@ -341,6 +353,7 @@ export function buildService(spec: RevisionSpec, options: ManifestOptions): V1Se
     spec: {
       type: 'ClusterIP',
       selector: podSelector(spec.deploymentId),
+      // The API port only: the metrics port is the scraper's, which reaches pods by their IP.
       ports: [{ name: 'http', port: AGENT_PORT, targetPort: AGENT_PORT, protocol: 'TCP' }],
     },
   };

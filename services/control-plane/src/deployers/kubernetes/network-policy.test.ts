@@ -11,7 +11,7 @@ import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { connectionAllowed, type Connection, type Endpoint, type NetworkPolicyObject, type PodEndpoint } from '@berth/fake-kube';
 import type { RevisionSpec } from '../deployer.js';
 import { loadControlPlaneConfig } from '../../env.js';
-import { buildDeployment, type ImageRevisionSpec } from './manifests.js';
+import { AGENT_METRICS_PORT, AGENT_PORT, buildDeployment, type ImageRevisionSpec } from './manifests.js';
 import { buildNetworkPolicy, describeEndpoint, resolveEndpoints, type AgentNetworkPolicy, type Lookup, type PlatformEndpoint } from './network-policy.js';
 
 const GOLDEN_DIR = new URL('./__golden__/network-policy/', import.meta.url);
@@ -74,14 +74,22 @@ const IN_CLUSTER = {
   policy: POLICY,
   lookup: fixedLookup({ 'postgres.db.svc.cluster.local': ['10.96.12.34'] }),
 };
-/** A VPC database and Redis at private addresses, and the operator's ranges (one wide enough to hold the metadata address). */
+/**
+ * A VPC database and Redis at private addresses, the operator's ranges (one wide enough to hold the
+ * metadata address), and a metrics scraper.
+ */
 const VPC = {
   spec: spec('9e8d7c6b-5a49-4382-9170-6f5e4d3c2b1a', {
     DATABASE_URL: 'postgres://agent_9e8d_a:pw@agents.cluster-abc.eu-west-1.rds.amazonaws.com:6543/berth_agent_9e8d',
     REDIS_URL: 'rediss://agent_9e8d:pw@redis.internal.example',
     LOG_LEVEL: 'info',
   }),
-  policy: { ...POLICY, privateEgress: ['10.20.0.0/16', '169.254.0.0/16', 'fd00::/8', '192.168.7.7'] },
+  policy: {
+    ...POLICY,
+    privateEgress: ['10.20.0.0/16', '169.254.0.0/16', 'fd00::/8', '192.168.7.7'],
+    // A kube-prometheus-stack Prometheus.
+    metricsScraper: { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' } },
+  },
   lookup: fixedLookup({ 'agents.cluster-abc.eu-west-1.rds.amazonaws.com': ['10.0.3.4', 'fd12:3456::4'], 'redis.internal.example': ['10.0.5.6'] }),
 };
 const CASES = { 'in-cluster-database': IN_CLUSTER, 'vpc-database-and-private-egress': VPC };
@@ -262,6 +270,45 @@ describe("who can reach a deployed graph's pod", () => {
   });
 });
 
+describe("who can reach a deployed graph's metrics port", () => {
+  const prometheus = (namespace: string, labels: Record<string, string>, ip = '10.244.7.7'): Endpoint => ({ pod: { namespace, labels, ip } });
+  const scraper = prometheus('monitoring', { 'app.kubernetes.io/name': 'prometheus', 'app.kubernetes.io/instance': 'k8s' });
+
+  it("the operator's scraper, on the metrics port only: never the agent server's API", async () => {
+    const me = agentPod(VPC.spec, '10.244.3.7');
+    const policies = [wire(await policyOf(VPC))];
+    expect(connectionAllowed(policies, scraper, me, tcp(AGENT_METRICS_PORT))).toBe(true);
+    for (const port of [AGENT_PORT, 8080, 9229]) {
+      expect({ port, allowed: connectionAllowed(policies, scraper, me, tcp(port)) }).toEqual({ port, allowed: false });
+    }
+    // Neither the gateway (whose proxy a tenant drives) nor any other pod: only the scraper's labels, in its namespace.
+    for (const from of [
+      platformPod('gateway', '10.244.0.5'),
+      platformPod('control-plane', '10.244.0.6'),
+      prometheus('monitoring', { 'app.kubernetes.io/name': 'grafana' }),
+      prometheus('tenant-tools', { 'app.kubernetes.io/name': 'prometheus' }),
+      { ip: '10.0.0.1' },
+    ] as Endpoint[]) {
+      expect({ from, allowed: connectionAllowed(policies, from, me, tcp(AGENT_METRICS_PORT)) }).toEqual({ from, allowed: false });
+    }
+  });
+
+  it("not another deployment's pods (another tenant's)", async () => {
+    const me = agentPod(VPC.spec, '10.244.3.7');
+    const neighbour = spec('3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99', {});
+    const policies = [wire(await policyOf(VPC)), wire(buildNetworkPolicy(neighbour, AGENTS_NS, VPC.policy, []))];
+    expect(connectionAllowed(policies, agentPod(neighbour, '10.244.3.8'), me, tcp(AGENT_METRICS_PORT))).toBe(false);
+  });
+
+  it('nobody, when no scraper is set', async () => {
+    const me = agentPod(IN_CLUSTER.spec, '10.244.3.7');
+    const policies = [wire(await policyOf(IN_CLUSTER))];
+    for (const from of [scraper, platformPod('gateway', '10.244.0.5')]) {
+      expect({ from, allowed: connectionAllowed(policies, from, me, tcp(AGENT_METRICS_PORT)) }).toEqual({ from, allowed: false });
+    }
+  });
+});
+
 describe('resolveEndpoints', () => {
   const lookup = fixedLookup({
     'postgres.db.svc.cluster.local': ['10.96.1.1'],
@@ -329,6 +376,31 @@ describe('settings (env)', () => {
     expect(config.deployments?.deployer).toMatchObject({
       networkPolicy: { controlPlane: { namespace: AGENTS_NS, labels: { 'app.kubernetes.io/component': 'control-plane' }, port: 8092 } },
     });
+  });
+
+  it('name the metrics scraper by its namespace and labels, both or neither', () => {
+    const on = { ...env, BERTH_GATEWAY_POD_LABELS: labels };
+    expect(loadControlPlaneConfig(on).deployments?.deployer).not.toHaveProperty('networkPolicy.metricsScraper');
+    const config = loadControlPlaneConfig({
+      ...on,
+      BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'monitoring',
+      BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'app.kubernetes.io/name=prometheus',
+    });
+    expect(config.deployments?.deployer).toMatchObject({
+      networkPolicy: { metricsScraper: { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' } } },
+    });
+    // A namespace alone would admit every pod in it.
+    for (const half of [{ BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'monitoring' }, { BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'app=prometheus' }]) {
+      expect(() => loadControlPlaneConfig({ ...on, ...half })).toThrow(
+        /BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: set together with BERTH_AGENT_METRICS_SCRAPER_NAMESPACE/,
+      );
+    }
+    expect(() =>
+      loadControlPlaneConfig({ ...on, BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'monitoring', BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'prometheus' }),
+    ).toThrow(/BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: a comma-separated list of Kubernetes labels/);
+    expect(() =>
+      loadControlPlaneConfig({ ...on, BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: 'Monitoring NS', BERTH_AGENT_METRICS_SCRAPER_POD_LABELS: 'app=prometheus' }),
+    ).toThrow(/BERTH_AGENT_METRICS_SCRAPER_NAMESPACE: a namespace name/);
   });
 
   it('turn off with BERTH_DEPLOYMENT_NETWORK_POLICY=off, and refuse labels that are not labels', () => {

@@ -12,28 +12,38 @@
  * metadata address inside a wider one. So not: other agent pods, the platform's gRPC services,
  * sandboxes, the metadata endpoint, or any other private address.
  *
- * Ingress: the gateway's pods on the agent server's port, nothing else (the kubelet's probes come
- * from the node, which NetworkPolicies do not filter).
+ * Ingress: the gateway's pods on the agent server's port; the operator's metrics scraper
+ * (`BERTH_AGENT_METRICS_SCRAPER_*`), when named, on the metrics port only; nothing else (the
+ * kubelet's probes come from the node, which NetworkPolicies do not filter).
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { V1NetworkPolicy, V1NetworkPolicyEgressRule, V1NetworkPolicyPeer, V1NetworkPolicyPort } from '@kubernetes/client-node';
 import { allowedBlock, canonicalAddress, publicAddressBlocks } from '@berth/egress';
 import type { RevisionSpec } from '../deployer.js';
-import { AGENT_PORT, objectMeta, podSelector } from './manifests.js';
+import { AGENT_METRICS_PORT, AGENT_PORT, objectMeta, podSelector } from './manifests.js';
 
-/** Pods of the platform, selected by labels in their namespace, and the port agent pods use of theirs. */
-export interface PlatformPods {
+/** Pods selected by labels in their namespace. */
+export interface PeerPods {
   namespace: string;
   labels: Record<string, string>;
+}
+
+/** Pods of the platform, and the port agent pods use of theirs. */
+export interface PlatformPods extends PeerPods {
   /** The pods' own port (a Service's targetPort, not its port: policies see the pod). */
   port: number;
 }
 
 /** What the policy of every deployment's pods allows beyond DNS, the public internet and their database and Redis. */
 export interface AgentNetworkPolicy {
-  /** The gateway's pods: the only ones that may connect to agent pods; agent pods send them their traces. */
+  /** The gateway's pods: the only ones that may connect to the agent server's API; agent pods send them their traces. */
   gateway: PlatformPods;
+  /**
+   * The pods that scrape agent servers' metrics (a Prometheus), admitted to the metrics port only.
+   * Unset: nothing reaches that port.
+   */
+  metricsScraper?: PeerPods;
   /** The control plane's pods, on the artifact endpoint's port: init containers fetch source revisions there. */
   controlPlane?: PlatformPods;
   /** Non-public CIDRs agent pods may reach (`BERTH_DEPLOYMENT_PRIVATE_EGRESS`, `BERTH_WEBHOOK_PRIVATE_EGRESS`). */
@@ -123,7 +133,7 @@ function namespacePeer(namespace: string): V1NetworkPolicyPeer {
   return { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } };
 }
 
-function platformPeer(pods: PlatformPods): V1NetworkPolicyPeer {
+function podsPeer(pods: PeerPods): V1NetworkPolicyPeer {
   return { ...namespacePeer(pods.namespace), podSelector: { matchLabels: { ...pods.labels } } };
 }
 
@@ -157,12 +167,15 @@ export function buildNetworkPolicy(spec: RevisionSpec, namespace: string, policy
       podSelector: { matchLabels: podSelector(spec.deploymentId) },
       policyTypes: ['Ingress', 'Egress'],
       // `_from` is the client's name for `from` (a reserved word); it sends it as `from`.
-      ingress: [{ _from: [platformPeer(policy.gateway)], ports: tcp(AGENT_PORT) }],
+      ingress: [
+        { _from: [podsPeer(policy.gateway)], ports: tcp(AGENT_PORT) },
+        ...(policy.metricsScraper ? [{ _from: [podsPeer(policy.metricsScraper)], ports: tcp(AGENT_METRICS_PORT) }] : []),
+      ],
       egress: [
         DNS_RULE,
         { to: publicAddressBlocks().map((ipBlock) => ({ ipBlock })) },
-        { to: [platformPeer(policy.gateway)], ports: tcp(policy.gateway.port) },
-        ...(policy.controlPlane ? [{ to: [platformPeer(policy.controlPlane)], ports: tcp(policy.controlPlane.port) }] : []),
+        { to: [podsPeer(policy.gateway)], ports: tcp(policy.gateway.port) },
+        ...(policy.controlPlane ? [{ to: [podsPeer(policy.controlPlane)], ports: tcp(policy.controlPlane.port) }] : []),
         ...services,
         ...(privateEgress.length > 0 ? [{ to: privateEgress.map((cidr) => ({ ipBlock: allowedBlock(cidr) })) }] : []),
       ],

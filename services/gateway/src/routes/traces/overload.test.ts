@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createDatabase, sql, type Database } from '@berth/db';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { Client } from 'langsmith';
 import type { RunningServer } from '@berth/http';
 import { rootRun, startTraceStack, traceServer, type TraceStack } from '../../__tests__/trace-stack.js';
@@ -84,6 +85,9 @@ describe('ingest while the store cannot keep up', () => {
     const second = [run('overload')];
     const held = [post(first), post(second)];
     await waitingOnLocks(2);
+    // The backlog as an operator sees it: both batches the store may have are in flight.
+    const inFlight = async () => sampleSum(parseMetrics((await scrape()).body), 'berth_trace_ingest_batches_in_flight');
+    expect(await inFlight()).toBe(2);
 
     const refused = await Promise.all([post([run('overload')]), post([run('overload')]), post([run('overload')])]);
     expect(refused.map((r) => r.status)).toEqual([503, 503, 503]);
@@ -96,6 +100,7 @@ describe('ingest while the store cannot keep up', () => {
       [202, 2],
       [202, 1],
     ]);
+    expect(await inFlight()).toBe(0);
     const acknowledged = [...first, ...second].map((r) => r.id).sort();
     expect(await storedIds(acknowledged)).toEqual(acknowledged);
   });

@@ -11,6 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { PendingPatchSweeper, type RunningExportWorker } from '@berth/export-worker';
 import { listen, type RunningServer } from '@berth/http';
 import { silentLogger } from '@berth/log';
+import { parseMetrics, sampleSum, scrape } from '@berth/metrics';
 import { Client, RunTree } from 'langsmith';
 import { traceable } from 'langsmith/traceable';
 import { createGatewayApp } from '../../app.js';
@@ -279,9 +280,14 @@ describe('the other ingest paths', () => {
 
   it('a patch whose create never comes is swept', async () => {
     const lost = run({ session_name: 'sweep' });
+    const pending = async () => sampleSum(parseMetrics((await scrape()).body), 'berth_trace_pending_run_patches');
+    const before = await pending();
     await call('/runs/batch', { method: 'POST', json: { patch: [{ id: lost.id, outputs: { late: true } }] } });
+    // The ingest backlog an operator sees: the patch waits for its run.
+    expect(await pending()).toBe(before + 1);
     // A maximum age of 0: every patch received before the sweep's own statement is too old.
     expect(await new PendingPatchSweeper(worker.traces, silentLogger(), 0).sweep()).toBeGreaterThanOrEqual(1);
+    expect(await pending()).toBe(0);
     await call('/runs/batch', { method: 'POST', json: { post: [lost] } });
     expect((await call(`/runs/${lost.id}`)).body.outputs).toBeNull();
   });
