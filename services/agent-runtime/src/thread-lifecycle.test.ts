@@ -279,9 +279,15 @@ describe('POST /runs/search (the queue across threads)', () => {
   const rows = (found: { body: unknown }) => (found.body as Row[]).map((r) => [r.run_id, r.status]);
 
   it("lists the caller's pending and running runs of every thread, oldest first, paged; never another user's", async () => {
-    // What earlier tests left unfinished is no part of this queue.
+    // What earlier tests left unfinished is no part of this queue (a running run leaves once its worker stopped it).
     await a.runs.cancelMany({ status: 'all' });
     await b.runs.cancelMany({ status: 'all' });
+    for (const user of [undefined, 'user-b']) {
+      await until(
+        () => search({}, user),
+        (found) => rows(found).length === 0,
+      );
+    }
     const [t1, t2, tb] = [await a.threads.create(), await a.threads.create(), await b.threads.create()];
     const running = await a.runs.create(t1.thread_id, 'slow', { input: {}, context: { delay_ms: 600_000 } });
     await until(
@@ -312,9 +318,10 @@ describe('POST /runs/search (the queue across threads)', () => {
 
     // Cancelled from the queue (POST /runs/cancel), a run leaves it; the queue moves on.
     await a.runs.cancelMany({ runIds: [running.run_id] });
+    // The cancelled run stays `running` until its worker has stopped it; then the queued one starts.
     const after = await until(
       () => search({}),
-      (found) => rows(found)[0]?.[1] === 'running',
+      (found) => rows(found)[0]?.[0] === queued.run_id && rows(found)[0]?.[1] === 'running',
     );
     expect(rows(after)).toEqual([
       [queued.run_id, 'running'],
