@@ -156,7 +156,16 @@ describe('rollouts by strategy (rollingUpdate), with the simulated kubelet', () 
       10_000,
       10,
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The controller has seen the failure (its status counts the failed surge pod): it removed no old pod for it.
+    await until(
+      'the status counts the failed pod',
+      async () => {
+        const status = fake.store.get('apps/deployments', NS, 'web')['status'] as { updatedReplicas?: number; unavailableReplicas?: number };
+        return (status.updatedReplicas === 1 && status.unavailableReplicas === 1) || undefined;
+      },
+      10_000,
+      10,
+    );
     const pods = fake.store.list('pods', NS, { labelSelector: 'app=web' });
     expect(pods.map((p) => [versionOf(p), podReady(p)]).sort()).toEqual([
       ['v1', true],
@@ -324,7 +333,8 @@ describe('a kube-proxy of a Service', () => {
     fake.store.delete('pods', NS, 'a', { gracePeriodSeconds: 100 });
     expect(serviceEndpoints(fake.store, NS, 'web', 'http').find((e) => e.pod === 'a')).toMatchObject({ ready: false, serving: true, terminating: true });
     expect(proxy.endpoints.map((e) => e.pod)).toEqual(['a', 'b']);
-    await new Promise((resolve) => setTimeout(resolve, syncMs * 1.5));
+    // Once it has read the endpoints again, new connections go to b alone.
+    await until('the proxy learned a is terminating', async () => (proxy.endpoints.every((e) => e.pod !== 'a') ? true : undefined), 5000, 10);
     expect([await get(proxy.address), await get(proxy.address), await get(proxy.address)]).toEqual(['b', 'b', 'b']);
   });
 });

@@ -34,9 +34,12 @@ const redisGauges = {
 
 /** Reports the platform's Redis usage from `info()` (its INFO text) at each scrape; returns the function that stops it. */
 export function watchRedis(info: () => Promise<string>, log: Logger): () => void {
+  // A scrape collects the gauges together: they share one INFO call.
+  let reading: Promise<string> | undefined;
+  const read = () => (reading ??= info().finally(() => (reading = undefined)));
   const stops = Object.entries(redisGauges).map(([field, metric]) =>
     metric.source(async () => {
-      const value = new RegExp(`^${field}:(\\d+)`, 'm').exec(await info())?.[1];
+      const value = new RegExp(`^${field}:(\\d+)`, 'm').exec(await read())?.[1];
       return value === undefined ? [] : [{ value: Number(value) }];
     }, log),
   );
